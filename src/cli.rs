@@ -1,0 +1,296 @@
+//! Command-line arguments (clap derive). Every flag has help text and, where the `vault` and
+//! `kubectl` CLIs have one, the same environment variable.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::report::{ColorChoice, Format};
+
+const ABOUT: &str =
+    "Bootstrap the Vault secrets a Kubernetes platform needs before its first GitOps sync.";
+
+const LONG_ABOUT: &str = "\
+Bootstrap the Vault secrets a Kubernetes platform needs before its first GitOps sync.
+
+vault-seed reads typed secret specs (TOML files under ./secret-specs), creates every missing \
+secret in Vault in the right format (hex salts, Fernet keys, a 32-byte Zitadel masterkey, \
+placeholders for tokens a person fills in later), never overwrites one that exists (KV v2 \
+check-and-set), checks that External Secrets Operator's Vault policy grants what it needs, and \
+confirms that the ExternalSecrets went Ready.";
+
+const AFTER_HELP: &str = "\
+The bootstrap of an environment:
+  vault-seed lint                         check every spec offline
+  vault-seed plan auh1-dev                show what apply would write (writes nothing)
+  vault-seed apply auh1-dev               create what is missing, never overwrite
+  vault-seed verify auh1-dev --wait 5m    Vault, policy and ExternalSecrets Ready
+  vault-seed set auh1-dev IAM_SERVICE__PAT < pat.txt    fill a placeholder after deploy
+
+Vault connection, as the vault CLI: VAULT_ADDR (else the spec's environment), VAULT_TOKEN or \
+~/.vault-token, VAULT_CACERT, VAULT_CAPATH, VAULT_NAMESPACE, VAULT_SKIP_VERIFY, \
+VAULT_CLIENT_TIMEOUT; the BAO_* twins work too.
+
+Exit codes: 0 done, 1 something is not right (invalid, denied, failed, not Ready), 2 usage or \
+spec error (nothing was sent).";
+
+/// vault-seed: typed, idempotent, race-free seeding of Vault secrets.
+#[derive(Debug, Parser)]
+#[command(name = "vault-seed", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// Global options.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options of every command.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Directory of secret specs (`*.toml`).
+    #[arg(
+        long,
+        global = true,
+        env = "VAULT_SEED_SPECS",
+        default_value = "secret-specs",
+        value_name = "DIR"
+    )]
+    pub specs: PathBuf,
+
+    /// Result format on stdout: `human` tables or one `json` document.
+    #[arg(long, short = 'o', global = true, value_enum, default_value_t = Format::Human, value_name = "FORMAT")]
+    pub output: Format,
+
+    /// Colour: `auto` (a terminal, unless NO_COLOR is set), `always`, `never`.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+
+    /// More diagnostics on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides. Secrets
+    /// and tokens are never logged at any level.
+    #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate every spec offline; report each problem with file:line:col.
+    Lint,
+
+    /// Print one fresh value to stdout (the one command that prints a value, on purpose).
+    ///
+    /// A replacement for the runbook's `openssl rand` lines: `vault-seed gen fernet`,
+    /// `vault-seed gen hex --bytes 32`, `vault-seed gen masterkey`.
+    Gen(GenArgs),
+
+    /// Show what `apply` would do for an environment; writes nothing.
+    Plan(ApplyArgs),
+
+    /// Create every secret of an environment that is not in Vault yet; never change one that is.
+    ///
+    /// KV v2 writes use check-and-set `cas=0`, so Vault itself refuses to overwrite a path that
+    /// someone else created meanwhile.
+    Apply(ApplyArgs),
+
+    /// Check that the bootstrap is done: values valid, ESO's policy sufficient, ExternalSecrets
+    /// Ready.
+    Verify(VerifyArgs),
+
+    /// Store a value read from stdin (a PAT, a client token) in a secret's field.
+    ///
+    /// Replaces a placeholder without asking; a real value only with `--force`.
+    Set(SetArgs),
+
+    /// Replace a secret's value with a fresh one from its generator (old one kept in KV history).
+    Rotate(RotateArgs),
+
+    /// Print the minimal Vault policy (HCL) that ESO needs for an environment.
+    Policy(PolicyArgs),
+}
+
+/// `gen` options.
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// Generator: hex, hex32, fernet, masterkey, placeholder, base64, base64url, password, uuid.
+    #[arg(value_name = "GENERATOR")]
+    pub generator: String,
+    /// Random bytes for hex, base64, base64url.
+    #[arg(long)]
+    pub bytes: Option<usize>,
+    /// Length of a password.
+    #[arg(long)]
+    pub length: Option<usize>,
+    /// Character classes of a password, comma-separated: lower,upper,digit,symbol.
+    #[arg(long, value_delimiter = ',')]
+    pub classes: Vec<String>,
+    /// Marker text of a placeholder.
+    #[arg(long)]
+    pub marker: Option<String>,
+}
+
+/// How to reach Vault, as the `vault` CLI does.
+#[derive(Debug, Args, Clone)]
+pub struct VaultArgs {
+    /// Vault address; else VAULT_ADDR / BAO_ADDR; else the spec's `vault_addr` for the environment.
+    #[arg(long, env = "VAULT_ADDR", value_name = "URL")]
+    pub address: Option<String>,
+    /// PEM file of the CA that signed Vault's certificate (air-gapped internal CA).
+    #[arg(long, env = "VAULT_CACERT", value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
+    /// Directory of PEM CA certificates.
+    #[arg(long, env = "VAULT_CAPATH", value_name = "DIR")]
+    pub ca_path: Option<PathBuf>,
+    /// Vault Enterprise / OpenBao namespace; else the spec's `vault_namespace`.
+    #[arg(long, env = "VAULT_NAMESPACE", value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Do not verify Vault's TLS certificate. Dangerous: prints a warning.
+    #[arg(long, env = "VAULT_SKIP_VERIFY", value_parser = parse_bool_env, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub skip_verify: Option<bool>,
+    /// Timeout of each request to Vault (`30s`, `2m`; a bare number is seconds).
+    #[arg(long, env = "VAULT_CLIENT_TIMEOUT", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Option<std::time::Duration>,
+    /// Allow sending the token over plain http:// to a non-loopback address.
+    #[arg(long)]
+    pub insecure_http: bool,
+}
+
+/// `plan` and `apply` options.
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// The environment, as named in the specs (`auh1-dev`).
+    #[arg(value_name = "ENV")]
+    pub env: String,
+    /// Only these spec files, applications, secrets or paths (repeat or comma-separate).
+    #[arg(long, value_delimiter = ',', value_name = "FILE|PATH")]
+    pub only: Vec<String>,
+    /// Requests to Vault in flight at once.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrency: u16,
+    /// Vault connection.
+    #[command(flatten)]
+    pub vault: VaultArgs,
+}
+
+/// `verify` options.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The environment.
+    #[arg(value_name = "ENV")]
+    pub env: String,
+    /// Only these parts: vault, policy, kube (repeat or comma-separate).
+    #[arg(long, value_delimiter = ',', value_name = "PART")]
+    pub only: Vec<String>,
+    /// Placeholders still unreplaced are failures, not warnings.
+    #[arg(long)]
+    pub strict: bool,
+    /// Poll until every ExternalSecret is Ready or this time is up (`5m`).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub wait: Option<std::time::Duration>,
+    /// Annotate the ExternalSecrets with `force-sync=<unix time>` so ESO refreshes now.
+    #[arg(long)]
+    pub force_sync: bool,
+    /// Skip the Kubernetes part (Vault and policy only).
+    #[arg(long)]
+    pub skip_kube: bool,
+    /// kubeconfig file; else KUBECONFIG, ~/.kube/config, in-cluster.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig context; else the spec's `kube_context`, else the current context.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// File holding ESO's own Vault token, to ask the server which capabilities it has.
+    #[arg(long, value_name = "FILE")]
+    pub eso_token_file: Option<PathBuf>,
+    /// Requests to Vault in flight at once.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrency: u16,
+    /// Vault connection.
+    #[command(flatten)]
+    pub vault: VaultArgs,
+}
+
+/// `set` options.
+#[derive(Debug, Args)]
+pub struct SetArgs {
+    /// The environment.
+    #[arg(value_name = "ENV")]
+    pub env: String,
+    /// The secret, and its field when it has several: `IAM_SERVICE__PAT` or `NAME.FIELD`.
+    #[arg(value_name = "SECRET[.FIELD]")]
+    pub target: String,
+    /// Replace a real value, not only a placeholder.
+    #[arg(long)]
+    pub force: bool,
+    /// Vault connection.
+    #[command(flatten)]
+    pub vault: VaultArgs,
+}
+
+/// `rotate` options.
+#[derive(Debug, Args)]
+pub struct RotateArgs {
+    /// The environment.
+    #[arg(value_name = "ENV")]
+    pub env: String,
+    /// The secret, and its field when it has several: `NAME` or `NAME.FIELD`.
+    #[arg(value_name = "SECRET[.FIELD]")]
+    pub target: String,
+    /// Confirm the rotation (required unless --dry-run).
+    #[arg(long)]
+    pub yes: bool,
+    /// Show what would rotate; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Vault connection.
+    #[command(flatten)]
+    pub vault: VaultArgs,
+}
+
+/// `policy` options.
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// The environment.
+    #[arg(value_name = "ENV")]
+    pub env: String,
+}
+
+/// A duration such as `30s`, `5m`, `1h30m`; a bare number is seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(std::time::Duration::from_secs_f64(secs));
+        }
+    }
+    humantime::parse_duration(s)
+        .map_err(|e| format!("`{s}` is not a duration ({e}); e.g. `30s`, `5m`"))
+}
+
+/// VAULT_SKIP_VERIFY's values, as the vault CLI reads them.
+fn parse_bool_env(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "" | "0" | "false" | "f" | "no" => Ok(false),
+        "1" | "true" | "t" | "yes" => Ok(true),
+        other => Err(format!("`{other}` is not a boolean (true/false/1/0)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30").unwrap().as_secs(), 30);
+        assert_eq!(parse_duration("5m").unwrap().as_secs(), 300);
+        assert!(parse_duration("soon").is_err());
+    }
+}

@@ -1,0 +1,192 @@
+use super::*;
+use proptest::prelude::*;
+
+fn s(v: &str) -> SecretString {
+    SecretString::from(v.to_string())
+}
+
+fn any_generator() -> impl Strategy<Value = Generator> {
+    let classes = proptest::sample::subsequence(CharClass::ALL.to_vec(), 1..=4)
+        .prop_map(|c| CharClasses::new(c).expect("non-empty"));
+    prop_oneof![
+        (MIN_BYTES..=256usize).prop_map(|bytes| Generator::Hex { bytes }),
+        Just(Generator::Fernet),
+        Just(Generator::Masterkey),
+        "[a-zA-Z_-]{1,20}".prop_map(|marker| Generator::Placeholder { marker }),
+        (MIN_BYTES..=256usize, any::<bool>())
+            .prop_map(|(bytes, url_safe)| Generator::Base64 { bytes, url_safe }),
+        (*PASSWORD_LENGTHS.start()..=200usize, classes)
+            .prop_map(|(length, classes)| Generator::Password { length, classes }),
+        Just(Generator::Uuid),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Every generator's output passes its own validator (a placeholder is `Pending` by design).
+    #[test]
+    fn output_passes_own_validator(g in any_generator()) {
+        let v = g.generate().unwrap();
+        let want = if g.is_placeholder() { Validity::Pending } else { Validity::Valid };
+        prop_assert_eq!(g.validate(&v), want);
+    }
+
+    /// Exact length and alphabet for each generator.
+    #[test]
+    fn exact_length_and_alphabet(g in any_generator()) {
+        let v = g.generate().unwrap();
+        let v = v.expose_secret();
+        match &g {
+            Generator::Hex { bytes } => {
+                prop_assert_eq!(v.len(), bytes * 2);
+                prop_assert!(v.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+            }
+            Generator::Fernet => {
+                prop_assert_eq!(v.len(), 44);
+                prop_assert!(v.ends_with('='));
+                prop_assert!(v.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_=".contains(&b)));
+            }
+            Generator::Masterkey => {
+                prop_assert_eq!(v.len(), 32);
+                prop_assert!(v.bytes().all(|b| b.is_ascii_hexdigit()));
+            }
+            Generator::Placeholder { marker } => prop_assert_eq!(v, marker.as_str()),
+            Generator::Base64 { bytes, url_safe } => {
+                prop_assert_eq!(v.len(), bytes.div_ceil(3) * 4);
+                let extra: &[u8] = if *url_safe { b"-_=" } else { b"+/=" };
+                prop_assert!(v.bytes().all(|b| b.is_ascii_alphanumeric() || extra.contains(&b)));
+            }
+            Generator::Password { length, classes } => {
+                prop_assert_eq!(v.chars().count(), *length);
+                prop_assert!(v.chars().all(|c| classes.contains(c)));
+                for class in classes.classes() {
+                    prop_assert!(v.chars().any(|c| class.chars().contains(c)), "missing {}", class.name());
+                }
+            }
+            Generator::Uuid => {
+                let id = uuid::Uuid::parse_str(v).unwrap();
+                prop_assert_eq!(id.get_version_num(), 4);
+                prop_assert_eq!(v.len(), 36);
+            }
+        }
+    }
+
+    /// Two calls never give the same value (except the placeholder, which is a fixed marker).
+    #[test]
+    fn values_differ_between_calls(g in any_generator()) {
+        prop_assume!(!g.is_placeholder());
+        let a = g.generate().unwrap();
+        let b = g.generate().unwrap();
+        prop_assert_ne!(a.expose_secret(), b.expose_secret());
+    }
+
+    /// A hex value of the wrong length is invalid, and the reason never contains the value.
+    #[test]
+    fn invalid_reason_never_contains_value(v in "[0-9a-f]{20,63}") {
+        let r = Generator::Hex { bytes: 32 }.validate(&s(&v));
+        match r {
+            Validity::Invalid(reason) => prop_assert!(!reason.contains(&v)),
+            other => prop_assert!(false, "expected invalid, got {:?}", other),
+        }
+    }
+}
+
+/// The Fernet key is accepted by an independent Fernet implementation (the `fernet` crate) for an
+/// encrypt/decrypt round trip.
+#[test]
+fn fernet_key_round_trips_in_independent_implementation() {
+    for _ in 0..32 {
+        let key = Generator::Fernet.generate().unwrap();
+        let f = fernet::Fernet::new(key.expose_secret()).expect("fernet crate accepts the key");
+        let token = f.encrypt(b"core-service data");
+        assert_eq!(f.decrypt(&token).unwrap(), b"core-service data");
+    }
+}
+
+#[test]
+fn runbook_openssl_values_validate() {
+    // `openssl rand -hex 32`, `openssl rand -base64 32 | tr '+/' '-_'`, `openssl rand -hex 16`.
+    let hex64 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    assert_eq!(
+        Generator::Hex { bytes: 32 }.validate(&s(hex64)),
+        Validity::Valid
+    );
+    let fernet = "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo=";
+    assert_eq!(Generator::Fernet.validate(&s(fernet)), Validity::Valid);
+    assert_eq!(
+        Generator::Masterkey.validate(&s("0123456789abcdef0123456789abcdef")),
+        Validity::Valid
+    );
+}
+
+#[test]
+fn masterkey_of_31_or_33_bytes_is_invalid() {
+    for n in [0, 31, 33, 64] {
+        let v = "a".repeat(n);
+        match Generator::Masterkey.validate(&s(&v)) {
+            Validity::Invalid(reason) => assert!(reason.contains(&format!("{n} bytes"))),
+            other => panic!("{n}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn fernet_with_standard_alphabet_or_no_padding_is_invalid() {
+    let std_alphabet = "+/+/YmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo=";
+    assert!(matches!(
+        Generator::Fernet.validate(&s(std_alphabet)),
+        Validity::Invalid(_)
+    ));
+    let unpadded = "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo";
+    assert!(matches!(
+        Generator::Fernet.validate(&s(unpadded)),
+        Validity::Invalid(_)
+    ));
+    let short = URL_SAFE.encode([7u8; 16]);
+    assert!(matches!(
+        Generator::Fernet.validate(&s(&short)),
+        Validity::Invalid(r) if r.contains("16 bytes")
+    ));
+}
+
+#[test]
+fn placeholder_is_pending_until_replaced() {
+    let g = Generator::Placeholder {
+        marker: "placeholder".into(),
+    };
+    assert_eq!(g.validate(&s("placeholder")), Validity::Pending);
+    assert_eq!(g.validate(&s("pat-abc")), Validity::Valid);
+}
+
+#[test]
+fn password_outside_alphabet_is_invalid() {
+    let g = Generator::Password {
+        length: 12,
+        classes: CharClasses::new(vec![CharClass::Digit]).unwrap(),
+    };
+    assert_eq!(g.validate(&s("123456789012")), Validity::Valid);
+    assert!(matches!(
+        g.validate(&s("12345678901a")),
+        Validity::Invalid(_)
+    ));
+    assert!(matches!(g.validate(&s("1234")), Validity::Invalid(_)));
+}
+
+#[test]
+fn uuid_validation() {
+    assert_eq!(
+        Generator::Uuid.validate(&s("67e55044-10b1-426f-9247-bb680e5fe0c8")),
+        Validity::Valid
+    );
+    assert!(matches!(
+        Generator::Uuid.validate(&s("not-a-uuid")),
+        Validity::Invalid(_)
+    ));
+}
+
+#[test]
+fn debug_of_generator_shows_format_only() {
+    let g = Generator::Hex { bytes: 32 };
+    assert_eq!(format!("{g:?}"), "32 random bytes as hex (64 chars)");
+}

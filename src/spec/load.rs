@@ -1,0 +1,1069 @@
+//! Phase 1 (parse with spans) and phase 2 (validate into typed values) of spec loading.
+//!
+//! The TOML is walked by hand over `toml_span` values so that every problem of every file is
+//! collected, each with the span of the key or value at fault, before anything is returned.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use toml_span::value::{Key, ValueInner};
+use toml_span::{de_helpers::TableHelper, ErrorKind, Span, Value};
+
+use super::diag::{Diagnostic, SourceFile};
+use super::{
+    backticked, AuthRole, Environment, Eso, EsoAccess, Field, Secret, SecretOverride, Spec,
+    SpecSet, VaultTarget, ENV_PLACEHOLDER,
+};
+use crate::generate::{
+    CharClass, CharClasses, Generator, DEFAULT_BYTES, DEFAULT_MARKER, DEFAULT_PASSWORD_LENGTH,
+    GENERATOR_NAMES, MAX_BYTES, MIN_BYTES, PASSWORD_LENGTHS,
+};
+
+/// Why the specs could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The specs directory cannot be read.
+    #[error("cannot read the specs directory `{}`: {source}", dir.display())]
+    Dir {
+        /// The directory.
+        dir: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The directory holds no `*.toml` file.
+    #[error("no spec files (`*.toml`) in `{}`", .0.display())]
+    Empty(PathBuf),
+    /// One or more specs are invalid; every problem found is listed.
+    #[error("{} problem(s) in the specs", .0.len())]
+    Invalid(Vec<Diagnostic>),
+}
+
+/// Load and validate every `*.toml` file of `dir` (not recursive), in file name order.
+pub fn load_dir(dir: &Path) -> Result<SpecSet, LoadError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| LoadError::Dir {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(LoadError::Empty(dir.to_path_buf()));
+    }
+    load_files(&files)
+}
+
+/// Load and validate the given spec files.
+pub fn load_files(files: &[PathBuf]) -> Result<SpecSet, LoadError> {
+    let mut diags = Vec::new();
+    let mut specs = Vec::new();
+    for path in files {
+        match std::fs::read(path) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => {
+                    let src = SourceFile::new(path, text);
+                    let mut cx = Cx {
+                        src: &src,
+                        diags: &mut diags,
+                    };
+                    if let Some(spec) = parse_spec(&mut cx) {
+                        specs.push(spec);
+                    }
+                }
+                Err(e) => diags.push(
+                    Diagnostic::global(format!(
+                        "`{}` is not UTF-8 text (invalid byte at offset {})",
+                        path.display(),
+                        e.utf8_error().valid_up_to()
+                    ))
+                    .with_help("save the spec as UTF-8"),
+                ),
+            },
+            Err(e) => diags.push(Diagnostic::global(format!(
+                "cannot read `{}`: {e}",
+                path.display()
+            ))),
+        }
+    }
+    check_duplicate_paths(&specs, &mut diags);
+    if diags.is_empty() {
+        Ok(SpecSet { specs })
+    } else {
+        Err(LoadError::Invalid(diags))
+    }
+}
+
+struct Cx<'a> {
+    src: &'a SourceFile,
+    diags: &'a mut Vec<Diagnostic>,
+}
+
+impl Cx<'_> {
+    fn err(&mut self, span: Span, msg: impl Into<String>, help: Option<String>) {
+        let mut d = self.src.diag(span, msg);
+        d.help = help;
+        self.diags.push(d);
+    }
+
+    /// Convert toml-span's errors (syntax, duplicate keys, unknown keys) into diagnostics.
+    fn toml_error(&mut self, e: toml_span::Error, context: &str) {
+        match e.kind {
+            ErrorKind::UnexpectedKeys { keys, expected } => {
+                for (key, span) in keys {
+                    let help = match suggest(&key, &expected) {
+                        Some(s) => {
+                            format!("did you mean `{s}`? {context} takes {}", list(&expected))
+                        }
+                        None => format!("{context} takes {}", list(&expected)),
+                    };
+                    self.err(
+                        span,
+                        format!("unknown key `{key}` in {context}"),
+                        Some(help),
+                    );
+                }
+            }
+            ErrorKind::DuplicateKey { key, first } => {
+                let (l, c) = self.src.line_col(first.start);
+                self.err(
+                    e.span,
+                    format!("duplicate key `{key}`"),
+                    Some(format!(
+                        "first defined at {}:{l}:{c}; keep one",
+                        self.src.path.display()
+                    )),
+                );
+            }
+            ErrorKind::DuplicateTable { name, first } => {
+                let (l, c) = self.src.line_col(first.start);
+                self.err(
+                    e.span,
+                    format!("duplicate table `[{name}]`"),
+                    Some(format!(
+                        "first defined at {}:{l}:{c}; merge the two",
+                        self.src.path.display()
+                    )),
+                );
+            }
+            ErrorKind::MissingField(name) => {
+                self.err(e.span, format!("missing key `{name}` in {context}"), None)
+            }
+            kind => self.err(e.span, format!("invalid TOML: {kind}"), None),
+        }
+    }
+
+    fn table<'de>(&mut self, v: &mut Value<'de>, context: &str) -> Option<TableHelper<'de>> {
+        match TableHelper::new(v) {
+            Ok(th) => Some(th),
+            Err(errs) => {
+                for e in errs.errors {
+                    let found = match &e.kind {
+                        ErrorKind::Wanted { found, .. } => *found,
+                        _ => "another type",
+                    };
+                    self.err(
+                        e.span,
+                        format!("{context} must be a table, found {found}"),
+                        None,
+                    );
+                }
+                None
+            }
+        }
+    }
+
+    fn finish(&mut self, th: TableHelper<'_>, context: &str) {
+        if let Err(errs) = th.finalize(None) {
+            for e in errs.errors {
+                self.toml_error(e, context);
+            }
+        }
+    }
+
+    fn string(&mut self, v: &mut Value<'_>, what: &str) -> Option<String> {
+        let span = v.span;
+        match v.take() {
+            ValueInner::String(s) => Some(s.into_owned()),
+            other => {
+                self.err(
+                    span,
+                    format!("{what} must be a string, found {}", other.type_str()),
+                    None,
+                );
+                None
+            }
+        }
+    }
+
+    fn take_string(
+        &mut self,
+        th: &mut TableHelper<'_>,
+        key: &'static str,
+        ctx: &str,
+    ) -> Option<(String, Span)> {
+        let (_, mut v) = th.take(key)?;
+        let span = v.span;
+        self.string(&mut v, &format!("`{key}` in {ctx}"))
+            .map(|s| (s, span))
+    }
+
+    fn take_int(
+        &mut self,
+        th: &mut TableHelper<'_>,
+        key: &'static str,
+        ctx: &str,
+    ) -> Option<(i64, Span)> {
+        let (_, mut v) = th.take(key)?;
+        let span = v.span;
+        match v.take() {
+            ValueInner::Integer(i) => Some((i, span)),
+            other => {
+                self.err(
+                    span,
+                    format!(
+                        "`{key}` in {ctx} must be an integer, found {}",
+                        other.type_str()
+                    ),
+                    None,
+                );
+                None
+            }
+        }
+    }
+
+    fn take_bool(
+        &mut self,
+        th: &mut TableHelper<'_>,
+        key: &'static str,
+        ctx: &str,
+    ) -> Option<bool> {
+        let (_, mut v) = th.take(key)?;
+        let span = v.span;
+        match v.take() {
+            ValueInner::Boolean(b) => Some(b),
+            other => {
+                self.err(
+                    span,
+                    format!(
+                        "`{key}` in {ctx} must be `true` or `false`, found {}",
+                        other.type_str()
+                    ),
+                    None,
+                );
+                None
+            }
+        }
+    }
+
+    fn take_strings(
+        &mut self,
+        th: &mut TableHelper<'_>,
+        key: &'static str,
+        ctx: &str,
+    ) -> Option<Vec<(String, Span)>> {
+        let (_, mut v) = th.take(key)?;
+        let span = v.span;
+        match v.take() {
+            ValueInner::Array(items) => Some(
+                items
+                    .into_iter()
+                    .filter_map(|mut item| {
+                        let s = item.span;
+                        self.string(&mut item, &format!("an item of `{key}` in {ctx}"))
+                            .map(|v| (v, s))
+                    })
+                    .collect(),
+            ),
+            other => {
+                self.err(
+                    span,
+                    format!(
+                        "`{key}` in {ctx} must be a list of strings, found {}",
+                        other.type_str()
+                    ),
+                    Some(format!("write `{key} = [\"...\"]`")),
+                );
+                None
+            }
+        }
+    }
+
+    /// The entries of a sub-table in file order (toml-span keeps them sorted by name).
+    fn entries<'de>(&mut self, mut v: Value<'de>, ctx: &str) -> Vec<(Key<'de>, Value<'de>)> {
+        let span = v.span;
+        match v.take() {
+            ValueInner::Table(t) => {
+                let mut e: Vec<_> = t.into_iter().collect();
+                e.sort_by_key(|(k, _)| k.span.start);
+                e
+            }
+            other => {
+                self.err(
+                    span,
+                    format!("{ctx} must be a table, found {}", other.type_str()),
+                    None,
+                );
+                Vec::new()
+            }
+        }
+    }
+}
+
+const ROOT_KEYS_CTX: &str = "the spec";
+
+fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
+    let text = cx.src.text.clone();
+    let mut root = match toml_span::parse(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            cx.toml_error(e, ROOT_KEYS_CTX);
+            return None;
+        }
+    };
+    let errors_before = cx.diags.len();
+    let mut th = cx.table(&mut root, ROOT_KEYS_CTX)?;
+    let stem = cx
+        .src
+        .path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match cx.take_string(&mut th, "name", ROOT_KEYS_CTX) {
+        Some((n, span)) => {
+            if let Err(why) = check_segment(&n) {
+                cx.err(
+                    span,
+                    format!("application name `{n}` {why}"),
+                    Some(SEGMENT_HELP.into()),
+                );
+            }
+            n
+        }
+        None => stem,
+    };
+    let description = cx
+        .take_string(&mut th, "description", ROOT_KEYS_CTX)
+        .map(|d| d.0);
+    let root_span = Span::new(0, 0);
+    let vault = match th.take("vault") {
+        Some((_, v)) => parse_vault(cx, v),
+        None => {
+            cx.err(
+                root_span,
+                "missing table `[vault]`",
+                Some(
+                    "add `[vault]` with `mount = \"secret\"` and `path = \"<team>/<app>/{env}\"`"
+                        .into(),
+                ),
+            );
+            None
+        }
+    };
+    let environments = match th.take("environments") {
+        Some((_, v)) => parse_environments(cx, v),
+        None => {
+            cx.err(
+                root_span,
+                "missing table `[environments]`",
+                Some("add at least one environment, e.g. `[environments.auh1-dev]` with `vault_addr = \"https://vault.example\"`".into()),
+            );
+            BTreeMap::new()
+        }
+    };
+    let eso = match th.take("eso") {
+        Some((_, v)) => parse_eso(cx, v).unwrap_or_default(),
+        None => Eso::default(),
+    };
+    let secrets = match th.take("secrets") {
+        Some((k, v)) => parse_secrets(cx, v, k.span),
+        None => {
+            cx.err(
+                root_span,
+                "missing table `[secrets]`",
+                Some("add at least one secret, e.g. `[secrets.API_KEY_SALT]` with `description` and `fields.password = { generator = \"hex32\" }`".into()),
+            );
+            Vec::new()
+        }
+    };
+    cx.finish(th, ROOT_KEYS_CTX);
+
+    let vault = vault?;
+    // `{env}`-less template used by several environments: they would all write one path.
+    if !vault.0.path.contains(ENV_PLACEHOLDER) && environments.len() > 1 {
+        cx.err(
+            vault.1,
+            format!(
+                "path template `{}` has no `{ENV_PLACEHOLDER}` but {} environments use it ({}): they would share one Vault path",
+                vault.0.path,
+                environments.len(),
+                backticked(&environments.keys().cloned().collect::<Vec<_>>())
+            ),
+            Some(format!("add `{ENV_PLACEHOLDER}`, e.g. `path = \"{}/{ENV_PLACEHOLDER}\"`", vault.0.path)),
+        );
+    }
+    // Overrides must name secrets and fields that exist.
+    for env in environments.values() {
+        for (secret, (ov_span, _)) in env.1.iter() {
+            if !secrets.iter().any(|s: &Secret| &s.name == secret) {
+                let names: Vec<String> = secrets.iter().map(|s| s.name.clone()).collect();
+                let help = suggest(secret, &names)
+                    .map(|s| format!("did you mean `{s}`?"))
+                    .unwrap_or_else(|| format!("secrets of this spec: {}", backticked(&names)));
+                cx.err(
+                    *ov_span,
+                    format!(
+                        "environment `{}` overrides unknown secret `{secret}`",
+                        env.0.name
+                    ),
+                    Some(help),
+                );
+            }
+        }
+    }
+    if cx.diags.len() > errors_before {
+        return None;
+    }
+    Some(Spec {
+        file: cx.src.path.clone(),
+        name,
+        description,
+        vault: vault.0,
+        environments: environments
+            .into_iter()
+            .map(|(k, (mut e, ov))| {
+                e.overrides = ov.into_iter().map(|(n, (_, o))| (n, o)).collect();
+                (k, e)
+            })
+            .collect(),
+        eso,
+        secrets,
+    })
+}
+
+fn parse_vault(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<(VaultTarget, Span)> {
+    const CTX: &str = "`[vault]`";
+    let mut th = cx.table(&mut v, CTX)?;
+    let mount = cx.take_string(&mut th, "mount", CTX);
+    let path = cx.take_string(&mut th, "path", CTX);
+    let kv = cx.take_int(&mut th, "kv_version", CTX);
+    let table_span = v.span;
+    if mount.is_none() && !th.contains("mount") {
+        cx.err(
+            table_span,
+            "missing key `mount` in `[vault]`",
+            Some("the KV engine's mount, e.g. `mount = \"secret\"`".into()),
+        );
+    }
+    if path.is_none() && !th.contains("path") {
+        cx.err(
+            table_span,
+            "missing key `path` in `[vault]`",
+            Some("the folder under the mount, e.g. `path = \"ask/core-service/{env}\"`".into()),
+        );
+    }
+    cx.finish(th, CTX);
+    let kv_version = match kv {
+        Some((n @ (1 | 2), _)) => Some(n as u8),
+        Some((n, span)) => {
+            cx.err(
+                span,
+                format!("`kv_version` must be 1 or 2, not {n}"),
+                Some("leave it out to detect the mount's version".into()),
+            );
+            None
+        }
+        None => None,
+    };
+    let (mount, mount_span) = mount?;
+    let (path, path_span) = path?;
+    let mut ok = true;
+    if let Err(why) = check_path(&mount) {
+        cx.err(
+            mount_span,
+            format!("mount `{mount}` {why}"),
+            Some("write the mount without slashes, e.g. `mount = \"secret\"`".into()),
+        );
+        ok = false;
+    }
+    if let Err(why) = check_path(&path.replace(ENV_PLACEHOLDER, "env")) {
+        cx.err(
+            path_span,
+            format!("path template `{path}` {why}"),
+            Some(format!(
+                "e.g. `path = \"ask/core-service/{ENV_PLACEHOLDER}\"`; {SEGMENT_HELP}"
+            )),
+        );
+        ok = false;
+    }
+    let leftover = path.replace(ENV_PLACEHOLDER, "");
+    if leftover.contains('{') || leftover.contains('}') {
+        cx.err(
+            path_span,
+            format!("path template `{path}` has an unknown placeholder"),
+            Some(format!("only `{ENV_PLACEHOLDER}` is replaced")),
+        );
+        ok = false;
+    }
+    ok.then_some((
+        VaultTarget {
+            mount,
+            path,
+            kv_version,
+        },
+        path_span,
+    ))
+}
+
+type EnvEntry = (Environment, BTreeMap<String, (Span, SecretOverride)>);
+
+fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<String, EnvEntry> {
+    let span = v.span;
+    let mut out = BTreeMap::new();
+    for (key, mut val) in cx.entries(v, "`[environments]`") {
+        let name = key.name.to_string();
+        let ctx = format!("`[environments.{name}]`");
+        if let Err(why) = check_segment(&name) {
+            cx.err(
+                key.span,
+                format!("environment name `{name}` {why}"),
+                Some(SEGMENT_HELP.into()),
+            );
+            continue;
+        }
+        let Some(mut th) = cx.table(&mut val, &ctx) else {
+            continue;
+        };
+        let vault_addr = cx
+            .take_string(&mut th, "vault_addr", &ctx)
+            .and_then(|(a, s)| match check_addr(&a) {
+                Ok(()) => Some(a),
+                Err(why) => {
+                    cx.err(
+                        s,
+                        format!("`vault_addr` `{a}` {why}"),
+                        Some("e.g. `vault_addr = \"https://vault.example.internal\"`".into()),
+                    );
+                    None
+                }
+            });
+        let vault_namespace = cx
+            .take_string(&mut th, "vault_namespace", &ctx)
+            .map(|s| s.0);
+        let kube_context = cx.take_string(&mut th, "kube_context", &ctx).map(|s| s.0);
+        let kube_namespace = cx
+            .take_string(&mut th, "kube_namespace", &ctx)
+            .and_then(|(n, s)| check_k8s_name(cx, &n, s, "`kube_namespace`").then_some(n));
+        let overrides = match th.take("secrets") {
+            Some((_, ov)) => parse_overrides(cx, ov, &name),
+            None => BTreeMap::new(),
+        };
+        cx.finish(th, &ctx);
+        out.insert(
+            name.clone(),
+            (
+                Environment {
+                    name,
+                    vault_addr,
+                    vault_namespace,
+                    kube_context,
+                    kube_namespace,
+                    overrides: BTreeMap::new(),
+                },
+                overrides,
+            ),
+        );
+    }
+    if out.is_empty() && !cx.diags.iter().any(|d| d.message.contains("environment")) {
+        cx.err(
+            span,
+            "`[environments]` is empty",
+            Some("add at least one, e.g. `[environments.auh1-dev]`".into()),
+        );
+    }
+    out
+}
+
+fn parse_overrides(
+    cx: &mut Cx<'_>,
+    v: Value<'_>,
+    env: &str,
+) -> BTreeMap<String, (Span, SecretOverride)> {
+    let mut out = BTreeMap::new();
+    for (key, mut val) in cx.entries(v, &format!("`[environments.{env}.secrets]`")) {
+        let name = key.name.to_string();
+        let ctx = format!("`[environments.{env}.secrets.{name}]`");
+        let Some(mut th) = cx.table(&mut val, &ctx) else {
+            continue;
+        };
+        let skip = cx.take_bool(&mut th, "skip", &ctx).unwrap_or(false);
+        let fields = match th.take("fields") {
+            Some((_, f)) => parse_fields(cx, f, &ctx)
+                .into_iter()
+                .map(|f| (f.name, f.generator))
+                .collect(),
+            None => BTreeMap::new(),
+        };
+        cx.finish(th, &ctx);
+        out.insert(name, (key.span, SecretOverride { skip, fields }));
+    }
+    out
+}
+
+fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
+    const CTX: &str = "`[eso]`";
+    let mut th = cx.table(&mut v, CTX)?;
+    let namespace = cx
+        .take_string(&mut th, "namespace", CTX)
+        .and_then(|(n, s)| check_k8s_name(cx, &n, s, "`namespace`").then_some(n));
+    let names = |cx: &mut Cx<'_>, th: &mut TableHelper<'_>, key: &'static str| -> Vec<String> {
+        cx.take_strings(th, key, CTX)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(n, s)| check_k8s_name(cx, n, *s, &format!("an item of `{key}`")))
+            .map(|(n, _)| n)
+            .collect()
+    };
+    let external_secrets = names(cx, &mut th, "external_secrets");
+    let push_secrets = names(cx, &mut th, "push_secrets");
+    let policies: Vec<String> = cx
+        .take_strings(&mut th, "policies", CTX)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| p.0)
+        .collect();
+    let auth_mount = cx.take_string(&mut th, "auth_mount", CTX).map(|s| s.0);
+    let auth_role = cx
+        .take_string(&mut th, "auth_role", CTX)
+        .map(|(name, _)| AuthRole {
+            mount: auth_mount.clone().unwrap_or_else(|| "kubernetes".into()),
+            name,
+        });
+    let access = match cx.take_strings(&mut th, "access", CTX) {
+        Some(items) => {
+            let mut a = EsoAccess {
+                read: false,
+                push: false,
+                list: false,
+            };
+            for (item, span) in items {
+                match item.as_str() {
+                    "read" => a.read = true,
+                    "push" => a.push = true,
+                    "list" => a.list = true,
+                    other => cx.err(span, format!("unknown ESO access `{other}`"), Some("one of `read` (ExternalSecret), `push` (PushSecret), `list` (dataFrom.find)".into())),
+                }
+            }
+            a
+        }
+        None => EsoAccess::default(),
+    };
+    cx.finish(th, CTX);
+    Some(Eso {
+        namespace,
+        external_secrets,
+        push_secrets,
+        policies,
+        auth_role,
+        access,
+    })
+}
+
+fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
+    let mut out = Vec::new();
+    let entries = cx.entries(v, "`[secrets]`");
+    if entries.is_empty() {
+        cx.err(
+            key_span,
+            "`[secrets]` is empty",
+            Some("add at least one secret, e.g. `[secrets.API_KEY_SALT]`".into()),
+        );
+    }
+    for (key, mut val) in entries {
+        let name = key.name.to_string();
+        let ctx = format!("`[secrets.{name}]`");
+        if let Err(why) = check_path(&name) {
+            cx.err(
+                key.span,
+                format!("secret name `{name}` {why}"),
+                Some(SEGMENT_HELP.into()),
+            );
+        }
+        let Some(mut th) = cx.table(&mut val, &ctx) else {
+            continue;
+        };
+        let description = cx.take_string(&mut th, "description", &ctx).map(|d| d.0);
+        if description.is_none() && !th.contains("description") {
+            cx.err(key.span, format!("secret `{name}` has no `description`"), Some("people read specs: say what the secret is for, e.g. `description = \"Fernet key encrypting stored credentials\"`".into()));
+        }
+        let fixed = cx.take_bool(&mut th, "fixed", &ctx).unwrap_or(false);
+        let fields = match th.take("fields") {
+            Some((fk, f)) => {
+                let declared = f.has_keys();
+                let fields = parse_fields(cx, f, &ctx);
+                if !declared {
+                    cx.err(
+                        fk.span,
+                        format!("secret `{name}` has no fields"),
+                        Some("e.g. `fields.password = { generator = \"hex32\" }`".into()),
+                    );
+                }
+                fields
+            }
+            None => {
+                cx.err(
+                    key.span,
+                    format!("secret `{name}` has no `fields`"),
+                    Some("e.g. `fields.password = { generator = \"hex32\" }`".into()),
+                );
+                Vec::new()
+            }
+        };
+        cx.finish(th, &ctx);
+        let (line, col) = cx.src.line_col(key.span.start);
+        out.push(Secret {
+            name,
+            description: description.unwrap_or_default(),
+            fixed,
+            fields,
+            location: super::Location {
+                file: cx.src.path.clone(),
+                line,
+                col,
+            },
+        });
+    }
+    out
+}
+
+fn parse_fields(cx: &mut Cx<'_>, v: Value<'_>, secret_ctx: &str) -> Vec<Field> {
+    let mut out = Vec::new();
+    for (key, val) in cx.entries(v, &format!("`fields` of {secret_ctx}")) {
+        let name = key.name.to_string();
+        if let Err(why) = check_segment(&name) {
+            cx.err(
+                key.span,
+                format!("field name `{name}` {why}"),
+                Some(SEGMENT_HELP.into()),
+            );
+            continue;
+        }
+        if let Some(generator) =
+            parse_generator(cx, val, &format!("field `{name}` of {secret_ctx}"))
+        {
+            out.push(Field { name, generator });
+        }
+    }
+    out
+}
+
+fn parse_generator(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> Option<Generator> {
+    let span = v.span;
+    if let Some(s) = v.as_str() {
+        cx.err(
+            span,
+            format!("{ctx} must be a table, not a string"),
+            Some(format!("write `{{ generator = \"{s}\" }}`")),
+        );
+        return None;
+    }
+    let mut th = cx.table(&mut v, ctx)?;
+    let gen = cx.take_string(&mut th, "generator", ctx);
+    let bytes = cx.take_int(&mut th, "bytes", ctx);
+    let length = cx.take_int(&mut th, "length", ctx);
+    let classes = cx.take_strings(&mut th, "classes", ctx);
+    let marker = cx.take_string(&mut th, "marker", ctx);
+    if gen.is_none() && !th.contains("generator") {
+        cx.err(
+            span,
+            format!("{ctx} has no `generator`"),
+            Some(format!("one of {}", list_str(GENERATOR_NAMES))),
+        );
+    }
+    cx.finish(th, ctx);
+    let (name, gspan) = gen?;
+    let mut errors = 0;
+    let mut not_for = |cx: &mut Cx<'_>, key: &str, s: Span, takes: &str| {
+        cx.err(
+            s,
+            format!("generator `{name}` does not take `{key}`"),
+            Some(takes.to_string()),
+        );
+        errors += 1;
+    };
+    let byte_takers = matches!(name.as_str(), "hex" | "base64" | "base64url");
+    if let (Some((_, s)), false) = (&bytes, byte_takers) {
+        not_for(
+            cx,
+            "bytes",
+            *s,
+            "only `hex`, `base64` and `base64url` take `bytes`",
+        );
+    }
+    if name != "password" {
+        if let Some((_, s)) = &length {
+            not_for(cx, "length", *s, "only `password` takes `length`");
+        }
+        if let Some(c) = classes.as_ref().and_then(|c| c.first()) {
+            not_for(cx, "classes", c.1, "only `password` takes `classes`");
+        }
+    }
+    if let (Some((_, s)), false) = (&marker, name == "placeholder") {
+        not_for(cx, "marker", *s, "only `placeholder` takes `marker`");
+    }
+    let bytes_value = |cx: &mut Cx<'_>| -> Option<usize> {
+        match bytes {
+            None => Some(DEFAULT_BYTES),
+            Some((n, s)) => match usize::try_from(n) {
+                Ok(n) if (MIN_BYTES..=MAX_BYTES).contains(&n) => Some(n),
+                _ => {
+                    cx.err(
+                        s,
+                        format!("`bytes = {n}` is out of range"),
+                        Some(format!(
+                            "between {MIN_BYTES} and {MAX_BYTES}; 32 is the usual key size"
+                        )),
+                    );
+                    None
+                }
+            },
+        }
+    };
+    let g = match name.as_str() {
+        "hex" => Generator::Hex {
+            bytes: bytes_value(cx)?,
+        },
+        "hex32" => {
+            if let Some((_, s)) = bytes {
+                cx.err(
+                    s,
+                    "`hex32` is `hex` with `bytes = 32`",
+                    Some("write `generator = \"hex\"` to choose `bytes`".into()),
+                );
+                return None;
+            }
+            Generator::Hex { bytes: 32 }
+        }
+        "fernet" => Generator::Fernet,
+        "masterkey" => Generator::Masterkey,
+        "placeholder" => Generator::Placeholder {
+            marker: marker.map(|m| m.0).unwrap_or_else(|| DEFAULT_MARKER.into()),
+        },
+        "base64" | "base64url" => Generator::Base64 {
+            bytes: bytes_value(cx)?,
+            url_safe: name == "base64url",
+        },
+        "password" => {
+            let length = match length {
+                None => DEFAULT_PASSWORD_LENGTH,
+                Some((n, s)) => match usize::try_from(n) {
+                    Ok(n) if PASSWORD_LENGTHS.contains(&n) => n,
+                    _ => {
+                        cx.err(
+                            s,
+                            format!("`length = {n}` is out of range"),
+                            Some(format!(
+                                "between {} and {}",
+                                PASSWORD_LENGTHS.start(),
+                                PASSWORD_LENGTHS.end()
+                            )),
+                        );
+                        return None;
+                    }
+                },
+            };
+            let classes = match classes {
+                None => CharClasses::default(),
+                Some(items) => {
+                    let mut parsed = Vec::new();
+                    for (c, s) in &items {
+                        match CharClass::from_name(c) {
+                            Some(class) => parsed.push(class),
+                            None => cx.err(
+                                *s,
+                                format!("unknown character class `{c}`"),
+                                Some("one of `lower`, `upper`, `digit`, `symbol`".into()),
+                            ),
+                        }
+                    }
+                    match CharClasses::new(parsed) {
+                        Some(c) => c,
+                        None if !items.is_empty() => return None,
+                        None => {
+                            cx.err(
+                                span,
+                                format!("{ctx} has an empty `classes`"),
+                                Some("e.g. `classes = [\"lower\", \"upper\", \"digit\"]`".into()),
+                            );
+                            return None;
+                        }
+                    }
+                }
+            };
+            Generator::Password { length, classes }
+        }
+        "uuid" => Generator::Uuid,
+        other => {
+            let known: Vec<String> = GENERATOR_NAMES.iter().map(|s| s.to_string()).collect();
+            let help = match suggest(other, &known) {
+                Some(s) => format!(
+                    "did you mean `{s}`? known generators: {}",
+                    list_str(GENERATOR_NAMES)
+                ),
+                None => format!("known generators: {}", list_str(GENERATOR_NAMES)),
+            };
+            cx.err(gspan, format!("unknown generator `{other}`"), Some(help));
+            return None;
+        }
+    };
+    (errors == 0).then_some(g)
+}
+
+/// Two secrets (in one file or several) that resolve to the same Vault path in one environment.
+fn check_duplicate_paths(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
+    let mut seen: HashMap<(String, String), &Secret> = HashMap::new();
+    for spec in specs {
+        for env in spec.environments.values() {
+            for t in spec.targets(env) {
+                let Some(secret) = spec.secrets.iter().find(|s| s.name == t.name) else {
+                    continue;
+                };
+                let key = (env.name.clone(), t.full_path());
+                match seen.get(&key) {
+                    Some(first) if !std::ptr::eq(*first, secret) => {
+                        let d = Diagnostic::at(
+                            secret.location.clone(),
+                            format!(
+                                "duplicate path `{}` in environment `{}`",
+                                t.full_path(),
+                                env.name
+                            ),
+                        );
+                        diags.push(d.with_help(format!(
+                            "also defined at {}; each path must have one owner",
+                            first.location
+                        )));
+                    }
+                    Some(_) => {}
+                    None => {
+                        seen.insert(key, secret);
+                    }
+                }
+            }
+        }
+    }
+}
+
+const SEGMENT_HELP: &str = "use letters, digits, `_`, `-` and `.` (not `.` or `..` alone)";
+
+/// One path segment: `[A-Za-z0-9_.-]+`, not `.` or `..`. Strict on purpose: nothing that could
+/// escape a mount, need URL encoding, or confuse a shell.
+pub(crate) fn check_segment(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("is empty".into());
+    }
+    if s == "." || s == ".." {
+        return Err("is a relative path segment".into());
+    }
+    if let Some(c) = s
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "_-.".contains(*c)))
+    {
+        return Err(format!("contains {}", describe_char(c)));
+    }
+    if s.len() > 255 {
+        return Err("is longer than 255 characters".into());
+    }
+    Ok(())
+}
+
+/// A path of segments separated by single `/`, no leading or trailing `/`.
+pub(crate) fn check_path(p: &str) -> Result<(), String> {
+    if p.starts_with('/') || p.ends_with('/') {
+        return Err("starts or ends with `/`".into());
+    }
+    if p.contains("//") {
+        return Err("contains `//`".into());
+    }
+    if p.split('/').count() > 32 {
+        return Err("is deeper than 32 folders".into());
+    }
+    p.split('/').try_for_each(check_segment)
+}
+
+fn describe_char(c: char) -> String {
+    match c {
+        ' ' => "a space".into(),
+        '/' => "`/`".into(),
+        c if c.is_control() => format!("a control character (U+{:04X})", c as u32),
+        c => format!("`{c}`"),
+    }
+}
+
+fn check_addr(a: &str) -> Result<(), String> {
+    let rest = a
+        .strip_prefix("https://")
+        .or_else(|| a.strip_prefix("http://"))
+        .ok_or_else(|| "is not an `https://` or `http://` URL".to_string())?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err("has no host".into());
+    }
+    if rest.chars().any(|c| c.is_whitespace()) {
+        return Err("contains whitespace".into());
+    }
+    Ok(())
+}
+
+/// A Kubernetes object or namespace name (DNS-1123 subdomain, lowercase).
+fn check_k8s_name(cx: &mut Cx<'_>, n: &str, span: Span, what: &str) -> bool {
+    let ok = !n.is_empty()
+        && n.len() <= 253
+        && n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && n.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && n.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if !ok {
+        cx.err(span, format!("{what} `{n}` is not a valid Kubernetes name"), Some("lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit".into()));
+    }
+    ok
+}
+
+fn list(items: &[String]) -> String {
+    backticked(items)
+}
+
+fn list_str(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The closest candidate within an edit distance of 2 (or sharing a 4-character prefix).
+pub(crate) fn suggest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (levenshtein(&word.to_lowercase(), &c.to_lowercase()), c))
+        .filter(|(d, c)| *d <= 2 || (word.len() >= 4 && c.starts_with(&word[..4])))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.as_str())
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push(
+                (prev[j] + usize::from(ca != *cb))
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}

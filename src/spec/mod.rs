@@ -1,0 +1,344 @@
+//! Secret specs: what must exist in Vault for an application, and how ESO consumes it.
+//!
+//! Loading has two phases, as in cargo-deny: [`load`] parses each TOML file keeping the span of
+//! every key and value, then validates into the typed values below, collecting every problem with
+//! `file:line:col` before anything touches the network.
+
+pub mod diag;
+mod load;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::generate::Generator;
+pub use diag::{Diagnostic, Location};
+pub use load::{load_dir, load_files, LoadError};
+
+/// The placeholder in a path template that an environment's name replaces.
+pub const ENV_PLACEHOLDER: &str = "{env}";
+
+/// All spec files of a directory, validated.
+#[derive(Debug)]
+pub struct SpecSet {
+    /// The specs, in file name order.
+    pub specs: Vec<Spec>,
+}
+
+/// One application's spec (one file).
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The file it came from.
+    pub file: PathBuf,
+    /// The application's name (`name`, else the file stem).
+    pub name: String,
+    /// What the application is, for people reading reports.
+    pub description: Option<String>,
+    /// Where in Vault its secrets live.
+    pub vault: VaultTarget,
+    /// The environments it may be applied to, by name.
+    pub environments: BTreeMap<String, Environment>,
+    /// How External Secrets Operator consumes the secrets.
+    pub eso: Eso,
+    /// The secrets, in file order.
+    pub secrets: Vec<Secret>,
+}
+
+/// The KV mount and the folder of an application's secrets.
+#[derive(Debug, Clone)]
+pub struct VaultTarget {
+    /// The KV secrets engine's mount path, without slashes (`secret`).
+    pub mount: String,
+    /// The folder under the mount, with `{env}` (`ask/core-service/{env}`).
+    pub path: String,
+    /// The KV version the spec expects (`1` or `2`); `None` lets vault-seed detect it.
+    pub kv_version: Option<u8>,
+}
+
+/// One environment an application can be applied to.
+#[derive(Debug, Clone)]
+pub struct Environment {
+    /// Its name (`auh1-dev`).
+    pub name: String,
+    /// Vault's address for it, used when neither `--address` nor `VAULT_ADDR` is given.
+    pub vault_addr: Option<String>,
+    /// Vault Enterprise / OpenBao namespace.
+    pub vault_namespace: Option<String>,
+    /// The kubeconfig context of its cluster.
+    pub kube_context: Option<String>,
+    /// The Kubernetes namespace of its ExternalSecrets (else `eso.namespace`).
+    pub kube_namespace: Option<String>,
+    /// Per-environment changes to secrets, by secret name.
+    pub overrides: BTreeMap<String, SecretOverride>,
+}
+
+/// A per-environment change to one secret.
+#[derive(Debug, Clone, Default)]
+pub struct SecretOverride {
+    /// Leave the secret out of this environment.
+    pub skip: bool,
+    /// Replace the generator of these fields (or add fields) in this environment.
+    pub fields: BTreeMap<String, Generator>,
+}
+
+/// One secret: a KV path with one or more fields.
+#[derive(Debug, Clone)]
+pub struct Secret {
+    /// Its name: the last path segments under the application's folder.
+    pub name: String,
+    /// What it is for.
+    pub description: String,
+    /// Never rotated once written (data is encrypted with it).
+    pub fixed: bool,
+    /// Its fields, in file order.
+    pub fields: Vec<Field>,
+    /// Where it is defined.
+    pub location: Location,
+}
+
+/// One field of a secret and how its value is made.
+#[derive(Debug, Clone)]
+pub struct Field {
+    /// The key inside the KV secret (`password`, `value`).
+    pub name: String,
+    /// Its generator.
+    pub generator: Generator,
+}
+
+/// How External Secrets Operator reaches and uses the secrets.
+#[derive(Debug, Clone, Default)]
+pub struct Eso {
+    /// The Kubernetes namespace of the ExternalSecrets.
+    pub namespace: Option<String>,
+    /// ExternalSecrets that read these paths.
+    pub external_secrets: Vec<String>,
+    /// PushSecrets that write these paths.
+    pub push_secrets: Vec<String>,
+    /// Vault policies ESO's token carries.
+    pub policies: Vec<String>,
+    /// The Vault auth role ESO logs in with, whose `token_policies` count too.
+    pub auth_role: Option<AuthRole>,
+    /// What ESO does with the paths.
+    pub access: EsoAccess,
+}
+
+/// A Vault auth role (`auth/<mount>/role/<name>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthRole {
+    /// The auth method's mount (`kubernetes`).
+    pub mount: String,
+    /// The role's name (`eso`).
+    pub name: String,
+}
+
+/// What ESO does with the paths, which decides the capabilities its policy needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EsoAccess {
+    /// ExternalSecrets read the values: `read` on `<mount>/data/<path>`.
+    pub read: bool,
+    /// PushSecrets write them: `create`, `update`, `read` on data; `read`, `list` on metadata.
+    pub push: bool,
+    /// `dataFrom.find` lists them: `list` on metadata.
+    pub list: bool,
+}
+
+impl Default for EsoAccess {
+    /// The runbook's grant: ESO reads and pushes.
+    fn default() -> Self {
+        EsoAccess {
+            read: true,
+            push: true,
+            list: false,
+        }
+    }
+}
+
+/// A secret resolved for one environment: its full path and effective fields.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The spec file it comes from.
+    pub spec_file: PathBuf,
+    /// The application's name.
+    pub app: String,
+    /// The KV mount.
+    pub mount: String,
+    /// The path under the mount (`ask/core-service/auh1-dev/ZITADEL_MASTERKEY`).
+    pub path: String,
+    /// The secret's name in the spec.
+    pub name: String,
+    /// Never rotated once written.
+    pub fixed: bool,
+    /// Effective fields for this environment.
+    pub fields: Vec<Field>,
+    /// The KV version the spec expects, if it says.
+    pub kv_version: Option<u8>,
+}
+
+impl Target {
+    /// `mount/path`, as people write it (`secret/ask/core-service/auh1-dev/X`).
+    pub fn full_path(&self) -> String {
+        format!("{}/{}", self.mount, self.path)
+    }
+}
+
+impl Spec {
+    /// The folder of this spec's secrets in `env` (`ask/core-service/auh1-dev`).
+    pub fn folder(&self, env: &str) -> String {
+        self.vault.path.replace(ENV_PLACEHOLDER, env)
+    }
+
+    /// Every secret of this spec, resolved for `env` (which must be one of its environments).
+    pub fn targets(&self, env: &Environment) -> Vec<Target> {
+        let folder = self.folder(&env.name);
+        self.secrets
+            .iter()
+            .filter_map(|s| {
+                let ov = env.overrides.get(&s.name);
+                if ov.is_some_and(|o| o.skip) {
+                    return None;
+                }
+                let mut fields = s.fields.clone();
+                if let Some(ov) = ov {
+                    for (name, generator) in &ov.fields {
+                        match fields.iter_mut().find(|f| &f.name == name) {
+                            Some(f) => f.generator = generator.clone(),
+                            None => fields.push(Field {
+                                name: name.clone(),
+                                generator: generator.clone(),
+                            }),
+                        }
+                    }
+                }
+                Some(Target {
+                    spec_file: self.file.clone(),
+                    app: self.name.clone(),
+                    mount: self.vault.mount.clone(),
+                    path: format!("{folder}/{}", s.name),
+                    name: s.name.clone(),
+                    fixed: s.fixed,
+                    fields,
+                    kv_version: self.vault.kv_version,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The specs that define an environment, with their targets.
+#[derive(Debug)]
+pub struct EnvPlan<'a> {
+    /// The environment's name.
+    pub env: String,
+    /// Each spec that defines it, with its environment settings.
+    pub specs: Vec<(&'a Spec, &'a Environment)>,
+    /// Every secret of those specs, resolved.
+    pub targets: Vec<Target>,
+}
+
+impl EnvPlan<'_> {
+    /// The Vault address the specs give for this environment (the first that says one).
+    pub fn vault_addr(&self) -> Option<&str> {
+        self.specs.iter().find_map(|(_, e)| e.vault_addr.as_deref())
+    }
+
+    /// The Vault namespace the specs give for this environment.
+    pub fn vault_namespace(&self) -> Option<&str> {
+        self.specs
+            .iter()
+            .find_map(|(_, e)| e.vault_namespace.as_deref())
+    }
+}
+
+impl SpecSet {
+    /// Every environment name, sorted, without duplicates.
+    pub fn environment_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .specs
+            .iter()
+            .flat_map(|s| s.environments.keys().cloned())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Resolve `env` across all specs, optionally narrowed by `--only FILE|PATH`.
+    ///
+    /// Fails with a diagnostic when no spec defines `env`, when `--only` matches nothing, or when
+    /// specs disagree on the environment's Vault address.
+    pub fn plan(&self, env: &str, only: &[String]) -> Result<EnvPlan<'_>, Box<Diagnostic>> {
+        let mut specs = Vec::new();
+        let mut targets = Vec::new();
+        for spec in &self.specs {
+            let Some(e) = spec.environments.get(env) else {
+                continue;
+            };
+            specs.push((spec, e));
+            targets.extend(spec.targets(e));
+        }
+        if specs.is_empty() {
+            let known = self.environment_names();
+            return Err(Box::new(
+                Diagnostic::global(format!("no spec defines the environment `{env}`")).with_help(
+                    if known.is_empty() {
+                        "add `[environments.<name>]` to a spec under the specs directory"
+                            .to_string()
+                    } else {
+                        format!("known environments: {}", backticked(&known))
+                    },
+                ),
+            ));
+        }
+        let addrs: Vec<(&Path, &str)> = specs
+            .iter()
+            .filter_map(|(s, e)| e.vault_addr.as_deref().map(|a| (s.file.as_path(), a)))
+            .collect();
+        if let Some((file, addr)) = addrs.iter().find(|(_, a)| *a != addrs[0].1) {
+            return Err(Box::new(Diagnostic::global(format!(
+                "environment `{env}` has Vault address `{addr}` in `{}` but `{}` in `{}`",
+                file.display(),
+                addrs[0].1,
+                addrs[0].0.display()
+            ))
+            .with_help("give every spec the same `vault_addr` for one environment, or apply them one at a time with `--only FILE`")));
+        }
+        if !only.is_empty() {
+            let before = targets.len();
+            targets.retain(|t| only.iter().any(|o| matches_only(t, o)));
+            if targets.is_empty() && before > 0 {
+                return Err(Box::new(Diagnostic::global(format!(
+                    "`--only {}` matches no secret of environment `{env}`",
+                    only.join(",")
+                ))
+                .with_help("give a spec file (`secret-specs/core-service.toml`), an application name, a secret name, or a path under the mount (`ask/core-service/auh1-dev/ZITADEL_MASTERKEY`)")));
+            }
+            specs.retain(|(s, _)| targets.iter().any(|t| t.spec_file == s.file));
+        }
+        Ok(EnvPlan {
+            env: env.to_string(),
+            specs,
+            targets,
+        })
+    }
+}
+
+fn matches_only(t: &Target, only: &str) -> bool {
+    let only_trimmed = only.trim_matches('/');
+    let as_path = Path::new(only);
+    t.spec_file == as_path
+        || t.spec_file.file_name() == as_path.file_name() && as_path.extension().is_some()
+        || t.app == only
+        || t.name == only
+        || t.path == only_trimmed
+        || t.full_path() == only_trimmed
+        || t.path.starts_with(&format!("{only_trimmed}/"))
+        || t.full_path().starts_with(&format!("{only_trimmed}/"))
+}
+
+/// `a`, `b` as "`a`, `b`".
+pub(crate) fn backticked(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

