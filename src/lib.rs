@@ -9,7 +9,9 @@ pub mod exit;
 pub mod generate;
 pub mod logging;
 pub mod report;
+pub mod seed;
 pub mod spec;
+pub mod vault;
 
 /// Install rustls' `ring` crypto provider for the process (idempotent). The Vault and
 /// Kubernetes clients share it; we build without aws-lc so no C toolchain step is needed.

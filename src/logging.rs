@@ -13,7 +13,6 @@ pub const MUTED_TARGETS: &[&str] = &[
     "h2",
     "reqwest",
     "rustls",
-    "rustify",
     "vaultrs",
     "tower",
     "tower_http",
@@ -21,6 +20,11 @@ pub const MUTED_TARGETS: &[&str] = &[
     "kube",
     "http",
 ];
+
+/// Targets silenced entirely: rustify logs every non-2xx answer (a 404 is a normal answer for
+/// us) at `error` through `#[instrument(err)]`; vault-seed reports each error itself, with the
+/// path and what to do.
+pub const SILENCED_TARGETS: &[&str] = &["rustify"];
 
 /// Install the subscriber. `verbose` is the number of `-v`.
 pub fn init(verbose: u8) {
@@ -34,12 +38,18 @@ pub fn init(verbose: u8) {
         .ok()
         .and_then(|s| EnvFilter::try_new(s).ok())
         .unwrap_or_else(|| EnvFilter::new(base));
-    for target in MUTED_TARGETS {
-        if let Ok(d) = format!("{target}=warn").parse() {
+    let directives = MUTED_TARGETS
+        .iter()
+        .map(|t| format!("{t}=warn"))
+        .chain(SILENCED_TARGETS.iter().map(|t| format!("{t}=off")));
+    for d in directives {
+        if let Ok(d) = d.parse() {
             filter = filter.add_directive(d);
         }
     }
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let _ = tracing_subscriber::fmt()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && !no_color)
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(true)

@@ -1,12 +1,14 @@
 //! One module per subcommand. `run` dispatches and maps outcomes to exit codes.
 
+mod apply;
 mod gen;
 mod lint;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use crate::exit::Exit;
 use crate::report::{self, Style};
-use crate::spec::LoadError;
+use crate::spec::{self, LoadError, SpecSet};
+use crate::vault::VaultError;
 
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Exit {
@@ -14,15 +16,17 @@ pub fn run(cli: Cli) -> Exit {
     match &cli.command {
         Command::Lint => lint::run(g),
         Command::Gen(args) => gen::run(g, args),
+        Command::Plan(args) => apply::run(g, args, true),
+        Command::Apply(args) => apply::run(g, args, false),
         other => {
             let name = match other {
-                Command::Plan(_) => "plan",
-                Command::Apply(_) => "apply",
                 Command::Verify(_) => "verify",
                 Command::Set(_) => "set",
                 Command::Rotate(_) => "rotate",
                 Command::Policy(_) => "policy",
-                Command::Lint | Command::Gen(_) => unreachable!("handled above"),
+                Command::Lint | Command::Gen(_) | Command::Plan(_) | Command::Apply(_) => {
+                    unreachable!("handled above")
+                }
             };
             report::error(
                 &Style::stderr(g.color),
@@ -58,5 +62,46 @@ pub(crate) fn print_load_error(g: &GlobalArgs, e: &LoadError) {
             &e.to_string(),
             Some("run from the repository that holds `secret-specs/`, or pass `--specs DIR`"),
         ),
+    }
+}
+
+/// Load the specs, printing every problem on stderr; `Err(Exit::Usage)` when any.
+pub(crate) fn load_specs(g: &GlobalArgs) -> Result<SpecSet, Exit> {
+    spec::load_dir(&g.specs).map_err(|e| {
+        print_load_error(g, &e);
+        Exit::Usage
+    })
+}
+
+/// A multi-threaded tokio runtime for the commands that talk to servers.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("error: cannot start the async runtime: {e}");
+            Exit::Failure
+        })
+}
+
+#[derive(serde::Serialize)]
+struct JsonFailure<'a> {
+    command: &'a str,
+    ok: bool,
+    error: String,
+    help: Option<String>,
+}
+
+/// Report an error that stopped a command before it had per-path results: on stderr, and as a
+/// JSON document on stdout with `--output json`.
+pub(crate) fn fail(g: &GlobalArgs, command: &str, e: &VaultError) {
+    report::error(&Style::stderr(g.color), &e.to_string(), e.help().as_deref());
+    if g.output == report::Format::Json {
+        let _ = report::print_json(&JsonFailure {
+            command,
+            ok: false,
+            error: e.to_string(),
+            help: e.help(),
+        });
     }
 }

@@ -1,0 +1,341 @@
+//! `vault-seed plan ENV` and `vault-seed apply ENV`.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::cli::{ApplyArgs, GlobalArgs};
+use crate::exit::Exit;
+use crate::report::{self, Format, Style};
+use crate::seed::{self, Outcome, PathResult, Summary};
+use crate::spec::Target;
+use crate::vault::{KvMount, Settings, Vault, VaultError};
+
+/// Run `plan` (`dry_run`) or `apply`.
+pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, dry_run: bool) -> Exit {
+    let command = if dry_run { "plan" } else { "apply" };
+    let err_style = Style::stderr(g.color);
+    let set = match super::load_specs(g) {
+        Ok(s) => s,
+        Err(exit) => return exit,
+    };
+    let plan = match set.plan(&args.env, &args.only) {
+        Ok(p) => p,
+        Err(d) => {
+            eprint!("{}", d.render(&err_style));
+            return Exit::Usage;
+        }
+    };
+    let settings = match Settings::resolve(&args.vault, plan.vault_addr(), plan.vault_namespace()) {
+        Ok(s) => s,
+        Err(e) => {
+            super::fail(g, command, &e);
+            return Exit::Usage;
+        }
+    };
+    if settings.skip_verify {
+        report::warn(&err_style, "TLS verification is off (VAULT_SKIP_VERIFY): anyone on the path can read the token and the secrets");
+    }
+    let vault = match Vault::new(&settings) {
+        Ok(v) => v,
+        Err(e) => {
+            super::fail(g, command, &e);
+            return Exit::Usage;
+        }
+    };
+    let runtime = match super::runtime() {
+        Ok(r) => r,
+        Err(exit) => return exit,
+    };
+    let targets = plan.targets.clone();
+    let env = plan.env.clone();
+    runtime.block_on(async move {
+        eprintln!(
+            "{} {command} `{env}`: {} path(s) at {} (token from {})",
+            err_style.bold("vault-seed"),
+            targets.len(),
+            settings.addr,
+            settings.token_source
+        );
+        if let Err(e) = preflight(&vault, &err_style).await {
+            super::fail(g, command, &e);
+            return Exit::Failure;
+        }
+        let (mounts, mount_errors) = detect_mounts(&vault, &targets).await;
+        let (ready, failed): (Vec<Target>, Vec<Target>) = targets
+            .into_iter()
+            .partition(|t| mounts.contains_key(&t.mount));
+        let cancel = Arc::new(AtomicBool::new(false));
+        {
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    cancel.store(true, Ordering::SeqCst);
+                    eprintln!("interrupted: finishing requests in flight, starting no new ones");
+                }
+            });
+        }
+        let bar = progress_bar(ready.len());
+        let tick = {
+            let bar = bar.clone();
+            move || bar.inc(1)
+        };
+        let opts = seed::Options {
+            dry_run,
+            concurrency: usize::from(args.concurrency),
+        };
+        let mut run = seed::run(&vault, &mounts, ready, &opts, cancel, &tick).await;
+        bar.finish_and_clear();
+        for t in &failed {
+            let msg = mount_errors.get(&t.mount).cloned().unwrap_or_default();
+            run.paths
+                .push(PathResult::all(t, Outcome::Error, None, Some(msg)));
+        }
+        print_report(g, command, &env, vault.addr(), dry_run, &run)
+    })
+}
+
+/// Check the token once before any work; say clearly when it is missing, expired, or the server
+/// is sealed or unreachable.
+async fn preflight(vault: &Vault, style: &Style) -> Result<(), VaultError> {
+    let info = vault.lookup_self().await?;
+    if info.ttl > 0 && info.ttl < 120 {
+        report::warn(
+            style,
+            &format!(
+                "the token expires in {} s; a long run may fail part way",
+                info.ttl
+            ),
+        );
+    }
+    tracing::info!(display_name = %info.display_name, policies = ?info.policies, "token ok");
+    Ok(())
+}
+
+/// Detect each mount's KV version; compare with what the specs expect.
+async fn detect_mounts(
+    vault: &Vault,
+    targets: &[Target],
+) -> (HashMap<String, KvMount>, HashMap<String, String>) {
+    let mut wanted: HashMap<String, Option<u8>> = HashMap::new();
+    for t in targets {
+        let e = wanted.entry(t.mount.clone()).or_insert(t.kv_version);
+        if e.is_none() {
+            *e = t.kv_version;
+        }
+    }
+    let mut mounts = HashMap::new();
+    let mut errors = HashMap::new();
+    for (mount, expected) in wanted {
+        match vault.kv_mount(&mount).await {
+            Ok(m) => match expected {
+                Some(v) if v != m.version => {
+                    errors.insert(mount.clone(), format!("mount `{mount}` is KV v{} but the spec says `kv_version = {v}`; nothing was written", m.version));
+                }
+                _ => {
+                    mounts.insert(mount.clone(), m);
+                }
+            },
+            Err(VaultError::Denied { .. }) => match expected {
+                Some(v) => {
+                    tracing::info!(%mount, "cannot read the mount's configuration; trusting the spec's kv_version");
+                    mounts.insert(
+                        mount.clone(),
+                        KvMount {
+                            path: mount.clone(),
+                            version: v,
+                        },
+                    );
+                }
+                None => {
+                    errors.insert(mount.clone(), format!("cannot detect the KV version of mount `{mount}` (the token may not read `sys/internal/ui/mounts/{mount}`); set `kv_version` in the spec's `[vault]`"));
+                }
+            },
+            Err(e) => {
+                errors.insert(mount.clone(), e.to_string());
+            }
+        }
+    }
+    (mounts, errors)
+}
+
+fn progress_bar(len: usize) -> indicatif::ProgressBar {
+    if len < 25 || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len as u64);
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{spinner} {pos}/{len} paths [{bar:30}] {per_sec} eta {eta}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+/// One row of the JSON report: a path and field.
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    path: String,
+    mount: &'a str,
+    spec: String,
+    field: &'a str,
+    generator: &'a str,
+    outcome: &'static str,
+    version: Option<u64>,
+    written: bool,
+    detail: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    command: &'a str,
+    env: &'a str,
+    vault_addr: &'a str,
+    dry_run: bool,
+    interrupted: bool,
+    ok: bool,
+    results: Vec<JsonRow<'a>>,
+    notes: &'a [String],
+    summary: Summary,
+}
+
+fn print_report(
+    g: &GlobalArgs,
+    command: &str,
+    env: &str,
+    addr: &str,
+    dry_run: bool,
+    run: &seed::Run,
+) -> Exit {
+    let summary = Summary::of(&run.paths);
+    let ok = !summary.failed() && !run.interrupted;
+    let err_style = Style::stderr(g.color);
+    for n in &run.notes {
+        eprintln!("{}: {n}", err_style.help("note"));
+    }
+    match g.output {
+        Format::Json => {
+            let results = run
+                .paths
+                .iter()
+                .flat_map(|p| {
+                    p.fields.iter().map(move |f| JsonRow {
+                        path: p.target.full_path(),
+                        mount: &p.target.mount,
+                        spec: p.target.spec_file.display().to_string(),
+                        field: &f.field,
+                        generator: &f.generator,
+                        outcome: f.outcome.label(dry_run),
+                        version: p.version,
+                        written: p.written,
+                        detail: f.detail.as_deref().or(p.detail.as_deref()),
+                    })
+                })
+                .collect();
+            let doc = JsonReport {
+                command,
+                env,
+                vault_addr: addr,
+                dry_run,
+                interrupted: run.interrupted,
+                ok,
+                results,
+                notes: &run.notes,
+                summary: summary.clone(),
+            };
+            if let Err(e) = report::print_json(&doc) {
+                report::error(&err_style, &format!("cannot write to stdout: {e}"), None);
+                return Exit::Failure;
+            }
+        }
+        Format::Human => print_table(g, env, dry_run, run, &summary),
+    }
+    if run.interrupted {
+        report::error(
+            &err_style,
+            "interrupted: some paths were not attempted",
+            Some("run the same command again to finish; nothing is written twice"),
+        );
+    }
+    if ok {
+        Exit::Success
+    } else {
+        Exit::Failure
+    }
+}
+
+fn print_table(g: &GlobalArgs, env: &str, dry_run: bool, run: &seed::Run, s: &Summary) {
+    let style = Style::stdout(g.color);
+    let rows: Vec<(Outcome, String, &str, &str, String, String)> = run
+        .paths
+        .iter()
+        .flat_map(|p| {
+            p.fields.iter().map(move |f| {
+                let version = p.version.map(|v| format!("v{v}")).unwrap_or_default();
+                let placeholder_hint = f.generator == "placeholder"
+                    && matches!(f.outcome, Outcome::Created | Outcome::Pending);
+                let detail = f.detail.clone().or_else(|| p.detail.clone()).or_else(|| {
+                    placeholder_hint.then(|| {
+                        let target = if p.fields.len() > 1 {
+                            format!("{}.{}", p.target.name, f.field)
+                        } else {
+                            p.target.name.clone()
+                        };
+                        format!("fill in after deploy: vault-seed set {env} {target} < value.txt")
+                    })
+                });
+                (
+                    f.outcome,
+                    p.target.full_path(),
+                    f.field.as_str(),
+                    f.generator.as_str(),
+                    version,
+                    detail.unwrap_or_default(),
+                )
+            })
+        })
+        .collect();
+    let w_path = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
+    let w_field = rows.iter().map(|r| r.2.len()).max().unwrap_or(0);
+    let w_gen = rows.iter().map(|r| r.3.len()).max().unwrap_or(0);
+    for (o, path, field, gen, version, detail) in &rows {
+        let label = format!("{:<9}", o.label(dry_run));
+        let label = if o.is_failure() {
+            style.error(&label)
+        } else if *o == Outcome::Pending {
+            style.warn(&label)
+        } else if matches!(o, Outcome::Exists) {
+            label
+        } else {
+            style.ok(&label)
+        };
+        let line = format!(
+            "{label} {path:<w_path$}  {field:<w_field$}  {gen:<w_gen$}  {version:<4} {detail}"
+        );
+        println!("{}", line.trim_end());
+    }
+    let verb =
+        |n: usize, done: &str, todo: &str| format!("{n} {}", if dry_run { todo } else { done });
+    println!(
+        "{}: {} path(s), {} field(s): {}, {} exist, {} pending, {}, {}, {} invalid, {} denied, {} error(s){}",
+        style.bold(if dry_run { "plan" } else { "summary" }),
+        s.paths,
+        s.fields,
+        verb(s.created, "created", "to create"),
+        s.exists,
+        s.pending,
+        verb(s.recreated, "recreated", "to recreate"),
+        verb(s.extended, "extended", "to extend"),
+        s.invalid,
+        s.denied,
+        s.error,
+        if s.skipped > 0 { format!(", {} skipped", s.skipped) } else { String::new() }
+    );
+    if dry_run {
+        println!("nothing was written (plan)");
+    }
+}

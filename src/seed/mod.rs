@@ -1,0 +1,463 @@
+//! Seeding: for every target of an environment, create what is absent, never change what exists.
+//!
+//! The rule, on KV v2: a new path is written with check-and-set `cas=0`, so Vault itself refuses
+//! the write if anyone created the path meanwhile. A soft-deleted or destroyed latest version is
+//! written again with `cas=<its version>` (*recreated*); a path missing a field the spec added
+//! later gets that field with `cas=<current version>` (*extended*), its other fields unchanged.
+//! KV v1 has no check-and-set: read-then-write, reported as not race-free.
+
+mod outcome;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt};
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::generate::Validity;
+use crate::spec::Target;
+use crate::vault::{Existing, FieldValue, KvMount, Vault, VaultError, WriteFields};
+
+pub use outcome::{FieldResult, Outcome, PathResult, Summary};
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Decide only: read, write nothing (`plan`).
+    pub dry_run: bool,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+}
+
+/// Everything a run found and did.
+#[derive(Debug)]
+pub struct Run {
+    /// One result per target, in spec order.
+    pub paths: Vec<PathResult>,
+    /// Things the user should know that are not about one path.
+    pub notes: Vec<String>,
+    /// Whether Ctrl-C stopped the run early.
+    pub interrupted: bool,
+}
+
+/// Called after each path is done (for a progress bar).
+pub type Progress = dyn Fn() + Send + Sync;
+
+/// A folder: (mount, path under it).
+type FolderKey = (String, String);
+/// A LIST's answer: the names, or `None` for an empty folder.
+type ListResult = Result<Option<Vec<String>>, VaultError>;
+
+/// What the engine knows of a folder after one LIST.
+enum Listing {
+    /// The names in the folder.
+    Names(HashSet<String>),
+    /// LIST was not allowed or failed: read each path instead.
+    Unavailable,
+}
+
+/// Seed `targets` (all on mounts already detected, given in `mounts` by mount path).
+pub async fn run(
+    vault: &Vault,
+    mounts: &HashMap<String, KvMount>,
+    targets: Vec<Target>,
+    opts: &Options,
+    cancel: Arc<AtomicBool>,
+    progress: &Progress,
+) -> Run {
+    let mut notes = Vec::new();
+    let listings = discover(vault, mounts, &targets, opts.concurrency, &mut notes).await;
+    let meta_warned = AtomicBool::new(false);
+    let ctx = Ctx {
+        vault,
+        mounts,
+        listings: &listings,
+        opts,
+        cancel: &cancel,
+        meta_warned: &meta_warned,
+    };
+    let mut indexed: Vec<(usize, PathResult)> = stream::iter(targets.into_iter().enumerate())
+        .map(|(i, t)| {
+            let ctx = &ctx;
+            async move {
+                let r = if ctx.cancel.load(Ordering::SeqCst) {
+                    PathResult::all(
+                        &t,
+                        Outcome::Skipped,
+                        None,
+                        Some("interrupted before it was started".into()),
+                    )
+                } else {
+                    seed_one(ctx, &t).await
+                };
+                progress();
+                (i, r)
+            }
+        })
+        .buffer_unordered(opts.concurrency.max(1))
+        .collect()
+        .await;
+    indexed.sort_by_key(|(i, _)| *i);
+    if meta_warned.load(Ordering::SeqCst) {
+        notes.push("the token may not write metadata: secrets were written without vault-seed's custom_metadata (grant `update` on `<mount>/metadata/...`)".into());
+    }
+    if mounts.values().any(|m| m.version == 1) && !opts.dry_run {
+        notes.push("KV v1 has no check-and-set: paths on KV v1 mounts were written read-then-write, which is not race-free".into());
+    }
+    Run {
+        paths: indexed.into_iter().map(|(_, r)| r).collect(),
+        notes,
+        interrupted: cancel.load(Ordering::SeqCst),
+    }
+}
+
+struct Ctx<'a> {
+    vault: &'a Vault,
+    mounts: &'a HashMap<String, KvMount>,
+    listings: &'a HashMap<FolderKey, Listing>,
+    opts: &'a Options,
+    cancel: &'a AtomicBool,
+    meta_warned: &'a AtomicBool,
+}
+
+fn parent(path: &str) -> (&str, &str) {
+    path.rsplit_once('/').unwrap_or(("", path))
+}
+
+/// One LIST per folder, concurrently. A denied or failed LIST falls back to reading each path.
+async fn discover(
+    vault: &Vault,
+    mounts: &HashMap<String, KvMount>,
+    targets: &[Target],
+    concurrency: usize,
+    notes: &mut Vec<String>,
+) -> HashMap<FolderKey, Listing> {
+    let mut folders: Vec<(String, String)> = targets
+        .iter()
+        .map(|t| (t.mount.clone(), parent(&t.path).0.to_string()))
+        .collect();
+    folders.sort();
+    folders.dedup();
+    let results: Vec<(FolderKey, ListResult)> = stream::iter(folders)
+        .map(|(mount, folder)| async move {
+            let r = match mounts.get(&mount) {
+                Some(m) => vault.kv_list(m, &folder).await,
+                None => Ok(None),
+            };
+            ((mount, folder), r)
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    tracing::debug!(folders = results.len(), "listed folders");
+    let mut out = HashMap::new();
+    let mut denied = Vec::new();
+    for (key, r) in results {
+        let listing = match r {
+            Ok(Some(names)) => Listing::Names(names.into_iter().collect()),
+            Ok(None) => Listing::Names(HashSet::new()),
+            Err(VaultError::Denied { path, .. }) => {
+                denied.push(path);
+                Listing::Unavailable
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "LIST failed; reading each path instead");
+                Listing::Unavailable
+            }
+        };
+        out.insert(key, listing);
+    }
+    if !denied.is_empty() {
+        denied.sort();
+        notes.push(format!(
+            "the token may not `list` {}: each path was read instead (slower on many paths)",
+            denied
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    out
+}
+
+async fn seed_one(ctx: &Ctx<'_>, t: &Target) -> PathResult {
+    let Some(mount) = ctx.mounts.get(&t.mount) else {
+        return PathResult::all(
+            t,
+            Outcome::Error,
+            None,
+            Some(format!("mount `{}` was not checked", t.mount)),
+        );
+    };
+    let (folder, name) = parent(&t.path);
+    let known_absent = matches!(
+        ctx.listings.get(&(t.mount.clone(), folder.to_string())),
+        Some(Listing::Names(names)) if !names.contains(name)
+    );
+    tracing::debug!(path = %t.full_path(), known_absent, "deciding");
+    let existing = if known_absent {
+        Existing::Absent
+    } else {
+        match ctx.vault.kv_read(mount, &t.path).await {
+            Ok(e) => e,
+            Err(e) => return PathResult::from_error(t, &e, false),
+        }
+    };
+    match existing {
+        Existing::Absent => create(ctx, mount, t, 0, BTreeMap::new(), Outcome::Created).await,
+        Existing::Deleted {
+            version,
+            custom_metadata,
+        } => create(ctx, mount, t, version, custom_metadata, Outcome::Recreated).await,
+        Existing::Present(p) => judge_or_extend(ctx, mount, t, p).await,
+    }
+}
+
+fn generate_all(fields: &[&crate::spec::Field]) -> Result<Vec<(String, SecretString)>, String> {
+    fields
+        .iter()
+        .map(|f| {
+            f.generator
+                .generate()
+                .map(|v| (f.name.clone(), v))
+                .map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+/// Write every field of an absent (or deleted) path with `cas=version`.
+async fn create(
+    ctx: &Ctx<'_>,
+    mount: &KvMount,
+    t: &Target,
+    cas: u64,
+    old_meta: BTreeMap<String, String>,
+    outcome: Outcome,
+) -> PathResult {
+    let all: Vec<&crate::spec::Field> = t.fields.iter().collect();
+    if ctx.opts.dry_run {
+        return PathResult::all(t, outcome, None, None);
+    }
+    let values = match generate_all(&all) {
+        Ok(v) => v,
+        Err(e) => return PathResult::all(t, Outcome::Error, None, Some(e)),
+    };
+    let fields = WriteFields(values.iter().map(|(k, v)| (k.as_str(), v)).collect());
+    let cas_opt = (mount.version == 2).then_some(cas);
+    match ctx
+        .vault
+        .kv_write(mount, &t.path, &fields, cas_opt, "create")
+        .await
+    {
+        Ok(version) => {
+            write_metadata(ctx, mount, t, old_meta, outcome.verb()).await;
+            PathResult::all(t, outcome, Some(version), None).written()
+        }
+        Err(VaultError::CasMismatch { .. }) => {
+            // Someone created it first, or an earlier attempt of ours went through before the
+            // connection failed: read it back and judge it like any existing value.
+            match ctx.vault.kv_read(mount, &t.path).await {
+                Ok(Existing::Present(p)) => {
+                    let ours = values.iter().all(|(k, v)| matches!(p.fields.get(k), Some(FieldValue::Text(s)) if s.expose_secret() == v.expose_secret()));
+                    if ours {
+                        write_metadata(ctx, mount, t, old_meta, outcome.verb()).await;
+                        PathResult::all(
+                            t,
+                            outcome,
+                            Some(p.version),
+                            Some("confirmed after a retried request".into()),
+                        )
+                        .written()
+                    } else {
+                        let mut r = judge(t, &p);
+                        r.detail =
+                            Some("created concurrently by someone else; left as it is".into());
+                        r
+                    }
+                }
+                Ok(_) => PathResult::all(
+                    t,
+                    Outcome::Error,
+                    None,
+                    Some(
+                        "check-and-set refused the write but the path reads as absent; run again"
+                            .into(),
+                    ),
+                ),
+                Err(e) => PathResult::from_error(t, &e, false),
+            }
+        }
+        Err(e) => PathResult::from_error(t, &e, true),
+    }
+}
+
+/// Judge each field of a live secret against its generator.
+fn judge(t: &Target, p: &crate::vault::Present) -> PathResult {
+    let fields = t
+        .fields
+        .iter()
+        .map(|f| {
+            let (outcome, detail) = match p.fields.get(&f.name) {
+                None => (Outcome::Missing, None),
+                Some(FieldValue::NotText(kind)) => {
+                    (Outcome::Invalid, Some(format!("is {kind}, not a string")))
+                }
+                Some(FieldValue::Text(v)) => match f.generator.validate(v) {
+                    Validity::Valid => (Outcome::Exists, None),
+                    Validity::Pending => (Outcome::Pending, None),
+                    Validity::Invalid(why) => (Outcome::Invalid, Some(why)),
+                },
+            };
+            FieldResult {
+                field: f.name.clone(),
+                generator: f.generator.to_string(),
+                outcome,
+                detail,
+            }
+        })
+        .collect();
+    PathResult {
+        target: t.clone(),
+        version: Some(p.version).filter(|v| *v > 0),
+        fields,
+        written: false,
+        detail: None,
+    }
+}
+
+/// Judge a live secret; add fields the spec has and it lacks, with `cas=<version>`.
+async fn judge_or_extend(
+    ctx: &Ctx<'_>,
+    mount: &KvMount,
+    t: &Target,
+    p: crate::vault::Present,
+) -> PathResult {
+    let mut result = judge(t, &p);
+    let missing: Vec<&crate::spec::Field> = t
+        .fields
+        .iter()
+        .filter(|f| !p.fields.contains_key(&f.name))
+        .collect();
+    if missing.is_empty() {
+        return result;
+    }
+    let mark = |r: &mut PathResult, o: Outcome, d: Option<String>| {
+        for f in r
+            .fields
+            .iter_mut()
+            .filter(|f| f.outcome == Outcome::Missing)
+        {
+            f.outcome = o;
+            f.detail = d.clone();
+        }
+    };
+    if let Some((k, kind)) = p.fields.iter().find_map(|(k, v)| match v {
+        FieldValue::NotText(kind) => Some((k, *kind)),
+        _ => None,
+    }) {
+        mark(&mut result, Outcome::Error, Some(format!("cannot add the field: existing field `{k}` is {kind}, and vault-seed writes strings only")));
+        return result;
+    }
+    if ctx.opts.dry_run {
+        mark(&mut result, Outcome::Extended, None);
+        return result;
+    }
+    let new_values = match generate_all(&missing) {
+        Ok(v) => v,
+        Err(e) => {
+            mark(&mut result, Outcome::Error, Some(e));
+            return result;
+        }
+    };
+    let mut all: Vec<(&str, &SecretString)> = p
+        .fields
+        .iter()
+        .filter_map(|(k, v)| match v {
+            FieldValue::Text(s) => Some((k.as_str(), s)),
+            _ => None,
+        })
+        .collect();
+    all.extend(new_values.iter().map(|(k, v)| (k.as_str(), v)));
+    let cas = (mount.version == 2).then_some(p.version);
+    match ctx
+        .vault
+        .kv_write(mount, &t.path, &WriteFields(all), cas, "update")
+        .await
+    {
+        Ok(version) => {
+            write_metadata(ctx, mount, t, p.custom_metadata.clone(), "extended").await;
+            mark(&mut result, Outcome::Extended, None);
+            result.version = Some(version).filter(|v| *v > 0);
+            result.written = true;
+        }
+        Err(VaultError::CasMismatch { .. }) => mark(
+            &mut result,
+            Outcome::Error,
+            Some(
+                "changed by someone else while vault-seed extended it; nothing written, run again"
+                    .into(),
+            ),
+        ),
+        Err(e) => {
+            let (o, d) = outcome::error_outcome(&e);
+            mark(&mut result, o, Some(d));
+        }
+    }
+    result
+}
+
+/// vault-seed's custom_metadata: who manages the secret and from which spec. Never
+/// `managed-by=external-secrets`, which would let an ESO PushSecret take the path over.
+pub fn custom_metadata(
+    t: &Target,
+    action: &str,
+    mut base: BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let generators = t
+        .fields
+        .iter()
+        .map(|f| format!("{}={}", f.name, f.generator.name()))
+        .collect::<Vec<_>>()
+        .join(",");
+    let now = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    base.insert("managed-by".into(), "vault-seed".into());
+    base.insert(
+        "vault-seed/spec".into(),
+        t.spec_file
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    );
+    base.insert("vault-seed/generators".into(), generators);
+    base.insert("vault-seed/last-action".into(), action.into());
+    base.insert("vault-seed/last-action-at".into(), now);
+    base
+}
+
+async fn write_metadata(
+    ctx: &Ctx<'_>,
+    mount: &KvMount,
+    t: &Target,
+    base: BTreeMap<String, String>,
+    action: &str,
+) {
+    if mount.version != 2 || ctx.meta_warned.load(Ordering::Relaxed) {
+        return;
+    }
+    let meta = custom_metadata(t, action, base);
+    match ctx
+        .vault
+        .kv_set_custom_metadata(mount, &t.path, &meta)
+        .await
+    {
+        Ok(()) => {}
+        Err(VaultError::Denied { .. }) => ctx.meta_warned.store(true, Ordering::SeqCst),
+        Err(e) => {
+            tracing::warn!(path = %t.full_path(), error = %e, "could not write vault-seed's custom_metadata")
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! What happened to each path and field, and the counts.
+
+use serde::Serialize;
+
+use crate::spec::Target;
+use crate::vault::VaultError;
+
+/// What happened to one field (or, for `plan`, what would happen).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Written where nothing was (`plan`: would be).
+    Created,
+    /// Present and valid: left alone.
+    Exists,
+    /// Present but fails its generator's validator: left alone, and the run fails.
+    Invalid,
+    /// A placeholder still holding its marker: a person has to fill it in.
+    Pending,
+    /// Written again over a soft-deleted or destroyed latest version.
+    Recreated,
+    /// Added to a secret that lacked this field; its other fields unchanged.
+    Extended,
+    /// The token lacks a capability (HTTP 403).
+    Denied,
+    /// Anything else that failed.
+    Error,
+    /// Not attempted (interrupted).
+    Skipped,
+    /// Internal: the field is absent from a live secret (becomes `extended` or an error).
+    #[serde(skip)]
+    Missing,
+}
+
+impl Outcome {
+    /// The word for reports; `plan` speaks of what would happen.
+    pub fn label(self, dry_run: bool) -> &'static str {
+        match (self, dry_run) {
+            (Outcome::Created, false) => "created",
+            (Outcome::Created, true) => "create",
+            (Outcome::Recreated, false) => "recreated",
+            (Outcome::Recreated, true) => "recreate",
+            (Outcome::Extended, false) => "extended",
+            (Outcome::Extended, true) => "extend",
+            (Outcome::Exists, _) => "exists",
+            (Outcome::Invalid, _) => "invalid",
+            (Outcome::Pending, _) => "pending",
+            (Outcome::Denied, _) => "denied",
+            (Outcome::Error, _) => "error",
+            (Outcome::Skipped, _) => "skipped",
+            (Outcome::Missing, _) => "missing",
+        }
+    }
+
+    /// The verb recorded in custom_metadata.
+    pub fn verb(self) -> &'static str {
+        self.label(false)
+    }
+
+    /// Whether it makes the run fail (exit 1).
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            Outcome::Invalid
+                | Outcome::Denied
+                | Outcome::Error
+                | Outcome::Skipped
+                | Outcome::Missing
+        )
+    }
+}
+
+/// One field's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct FieldResult {
+    /// The field's name.
+    pub field: String,
+    /// Its generator (`hex(bytes=32)`, `fernet`).
+    pub generator: String,
+    /// What happened.
+    pub outcome: Outcome,
+    /// Why, when there is more to say (never a value).
+    pub detail: Option<String>,
+}
+
+/// One path's result.
+#[derive(Debug, Clone)]
+pub struct PathResult {
+    /// The target.
+    pub target: Target,
+    /// The secret's version after the run (KV v2), when known.
+    pub version: Option<u64>,
+    /// Per field.
+    pub fields: Vec<FieldResult>,
+    /// Whether vault-seed wrote to the path in this run.
+    pub written: bool,
+    /// A note about the whole path.
+    pub detail: Option<String>,
+}
+
+/// Map a Vault error to an outcome and a message that names the path and what is missing.
+pub(crate) fn error_outcome(e: &VaultError) -> (Outcome, String) {
+    match e {
+        VaultError::Denied { capability, path } => (
+            Outcome::Denied,
+            format!("the token lacks `{capability}` on `{path}`"),
+        ),
+        other => (Outcome::Error, other.to_string()),
+    }
+}
+
+impl PathResult {
+    /// Every field with the same outcome.
+    pub fn all(t: &Target, outcome: Outcome, version: Option<u64>, detail: Option<String>) -> Self {
+        PathResult {
+            target: t.clone(),
+            version: version.filter(|v| *v > 0),
+            fields: t
+                .fields
+                .iter()
+                .map(|f| FieldResult {
+                    field: f.name.clone(),
+                    generator: f.generator.to_string(),
+                    outcome,
+                    detail: None,
+                })
+                .collect(),
+            written: false,
+            detail,
+        }
+    }
+
+    /// From a failed request. `while_writing` says whether the write itself failed, in which case
+    /// nothing was written (Vault applies a write whole or not at all).
+    pub fn from_error(t: &Target, e: &VaultError, while_writing: bool) -> Self {
+        let (o, d) = error_outcome(e);
+        let d = if while_writing {
+            format!("{d}; nothing was written")
+        } else {
+            d
+        };
+        PathResult::all(t, o, None, Some(d))
+    }
+
+    /// Mark as written in this run.
+    pub fn written(mut self) -> Self {
+        self.written = true;
+        self
+    }
+}
+
+/// Counts per outcome, over fields.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    /// Paths in the run.
+    pub paths: usize,
+    /// Fields in the run.
+    pub fields: usize,
+    /// Fields created (`plan`: to create).
+    pub created: usize,
+    /// Fields present and valid.
+    pub exists: usize,
+    /// Fields present but invalid.
+    pub invalid: usize,
+    /// Placeholders not yet filled in.
+    pub pending: usize,
+    /// Fields recreated over a deleted version.
+    pub recreated: usize,
+    /// Fields added to an existing secret.
+    pub extended: usize,
+    /// Fields the token may not touch.
+    pub denied: usize,
+    /// Fields that failed otherwise.
+    pub error: usize,
+    /// Fields not attempted (interrupted).
+    pub skipped: usize,
+    /// Paths written in this run.
+    pub written_paths: usize,
+}
+
+impl Summary {
+    /// Count a run's results.
+    pub fn of(paths: &[PathResult]) -> Summary {
+        let mut s = Summary {
+            paths: paths.len(),
+            ..Summary::default()
+        };
+        for p in paths {
+            s.written_paths += usize::from(p.written);
+            for f in &p.fields {
+                s.fields += 1;
+                match f.outcome {
+                    Outcome::Created => s.created += 1,
+                    Outcome::Exists => s.exists += 1,
+                    Outcome::Invalid => s.invalid += 1,
+                    Outcome::Pending => s.pending += 1,
+                    Outcome::Recreated => s.recreated += 1,
+                    Outcome::Extended => s.extended += 1,
+                    Outcome::Denied => s.denied += 1,
+                    Outcome::Error | Outcome::Missing => s.error += 1,
+                    Outcome::Skipped => s.skipped += 1,
+                }
+            }
+        }
+        s
+    }
+
+    /// Whether anything failed.
+    pub fn failed(&self) -> bool {
+        self.invalid + self.denied + self.error + self.skipped > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_are_the_documented_ones() {
+        for o in [
+            Outcome::Created,
+            Outcome::Exists,
+            Outcome::Pending,
+            Outcome::Recreated,
+            Outcome::Extended,
+        ] {
+            assert!(!o.is_failure(), "{o:?}");
+        }
+        for o in [
+            Outcome::Invalid,
+            Outcome::Denied,
+            Outcome::Error,
+            Outcome::Skipped,
+        ] {
+            assert!(o.is_failure(), "{o:?}");
+        }
+    }
+
+    #[test]
+    fn plan_labels_are_verbs() {
+        assert_eq!(Outcome::Created.label(true), "create");
+        assert_eq!(Outcome::Created.label(false), "created");
+        assert_eq!(Outcome::Exists.label(true), "exists");
+    }
+}

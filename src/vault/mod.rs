@@ -1,0 +1,16 @@
+//! Vault (and OpenBao): connection settings, the HTTP client, KV operations and system endpoints.
+//!
+//! Everything that talks to Vault lives here. vaultrs builds the TLS-configured HTTP client;
+//! requests go through rustify's endpoint mechanism with our own token middleware.
+
+mod client;
+pub mod connect;
+mod error;
+pub mod kv;
+pub mod sys;
+
+pub use client::{Vault, MAX_RETRIES};
+pub use connect::Settings;
+pub use error::VaultError;
+pub use kv::{Existing, FieldValue, KvMount, Present, WriteFields};
+pub use sys::{MountInfo, TokenInfo};

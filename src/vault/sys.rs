@@ -1,0 +1,290 @@
+//! System endpoints: token lookup, mount detection, policies and capabilities.
+
+use std::collections::BTreeMap;
+
+use rustify::enums::RequestMethod;
+use serde::Deserialize;
+
+use super::client::{decode, Call, Reply};
+use super::kv::KvMount;
+use super::{Vault, VaultError};
+
+/// What Vault says about the caller's token. Deliberately without the token's `id`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokenInfo {
+    /// Display name (`root`, `token-ci`).
+    #[serde(default)]
+    pub display_name: String,
+    /// Policies attached.
+    #[serde(default)]
+    pub policies: Vec<String>,
+    /// Seconds left; 0 for a token that never expires.
+    #[serde(default)]
+    pub ttl: i64,
+    /// Expiry (RFC 3339), absent for non-expiring tokens.
+    #[serde(default)]
+    pub expire_time: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Envelope<T> {
+    data: Option<T>,
+}
+
+/// What `sys/internal/ui/mounts/<path>` says about a mount.
+#[derive(Debug, Clone)]
+pub struct MountInfo {
+    /// Engine type (`kv`, `generic`, ...).
+    pub kind: String,
+    /// KV version from the mount options (1 when unset).
+    pub kv_version: u8,
+    /// The mount's path as Vault names it, without slashes.
+    pub path: String,
+}
+
+impl Vault {
+    /// Check the token (`auth/token/lookup-self`): valid, and what it carries.
+    pub async fn lookup_self(&self) -> Result<TokenInfo, VaultError> {
+        let path = "auth/token/lookup-self".to_string();
+        match self
+            .send(
+                || Call {
+                    method: RequestMethod::GET,
+                    path: path.clone(),
+                    query: None,
+                    body: None,
+                },
+                "read",
+            )
+            .await
+        {
+            Ok(Reply::Ok(b)) => {
+                let env: Envelope<TokenInfo> = decode(&b, "GET", &path)?;
+                env.data.ok_or_else(|| VaultError::Decode {
+                    method: "GET",
+                    path,
+                    detail: "no `data`".into(),
+                })
+            }
+            Ok(Reply::NotFound(_)) => Err(VaultError::Api {
+                method: "GET",
+                path,
+                status: 404,
+                errors: vec![],
+            }),
+            Err(VaultError::Denied { .. }) => Err(VaultError::Config {
+                message: "Vault rejected the token: it is missing, expired or revoked".into(),
+                help:
+                    "log in again (`vault login` / `bao login`) or set VAULT_TOKEN to a valid token"
+                        .into(),
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Detect a mount's engine and KV version (`sys/internal/ui/mounts/<mount>`, allowed by
+    /// Vault's default policy).
+    pub async fn mount_info(&self, mount: &str) -> Result<Option<MountInfo>, VaultError> {
+        #[derive(Deserialize)]
+        struct Raw {
+            #[serde(rename = "type", default)]
+            kind: String,
+            #[serde(default)]
+            options: Option<BTreeMap<String, String>>,
+            #[serde(default)]
+            path: String,
+        }
+        let path = format!("sys/internal/ui/mounts/{mount}");
+        let reply = self.send(
+            || Call {
+                method: RequestMethod::GET,
+                path: path.clone(),
+                query: None,
+                body: None,
+            },
+            "read",
+        );
+        match reply.await {
+            Ok(Reply::Ok(b)) => {
+                let env: Envelope<Raw> = decode(&b, "GET", &path)?;
+                let Some(raw) = env.data else { return Ok(None) };
+                let version = raw
+                    .options
+                    .as_ref()
+                    .and_then(|o| o.get("version"))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1);
+                Ok(Some(MountInfo {
+                    kind: raw.kind,
+                    kv_version: version,
+                    path: raw.path.trim_matches('/').to_string(),
+                }))
+            }
+            Ok(Reply::NotFound(_)) => Ok(None),
+            // Vault answers 400 "no matching mount" for a path under no mount.
+            Err(VaultError::Api { status: 400, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The KV mount at `mount`, checked to be a KV engine.
+    pub async fn kv_mount(&self, mount: &str) -> Result<KvMount, VaultError> {
+        match self.mount_info(mount).await? {
+            Some(info) if info.kind == "kv" || info.kind == "generic" => Ok(KvMount { path: mount.to_string(), version: info.kv_version }),
+            Some(info) => Err(VaultError::Config {
+                message: format!("mount `{mount}` is a `{}` engine, not KV", info.kind),
+                help: "point the spec's `[vault] mount` at a KV secrets engine".into(),
+            }),
+            None => Err(VaultError::Config {
+                message: format!("there is no secrets engine mounted at `{mount}/`"),
+                help: format!("enable one (`vault secrets enable -path={mount} kv-v2`) or fix the spec's `[vault] mount`"),
+            }),
+        }
+    }
+
+    /// The text of an ACL policy (`sys/policies/acl/<name>`); `None` when it does not exist.
+    pub async fn read_policy(&self, name: &str) -> Result<Option<String>, VaultError> {
+        #[derive(Deserialize)]
+        struct Raw {
+            #[serde(default)]
+            policy: String,
+        }
+        let path = format!("sys/policies/acl/{name}");
+        match self
+            .send(
+                || Call {
+                    method: RequestMethod::GET,
+                    path: path.clone(),
+                    query: None,
+                    body: None,
+                },
+                "read",
+            )
+            .await?
+        {
+            Reply::Ok(b) => {
+                let env: Envelope<Raw> = decode(&b, "GET", &path)?;
+                Ok(env.data.map(|r| r.policy))
+            }
+            Reply::NotFound(_) => Ok(None),
+        }
+    }
+
+    /// The `token_policies` of an auth role (`auth/<mount>/role/<name>`); `None` if absent.
+    pub async fn role_policies(
+        &self,
+        auth_mount: &str,
+        role: &str,
+    ) -> Result<Option<Vec<String>>, VaultError> {
+        #[derive(Deserialize)]
+        struct Raw {
+            #[serde(default)]
+            token_policies: Vec<String>,
+            #[serde(default)]
+            policies: Vec<String>,
+        }
+        let path = format!("auth/{auth_mount}/role/{role}");
+        match self
+            .send(
+                || Call {
+                    method: RequestMethod::GET,
+                    path: path.clone(),
+                    query: None,
+                    body: None,
+                },
+                "read",
+            )
+            .await?
+        {
+            Reply::Ok(b) => {
+                let env: Envelope<Raw> = decode(&b, "GET", &path)?;
+                Ok(env.data.map(|r| {
+                    if r.token_policies.is_empty() {
+                        r.policies
+                    } else {
+                        r.token_policies
+                    }
+                }))
+            }
+            Reply::NotFound(_) => Ok(None),
+        }
+    }
+
+    /// The capabilities the caller's own token has on each path (`sys/capabilities-self`).
+    pub async fn capabilities_self(
+        &self,
+        paths: &[String],
+    ) -> Result<BTreeMap<String, Vec<String>>, VaultError> {
+        self.capabilities_call(
+            "sys/capabilities-self",
+            serde_json::json!({ "paths": paths }),
+            paths,
+        )
+        .await
+    }
+
+    /// The capabilities another token has on each path (`sys/capabilities`; needs `sudo`-less
+    /// `update` on it). The token is sent in the body and never kept.
+    pub async fn capabilities_of(
+        &self,
+        token: &secrecy::SecretString,
+        paths: &[String],
+    ) -> Result<BTreeMap<String, Vec<String>>, VaultError> {
+        use secrecy::ExposeSecret;
+        let body = serde_json::json!({ "token": token.expose_secret(), "paths": paths });
+        self.capabilities_call("sys/capabilities", body, paths)
+            .await
+    }
+
+    async fn capabilities_call(
+        &self,
+        api: &str,
+        body: serde_json::Value,
+        paths: &[String],
+    ) -> Result<BTreeMap<String, Vec<String>>, VaultError> {
+        let payload = zeroize::Zeroizing::new(serde_json::to_vec(&body).unwrap_or_default());
+        drop(body);
+        let reply = self
+            .send(
+                || Call {
+                    method: RequestMethod::POST,
+                    path: api.to_string(),
+                    query: None,
+                    body: Some(payload.to_vec()),
+                },
+                "update",
+            )
+            .await?;
+        let Reply::Ok(b) = reply else {
+            return Err(VaultError::Api {
+                method: "POST",
+                path: api.to_string(),
+                status: 404,
+                errors: vec![],
+            });
+        };
+        // The answer has one key per path at the top level (and in `data`), plus `capabilities`
+        // when a single path was asked.
+        let v: serde_json::Value = decode(&b, "POST", api)?;
+        let src = v.get("data").filter(|d| d.is_object()).unwrap_or(&v);
+        let mut out = BTreeMap::new();
+        for p in paths {
+            let caps = src
+                .get(p)
+                .or_else(|| {
+                    (paths.len() == 1)
+                        .then(|| src.get("capabilities"))
+                        .flatten()
+                })
+                .and_then(|c| c.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.insert(p.clone(), caps);
+        }
+        Ok(out)
+    }
+}
