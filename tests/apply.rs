@@ -38,6 +38,17 @@ fn run_specs(bao: &OpenBao, specs: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `apply dev -o json` with another token.
+fn apply_as(bao: &OpenBao, token: &str, specs: &Path) -> Output {
+    bao.vault_seed()
+        .env("VAULT_TOKEN", token)
+        .arg("--specs")
+        .arg(specs)
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .unwrap()
+}
+
 fn json_of(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -382,14 +393,7 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
 "#,
     );
     let create_only = bao.token_with_policies(&["create-only"]);
-    let out = bao
-        .vault_seed()
-        .env("VAULT_TOKEN", &create_only)
-        .arg("--specs")
-        .arg(dir.path())
-        .args(["apply", "dev", "-o", "json"])
-        .output()
-        .unwrap();
+    let out = apply_as(&bao, &create_only, dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("custom_metadata"),
@@ -404,14 +408,7 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
         ),
     )
     .unwrap();
-    let out = bao
-        .vault_seed()
-        .env("VAULT_TOKEN", &create_only)
-        .arg("--specs")
-        .arg(dir.path())
-        .args(["apply", "dev", "-o", "json"])
-        .output()
-        .unwrap();
+    let out = apply_as(&bao, &create_only, dir.path());
     assert_eq!(out.status.code(), Some(1));
     let doc = json_of(&out);
     let row = &doc["results"][1];
@@ -428,14 +425,7 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
     // No access at all (only the default policy): Vault hides even the mount's version, and
     // vault-seed refuses to guess it.
     let nobody = bao.token_with_policies(&["default"]);
-    let out = bao
-        .vault_seed()
-        .env("VAULT_TOKEN", &nobody)
-        .arg("--specs")
-        .arg(dir.path())
-        .args(["apply", "dev", "-o", "json"])
-        .output()
-        .unwrap();
+    let out = apply_as(&bao, &nobody, dir.path());
     assert_eq!(out.status.code(), Some(1));
     let doc = json_of(&out);
     assert_eq!(doc["results"][0]["outcome"], "error");
@@ -456,14 +446,7 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
         ),
     )
     .unwrap();
-    let out = bao
-        .vault_seed()
-        .env("VAULT_TOKEN", &nobody)
-        .arg("--specs")
-        .arg(dir.path())
-        .args(["apply", "dev", "-o", "json"])
-        .output()
-        .unwrap();
+    let out = apply_as(&bao, &nobody, dir.path());
     assert_eq!(out.status.code(), Some(1));
     let doc = json_of(&out);
     assert_eq!(doc["results"][0]["outcome"], "denied");

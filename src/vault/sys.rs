@@ -43,34 +43,37 @@ pub struct MountInfo {
 }
 
 impl Vault {
-    /// Check the token (`auth/token/lookup-self`): valid, and what it carries.
-    pub async fn lookup_self(&self) -> Result<TokenInfo, VaultError> {
-        let path = "auth/token/lookup-self".to_string();
-        match self
+    /// GET an endpoint whose answer is `{"data": T}`; `None` on 404.
+    async fn get_data<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+    ) -> Result<Option<T>, VaultError> {
+        let reply = self
             .send(
                 || Call {
                     method: RequestMethod::GET,
-                    path: path.clone(),
+                    path: path.to_string(),
                     query: None,
                     body: None,
                 },
                 "read",
             )
-            .await
-        {
-            Ok(Reply::Ok(b)) => {
-                let env: Envelope<TokenInfo> = decode(&b, "GET", &path)?;
-                env.data.ok_or_else(|| VaultError::Decode {
-                    method: "GET",
-                    path,
-                    detail: "no `data`".into(),
-                })
-            }
-            Ok(Reply::NotFound(_)) => Err(VaultError::Api {
+            .await?;
+        match reply {
+            Reply::Ok(b) => Ok(decode::<Envelope<T>>(&b, "GET", path)?.data),
+            Reply::NotFound(_) => Ok(None),
+        }
+    }
+
+    /// Check the token (`auth/token/lookup-self`): valid, and what it carries.
+    pub async fn lookup_self(&self) -> Result<TokenInfo, VaultError> {
+        let path = "auth/token/lookup-self";
+        match self.get_data::<TokenInfo>(path).await {
+            Ok(Some(info)) => Ok(info),
+            Ok(None) => Err(VaultError::Decode {
                 method: "GET",
-                path,
-                status: 404,
-                errors: vec![],
+                path: path.into(),
+                detail: "no `data`".into(),
             }),
             Err(VaultError::Denied { .. }) => Err(VaultError::Config {
                 message: "Vault rejected the token: it is missing, expired or revoked".into(),
@@ -94,20 +97,11 @@ impl Vault {
             #[serde(default)]
             path: String,
         }
-        let path = format!("sys/internal/ui/mounts/{mount}");
-        let reply = self.send(
-            || Call {
-                method: RequestMethod::GET,
-                path: path.clone(),
-                query: None,
-                body: None,
-            },
-            "read",
-        );
-        match reply.await {
-            Ok(Reply::Ok(b)) => {
-                let env: Envelope<Raw> = decode(&b, "GET", &path)?;
-                let Some(raw) = env.data else { return Ok(None) };
+        match self
+            .get_data::<Raw>(&format!("sys/internal/ui/mounts/{mount}"))
+            .await
+        {
+            Ok(Some(raw)) => {
                 let version = raw
                     .options
                     .as_ref()
@@ -120,7 +114,7 @@ impl Vault {
                     path: raw.path.trim_matches('/').to_string(),
                 }))
             }
-            Ok(Reply::NotFound(_)) => Ok(None),
+            Ok(None) => Ok(None),
             // Vault answers 400 "no matching mount" for a path under no mount.
             Err(VaultError::Api { status: 400, .. }) => Ok(None),
             Err(e) => Err(e),
@@ -149,25 +143,10 @@ impl Vault {
             #[serde(default)]
             policy: String,
         }
-        let path = format!("sys/policies/acl/{name}");
-        match self
-            .send(
-                || Call {
-                    method: RequestMethod::GET,
-                    path: path.clone(),
-                    query: None,
-                    body: None,
-                },
-                "read",
-            )
-            .await?
-        {
-            Reply::Ok(b) => {
-                let env: Envelope<Raw> = decode(&b, "GET", &path)?;
-                Ok(env.data.map(|r| r.policy))
-            }
-            Reply::NotFound(_) => Ok(None),
-        }
+        let raw = self
+            .get_data::<Raw>(&format!("sys/policies/acl/{name}"))
+            .await?;
+        Ok(raw.map(|r| r.policy))
     }
 
     /// The `token_policies` of an auth role (`auth/<mount>/role/<name>`); `None` if absent.
@@ -183,31 +162,16 @@ impl Vault {
             #[serde(default)]
             policies: Vec<String>,
         }
-        let path = format!("auth/{auth_mount}/role/{role}");
-        match self
-            .send(
-                || Call {
-                    method: RequestMethod::GET,
-                    path: path.clone(),
-                    query: None,
-                    body: None,
-                },
-                "read",
-            )
-            .await?
-        {
-            Reply::Ok(b) => {
-                let env: Envelope<Raw> = decode(&b, "GET", &path)?;
-                Ok(env.data.map(|r| {
-                    if r.token_policies.is_empty() {
-                        r.policies
-                    } else {
-                        r.token_policies
-                    }
-                }))
+        let raw = self
+            .get_data::<Raw>(&format!("auth/{auth_mount}/role/{role}"))
+            .await?;
+        Ok(raw.map(|r| {
+            if r.token_policies.is_empty() {
+                r.policies
+            } else {
+                r.token_policies
             }
-            Reply::NotFound(_) => Ok(None),
-        }
+        }))
     }
 
     /// The capabilities the caller's own token has on each path (`sys/capabilities-self`).
