@@ -1,6 +1,5 @@
 //! `vault-seed plan ENV` and `vault-seed apply ENV`.
 
-use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -11,62 +10,38 @@ use crate::cli::{ApplyArgs, GlobalArgs};
 use crate::exit::Exit;
 use crate::report::{self, Format, Style};
 use crate::seed::{self, Outcome, PathResult, Summary};
+
+use super::session::{detect_mounts, preflight, Session};
 use crate::spec::Target;
-use crate::vault::{KvMount, Settings, Vault, VaultError};
 
 /// Run `plan` (`dry_run`) or `apply`.
 pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, dry_run: bool) -> Exit {
     let command = if dry_run { "plan" } else { "apply" };
     let err_style = Style::stderr(g.color);
-    let set = match super::load_specs(g) {
+    let session = match Session::open(g, command, &args.env, &args.only, &args.vault) {
         Ok(s) => s,
         Err(exit) => return exit,
-    };
-    let plan = match set.plan(&args.env, &args.only) {
-        Ok(p) => p,
-        Err(d) => {
-            eprint!("{}", d.render(&err_style));
-            return Exit::Usage;
-        }
-    };
-    let settings = match Settings::resolve(&args.vault, plan.vault_addr(), plan.vault_namespace()) {
-        Ok(s) => s,
-        Err(e) => {
-            super::fail(g, command, &e);
-            return Exit::Usage;
-        }
-    };
-    if settings.skip_verify {
-        report::warn(&err_style, "TLS verification is off (VAULT_SKIP_VERIFY): anyone on the path can read the token and the secrets");
-    }
-    let vault = match Vault::new(&settings) {
-        Ok(v) => v,
-        Err(e) => {
-            super::fail(g, command, &e);
-            return Exit::Usage;
-        }
     };
     let runtime = match super::runtime() {
         Ok(r) => r,
         Err(exit) => return exit,
     };
-    let targets = plan.targets.clone();
-    let env = plan.env.clone();
-    runtime.block_on(async move {
-        eprintln!(
-            "{} {command} `{env}`: {} path(s) at {} (token from {})",
-            err_style.bold("vault-seed"),
-            targets.len(),
-            settings.addr,
-            settings.token_source
-        );
-        if let Err(e) = preflight(&vault, &err_style).await {
+    let Session {
+        env,
+        targets,
+        vault,
+        ..
+    } = &session;
+    runtime.block_on(async {
+        session.announce(&err_style, command);
+        if let Err(e) = preflight(vault, &err_style).await {
             super::fail(g, command, &e);
             return Exit::Failure;
         }
-        let (mounts, mount_errors) = detect_mounts(&vault, &targets).await;
+        let (mounts, mount_errors) = detect_mounts(vault, targets).await;
         let (ready, failed): (Vec<Target>, Vec<Target>) = targets
-            .into_iter()
+            .iter()
+            .cloned()
             .partition(|t| mounts.contains_key(&t.mount));
         let cancel = Arc::new(AtomicBool::new(false));
         {
@@ -87,7 +62,7 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, dry_run: bool) -> Exit {
             dry_run,
             concurrency: usize::from(args.concurrency),
         };
-        let mut run = seed::run(&vault, &mounts, ready, &opts, cancel, &tick).await;
+        let mut run = seed::run(vault, &mounts, ready, &opts, cancel, &tick).await;
         bar.finish_and_clear();
         for t in &failed {
             let msg = mount_errors.get(&t.mount).cloned().unwrap_or_default();
@@ -96,70 +71,6 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, dry_run: bool) -> Exit {
         }
         print_report(g, command, &env, vault.addr(), dry_run, &run)
     })
-}
-
-/// Check the token once before any work; say clearly when it is missing, expired, or the server
-/// is sealed or unreachable.
-async fn preflight(vault: &Vault, style: &Style) -> Result<(), VaultError> {
-    let info = vault.lookup_self().await?;
-    if info.ttl > 0 && info.ttl < 120 {
-        report::warn(
-            style,
-            &format!(
-                "the token expires in {} s; a long run may fail part way",
-                info.ttl
-            ),
-        );
-    }
-    tracing::info!(display_name = %info.display_name, policies = ?info.policies, "token ok");
-    Ok(())
-}
-
-/// Detect each mount's KV version; compare with what the specs expect.
-async fn detect_mounts(
-    vault: &Vault,
-    targets: &[Target],
-) -> (HashMap<String, KvMount>, HashMap<String, String>) {
-    let mut wanted: HashMap<String, Option<u8>> = HashMap::new();
-    for t in targets {
-        let e = wanted.entry(t.mount.clone()).or_insert(t.kv_version);
-        if e.is_none() {
-            *e = t.kv_version;
-        }
-    }
-    let mut mounts = HashMap::new();
-    let mut errors = HashMap::new();
-    for (mount, expected) in wanted {
-        match vault.kv_mount(&mount).await {
-            Ok(m) => match expected {
-                Some(v) if v != m.version => {
-                    errors.insert(mount.clone(), format!("mount `{mount}` is KV v{} but the spec says `kv_version = {v}`; nothing was written", m.version));
-                }
-                _ => {
-                    mounts.insert(mount.clone(), m);
-                }
-            },
-            Err(VaultError::Denied { .. }) => match expected {
-                Some(v) => {
-                    tracing::info!(%mount, "cannot read the mount's configuration; trusting the spec's kv_version");
-                    mounts.insert(
-                        mount.clone(),
-                        KvMount {
-                            path: mount.clone(),
-                            version: v,
-                        },
-                    );
-                }
-                None => {
-                    errors.insert(mount.clone(), format!("cannot detect the KV version of mount `{mount}` (the token may not read `sys/internal/ui/mounts/{mount}`); set `kv_version` in the spec's `[vault]`"));
-                }
-            },
-            Err(e) => {
-                errors.insert(mount.clone(), e.to_string());
-            }
-        }
-    }
-    (mounts, errors)
 }
 
 fn progress_bar(len: usize) -> indicatif::ProgressBar {

@@ -1,8 +1,12 @@
 //! One module per subcommand. `run` dispatches and maps outcomes to exit codes.
 
 mod apply;
+mod change;
 mod gen;
 mod lint;
+mod rotate;
+mod session;
+mod set;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use crate::exit::Exit;
@@ -18,13 +22,18 @@ pub fn run(cli: Cli) -> Exit {
         Command::Gen(args) => gen::run(g, args),
         Command::Plan(args) => apply::run(g, args, true),
         Command::Apply(args) => apply::run(g, args, false),
+        Command::Set(args) => set::run(g, args),
+        Command::Rotate(args) => rotate::run(g, args),
         other => {
             let name = match other {
                 Command::Verify(_) => "verify",
-                Command::Set(_) => "set",
-                Command::Rotate(_) => "rotate",
                 Command::Policy(_) => "policy",
-                Command::Lint | Command::Gen(_) | Command::Plan(_) | Command::Apply(_) => {
+                Command::Lint
+                | Command::Gen(_)
+                | Command::Plan(_)
+                | Command::Apply(_)
+                | Command::Set(_)
+                | Command::Rotate(_) => {
                     unreachable!("handled above")
                 }
             };

@@ -1,0 +1,137 @@
+//! What every command that talks to Vault does first: load the specs, resolve the environment,
+//! resolve the connection, build the client; then, inside the runtime, check the token and
+//! detect the mounts.
+
+use std::collections::HashMap;
+
+use crate::cli::{GlobalArgs, VaultArgs};
+use crate::exit::Exit;
+use crate::report::{self, Style};
+use crate::spec::Target;
+use crate::vault::{KvMount, Settings, Vault, VaultError};
+
+/// A command's session with Vault for one environment.
+pub(crate) struct Session {
+    /// The environment's name.
+    pub env: String,
+    /// Every target of the environment (narrowed by `--only`).
+    pub targets: Vec<Target>,
+    /// Connection settings (hold the token; never printed).
+    pub settings: Settings,
+    /// The client.
+    pub vault: Vault,
+}
+
+impl Session {
+    /// Load and resolve everything that needs no network. Problems are printed; the error is
+    /// the exit code (2: nothing was sent).
+    pub fn open(
+        g: &GlobalArgs,
+        command: &str,
+        env: &str,
+        only: &[String],
+        vault_args: &VaultArgs,
+    ) -> Result<Session, Exit> {
+        let style = Style::stderr(g.color);
+        let set = super::load_specs(g)?;
+        let plan = set.plan(env, only).map_err(|d| {
+            eprint!("{}", d.render(&style));
+            Exit::Usage
+        })?;
+        let settings = Settings::resolve(vault_args, plan.vault_addr(), plan.vault_namespace())
+            .map_err(|e| {
+                super::fail(g, command, &e);
+                Exit::Usage
+            })?;
+        if settings.skip_verify {
+            report::warn(&style, "TLS verification is off (VAULT_SKIP_VERIFY): anyone on the path can read the token and the secrets");
+        }
+        let vault = Vault::new(&settings).map_err(|e| {
+            super::fail(g, command, &e);
+            Exit::Usage
+        })?;
+        Ok(Session {
+            env: plan.env.clone(),
+            targets: plan.targets.clone(),
+            settings,
+            vault,
+        })
+    }
+
+    /// One line on stderr saying what runs where.
+    pub fn announce(&self, style: &Style, command: &str) {
+        eprintln!(
+            "{} {command} `{}`: {} path(s) at {} (token from {})",
+            style.bold("vault-seed"),
+            self.env,
+            self.targets.len(),
+            self.settings.addr,
+            self.settings.token_source
+        );
+    }
+}
+
+/// Check the token once before any work; say clearly when it is missing, expired, or the server
+/// is sealed or unreachable.
+pub(crate) async fn preflight(vault: &Vault, style: &Style) -> Result<(), VaultError> {
+    let info = vault.lookup_self().await?;
+    if info.ttl > 0 && info.ttl < 120 {
+        report::warn(
+            style,
+            &format!(
+                "the token expires in {} s; a long run may fail part way",
+                info.ttl
+            ),
+        );
+    }
+    tracing::info!(display_name = %info.display_name, policies = ?info.policies, "token ok");
+    Ok(())
+}
+
+/// Detect each mount's KV version and compare with what the specs expect. Returns the usable
+/// mounts, and for the others why not.
+pub(crate) async fn detect_mounts(
+    vault: &Vault,
+    targets: &[Target],
+) -> (HashMap<String, KvMount>, HashMap<String, String>) {
+    let mut wanted: HashMap<String, Option<u8>> = HashMap::new();
+    for t in targets {
+        let e = wanted.entry(t.mount.clone()).or_insert(t.kv_version);
+        if e.is_none() {
+            *e = t.kv_version;
+        }
+    }
+    let mut mounts = HashMap::new();
+    let mut errors = HashMap::new();
+    for (mount, expected) in wanted {
+        match vault.kv_mount(&mount).await {
+            Ok(m) => match expected {
+                Some(v) if v != m.version => {
+                    errors.insert(mount.clone(), format!("mount `{mount}` is KV v{} but the spec says `kv_version = {v}`; nothing was written", m.version));
+                }
+                _ => {
+                    mounts.insert(mount.clone(), m);
+                }
+            },
+            Err(VaultError::Denied { .. }) => match expected {
+                Some(v) => {
+                    tracing::info!(%mount, "cannot read the mount's configuration; trusting the spec's kv_version");
+                    mounts.insert(
+                        mount.clone(),
+                        KvMount {
+                            path: mount.clone(),
+                            version: v,
+                        },
+                    );
+                }
+                None => {
+                    errors.insert(mount.clone(), format!("cannot detect the KV version of mount `{mount}` (the token may not read `sys/internal/ui/mounts/{mount}`); set `kv_version` in the spec's `[vault]`"));
+                }
+            },
+            Err(e) => {
+                errors.insert(mount.clone(), e.to_string());
+            }
+        }
+    }
+    (mounts, errors)
+}
