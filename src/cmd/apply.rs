@@ -69,7 +69,7 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, dry_run: bool) -> Exit {
             run.paths
                 .push(PathResult::all(t, Outcome::Error, None, Some(msg)));
         }
-        print_report(g, command, &env, vault.addr(), dry_run, &run)
+        print_report(g, command, env, vault.addr(), dry_run, &run)
     })
 }
 
