@@ -70,6 +70,7 @@ pub async fn run(
     let mut notes = Vec::new();
     let listings = discover(vault, mounts, &targets, opts.concurrency, &mut notes).await;
     let meta_warned = AtomicBool::new(false);
+    let vault_down = AtomicBool::new(false);
     let ctx = Ctx {
         vault,
         mounts,
@@ -77,6 +78,7 @@ pub async fn run(
         opts,
         cancel: &cancel,
         meta_warned: &meta_warned,
+        vault_down: &vault_down,
     };
     let mut indexed: Vec<(usize, PathResult)> = stream::iter(targets.into_iter().enumerate())
         .map(|(i, t)| {
@@ -87,10 +89,23 @@ pub async fn run(
                         &t,
                         Outcome::Skipped,
                         None,
-                        Some("interrupted before it was started".into()),
+                        Some("not attempted: interrupted".into()),
+                    )
+                } else if ctx.vault_down.load(Ordering::SeqCst) {
+                    PathResult::all(
+                        &t,
+                        Outcome::Skipped,
+                        None,
+                        Some("not attempted: Vault stopped answering".into()),
                     )
                 } else {
-                    seed_one(ctx, &t).await
+                    let r = seed_one(ctx, &t).await;
+                    // After its retries, a path found Vault gone (unreachable, timing out,
+                    // sealed): start no more work against it; the report says what was done.
+                    if r.vault_unavailable {
+                        ctx.vault_down.store(true, Ordering::SeqCst);
+                    }
+                    r
                 };
                 progress();
                 (i, r)
@@ -100,6 +115,9 @@ pub async fn run(
         .collect()
         .await;
     indexed.sort_by_key(|(i, _)| *i);
+    if vault_down.load(Ordering::SeqCst) {
+        notes.push("Vault stopped answering part way: the paths not attempted are marked `skipped`; run the same command again when it is back (nothing is written twice)".into());
+    }
     if meta_warned.load(Ordering::SeqCst) {
         notes.push("the token may not write metadata: secrets were written without vault-seed's custom_metadata (grant `update` on `<mount>/metadata/...`)".into());
     }
@@ -120,6 +138,7 @@ struct Ctx<'a> {
     opts: &'a Options,
     cancel: &'a AtomicBool,
     meta_warned: &'a AtomicBool,
+    vault_down: &'a AtomicBool,
 }
 
 fn parent(path: &str) -> (&str, &str) {
@@ -325,6 +344,7 @@ fn judge(t: &Target, p: &crate::vault::Present) -> PathResult {
         fields,
         written: false,
         detail: None,
+        vault_unavailable: false,
     }
 }
 

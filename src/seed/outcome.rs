@@ -96,6 +96,8 @@ pub struct PathResult {
     pub written: bool,
     /// A note about the whole path.
     pub detail: Option<String>,
+    /// The path failed because Vault was unreachable, timing out or sealed.
+    pub vault_unavailable: bool,
 }
 
 /// Map a Vault error to an outcome and a message that names the path and what is missing.
@@ -127,6 +129,7 @@ impl PathResult {
                 .collect(),
             written: false,
             detail,
+            vault_unavailable: false,
         }
     }
 
@@ -139,7 +142,9 @@ impl PathResult {
         } else {
             d
         };
-        PathResult::all(t, o, None, Some(d))
+        let mut r = PathResult::all(t, o, None, Some(d));
+        r.vault_unavailable = e.is_unavailable();
+        r
     }
 
     /// Mark as written in this run.

@@ -105,6 +105,15 @@ impl VaultError {
         }
     }
 
+    /// Vault is gone for now: unreachable, not answering in time, or sealed. Further requests
+    /// would fail the same way.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            VaultError::Transport { .. } | VaultError::Timeout { .. } | VaultError::Sealed { .. }
+        )
+    }
+
     /// What the user can do about it.
     pub fn help(&self) -> Option<String> {
         Some(match self {

@@ -5,6 +5,8 @@
 //! that needs it fails loudly when it is missing, it never skips.
 #![allow(dead_code)]
 
+pub mod proxy;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -14,6 +16,8 @@ use std::time::{Duration, Instant};
 /// A running OpenBao server.
 pub struct OpenBao {
     child: Option<Child>,
+    /// For a file-storage server: its config file and unseal key (dev servers have neither).
+    persistent: Option<Persistent>,
     /// `http://127.0.0.1:<port>`.
     pub addr: String,
     /// The root token.
@@ -21,6 +25,15 @@ pub struct OpenBao {
     /// A scratch HOME for the server and for commands under test (no `~/.vault-token` leaks in).
     pub home: tempfile::TempDir,
     log: PathBuf,
+}
+
+/// What a file-storage server needs to come back after a restart.
+struct Persistent {
+    config: PathBuf,
+    unseal_key: String,
+    port: u16,
+    #[allow(dead_code)]
+    tls: bool,
 }
 
 /// The `bao` binary, or a panic that says how to install it.
@@ -73,6 +86,7 @@ impl OpenBao {
                 .expect("spawn bao server -dev");
             let mut bao = OpenBao {
                 child: Some(child),
+                persistent: None,
                 addr: format!("http://127.0.0.1:{port}"),
                 token,
                 home,
@@ -85,6 +99,170 @@ impl OpenBao {
             bao.stop();
         }
         panic!("OpenBao dev server did not become ready; its log:\n{last}");
+    }
+
+    /// Start a server with durable storage (survives SIGKILL and restart), initialise it with one
+    /// unseal key, unseal it, and mount KV v2 at `secret/`. With `tls`, its listener serves
+    /// HTTPS with the given PEM certificate and key, and the address is `https://127.0.0.1:PORT`.
+    pub fn persistent(tls: Option<(&Path, &Path)>) -> Self {
+        let home = tempfile::tempdir().expect("tempdir");
+        let port = free_port();
+        let config = home.path().join("bao.hcl");
+        let data = home.path().join("data");
+        let listener = match tls {
+            Some((cert, key)) => format!(
+                "tls_cert_file = \"{}\"\n  tls_key_file = \"{}\"",
+                cert.display(),
+                key.display()
+            ),
+            None => "tls_disable = true".to_string(),
+        };
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        // OpenBao 2.x has no `file` storage backend: integrated storage (raft, one node) is its
+        // durable on-disk storage, and survives SIGKILL and restart the same way.
+        std::fs::create_dir_all(&data).expect("data dir");
+        let cluster_port = free_port();
+        std::fs::write(
+            &config,
+            format!(
+                "storage \"raft\" {{\n  path = \"{}\"\n  node_id = \"node1\"\n}}\nlistener \"tcp\" {{\n  address = \"127.0.0.1:{port}\"\n  cluster_address = \"127.0.0.1:{cluster_port}\"\n  {listener}\n}}\napi_addr = \"{scheme}://127.0.0.1:{port}\"\ncluster_addr = \"https://127.0.0.1:{cluster_port}\"\n",
+                data.display()
+            ),
+        )
+        .expect("write config");
+        let log = home.path().join("bao.log");
+        let mut bao = OpenBao {
+            child: None,
+            persistent: Some(Persistent {
+                config,
+                unseal_key: String::new(),
+                port,
+                tls: tls.is_some(),
+            }),
+            addr: format!("{scheme}://127.0.0.1:{port}"),
+            token: String::new(),
+            home,
+            log,
+        };
+        bao.start_again();
+        if tls.is_some() {
+            // The harness speaks plain HTTP only: use the CLI for the set-up.
+            let (ok, out, err) = bao.bao_tls(&[
+                "operator",
+                "init",
+                "-key-shares=1",
+                "-key-threshold=1",
+                "-format=json",
+            ]);
+            assert!(ok, "init: {out}{err}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("init json");
+            bao.token = v["root_token"].as_str().expect("root token").to_string();
+            bao.persistent.as_mut().unwrap().unseal_key =
+                v["unseal_keys_b64"][0].as_str().expect("key").to_string();
+            let key = bao.persistent.as_ref().unwrap().unseal_key.clone();
+            let (ok, out, err) = bao.bao_tls(&["operator", "unseal", &key]);
+            assert!(ok, "unseal: {out}{err}");
+            let (ok, out, err) =
+                bao.bao_tls(&["secrets", "enable", "-path=secret", "-version=2", "kv"]);
+            assert!(ok, "mount: {out}{err}");
+            return bao;
+        }
+        let (status, body) = bao.api(
+            "PUT",
+            "sys/init",
+            Some(&serde_json::json!({ "secret_shares": 1, "secret_threshold": 1 })),
+        );
+        assert_eq!(status, 200, "init: {body}");
+        bao.token = body["root_token"].as_str().expect("root token").to_string();
+        bao.persistent.as_mut().unwrap().unseal_key =
+            body["keys_base64"][0].as_str().expect("key").to_string();
+        bao.unseal();
+        bao.mount_kv("secret", 2);
+        bao
+    }
+
+    /// (Re)start a file-storage server's process and wait until it answers (sealed or not).
+    pub fn start_again(&mut self) {
+        let p = self.persistent.as_ref().expect("a persistent server");
+        let logf = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("log");
+        let child = Command::new(bao_bin())
+            .args(["server", &format!("-config={}", p.config.display())])
+            .env_clear()
+            .env("HOME", self.home.path())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .stdin(Stdio::null())
+            .stdout(logf.try_clone().expect("dup"))
+            .stderr(logf)
+            .spawn()
+            .expect("spawn bao server");
+        self.child = Some(child);
+        let start = Instant::now();
+        let port = p.port;
+        while start.elapsed() < Duration::from_secs(30) {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "OpenBao did not start listening; its log:\n{}",
+            self.log_text()
+        );
+    }
+
+    /// Unseal a file-storage server with its key, and wait until it is active.
+    pub fn unseal(&mut self) {
+        let key = self
+            .persistent
+            .as_ref()
+            .expect("persistent")
+            .unseal_key
+            .clone();
+        let (status, body) = self.api(
+            "PUT",
+            "sys/unseal",
+            Some(&serde_json::json!({ "key": key })),
+        );
+        assert_eq!(status, 200, "unseal: {body}");
+        assert!(
+            self.wait_ready(Duration::from_secs(30)),
+            "not active after unseal:\n{}",
+            self.log_text()
+        );
+    }
+
+    /// Seal the server.
+    pub fn seal(&self) {
+        let (status, body) = self.api("PUT", "sys/seal", None);
+        assert_eq!(status, 204, "seal: {body}");
+    }
+
+    /// SIGKILL the server process (file storage keeps what was written).
+    pub fn kill(&mut self) {
+        self.stop();
+    }
+
+    /// The `bao` CLI against a TLS server, trusting any certificate (set-up only).
+    fn bao_tls(&self, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(bao_bin())
+            .args(args)
+            .env_clear()
+            .env("HOME", self.home.path())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("BAO_ADDR", &self.addr)
+            .env("BAO_TOKEN", &self.token)
+            .env("BAO_SKIP_VERIFY", "true")
+            .output()
+            .expect("run bao");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 
     /// The server's log so far.

@@ -1,0 +1,240 @@
+//! Faults: OpenBao killed mid-run and restarted, sealed, slow; transient network faults injected
+//! by a TCP proxy; Ctrl-C. Nothing lost, nothing overwritten, every outcome clear.
+
+mod common;
+
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use common::proxy::{Fault, FaultProxy};
+use common::OpenBao;
+use serde_json::Value;
+
+fn spec_with(n: usize, addr: &str) -> tempfile::TempDir {
+    let mut s = format!("[vault]\nmount = \"secret\"\npath = \"faults/{{env}}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n");
+    for i in 0..n {
+        let g = ["hex32", "fernet", "uuid"][i % 3];
+        s.push_str(&format!(
+            "[secrets.K{i:05}]\ndescription = \"k\"\nfields.password = {{ generator = \"{g}\" }}\n"
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("app.toml"), s).unwrap();
+    dir
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn apply_cmd(bao: &OpenBao, addr: &str, specs: &std::path::Path) -> Command {
+    let mut c = Command::new(assert_cmd::cargo::cargo_bin("vault-seed"));
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", bao.home.path())
+        .env("VAULT_ADDR", addr)
+        .env("VAULT_TOKEN", &bao.token)
+        .arg("--specs")
+        .arg(specs)
+        .args(["apply", "dev", "-o", "json"]);
+    c
+}
+
+fn listed(bao: &OpenBao) -> usize {
+    let (s, body) = bao.api("LIST", "secret/metadata/faults/dev", None);
+    if s != 200 {
+        return 0;
+    }
+    body["data"]["keys"].as_array().map_or(0, |k| k.len())
+}
+
+fn assert_all_version_one(bao: &OpenBao, n: usize) {
+    for i in 0..n {
+        assert_eq!(
+            bao.kv_version("secret", &format!("faults/dev/K{i:05}")),
+            Some(1),
+            "K{i:05}"
+        );
+    }
+}
+
+#[test]
+fn killed_mid_apply_then_restarted_rerun_completes_and_nothing_passes_version_one() {
+    const N: usize = 1000;
+    let mut bao = OpenBao::persistent(None);
+    let dir = spec_with(N, &bao.addr);
+    let child = apply_cmd(&bao, &bao.addr.clone(), dir.path())
+        .env("VAULT_CLIENT_TIMEOUT", "2s")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while listed(&bao) < 200 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "apply made no progress"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    bao.kill();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let doc: Value =
+        serde_json::from_slice(&out.stdout).expect("a JSON report even when the server died");
+    assert_eq!(doc["ok"], false);
+    // Each path says whether it was written; the failed ones say nothing was written.
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), N);
+    let failed: Vec<&Value> = results.iter().filter(|r| r["outcome"] == "error").collect();
+    assert!(!failed.is_empty(), "the kill should have failed some paths");
+    for r in &failed {
+        assert_eq!(r["written"], false);
+        assert!(
+            r["detail"].as_str().unwrap().contains("cannot reach Vault"),
+            "{r}"
+        );
+    }
+    // vault-seed stopped starting work once Vault was gone, rather than retrying every path.
+    let skipped = results.iter().filter(|r| r["outcome"] == "skipped").count();
+    assert!(skipped > 0, "{doc}");
+    assert!(results
+        .iter()
+        .filter(|r| r["outcome"] == "skipped")
+        .all(|r| r["detail"] == "not attempted: Vault stopped answering"));
+    assert!(
+        text(&out.stderr).contains("Vault stopped answering part way"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    bao.start_again();
+    bao.unseal();
+    let out = apply_cmd(&bao, &bao.addr.clone(), dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_all_version_one(&bao, N);
+}
+
+#[test]
+fn a_sealed_server_is_named_and_nothing_is_written() {
+    let bao = OpenBao::persistent(None);
+    let dir = spec_with(3, &bao.addr);
+    bao.seal();
+    let out = apply_cmd(&bao, &bao.addr, dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!("Vault at `{}` is sealed", bao.addr)),
+        "{err}"
+    );
+    assert!(err.contains("unseal it"), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["ok"], false);
+}
+
+#[test]
+fn a_slow_server_past_the_client_timeout_is_a_clear_error() {
+    let bao = OpenBao::dev();
+    let proxy = FaultProxy::start(&bao.addr, |_| Fault::Delay(Duration::from_secs(4)));
+    let dir = spec_with(2, &proxy.addr);
+    let out = apply_cmd(&bao, &proxy.addr, dir.path())
+        .env("VAULT_CLIENT_TIMEOUT", "1s")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("did not answer GET `auth/token/lookup-self` within the client timeout"),
+        "{err}"
+    );
+    assert!(err.contains("VAULT_CLIENT_TIMEOUT"), "{err}");
+}
+
+#[test]
+fn transient_faults_are_retried_and_every_path_ends_at_version_one() {
+    const N: usize = 400;
+    let bao = OpenBao::dev();
+    // Per connection: about a quarter fail at once in one of four ways; the rest are cut after
+    // a short life, so requests in flight (writes included) are lost now and then.
+    let proxy = FaultProxy::start(&bao.addr, |n| match n % 16 {
+        1 => Fault::Drop,
+        5 => Fault::Status(502),
+        9 => Fault::CloseAfterRequest,
+        13 => Fault::Status(429),
+        _ => Fault::CutAfter(Duration::from_millis(40 + (n * 37 % 200))),
+    });
+    let dir = spec_with(N, &proxy.addr);
+    let out = apply_cmd(&bao, &proxy.addr, dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["summary"]["created"], N as u64);
+    assert!(
+        proxy.connections.load(Ordering::SeqCst) > 40,
+        "the proxy should have cut many connections"
+    );
+    assert_all_version_one(&bao, N);
+}
+
+#[test]
+fn when_faults_outlast_the_retry_cap_the_run_stops_with_a_clear_error() {
+    let bao = OpenBao::dev();
+    let proxy = FaultProxy::start(&bao.addr, |_| Fault::Status(502));
+    let dir = spec_with(2, &proxy.addr);
+    let out = apply_cmd(&bao, &proxy.addr, dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("answered HTTP 502"), "{err}");
+    // 1 attempt + 5 retries.
+    assert_eq!(proxy.connections.load(Ordering::SeqCst), 6);
+}
+
+#[test]
+fn ctrl_c_stops_new_work_reports_and_a_rerun_completes() {
+    const N: usize = 300;
+    let bao = OpenBao::dev();
+    // Every connection lives 60 ms, after a 60 ms delay: slow enough to interrupt.
+    let proxy = FaultProxy::start(&bao.addr, |_| Fault::CutAfter(Duration::from_millis(60)));
+    let slow = FaultProxy::start(&proxy.addr, |_| Fault::Delay(Duration::from_millis(60)));
+    let dir = spec_with(N, &slow.addr);
+    let child = apply_cmd(&bao, &slow.addr, dir.path())
+        .args(["--concurrency", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while listed(&bao) < 5 {
+        assert!(start.elapsed() < Duration::from_secs(60), "no progress");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out: Output = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["interrupted"], true);
+    let skipped = doc["summary"]["skipped"].as_u64().unwrap();
+    assert!(skipped > 0 && skipped < N as u64, "skipped {skipped}");
+    assert!(
+        text(&out.stderr).contains("interrupted"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A re-run, straight to the server, finishes the job; nothing is written twice.
+    let out = apply_cmd(&bao, &bao.addr, dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["summary"]["created"].as_u64().unwrap(),
+        skipped,
+        "exactly the skipped ones are created now"
+    );
+    assert_all_version_one(&bao, N);
+}
