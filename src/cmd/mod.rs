@@ -2,6 +2,7 @@
 
 mod gen;
 mod lint;
+mod policy;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use crate::exit::Exit;
@@ -14,6 +15,7 @@ pub fn run(cli: Cli) -> Exit {
     match &cli.command {
         Command::Lint => lint::run(g),
         Command::Gen(args) => gen::run(g, args),
+        Command::Policy(args) => policy::run(g, args),
         other => {
             let name = match other {
                 Command::Plan(_) => "plan",
@@ -21,8 +23,9 @@ pub fn run(cli: Cli) -> Exit {
                 Command::Verify(_) => "verify",
                 Command::Set(_) => "set",
                 Command::Rotate(_) => "rotate",
-                Command::Policy(_) => "policy",
-                Command::Lint | Command::Gen(_) => unreachable!("handled above"),
+                Command::Lint | Command::Gen(_) | Command::Policy(_) => {
+                    unreachable!("handled above")
+                }
             };
             report::error(
                 &Style::stderr(g.color),
