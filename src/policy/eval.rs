@@ -8,7 +8,7 @@
 //! 2. otherwise, among the longest plain prefix (`secret/data/*`) and every matching `+`
 //!    pattern, the highest priority wins: the first wildcard (`+` or `*`) later in the pattern,
 //!    then not ending in `*`, then fewer `+` segments, then longer, then lexicographically
-//!    greater. A path ending in `/` is first tried without it.
+//!    greater. A path ending in `/` that no wildcard pattern matches is tried without it.
 //!
 //! The winner's merged capabilities are the answer; `deny` among them removes everything; no
 //! winner means nothing is granted.
@@ -170,17 +170,15 @@ impl Acl {
         if let Some(m) = self.exact.get(path) {
             return Some((MatchKind::Exact, path.to_string(), m));
         }
-        // `sys/capabilities` evaluates as a list request: `a/` also finds the exact rule `a`.
+        // `sys/capabilities` evaluates as a list request: `a/` also finds the exact rule `a`...
         let trimmed = path.strip_suffix('/');
-        if let Some(t) = trimmed {
-            if let Some(m) = self.exact.get(t) {
-                return Some((MatchKind::Exact, t.to_string(), m));
-            }
-            if let Some(found) = self.non_exact(t) {
-                return Some(found);
-            }
+        if let Some(m) = trimmed.and_then(|t| self.exact.get(t).map(|m| (t, m))) {
+            return Some((MatchKind::Exact, m.0.to_string(), m.1));
         }
+        // ...and, only when no wildcard pattern matches `a/` itself, the wildcard patterns that
+        // match `a` (OpenBao 2.7.2, checked against the server; newer sources try `a` first).
         self.non_exact(path)
+            .or_else(|| trimmed.and_then(|t| self.non_exact(t)))
     }
 
     /// Vault's `CheckAllowedFromNonExactPaths`.
@@ -441,7 +439,13 @@ path "s/a*" { capabilities = ["read"] }
 path "s/a/*" { capabilities = ["list"] }
 "#,
         );
-        // `s/a/` is first tried as `s/a`, which only `s/a*` matches.
-        assert_eq!(granted(&[b], "s/a/"), caps(&[Read]));
+        // `s/a/*` matches `s/a/` itself and wins over `s/a*`.
+        assert_eq!(granted(&[b], "s/a/"), caps(&[List]));
+        // `s/+` does not match `s/a/` (three segments), so `s/a` is tried and matches.
+        let c = policy("c", r#"path "s/+" { capabilities = ["read"] }"#);
+        assert_eq!(granted(&[c.clone()], "s/a/"), caps(&[Read]));
+        // But any wildcard match of `s/a/`, even one granting nothing, stops there.
+        let d = policy("d", r#"path "s*" { capabilities = [] }"#);
+        assert!(granted(&[c, d], "s/a/").is_empty());
     }
 }
