@@ -59,8 +59,8 @@ pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Exit {
                 args.env,
                 apps.join(", ")
             );
-            if !policies.is_empty() {
-                println!("# for policy {}", policies.join(", "));
+            if let Some(name) = policies.first() {
+                println!("# vault-seed: write it with `vault policy write {name} FILE`");
             }
             print!("{hcl}");
         }

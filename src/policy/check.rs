@@ -433,7 +433,7 @@ mod tests {
             r#"path "secret/data/*" { capabilities = ["read", "delete"] }"#,
         )
         .unwrap();
-        let r = check(&[p.clone()], &runbook_reqs()[..2]);
+        let r = check(std::slice::from_ref(&p), &runbook_reqs()[..2]);
         assert_eq!(r.add.len(), 1);
         assert_eq!(r.add[0].pattern, "secret/data/ask/core-service/*");
         assert_eq!(r.add[0].capabilities, caps(&[Create, Update, Read, Delete]));
@@ -452,7 +452,7 @@ mod tests {
             r#"path "secret/data/ask/core-service/dev/*" { capabilities = ["read"] }"#,
         )
         .unwrap();
-        let r = check(&[p.clone()], &runbook_reqs()[..2]);
+        let r = check(std::slice::from_ref(&p), &runbook_reqs()[..2]);
         assert!(r
             .add
             .iter()
@@ -475,7 +475,7 @@ path "secret/data/ask/core-service/dev/B" { capabilities = ["deny"] }
 "#,
         )
         .unwrap();
-        let r = check(&[p.clone()], &runbook_reqs()[..2]);
+        let r = check(std::slice::from_ref(&p), &runbook_reqs()[..2]);
         assert!(r
             .add
             .iter()

@@ -296,7 +296,7 @@ path "secret/super" { capabilities = ["read"] }
 path "secret/+"     { capabilities = ["list"] }
 "#,
         );
-        let g = evaluate(&[p.clone()], "secret/super");
+        let g = evaluate(std::slice::from_ref(&p), "secret/super");
         assert_eq!(g.capabilities, caps(&[Read]));
         let d = g.decided_by.unwrap();
         assert_eq!(
@@ -419,9 +419,12 @@ path "x/+/+/a" { capabilities = ["list"] }
     #[test]
     fn plus_is_one_whole_segment() {
         let a = policy("a", r#"path "secret/+/x" { capabilities = ["read"] }"#);
-        assert_eq!(granted(&[a.clone()], "secret/k/x"), caps(&[Read]));
-        assert!(granted(&[a.clone()], "secret/k/j/x").is_empty());
-        assert!(granted(&[a.clone()], "secret/k/x/y").is_empty());
+        assert_eq!(
+            granted(std::slice::from_ref(&a), "secret/k/x"),
+            caps(&[Read])
+        );
+        assert!(granted(std::slice::from_ref(&a), "secret/k/j/x").is_empty());
+        assert!(granted(std::slice::from_ref(&a), "secret/k/x/y").is_empty());
         assert!(granted(&[a], "secret/k").is_empty());
     }
 
@@ -443,7 +446,7 @@ path "s/a/*" { capabilities = ["list"] }
         assert_eq!(granted(&[b], "s/a/"), caps(&[List]));
         // `s/+` does not match `s/a/` (three segments), so `s/a` is tried and matches.
         let c = policy("c", r#"path "s/+" { capabilities = ["read"] }"#);
-        assert_eq!(granted(&[c.clone()], "s/a/"), caps(&[Read]));
+        assert_eq!(granted(std::slice::from_ref(&c), "s/a/"), caps(&[Read]));
         // But any wildcard match of `s/a/`, even one granting nothing, stops there.
         let d = policy("d", r#"path "s*" { capabilities = [] }"#);
         assert!(granted(&[c, d], "s/a/").is_empty());
