@@ -457,3 +457,63 @@ fn unparsable_policies_give_clear_errors() {
         assert!(msg.len() > 50, "no parser detail: {msg}");
     }
 }
+
+/// Vault and OpenBao parse policies with HCL 1; hcl-rs reads HCL 2. Where the server accepts a
+/// form hcl-rs rejects, the error names the policy and says so (the caller can then ask the
+/// server), never a panic; where both accept it, they agree.
+#[test]
+fn hcl1_forms_the_server_accepts() {
+    let bao = OpenBao::dev();
+    let rejected_by_hcl_rs = [
+        "path \"a\" { capabilities = [\"read\"], }",
+        "path \"a\" {\n  capabilities = [\"read\"],\n  policy = \"read\"\n}",
+        "path \"a\" { capabilities = [\"read\"] policy = \"read\" }",
+        "path \"b\" { capabilities = [\"list\"] } path \"a\" { capabilities = [\"read\"] }",
+        "path \"a\" { capabilities = [\"read\"]\n}",
+        "path \"a\" {\n  capabilities = [\"read\"]\n  allowed_parameters {\n    \"x\" = []\n  }\n}",
+    ];
+    for (i, text) in rejected_by_hcl_rs.iter().enumerate() {
+        let (status, body) = bao.api(
+            "PUT",
+            &format!("sys/policies/acl/hcl1-{i}"),
+            Some(&json!({ "policy": text })),
+        );
+        assert_eq!(status, 204, "the server accepts {text:?}: {body}");
+        let e = policy::parse(&format!("hcl1-{i}"), text).unwrap_err();
+        assert!(
+            matches!(&e, policy::PolicyError::Syntax { policy, format: "HCL", .. } if *policy == format!("hcl1-{i}")),
+            "{e:?}"
+        );
+        assert!(e.help().contains("sys/capabilities"), "{}", e.help());
+    }
+    let accepted_by_both = [
+        "path \"a\" {\n  capabilities = [\"read\",\n  ]\n}",
+        "name = \"x\"\npath \"a\" { capabilities = [\"read\"] }",
+        "path \"a\" {\n  capabilities = [\"read\"]\n  allowed_parameters = {\n    x = [\"*\"],\n    \"y\" = []\n  }\n}",
+        "path \"a\" {\n  policy = \"write\"\n}",
+    ];
+    for (i, text) in accepted_by_both.iter().enumerate() {
+        let name = format!("both-{i}");
+        bao.put_policy(&name, text);
+        let parsed = policy::parse(&name, text).unwrap();
+        let token = token_without_default(&bao, std::slice::from_ref(&name));
+        let paths = ["a".to_string(), "a/".to_string(), "b".to_string()];
+        let server = server_capabilities(&bao, &token, &paths);
+        let acl = Acl::new(&[parsed]);
+        for (p, s) in paths.iter().zip(server) {
+            assert_eq!(acl.capabilities(p).server_answer(), s, "{text:?} on `{p}`");
+        }
+    }
+    for text in [
+        "path \"a\" = {\n  capabilities = [\"read\"]\n}",
+        "path \"a\" { capabilities = ['read'] }",
+    ] {
+        let (status, _) = bao.api(
+            "PUT",
+            "sys/policies/acl/bad",
+            Some(&json!({ "policy": text })),
+        );
+        assert_eq!(status, 400, "the server rejects {text:?}");
+        assert!(policy::parse("bad", text).is_err());
+    }
+}

@@ -82,6 +82,9 @@ impl PolicyError {
     /// What the user can do about it, for the `help:` line.
     pub fn help(&self) -> &'static str {
         match self {
+            PolicyError::Syntax { format: "HCL", .. } => {
+                "vault-seed reads HCL 2, Vault's HCL 1 also takes commas after attributes and several attributes or blocks on one line: write one attribute per line, or ask the server with `sys/capabilities`"
+            }
             PolicyError::Syntax { .. } | PolicyError::MalformedPath { .. } => {
                 "a policy is `path \"<path>\" { capabilities = [\"read\"] }` blocks in HCL, or `{\"path\": {\"<path>\": {\"capabilities\": [\"read\"]}}}` in JSON"
             }
