@@ -517,3 +517,161 @@ fn hcl1_forms_the_server_accepts() {
         assert!(policy::parse("bad", text).is_err());
     }
 }
+
+/// Paths of the real spec (and one beside it) that policies are cut from.
+const SPEC_PATHS: &[&str] = &[
+    "secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY",
+    "secret/metadata/ask/core-service/auh1-dev/ZITADEL_MASTERKEY",
+    "secret/data/ask/core-service/auh1-dev/IAM_SERVICE__PAT",
+    "secret/metadata/ask/core-service/auh1-dev/HATCHET__CLIENT_TOKEN",
+    "secret/data/ask/other/auh1-dev/X",
+];
+
+/// A pattern cut from a real path: its first segments, some replaced by `+`, then exact, a
+/// partial glob (`secret/data/ask/co*`) or a folder glob.
+fn spec_pattern() -> impl Strategy<Value = String> {
+    (
+        prop::sample::select(SPEC_PATHS),
+        any::<prop::sample::Index>(),
+        prop::collection::vec(0u8..5, 6),
+        0u8..4,
+        1usize..4,
+    )
+        .prop_map(|(path, depth, plus, end, cut)| {
+            let segs: Vec<&str> = path.split('/').collect();
+            let depth = 1 + depth.index(segs.len());
+            let mut segs: Vec<String> = segs[..depth]
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    if i > 0 && plus[i % plus.len()] == 0 {
+                        "+".to_string()
+                    } else {
+                        s.to_string()
+                    }
+                })
+                .collect();
+            let last = segs.len() - 1;
+            match end {
+                1 if segs[last] != "+" => {
+                    segs[last] = format!("{}*", &segs[last][..cut.min(segs[last].len())])
+                }
+                1 | 2 => segs.push("*".to_string()),
+                _ => {}
+            }
+            segs.join("/")
+        })
+}
+
+/// Whatever ESO's policies say, adding the suggested rules closes every gap but those an exact
+/// `deny` causes, takes away nothing granted on a required path, and the server agrees.
+#[test]
+fn suggested_rules_close_the_gaps() {
+    let bao = OpenBao::dev();
+    let reqs = core_service_requirements();
+    let paths: Vec<String> = reqs.iter().map(|r| r.path.clone()).collect();
+    let counter = AtomicUsize::new(0);
+    let fixed_gaps = AtomicUsize::new(0);
+    // Rules other than the two folder rules (added to a more specific pattern, or an exact
+    // rule past a `deny`), and gaps only removing a `deny` closes: the rarer branches.
+    let other_rules = AtomicUsize::new(0);
+    let unfixable_gaps = AtomicUsize::new(0);
+    let mut runner = TestRunner::new(Config {
+        cases: 400,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let policies = prop::collection::vec(
+        prop::collection::vec((spec_pattern(), capabilities()), 1..=5),
+        1..=2,
+    );
+    let result = runner.run(&policies, |raw| {
+        let n = counter.fetch_add(1, Ordering::Relaxed);
+        let mut parsed = Vec::new();
+        for (i, rules) in raw.iter().enumerate() {
+            let text: String = rules
+                .iter()
+                .map(|(p, c)| format!("path \"{p}\" {{ capabilities = {} }}\n", json!(c)))
+                .collect();
+            parsed.push(policy::parse(&format!("eso{n}-{i}"), &text).unwrap());
+        }
+        let before = policy::check(&parsed, &reqs);
+        let mut names: Vec<String> = Vec::new();
+        for (p, rules) in parsed.iter().zip(&raw) {
+            let text: String = rules
+                .iter()
+                .map(|(p, c)| format!("path \"{p}\" {{ capabilities = {} }}\n", json!(c)))
+                .collect();
+            bao.put_policy(&p.name, &text);
+            names.push(p.name.clone());
+        }
+        let fix_name = format!("eso{n}-fix");
+        let mut with_fix = parsed.clone();
+        if !before.add.is_empty() {
+            bao.put_policy(&fix_name, &before.suggestion_hcl());
+            names.push(fix_name.clone());
+            with_fix.push(policy::parse(&fix_name, &before.suggestion_hcl()).unwrap());
+        }
+        let after = policy::check(&with_fix, &reqs);
+
+        let unfixable: Vec<&str> = before.unfixable.iter().map(|u| u.path.as_str()).collect();
+        let still: Vec<&str> = after.gaps().map(|g| g.path.as_str()).collect();
+        prop_assert_eq!(
+            &still,
+            &unfixable,
+            "suggested:\n{}",
+            before.suggestion_hcl()
+        );
+        for (b, a) in before.paths.iter().zip(&after.paths) {
+            prop_assert!(
+                a.granted.is_superset(&b.granted),
+                "`{}` lost {:?}",
+                a.path,
+                b.granted
+            );
+        }
+        fixed_gaps.fetch_add(before.gaps().count() - still.len(), Ordering::Relaxed);
+        unfixable_gaps.fetch_add(still.len(), Ordering::Relaxed);
+        other_rules.fetch_add(
+            before
+                .add
+                .iter()
+                .filter(|r| !reqs.iter().any(|q| q.folder_rule == r.pattern))
+                .count(),
+            Ordering::Relaxed,
+        );
+
+        let token = token_without_default(&bao, &names);
+        let server = server_capabilities(&bao, &token, &paths);
+        for (r, s) in reqs.iter().zip(server) {
+            let needed: BTreeSet<String> = r
+                .capabilities
+                .iter()
+                .map(|c| c.as_str().to_string())
+                .collect();
+            prop_assert_eq!(
+                needed.is_subset(&s),
+                !unfixable.contains(&r.path.as_str()),
+                "server on `{}`: {:?}",
+                r.path,
+                s
+            );
+        }
+        Ok(())
+    });
+    let fixed = fixed_gaps.into_inner();
+    let (other, unfixable) = (other_rules.into_inner(), unfixable_gaps.into_inner());
+    eprintln!(
+        "{} cases, {fixed} gaps closed ({other} rules besides the folder rules), {unfixable} left to an exact deny",
+        counter.into_inner()
+    );
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    assert!(
+        fixed >= 1000,
+        "only {fixed} gaps: the generator grants too much"
+    );
+    assert!(other >= 10, "only {other} rules besides the folder rules");
+    assert!(unfixable >= 1, "no exact deny was generated");
+}
