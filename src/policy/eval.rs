@@ -87,9 +87,9 @@ pub struct Acl {
     segment: BTreeMap<String, Merged>,
 }
 
-/// Vault's test for a segment-wildcard pattern: a whole segment `+` somewhere... or a segment
-/// that merely starts with `+` (`a/+b`), which then matches literally but is still ranked as a
-/// wildcard pattern.
+/// Vault's test for a segment-wildcard pattern: `/+` anywhere, so a segment that merely starts
+/// with `+` (`a/+b`) counts too; it then matches literally but is still ranked as a `+`
+/// pattern, by the position of its first `+`.
 fn has_segment_wildcards(pattern: &str) -> bool {
     pattern == "+" || pattern.contains("/+") || pattern.starts_with("+/")
 }
