@@ -8,6 +8,7 @@ pub mod cmd;
 pub mod exit;
 pub mod generate;
 pub mod logging;
+pub mod policy;
 pub mod report;
 pub mod seed;
 pub mod spec;

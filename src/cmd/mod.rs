@@ -4,6 +4,7 @@ mod apply;
 mod change;
 mod gen;
 mod lint;
+mod policy;
 mod rotate;
 mod session;
 mod set;
@@ -24,16 +25,17 @@ pub fn run(cli: Cli) -> Exit {
         Command::Apply(args) => apply::run(g, args, false),
         Command::Set(args) => set::run(g, args),
         Command::Rotate(args) => rotate::run(g, args),
+        Command::Policy(args) => policy::run(g, args),
         other => {
             let name = match other {
                 Command::Verify(_) => "verify",
-                Command::Policy(_) => "policy",
                 Command::Lint
                 | Command::Gen(_)
                 | Command::Plan(_)
                 | Command::Apply(_)
                 | Command::Set(_)
-                | Command::Rotate(_) => {
+                | Command::Rotate(_)
+                | Command::Policy(_) => {
                     unreachable!("handled above")
                 }
             };
