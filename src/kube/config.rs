@@ -52,7 +52,7 @@ pub(crate) async fn resolve(
     if let Some(path) = kubeconfig {
         let kc = Kubeconfig::read_from(path).map_err(|source| KubeError::ReadKubeconfig {
             path: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         })?;
         return from_kubeconfig(kc, path.to_path_buf(), context).await;
     }
@@ -67,13 +67,13 @@ pub(crate) async fn resolve(
             for p in &paths {
                 let kc = Kubeconfig::read_from(p).map_err(|source| KubeError::ReadKubeconfig {
                     path: p.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
                 merged = merged
                     .merge(kc)
                     .map_err(|source| KubeError::ReadKubeconfig {
                         path: label.clone(),
-                        source,
+                        source: Box::new(source),
                     })?;
             }
             return from_kubeconfig(merged, label, context).await;
@@ -88,7 +88,7 @@ pub(crate) async fn resolve(
         let kc =
             Kubeconfig::read_from(&default_path).map_err(|source| KubeError::ReadKubeconfig {
                 path: default_path.clone(),
-                source,
+                source: Box::new(source),
             })?;
         return from_kubeconfig(kc, default_path, context).await;
     }
@@ -101,7 +101,9 @@ pub(crate) async fn resolve(
     // No kubeconfig anywhere: kube-rs tries the pod's service account.
     let config = Config::infer()
         .await
-        .map_err(|source| KubeError::NoConfig { source })?;
+        .map_err(|source| KubeError::NoConfig {
+            source: Box::new(source),
+        })?;
     Ok((config, Source::Inferred))
 }
 
@@ -139,7 +141,7 @@ async fn from_kubeconfig(
         .map_err(|source| KubeError::InvalidKubeconfig {
             kubeconfig: path.clone(),
             context: chosen.clone(),
-            source,
+            source: Box::new(source),
         })?;
     Ok((
         config,

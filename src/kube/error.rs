@@ -14,7 +14,7 @@ pub enum KubeError {
         /// The file (or `KUBECONFIG`'s value).
         path: PathBuf,
         /// kube-rs' reason.
-        source: ::kube::config::KubeconfigError,
+        source: Box<::kube::config::KubeconfigError>,
     },
 
     /// The context asked for (`--context` or the spec's `kube_context`) is not in the kubeconfig.
@@ -46,7 +46,7 @@ pub enum KubeError {
         /// The context in use.
         context: String,
         /// kube-rs' reason.
-        source: ::kube::config::KubeconfigError,
+        source: Box<::kube::config::KubeconfigError>,
     },
 
     /// A context was asked for but there is no kubeconfig to find it in.
@@ -62,7 +62,7 @@ pub enum KubeError {
     #[error("no Kubernetes configuration: {source}\n  pass `--kubeconfig`, set `KUBECONFIG`, or run inside a pod with a service account")]
     NoConfig {
         /// Both reasons (kubeconfig and in-cluster), from kube-rs.
-        source: ::kube::config::InferConfigError,
+        source: Box<::kube::config::InferConfigError>,
     },
 
     /// The client could not be built from the configuration (TLS material, proxy).
@@ -71,7 +71,7 @@ pub enum KubeError {
         /// The API server URL.
         server: String,
         /// kube-rs' reason.
-        source: ::kube::Error,
+        source: Box<::kube::Error>,
     },
 
     /// The API server did not answer (connection refused, DNS, TLS handshake, timeout).
@@ -89,7 +89,7 @@ pub enum KubeError {
         /// The API server URL.
         server: String,
         /// kube-rs' reason.
-        source: ::kube::client::AuthError,
+        source: Box<::kube::client::AuthError>,
     },
 
     /// The API server rejected the credentials (HTTP 401).

@@ -120,7 +120,7 @@ impl EsoCluster {
         tracing::debug!(%server, ?source, "kubernetes configuration");
         let client = Client::try_from(cfg).map_err(|source| KubeError::Client {
             server: server.clone(),
-            source,
+            source: Box::new(source),
         })?;
         let cluster = EsoCluster {
             client,
@@ -289,7 +289,7 @@ impl EsoCluster {
             })
             .collect();
         // Newest first; events without a time last.
-        events.sort_by(|a, b| b.0.cmp(&a.0));
+        events.sort_by_key(|e| std::cmp::Reverse(e.0));
         Ok(events.into_iter().map(|(_, e)| e).collect())
     }
 
@@ -471,7 +471,7 @@ impl EsoCluster {
             },
             ::kube::Error::Auth(source) => KubeError::Credentials {
                 server: self.server.clone(),
-                source,
+                source: Box::new(source),
             },
             ::kube::Error::SerdeError(e) => KubeError::Decode {
                 verb: op.verb,
@@ -479,15 +479,19 @@ impl EsoCluster {
                 object,
                 detail: e.to_string(),
             },
-            other @ (::kube::Error::HyperError(_) | ::kube::Error::Service(_)) => {
-                KubeError::Unreachable {
-                    server: self.server.clone(),
-                    detail: error_chain(&other),
-                }
-            }
+            // kube-rs' own wrapper text ("ServiceError: ...") says nothing to a user: start at
+            // the transport's error.
+            ::kube::Error::Service(e) => KubeError::Unreachable {
+                server: self.server.clone(),
+                detail: error_chain(&*e),
+            },
+            ::kube::Error::HyperError(e) => KubeError::Unreachable {
+                server: self.server.clone(),
+                detail: error_chain(&e),
+            },
             other => KubeError::Client {
                 server: self.server.clone(),
-                source: other,
+                source: Box::new(other),
             },
         }
     }
