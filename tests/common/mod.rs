@@ -340,3 +340,4 @@ fn dechunk(mut s: &str) -> String {
     }
     out
 }
+pub mod fake_kube;
