@@ -692,3 +692,79 @@ async fn discovery_requests_are_only_the_ones_expected() {
     );
     assert!(kube.unknown_requests().is_empty());
 }
+
+#[tokio::test]
+async fn rbac_denial_says_which_can_i_to_run() {
+    let kube = FakeKube::start();
+    put_healthy_environment(&kube);
+    kube.deny("secrets");
+    let cluster = connect(&kube).await;
+    let err = cluster.secret_keys(NS, "db-credentials").await.unwrap_err();
+    assert!(
+        matches!(&err, KubeError::Forbidden { verb: "get", resource, namespace: Some(ns), .. } if resource == "secrets" && ns == NS),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.starts_with("forbidden to get `secrets` `core-service/db-credentials` (403): secrets is forbidden: User"),
+        "{text}"
+    );
+    assert!(text.ends_with("\n  check with `kubectl auth can-i get secrets -n core-service`"));
+    // The ExternalSecret itself is still readable.
+    assert!(cluster.external_secret(NS, "db").await.unwrap().is_some());
+}
+
+/// A `tracing` writer into memory, to read back everything logged.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn no_secret_value_is_logged_even_at_trace() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer({
+            let c = captured.clone();
+            move || c.clone()
+        })
+        .finish();
+    // The test runtime is single-threaded: every task (hyper's connection too) logs here.
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let kube = FakeKube::start();
+    put_healthy_environment(&kube);
+    // A Secret that is not valid JSON for a Secret still must not be echoed.
+    kube.put(serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "odd", "namespace": NS},
+        "data": ["czNjcjN0LW9kZC12YWx1ZQ=="],
+    }));
+    let cluster = connect(&kube).await;
+    let keys = cluster.secret_keys(NS, "db-credentials").await.unwrap();
+    assert_eq!(keys.unwrap(), ["DB_PASSWORD", "DB_USER"]);
+    let err = cluster.secret_keys(NS, "odd").await.unwrap_err();
+    assert!(matches!(err, KubeError::Decode { .. }), "{err:?}");
+    cluster.external_secret(NS, "db").await.unwrap();
+
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(logs.contains("kubernetes api server answers"), "{logs}");
+    for secret in [
+        "s3cr3t-db-value",
+        "czNjcjN0LWRiLXZhbHVl",
+        "czNjcjN0LW9kZC12YWx1ZQ",
+    ] {
+        assert!(!logs.contains(secret), "{secret} was logged");
+        assert!(!err.to_string().contains(secret), "{secret} in the error");
+    }
+}

@@ -148,6 +148,12 @@ impl EsoCluster {
         &self.server
     }
 
+    /// The namespace of the kubeconfig context (or the pod's), `default` when it sets none: for
+    /// specs that name no namespace, as kubectl would use.
+    pub fn default_namespace(&self) -> &str {
+        self.client.default_namespace()
+    }
+
     /// The kubeconfig context in use; `None` with in-cluster configuration.
     pub fn context(&self) -> Option<&str> {
         self.context.as_deref()

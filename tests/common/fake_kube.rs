@@ -61,6 +61,8 @@ struct State {
     patches: Vec<RecordedPatch>,
     requests: Vec<SeenRequest>,
     unknown: Vec<String>,
+    /// Resources (plural) whose requests RBAC denies.
+    denied: Vec<String>,
     resource_version: u64,
 }
 
@@ -132,6 +134,12 @@ impl FakeKube {
     /// (`&["v1beta1"]`: ESO before 0.16; `&["v1"]`: ESO 0.17 and later). Others answer 404.
     pub fn serve_versions(&self, versions: &[&str]) {
         self.state().es_versions = versions.iter().map(|v| v.to_string()).collect();
+    }
+
+    /// Deny every request on this resource (`secrets`, `events`, `externalsecrets`...) with a
+    /// 403, as RBAC would for a user without the verb.
+    pub fn deny(&self, plural: &str) {
+        self.state().denied.push(plural.to_string());
     }
 
     /// Add or replace an object (any kind the server knows; the group in its `apiVersion` is
@@ -295,6 +303,7 @@ fn serve_connection(conn: TcpStream, state: &Mutex<State>, token: &str) {
             200 => "OK",
             201 => "Created",
             401 => "Unauthorized",
+            403 => "Forbidden",
             404 => "Not Found",
             405 => "Method Not Allowed",
             415 => "Unsupported Media Type",
@@ -395,6 +404,9 @@ fn handle(req: &HttpRequest, state: &Mutex<State>, token: &str) -> (u16, Value) 
         return (401, status_object(401, "Unauthorized", "Unauthorized"));
     }
     let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();
+    if let Some(denied) = forbidden(&segs, &st.denied, &req.method) {
+        return denied;
+    }
     let answer = route(req, &segs, &mut st);
     if let Some(a) = answer {
         return a;
@@ -403,6 +415,34 @@ fn handle(req: &HttpRequest, state: &Mutex<State>, token: &str) -> (u16, Value) 
     eprintln!("fake kube: unknown request {line}");
     st.unknown.push(line);
     not_found("the server could not find the requested resource")
+}
+
+/// RBAC's answer for a denied resource, worded as the API server words it.
+fn forbidden(segs: &[&str], denied: &[String], method: &str) -> Option<(u16, Value)> {
+    let (group, ns, plural) = match segs {
+        ["api", "v1", "namespaces", ns, plural, ..] => ("", Some(*ns), *plural),
+        ["apis", group, _, "namespaces", ns, plural, ..] => (*group, Some(*ns), *plural),
+        ["apis", group, _, plural, ..] => (*group, None, *plural),
+        _ => return None,
+    };
+    if !denied.iter().any(|d| d == plural) {
+        return None;
+    }
+    let verb = match (method, segs.len()) {
+        ("PATCH", _) => "patch",
+        ("GET", 5) if group.is_empty() => "list",
+        ("GET", 6) if !group.is_empty() => "list",
+        _ => "get",
+    };
+    let scope = match ns {
+        Some(ns) => format!("in the namespace \"{ns}\""),
+        None => "at the cluster scope".to_string(),
+    };
+    let message = format!(
+        "{plural}{} is forbidden: User \"system:serviceaccount:ci:verifier\" cannot {verb} resource \"{plural}\" in API group \"{group}\" {scope}",
+        if group.is_empty() { String::new() } else { format!(".{group}") },
+    );
+    Some((403, status_object(403, "Forbidden", &message)))
 }
 
 /// The answer for a path, or `None` when the path is unknown.
