@@ -312,9 +312,9 @@ impl EsoCluster {
             .strip_prefix(ESO_GROUP)
             .and_then(|v| v.strip_prefix('/'))
             .unwrap_or(api_version);
-        let now = OffsetDateTime::now_utc()
-            .replace_nanosecond(0)
-            .unwrap_or_else(|_| OffsetDateTime::now_utc());
+        // Whole seconds: the annotation holds a unix time and refreshTime has no fraction.
+        let now = OffsetDateTime::now_utc();
+        let now = now.replace_nanosecond(0).unwrap_or(now);
         let patch = serde_json::json!({
             "metadata": { "annotations": { FORCE_SYNC_ANNOTATION: now.unix_timestamp().to_string() } }
         });
