@@ -7,6 +7,7 @@ pub mod cli;
 pub mod cmd;
 pub mod exit;
 pub mod generate;
+pub mod kube;
 pub mod logging;
 pub mod policy;
 pub mod report;

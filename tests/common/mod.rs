@@ -518,3 +518,4 @@ fn dechunk(mut s: &str) -> String {
     }
     out
 }
+pub mod fake_kube;

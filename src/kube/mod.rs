@@ -1,0 +1,579 @@
+//! ExternalSecret status in Kubernetes, read through kube-rs as kubectl would read it.
+//!
+//! [`EsoCluster::connect`] finds the cluster like kubectl (`--kubeconfig`, `KUBECONFIG`,
+//! `~/.kube/config`, in-cluster) and then answers questions about ESO objects: an
+//! ExternalSecret's `Ready` condition and `refreshTime`, its target Secret's keys, the Warning
+//! events that hold the provider's real error, PushSecrets and stores. It only reads, except
+//! [`EsoCluster::force_sync`], the one opt-in write.
+//!
+//! ESO kinds are read as dynamic objects, asking `external-secrets.io/v1` first and falling back
+//! to `v1beta1` when the cluster does not serve v1 (ESO before 0.16, or a chart that re-enables
+//! v1beta1 only). Secret values never leave this module: only a Secret's keys are returned.
+
+mod config;
+mod error;
+mod status;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ::kube::api::{
+    Api, ApiResource, DynamicObject, GetParams, GroupVersionKind, ListParams, Patch, PatchParams,
+};
+use ::kube::core::{ErrorResponse, Request};
+use ::kube::{Client, Resource};
+use k8s_openapi::api::core::v1::{Event, Secret};
+use serde::de::IgnoredAny;
+use time::OffsetDateTime;
+
+pub use error::KubeError;
+pub use status::{
+    EventInfo, ExternalSecretInfo, PushSecretInfo, ReadyCondition, RemoteRef, SecretStoreInfo,
+    StoreKind, StoreRef, ESO_GROUP,
+};
+
+use status::object_name;
+
+/// API versions of ExternalSecret, SecretStore and ClusterSecretStore, in the order asked.
+pub const EXTERNAL_SECRET_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
+/// API versions of PushSecret.
+pub const PUSH_SECRET_VERSIONS: [&str; 1] = ["v1alpha1"];
+
+/// The annotation that makes ESO refresh an ExternalSecret at once.
+pub const FORCE_SYNC_ANNOTATION: &str = "force-sync";
+
+/// Connecting never waits longer than this for a TCP/TLS handshake.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// No single (non-watch) request waits longer than this for an answer.
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A connection to one cluster's API server, for ESO questions.
+pub struct EsoCluster {
+    client: Client,
+    server: String,
+    /// The kubeconfig context used, `None` for in-cluster configuration.
+    context: Option<String>,
+    /// `(plural, version)` → whether the cluster serves it, learnt from discovery.
+    served: Mutex<HashMap<(&'static str, &'static str), bool>>,
+}
+
+/// One ESO kind, for the version fallback.
+#[derive(Clone, Copy)]
+struct EsoKind {
+    kind: &'static str,
+    plural: &'static str,
+    versions: &'static [&'static str],
+}
+
+const EXTERNAL_SECRET: EsoKind = EsoKind {
+    kind: "ExternalSecret",
+    plural: "externalsecrets",
+    versions: &EXTERNAL_SECRET_VERSIONS,
+};
+const PUSH_SECRET: EsoKind = EsoKind {
+    kind: "PushSecret",
+    plural: "pushsecrets",
+    versions: &PUSH_SECRET_VERSIONS,
+};
+
+fn store_kind(kind: StoreKind) -> EsoKind {
+    EsoKind {
+        kind: kind.kind(),
+        plural: kind.plural(),
+        versions: &EXTERNAL_SECRET_VERSIONS,
+    }
+}
+
+/// What a request was about, so an error can name it.
+struct Op<'a> {
+    verb: &'static str,
+    resource: String,
+    namespace: Option<&'a str>,
+    name: &'a str,
+}
+
+impl EsoCluster {
+    /// Find the cluster like kubectl and check that its API server answers (`GET /version`).
+    ///
+    /// `kubeconfig` is `--kubeconfig`; without it `KUBECONFIG`, then `~/.kube/config`, then the
+    /// pod's service account are used. `context` picks a kubeconfig context, else its
+    /// `current-context`. Call [`crate::init_crypto`] first.
+    pub async fn connect(
+        kubeconfig: Option<&Path>,
+        context: Option<&str>,
+    ) -> Result<EsoCluster, KubeError> {
+        let (mut cfg, source) =
+            config::resolve(kubeconfig, context, &config::Env::from_process()).await?;
+        cfg.connect_timeout = Some(CONNECT_TIMEOUT);
+        cfg.read_timeout = Some(READ_TIMEOUT);
+        let server = cfg
+            .cluster_url
+            .to_string()
+            .trim_end_matches('/')
+            .to_string();
+        let context = match &source {
+            config::Source::Kubeconfig { context, .. } => Some(context.clone()),
+            config::Source::Inferred => None,
+        };
+        tracing::debug!(%server, ?source, "kubernetes configuration");
+        let client = Client::try_from(cfg).map_err(|source| KubeError::Client {
+            server: server.clone(),
+            source: Box::new(source),
+        })?;
+        let cluster = EsoCluster {
+            client,
+            server,
+            context,
+            served: Mutex::new(HashMap::new()),
+        };
+        let version = cluster.client.apiserver_version().await.map_err(|e| {
+            cluster.error(
+                e,
+                Op {
+                    verb: "get",
+                    resource: "version".into(),
+                    namespace: None,
+                    name: "/version",
+                },
+            )
+        })?;
+        tracing::debug!(server = %cluster.server, version = %version.git_version, "kubernetes api server answers");
+        Ok(cluster)
+    }
+
+    /// The API server URL in use.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The namespace of the kubeconfig context (or the pod's), `default` when it sets none: for
+    /// specs that name no namespace, as kubectl would use.
+    pub fn default_namespace(&self) -> &str {
+        self.client.default_namespace()
+    }
+
+    /// The kubeconfig context in use; `None` with in-cluster configuration.
+    pub fn context(&self) -> Option<&str> {
+        self.context.as_deref()
+    }
+
+    /// An ExternalSecret's status and mappings; `None` when it does not exist.
+    pub async fn external_secret(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<ExternalSecretInfo>, KubeError> {
+        match self.get_eso(EXTERNAL_SECRET, Some(ns), name).await? {
+            Some((obj, api_version)) => status::external_secret_info(&obj, &api_version).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A PushSecret's `Ready` condition; `None` when it does not exist.
+    pub async fn push_secret(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<PushSecretInfo>, KubeError> {
+        match self.get_eso(PUSH_SECRET, Some(ns), name).await? {
+            Some((obj, api_version)) => status::push_secret_info(&obj, &api_version).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A SecretStore's (in `ns`) or ClusterSecretStore's (`ns` unused) `Ready` condition;
+    /// `None` when it does not exist.
+    pub async fn secret_store(
+        &self,
+        ns: &str,
+        kind: StoreKind,
+        name: &str,
+    ) -> Result<Option<SecretStoreInfo>, KubeError> {
+        let namespace = match kind {
+            StoreKind::SecretStore => Some(ns),
+            StoreKind::ClusterSecretStore => None,
+        };
+        match self.get_eso(store_kind(kind), namespace, name).await? {
+            Some((obj, api_version)) => {
+                status::secret_store_info(&obj, kind, &api_version).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The keys of a Secret's `data`, sorted; `None` when the Secret does not exist.
+    ///
+    /// The values are skipped while parsing and the response text is zeroized: they are never
+    /// held in a value, returned or logged.
+    pub async fn secret_keys(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<Vec<String>>, KubeError> {
+        /// A Secret with its values skipped at parse time.
+        #[derive(serde::Deserialize)]
+        struct KeysOnly {
+            #[serde(default)]
+            data: Option<BTreeMap<String, IgnoredAny>>,
+        }
+        let op = Op {
+            verb: "get",
+            resource: "secrets".into(),
+            namespace: Some(ns),
+            name,
+        };
+        // Built with k8s-openapi's Secret for the path, but sent as text: kube-rs logs the whole
+        // body when typed parsing fails, and a Secret's body is exactly what must not be logged.
+        let request = Request::new(Secret::url_path(&(), Some(ns)))
+            .get(name, &GetParams::default())
+            .map_err(|e| self.decode_error(&op, e.to_string()))?;
+        let text = match self.client.request_text(request).await {
+            Ok(text) => zeroize::Zeroizing::new(text),
+            Err(::kube::Error::Api(ErrorResponse { code: 404, .. })) => return Ok(None),
+            Err(e) => return Err(self.error(e, op)),
+        };
+        let parsed: KeysOnly = serde_json::from_str(&text).map_err(|e| {
+            self.decode_error(
+                &op, // serde_json's message can quote the input: give only where and what kind.
+                format!(
+                    "not a Secret ({:?} error at line {} column {})",
+                    e.classify(),
+                    e.line(),
+                    e.column()
+                ),
+            )
+        })?;
+        drop(text);
+        Ok(Some(parsed.data.unwrap_or_default().into_keys().collect()))
+    }
+
+    /// The Warning events about an object (`kind` such as `ExternalSecret`), newest first.
+    pub async fn warning_events(
+        &self,
+        ns: &str,
+        kind: &str,
+        name: &str,
+    ) -> Result<Vec<EventInfo>, KubeError> {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), ns);
+        let selector = format!("involvedObject.name={name},involvedObject.kind={kind}");
+        let list = api
+            .list(&ListParams::default().fields(&selector))
+            .await
+            .map_err(|e| {
+                self.error(
+                    e,
+                    Op {
+                        verb: "list",
+                        resource: "events".into(),
+                        namespace: Some(ns),
+                        name: &selector,
+                    },
+                )
+            })?;
+        let mut events: Vec<(Option<OffsetDateTime>, EventInfo)> = list
+            .items
+            .into_iter()
+            .filter(|e| e.type_.as_deref() == Some("Warning"))
+            .map(|e| {
+                let seen = event_time(&e);
+                let info = EventInfo {
+                    reason: e.reason,
+                    message: e.message,
+                    last_timestamp: seen,
+                    count: e
+                        .series
+                        .as_ref()
+                        .and_then(|s| s.count)
+                        .or(e.count)
+                        .and_then(|c| u32::try_from(c).ok())
+                        .unwrap_or(1)
+                        .max(1),
+                };
+                (seen, info)
+            })
+            .collect();
+        // Newest first; events without a time last.
+        events.sort_by_key(|e| std::cmp::Reverse(e.0));
+        Ok(events.into_iter().map(|(_, e)| e).collect())
+    }
+
+    /// Annotate an ExternalSecret with `force-sync=<unix time>` (JSON merge patch) so ESO
+    /// refreshes it now. `api_version` is the one [`ExternalSecretInfo::api_version`] reported.
+    /// Returns the time written, which a later `refreshTime` should not be older than.
+    pub async fn force_sync(
+        &self,
+        ns: &str,
+        name: &str,
+        api_version: &str,
+    ) -> Result<OffsetDateTime, KubeError> {
+        let version = api_version
+            .strip_prefix(ESO_GROUP)
+            .and_then(|v| v.strip_prefix('/'))
+            .unwrap_or(api_version);
+        // Whole seconds: the annotation holds a unix time and refreshTime has no fraction.
+        let now = OffsetDateTime::now_utc();
+        let now = now.replace_nanosecond(0).unwrap_or(now);
+        let patch = serde_json::json!({
+            "metadata": { "annotations": { FORCE_SYNC_ANNOTATION: now.unix_timestamp().to_string() } }
+        });
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(ESO_GROUP, version, EXTERNAL_SECRET.kind),
+            EXTERNAL_SECRET.plural,
+        );
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| {
+                self.error(
+                    e,
+                    Op {
+                        verb: "patch",
+                        resource: format!("{}.{ESO_GROUP}", EXTERNAL_SECRET.plural),
+                        namespace: Some(ns),
+                        name,
+                    },
+                )
+            })?;
+        tracing::debug!(%ns, %name, at = now.unix_timestamp(), "force-sync annotation set");
+        Ok(now)
+    }
+
+    /// Get an ESO object, trying its versions in order. A 404 on a version is followed by a
+    /// look at that version's resource list: if the cluster serves the kind there, the object
+    /// is absent; if not, the next version is asked.
+    async fn get_eso(
+        &self,
+        kind: EsoKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<(serde_json::Value, String)>, KubeError> {
+        for &version in kind.versions {
+            if self
+                .served
+                .lock()
+                .ok()
+                .and_then(|m| m.get(&(kind.plural, version)).copied())
+                == Some(false)
+            {
+                continue;
+            }
+            let ar = ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk(ESO_GROUP, version, kind.kind),
+                kind.plural,
+            );
+            let api: Api<DynamicObject> = match namespace {
+                Some(ns) => Api::namespaced_with(self.client.clone(), ns, &ar),
+                None => Api::all_with(self.client.clone(), &ar),
+            };
+            let op = || Op {
+                verb: "get",
+                resource: format!("{}.{ESO_GROUP}", kind.plural),
+                namespace,
+                name,
+            };
+            match api.get(name).await {
+                Ok(obj) => {
+                    self.remember(kind.plural, version, true);
+                    let api_version = ar.api_version.clone();
+                    tracing::debug!(kind = kind.kind, object = %object_name(namespace, name), %api_version, "found");
+                    let value = serde_json::to_value(&obj)
+                        .map_err(|e| self.decode_error(&op(), e.to_string()))?;
+                    return Ok(Some((value, api_version)));
+                }
+                Err(::kube::Error::Api(ErrorResponse { code: 404, .. })) => {
+                    if self.serves(kind.plural, version).await? {
+                        return Ok(None);
+                    }
+                    tracing::debug!(kind = kind.kind, %version, "not served, trying the next version");
+                }
+                Err(e) => return Err(self.error(e, op())),
+            }
+        }
+        Err(KubeError::NotServed {
+            kind: kind.kind,
+            group: ESO_GROUP,
+            versions: kind.versions.to_vec(),
+        })
+    }
+
+    /// Whether `external-secrets.io/<version>` lists `plural` (discovery, remembered).
+    async fn serves(&self, plural: &'static str, version: &'static str) -> Result<bool, KubeError> {
+        if let Some(known) = self
+            .served
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&(plural, version)).copied())
+        {
+            return Ok(known);
+        }
+        let group_version = format!("{ESO_GROUP}/{version}");
+        let served = match self.client.list_api_group_resources(&group_version).await {
+            Ok(list) => list.resources.iter().any(|r| r.name == plural),
+            Err(::kube::Error::Api(ErrorResponse { code: 404, .. })) => false,
+            Err(e) => {
+                return Err(self.error(
+                    e,
+                    Op {
+                        verb: "get",
+                        resource: "apiresources".into(),
+                        namespace: None,
+                        name: &group_version,
+                    },
+                ))
+            }
+        };
+        self.remember(plural, version, served);
+        Ok(served)
+    }
+
+    fn remember(&self, plural: &'static str, version: &'static str, served: bool) {
+        if let Ok(mut m) = self.served.lock() {
+            m.insert((plural, version), served);
+        }
+    }
+
+    fn decode_error(&self, op: &Op<'_>, detail: String) -> KubeError {
+        KubeError::Decode {
+            verb: op.verb,
+            resource: op.resource.clone(),
+            object: object_name(op.namespace, op.name),
+            detail,
+        }
+    }
+
+    /// Turn a kube-rs error into one that says what to do.
+    fn error(&self, err: ::kube::Error, op: Op<'_>) -> KubeError {
+        let object = object_name(op.namespace, op.name);
+        match err {
+            ::kube::Error::Api(ErrorResponse {
+                code: 401, message, ..
+            }) => KubeError::Unauthorized {
+                server: self.server.clone(),
+                message,
+            },
+            ::kube::Error::Api(ErrorResponse {
+                code: 403, message, ..
+            }) => KubeError::Forbidden {
+                verb: op.verb,
+                resource: op.resource,
+                namespace: op.namespace.map(str::to_string),
+                object,
+                message,
+            },
+            ::kube::Error::Api(ErrorResponse {
+                code,
+                reason,
+                message,
+                ..
+            }) => KubeError::Api {
+                verb: op.verb,
+                resource: op.resource,
+                object,
+                code,
+                reason,
+                message,
+            },
+            ::kube::Error::Auth(source) => KubeError::Credentials {
+                server: self.server.clone(),
+                source: Box::new(source),
+            },
+            ::kube::Error::SerdeError(e) => KubeError::Decode {
+                verb: op.verb,
+                resource: op.resource,
+                object,
+                detail: e.to_string(),
+            },
+            // kube-rs' own wrapper text ("ServiceError: ...") says nothing to a user: start at
+            // the transport's error.
+            ::kube::Error::Service(e) => KubeError::Unreachable {
+                server: self.server.clone(),
+                detail: error_chain(&*e),
+            },
+            ::kube::Error::HyperError(e) => KubeError::Unreachable {
+                server: self.server.clone(),
+                detail: error_chain(&e),
+            },
+            other => KubeError::Client {
+                server: self.server.clone(),
+                source: Box::new(other),
+            },
+        }
+    }
+}
+
+/// An error and its causes on one line (transport errors hide the useful part in a source).
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// When an event was last seen: `lastTimestamp`, else its series' last observation, else
+/// `eventTime`, else `firstTimestamp`, else its creation.
+fn event_time(e: &Event) -> Option<OffsetDateTime> {
+    let chrono = e
+        .last_timestamp
+        .as_ref()
+        .map(|t| t.0)
+        .or_else(|| {
+            e.series
+                .as_ref()
+                .and_then(|s| s.last_observed_time.as_ref())
+                .map(|t| t.0)
+        })
+        .or_else(|| e.event_time.as_ref().map(|t| t.0))
+        .or_else(|| e.first_timestamp.as_ref().map(|t| t.0))
+        .or_else(|| e.metadata.creation_timestamp.as_ref().map(|t| t.0))?;
+    OffsetDateTime::from_unix_timestamp(chrono.timestamp()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(json: serde_json::Value) -> Event {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn event_time_prefers_last_timestamp_then_series_then_event_time() {
+        let e = event(serde_json::json!({
+            "metadata": {"name": "e", "creationTimestamp": "2025-01-01T00:00:00Z"},
+            "involvedObject": {},
+            "firstTimestamp": "2025-01-01T00:00:01Z",
+            "lastTimestamp": "2025-01-01T00:00:09Z",
+            "eventTime": "2025-01-01T00:00:05.000000Z",
+        }));
+        assert_eq!(event_time(&e).unwrap().second(), 9);
+        let e = event(serde_json::json!({
+            "metadata": {"name": "e"}, "involvedObject": {},
+            "eventTime": "2025-01-01T00:00:05.000000Z",
+            "series": {"count": 3, "lastObservedTime": "2025-01-01T00:00:07.000000Z"},
+        }));
+        assert_eq!(event_time(&e).unwrap().second(), 7);
+        let e = event(serde_json::json!({"metadata": {"name": "e"}, "involvedObject": {}}));
+        assert_eq!(event_time(&e), None);
+    }
+
+    #[test]
+    fn error_chain_keeps_causes_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer")]
+        struct Outer(#[source] std::io::Error);
+        let e = Outer(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "connection refused",
+        ));
+        assert_eq!(error_chain(&e), "outer: connection refused");
+    }
+}

@@ -1,0 +1,505 @@
+//! What vault-seed reads from ESO objects, and how it is read from their JSON.
+//!
+//! Reading is kept apart from fetching so it can be tested on the objects real clusters show
+//! (`shared/fixtures/eso/`). Rules from ESO's source: the `Ready` condition's `status` is the
+//! READY column and its `reason` the STATUS column of `kubectl get`; `refreshTime` only moves on
+//! a successful sync; the target Secret is `status.binding.name`, else `spec.target.name`, else
+//! the ExternalSecret's own name.
+
+use serde::Serialize;
+use serde_json::Value;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+use super::KubeError;
+
+/// The group of every ESO kind.
+pub const ESO_GROUP: &str = "external-secrets.io";
+
+/// Which kind of store an ExternalSecret or PushSecret uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum StoreKind {
+    /// A namespaced `SecretStore`.
+    SecretStore,
+    /// A cluster-scoped `ClusterSecretStore`.
+    ClusterSecretStore,
+}
+
+impl StoreKind {
+    /// The Kubernetes kind.
+    pub fn kind(self) -> &'static str {
+        match self {
+            StoreKind::SecretStore => "SecretStore",
+            StoreKind::ClusterSecretStore => "ClusterSecretStore",
+        }
+    }
+
+    /// The resource's plural, as it appears in REST paths.
+    pub fn plural(self) -> &'static str {
+        match self {
+            StoreKind::SecretStore => "secretstores",
+            StoreKind::ClusterSecretStore => "clustersecretstores",
+        }
+    }
+
+    /// Read a `secretStoreRef.kind`; ESO's default when it is absent is `SecretStore`.
+    pub fn from_ref_kind(kind: Option<&str>) -> Option<StoreKind> {
+        match kind {
+            None | Some("SecretStore") => Some(StoreKind::SecretStore),
+            Some("ClusterSecretStore") => Some(StoreKind::ClusterSecretStore),
+            Some(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for StoreKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.kind())
+    }
+}
+
+/// An ExternalSecret's `spec.secretStoreRef`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoreRef {
+    /// `SecretStore` or `ClusterSecretStore`; `None` for a kind ESO does not define here
+    /// (`kind_name` keeps what was written).
+    pub kind: Option<StoreKind>,
+    /// The kind as written in the object (`SecretStore` when it was left out).
+    pub kind_name: String,
+    /// The store's name.
+    pub name: String,
+}
+
+/// One `spec.data[]` entry of an ExternalSecret: which Vault path and field feed which key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemoteRef {
+    /// The key in the target Secret (`secretKey`).
+    pub secret_key: String,
+    /// `remoteRef.key`: the path below the store's mount.
+    pub key: String,
+    /// `remoteRef.property`: the field of the KV secret; `None` takes the whole secret.
+    pub property: Option<String>,
+}
+
+/// The `Ready` condition of an ESO object, as `kubectl get` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct ReadyCondition {
+    /// `status: "True"` / `"False"`; `None` when there is no `Ready` condition or it is
+    /// `Unknown`.
+    pub ready: Option<bool>,
+    /// `SecretSynced`, `SecretSyncedError`, `Synced`, `Errored`, `Valid`...
+    pub reason: Option<String>,
+    /// ESO's message (generic for ExternalSecrets: the cause is in Warning events).
+    pub message: Option<String>,
+    /// When the condition last changed.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_transition_time: Option<OffsetDateTime>,
+}
+
+/// What vault-seed needs to know about one ExternalSecret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExternalSecretInfo {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// The API version that answered: `external-secrets.io/v1` or `external-secrets.io/v1beta1`.
+    pub api_version: String,
+    /// The `Ready` condition's status.
+    pub ready: Option<bool>,
+    /// The `Ready` condition's reason (`SecretSynced`, `SecretSyncedError`...).
+    pub reason: Option<String>,
+    /// The `Ready` condition's message.
+    pub message: Option<String>,
+    /// When the `Ready` condition last changed.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_transition_time: Option<OffsetDateTime>,
+    /// `status.refreshTime`: the last successful sync.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub refresh_time: Option<OffsetDateTime>,
+    /// `status.syncedResourceVersion`.
+    pub synced_resource_version: Option<String>,
+    /// The target Secret: `status.binding.name`, else `spec.target.name`, else `name`.
+    pub target_secret: String,
+    /// `spec.secretStoreRef`, when set.
+    pub store_ref: Option<StoreRef>,
+    /// `spec.data[]`.
+    pub data: Vec<RemoteRef>,
+    /// Whether `spec.dataFrom` has entries (their keys are only known to ESO).
+    pub has_data_from: bool,
+}
+
+/// What vault-seed needs to know about one PushSecret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PushSecretInfo {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// The API version that answered (`external-secrets.io/v1alpha1`).
+    pub api_version: String,
+    /// The `Ready` condition's status.
+    pub ready: Option<bool>,
+    /// The `Ready` condition's reason (`Synced`, `Errored`, `SourceDeleted`).
+    pub reason: Option<String>,
+    /// The `Ready` condition's message (for `Errored`, the provider's error).
+    pub message: Option<String>,
+    /// When the `Ready` condition last changed.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_transition_time: Option<OffsetDateTime>,
+}
+
+/// What vault-seed needs to know about one SecretStore or ClusterSecretStore.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SecretStoreInfo {
+    /// `SecretStore` or `ClusterSecretStore`.
+    pub kind: StoreKind,
+    /// Its namespace; `None` for a ClusterSecretStore.
+    pub namespace: Option<String>,
+    /// Its name.
+    pub name: String,
+    /// The API version that answered.
+    pub api_version: String,
+    /// The `Ready` condition's status.
+    pub ready: Option<bool>,
+    /// The `Ready` condition's reason (`Valid`, `ValidationUnknown`, `InvalidProviderConfig`).
+    pub reason: Option<String>,
+    /// The `Ready` condition's message.
+    pub message: Option<String>,
+    /// When the `Ready` condition last changed.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_transition_time: Option<OffsetDateTime>,
+}
+
+/// One Warning event about an object (core/v1 Event).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EventInfo {
+    /// `UpdateFailed` and the like.
+    pub reason: Option<String>,
+    /// The event's message: for ExternalSecrets, the provider's real error.
+    pub message: Option<String>,
+    /// When it was last seen (`lastTimestamp`, else the series' or the event's own time).
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_timestamp: Option<OffsetDateTime>,
+    /// How many times it happened (at least 1).
+    pub count: u32,
+}
+
+/// `namespace/name`, the way errors name an object.
+pub(crate) fn object_name(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    }
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str)
+}
+
+fn time_at(
+    v: &Value,
+    pointer: &'static str,
+    kind: &'static str,
+    object: &str,
+) -> Result<Option<OffsetDateTime>, KubeError> {
+    match str_at(v, pointer) {
+        None => Ok(None),
+        Some(s) => OffsetDateTime::parse(s, &Rfc3339)
+            .map(Some)
+            .map_err(|_| KubeError::BadField {
+                kind,
+                object: object.to_string(),
+                field: pointer,
+                value: s.to_string(),
+            }),
+    }
+}
+
+/// Read the `Ready` condition of an ESO object (`status.conditions[type=Ready]`).
+pub fn ready_condition(
+    obj: &Value,
+    kind: &'static str,
+    object: &str,
+) -> Result<ReadyCondition, KubeError> {
+    let Some(cond) = obj
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+        })
+    else {
+        return Ok(ReadyCondition::default());
+    };
+    let ready = match cond.get("status").and_then(Value::as_str) {
+        Some("True") => Some(true),
+        Some("False") => Some(false),
+        _ => None,
+    };
+    Ok(ReadyCondition {
+        ready,
+        reason: str_at(cond, "/reason").map(str::to_string),
+        message: str_at(cond, "/message").map(str::to_string),
+        last_transition_time: time_at(cond, "/lastTransitionTime", kind, object)?,
+    })
+}
+
+/// Read an ExternalSecret (its whole JSON: metadata, spec, status).
+pub fn external_secret_info(
+    obj: &Value,
+    api_version: &str,
+) -> Result<ExternalSecretInfo, KubeError> {
+    const KIND: &str = "ExternalSecret";
+    let name = str_at(obj, "/metadata/name")
+        .unwrap_or_default()
+        .to_string();
+    let namespace = str_at(obj, "/metadata/namespace")
+        .unwrap_or_default()
+        .to_string();
+    let object = object_name(Some(&namespace), &name);
+    let cond = ready_condition(obj, KIND, &object)?;
+    let target_secret = str_at(obj, "/status/binding/name")
+        .filter(|s| !s.is_empty())
+        .or_else(|| str_at(obj, "/spec/target/name").filter(|s| !s.is_empty()))
+        .unwrap_or(&name)
+        .to_string();
+    let store_ref = obj.pointer("/spec/secretStoreRef").and_then(|r| {
+        let name = r.get("name").and_then(Value::as_str)?;
+        let kind_name = r.get("kind").and_then(Value::as_str);
+        Some(StoreRef {
+            kind: StoreKind::from_ref_kind(kind_name),
+            kind_name: kind_name.unwrap_or("SecretStore").to_string(),
+            name: name.to_string(),
+        })
+    });
+    let data = obj
+        .pointer("/spec/data")
+        .and_then(Value::as_array)
+        .map(|entries| {
+            entries
+                .iter()
+                .map(|d| RemoteRef {
+                    secret_key: str_at(d, "/secretKey").unwrap_or_default().to_string(),
+                    key: str_at(d, "/remoteRef/key").unwrap_or_default().to_string(),
+                    property: str_at(d, "/remoteRef/property").map(str::to_string),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let has_data_from = obj
+        .pointer("/spec/dataFrom")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    Ok(ExternalSecretInfo {
+        refresh_time: time_at(obj, "/status/refreshTime", KIND, &object)?,
+        synced_resource_version: str_at(obj, "/status/syncedResourceVersion").map(str::to_string),
+        namespace,
+        name,
+        api_version: api_version.to_string(),
+        ready: cond.ready,
+        reason: cond.reason,
+        message: cond.message,
+        last_transition_time: cond.last_transition_time,
+        target_secret,
+        store_ref,
+        data,
+        has_data_from,
+    })
+}
+
+/// Read a PushSecret.
+pub fn push_secret_info(obj: &Value, api_version: &str) -> Result<PushSecretInfo, KubeError> {
+    let name = str_at(obj, "/metadata/name")
+        .unwrap_or_default()
+        .to_string();
+    let namespace = str_at(obj, "/metadata/namespace")
+        .unwrap_or_default()
+        .to_string();
+    let cond = ready_condition(obj, "PushSecret", &object_name(Some(&namespace), &name))?;
+    Ok(PushSecretInfo {
+        namespace,
+        name,
+        api_version: api_version.to_string(),
+        ready: cond.ready,
+        reason: cond.reason,
+        message: cond.message,
+        last_transition_time: cond.last_transition_time,
+    })
+}
+
+/// Read a SecretStore or ClusterSecretStore.
+pub fn secret_store_info(
+    obj: &Value,
+    kind: StoreKind,
+    api_version: &str,
+) -> Result<SecretStoreInfo, KubeError> {
+    let name = str_at(obj, "/metadata/name")
+        .unwrap_or_default()
+        .to_string();
+    let namespace = match kind {
+        StoreKind::SecretStore => str_at(obj, "/metadata/namespace").map(str::to_string),
+        StoreKind::ClusterSecretStore => None,
+    };
+    let cond = ready_condition(obj, kind.kind(), &object_name(namespace.as_deref(), &name))?;
+    Ok(SecretStoreInfo {
+        kind,
+        namespace,
+        name,
+        api_version: api_version.to_string(),
+        ready: cond.ready,
+        reason: cond.reason,
+        message: cond.message,
+        last_transition_time: cond.last_transition_time,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Fixture 02 (okdp docs, Vault KV v2, Ready=True), as JSON.
+    fn okdp_ready() -> Value {
+        json!({
+            "apiVersion": "external-secrets.io/v1beta1",
+            "kind": "ExternalSecret",
+            "metadata": {"name": "app-secret-example", "namespace": "demo", "generation": 2},
+            "spec": {
+                "data": [{"remoteRef": {"conversionStrategy": "Default", "decodingStrategy": "None",
+                          "key": "example-secret", "metadataPolicy": "None"}, "secretKey": "secret_key"}],
+                "refreshInterval": "1h",
+                "secretStoreRef": {"kind": "SecretStore", "name": "vault-main"},
+                "target": {"creationPolicy": "Owner", "deletionPolicy": "Retain", "name": "app-secret-example"}
+            },
+            "status": {
+                "binding": {"name": "app-secret-example"},
+                "conditions": [{"lastTransitionTime": "2026-09-03T13:53:45Z", "message": "secret synced",
+                                "reason": "SecretSynced", "status": "True", "type": "Ready"}],
+                "refreshTime": "2026-09-03T13:53:45Z",
+                "syncedResourceVersion": "2-2f2c636d06132f67992c15a1daeb0a5f"
+            }
+        })
+    }
+
+    #[test]
+    fn reads_a_ready_external_secret() {
+        let info = external_secret_info(&okdp_ready(), "external-secrets.io/v1beta1").unwrap();
+        assert_eq!(info.ready, Some(true));
+        assert_eq!(info.reason.as_deref(), Some("SecretSynced"));
+        assert_eq!(info.message.as_deref(), Some("secret synced"));
+        assert_eq!(
+            info.refresh_time.map(|t| t.unix_timestamp()),
+            Some(1_788_443_625)
+        );
+        assert_eq!(info.target_secret, "app-secret-example");
+        assert_eq!(
+            info.store_ref,
+            Some(StoreRef {
+                kind: Some(StoreKind::SecretStore),
+                kind_name: "SecretStore".into(),
+                name: "vault-main".into()
+            })
+        );
+        assert_eq!(
+            info.data,
+            vec![RemoteRef {
+                secret_key: "secret_key".into(),
+                key: "example-secret".into(),
+                property: None
+            }]
+        );
+        assert!(!info.has_data_from);
+        assert_eq!(
+            info.synced_resource_version.as_deref(),
+            Some("2-2f2c636d06132f67992c15a1daeb0a5f")
+        );
+    }
+
+    #[test]
+    fn target_falls_back_to_spec_then_to_own_name() {
+        let mut es = okdp_ready();
+        es["status"].as_object_mut().unwrap().remove("binding");
+        es["spec"]["target"]["name"] = json!("from-spec");
+        let info = external_secret_info(&es, "v").unwrap();
+        assert_eq!(info.target_secret, "from-spec");
+
+        es["spec"].as_object_mut().unwrap().remove("target");
+        let info = external_secret_info(&es, "v").unwrap();
+        assert_eq!(info.target_secret, "app-secret-example");
+    }
+
+    #[test]
+    fn store_kind_defaults_to_secret_store_and_keeps_unknown_kinds() {
+        let mut es = okdp_ready();
+        es["spec"]["secretStoreRef"] = json!({"name": "vault"});
+        let r = external_secret_info(&es, "v").unwrap().store_ref.unwrap();
+        assert_eq!(r.kind, Some(StoreKind::SecretStore));
+        es["spec"]["secretStoreRef"] = json!({"name": "vault", "kind": "Provider"});
+        let r = external_secret_info(&es, "v").unwrap().store_ref.unwrap();
+        assert_eq!((r.kind, r.kind_name.as_str()), (None, "Provider"));
+    }
+
+    #[test]
+    fn condition_without_type_is_not_taken_for_ready() {
+        // Fixture 04 as pasted: the condition lost its `type` and `status` lines.
+        let es = json!({"metadata": {"name": "x", "namespace": "n"}, "status": {"conditions": [
+            {"lastTransitionTime": "2023-02-08T16:54:55Z",
+             "message": "could not get secret data from provider", "reason": "SecretSyncedError"}]}});
+        let info = external_secret_info(&es, "v").unwrap();
+        assert_eq!((info.ready, info.reason), (None, None));
+        assert_eq!(info.target_secret, "x");
+    }
+
+    #[test]
+    fn unknown_status_and_missing_status_read_as_none() {
+        let es = json!({"metadata": {"name": "x", "namespace": "n"}, "status": {"conditions": [
+            {"type": "Ready", "status": "Unknown", "reason": "Pending"}]}});
+        let info = external_secret_info(&es, "v").unwrap();
+        assert_eq!(info.ready, None);
+        assert_eq!(info.reason.as_deref(), Some("Pending"));
+        let fresh = json!({"metadata": {"name": "x", "namespace": "n"}, "spec": {"dataFrom": [{"extract": {"key": "k"}}]}});
+        let info = external_secret_info(&fresh, "v").unwrap();
+        assert_eq!((info.ready, info.refresh_time), (None, None));
+        assert!(info.has_data_from);
+    }
+
+    #[test]
+    fn a_bad_refresh_time_is_an_error_naming_the_field() {
+        let mut es = okdp_ready();
+        es["status"]["refreshTime"] = json!("yesterday");
+        let err = external_secret_info(&es, "v").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`ExternalSecret` `demo/app-secret-example`: field `/status/refreshTime` is not an RFC 3339 time: `yesterday`"
+        );
+    }
+
+    #[test]
+    fn reads_push_secret_errored_and_store_valid() {
+        let ps = json!({"metadata": {"name": "p", "namespace": "n"}, "status": {"conditions": [{
+            "lastTransitionTime": "2023-05-12T13:28:05Z",
+            "message": "set secret failed: could not write remote ref token to target secretstore vault-backend",
+            "reason": "Errored", "status": "False", "type": "Ready"}]}});
+        let p = push_secret_info(&ps, "external-secrets.io/v1alpha1").unwrap();
+        assert_eq!(
+            (p.ready, p.reason.as_deref()),
+            (Some(false), Some("Errored"))
+        );
+        assert!(p.message.unwrap().starts_with("set secret failed"));
+
+        let css = json!({"metadata": {"name": "vault"}, "status": {"conditions": [{
+            "lastTransitionTime": "2025-12-19T18:47:43Z", "message": "store validated",
+            "reason": "Valid", "status": "True", "type": "Ready"}]}});
+        let s = secret_store_info(
+            &css,
+            StoreKind::ClusterSecretStore,
+            "external-secrets.io/v1",
+        )
+        .unwrap();
+        assert_eq!(
+            (s.ready, s.reason.as_deref(), s.namespace),
+            (Some(true), Some("Valid"), None)
+        );
+    }
+}

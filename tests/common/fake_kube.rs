@@ -1,0 +1,937 @@
+//! A fake Kubernetes API server on loopback, for the client code that cannot meet a real one here.
+//!
+//! It speaks the REST paths kube-rs requests (discovery, ESO kinds in `v1`, `v1beta1` and
+//! `v1alpha1`, core/v1 Secrets and Events with field selectors, JSON merge patches on
+//! ExternalSecrets) and answers 404 with a real `Status` object for anything it does not serve.
+//! Objects are plain JSON shaped like `shared/fixtures/eso/`; the helpers below build them.
+//! [`FakeKube::start`] writes a real kubeconfig (bearer token, context `fake`) that the client
+//! under test reads; the server stops when dropped.
+//!
+//! ```ignore
+//! let kube = FakeKube::start();
+//! kube.put(external_secret("apps", "db", &[("password", "apps/db", Some("password"))]).ready_synced("2026-01-01T00:00:00Z"));
+//! let cluster = EsoCluster::connect(Some(kube.kubeconfig()), None).await?;
+//! ```
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+/// The ESO API group.
+pub const ESO_GROUP: &str = "external-secrets.io";
+
+/// A PATCH the server received.
+#[derive(Debug, Clone)]
+pub struct RecordedPatch {
+    /// The request path (no query).
+    pub path: String,
+    /// Its `Content-Type`.
+    pub content_type: String,
+    /// Its body.
+    pub body: Value,
+}
+
+/// One request line the server saw: method, path and query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenRequest {
+    /// `GET`, `PATCH`...
+    pub method: String,
+    /// The path, percent-decoded query kept apart.
+    pub path: String,
+    /// The raw query string (without `?`), empty when none.
+    pub query: String,
+}
+
+/// Key of a stored object: resource plural, namespace (None when cluster-scoped), name.
+type Key = (String, Option<String>, String);
+
+#[derive(Default)]
+struct State {
+    objects: BTreeMap<Key, Value>,
+    events: Vec<Value>,
+    /// Versions of ExternalSecret/SecretStore/ClusterSecretStore served.
+    es_versions: Vec<String>,
+    patches: Vec<RecordedPatch>,
+    requests: Vec<SeenRequest>,
+    unknown: Vec<String>,
+    /// Resources (plural) whose requests RBAC denies.
+    denied: Vec<String>,
+    resource_version: u64,
+}
+
+/// A running fake API server.
+pub struct FakeKube {
+    /// `http://127.0.0.1:<port>`.
+    pub addr: String,
+    /// The bearer token the kubeconfig carries and the server demands.
+    pub token: String,
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    dir: tempfile::TempDir,
+}
+
+impl FakeKube {
+    /// Start a server serving `external-secrets.io` `v1` and `v1beta1` (ESO 0.16), and
+    /// `v1alpha1` for PushSecrets; write its kubeconfig.
+    pub fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local addr").port();
+        let addr = format!("http://127.0.0.1:{port}");
+        let token = format!("fake-token-{port}");
+        let state = Arc::new(Mutex::new(State {
+            es_versions: vec!["v1".into(), "v1beta1".into()],
+            resource_version: 1000,
+            ..State::default()
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let state = Arc::clone(&state);
+            let stop = Arc::clone(&stop);
+            let token = token.clone();
+            std::thread::spawn(move || {
+                for conn in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(conn) = conn else { continue };
+                    let state = Arc::clone(&state);
+                    let token = token.clone();
+                    std::thread::spawn(move || serve_connection(conn, &state, &token));
+                }
+            })
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("kubeconfig"),
+            kubeconfig_yaml(&addr, &token, "fake"),
+        )
+        .expect("write kubeconfig");
+        FakeKube {
+            addr,
+            token,
+            state,
+            stop,
+            thread: Some(thread),
+            dir,
+        }
+    }
+
+    /// The kubeconfig file pointing at this server (current context `fake`, namespace
+    /// `default`).
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("kubeconfig")
+    }
+
+    /// Serve ExternalSecrets, SecretStores and ClusterSecretStores only in these versions
+    /// (`&["v1beta1"]`: ESO before 0.16; `&["v1"]`: ESO 0.17 and later). Others answer 404.
+    pub fn serve_versions(&self, versions: &[&str]) {
+        self.state().es_versions = versions.iter().map(|v| v.to_string()).collect();
+    }
+
+    /// Deny every request on this resource (`secrets`, `events`, `externalsecrets`...) with a
+    /// 403, as RBAC would for a user without the verb.
+    pub fn deny(&self, plural: &str) {
+        self.state().denied.push(plural.to_string());
+    }
+
+    /// Add or replace an object (any kind the server knows; the group in its `apiVersion` is
+    /// kept, the version is whatever the client asks for). Events go to [`FakeKube::add_event`].
+    pub fn put(&self, obj: impl Into<Value>) {
+        let mut obj: Value = obj.into();
+        let mut st = self.state();
+        st.resource_version += 1;
+        obj["metadata"]["resourceVersion"] = json!(st.resource_version.to_string());
+        if obj["kind"] == "Event" {
+            st.events.push(obj);
+        } else {
+            let key = key_of(&obj);
+            st.objects.insert(key, obj);
+        }
+    }
+
+    /// Change a stored object in place (e.g. flip its Ready condition while a client polls).
+    pub fn update(&self, kind: &str, ns: Option<&str>, name: &str, f: impl FnOnce(&mut Value)) {
+        let key = (
+            plural_of(kind).to_string(),
+            ns.map(str::to_string),
+            name.to_string(),
+        );
+        let mut st = self.state();
+        st.resource_version += 1;
+        let rv = st.resource_version.to_string();
+        let obj = st
+            .objects
+            .get_mut(&key)
+            .unwrap_or_else(|| panic!("fake kube: no {kind} {ns:?}/{name} to update"));
+        f(obj);
+        obj["metadata"]["resourceVersion"] = json!(rv);
+    }
+
+    /// A stored object, as it is now.
+    pub fn get(&self, kind: &str, ns: Option<&str>, name: &str) -> Option<Value> {
+        let key = (
+            plural_of(kind).to_string(),
+            ns.map(str::to_string),
+            name.to_string(),
+        );
+        self.state().objects.get(&key).cloned()
+    }
+
+    /// Add a core/v1 Event.
+    pub fn add_event(&self, event: impl Into<Value>) {
+        self.put(event.into());
+    }
+
+    /// The PATCH requests received, in order.
+    pub fn patches(&self) -> Vec<RecordedPatch> {
+        self.state().patches.clone()
+    }
+
+    /// Every request received, in order.
+    pub fn requests(&self) -> Vec<SeenRequest> {
+        self.state().requests.clone()
+    }
+
+    /// Requests the server does not know (answered 404), as `METHOD path?query`.
+    pub fn unknown_requests(&self) -> Vec<String> {
+        self.state().unknown.clone()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for FakeKube {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(self.addr.trim_start_matches("http://"));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A kubeconfig with one cluster at `server`, one token user and one context `context`
+/// (also the current one).
+pub fn kubeconfig_yaml(server: &str, token: &str, context: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: fake-cluster
+  cluster:
+    server: {server}
+users:
+- name: fake-user
+  user:
+    token: {token}
+contexts:
+- name: {context}
+  context:
+    cluster: fake-cluster
+    user: fake-user
+    namespace: default
+current-context: {context}
+"
+    )
+}
+
+fn plural_of(kind: &str) -> &'static str {
+    match kind {
+        "ExternalSecret" => "externalsecrets",
+        "PushSecret" => "pushsecrets",
+        "SecretStore" => "secretstores",
+        "ClusterSecretStore" => "clustersecretstores",
+        "Secret" => "secrets",
+        "Event" => "events",
+        other => panic!("fake kube: unknown kind {other}"),
+    }
+}
+
+fn key_of(obj: &Value) -> Key {
+    let kind = obj["kind"].as_str().expect("object has a kind");
+    let plural = plural_of(kind);
+    let ns = obj["metadata"]["namespace"].as_str().map(str::to_string);
+    let ns = if plural == "clustersecretstores" {
+        None
+    } else {
+        ns
+    };
+    let name = obj["metadata"]["name"]
+        .as_str()
+        .expect("object has a name")
+        .to_string();
+    (plural.to_string(), ns, name)
+}
+
+// ----- HTTP -----
+
+struct HttpRequest {
+    method: String,
+    path: String,
+    query: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl HttpRequest {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn serve_connection(conn: TcpStream, state: &Mutex<State>, token: &str) {
+    let mut reader = BufReader::new(conn.try_clone().expect("clone stream"));
+    let mut conn = conn;
+    // Keep-alive: hyper reuses connections; serve requests until the client closes.
+    while let Some(req) = read_request(&mut reader) {
+        let (status, body) = handle(&req, state, token);
+        let reason = match status {
+            200 => "OK",
+            201 => "Created",
+            401 => "Unauthorized",
+            403 => "Forbidden",
+            404 => "Not Found",
+            405 => "Method Not Allowed",
+            415 => "Unsupported Media Type",
+            _ => "Error",
+        };
+        let body = body.to_string();
+        let head = format!(
+            "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        if conn.write_all(head.as_bytes()).is_err() || conn.write_all(body.as_bytes()).is_err() {
+            break;
+        }
+        let _ = conn.flush();
+    }
+    let _ = conn.shutdown(Shutdown::Both);
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<HttpRequest> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let target = parts.next()?.to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).ok()? == 0 {
+            return None;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.push((k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    let mut req = HttpRequest {
+        method,
+        path: String::new(),
+        query: String::new(),
+        headers,
+        body: Vec::new(),
+    };
+    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+    req.path = path.to_string();
+    req.query = query.to_string();
+    if req
+        .header("transfer-encoding")
+        .is_some_and(|v| v.eq_ignore_ascii_case("chunked"))
+    {
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size).ok()?;
+            let n = usize::from_str_radix(size.trim(), 16).ok()?;
+            let mut chunk = vec![0; n + 2];
+            reader.read_exact(&mut chunk).ok()?;
+            if n == 0 {
+                break;
+            }
+            req.body.extend_from_slice(&chunk[..n]);
+        }
+    } else if let Some(n) = req.header("content-length").and_then(|v| v.parse().ok()) {
+        let mut body = vec![0; n];
+        reader.read_exact(&mut body).ok()?;
+        req.body = body;
+    }
+    Some(req)
+}
+
+fn status_object(code: u16, reason: &str, message: &str) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    })
+}
+
+fn not_found(what: &str) -> (u16, Value) {
+    (404, status_object(404, "NotFound", what))
+}
+
+fn handle(req: &HttpRequest, state: &Mutex<State>, token: &str) -> (u16, Value) {
+    let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+    st.requests.push(SeenRequest {
+        method: req.method.clone(),
+        path: req.path.clone(),
+        query: req.query.clone(),
+    });
+    if req.header("authorization") != Some(&format!("Bearer {token}")) {
+        return (401, status_object(401, "Unauthorized", "Unauthorized"));
+    }
+    let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();
+    if let Some(denied) = forbidden(&segs, &st.denied, &req.method) {
+        return denied;
+    }
+    let answer = route(req, &segs, &mut st);
+    if let Some(a) = answer {
+        return a;
+    }
+    let line = format!("{} {}?{}", req.method, req.path, req.query);
+    eprintln!("fake kube: unknown request {line}");
+    st.unknown.push(line);
+    not_found("the server could not find the requested resource")
+}
+
+/// RBAC's answer for a denied resource, worded as the API server words it.
+fn forbidden(segs: &[&str], denied: &[String], method: &str) -> Option<(u16, Value)> {
+    let (group, ns, plural) = match segs {
+        ["api", "v1", "namespaces", ns, plural, ..] => ("", Some(*ns), *plural),
+        ["apis", group, _, "namespaces", ns, plural, ..] => (*group, Some(*ns), *plural),
+        ["apis", group, _, plural, ..] => (*group, None, *plural),
+        _ => return None,
+    };
+    if !denied.iter().any(|d| d == plural) {
+        return None;
+    }
+    let verb = match (method, segs.len()) {
+        ("PATCH", _) => "patch",
+        ("GET", 5) if group.is_empty() => "list",
+        ("GET", 6) if !group.is_empty() => "list",
+        _ => "get",
+    };
+    let scope = match ns {
+        Some(ns) => format!("in the namespace \"{ns}\""),
+        None => "at the cluster scope".to_string(),
+    };
+    let message = format!(
+        "{plural}{} is forbidden: User \"system:serviceaccount:ci:verifier\" cannot {verb} resource \"{plural}\" in API group \"{group}\" {scope}",
+        if group.is_empty() { String::new() } else { format!(".{group}") },
+    );
+    Some((403, status_object(403, "Forbidden", &message)))
+}
+
+/// The answer for a path, or `None` when the path is unknown.
+fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value)> {
+    let get = req.method == "GET";
+    match segs {
+        ["version"] if get => Some((
+            200,
+            json!({"major": "1", "minor": "30", "gitVersion": "v1.30.0-fake", "platform": "linux/amd64"}),
+        )),
+        ["api"] if get => Some((
+            200,
+            json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}),
+        )),
+        ["api", "v1"] if get => Some((
+            200,
+            resource_list(
+                "v1",
+                &[("secrets", "Secret", true), ("events", "Event", true)],
+            ),
+        )),
+        ["apis"] if get => Some((
+            200,
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [eso_group(st)]}),
+        )),
+        ["apis", ESO_GROUP] if get => Some((200, eso_group(st))),
+        ["apis", ESO_GROUP, version] if get => {
+            let resources = eso_resources(st, version);
+            if resources.is_empty() {
+                Some(not_found(
+                    "the server could not find the requested resource",
+                ))
+            } else {
+                Some((
+                    200,
+                    resource_list(&format!("{ESO_GROUP}/{version}"), &resources),
+                ))
+            }
+        }
+        ["api", "v1", "namespaces", ns, "secrets", name] if get => {
+            Some(get_object(st, "v1", "secrets", Some(ns), name))
+        }
+        ["api", "v1", "namespaces", ns, "events"] if get => {
+            Some((200, list_events(st, ns, &req.query)))
+        }
+        ["apis", ESO_GROUP, version, "namespaces", ns, plural, name] => {
+            if !eso_resources(st, version).iter().any(|r| r.0 == *plural) {
+                return Some(not_found(
+                    "the server could not find the requested resource",
+                ));
+            }
+            let api_version = format!("{ESO_GROUP}/{version}");
+            match req.method.as_str() {
+                "GET" => Some(get_object(st, &api_version, plural, Some(ns), name)),
+                "PATCH" if *plural == "externalsecrets" => {
+                    Some(patch_object(st, req, &api_version, plural, ns, name))
+                }
+                _ => Some((
+                    405,
+                    status_object(405, "MethodNotAllowed", "method not allowed"),
+                )),
+            }
+        }
+        ["apis", ESO_GROUP, version, "clustersecretstores", name] if get => {
+            if !eso_resources(st, version)
+                .iter()
+                .any(|r| r.0 == "clustersecretstores")
+            {
+                return Some(not_found(
+                    "the server could not find the requested resource",
+                ));
+            }
+            Some(get_object(
+                st,
+                &format!("{ESO_GROUP}/{version}"),
+                "clustersecretstores",
+                None,
+                name,
+            ))
+        }
+        _ => None,
+    }
+}
+
+fn eso_resources(st: &State, version: &str) -> Vec<(&'static str, &'static str, bool)> {
+    if version == "v1alpha1" {
+        return vec![("pushsecrets", "PushSecret", true)];
+    }
+    if st.es_versions.iter().any(|v| v == version) {
+        return vec![
+            ("externalsecrets", "ExternalSecret", true),
+            ("secretstores", "SecretStore", true),
+            ("clustersecretstores", "ClusterSecretStore", false),
+        ];
+    }
+    Vec::new()
+}
+
+fn eso_group(st: &State) -> Value {
+    let mut versions: Vec<Value> = st
+        .es_versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{ESO_GROUP}/{v}"), "version": v}))
+        .collect();
+    versions.push(json!({"groupVersion": format!("{ESO_GROUP}/v1alpha1"), "version": "v1alpha1"}));
+    json!({
+        "kind": "APIGroup", "apiVersion": "v1", "name": ESO_GROUP,
+        "versions": versions, "preferredVersion": versions[0],
+    })
+}
+
+fn resource_list(group_version: &str, resources: &[(&str, &str, bool)]) -> Value {
+    let resources: Vec<Value> = resources
+        .iter()
+        .map(|(plural, kind, namespaced)| {
+            json!({
+                "name": plural, "singularName": kind.to_lowercase(), "namespaced": namespaced,
+                "kind": kind, "verbs": ["get", "list", "watch", "patch"],
+            })
+        })
+        .collect();
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources})
+}
+
+fn get_object(
+    st: &State,
+    api_version: &str,
+    plural: &str,
+    ns: Option<&str>,
+    name: &str,
+) -> (u16, Value) {
+    let key = (plural.to_string(), ns.map(str::to_string), name.to_string());
+    match st.objects.get(&key) {
+        Some(obj) => {
+            let mut obj = obj.clone();
+            obj["apiVersion"] = json!(api_version);
+            (200, obj)
+        }
+        None => not_found_object(plural, name),
+    }
+}
+
+fn not_found_object(plural: &str, name: &str) -> (u16, Value) {
+    let group = if plural == "secrets" { "" } else { ESO_GROUP };
+    let resource = if group.is_empty() {
+        plural.to_string()
+    } else {
+        format!("{plural}.{group}")
+    };
+    let mut s = status_object(404, "NotFound", &format!("{resource} \"{name}\" not found"));
+    s["details"] = json!({"name": name, "group": group, "kind": plural});
+    (404, s)
+}
+
+fn patch_object(
+    st: &mut State,
+    req: &HttpRequest,
+    api_version: &str,
+    plural: &str,
+    ns: &str,
+    name: &str,
+) -> (u16, Value) {
+    let content_type = req.header("content-type").unwrap_or_default().to_string();
+    let body: Value = match serde_json::from_slice(&req.body) {
+        Ok(b) => b,
+        Err(e) => return (400, status_object(400, "BadRequest", &e.to_string())),
+    };
+    st.patches.push(RecordedPatch {
+        path: req.path.clone(),
+        content_type: content_type.clone(),
+        body: body.clone(),
+    });
+    if content_type != "application/merge-patch+json" {
+        return (415, status_object(415, "UnsupportedMediaType", &format!("the body of the request was in an unknown format - accepted media types include: application/merge-patch+json; got {content_type}")));
+    }
+    st.resource_version += 1;
+    let rv = st.resource_version.to_string();
+    let key = (plural.to_string(), Some(ns.to_string()), name.to_string());
+    let Some(obj) = st.objects.get_mut(&key) else {
+        return not_found_object(plural, name);
+    };
+    merge_patch(obj, &body);
+    obj["metadata"]["resourceVersion"] = json!(rv);
+    let mut out = obj.clone();
+    out["apiVersion"] = json!(api_version);
+    (200, out)
+}
+
+/// RFC 7386 JSON merge patch.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let t = target.as_object_mut().expect("object");
+    for (k, v) in p {
+        if v.is_null() {
+            t.remove(k);
+        } else {
+            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+fn list_events(st: &State, ns: &str, query: &str) -> Value {
+    let selector = query_param(query, "fieldSelector").unwrap_or_default();
+    let items: Vec<Value> = st
+        .events
+        .iter()
+        .filter(|e| e["metadata"]["namespace"] == ns)
+        .filter(|e| field_selector_matches(e, &selector))
+        .cloned()
+        .collect();
+    json!({
+        "kind": "EventList", "apiVersion": "v1",
+        "metadata": {"resourceVersion": st.resource_version.to_string()},
+        "items": items,
+    })
+}
+
+fn query_param(query: &str, name: &str) -> Option<String> {
+    query.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k == name).then(|| percent_decode(v))
+    })
+}
+
+fn percent_decode(s: &str) -> String {
+    let s = s.replace('+', " ");
+    percent_encoding::percent_decode_str(&s)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// `a.b=x,c!=y`: every term must hold; a missing field reads as "".
+fn field_selector_matches(obj: &Value, selector: &str) -> bool {
+    selector.split(',').filter(|t| !t.is_empty()).all(|term| {
+        let (field, want, negate) = if let Some((f, v)) = term.split_once("!=") {
+            (f, v, true)
+        } else if let Some((f, v)) = term.split_once("==") {
+            (f, v, false)
+        } else if let Some((f, v)) = term.split_once('=') {
+            (f, v, false)
+        } else {
+            return false;
+        };
+        let pointer = format!("/{}", field.replace('.', "/"));
+        let have = obj.pointer(&pointer).and_then(Value::as_str).unwrap_or("");
+        (have == want) != negate
+    })
+}
+
+// ----- Objects shaped like shared/fixtures/eso/ -----
+
+/// An ExternalSecret builder; `Into<Value>` for [`FakeKube::put`].
+#[derive(Clone)]
+pub struct ExternalSecret(pub Value);
+
+/// A new ExternalSecret (`v1`, store `SecretStore/vault-backend`, target named like itself)
+/// with `spec.data` entries `(secretKey, remoteRef.key, remoteRef.property)`, no status yet.
+pub fn external_secret(
+    ns: &str,
+    name: &str,
+    data: &[(&str, &str, Option<&str>)],
+) -> ExternalSecret {
+    let data: Vec<Value> = data
+        .iter()
+        .map(|(secret_key, key, property)| {
+            let mut remote = json!({"conversionStrategy": "Default", "decodingStrategy": "None", "key": key, "metadataPolicy": "None"});
+            if let Some(p) = property {
+                remote["property"] = json!(p);
+            }
+            json!({"remoteRef": remote, "secretKey": secret_key})
+        })
+        .collect();
+    ExternalSecret(json!({
+        "apiVersion": "external-secrets.io/v1",
+        "kind": "ExternalSecret",
+        "metadata": {
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "generation": 1,
+            "name": name,
+            "namespace": ns,
+            "uid": format!("00000000-0000-4000-8000-{:012x}", name.len()),
+        },
+        "spec": {
+            "data": data,
+            "refreshInterval": "1h",
+            "secretStoreRef": {"kind": "SecretStore", "name": "vault-backend"},
+            "target": {"creationPolicy": "Owner", "deletionPolicy": "Retain", "name": name},
+        },
+    }))
+}
+
+impl ExternalSecret {
+    /// Use this store.
+    pub fn store(mut self, kind: &str, name: &str) -> Self {
+        self.0["spec"]["secretStoreRef"] = json!({"kind": kind, "name": name});
+        self
+    }
+
+    /// Name the target Secret in `spec.target.name`.
+    pub fn target(mut self, name: &str) -> Self {
+        self.0["spec"]["target"]["name"] = json!(name);
+        self
+    }
+
+    /// Ready=True / `SecretSynced` at `at`, refreshed at `at`, bound to the target Secret.
+    pub fn ready_synced(mut self, at: &str) -> Self {
+        let target = self.0["spec"]["target"]["name"].clone();
+        self.0["status"] = json!({
+            "binding": {"name": target},
+            "conditions": [ready_condition(true, "SecretSynced", "secret synced", at)],
+            "refreshTime": at,
+            "syncedResourceVersion": "1-f47fe3c0b255b6dd8047cdffa772587bb829efe7a1cb70febeda2eb2",
+        });
+        self
+    }
+
+    /// Ready=False / `SecretSyncedError` at `at` with ESO's generic message, never refreshed.
+    pub fn sync_error(mut self, at: &str) -> Self {
+        self.0["status"] = json!({
+            "conditions": [ready_condition(false, "SecretSyncedError", "could not get secret data from provider", at)],
+        });
+        self
+    }
+}
+
+impl From<ExternalSecret> for Value {
+    fn from(es: ExternalSecret) -> Value {
+        es.0
+    }
+}
+
+/// A `Ready` condition.
+pub fn ready_condition(status: bool, reason: &str, message: &str, at: &str) -> Value {
+    json!({
+        "lastTransitionTime": at,
+        "message": message,
+        "reason": reason,
+        "status": if status { "True" } else { "False" },
+        "type": "Ready",
+    })
+}
+
+/// Set an object's `Ready` condition (for [`FakeKube::update`]).
+pub fn set_ready(obj: &mut Value, status: bool, reason: &str, message: &str, at: &str) {
+    obj["status"]["conditions"] = json!([ready_condition(status, reason, message, at)]);
+}
+
+/// A PushSecret (`v1alpha1`) pushing Secret `name` to `store`, with its Ready condition.
+pub fn push_secret(
+    ns: &str,
+    name: &str,
+    ready: bool,
+    reason: &str,
+    message: &str,
+    at: &str,
+) -> Value {
+    json!({
+        "apiVersion": "external-secrets.io/v1alpha1",
+        "kind": "PushSecret",
+        "metadata": {"name": name, "namespace": ns, "generation": 1},
+        "spec": {
+            "refreshInterval": "1h",
+            "secretStoreRefs": [{"kind": "SecretStore", "name": "vault-backend"}],
+            "selector": {"secret": {"name": name}},
+            "data": [{"match": {"secretKey": "token", "remoteRef": {"remoteKey": format!("{ns}/{name}")}}}],
+        },
+        "status": {
+            "conditions": [ready_condition(ready, reason, message, at)],
+            "syncedPushSecrets": {"SecretStore/vault-backend": {}},
+        },
+    })
+}
+
+/// A Vault SecretStore (KV v2 at `secret/`) in `ns`, with its Ready condition.
+pub fn secret_store(ns: &str, name: &str, ready: bool, reason: &str, message: &str) -> Value {
+    json!({
+        "apiVersion": "external-secrets.io/v1",
+        "kind": "SecretStore",
+        "metadata": {"name": name, "namespace": ns, "generation": 1},
+        "spec": {"provider": {"vault": {
+            "auth": {"kubernetes": {"mountPath": "kubernetes", "role": "eso"}},
+            "path": "secret", "server": "http://openbao.openbao.svc:8200", "version": "v2",
+        }}},
+        "status": {"capabilities": "ReadWrite", "conditions": [ready_condition(ready, reason, message, "2026-01-01T00:00:00Z")]},
+    })
+}
+
+/// A Vault ClusterSecretStore, with its Ready condition.
+pub fn cluster_secret_store(name: &str, ready: bool, reason: &str, message: &str) -> Value {
+    let mut s = secret_store("", name, ready, reason, message);
+    s["kind"] = json!("ClusterSecretStore");
+    s["metadata"]
+        .as_object_mut()
+        .expect("metadata")
+        .remove("namespace");
+    s
+}
+
+/// An Opaque Secret with these `(key, value)` pairs (values base64-encoded as the API does).
+pub fn secret(ns: &str, name: &str, data: &[(&str, &str)]) -> Value {
+    let data: serde_json::Map<String, Value> = data
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.to_string(),
+                json!(base64::engine::general_purpose::STANDARD.encode(v)),
+            )
+        })
+        .collect();
+    json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": ns, "ownerReferences": []},
+        "type": "Opaque",
+        "data": data,
+    })
+}
+
+/// A core/v1 Event builder; `Into<Value>` for [`FakeKube::add_event`].
+#[derive(Clone)]
+pub struct Event(pub Value);
+
+/// A core/v1 Event from the ESO controller about `kind` `ns/name`, seen once at
+/// 2026-01-01T00:00:00Z until [`Event::seen`] says otherwise.
+pub fn event(ns: &str, kind: &str, name: &str, type_: &str, reason: &str, message: &str) -> Event {
+    let api_version = if kind == "Secret" {
+        "v1".to_string()
+    } else {
+        format!("{ESO_GROUP}/v1")
+    };
+    Event(json!({
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": ns},
+        "involvedObject": {"apiVersion": api_version, "kind": kind, "name": name, "namespace": ns},
+        "reason": reason,
+        "message": message,
+        "source": {"component": "external-secrets"},
+        "type": type_,
+        "reportingComponent": "external-secrets",
+        "reportingInstance": "",
+    }))
+    .seen("2026-01-01T00:00:00Z", 1)
+}
+
+impl Event {
+    /// Last seen at `last_timestamp` (RFC 3339), `count` times in all.
+    pub fn seen(mut self, last_timestamp: &str, count: i32) -> Self {
+        let name = self.0["involvedObject"]["name"]
+            .as_str()
+            .unwrap_or("x")
+            .to_string();
+        let suffix: u64 = last_timestamp
+            .bytes()
+            .chain(self.0["message"].as_str().unwrap_or("").bytes())
+            .fold(17, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+        self.0["metadata"]["name"] = json!(format!("{name}.{suffix:x}"));
+        self.0["metadata"]["creationTimestamp"] = json!(last_timestamp);
+        self.0["firstTimestamp"] = json!(last_timestamp);
+        self.0["lastTimestamp"] = json!(last_timestamp);
+        self.0["count"] = json!(count);
+        self
+    }
+}
+
+impl From<Event> for Value {
+    fn from(e: Event) -> Value {
+        e.0
+    }
+}
+
+/// The objects of a fixture file in `shared/fixtures/eso/` (multi-document YAML).
+pub fn fixture(file: &str) -> Vec<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/eso")
+        .join(file);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("fixture {} cannot be read: {e}", path.display()));
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| {
+            let v: Value = serde::Deserialize::deserialize(doc)
+                .unwrap_or_else(|e| panic!("fixture {file} is not YAML: {e}"));
+            v
+        })
+        .collect()
+}
