@@ -14,6 +14,7 @@ pub mod report;
 pub mod seed;
 pub mod spec;
 pub mod vault;
+pub mod verify;
 
 /// Install rustls' `ring` crypto provider for the process (idempotent). The Vault and
 /// Kubernetes clients share it; we build without aws-lc so no C toolchain step is needed.

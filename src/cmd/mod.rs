@@ -8,6 +8,7 @@ mod policy;
 mod rotate;
 mod session;
 mod set;
+mod verify;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use crate::exit::Exit;
@@ -26,26 +27,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Set(args) => set::run(g, args),
         Command::Rotate(args) => rotate::run(g, args),
         Command::Policy(args) => policy::run(g, args),
-        other => {
-            let name = match other {
-                Command::Verify(_) => "verify",
-                Command::Lint
-                | Command::Gen(_)
-                | Command::Plan(_)
-                | Command::Apply(_)
-                | Command::Set(_)
-                | Command::Rotate(_)
-                | Command::Policy(_) => {
-                    unreachable!("handled above")
-                }
-            };
-            report::error(
-                &Style::stderr(g.color),
-                &format!("`vault-seed {name}` is planned but not built yet"),
-                Some("see the README's roadmap; `lint` and `gen` work today"),
-            );
-            Exit::Usage
-        }
+        Command::Verify(args) => verify::run(g, args),
     }
 }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use crate::cli::{GlobalArgs, VaultArgs};
 use crate::exit::Exit;
 use crate::report::{self, Style};
-use crate::spec::Target;
+use crate::spec::{EnvPlan, Target};
 use crate::vault::{KvMount, Settings, Vault, VaultError};
 
 /// A command's session with Vault for one environment.
@@ -38,6 +38,17 @@ impl Session {
             eprint!("{}", d.render(&style));
             Exit::Usage
         })?;
+        Session::from_plan(g, command, &plan, vault_args)
+    }
+
+    /// The same, for a caller that keeps the resolved plan.
+    pub fn from_plan(
+        g: &GlobalArgs,
+        command: &str,
+        plan: &EnvPlan<'_>,
+        vault_args: &VaultArgs,
+    ) -> Result<Session, Exit> {
+        let style = Style::stderr(g.color);
         let settings = Settings::resolve(vault_args, plan.vault_addr(), plan.vault_namespace())
             .map_err(|e| {
                 super::fail(g, command, &e);

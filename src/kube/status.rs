@@ -17,7 +17,7 @@ use super::KubeError;
 pub const ESO_GROUP: &str = "external-secrets.io";
 
 /// Which kind of store an ExternalSecret or PushSecret uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum StoreKind {
     /// A namespaced `SecretStore`.
     SecretStore,

@@ -345,6 +345,7 @@ fn judge(t: &Target, p: &crate::vault::Present) -> PathResult {
         written: false,
         detail: None,
         vault_unavailable: false,
+        created_time: p.created_time.clone(),
     }
 }
 

@@ -98,6 +98,8 @@ pub struct PathResult {
     pub detail: Option<String>,
     /// The path failed because Vault was unreachable, timing out or sealed.
     pub vault_unavailable: bool,
+    /// When the secret's current version was created (RFC 3339), when it was read.
+    pub created_time: Option<String>,
 }
 
 /// Map a Vault error to an outcome and a message that names the path and what is missing.
@@ -130,6 +132,7 @@ impl PathResult {
             written: false,
             detail,
             vault_unavailable: false,
+            created_time: None,
         }
     }
 

@@ -1,0 +1,338 @@
+//! The Kubernetes part of `verify`: are the spec's ExternalSecrets Ready, synced after seeding,
+//! with every key in their target Secret, reading only paths the spec knows? When one is not
+//! Ready, say why from what vault-seed sees itself and from its Warning events, since ESO's
+//! condition message is generic ("could not get secret data from provider").
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use time::OffsetDateTime;
+
+use crate::kube::{EsoCluster, KubeError, StoreKind};
+use crate::spec::Target;
+
+/// What the Vault and policy parts found about one path, for explanations.
+#[derive(Debug, Clone, Default)]
+pub struct PathFacts {
+    /// Field name to its verify outcome (`valid`, `pending`, `missing`, ...).
+    pub fields: BTreeMap<String, String>,
+    /// When the current version was created in Vault.
+    pub created: Option<OffsetDateTime>,
+    /// Capabilities the policy check found missing on the data path.
+    pub policy_missing: Vec<String>,
+}
+
+/// One ExternalSecret's check.
+#[derive(Debug, Clone, Serialize)]
+pub struct EsCheck {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// Whether everything about it is right.
+    pub ok: bool,
+    /// The API version that answered (`external-secrets.io/v1`), when found.
+    pub api_version: Option<String>,
+    /// The Ready condition's status.
+    pub ready: Option<bool>,
+    /// Its reason (`SecretSynced`, `SecretSyncedError`).
+    pub reason: Option<String>,
+    /// Its message.
+    pub message: Option<String>,
+    /// Last successful sync.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub refresh_time: Option<OffsetDateTime>,
+    /// The target Secret.
+    pub target_secret: Option<String>,
+    /// What is wrong, one sentence each, most important first.
+    pub problems: Vec<String>,
+    /// Why it is not Ready, from vault-seed's view and from ESO's Warning events.
+    pub explanations: Vec<String>,
+}
+
+/// A PushSecret's or a store's check.
+#[derive(Debug, Clone, Serialize)]
+pub struct ObjectCheck {
+    /// `PushSecret`, `SecretStore` or `ClusterSecretStore`.
+    pub kind: String,
+    /// Namespace (none for a ClusterSecretStore).
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+    /// Ready and with a good reason.
+    pub ok: bool,
+    /// The Ready condition's reason.
+    pub reason: Option<String>,
+    /// What is wrong.
+    pub problems: Vec<String>,
+}
+
+/// The Kubernetes part's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct KubePart {
+    /// All checks passed.
+    pub ok: bool,
+    /// The API server.
+    pub server: String,
+    /// The kubeconfig context.
+    pub context: Option<String>,
+    /// ExternalSecrets.
+    pub external_secrets: Vec<EsCheck>,
+    /// PushSecrets and the stores the ExternalSecrets use.
+    pub objects: Vec<ObjectCheck>,
+}
+
+/// The ExternalSecrets and PushSecrets to check, per namespace.
+#[derive(Debug, Clone)]
+pub struct Wanted {
+    /// (namespace, name) of each ExternalSecret.
+    pub external_secrets: Vec<(String, String)>,
+    /// (namespace, name) of each PushSecret.
+    pub push_secrets: Vec<(String, String)>,
+}
+
+/// Annotate each wanted ExternalSecret with `force-sync=<unix time>`; returns what was done.
+pub async fn force_sync(cluster: &EsoCluster, wanted: &Wanted) -> Vec<String> {
+    let mut done = Vec::new();
+    for (ns, name) in &wanted.external_secrets {
+        let version = match cluster.external_secret(ns, name).await {
+            Ok(Some(es)) => es.api_version,
+            _ => continue,
+        };
+        match cluster.force_sync(ns, name, &version).await {
+            Ok(_) => done.push(format!(
+                "annotated ExternalSecret `{ns}/{name}` with force-sync"
+            )),
+            Err(e) => done.push(format!(
+                "could not annotate ExternalSecret `{ns}/{name}`: {e}"
+            )),
+        }
+    }
+    done
+}
+
+/// Check everything once.
+pub async fn check(
+    cluster: &EsoCluster,
+    wanted: &Wanted,
+    targets: &[Target],
+    facts: &BTreeMap<String, PathFacts>,
+) -> Result<KubePart, KubeError> {
+    let mut external_secrets = Vec::new();
+    let mut stores: BTreeSet<(Option<String>, StoreKind, String)> = BTreeSet::new();
+    for (ns, name) in &wanted.external_secrets {
+        let check = match cluster.external_secret(ns, name).await? {
+            None => EsCheck {
+                namespace: ns.clone(),
+                name: name.clone(),
+                ok: false,
+                api_version: None,
+                ready: None,
+                reason: None,
+                message: None,
+                refresh_time: None,
+                target_secret: None,
+                problems: vec![format!(
+                    "ExternalSecret `{ns}/{name}` does not exist (is the secrets app synced?)"
+                )],
+                explanations: Vec::new(),
+            },
+            Some(es) => {
+                let mut problems = Vec::new();
+                let mut explanations = Vec::new();
+                // Each remoteRef must be a path and field of the spec, present in Vault.
+                let mut newest_created: Option<OffsetDateTime> = None;
+                for r in &es.data {
+                    let key = r.key.trim_start_matches('/');
+                    let Some(t) = targets
+                        .iter()
+                        .find(|t| t.path == key || t.full_path() == key)
+                    else {
+                        problems.push(format!(
+                            "remoteRef `{}` (secretKey `{}`) is not a path of the spec",
+                            r.key, r.secret_key
+                        ));
+                        continue;
+                    };
+                    if let Some(p) = &r.property {
+                        if !t.fields.iter().any(|f| &f.name == p) {
+                            problems.push(format!(
+                                "remoteRef `{}` property `{p}` is not a field of the spec",
+                                r.key
+                            ));
+                            continue;
+                        }
+                    }
+                    let f = facts.get(&t.full_path()).cloned().unwrap_or_default();
+                    newest_created = newest_created.max(f.created);
+                    let fields: Vec<&String> = match &r.property {
+                        Some(p) => vec![p],
+                        None => t.fields.iter().map(|f| &f.name).collect(),
+                    };
+                    for field in fields {
+                        match f.fields.get(field).map(String::as_str) {
+                            Some("valid") | None => {}
+                            Some("pending") => explanations.push(format!(
+                                "`{}` field `{field}` is still a placeholder",
+                                t.full_path()
+                            )),
+                            Some(other) => explanations.push(format!(
+                                "`{}` field `{field}` is {other} in Vault",
+                                t.full_path()
+                            )),
+                        }
+                    }
+                    if !f.policy_missing.is_empty() {
+                        explanations.push(format!(
+                            "ESO's policy does not grant `{}` on `{}/data/{}`",
+                            f.policy_missing.join("`, `"),
+                            t.mount,
+                            t.path
+                        ));
+                    }
+                }
+                if es.has_data_from {
+                    explanations.push(
+                        "it also uses `dataFrom`, which vault-seed does not cross-check".into(),
+                    );
+                }
+                match es.ready {
+                    Some(true) => match (es.refresh_time, newest_created) {
+                        (Some(refreshed), Some(created)) if refreshed < created => problems.insert(0, format!(
+                            "Ready, but last synced at {} — before the secret was created in Vault at {}: the Ready is from before seeding (try --force-sync)",
+                            rfc3339(refreshed), rfc3339(created)
+                        )),
+                        (None, _) => problems.insert(0, "Ready, but it has no `refreshTime`: it never synced".into()),
+                        _ => {}
+                    },
+                    _ => {
+                        problems.insert(0, format!(
+                            "not Ready: {}{}",
+                            es.reason.clone().unwrap_or_else(|| "no Ready condition yet".into()),
+                            es.message.as_ref().map(|m| format!(": {m}")).unwrap_or_default()
+                        ));
+                        for ev in cluster.warning_events(ns, "ExternalSecret", name).await?.into_iter().take(3) {
+                            explanations.push(format!(
+                                "event {}: {}",
+                                ev.reason.unwrap_or_default(),
+                                ev.message.unwrap_or_default()
+                            ));
+                        }
+                    }
+                }
+                // The target Secret exists and has every key the ExternalSecret maps.
+                match cluster.secret_keys(ns, &es.target_secret).await? {
+                    None => problems.push(format!(
+                        "target Secret `{ns}/{}` does not exist",
+                        es.target_secret
+                    )),
+                    Some(keys) => {
+                        let missing: Vec<&str> = es
+                            .data
+                            .iter()
+                            .map(|r| r.secret_key.as_str())
+                            .filter(|k| !keys.iter().any(|x| x == k))
+                            .collect();
+                        if !missing.is_empty() {
+                            problems.push(format!(
+                                "target Secret `{ns}/{}` lacks key(s) `{}`",
+                                es.target_secret,
+                                missing.join("`, `")
+                            ));
+                        }
+                    }
+                }
+                if let Some(store) = &es.store_ref {
+                    let kind = store.kind.unwrap_or(StoreKind::SecretStore);
+                    let store_ns = (kind == StoreKind::SecretStore).then(|| ns.clone());
+                    stores.insert((store_ns, kind, store.name.clone()));
+                }
+                EsCheck {
+                    namespace: ns.clone(),
+                    name: name.clone(),
+                    ok: problems.is_empty(),
+                    api_version: Some(es.api_version),
+                    ready: es.ready,
+                    reason: es.reason,
+                    message: es.message,
+                    refresh_time: es.refresh_time,
+                    target_secret: Some(es.target_secret),
+                    problems,
+                    explanations,
+                }
+            }
+        };
+        external_secrets.push(check);
+    }
+    let mut objects = Vec::new();
+    for (ns, name) in &wanted.push_secrets {
+        let (ok, reason, problems) = match cluster.push_secret(ns, name).await? {
+            None => (
+                false,
+                None,
+                vec![format!("PushSecret `{ns}/{name}` does not exist")],
+            ),
+            Some(ps) if ps.ready == Some(true) => (true, ps.reason, Vec::new()),
+            Some(ps) => (
+                false,
+                ps.reason.clone(),
+                vec![format!(
+                    "not Ready: {}{}",
+                    ps.reason.unwrap_or_default(),
+                    ps.message.map(|m| format!(": {m}")).unwrap_or_default()
+                )],
+            ),
+        };
+        objects.push(ObjectCheck {
+            kind: "PushSecret".into(),
+            namespace: Some(ns.clone()),
+            name: name.clone(),
+            ok,
+            reason,
+            problems,
+        });
+    }
+    for (ns, kind, name) in stores {
+        let (ok, reason, problems) = match cluster
+            .secret_store(ns.as_deref().unwrap_or(""), kind, &name)
+            .await?
+        {
+            None => (
+                false,
+                None,
+                vec![format!("{} `{name}` does not exist", kind.kind())],
+            ),
+            Some(s) if s.ready == Some(true) => (true, s.reason, Vec::new()),
+            Some(s) => (
+                false,
+                s.reason.clone(),
+                vec![format!(
+                    "not Ready: {}{}",
+                    s.reason.unwrap_or_default(),
+                    s.message.map(|m| format!(": {m}")).unwrap_or_default()
+                )],
+            ),
+        };
+        objects.push(ObjectCheck {
+            kind: kind.kind().into(),
+            namespace: ns,
+            name,
+            ok,
+            reason,
+            problems,
+        });
+    }
+    let ok = external_secrets.iter().all(|e| e.ok) && objects.iter().all(|o| o.ok);
+    Ok(KubePart {
+        ok,
+        server: cluster.server().to_string(),
+        context: cluster.context().map(str::to_string),
+        external_secrets,
+        objects,
+    })
+}
+
+fn rfc3339(t: OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
