@@ -641,3 +641,69 @@ fn token_from_vault_token_file_and_bao_twins() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn hostile_values_in_vault_are_judged_not_trusted() {
+    let bao = OpenBao::dev();
+    let huge = "h".repeat(2 << 20);
+    bao.kv_put(
+        "secret",
+        &format!("{FOLDER}/SECURITY__API_KEY_SALT"),
+        json!({ "password": 12345 }),
+    );
+    bao.kv_put(
+        "secret",
+        &format!("{FOLDER}/APP__CORE_SERVICES_MACHINE_TOKEN"),
+        json!({ "password": huge }),
+    );
+    bao.kv_put(
+        "secret",
+        &format!("{FOLDER}/SECURITY__MASTER_ENCRYPTION_KEY"),
+        json!({ "password": ["a", {"b": null}] }),
+    );
+    bao.kv_put(
+        "secret",
+        &format!("{FOLDER}/ZITADEL_MASTERKEY"),
+        json!({ "other": "x" }),
+    );
+    let out = run(&bao, &["apply", ENV, "-o", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let doc = json_of(&out);
+    let detail = |name: &str| {
+        doc["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"].as_str().unwrap().ends_with(name))
+            .unwrap()["detail"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(outcome_of(&doc, "SECURITY__API_KEY_SALT"), "invalid");
+    assert!(detail("SECURITY__API_KEY_SALT").contains("is a number, not a string"));
+    assert_eq!(
+        outcome_of(&doc, "APP__CORE_SERVICES_MACHINE_TOKEN"),
+        "invalid"
+    );
+    assert_eq!(
+        outcome_of(&doc, "SECURITY__MASTER_ENCRYPTION_KEY"),
+        "invalid"
+    );
+    assert!(detail("SECURITY__MASTER_ENCRYPTION_KEY").contains("is a list"));
+    // A secret missing the spec's field gets it added; the hand-made field stays.
+    assert_eq!(outcome_of(&doc, "ZITADEL_MASTERKEY"), "extended");
+    let (d, v) = bao
+        .kv_get("secret", &format!("{FOLDER}/ZITADEL_MASTERKEY"))
+        .unwrap();
+    assert_eq!(
+        (d["other"].as_str(), d["password"].as_str().map(str::len), v),
+        (Some("x"), Some(32), 2)
+    );
+    // Nothing hostile was overwritten, and the huge value never reaches the output.
+    assert_eq!(
+        bao.kv_version("secret", &format!("{FOLDER}/SECURITY__API_KEY_SALT")),
+        Some(1)
+    );
+    assert!(!text(&out.stdout).contains("hhhhhhhhhh") && !text(&out.stderr).contains("hhhhhhhhhh"));
+}

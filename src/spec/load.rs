@@ -57,34 +57,47 @@ pub fn load_dir(dir: &Path) -> Result<SpecSet, LoadError> {
 
 /// Load and validate the given spec files.
 pub fn load_files(files: &[PathBuf]) -> Result<SpecSet, LoadError> {
+    let mut sources = Vec::new();
     let mut diags = Vec::new();
-    let mut specs = Vec::new();
     for path in files {
         match std::fs::read(path) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(text) => {
-                    let src = SourceFile::new(path, text);
-                    let mut cx = Cx {
-                        src: &src,
-                        diags: &mut diags,
-                    };
-                    if let Some(spec) = parse_spec(&mut cx) {
-                        specs.push(spec);
-                    }
-                }
-                Err(e) => diags.push(
-                    Diagnostic::global(format!(
-                        "`{}` is not UTF-8 text (invalid byte at offset {})",
-                        path.display(),
-                        e.utf8_error().valid_up_to()
-                    ))
-                    .with_help("save the spec as UTF-8"),
-                ),
-            },
+            Ok(bytes) => sources.push((path.clone(), bytes)),
             Err(e) => diags.push(Diagnostic::global(format!(
                 "cannot read `{}`: {e}",
                 path.display()
             ))),
+        }
+    }
+    load_sources(sources, diags)
+}
+
+/// Load and validate spec files given as (path, bytes): the in-memory entry point, used by
+/// [`load_files`], the property tests and the fuzz target. Never panics, whatever the bytes.
+pub fn load_sources(
+    sources: Vec<(PathBuf, Vec<u8>)>,
+    mut diags: Vec<Diagnostic>,
+) -> Result<SpecSet, LoadError> {
+    let mut specs = Vec::new();
+    for (path, bytes) in sources {
+        match String::from_utf8(bytes) {
+            Ok(text) => {
+                let src = SourceFile::new(&path, text);
+                let mut cx = Cx {
+                    src: &src,
+                    diags: &mut diags,
+                };
+                if let Some(spec) = parse_spec(&mut cx) {
+                    specs.push(spec);
+                }
+            }
+            Err(e) => diags.push(
+                Diagnostic::global(format!(
+                    "`{}` is not UTF-8 text (invalid byte at offset {})",
+                    path.display(),
+                    e.utf8_error().valid_up_to()
+                ))
+                .with_help("save the spec as UTF-8"),
+            ),
         }
     }
     check_duplicate_paths(&specs, &mut diags);

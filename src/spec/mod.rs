@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::generate::Generator;
 pub use diag::{Diagnostic, Location};
-pub use load::{load_dir, load_files, LoadError};
+pub use load::{load_dir, load_files, load_sources, LoadError};
 
 /// The placeholder in a path template that an environment's name replaces.
 pub const ENV_PLACEHOLDER: &str = "{env}";

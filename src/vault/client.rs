@@ -337,6 +337,52 @@ mod tests {
     use super::*;
 
     #[test]
+    fn token_goes_only_in_a_sensitive_header() {
+        let auth = Auth {
+            token: SecretString::from("s.tok-123".to_string()),
+            namespace: Some("team".into()),
+        };
+        let call = Call {
+            method: RequestMethod::GET,
+            path: "auth/token/lookup-self".into(),
+            query: None,
+            body: None,
+        };
+        let mut req = call.request("http://127.0.0.1:8200/v1").unwrap();
+        auth.request(&call, &mut req).unwrap();
+        let header = req.headers().get("X-Vault-Token").unwrap();
+        assert!(header.is_sensitive());
+        assert_eq!(header.to_str().unwrap(), "s.tok-123");
+        // Sensitive headers print redacted.
+        assert!(!format!("{:?}", req.headers()).contains("tok-123"));
+        assert!(!req.uri().to_string().contains("tok-123"));
+        assert_eq!(req.headers().get("X-Vault-Namespace").unwrap(), "team");
+    }
+
+    #[test]
+    fn path_segments_are_encoded_and_cannot_climb() {
+        let call = Call {
+            method: RequestMethod::GET,
+            path: "secret/data/a b/c?d#e/%2e%2e".into(),
+            query: None,
+            body: None,
+        };
+        let uri = call
+            .request("http://127.0.0.1:8200/v1")
+            .unwrap()
+            .uri()
+            .to_string();
+        assert!(
+            uri.starts_with("http://127.0.0.1:8200/v1/secret/data/"),
+            "{uri}"
+        );
+        assert!(
+            !uri.contains(' ') && !uri.contains('?') && !uri.contains('#'),
+            "{uri}"
+        );
+    }
+
+    #[test]
     fn backoff_is_capped_and_grows() {
         for attempt in 1..=MAX_RETRIES + 3 {
             let d = backoff(attempt);
