@@ -31,6 +31,14 @@ struct Envelope<T> {
     data: Option<T>,
 }
 
+/// The body of `sys/capabilities(-self)`; the token, when there is one, is borrowed.
+#[derive(serde::Serialize)]
+struct CapabilitiesBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token: Option<&'a str>,
+    paths: &'a [String],
+}
+
 /// What `sys/internal/ui/mounts/<path>` says about a mount.
 #[derive(Debug, Clone)]
 pub struct MountInfo {
@@ -179,12 +187,9 @@ impl Vault {
         &self,
         paths: &[String],
     ) -> Result<BTreeMap<String, Vec<String>>, VaultError> {
-        self.capabilities_call(
-            "sys/capabilities-self",
-            serde_json::json!({ "paths": paths }),
-            paths,
-        )
-        .await
+        let body = CapabilitiesBody { token: None, paths };
+        self.capabilities_call("sys/capabilities-self", &body, paths)
+            .await
     }
 
     /// The capabilities another token has on each path (`sys/capabilities`; needs `sudo`-less
@@ -195,19 +200,22 @@ impl Vault {
         paths: &[String],
     ) -> Result<BTreeMap<String, Vec<String>>, VaultError> {
         use secrecy::ExposeSecret;
-        let body = serde_json::json!({ "token": token.expose_secret(), "paths": paths });
-        self.capabilities_call("sys/capabilities", body, paths)
+        let body = CapabilitiesBody {
+            token: Some(token.expose_secret()),
+            paths,
+        };
+        self.capabilities_call("sys/capabilities", &body, paths)
             .await
     }
 
     async fn capabilities_call(
         &self,
         api: &str,
-        body: serde_json::Value,
+        body: &CapabilitiesBody<'_>,
         paths: &[String],
     ) -> Result<BTreeMap<String, Vec<String>>, VaultError> {
-        let payload = zeroize::Zeroizing::new(serde_json::to_vec(&body).unwrap_or_default());
-        drop(body);
+        // Serialised from borrowed parts straight into a buffer that is zeroized on drop.
+        let payload = zeroize::Zeroizing::new(serde_json::to_vec(body).unwrap_or_default());
         let reply = self
             .send(
                 || Call {
