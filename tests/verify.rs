@@ -532,3 +532,42 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
         assert!(!all.contains(s.as_str()), "a secret leaked into the output");
     }
 }
+
+/// A policy in an HCL 1 form the server accepts but vault-seed's parser does not: verify says so
+/// and asks the server instead, with the same verdict.
+#[test]
+fn a_policy_vault_seed_cannot_parse_is_checked_by_the_server() {
+    // Several blocks on one line, with trailing commas: valid HCL 1, rejected by hcl-rs.
+    let hcl1 = r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"], } path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"], }"#;
+    let bao = vault_with(hcl1);
+    let eso = bao.token_with_policies(&["eso-ask-push"]);
+    let file = bao.home.path().join("eso-token");
+    std::fs::write(&file, &eso).unwrap();
+    let out = verify(
+        &bao,
+        None,
+        &[
+            "--only",
+            "policy",
+            "-o",
+            "json",
+            "--eso-token-file",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let doc = json_of(&out);
+    assert_eq!(doc["policy"]["method"], "server-eso-token");
+    assert!(
+        doc["policy"]["notes"]
+            .to_string()
+            .contains("cannot evaluate policy `eso-ask-push` here"),
+        "{doc}"
+    );
+}
