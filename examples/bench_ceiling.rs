@@ -25,7 +25,10 @@ const SIZES: [(&str, usize); 5] = [
 ];
 
 fn path(i: usize) -> (String, usize) {
-    (format!("bench/svc{:03}/bench/S{:03}", i / 100, i % 100), i % 100)
+    (
+        format!("bench/svc{:03}/bench/S{:03}", i / 100, i % 100),
+        i % 100,
+    )
 }
 
 #[tokio::main]
