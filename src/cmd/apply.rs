@@ -64,6 +64,7 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, dry_run: bool) -> Exit {
         };
         let mut run = seed::run(vault, &mounts, ready, &opts, cancel, &tick).await;
         bar.finish_and_clear();
+        tracing::info!(requests = vault.requests(), "requests sent to Vault");
         for t in &failed {
             let msg = mount_errors.get(&t.mount).cloned().unwrap_or_default();
             run.paths

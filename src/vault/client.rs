@@ -5,6 +5,7 @@
 //! mark the header sensitive; ours holds it as a [`SecretString`], exposes it only while the
 //! header is built, and marks `X-Vault-Token` sensitive so no HTTP layer prints it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -28,6 +29,8 @@ pub struct Vault {
     http: rustify::clients::reqwest::Client,
     auth: Auth,
     addr: String,
+    /// HTTP requests sent, retries included: `-v` reports it, `bench/run` reads it.
+    requests: AtomicU64,
 }
 
 struct Auth {
@@ -161,12 +164,18 @@ impl Vault {
                 namespace: settings.namespace.clone(),
             },
             addr: settings.addr.clone(),
+            requests: AtomicU64::new(0),
         })
     }
 
     /// Vault's address.
     pub fn addr(&self) -> &str {
         &self.addr
+    }
+
+    /// HTTP requests sent so far, retries included.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
     }
 
     /// Send a request, retrying transient failures with capped exponential backoff and jitter.
@@ -193,6 +202,7 @@ impl Vault {
     async fn send_once(&self, call: Call, capability: &'static str) -> Result<Reply, VaultError> {
         let method = method_name(&call.method);
         let path = call.path.clone();
+        self.requests.fetch_add(1, Ordering::Relaxed);
         match call.with_middleware(&self.auth).exec(&self.http).await {
             Ok(result) => Ok(Reply::Ok(result.response.into_body())),
             Err(e) => match self.classify(e, method, path, capability) {
