@@ -75,7 +75,8 @@ async fn main() -> anyhow::Result<()> {
                     let r = client
                         .post(format!("{addr}/v1/{mount}/data/{p}"))
                         .header("X-Vault-Token", token)
-                        .json(&body)
+                        .header("Content-Type", "application/json")
+                        .body(serde_json::to_vec(&body).unwrap_or_default())
                         .send()
                         .await;
                     let written = ok(r).await;
@@ -90,7 +91,8 @@ async fn main() -> anyhow::Result<()> {
                         let r = client
                             .post(format!("{addr}/v1/{mount}/metadata/{p}"))
                             .header("X-Vault-Token", token)
-                            .json(&meta)
+                            .header("Content-Type", "application/json")
+                            .body(serde_json::to_vec(&meta).unwrap_or_default())
                             .send()
                             .await;
                         ok(r).await
