@@ -49,6 +49,21 @@ fn apply_as(bao: &OpenBao, token: &str, specs: &Path) -> Output {
         .unwrap()
 }
 
+/// Run the built binary on the repository's real spec.
+trait OnRealSpec {
+    fn on_real_spec(&mut self, args: &[&str]) -> Output;
+}
+
+impl OnRealSpec for assert_cmd::Command {
+    fn on_real_spec(&mut self, args: &[&str]) -> Output {
+        self.arg("--specs")
+            .arg(common::repo_specs())
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
 fn json_of(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -547,11 +562,7 @@ fn connection_problems_are_clear() {
         .env("VAULT_ADDR", format!("http://127.0.0.1:{port}"))
         .env("VAULT_TOKEN", "t")
         .env("VAULT_CLIENT_TIMEOUT", "2s")
-        .arg("--specs")
-        .arg(common::repo_specs())
-        .args(["apply", ENV])
-        .output()
-        .unwrap();
+        .on_real_spec(&["apply", ENV]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
@@ -561,11 +572,7 @@ fn connection_problems_are_clear() {
     // No token anywhere: usage error, nothing sent.
     let out = common::vault_seed_cmd(home.path())
         .env("VAULT_ADDR", "http://127.0.0.1:1")
-        .arg("--specs")
-        .arg(common::repo_specs())
-        .args(["apply", ENV])
-        .output()
-        .unwrap();
+        .on_real_spec(&["apply", ENV]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("no Vault token"),
@@ -577,11 +584,7 @@ fn connection_problems_are_clear() {
     let out = bao
         .vault_seed()
         .env("VAULT_TOKEN", "not-a-token")
-        .arg("--specs")
-        .arg(common::repo_specs())
-        .args(["apply", ENV])
-        .output()
-        .unwrap();
+        .on_real_spec(&["apply", ENV]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stderr).contains("rejected the token"),
@@ -592,11 +595,7 @@ fn connection_problems_are_clear() {
     let out = common::vault_seed_cmd(home.path())
         .env("VAULT_ADDR", "http://vault.example:8200")
         .env("VAULT_TOKEN", "t")
-        .arg("--specs")
-        .arg(common::repo_specs())
-        .args(["apply", ENV])
-        .output()
-        .unwrap();
+        .on_real_spec(&["apply", ENV]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("refusing to send the Vault token over plain http://"),
@@ -604,13 +603,7 @@ fn connection_problems_are_clear() {
         text(&out.stderr)
     );
     // An unknown environment is a usage error.
-    let out = bao
-        .vault_seed()
-        .arg("--specs")
-        .arg(common::repo_specs())
-        .args(["apply", "nope"])
-        .output()
-        .unwrap();
+    let out = bao.vault_seed().on_real_spec(&["apply", "nope"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("known environments: `auh1-dev`"),
