@@ -13,6 +13,7 @@ pub mod policy;
 pub mod report;
 pub mod seed;
 pub mod spec;
+mod suggest;
 pub mod vault;
 pub mod verify;
 

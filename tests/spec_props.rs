@@ -136,3 +136,12 @@ fn huge_spec_values_are_errors_not_crashes() {
         .iter()
         .any(|d| d.message.contains("longer than 255")));
 }
+
+/// Found in review: "did you mean" sliced an unknown key by bytes and panicked when byte 4 fell
+/// inside a character. An unknown key `aéé` must be an error, not a crash.
+#[test]
+fn unknown_multi_byte_key_is_an_error_not_a_panic() {
+    let text = REAL.replace("[vault]\n", "[vault]\n\"aéé\" = 1\n");
+    let ds = problems(text.into_bytes());
+    assert!(ds.iter().any(|d| d.message.contains("unknown key `aéé`")), "{ds:?}");
+}

@@ -14,6 +14,7 @@ use super::{
     backticked, AuthRole, Environment, Eso, EsoAccess, Field, Secret, SecretOverride, Spec,
     SpecSet, VaultTarget, ENV_PLACEHOLDER,
 };
+use crate::suggest::suggest;
 use crate::generate::{
     CharClass, CharClasses, Generator, DEFAULT_BYTES, DEFAULT_MARKER, DEFAULT_PASSWORD_LENGTH,
     GENERATOR_NAMES, MAX_BYTES, MIN_BYTES, PASSWORD_LENGTHS,
@@ -1054,29 +1055,3 @@ fn list_str(items: &[&str]) -> String {
         .join(", ")
 }
 
-/// The closest candidate within an edit distance of 2 (or sharing a 4-character prefix).
-pub(crate) fn suggest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
-    candidates
-        .iter()
-        .map(|c| (levenshtein(&word.to_lowercase(), &c.to_lowercase()), c))
-        .filter(|(d, c)| *d <= 2 || (word.len() >= 4 && c.starts_with(&word[..4])))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c.as_str())
-}
-
-fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur.push(
-                (prev[j] + usize::from(ca != *cb))
-                    .min(prev[j + 1] + 1)
-                    .min(cur[j] + 1),
-            );
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
