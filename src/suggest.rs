@@ -8,7 +8,9 @@ pub(crate) fn suggest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a st
     candidates
         .iter()
         .map(|c| (levenshtein(&lower, &c.to_lowercase()), c))
-        .filter(|(d, c)| *d <= 2 || (prefix.chars().count() == 4 && c.to_lowercase().starts_with(&prefix)))
+        .filter(|(d, c)| {
+            *d <= 2 || (prefix.chars().count() == 4 && c.to_lowercase().starts_with(&prefix))
+        })
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c.as_str())
 }
@@ -19,7 +21,11 @@ fn levenshtein(a: &str, b: &str) -> usize {
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur.push((prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1));
+            cur.push(
+                (prev[j] + usize::from(ca != *cb))
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
         }
         prev = cur;
     }

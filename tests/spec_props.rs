@@ -143,5 +143,8 @@ fn huge_spec_values_are_errors_not_crashes() {
 fn unknown_multi_byte_key_is_an_error_not_a_panic() {
     let text = REAL.replace("[vault]\n", "[vault]\n\"aéé\" = 1\n");
     let ds = problems(text.into_bytes());
-    assert!(ds.iter().any(|d| d.message.contains("unknown key `aéé`")), "{ds:?}");
+    assert!(
+        ds.iter().any(|d| d.message.contains("unknown key `aéé`")),
+        "{ds:?}"
+    );
 }

@@ -5,6 +5,7 @@
 //! Validators never echo the value they judge: their reasons speak of lengths and alphabets.
 
 mod charset;
+mod params;
 
 use std::fmt;
 
@@ -16,6 +17,7 @@ use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
 pub use charset::{CharClass, CharClasses};
+pub use params::{Param, ParamError, Params, Syntax};
 
 /// Default number of random bytes for `hex`, `base64` and `base64url`.
 pub const DEFAULT_BYTES: usize = 32;

@@ -14,11 +14,8 @@ use super::{
     backticked, AuthRole, Environment, Eso, EsoAccess, Field, Secret, SecretOverride, Spec,
     SpecSet, VaultTarget, ENV_PLACEHOLDER,
 };
+use crate::generate::{Generator, Param, Params, Syntax, GENERATOR_NAMES};
 use crate::suggest::suggest;
-use crate::generate::{
-    CharClass, CharClasses, Generator, DEFAULT_BYTES, DEFAULT_MARKER, DEFAULT_PASSWORD_LENGTH,
-    GENERATOR_NAMES, MAX_BYTES, MIN_BYTES, PASSWORD_LENGTHS,
-};
 
 /// Why the specs could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -797,141 +794,35 @@ fn parse_generator(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> Option<Gener
     }
     cx.finish(th, ctx);
     let (name, gspan) = gen?;
-    let mut errors = 0;
-    let mut not_for = |cx: &mut Cx<'_>, key: &str, s: Span, takes: &str| {
-        cx.err(
-            s,
-            format!("generator `{name}` does not take `{key}`"),
-            Some(takes.to_string()),
-        );
-        errors += 1;
+    let class_names: Option<Vec<String>> = classes
+        .as_ref()
+        .map(|c| c.iter().map(|(n, _)| n.clone()).collect());
+    let params = Params {
+        name: &name,
+        bytes: bytes.map(|b| b.0),
+        length: length.map(|l| l.0),
+        classes: class_names.as_deref(),
+        marker: marker.as_ref().map(|m| m.0.as_str()),
     };
-    let byte_takers = matches!(name.as_str(), "hex" | "base64" | "base64url");
-    if let (Some((_, s)), false) = (&bytes, byte_takers) {
-        not_for(
-            cx,
-            "bytes",
-            *s,
-            "only `hex`, `base64` and `base64url` take `bytes`",
-        );
-    }
-    if name != "password" {
-        if let Some((_, s)) = &length {
-            not_for(cx, "length", *s, "only `password` takes `length`");
-        }
-        if let Some(c) = classes.as_ref().and_then(|c| c.first()) {
-            not_for(cx, "classes", c.1, "only `password` takes `classes`");
-        }
-    }
-    if let (Some((_, s)), false) = (&marker, name == "placeholder") {
-        not_for(cx, "marker", *s, "only `placeholder` takes `marker`");
-    }
-    let bytes_value = |cx: &mut Cx<'_>| -> Option<usize> {
-        match bytes {
-            None => Some(DEFAULT_BYTES),
-            Some((n, s)) => match usize::try_from(n) {
-                Ok(n) if (MIN_BYTES..=MAX_BYTES).contains(&n) => Some(n),
-                _ => {
-                    cx.err(
-                        s,
-                        format!("`bytes = {n}` is out of range"),
-                        Some(format!(
-                            "between {MIN_BYTES} and {MAX_BYTES}; 32 is the usual key size"
-                        )),
-                    );
-                    None
-                }
-            },
-        }
-    };
-    let g = match name.as_str() {
-        "hex" => Generator::Hex {
-            bytes: bytes_value(cx)?,
-        },
-        "hex32" => {
-            if let Some((_, s)) = bytes {
-                cx.err(
-                    s,
-                    "`hex32` is `hex` with `bytes = 32`",
-                    Some("write `generator = \"hex\"` to choose `bytes`".into()),
-                );
-                return None;
+    match Generator::from_params(&params, Syntax::Spec) {
+        Ok(g) => Some(g),
+        Err(errors) => {
+            for e in errors {
+                let at = match e.param {
+                    Param::Generator => gspan,
+                    Param::Bytes => bytes.map_or(span, |b| b.1),
+                    Param::Length => length.map_or(span, |l| l.1),
+                    Param::Classes(i) => classes
+                        .as_ref()
+                        .and_then(|c| c.get(i))
+                        .map_or(span, |c| c.1),
+                    Param::Marker => marker.as_ref().map_or(span, |m| m.1),
+                };
+                cx.err(at, e.message, Some(e.help));
             }
-            Generator::Hex { bytes: 32 }
+            None
         }
-        "fernet" => Generator::Fernet,
-        "masterkey" => Generator::Masterkey,
-        "placeholder" => Generator::Placeholder {
-            marker: marker.map(|m| m.0).unwrap_or_else(|| DEFAULT_MARKER.into()),
-        },
-        "base64" | "base64url" => Generator::Base64 {
-            bytes: bytes_value(cx)?,
-            url_safe: name == "base64url",
-        },
-        "password" => {
-            let length = match length {
-                None => DEFAULT_PASSWORD_LENGTH,
-                Some((n, s)) => match usize::try_from(n) {
-                    Ok(n) if PASSWORD_LENGTHS.contains(&n) => n,
-                    _ => {
-                        cx.err(
-                            s,
-                            format!("`length = {n}` is out of range"),
-                            Some(format!(
-                                "between {} and {}",
-                                PASSWORD_LENGTHS.start(),
-                                PASSWORD_LENGTHS.end()
-                            )),
-                        );
-                        return None;
-                    }
-                },
-            };
-            let classes = match classes {
-                None => CharClasses::default(),
-                Some(items) => {
-                    let mut parsed = Vec::new();
-                    for (c, s) in &items {
-                        match CharClass::from_name(c) {
-                            Some(class) => parsed.push(class),
-                            None => cx.err(
-                                *s,
-                                format!("unknown character class `{c}`"),
-                                Some("one of `lower`, `upper`, `digit`, `symbol`".into()),
-                            ),
-                        }
-                    }
-                    match CharClasses::new(parsed) {
-                        Some(c) => c,
-                        None if !items.is_empty() => return None,
-                        None => {
-                            cx.err(
-                                span,
-                                format!("{ctx} has an empty `classes`"),
-                                Some("e.g. `classes = [\"lower\", \"upper\", \"digit\"]`".into()),
-                            );
-                            return None;
-                        }
-                    }
-                }
-            };
-            Generator::Password { length, classes }
-        }
-        "uuid" => Generator::Uuid,
-        other => {
-            let known: Vec<String> = GENERATOR_NAMES.iter().map(|s| s.to_string()).collect();
-            let help = match suggest(other, &known) {
-                Some(s) => format!(
-                    "did you mean `{s}`? known generators: {}",
-                    list_str(GENERATOR_NAMES)
-                ),
-                None => format!("known generators: {}", list_str(GENERATOR_NAMES)),
-            };
-            cx.err(gspan, format!("unknown generator `{other}`"), Some(help));
-            return None;
-        }
-    };
-    (errors == 0).then_some(g)
+    }
 }
 
 /// Two secrets (in one file or several) that resolve to the same Vault path in one environment.
@@ -1054,4 +945,3 @@ fn list_str(items: &[&str]) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
-
