@@ -167,14 +167,26 @@ fn transient_faults_are_retried_and_every_path_ends_at_version_one() {
         _ => Fault::CutAfter(Duration::from_millis(40 + (n * 37 % 200))),
     });
     let dir = spec_with(N, &proxy.addr);
-    let out = apply_cmd(&bao, &proxy.addr, dir.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = apply_cmd(&bao, &proxy.addr, dir.path())
+        .arg("-v")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["summary"]["created"], N as u64);
-    assert!(
-        proxy.connections.load(Ordering::SeqCst) > 40,
-        "the proxy should have cut many connections"
-    );
+    // Faults were hit, whatever the machine's speed: connection 5 always answers 502 (16 are
+    // opened at concurrency 16), so vault-seed retried and sent more than a clean run's
+    // token check + mount detection + one LIST + a write and a metadata write per path.
+    let clean_run = 3 + 2 * N as u64;
+    let sent: u64 = err
+        .split("requests=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no request count in -v output: {err}"));
+    assert!(sent > clean_run, "no retry happened: {sent} requests");
+    assert!(proxy.connections.load(Ordering::SeqCst) > 5);
     assert_all_version_one(&bao, N);
 }
 

@@ -521,7 +521,17 @@ async fn polling_sees_false_turn_true() {
     let eso = {
         let kube = std::sync::Arc::clone(&kube);
         std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(400));
+            // Only after the client has seen it not Ready, however slow this machine is.
+            let start = Instant::now();
+            while !kube
+                .requests()
+                .iter()
+                .any(|r| r.method == "GET" && r.path.ends_with("/externalsecrets/db"))
+                && start.elapsed() < Duration::from_secs(30)
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            std::thread::sleep(Duration::from_millis(200));
             kube.update("ExternalSecret", Some(NS), "db", |es| {
                 set_ready(
                     es,

@@ -409,7 +409,17 @@ fn wait_sees_an_external_secret_become_ready() {
     );
     std::thread::scope(|s| {
         s.spawn(|| {
-            std::thread::sleep(Duration::from_millis(2500));
+            // Flip it only once verify has seen it not Ready (however slow this machine is).
+            let seen = || {
+                kube.requests().iter().any(|r| {
+                    r.method == "GET" && r.path.ends_with("/externalsecrets/zitadel-secret")
+                })
+            };
+            let start = std::time::Instant::now();
+            while !seen() && start.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            std::thread::sleep(Duration::from_millis(500));
             kube.update("ExternalSecret", Some("ask"), "zitadel-secret", |v| {
                 *v = fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS)
                     .ready_synced(&later())
