@@ -700,3 +700,39 @@ fn hostile_values_in_vault_are_judged_not_trusted() {
     );
     assert!(!text(&out.stdout).contains("hhhhhhhhhh") && !text(&out.stderr).contains("hhhhhhhhhh"));
 }
+
+/// Concurrent applies of placeholder-only secrets: each path is reported created by exactly one
+/// run (a marker is the same in every run, so it cannot prove who wrote it).
+#[test]
+fn concurrent_applies_of_placeholders_claim_each_path_once() {
+    let bao = OpenBao::dev();
+    let mut spec = String::from("[vault]\nmount = \"secret\"\npath = \"ph/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n");
+    for i in 0..60 {
+        spec.push_str(&format!("[secrets.P{i:02}]\ndescription = \"p\"\nfields.value = {{ generator = \"placeholder\" }}\n"));
+    }
+    let dir = spec_dir(&bao, &spec);
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("vault-seed"))
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", bao.home.path())
+                .env("VAULT_ADDR", &bao.addr)
+                .env("VAULT_TOKEN", &bao.token)
+                .arg("--specs")
+                .arg(dir.path())
+                .args(["apply", "dev", "-o", "json"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut created = 0;
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        created += json_of(&out)["summary"]["created"].as_u64().unwrap();
+    }
+    assert_eq!(created, 60);
+}

@@ -280,7 +280,15 @@ async fn create(
             // connection failed: read it back and judge it like any existing value.
             match ctx.vault.kv_read(mount, &t.path).await {
                 Ok(Existing::Present(p)) => {
-                    let ours = values.iter().all(|(k, v)| matches!(p.fields.get(k), Some(FieldValue::Text(s)) if s.expose_secret() == v.expose_secret()));
+                    // Only random values prove authorship: a placeholder's marker is the same in
+                    // every run, so a secret of placeholders alone is never claimed as ours.
+                    let random = |k: &str| {
+                        t.fields
+                            .iter()
+                            .any(|f| f.name == k && !f.generator.is_placeholder())
+                    };
+                    let ours = values.iter().any(|(k, _)| random(k))
+                        && values.iter().all(|(k, v)| matches!(p.fields.get(k), Some(FieldValue::Text(s)) if s.expose_secret() == v.expose_secret()));
                     if ours {
                         write_metadata(ctx, mount, t, old_meta, outcome.verb()).await;
                         PathResult::all(
