@@ -254,15 +254,8 @@ fn eight_concurrent_applies_leave_every_path_at_version_one() {
     let dir = spec_dir(&bao, &many_secrets_spec());
     let children: Vec<_> = (0..8)
         .map(|_| {
-            let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("vault-seed"));
-            c.env_clear()
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .env("HOME", bao.home.path())
-                .env("VAULT_ADDR", &bao.addr)
-                .env("VAULT_TOKEN", &bao.token)
-                .arg("--specs")
-                .arg(dir.path())
-                .args(["apply", "dev", "-o", "json", "--concurrency", "8"])
+            let mut c = bao.vault_seed_process(dir.path());
+            c.args(["apply", "dev", "-o", "json", "--concurrency", "8"])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped());
             c.spawn().unwrap()
@@ -713,14 +706,7 @@ fn concurrent_applies_of_placeholders_claim_each_path_once() {
     let dir = spec_dir(&bao, &spec);
     let children: Vec<_> = (0..4)
         .map(|_| {
-            std::process::Command::new(assert_cmd::cargo::cargo_bin("vault-seed"))
-                .env_clear()
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .env("HOME", bao.home.path())
-                .env("VAULT_ADDR", &bao.addr)
-                .env("VAULT_TOKEN", &bao.token)
-                .arg("--specs")
-                .arg(dir.path())
+            bao.vault_seed_process(dir.path())
                 .args(["apply", "dev", "-o", "json"])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())

@@ -181,14 +181,8 @@ fn set_rejects_a_value_in_the_wrong_format_and_writes_nothing() {
 #[test]
 fn set_detects_a_concurrent_change_between_read_and_write() {
     let (bao, dir) = setup();
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("vault-seed"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", bao.home.path())
-        .env("VAULT_ADDR", &bao.addr)
-        .env("VAULT_TOKEN", &bao.token)
-        .arg("--specs")
-        .arg(dir.path())
+    let mut child = bao
+        .vault_seed_process(dir.path())
         .args(["set", "dev", "PAT.value"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -236,7 +230,7 @@ fn set_detects_a_concurrent_change_between_read_and_write() {
 fn set_reads_from_a_terminal_without_echo() {
     let (bao, dir) = setup();
     let script = r#"
-import os, pty, sys, select
+import os, pty, sys, select, time
 argv = sys.argv[1:]
 pid, fd = pty.fork()
 if pid == 0:
@@ -255,9 +249,12 @@ def wait_for(pat):
         if not chunk:
             sys.exit("eof waiting for %r" % pat)
         out += chunk
+# rpassword prints each prompt, then turns echo off: type as a person would, a moment later.
 wait_for(b"value (hidden): ")
+time.sleep(0.3)
 os.write(fd, b"typed-secret-9f3a\n")
 wait_for(b"again: ")
+time.sleep(0.3)
 os.write(fd, b"typed-secret-9f3a\n")
 while True:
     try:

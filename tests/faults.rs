@@ -29,14 +29,8 @@ fn text(b: &[u8]) -> String {
 }
 
 fn apply_cmd(bao: &OpenBao, addr: &str, specs: &std::path::Path) -> Command {
-    let mut c = Command::new(assert_cmd::cargo::cargo_bin("vault-seed"));
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", bao.home.path())
-        .env("VAULT_ADDR", addr)
-        .env("VAULT_TOKEN", &bao.token)
-        .arg("--specs")
-        .arg(specs)
+    let mut c = bao.vault_seed_process(specs);
+    c.env("VAULT_ADDR", addr)
         .args(["apply", "dev", "-o", "json"]);
     c
 }

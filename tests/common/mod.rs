@@ -436,6 +436,21 @@ impl OpenBao {
         }
     }
 
+    /// The built `vault-seed` as a plain process on `specs` (to spawn several at once, or to
+    /// talk to its stdin while it runs), with the same clean environment as [`Self::vault_seed`].
+    pub fn vault_seed_process(&self, specs: &Path) -> Command {
+        let mut c = Command::new(assert_cmd::cargo::cargo_bin("vault-seed"));
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("NO_COLOR", "1")
+            .env("VAULT_ADDR", &self.addr)
+            .env("VAULT_TOKEN", &self.token)
+            .arg("--specs")
+            .arg(specs);
+        c
+    }
+
     /// A command running the built `vault-seed` binary against this server, with a clean
     /// environment: only PATH, HOME (a scratch dir), VAULT_ADDR, VAULT_TOKEN and NO_COLOR.
     pub fn vault_seed(&self) -> assert_cmd::Command {
