@@ -11,6 +11,10 @@
 //! (GET `<mount>/data/<p>`). Paths and value sizes are those of the spec `bench/run` generates:
 //! `bench/svcNNN/bench/SNNN`, cycling 64, 44, 32, 36 and 11 characters. Values are filler, not
 //! secrets, and are never printed. Prints `elapsed_s=<seconds> ok=<n> failed=<n>`.
+//!
+//! One thread (tokio's current-thread runtime), like `vault-seed`: on a 2-core machine that
+//! shares its CPU with the server, that was the fastest client measured (a multi-threaded runtime
+//! spends its extra CPU waking threads, which the server then lacks).
 
 use std::time::Instant;
 
@@ -31,7 +35,7 @@ fn path(i: usize) -> (String, usize) {
     )
 }
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [mode, addr, mount, n, conc] = args.as_slice() else {
