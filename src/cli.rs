@@ -92,7 +92,7 @@ pub enum Command {
     ///
     /// KV v2 writes use check-and-set `cas=0`, so Vault itself refuses to overwrite a path that
     /// someone else created meanwhile.
-    Apply(ApplyArgs),
+    Apply(ApplyCmd),
 
     /// Check that the bootstrap is done: values valid, ESO's policy sufficient, ExternalSecrets
     /// Ready.
@@ -171,6 +171,20 @@ pub struct ApplyArgs {
     /// Vault connection.
     #[command(flatten)]
     pub vault: VaultArgs,
+}
+
+/// `apply` options: those of `plan`, and how to write.
+#[derive(Debug, Args)]
+pub struct ApplyCmd {
+    /// What to apply, and where.
+    #[command(flatten)]
+    pub common: ApplyArgs,
+    /// Write no custom_metadata (`managed-by=vault-seed`, spec file, generators) on the paths
+    /// written. KV v2 takes custom_metadata only in a second request per path, so this halves
+    /// the requests of a first apply (about twice as fast at thousands of paths); the secrets
+    /// then carry no mark of who created them.
+    #[arg(long)]
+    pub no_metadata: bool,
 }
 
 /// `verify` options.

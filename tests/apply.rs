@@ -722,3 +722,67 @@ fn concurrent_applies_of_placeholders_claim_each_path_once() {
     }
     assert_eq!(created, 60);
 }
+
+/// The request count that `-v` logs at the end of a run.
+fn requests_sent(out: &Output) -> u64 {
+    let err = text(&out.stderr);
+    err.split("requests=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no request count in -v output: {err}"))
+}
+
+#[test]
+fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
+    let bao = OpenBao::dev();
+    // Two environments of the same 120 secrets, in two folders.
+    let spec = many_secrets_spec().replace(
+        "[environments.dev]\n",
+        "[environments.dev]\nvault_addr = \"{addr}\"\n[environments.dev2]\n",
+    );
+    let dir = spec_dir(&bao, &spec);
+    let with = run_specs(&bao, dir.path(), &["apply", "dev", "-o", "json", "-v"]);
+    assert_eq!(with.status.code(), Some(0), "{}", text(&with.stderr));
+    let without = run_specs(
+        &bao,
+        dir.path(),
+        &["apply", "dev2", "--no-metadata", "-o", "json", "-v"],
+    );
+    assert_eq!(without.status.code(), Some(0), "{}", text(&without.stderr));
+    let doc = json_of(&without);
+    assert_eq!(doc["summary"]["created"], MANY as u64, "{doc}");
+    assert!(
+        doc["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("--no-metadata")),
+        "{doc}"
+    );
+    assert_eq!(json_of(&with)["notes"], json!([]));
+    // Exactly the custom_metadata writes are saved: one per created path.
+    assert_eq!(
+        requests_sent(&with) - requests_sent(&without),
+        MANY as u64,
+        "with: {}, without: {}",
+        requests_sent(&with),
+        requests_sent(&without)
+    );
+    for i in [0, 57, MANY - 1] {
+        let (_, marked) = bao.api("GET", &format!("secret/metadata/race/dev/S{i:03}"), None);
+        assert_eq!(
+            marked["data"]["custom_metadata"]["managed-by"],
+            "vault-seed"
+        );
+        let (_, bare) = bao.api("GET", &format!("secret/metadata/race/dev2/S{i:03}"), None);
+        assert_eq!(bare["data"]["custom_metadata"], Value::Null, "{bare}");
+        assert_eq!(
+            bao.kv_version("secret", &format!("race/dev2/S{i:03}")),
+            Some(1)
+        );
+    }
+    // `plan` has no such flag: it writes nothing.
+    let plan = run_specs(&bao, dir.path(), &["plan", "dev", "--no-metadata"]);
+    assert_eq!(plan.status.code(), Some(2), "{}", text(&plan.stderr));
+}

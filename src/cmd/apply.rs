@@ -14,8 +14,18 @@ use crate::seed::{self, Outcome, PathResult, Summary};
 use super::session::{detect_mounts, preflight, Session};
 use crate::spec::Target;
 
-/// Run `plan` (`dry_run`) or `apply`.
-pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, dry_run: bool) -> Exit {
+/// Which of the two commands runs.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Mode {
+    /// Decide only; write nothing.
+    Plan,
+    /// Write, and record vault-seed's custom_metadata on each path written when `metadata`.
+    Apply { metadata: bool },
+}
+
+/// Run `plan` or `apply`.
+pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Exit {
+    let dry_run = matches!(mode, Mode::Plan);
     let command = if dry_run { "plan" } else { "apply" };
     let err_style = Style::stderr(g.color);
     let session = match Session::open(g, command, &args.env, &args.only, &args.vault) {
@@ -61,6 +71,7 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, dry_run: bool) -> Exit {
         let opts = seed::Options {
             dry_run,
             concurrency: usize::from(args.concurrency),
+            metadata: matches!(mode, Mode::Apply { metadata: true }),
         };
         let mut run = seed::run(vault, &mounts, ready, &opts, cancel, &tick).await;
         bar.finish_and_clear();

@@ -179,6 +179,7 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Exit {
         let opts = seed::Options {
             dry_run: true,
             concurrency: usize::from(args.concurrency),
+            metadata: false,
         };
         let mut seeded = seed::run(
             &session.vault,

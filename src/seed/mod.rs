@@ -29,6 +29,8 @@ pub struct Options {
     pub dry_run: bool,
     /// Requests in flight at once.
     pub concurrency: usize,
+    /// Record vault-seed's custom_metadata on each path written (a second request per path).
+    pub metadata: bool,
 }
 
 /// Everything a run found and did.
@@ -115,6 +117,9 @@ pub async fn run(
         .collect()
         .await;
     indexed.sort_by_key(|(i, _)| *i);
+    if !opts.metadata && !opts.dry_run && indexed.iter().any(|(_, r)| r.written) {
+        notes.push("--no-metadata: the paths written carry no custom_metadata marking them as vault-seed's".into());
+    }
     if vault_down.load(Ordering::SeqCst) {
         notes.push("Vault stopped answering part way: the paths not attempted are marked `skipped`; run the same command again when it is back (nothing is written twice)".into());
     }
@@ -475,7 +480,7 @@ async fn write_metadata(
     base: BTreeMap<String, String>,
     action: &str,
 ) {
-    if mount.version != 2 || ctx.meta_warned.load(Ordering::Relaxed) {
+    if !ctx.opts.metadata || mount.version != 2 || ctx.meta_warned.load(Ordering::Relaxed) {
         return;
     }
     let meta = custom_metadata(t, action, base);
