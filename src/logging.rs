@@ -21,9 +21,9 @@ pub const MUTED_TARGETS: &[&str] = &[
     "http",
 ];
 
-/// Targets silenced entirely: rustify logs every non-2xx answer (a 404 is a normal answer for
-/// us) at `error` through `#[instrument(err)]`; vault-seed reports each error itself, with the
-/// path and what to do.
+/// Targets silenced entirely: rustify (vaultrs' request layer, which vault-seed no longer sends
+/// through) logs every non-2xx answer at `error` through `#[instrument(err)]`; kept silent should
+/// any vaultrs call use it. vault-seed reports each error itself, with the path and what to do.
 pub const SILENCED_TARGETS: &[&str] = &["rustify"];
 
 /// Install the subscriber. `verbose` is the number of `-v`.

@@ -1,20 +1,19 @@
-//! The HTTP client: vaultrs builds it (TLS, CA files, timeout), rustify's endpoint mechanism
-//! sends the requests, and our own middleware adds the token.
+//! The HTTP client: vaultrs builds it (TLS, CA files, timeout); requests are sent on it
+//! directly, with the token added here.
 //!
-//! vaultrs' own middleware keeps the token in a plain `String` inside `Debug` structs and does not
-//! mark the header sensitive; ours holds it as a [`SecretString`], exposes it only while the
-//! header is built, and marks `X-Vault-Token` sensitive so no HTTP layer prints it.
+//! vaultrs' own request path keeps the token in a plain `String` inside `Debug` structs and does
+//! not mark the header sensitive; ours holds it as a [`SecretString`], exposes it only while the
+//! header is built, and marks `X-Vault-Token` sensitive so no HTTP layer prints it. Requests skip
+//! vaultrs' endpoint layer (rustify) too: it parsed every URL twice and copied every body
+//! (secret values included) into several buffers.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use http::{HeaderValue, Request, Response};
-use rustify::endpoint::{Endpoint, MiddleWare};
-use rustify::enums::{RequestMethod, RequestType, ResponseType};
-use rustify::errors::ClientError;
+use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
+use reqwest::{Method, StatusCode, Url};
 use secrecy::{ExposeSecret, SecretString};
-use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::de::DeserializeOwned;
 
 use super::connect::Settings;
 use super::VaultError;
@@ -26,7 +25,9 @@ const BACKOFF_CAP: Duration = Duration::from_secs(3);
 
 /// A Vault client for one address and token.
 pub struct Vault {
-    http: rustify::clients::reqwest::Client,
+    http: reqwest::Client,
+    /// `<addr>/v1/`, parsed once.
+    base: Url,
     auth: Auth,
     addr: String,
     /// HTTP requests sent, retries included: `-v` reports it, `bench/run` reads it.
@@ -35,65 +36,95 @@ pub struct Vault {
 
 struct Auth {
     token: SecretString,
-    namespace: Option<String>,
+    namespace: Option<HeaderValue>,
 }
 
-impl MiddleWare for Auth {
-    fn request<E: Endpoint>(&self, _: &E, req: &mut Request<Vec<u8>>) -> Result<(), ClientError> {
-        let headers = req.headers_mut();
-        headers.insert("X-Vault-Request", HeaderValue::from_static("true"));
-        let mut token = HeaderValue::from_str(self.token.expose_secret()).map_err(|_| {
-            ClientError::GenericError {
-                source: anyhow::anyhow!(
-                    "the Vault token has characters not allowed in an HTTP header"
-                ),
-            }
-        })?;
-        token.set_sensitive(true);
-        headers.insert("X-Vault-Token", token);
-        if let Some(ns) = &self.namespace {
-            let v = HeaderValue::from_str(ns).map_err(|_| ClientError::GenericError {
-                source: anyhow::anyhow!(
-                    "the Vault namespace has characters not allowed in an HTTP header"
-                ),
-            })?;
-            headers.insert("X-Vault-Namespace", v);
+impl Auth {
+    fn new(token: &SecretString, namespace: Option<&str>) -> Result<Auth, VaultError> {
+        if HeaderValue::from_str(token.expose_secret()).is_err() {
+            return Err(VaultError::Config {
+                message: "the Vault token has characters not allowed in an HTTP header".into(),
+                help: "check VAULT_TOKEN or the token file for stray characters".into(),
+            });
         }
-        Ok(())
+        let namespace = namespace
+            .map(|ns| {
+                HeaderValue::from_str(ns).map_err(|_| VaultError::Config {
+                    message: format!(
+                        "the Vault namespace `{ns}` has characters not allowed in an HTTP header"
+                    ),
+                    help: "check VAULT_NAMESPACE".into(),
+                })
+            })
+            .transpose()?;
+        Ok(Auth {
+            token: SecretString::from(token.expose_secret().to_string()),
+            namespace,
+        })
     }
 
-    fn response<E: Endpoint>(&self, _: &E, _: &mut Response<Vec<u8>>) -> Result<(), ClientError> {
-        Ok(())
+    /// The headers of every request: the token (sensitive), the namespace, `X-Vault-Request`.
+    fn headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::with_capacity(3);
+        headers.insert("X-Vault-Request", HeaderValue::from_static("true"));
+        // Checked in `Auth::new`: cannot fail.
+        if let Ok(mut token) = HeaderValue::from_str(self.token.expose_secret()) {
+            token.set_sensitive(true);
+            headers.insert("X-Vault-Token", token);
+        }
+        if let Some(ns) = &self.namespace {
+            headers.insert("X-Vault-Namespace", ns.clone());
+        }
+        headers
     }
 }
 
 /// One request to Vault's HTTP API: vaultrs has no endpoint that keeps KV values out of plain
-/// `String`s, so KV bodies are built here from [`SecretString`]s and sent as bytes.
+/// `String`s, so KV bodies are built from [`SecretString`]s and sent as bytes.
 pub(crate) struct Call {
-    pub method: RequestMethod,
-    /// Path under `/v1/`, segments separated by `/` (rustify percent-encodes each segment).
+    pub method: Method,
+    /// Path under `/v1/`, segments separated by `/` (each is percent-encoded; `.` and `..` are
+    /// dropped, so a path cannot climb out of `/v1/`).
     pub path: String,
     pub query: Option<String>,
     pub body: Option<Vec<u8>>,
 }
 
-#[async_trait]
-impl Endpoint for Call {
-    type Response = IgnoredAny;
-    const REQUEST_BODY_TYPE: RequestType = RequestType::JSON;
-    const RESPONSE_BODY_TYPE: ResponseType = ResponseType::JSON;
+impl Call {
+    /// `GET /v1/<path>`.
+    pub fn get(path: &str) -> Call {
+        Call {
+            method: Method::GET,
+            path: path.to_string(),
+            query: None,
+            body: None,
+        }
+    }
 
-    fn path(&self) -> String {
-        self.path.clone()
+    /// `LIST /v1/<path>` (Vault's own verb).
+    pub fn list(path: &str) -> Call {
+        Call {
+            method: Method::from_bytes(b"LIST").unwrap_or(Method::GET),
+            ..Call::get(path)
+        }
     }
-    fn method(&self) -> RequestMethod {
-        self.method.clone()
+
+    /// `POST /v1/<path>` with a JSON body.
+    pub fn post(path: &str, body: Vec<u8>) -> Call {
+        Call {
+            method: Method::POST,
+            body: Some(body),
+            ..Call::get(path)
+        }
     }
-    fn query(&self) -> Result<Option<String>, ClientError> {
-        Ok(self.query.clone())
-    }
-    fn body(&self) -> Result<Option<Vec<u8>>, ClientError> {
-        Ok(self.body.clone())
+
+    fn url(&self, base: &Url) -> Url {
+        let mut url = base.clone();
+        if let Ok(mut segments) = url.path_segments_mut() {
+            segments.pop_if_empty().extend(self.path.split('/'));
+        }
+        url.set_query(self.query.as_deref());
+        url
     }
 }
 
@@ -105,15 +136,15 @@ pub(crate) enum Reply {
     NotFound(Vec<u8>),
 }
 
-fn method_name(m: &RequestMethod) -> &'static str {
-    match m {
-        RequestMethod::GET => "GET",
-        RequestMethod::POST => "POST",
-        RequestMethod::PUT => "PUT",
-        RequestMethod::DELETE => "DELETE",
-        RequestMethod::LIST => "LIST",
-        RequestMethod::HEAD => "HEAD",
-        RequestMethod::PATCH => "PATCH",
+fn method_name(m: &Method) -> &'static str {
+    match m.as_str() {
+        "GET" => "GET",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "DELETE" => "DELETE",
+        "LIST" => "LIST",
+        "HEAD" => "HEAD",
+        "PATCH" => "PATCH",
         _ => "REQUEST",
     }
 }
@@ -122,10 +153,11 @@ impl Vault {
     /// Build a client. Does not contact Vault.
     pub fn new(settings: &Settings) -> Result<Vault, VaultError> {
         crate::init_crypto();
+        let auth = Auth::new(&settings.token, settings.namespace.as_deref())?;
         let mut builder = vaultrs::client::VaultClientSettingsBuilder::default();
         builder
             .address(&settings.addr)
-            // vaultrs never sees the token: ours is added by our middleware.
+            // vaultrs never sees the token: ours is added to each request here.
             .token("")
             .verify(!settings.skip_verify)
             .ca_certs(
@@ -136,10 +168,11 @@ impl Vault {
                     .collect::<Vec<_>>(),
             )
             .timeout(Some(settings.timeout));
-        let vs = builder.build().map_err(|e| VaultError::Config {
+        let invalid_addr = |e: &dyn std::fmt::Display| VaultError::Config {
             message: format!("invalid Vault address `{}`: {e}", settings.addr),
             help: "e.g. VAULT_ADDR=https://vault.example.internal:8200".into(),
-        })?;
+        };
+        let vs = builder.build().map_err(|e| invalid_addr(&e))?;
         let client = vaultrs::client::VaultClient::new(vs).map_err(|e| match e {
             vaultrs::error::ClientError::FileReadError { path, source } => VaultError::Config {
                 message: format!("cannot read the CA file `{path}`: {source}"),
@@ -154,15 +187,15 @@ impl Vault {
                 help: "check VAULT_CACERT / VAULT_CAPATH".into(),
             },
         })?;
+        let base = Url::parse(&format!("{}/v1/", settings.addr.trim_end_matches('/')))
+            .map_err(|e| invalid_addr(&e))?;
+        if base.cannot_be_a_base() {
+            return Err(invalid_addr(&"not an http(s) URL"));
+        }
         Ok(Vault {
-            http: rustify::clients::reqwest::Client::new(
-                &format!("{}/v1", settings.addr),
-                client.http.http.clone(),
-            ),
-            auth: Auth {
-                token: SecretString::from(settings.token.expose_secret().to_string()),
-                namespace: settings.namespace.clone(),
-            },
+            http: client.http.http.clone(),
+            base,
+            auth,
             addr: settings.addr.clone(),
             requests: AtomicU64::new(0),
         })
@@ -199,90 +232,93 @@ impl Vault {
         }
     }
 
+    fn request(&self, call: Call) -> reqwest::RequestBuilder {
+        let mut req = self
+            .http
+            .request(call.method.clone(), call.url(&self.base))
+            .headers(self.auth.headers());
+        if let Some(body) = call.body {
+            req = req
+                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+                .body(body);
+        }
+        req
+    }
+
     async fn send_once(&self, call: Call, capability: &'static str) -> Result<Reply, VaultError> {
         let method = method_name(&call.method);
         let path = call.path.clone();
         self.requests.fetch_add(1, Ordering::Relaxed);
-        match call.with_middleware(&self.auth).exec(&self.http).await {
-            Ok(result) => Ok(Reply::Ok(result.response.into_body())),
-            Err(e) => match self.classify(e, method, path, capability) {
-                Classified::NotFound(body) => Ok(Reply::NotFound(body)),
-                Classified::Error(e) => Err(e),
-            },
+        let response = self
+            .request(call)
+            .send()
+            .await
+            .map_err(|e| transport(&self.addr, method, path.clone(), &e))?;
+        let status = response.status();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| transport(&self.addr, method, path.clone(), &e))?
+            .to_vec();
+        if status.is_success() {
+            return Ok(Reply::Ok(body));
         }
+        if status == StatusCode::NOT_FOUND {
+            return Ok(Reply::NotFound(body));
+        }
+        Err(self.classify(status, &body, method, path, capability))
     }
 
+    /// The error a non-2xx, non-404 answer means. Vault's error bodies hold messages, not
+    /// secrets; only its `errors` list is kept.
     fn classify(
         &self,
-        e: ClientError,
+        status: StatusCode,
+        body: &[u8],
         method: &'static str,
         path: String,
         capability: &'static str,
-    ) -> Classified {
-        match e {
-            ClientError::ServerResponseError { code, content } => {
-                let body = content.unwrap_or_default();
-                if code == 404 {
-                    return Classified::NotFound(body.into_bytes());
-                }
-                let errors = vault_errors(&body);
-                let joined = errors.join(" ").to_ascii_lowercase();
-                Classified::Error(if code == 403 {
-                    VaultError::Denied { capability, path }
-                } else if code == 503 && joined.contains("sealed") {
-                    VaultError::Sealed {
-                        addr: self.addr.clone(),
-                    }
-                } else if code == 400 && joined.contains("check-and-set") {
-                    VaultError::CasMismatch { path }
-                } else {
-                    VaultError::Api {
-                        method,
-                        path,
-                        status: code,
-                        errors,
-                    }
-                })
-            }
-            ClientError::RequestError { source, .. } => {
-                Classified::Error(transport(&self.addr, method, path, &source))
-            }
-            ClientError::ResponseError { source } => {
-                Classified::Error(transport(&self.addr, method, path, &source))
-            }
-            // Never the variant's `content`: it may be a body holding secrets.
-            other => Classified::Error(VaultError::Decode {
+    ) -> VaultError {
+        let errors = vault_errors(body);
+        let joined = errors.join(" ").to_ascii_lowercase();
+        match status.as_u16() {
+            403 => VaultError::Denied { capability, path },
+            503 if joined.contains("sealed") => VaultError::Sealed {
+                addr: self.addr.clone(),
+            },
+            400 if joined.contains("check-and-set") => VaultError::CasMismatch { path },
+            code => VaultError::Api {
                 method,
                 path,
-                detail: other.to_string(),
-            }),
+                status: code,
+                errors,
+            },
         }
     }
 }
 
-enum Classified {
-    NotFound(Vec<u8>),
-    Error(VaultError),
-}
-
 /// Vault's `{"errors": [...]}`; empty when the body is something else.
-fn vault_errors(body: &str) -> Vec<String> {
+fn vault_errors(body: &[u8]) -> Vec<String> {
     #[derive(serde::Deserialize)]
     struct Errors {
         #[serde(default)]
         errors: Vec<String>,
     }
-    serde_json::from_str::<Errors>(body)
+    serde_json::from_slice::<Errors>(body)
         .map(|e| e.errors)
         .unwrap_or_default()
 }
 
-fn transport(addr: &str, method: &'static str, path: String, source: &anyhow::Error) -> VaultError {
-    let timed_out = source.chain().any(|c| {
+fn transport(addr: &str, method: &'static str, path: String, e: &reqwest::Error) -> VaultError {
+    let chain = || {
+        std::iter::successors(Some(e as &(dyn std::error::Error + 'static)), |c| {
+            c.source()
+        })
+    };
+    if chain().any(|c| {
         c.downcast_ref::<reqwest::Error>()
             .is_some_and(|r| r.is_timeout())
-    });
-    if timed_out {
+    }) {
         return VaultError::Timeout {
             addr: addr.to_string(),
             method,
@@ -291,13 +327,11 @@ fn transport(addr: &str, method: &'static str, path: String, source: &anyhow::Er
     }
     // The innermost cause says most ("Connection refused (os error 111)", "invalid peer
     // certificate: UnknownIssuer").
-    let detail = source
-        .chain()
+    let detail = chain()
         .last()
         .map(|c| c.to_string())
-        .unwrap_or_else(|| source.to_string());
-    let all: String = source
-        .chain()
+        .unwrap_or_else(|| e.to_string());
+    let all: String = chain()
         .map(|c| c.to_string().to_ascii_lowercase())
         .collect::<Vec<_>>()
         .join(" ");
@@ -346,50 +380,68 @@ pub(crate) fn decode<T: DeserializeOwned>(
 mod tests {
     use super::*;
 
+    fn settings(token: &str, namespace: Option<&str>) -> Settings {
+        Settings {
+            addr: "http://127.0.0.1:8200".into(),
+            token: SecretString::from(token.to_string()),
+            token_source: "VAULT_TOKEN".into(),
+            ca_files: Vec::new(),
+            skip_verify: false,
+            namespace: namespace.map(str::to_string),
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    fn test_vault(namespace: Option<&str>) -> Vault {
+        Vault::new(&settings("s.tok-123", namespace)).unwrap()
+    }
+
     #[test]
     fn token_goes_only_in_a_sensitive_header() {
-        let auth = Auth {
-            token: SecretString::from("s.tok-123".to_string()),
-            namespace: Some("team".into()),
-        };
-        let call = Call {
-            method: RequestMethod::GET,
-            path: "auth/token/lookup-self".into(),
-            query: None,
-            body: None,
-        };
-        let mut req = call.request("http://127.0.0.1:8200/v1").unwrap();
-        auth.request(&call, &mut req).unwrap();
+        let vault = test_vault(Some("team"));
+        let req = vault
+            .request(Call::get("auth/token/lookup-self"))
+            .build()
+            .unwrap();
         let header = req.headers().get("X-Vault-Token").unwrap();
         assert!(header.is_sensitive());
         assert_eq!(header.to_str().unwrap(), "s.tok-123");
         // Sensitive headers print redacted.
         assert!(!format!("{:?}", req.headers()).contains("tok-123"));
-        assert!(!req.uri().to_string().contains("tok-123"));
+        assert!(!format!("{req:?}").contains("tok-123"));
+        assert!(!req.url().as_str().contains("tok-123"));
         assert_eq!(req.headers().get("X-Vault-Namespace").unwrap(), "team");
+        assert_eq!(
+            req.url().as_str(),
+            "http://127.0.0.1:8200/v1/auth/token/lookup-self"
+        );
+    }
+
+    #[test]
+    fn a_token_that_cannot_be_a_header_is_refused_without_quoting_it() {
+        let e = Vault::new(&settings("s.tok\n123", None))
+            .err()
+            .expect("refused");
+        assert!(!e.to_string().contains("s.tok"), "{e}");
     }
 
     #[test]
     fn path_segments_are_encoded_and_cannot_climb() {
-        let call = Call {
-            method: RequestMethod::GET,
-            path: "secret/data/a b/c?d#e/%2e%2e".into(),
-            query: None,
-            body: None,
-        };
-        let uri = call
-            .request("http://127.0.0.1:8200/v1")
-            .unwrap()
-            .uri()
-            .to_string();
+        let vault = test_vault(None);
+        let mut call = Call::list("secret/data/a b/c?d#e/../../../sys/%2e%2e");
+        call.query = Some("list=true".into());
+        let req = vault.request(call).build().unwrap();
+        let url = req.url().as_str();
         assert!(
-            uri.starts_with("http://127.0.0.1:8200/v1/secret/data/"),
-            "{uri}"
+            url.starts_with("http://127.0.0.1:8200/v1/secret/data/"),
+            "{url}"
         );
-        assert!(
-            !uri.contains(' ') && !uri.contains('?') && !uri.contains('#'),
-            "{uri}"
-        );
+        assert!(!url.contains(' ') && !url.contains('#'), "{url}");
+        assert!(!url.contains("/../"), "{url}");
+        assert_eq!(req.url().query(), Some("list=true"));
+        assert_eq!(req.method().as_str(), "LIST");
+        // `?` and `#` inside a segment are data, not a query or fragment.
+        assert_eq!(req.url().fragment(), None);
     }
 
     #[test]
@@ -418,10 +470,10 @@ mod tests {
     #[test]
     fn vault_errors_parse() {
         assert_eq!(
-            vault_errors(r#"{"errors":["permission denied"]}"#),
+            vault_errors(br#"{"errors":["permission denied"]}"#),
             vec!["permission denied"]
         );
-        assert!(vault_errors("not json").is_empty());
-        assert!(vault_errors(r#"{"errors":[]}"#).is_empty());
+        assert!(vault_errors(b"not json").is_empty());
+        assert!(vault_errors(br#"{"errors":[]}"#).is_empty());
     }
 }

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use rustify::enums::RequestMethod;
 use secrecy::{ExposeSecret, SecretString};
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
@@ -188,17 +187,7 @@ impl Vault {
             keys: Vec<String>,
         }
         let path = mount.metadata_path(folder);
-        let reply = self
-            .send(
-                || Call {
-                    method: RequestMethod::LIST,
-                    path: path.clone(),
-                    query: None,
-                    body: None,
-                },
-                "list",
-            )
-            .await?;
+        let reply = self.send(|| Call::list(&path), "list").await?;
         match reply {
             Reply::NotFound(_) => Ok(None),
             Reply::Ok(b) => {
@@ -211,17 +200,7 @@ impl Vault {
     /// Read a secret's latest version.
     pub async fn kv_read(&self, mount: &KvMount, path: &str) -> Result<Existing, VaultError> {
         let api = mount.data_path(path);
-        let reply = self
-            .send(
-                || Call {
-                    method: RequestMethod::GET,
-                    path: api.clone(),
-                    query: None,
-                    body: None,
-                },
-                "read",
-            )
-            .await?;
+        let reply = self.send(|| Call::get(&api), "read").await?;
         match (mount.version, reply) {
             (2, Reply::Ok(b)) => {
                 let env: Envelope<Kv2Data> = decode(&b, "GET", &api)?;
@@ -310,15 +289,7 @@ impl Vault {
             zeroize::Zeroizing::new(body(fields))
         };
         let reply = self
-            .send(
-                || Call {
-                    method: RequestMethod::POST,
-                    path: api.clone(),
-                    query: None,
-                    body: Some(payload.to_vec()),
-                },
-                capability,
-            )
+            .send(|| Call::post(&api, payload.to_vec()), capability)
             .await?;
         match (mount.version, reply) {
             (2, Reply::Ok(b)) => {
@@ -348,17 +319,9 @@ impl Vault {
     ) -> Result<(), VaultError> {
         let api = mount.metadata_path(path);
         let payload = body(&serde_json::json!({ "custom_metadata": custom }));
-        self.send(
-            || Call {
-                method: RequestMethod::POST,
-                path: api.clone(),
-                query: None,
-                body: Some(payload.clone()),
-            },
-            "update",
-        )
-        .await
-        .map(|_| ())
+        self.send(|| Call::post(&api, payload.clone()), "update")
+            .await
+            .map(|_| ())
     }
 }
 

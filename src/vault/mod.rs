@@ -1,7 +1,7 @@
 //! Vault (and OpenBao): connection settings, the HTTP client, KV operations and system endpoints.
 //!
 //! Everything that talks to Vault lives here. vaultrs builds the TLS-configured HTTP client;
-//! requests go through rustify's endpoint mechanism with our own token middleware.
+//! requests are sent on it directly, the token added from a `SecretString` in a sensitive header.
 
 mod client;
 pub mod connect;

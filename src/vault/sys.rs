@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use rustify::enums::RequestMethod;
 use serde::Deserialize;
 
 use super::client::{decode, Call, Reply};
@@ -56,17 +55,7 @@ impl Vault {
         &self,
         path: &str,
     ) -> Result<Option<T>, VaultError> {
-        let reply = self
-            .send(
-                || Call {
-                    method: RequestMethod::GET,
-                    path: path.to_string(),
-                    query: None,
-                    body: None,
-                },
-                "read",
-            )
-            .await?;
+        let reply = self.send(|| Call::get(path), "read").await?;
         match reply {
             Reply::Ok(b) => Ok(decode::<Envelope<T>>(&b, "GET", path)?.data),
             Reply::NotFound(_) => Ok(None),
@@ -217,15 +206,7 @@ impl Vault {
         // Serialised from borrowed parts straight into a buffer that is zeroized on drop.
         let payload = zeroize::Zeroizing::new(serde_json::to_vec(body).unwrap_or_default());
         let reply = self
-            .send(
-                || Call {
-                    method: RequestMethod::POST,
-                    path: api.to_string(),
-                    query: None,
-                    body: Some(payload.to_vec()),
-                },
-                "update",
-            )
+            .send(|| Call::post(api, payload.to_vec()), "update")
             .await?;
         let Reply::Ok(b) = reply else {
             return Err(VaultError::Api {
