@@ -224,13 +224,12 @@ fn set_detects_a_concurrent_change_between_read_and_write() {
     );
 }
 
-/// On a terminal the value is read with a hidden prompt, twice: run vault-seed under a real
-/// pseudo-terminal (Python's pty module) and check the value never comes back on the screen.
-#[test]
-fn set_reads_from_a_terminal_without_echo() {
-    let (bao, dir) = setup();
+/// Run `vault-seed set dev PAT.value` under a real pseudo-terminal (Python's pty module),
+/// answering with `interaction` (Python using `os.write(fd, ...)` and `wait_for(b"...")`).
+/// Returns everything the terminal showed, and the exit code.
+fn set_on_a_terminal(bao: &OpenBao, dir: &Path, interaction: &str) -> (String, Option<i32>) {
     let script = r#"
-import os, pty, sys, select, time
+import os, pty, sys, select
 argv = sys.argv[1:]
 pid, fd = pty.fork()
 if pid == 0:
@@ -249,13 +248,7 @@ def wait_for(pat):
         if not chunk:
             sys.exit("eof waiting for %r" % pat)
         out += chunk
-# rpassword prints each prompt, then turns echo off: type as a person would, a moment later.
-wait_for(b"value (hidden): ")
-time.sleep(0.3)
-os.write(fd, b"typed-secret-9f3a\n")
-wait_for(b"again: ")
-time.sleep(0.3)
-os.write(fd, b"typed-secret-9f3a\n")
+INTERACTION
 while True:
     try:
         chunk = os.read(fd, 4096)
@@ -267,13 +260,14 @@ while True:
 _, status = os.waitpid(pid, 0)
 sys.stdout.write(out.decode("utf-8", "replace"))
 sys.exit(os.waitstatus_to_exitcode(status))
-"#;
+"#
+    .replace("INTERACTION", interaction);
     let out = Command::new("python3")
         .arg("-c")
         .arg(script)
         .arg(assert_cmd::cargo::cargo_bin("vault-seed"))
         .arg("--specs")
-        .arg(dir.path())
+        .arg(dir)
         .args(["set", "dev", "PAT.value"])
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -283,19 +277,58 @@ sys.exit(os.waitstatus_to_exitcode(status))
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    let screen = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{screen}\n{}",
-        text(&out.stderr)
+    let screen = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    (screen, out.status.code())
+}
+
+/// On a terminal the value is read with a hidden prompt, twice, and never comes back on the
+/// screen: echo is off before each prompt shows, so an answer typed at once is not echoed.
+#[test]
+fn set_reads_from_a_terminal_without_echo() {
+    let (bao, dir) = setup();
+    let (screen, code) = set_on_a_terminal(
+        &bao,
+        dir.path(),
+        r#"
+# Typed before any prompt (vault-seed is still starting and reading Vault): discarded when
+# echo goes off, so it can never become the value.
+os.write(fd, b"early-typeahead\n")
+# Answer the moment each prompt shows, with a typo fixed by backspace.
+wait_for(b"value (hidden): ")
+os.write(fd, b"typed-secret-9f3X\x7fa\n")
+wait_for(b"again: ")
+os.write(fd, b"typed-secret-9f3a\r")
+"#,
     );
+    assert_eq!(code, Some(0), "{screen}");
     assert!(screen.contains("value (hidden): "), "{screen}");
     assert!(
-        !screen.contains("typed-secret-9f3a"),
+        !screen.contains("typed-secret") && !screen.contains("9f3"),
         "the value was echoed:\n{screen}"
     );
     assert_eq!(get(&bao, "PAT").0["value"], "typed-secret-9f3a");
+}
+
+/// Ctrl-C at the hidden prompt cancels: nothing is written, and it says so.
+#[test]
+fn ctrl_c_at_the_prompt_cancels_and_writes_nothing() {
+    let (bao, dir) = setup();
+    let before = get(&bao, "PAT");
+    let (screen, code) = set_on_a_terminal(
+        &bao,
+        dir.path(),
+        r#"
+wait_for(b"value (hidden): ")
+os.write(fd, b"half-typed\x03")
+"#,
+    );
+    assert_ne!(code, Some(0), "{screen}");
+    assert!(
+        screen.contains("cancelled; nothing was written"),
+        "{screen}"
+    );
+    assert!(!screen.contains("half-typed"), "{screen}");
+    assert_eq!(get(&bao, "PAT"), before);
 }
 
 #[test]

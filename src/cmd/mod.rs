@@ -5,6 +5,7 @@ mod change;
 mod gen;
 mod lint;
 mod policy;
+mod prompt;
 mod rotate;
 mod session;
 mod set;

@@ -13,6 +13,7 @@ use crate::seed::change::{self, ChangeError};
 use crate::vault::{FieldValue, VaultError};
 
 use super::change::{change_failed, mount_for, ChangeReport};
+use super::prompt::HiddenTty;
 use super::session::Session;
 
 /// The most bytes read from stdin: a token or a PEM bundle fits, a mistaken file does not.
@@ -107,18 +108,18 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Exit {
 /// newline removed). Never from the command line, where it would land in shell history.
 fn read_value() -> Result<SecretString, String> {
     if std::io::stdin().is_terminal() {
-        let first = Zeroizing::new(
-            rpassword::prompt_password("value (hidden): ")
-                .map_err(|e| format!("cannot read the value: {e}"))?,
-        );
-        let second = Zeroizing::new(
-            rpassword::prompt_password("again: ")
-                .map_err(|e| format!("cannot read the value: {e}"))?,
-        );
-        if *first != *second {
+        let failed = |e: std::io::Error| match e.kind() {
+            std::io::ErrorKind::Interrupted => "cancelled; nothing was written".to_string(),
+            _ => format!("cannot read the value: {e}"),
+        };
+        let tty = HiddenTty::open().map_err(failed)?;
+        let first = tty.read("value (hidden): ").map_err(failed)?;
+        let second = tty.read("again: ").map_err(failed)?;
+        drop(tty);
+        if first.expose_secret() != second.expose_secret() {
             return Err("the two entries differ; nothing was written".into());
         }
-        return non_empty(first.to_string());
+        return non_empty(first.expose_secret().to_string());
     }
     let mut buf = Zeroizing::new(Vec::new());
     std::io::stdin()
