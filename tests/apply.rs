@@ -723,16 +723,6 @@ fn concurrent_applies_of_placeholders_claim_each_path_once() {
     assert_eq!(created, 60);
 }
 
-/// The request count that `-v` logs at the end of a run.
-fn requests_sent(out: &Output) -> u64 {
-    let err = text(&out.stderr);
-    err.split("requests=")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no request count in -v output: {err}"))
-}
-
 #[test]
 fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
     let bao = OpenBao::dev();
@@ -763,11 +753,11 @@ fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
     assert_eq!(json_of(&with)["notes"], json!([]));
     // Exactly the custom_metadata writes are saved: one per created path.
     assert_eq!(
-        requests_sent(&with) - requests_sent(&without),
+        common::requests_sent(&with) - common::requests_sent(&without),
         MANY as u64,
         "with: {}, without: {}",
-        requests_sent(&with),
-        requests_sent(&without)
+        common::requests_sent(&with),
+        common::requests_sent(&without)
     );
     for i in [0, 57, MANY - 1] {
         let (_, marked) = bao.api("GET", &format!("secret/metadata/race/dev/S{i:03}"), None);

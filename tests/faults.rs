@@ -173,12 +173,7 @@ fn transient_faults_are_retried_and_every_path_ends_at_version_one() {
     // opened at concurrency 16), so vault-seed retried and sent more than a clean run's
     // token check + mount detection + one LIST + a write and a metadata write per path.
     let clean_run = 3 + 2 * N as u64;
-    let sent: u64 = err
-        .split("requests=")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no request count in -v output: {err}"));
+    let sent = common::requests_sent(&out);
     assert!(sent > clean_run, "no retry happened: {sent} requests");
     assert!(proxy.connections.load(Ordering::SeqCst) > 5);
     assert_all_version_one(&bao, N);

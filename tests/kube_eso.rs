@@ -13,13 +13,6 @@ use vault_seed::kube::{EsoCluster, KubeError, StoreKind};
 
 const NS: &str = "core-service";
 
-async fn connect(kube: &FakeKube) -> EsoCluster {
-    vault_seed::init_crypto();
-    EsoCluster::connect(Some(&kube.kubeconfig()), None)
-        .await
-        .expect("connect to the fake API server")
-}
-
 /// The ESO objects of a healthy environment: two ExternalSecrets synced, their Secrets, the store.
 fn put_healthy_environment(kube: &FakeKube) {
     kube.put(secret_store(
@@ -61,15 +54,15 @@ fn put_healthy_environment(kube: &FakeKube) {
 async fn all_ready() {
     let kube = FakeKube::start();
     put_healthy_environment(&kube);
-    let cluster = connect(&kube).await;
+    let cluster = kube.connect().await;
     assert_eq!(cluster.server(), kube.addr);
     assert_eq!(cluster.context(), Some("fake"));
 
     let db = cluster.external_secret(NS, "db").await.unwrap().unwrap();
     assert_eq!(db.api_version, "external-secrets.io/v1");
-    assert_eq!(db.ready, Some(true));
-    assert_eq!(db.reason.as_deref(), Some("SecretSynced"));
-    assert_eq!(db.message.as_deref(), Some("secret synced"));
+    assert_eq!(db.condition.ready, Some(true));
+    assert_eq!(db.condition.reason.as_deref(), Some("SecretSynced"));
+    assert_eq!(db.condition.message.as_deref(), Some("secret synced"));
     assert_eq!(db.target_secret, "db-credentials");
     let store = db.store_ref.clone().unwrap();
     assert_eq!(
@@ -99,7 +92,10 @@ async fn all_ready() {
     );
 
     let api = cluster.external_secret(NS, "api").await.unwrap().unwrap();
-    assert_eq!((api.ready, api.target_secret.as_str()), (Some(true), "api"));
+    assert_eq!(
+        (api.condition.ready, api.target_secret.as_str()),
+        (Some(true), "api")
+    );
 
     let store = cluster
         .secret_store(NS, StoreKind::SecretStore, "vault-backend")
@@ -108,8 +104,8 @@ async fn all_ready() {
         .unwrap();
     assert_eq!(
         (
-            store.ready,
-            store.reason.as_deref(),
+            store.condition.ready,
+            store.condition.reason.as_deref(),
             store.namespace.as_deref()
         ),
         (Some(true), Some("Valid"), Some(NS))
@@ -132,7 +128,7 @@ async fn all_ready() {
 async fn secret_values_never_leave_the_module() {
     let kube = FakeKube::start();
     put_healthy_environment(&kube);
-    let cluster = connect(&kube).await;
+    let cluster = kube.connect().await;
     let keys = cluster.secret_keys(NS, "db-credentials").await.unwrap();
     let es = cluster.external_secret(NS, "db").await.unwrap();
     let seen = format!("{keys:?} {es:?}");
@@ -200,13 +196,13 @@ async fn sync_error_is_explained_by_the_update_failed_event() {
         )
         .seen("2026-03-01T11:00:00Z", 1),
     );
-    let cluster = connect(&kube).await;
+    let cluster = kube.connect().await;
 
     let es = cluster.external_secret(NS, "db").await.unwrap().unwrap();
-    assert_eq!(es.ready, Some(false));
-    assert_eq!(es.reason.as_deref(), Some("SecretSyncedError"));
+    assert_eq!(es.condition.ready, Some(false));
+    assert_eq!(es.condition.reason.as_deref(), Some("SecretSyncedError"));
     assert_eq!(
-        es.message.as_deref(),
+        es.condition.message.as_deref(),
         Some("could not get secret data from provider")
     );
     assert_eq!(es.refresh_time, None);
@@ -258,9 +254,9 @@ async fn stale_refresh_time_is_returned_as_a_time() {
         )
         .ready_synced("2025-06-01T08:00:00Z"),
     );
-    let cluster = connect(&kube).await;
+    let cluster = kube.connect().await;
     let es = cluster.external_secret(NS, "db").await.unwrap().unwrap();
-    assert_eq!(es.ready, Some(true));
+    assert_eq!(es.condition.ready, Some(true));
     let refreshed = es.refresh_time.expect("refreshTime parsed");
     assert_eq!(
         (
@@ -295,7 +291,7 @@ async fn target_secret_missing_a_key() {
         .ready_synced("2026-03-01T10:00:00Z"),
     );
     kube.put(secret(NS, "db", &[("DB_PASSWORD", "pw")]));
-    let cluster = connect(&kube).await;
+    let cluster = kube.connect().await;
     let es = cluster.external_secret(NS, "db").await.unwrap().unwrap();
     let keys = cluster
         .secret_keys(NS, &es.target_secret)
@@ -320,7 +316,7 @@ async fn only_v1beta1_served_falls_back_and_says_so() {
     for obj in fixture("02_es-v1beta1-vault-kv2-ready-true_okdp-docs.yaml") {
         kube.put(obj);
     }
-    let cluster = connect(&kube).await;
+    let cluster = kube.connect().await;
 
     let es = cluster
         .external_secret("demo", "app-secret-example")
@@ -329,7 +325,11 @@ async fn only_v1beta1_served_falls_back_and_says_so() {
         .unwrap();
     assert_eq!(es.api_version, "external-secrets.io/v1beta1");
     assert_eq!(
-        (es.ready, es.reason.as_deref(), es.target_secret.as_str()),
+        (
+            es.condition.ready,
+            es.condition.reason.as_deref(),
+            es.target_secret.as_str()
+        ),
         (Some(true), Some("SecretSynced"), "app-secret-example")
     );
     assert_eq!(
@@ -345,7 +345,10 @@ async fn only_v1beta1_served_falls_back_and_says_so() {
         .unwrap()
         .unwrap();
     assert_eq!(
-        (store.api_version.as_str(), store.reason.as_deref()),
+        (
+            store.api_version.as_str(),
+            store.condition.reason.as_deref()
+        ),
         ("external-secrets.io/v1beta1", Some("Valid"))
     );
 
@@ -389,14 +392,14 @@ async fn fixture_03_ready_false_with_cluster_store() {
     for obj in fixture("03_es-v1beta1-ready-false_user-paste-eso-0.10.5.yaml") {
         kube.put(obj);
     }
-    let cluster = connect(&kube).await;
+    let cluster = kube.connect().await;
     let es = cluster
         .external_secret("omnidata", "transaction-rules-v2-dev-java-chart-app-env")
         .await
         .unwrap()
         .unwrap();
     assert_eq!(
-        (es.ready, es.reason.as_deref()),
+        (es.condition.ready, es.condition.reason.as_deref()),
         (Some(false), Some("SecretSyncedError"))
     );
     assert_eq!(es.target_secret, "transaction-data-rules-v2-env");
@@ -409,7 +412,11 @@ async fn fixture_03_ready_false_with_cluster_store() {
         .unwrap()
         .unwrap();
     assert_eq!(
-        (css.ready, css.reason.as_deref(), css.namespace),
+        (
+            css.condition.ready,
+            css.condition.reason.as_deref(),
+            css.namespace
+        ),
         (Some(true), Some("Valid"), None)
     );
 }
@@ -418,7 +425,7 @@ async fn fixture_03_ready_false_with_cluster_store() {
 async fn no_eso_crds_is_a_clear_error() {
     let kube = FakeKube::start();
     kube.serve_versions(&[]);
-    let cluster = connect(&kube).await;
+    let cluster = kube.connect().await;
     let err = cluster.external_secret(NS, "db").await.unwrap_err();
     assert!(matches!(err, KubeError::NotServed { .. }), "{err:?}");
     assert!(
@@ -515,7 +522,7 @@ async fn polling_sees_false_turn_true() {
         )
         .sync_error("2026-03-01T10:00:00Z"),
     );
-    let cluster = connect(&kube).await;
+    let cluster = kube.connect().await;
 
     // ESO syncs on its own while we poll.
     let eso = {
@@ -549,8 +556,8 @@ async fn polling_sees_false_turn_true() {
     let deadline = Instant::now() + Duration::from_secs(10);
     let ready = loop {
         let es = cluster.external_secret(NS, "db").await.unwrap().unwrap();
-        seen.push(es.ready);
-        if es.ready == Some(true) {
+        seen.push(es.condition.ready);
+        if es.condition.ready == Some(true) {
             break es;
         }
         assert!(Instant::now() < deadline, "never became Ready: {seen:?}");
@@ -560,10 +567,13 @@ async fn polling_sees_false_turn_true() {
     assert_eq!(seen.first(), Some(&Some(false)));
     assert_eq!(seen.last(), Some(&Some(true)));
     assert!(seen.len() >= 2);
-    assert_eq!(ready.reason.as_deref(), Some("SecretSynced"));
+    assert_eq!(ready.condition.reason.as_deref(), Some("SecretSynced"));
     assert_eq!(
         ready.refresh_time.map(|t| t.unix_timestamp()),
-        ready.last_transition_time.map(|t| t.unix_timestamp())
+        ready
+            .condition
+            .last_transition_time
+            .map(|t| t.unix_timestamp())
     );
     assert!(ready.refresh_time.is_some());
 }
@@ -579,7 +589,7 @@ async fn force_sync_sends_the_merge_patch() {
         )
         .ready_synced("2026-03-01T10:00:00Z"),
     );
-    let cluster = connect(&kube).await;
+    let cluster = kube.connect().await;
     let es = cluster.external_secret(NS, "db").await.unwrap().unwrap();
     let before = OffsetDateTime::now_utc().unix_timestamp();
     let at = cluster.force_sync(NS, "db", &es.api_version).await.unwrap();
@@ -619,7 +629,7 @@ async fn push_secret_errored() {
         message,
         "2026-03-01T10:00:00Z",
     ));
-    let cluster = connect(&kube).await;
+    let cluster = kube.connect().await;
     let ps = cluster
         .push_secret(NS, "token-push")
         .await
@@ -627,10 +637,14 @@ async fn push_secret_errored() {
         .unwrap();
     assert_eq!(ps.api_version, "external-secrets.io/v1alpha1");
     assert_eq!(
-        (ps.ready, ps.reason.as_deref(), ps.message.as_deref()),
+        (
+            ps.condition.ready,
+            ps.condition.reason.as_deref(),
+            ps.condition.message.as_deref()
+        ),
         (Some(false), Some("Errored"), Some(message))
     );
-    assert!(ps.last_transition_time.is_some());
+    assert!(ps.condition.last_transition_time.is_some());
     assert!(cluster.push_secret(NS, "absent").await.unwrap().is_none());
 }
 
@@ -651,7 +665,7 @@ async fn cluster_secret_store_valid() {
         "InvalidProviderConfig",
         "bad",
     ));
-    let cluster = connect(&kube).await;
+    let cluster = kube.connect().await;
     let css = cluster
         .secret_store(NS, StoreKind::ClusterSecretStore, "vault")
         .await
@@ -660,7 +674,11 @@ async fn cluster_secret_store_valid() {
     assert_eq!(css.kind, StoreKind::ClusterSecretStore);
     assert_eq!(css.api_version, "external-secrets.io/v1");
     assert_eq!(
-        (css.ready, css.reason.as_deref(), css.namespace),
+        (
+            css.condition.ready,
+            css.condition.reason.as_deref(),
+            css.namespace
+        ),
         (Some(true), Some("Valid"), None)
     );
     let ss = cluster
@@ -669,7 +687,7 @@ async fn cluster_secret_store_valid() {
         .unwrap()
         .unwrap();
     assert_eq!(
-        (ss.ready, ss.reason.as_deref()),
+        (ss.condition.ready, ss.condition.reason.as_deref()),
         (Some(false), Some("InvalidProviderConfig"))
     );
     assert!(kube
@@ -683,7 +701,7 @@ async fn discovery_requests_are_only_the_ones_expected() {
     let kube = FakeKube::start();
     kube.serve_versions(&["v1beta1"]);
     put_healthy_environment(&kube);
-    let cluster = connect(&kube).await;
+    let cluster = kube.connect().await;
     cluster.external_secret(NS, "db").await.unwrap().unwrap();
     cluster.push_secret(NS, "absent").await.unwrap();
     let discovery: Vec<String> = kube
@@ -708,7 +726,7 @@ async fn rbac_denial_says_which_can_i_to_run() {
     let kube = FakeKube::start();
     put_healthy_environment(&kube);
     kube.deny("secrets");
-    let cluster = connect(&kube).await;
+    let cluster = kube.connect().await;
     let err = cluster.secret_keys(NS, "db-credentials").await.unwrap_err();
     assert!(
         matches!(&err, KubeError::Forbidden { verb: "get", resource, namespace: Some(ns), .. } if resource == "secrets" && ns == NS),

@@ -4,7 +4,7 @@
 mod common;
 
 use common::fake_kube::{external_secret, secret, FakeKube};
-use vault_seed::kube::{EsoCluster, KubeError};
+use vault_seed::kube::KubeError;
 
 const NS: &str = "core-service";
 
@@ -58,10 +58,7 @@ async fn no_secret_value_is_logged_even_at_trace() {
         "metadata": {"name": "odd", "namespace": NS},
         "data": ["czNjcjN0LW9kZC12YWx1ZQ=="],
     }));
-    vault_seed::init_crypto();
-    let cluster = EsoCluster::connect(Some(&kube.kubeconfig()), None)
-        .await
-        .unwrap();
+    let cluster = kube.connect().await;
     let keys = cluster.secret_keys(NS, "db-credentials").await.unwrap();
     assert_eq!(keys.unwrap(), ["DB_PASSWORD", "DB_USER"]);
     let err = cluster.secret_keys(NS, "odd").await.unwrap_err();

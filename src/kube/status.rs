@@ -105,15 +105,9 @@ pub struct ExternalSecretInfo {
     pub name: String,
     /// The API version that answered: `external-secrets.io/v1` or `external-secrets.io/v1beta1`.
     pub api_version: String,
-    /// The `Ready` condition's status.
-    pub ready: Option<bool>,
-    /// The `Ready` condition's reason (`SecretSynced`, `SecretSyncedError`...).
-    pub reason: Option<String>,
-    /// The `Ready` condition's message.
-    pub message: Option<String>,
-    /// When the `Ready` condition last changed.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub last_transition_time: Option<OffsetDateTime>,
+    /// The `Ready` condition: status, reason (`SecretSynced`, `SecretSyncedError`...), message, when it last changed (flattened in JSON).
+    #[serde(flatten)]
+    pub condition: ReadyCondition,
     /// `status.refreshTime`: the last successful sync.
     #[serde(with = "time::serde::rfc3339::option")]
     pub refresh_time: Option<OffsetDateTime>,
@@ -138,15 +132,9 @@ pub struct PushSecretInfo {
     pub name: String,
     /// The API version that answered (`external-secrets.io/v1alpha1`).
     pub api_version: String,
-    /// The `Ready` condition's status.
-    pub ready: Option<bool>,
-    /// The `Ready` condition's reason (`Synced`, `Errored`, `SourceDeleted`).
-    pub reason: Option<String>,
-    /// The `Ready` condition's message (for `Errored`, the provider's error).
-    pub message: Option<String>,
-    /// When the `Ready` condition last changed.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub last_transition_time: Option<OffsetDateTime>,
+    /// The `Ready` condition: status, reason (`Synced`, `Errored`, `SourceDeleted`), message (for `Errored`, the provider's error), when it last changed (flattened in JSON).
+    #[serde(flatten)]
+    pub condition: ReadyCondition,
 }
 
 /// What vault-seed needs to know about one SecretStore or ClusterSecretStore.
@@ -160,15 +148,9 @@ pub struct SecretStoreInfo {
     pub name: String,
     /// The API version that answered.
     pub api_version: String,
-    /// The `Ready` condition's status.
-    pub ready: Option<bool>,
-    /// The `Ready` condition's reason (`Valid`, `ValidationUnknown`, `InvalidProviderConfig`).
-    pub reason: Option<String>,
-    /// The `Ready` condition's message.
-    pub message: Option<String>,
-    /// When the `Ready` condition last changed.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub last_transition_time: Option<OffsetDateTime>,
+    /// The `Ready` condition: status, reason (`Valid`, `ValidationUnknown`, `InvalidProviderConfig`), message, when it last changed (flattened in JSON).
+    #[serde(flatten)]
+    pub condition: ReadyCondition,
 }
 
 /// One Warning event about an object (core/v1 Event).
@@ -297,10 +279,7 @@ pub fn external_secret_info(
         namespace,
         name,
         api_version: api_version.to_string(),
-        ready: cond.ready,
-        reason: cond.reason,
-        message: cond.message,
-        last_transition_time: cond.last_transition_time,
+        condition: cond,
         target_secret,
         store_ref,
         data,
@@ -321,10 +300,7 @@ pub fn push_secret_info(obj: &Value, api_version: &str) -> Result<PushSecretInfo
         namespace,
         name,
         api_version: api_version.to_string(),
-        ready: cond.ready,
-        reason: cond.reason,
-        message: cond.message,
-        last_transition_time: cond.last_transition_time,
+        condition: cond,
     })
 }
 
@@ -347,10 +323,7 @@ pub fn secret_store_info(
         namespace,
         name,
         api_version: api_version.to_string(),
-        ready: cond.ready,
-        reason: cond.reason,
-        message: cond.message,
-        last_transition_time: cond.last_transition_time,
+        condition: cond,
     })
 }
 
@@ -385,9 +358,9 @@ mod tests {
     #[test]
     fn reads_a_ready_external_secret() {
         let info = external_secret_info(&okdp_ready(), "external-secrets.io/v1beta1").unwrap();
-        assert_eq!(info.ready, Some(true));
-        assert_eq!(info.reason.as_deref(), Some("SecretSynced"));
-        assert_eq!(info.message.as_deref(), Some("secret synced"));
+        assert_eq!(info.condition.ready, Some(true));
+        assert_eq!(info.condition.reason.as_deref(), Some("SecretSynced"));
+        assert_eq!(info.condition.message.as_deref(), Some("secret synced"));
         assert_eq!(
             info.refresh_time.map(|t| t.unix_timestamp()),
             Some(1_788_443_625)
@@ -447,7 +420,7 @@ mod tests {
             {"lastTransitionTime": "2023-02-08T16:54:55Z",
              "message": "could not get secret data from provider", "reason": "SecretSyncedError"}]}});
         let info = external_secret_info(&es, "v").unwrap();
-        assert_eq!((info.ready, info.reason), (None, None));
+        assert_eq!((info.condition.ready, info.condition.reason), (None, None));
         assert_eq!(info.target_secret, "x");
     }
 
@@ -456,11 +429,11 @@ mod tests {
         let es = json!({"metadata": {"name": "x", "namespace": "n"}, "status": {"conditions": [
             {"type": "Ready", "status": "Unknown", "reason": "Pending"}]}});
         let info = external_secret_info(&es, "v").unwrap();
-        assert_eq!(info.ready, None);
-        assert_eq!(info.reason.as_deref(), Some("Pending"));
+        assert_eq!(info.condition.ready, None);
+        assert_eq!(info.condition.reason.as_deref(), Some("Pending"));
         let fresh = json!({"metadata": {"name": "x", "namespace": "n"}, "spec": {"dataFrom": [{"extract": {"key": "k"}}]}});
         let info = external_secret_info(&fresh, "v").unwrap();
-        assert_eq!((info.ready, info.refresh_time), (None, None));
+        assert_eq!((info.condition.ready, info.refresh_time), (None, None));
         assert!(info.has_data_from);
     }
 
@@ -483,10 +456,14 @@ mod tests {
             "reason": "Errored", "status": "False", "type": "Ready"}]}});
         let p = push_secret_info(&ps, "external-secrets.io/v1alpha1").unwrap();
         assert_eq!(
-            (p.ready, p.reason.as_deref()),
+            (p.condition.ready, p.condition.reason.as_deref()),
             (Some(false), Some("Errored"))
         );
-        assert!(p.message.unwrap().starts_with("set secret failed"));
+        assert!(p
+            .condition
+            .message
+            .unwrap()
+            .starts_with("set secret failed"));
 
         let css = json!({"metadata": {"name": "vault"}, "status": {"conditions": [{
             "lastTransitionTime": "2025-12-19T18:47:43Z", "message": "store validated",
@@ -498,7 +475,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (s.ready, s.reason.as_deref(), s.namespace),
+            (
+                s.condition.ready,
+                s.condition.reason.as_deref(),
+                s.namespace
+            ),
             (Some(true), Some("Valid"), None)
         );
     }

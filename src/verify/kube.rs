@@ -196,7 +196,7 @@ pub async fn check(
                         "it also uses `dataFrom`, which vault-seed does not cross-check".into(),
                     );
                 }
-                match es.ready {
+                match es.condition.ready {
                     Some(true) => match (es.refresh_time, newest_created) {
                         (Some(refreshed), Some(created)) if refreshed < created => problems.insert(0, format!(
                             "Ready, but last synced at {} — before the secret was created in Vault at {}: the Ready is from before seeding (try --force-sync)",
@@ -208,8 +208,8 @@ pub async fn check(
                     _ => {
                         problems.insert(0, format!(
                             "not Ready: {}{}",
-                            es.reason.clone().unwrap_or_else(|| "no Ready condition yet".into()),
-                            es.message.as_ref().map(|m| format!(": {m}")).unwrap_or_default()
+                            es.condition.reason.clone().unwrap_or_else(|| "no Ready condition yet".into()),
+                            es.condition.message.as_ref().map(|m| format!(": {m}")).unwrap_or_default()
                         ));
                         for ev in cluster.warning_events(ns, "ExternalSecret", name).await?.into_iter().take(3) {
                             explanations.push(format!(
@@ -252,9 +252,9 @@ pub async fn check(
                     name: name.clone(),
                     ok: problems.is_empty(),
                     api_version: Some(es.api_version),
-                    ready: es.ready,
-                    reason: es.reason,
-                    message: es.message,
+                    ready: es.condition.ready,
+                    reason: es.condition.reason,
+                    message: es.condition.message,
                     refresh_time: es.refresh_time,
                     target_secret: Some(es.target_secret),
                     problems,
@@ -272,14 +272,17 @@ pub async fn check(
                 None,
                 vec![format!("PushSecret `{ns}/{name}` does not exist")],
             ),
-            Some(ps) if ps.ready == Some(true) => (true, ps.reason, Vec::new()),
+            Some(ps) if ps.condition.ready == Some(true) => (true, ps.condition.reason, Vec::new()),
             Some(ps) => (
                 false,
-                ps.reason.clone(),
+                ps.condition.reason.clone(),
                 vec![format!(
                     "not Ready: {}{}",
-                    ps.reason.unwrap_or_default(),
-                    ps.message.map(|m| format!(": {m}")).unwrap_or_default()
+                    ps.condition.reason.unwrap_or_default(),
+                    ps.condition
+                        .message
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default()
                 )],
             ),
         };
@@ -302,14 +305,17 @@ pub async fn check(
                 None,
                 vec![format!("{} `{name}` does not exist", kind.kind())],
             ),
-            Some(s) if s.ready == Some(true) => (true, s.reason, Vec::new()),
+            Some(s) if s.condition.ready == Some(true) => (true, s.condition.reason, Vec::new()),
             Some(s) => (
                 false,
-                s.reason.clone(),
+                s.condition.reason.clone(),
                 vec![format!(
                     "not Ready: {}{}",
-                    s.reason.unwrap_or_default(),
-                    s.message.map(|m| format!(": {m}")).unwrap_or_default()
+                    s.condition.reason.unwrap_or_default(),
+                    s.condition
+                        .message
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default()
                 )],
             ),
         };

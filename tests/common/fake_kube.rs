@@ -130,6 +130,14 @@ impl FakeKube {
         self.dir.path().join("kubeconfig")
     }
 
+    /// The real `EsoCluster` (kube-rs), connected through this server's kubeconfig.
+    pub async fn connect(&self) -> vault_seed::kube::EsoCluster {
+        vault_seed::init_crypto();
+        vault_seed::kube::EsoCluster::connect(Some(&self.kubeconfig()), None)
+            .await
+            .expect("connect to the fake API server")
+    }
+
     /// Serve ExternalSecrets, SecretStores and ClusterSecretStores only in these versions
     /// (`&["v1beta1"]`: ESO before 0.16; `&["v1"]`: ESO 0.17 and later). Others answer 404.
     pub fn serve_versions(&self, versions: &[&str]) {

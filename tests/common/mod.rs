@@ -248,21 +248,7 @@ impl OpenBao {
 
     /// The `bao` CLI against a TLS server, trusting any certificate (set-up only).
     fn bao_tls(&self, args: &[&str]) -> (bool, String, String) {
-        let out = Command::new(bao_bin())
-            .args(args)
-            .env_clear()
-            .env("HOME", self.home.path())
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("BAO_ADDR", &self.addr)
-            .env("BAO_TOKEN", &self.token)
-            .env("BAO_SKIP_VERIFY", "true")
-            .output()
-            .expect("run bao");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        self.run_bao(args, true)
     }
 
     /// The server's log so far.
@@ -297,15 +283,21 @@ impl OpenBao {
 
     /// Run the `bao` CLI against this server; returns (status, stdout, stderr).
     pub fn bao(&self, args: &[&str]) -> (bool, String, String) {
-        let out = Command::new(bao_bin())
-            .args(args)
+        self.run_bao(args, false)
+    }
+
+    fn run_bao(&self, args: &[&str], skip_verify: bool) -> (bool, String, String) {
+        let mut cmd = Command::new(bao_bin());
+        cmd.args(args)
             .env_clear()
             .env("HOME", self.home.path())
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("BAO_ADDR", &self.addr)
-            .env("BAO_TOKEN", &self.token)
-            .output()
-            .expect("run bao");
+            .env("BAO_TOKEN", &self.token);
+        if skip_verify {
+            cmd.env("BAO_SKIP_VERIFY", "true");
+        }
+        let out = cmd.output().expect("run bao");
         (
             out.status.success(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -534,3 +526,13 @@ fn dechunk(mut s: &str) -> String {
     out
 }
 pub mod fake_kube;
+
+/// The request count that `vault-seed -v` logs at the end of a run (`requests=N`).
+pub fn requests_sent(out: &std::process::Output) -> u64 {
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.split("requests=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no request count in -v output: {err}"))
+}
