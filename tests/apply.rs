@@ -772,6 +772,24 @@ fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
             Some(1)
         );
     }
+    // A re-run claims none of the unmarked paths: they exist, "present, not marked"; the
+    // marked ones carry no such remark.
+    let again = run_specs(&bao, dir.path(), &["apply", "dev2", "-o", "json"]);
+    let doc = json_of(&again);
+    assert_eq!(doc["summary"]["exists"], MANY as u64, "{doc}");
+    assert_eq!(doc["summary"]["created"], 0, "{doc}");
+    for row in doc["results"].as_array().unwrap() {
+        assert_eq!(row["outcome"], "exists", "{row}");
+        assert!(
+            row["detail"].as_str().unwrap_or("").contains("present, not marked"),
+            "{row}"
+        );
+    }
+    let marked = json_of(&run_specs(&bao, dir.path(), &["apply", "dev", "-o", "json"]));
+    assert!(
+        marked["results"].as_array().unwrap().iter().all(|r| r["detail"].is_null()),
+        "{marked}"
+    );
     // `plan` has no such flag: it writes nothing.
     let plan = run_specs(&bao, dir.path(), &["plan", "dev", "--no-metadata"]);
     assert_eq!(plan.status.code(), Some(2), "{}", text(&plan.stderr));

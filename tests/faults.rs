@@ -194,6 +194,23 @@ fn when_faults_outlast_the_retry_cap_the_run_stops_with_a_clear_error() {
 
 #[test]
 fn ctrl_c_stops_new_work_reports_and_a_rerun_completes() {
+    stop_signal_stops_new_work_reports_and_a_rerun_completes("INT", "interrupted");
+}
+
+#[test]
+fn sigterm_is_handled_as_ctrl_c_and_every_created_path_carries_its_marker() {
+    stop_signal_stops_new_work_reports_and_a_rerun_completes("TERM", "terminated (SIGTERM)");
+}
+
+#[test]
+fn sighup_is_handled_as_ctrl_c_and_every_created_path_carries_its_marker() {
+    stop_signal_stops_new_work_reports_and_a_rerun_completes("HUP", "hung up (SIGHUP)");
+}
+
+/// Send `signal` mid-apply: no new work starts, the requests in flight finish (each created
+/// path's custom_metadata write included), the report says what was skipped, exit 1; a re-run
+/// completes and writes nothing twice.
+fn stop_signal_stops_new_work_reports_and_a_rerun_completes(signal: &str, said: &str) {
     const N: usize = 300;
     let bao = OpenBao::dev();
     // Every connection lives 60 ms, after a 60 ms delay: slow enough to interrupt.
@@ -214,21 +231,37 @@ fn ctrl_c_stops_new_work_reports_and_a_rerun_completes() {
     let pid = child.id().to_string();
     // The shell's builtin `kill`: no procps needed on a fresh machine.
     assert!(Command::new("sh")
-        .args(["-c", &format!("kill -INT {pid}")])
+        .args(["-c", &format!("kill -{signal} {pid}")])
         .status()
         .unwrap()
         .success());
     let out: Output = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["interrupted"], true);
     let skipped = doc["summary"]["skipped"].as_u64().unwrap();
     assert!(skipped > 0 && skipped < N as u64, "skipped {skipped}");
-    assert!(
-        text(&out.stderr).contains("interrupted"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(err.contains(said), "{err}");
+    assert!(err.contains("interrupted: some paths were not attempted"), "{err}");
+    // Every path this run created carries vault-seed's marker: its metadata write finished.
+    let created: Vec<String> = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["outcome"] == "created")
+        .map(|r| r["path"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!created.is_empty());
+    for path in &created {
+        let rel = path.strip_prefix("secret/").unwrap();
+        let (s, body) = bao.api("GET", &format!("secret/metadata/{rel}"), None);
+        assert_eq!(s, 200, "{path}");
+        assert_eq!(
+            body["data"]["custom_metadata"]["managed-by"], "vault-seed",
+            "{path} was created without its marker"
+        );
+    }
     // A re-run, straight to the server, finishes the job; nothing is written twice.
     let out = apply_cmd(&bao, &bao.addr, dir.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

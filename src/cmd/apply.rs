@@ -57,9 +57,9 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Exit {
         {
             let cancel = cancel.clone();
             tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
+                if let Some(signal) = super::stop_signal().await {
                     cancel.store(true, Ordering::SeqCst);
-                    eprintln!("interrupted: finishing requests in flight, starting no new ones");
+                    eprintln!("{signal}: finishing requests in flight, starting no new ones");
                 }
             });
         }

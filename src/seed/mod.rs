@@ -351,12 +351,17 @@ fn judge(t: &Target, p: &crate::vault::Present) -> PathResult {
             }
         })
         .collect();
+    // A first version without vault-seed's marker: made by hand, by `--no-metadata`, or by a
+    // run killed between its data and metadata writes. Said, never claimed (nothing proves who
+    // wrote it), and never marked now.
+    let unmarked = p.version == 1
+        && p.custom_metadata.get("managed-by").map(String::as_str) != Some("vault-seed");
     PathResult {
         target: t.clone(),
         version: Some(p.version).filter(|v| *v > 0),
         fields,
         written: false,
-        detail: None,
+        detail: unmarked.then(|| "present, not marked (no vault-seed custom_metadata)".into()),
         vault_unavailable: false,
         created_time: p.created_time.clone(),
     }
