@@ -168,6 +168,11 @@ pub struct ApplyArgs {
     /// Requests to Vault in flight at once.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrency: u16,
+    /// Write to MOUNT although its type cannot be read (the token may not read
+    /// `sys/internal/ui/mounts/MOUNT`), taking the spec's `kv_version` on your word. Without it,
+    /// nothing is written to a mount vault-seed has not seen to be a KV engine. Repeatable.
+    #[arg(long, value_name = "MOUNT")]
+    pub assume_kv_mount: Vec<String>,
     /// Vault connection.
     #[command(flatten)]
     pub vault: VaultArgs,
@@ -237,6 +242,11 @@ pub struct SetArgs {
     /// Replace a real value, not only a placeholder.
     #[arg(long)]
     pub force: bool,
+    /// Write to MOUNT although its type cannot be read (the token may not read
+    /// `sys/internal/ui/mounts/MOUNT`), taking the spec's `kv_version` on your word. Without it,
+    /// nothing is written to a mount vault-seed has not seen to be a KV engine. Repeatable.
+    #[arg(long, value_name = "MOUNT")]
+    pub assume_kv_mount: Vec<String>,
     /// Vault connection.
     #[command(flatten)]
     pub vault: VaultArgs,
@@ -257,6 +267,11 @@ pub struct RotateArgs {
     /// Show what would rotate; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Write to MOUNT although its type cannot be read (the token may not read
+    /// `sys/internal/ui/mounts/MOUNT`), taking the spec's `kv_version` on your word. Without it,
+    /// nothing is written to a mount vault-seed has not seen to be a KV engine. Repeatable.
+    #[arg(long, value_name = "MOUNT")]
+    pub assume_kv_mount: Vec<String>,
     /// Vault connection.
     #[command(flatten)]
     pub vault: VaultArgs,

@@ -38,6 +38,16 @@ fn run_specs(bao: &OpenBao, specs: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Like `run_specs`, with vault-seed pointed at `addr` (a proxy in front of `bao`).
+fn run_specs_at(bao: &OpenBao, addr: &str, specs: &Path, args: &[&str]) -> Output {
+    bao.vault_seed()
+        .env("VAULT_SEED_SPECS", specs)
+        .env("VAULT_ADDR", addr)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// `apply dev -o json` with another token.
 fn apply_as(bao: &OpenBao, token: &str, specs: &Path) -> Output {
     bao.vault_seed()
@@ -276,6 +286,185 @@ fn eight_concurrent_applies_leave_every_path_at_version_one() {
             "S{i:03}"
         );
     }
+}
+
+/// A proxy in front of `bao` that, just before the first request whose start is `trigger`
+/// reaches the server (and only after a request starting with `after` went through, when
+/// given), writes `competing` at `path` straight to the server. Forces a race that concurrent
+/// runs hit only by chance.
+fn competing_writer(
+    bao: &OpenBao,
+    after: Option<&'static str>,
+    trigger: &'static str,
+    path: &'static str,
+    competing: Value,
+) -> common::proxy::FaultProxy {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let seen = Arc::new(AtomicBool::new(after.is_none()));
+    let done = Arc::new(AtomicBool::new(false));
+    let (addr, token) = (bao.addr.clone(), bao.token.clone());
+    let body = competing.to_string();
+    let hook: common::proxy::Inspect = Arc::new(move |chunk: &[u8]| {
+        if after.is_some_and(|a| chunk.starts_with(a.as_bytes())) {
+            seen.store(true, Ordering::SeqCst);
+        } else if chunk.starts_with(trigger.as_bytes())
+            && seen.load(Ordering::SeqCst)
+            && !done.swap(true, Ordering::SeqCst)
+        {
+            let (status, text) = common::raw_http(
+                &addr,
+                "POST",
+                &format!("/v1/{path}"),
+                Some(&token),
+                Some(&body),
+            )
+            .expect("competing write");
+            assert!(status < 300, "competing write: {status} {text}");
+        }
+    });
+    common::proxy::FaultProxy::start(&bao.addr, move |_| {
+        common::proxy::Fault::Inspect(hook.clone())
+    })
+}
+
+#[test]
+fn a_competing_create_between_discovery_and_write_is_never_overwritten() {
+    let bao = OpenBao::dev();
+    // The competitor's cas=0 write lands after vault-seed listed the folder (and found the path
+    // absent) and just before vault-seed's own cas=0 write reaches the server.
+    let theirs = "c".repeat(64);
+    let proxy = competing_writer(
+        &bao,
+        None,
+        "POST /v1/secret/data/race1/dev/A ",
+        "secret/data/race1/dev/A",
+        json!({"options": {"cas": 0}, "data": {"password": theirs}}),
+    );
+    let spec = "[vault]\nmount = \"secret\"\npath = \"race1/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n";
+    let dir = spec_dir(&bao, spec);
+    let out = run_specs_at(
+        &bao,
+        &proxy.addr,
+        dir.path(),
+        &["apply", "dev", "-o", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = json_of(&out);
+    assert_eq!(outcome_of(&doc, "A"), "exists", "{doc}");
+    assert_eq!(doc["summary"]["created"], 0, "{doc}");
+    assert!(
+        doc["results"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("created concurrently"),
+        "{doc}"
+    );
+    let (data, version) = bao.kv_get("secret", "race1/dev/A").unwrap();
+    assert_eq!(version, 1, "nothing written over the competitor's version");
+    assert_eq!(data["password"], theirs.as_str());
+}
+
+#[test]
+fn kv_v1_reports_created_only_when_the_value_reads_back_and_counts_contested_paths() {
+    let bao = OpenBao::dev();
+    bao.mount_kv("kv1", 1);
+    // KV v1 cannot refuse: the competitor writes between vault-seed's write and its read-back.
+    let theirs = "d".repeat(64);
+    let proxy = competing_writer(
+        &bao,
+        Some("POST /v1/kv1/app/dev/A "),
+        "GET /v1/kv1/app/dev/A ",
+        "kv1/app/dev/A",
+        json!({"password": theirs}),
+    );
+    let dir = spec_dir(&bao, "[vault]\nmount = \"kv1\"\npath = \"app/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n[secrets.B]\ndescription = \"b\"\nfields.password = { generator = \"hex32\" }\n");
+    let out = run_specs_at(
+        &bao,
+        &proxy.addr,
+        dir.path(),
+        &["apply", "dev", "-o", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = json_of(&out);
+    assert_eq!(outcome_of(&doc, "A"), "exists", "{doc}");
+    assert_eq!(outcome_of(&doc, "B"), "created", "{doc}");
+    assert_eq!(doc["summary"]["created"], 1, "{doc}");
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("1 path(s) were contested"), "{notes}");
+    let (_, body) = bao.api("GET", "kv1/app/dev/A", None);
+    assert_eq!(body["data"]["password"], theirs.as_str());
+}
+
+#[test]
+fn nothing_is_written_to_a_mount_whose_type_cannot_be_read_unless_the_operator_names_it() {
+    let bao = OpenBao::dev();
+    bao.mount_kv("kv9", 2);
+    // A token with nothing on `kv9`: OpenBao then answers `sys/internal/ui/mounts/kv9` with 403
+    // (as it does for `auth`, even for root), so vault-seed cannot see that it is a KV engine.
+    bao.put_policy(
+        "elsewhere",
+        "path \"secret/data/x\" { capabilities = [\"read\"] }\n",
+    );
+    let token = bao.token_with_policies(&["elsewhere"]);
+    let dir = spec_dir(&bao, "[vault]\nmount = \"kv9\"\npath = \"app/{env}\"\nkv_version = 2\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n");
+    let as_token = |args: &[&str]| {
+        bao.vault_seed()
+            .env("VAULT_TOKEN", &token)
+            .arg("--specs")
+            .arg(dir.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = as_token(&["apply", "dev", "-o", "json", "-v"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let doc = json_of(&out);
+    assert_eq!(outcome_of(&doc, "A"), "error", "{doc}");
+    let detail = doc["results"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("--assume-kv-mount kv9"), "{detail}");
+    assert!(detail.contains("nothing was written"), "{detail}");
+    // Token check and mount detection only: no LIST, no write was sent.
+    assert_eq!(common::requests_sent(&out), 2, "{}", text(&out.stderr));
+    // `plan` shows the same refusal before anyone runs apply.
+    let plan = json_of(&as_token(&["plan", "dev", "-o", "json"]));
+    assert_eq!(outcome_of(&plan, "A"), "error", "{plan}");
+    // Named for this run, the mount is taken at the spec's kv_version, and the report says so
+    // (here the token then lacks the capability, which is reported as usual).
+    let out = as_token(&["apply", "dev", "-o", "json", "--assume-kv-mount", "kv9"]);
+    let doc = json_of(&out);
+    assert_eq!(outcome_of(&doc, "A"), "denied", "{doc}");
+    assert!(
+        doc["notes"].to_string().contains("on the operator's word"),
+        "{doc}"
+    );
+    let plan = json_of(&as_token(&[
+        "plan",
+        "dev",
+        "-o",
+        "json",
+        "--assume-kv-mount",
+        "kv9",
+    ]));
+    assert!(
+        plan["notes"].to_string().contains("--assume-kv-mount kv9"),
+        "{plan}"
+    );
+}
+
+#[test]
+fn a_path_under_a_mount_is_not_taken_for_a_mount() {
+    let bao = OpenBao::dev();
+    // `secret/foo` is not a mount: writes would land under `secret/` at other API paths.
+    let dir = spec_dir(&bao, "[vault]\nmount = \"secret/foo\"\npath = \"app/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n");
+    let out = run_specs(&bao, dir.path(), &["apply", "dev", "-o", "json", "-v"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let doc = json_of(&out);
+    let detail = doc["results"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("`secret/foo` is not a mount"), "{detail}");
+    assert_eq!(common::requests_sent(&out), 2, "{}", text(&out.stderr));
+    let (s, body) = bao.api("LIST", "secret/metadata", None);
+    assert_eq!(s, 404, "nothing was written under secret/: {body}");
 }
 
 #[test]
@@ -781,13 +970,24 @@ fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
     for row in doc["results"].as_array().unwrap() {
         assert_eq!(row["outcome"], "exists", "{row}");
         assert!(
-            row["detail"].as_str().unwrap_or("").contains("present, not marked"),
+            row["detail"]
+                .as_str()
+                .unwrap_or("")
+                .contains("present, not marked"),
             "{row}"
         );
     }
-    let marked = json_of(&run_specs(&bao, dir.path(), &["apply", "dev", "-o", "json"]));
+    let marked = json_of(&run_specs(
+        &bao,
+        dir.path(),
+        &["apply", "dev", "-o", "json"],
+    ));
     assert!(
-        marked["results"].as_array().unwrap().iter().all(|r| r["detail"].is_null()),
+        marked["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["detail"].is_null()),
         "{marked}"
     );
     // `plan` has no such flag: it writes nothing.

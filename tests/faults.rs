@@ -243,7 +243,10 @@ fn stop_signal_stops_new_work_reports_and_a_rerun_completes(signal: &str, said: 
     let skipped = doc["summary"]["skipped"].as_u64().unwrap();
     assert!(skipped > 0 && skipped < N as u64, "skipped {skipped}");
     assert!(err.contains(said), "{err}");
-    assert!(err.contains("interrupted: some paths were not attempted"), "{err}");
+    assert!(
+        err.contains("interrupted: some paths were not attempted"),
+        "{err}"
+    );
     // Every path this run created carries vault-seed's marker: its metadata write finished.
     let created: Vec<String> = doc["results"]
         .as_array()

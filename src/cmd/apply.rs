@@ -11,7 +11,7 @@ use crate::exit::Exit;
 use crate::report::{self, Format, Style};
 use crate::seed::{self, Outcome, PathResult, Summary};
 
-use super::session::{detect_mounts, preflight, Session};
+use super::session::{detect_mounts, preflight, MountTrust, Mounts, Session};
 use crate::spec::Target;
 
 /// Which of the two commands runs.
@@ -48,7 +48,18 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Exit {
             super::fail(g, command, &e);
             return Exit::Failure;
         }
-        let (mounts, mount_errors) = detect_mounts(vault, targets).await;
+        let Mounts {
+            mounts,
+            errors: mount_errors,
+            notes: mount_notes,
+        } = detect_mounts(
+            vault,
+            targets,
+            MountTrust::Write {
+                assumed: &args.assume_kv_mount,
+            },
+        )
+        .await;
         let (ready, failed): (Vec<Target>, Vec<Target>) = targets
             .iter()
             .cloned()
@@ -74,6 +85,7 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Exit {
             metadata: matches!(mode, Mode::Apply { metadata: true }),
         };
         let mut run = seed::run(vault, &mounts, ready, &opts, cancel, &tick).await;
+        run.notes.splice(0..0, mount_notes);
         bar.finish_and_clear();
         tracing::info!(requests = vault.requests(), "requests sent to Vault");
         for t in &failed {

@@ -9,7 +9,7 @@ use crate::seed::change::ChangeError;
 use crate::spec::Target;
 use crate::vault::KvMount;
 
-use super::session::{detect_mounts, preflight, Session};
+use super::session::{detect_mounts, preflight, MountTrust, Mounts, Session};
 
 /// The result of a `set` or `rotate`, printed on stdout.
 #[derive(Serialize)]
@@ -80,13 +80,26 @@ pub(super) async fn mount_for(
     command: &str,
     session: &Session,
     t: &Target,
+    assumed: &[String],
 ) -> Result<KvMount, Exit> {
     let style = Style::stderr(g.color);
     if let Err(e) = preflight(&session.vault, &style).await {
         super::fail(g, command, &e);
         return Err(Exit::Failure);
     }
-    let (mut mounts, errors) = detect_mounts(&session.vault, std::slice::from_ref(t)).await;
+    let Mounts {
+        mut mounts,
+        errors,
+        notes,
+    } = detect_mounts(
+        &session.vault,
+        std::slice::from_ref(t),
+        MountTrust::Write { assumed },
+    )
+    .await;
+    for n in &notes {
+        eprintln!("{}: {n}", style.help("note"));
+    }
     match mounts.remove(&t.mount) {
         Some(m) => Ok(m),
         None => {

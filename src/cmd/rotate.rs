@@ -45,7 +45,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Exit {
     };
     let names: Vec<String> = fields.iter().map(|f| f.name.clone()).collect();
     runtime.block_on(async {
-        let mount = match mount_for(g, "rotate", &session, &t).await {
+        let mount = match mount_for(g, "rotate", &session, &t, &args.assume_kv_mount).await {
             Ok(m) => m,
             Err(exit) => return exit,
         };

@@ -99,12 +99,24 @@ pub(crate) async fn preflight(vault: &Vault, style: &Style) -> Result<(), VaultE
     Ok(())
 }
 
+/// How far a command may trust a mount whose type it cannot read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum MountTrust<'a> {
+    /// The command only reads: a mount whose type cannot be read is taken at the spec's
+    /// `kv_version`.
+    Read,
+    /// The command writes: only to mounts seen to be KV, or named by the operator for this run
+    /// (`--assume-kv-mount`), taken at the spec's `kv_version`.
+    Write { assumed: &'a [String] },
+}
+
 /// Detect each mount's KV version and compare with what the specs expect. Returns the usable
-/// mounts, and for the others why not.
+/// mounts; for the others why not; and notes (mounts written on the operator's word).
 pub(crate) async fn detect_mounts(
     vault: &Vault,
     targets: &[Target],
-) -> (HashMap<String, KvMount>, HashMap<String, String>) {
+    trust: MountTrust<'_>,
+) -> Mounts {
     let mut wanted: HashMap<String, Option<u8>> = HashMap::new();
     for t in targets {
         let e = wanted.entry(t.mount.clone()).or_insert(t.kv_version);
@@ -112,37 +124,84 @@ pub(crate) async fn detect_mounts(
             *e = t.kv_version;
         }
     }
-    let mut mounts = HashMap::new();
-    let mut errors = HashMap::new();
-    for (mount, expected) in wanted {
-        match vault.kv_mount(&mount).await {
-            Ok(m) => match expected {
-                Some(v) if v != m.version => {
-                    errors.insert(mount.clone(), format!("mount `{mount}` is KV v{} but the spec says `kv_version = {v}`; nothing was written", m.version));
+    let mut out = Mounts::default();
+    let mut names: Vec<_> = wanted.into_iter().collect();
+    names.sort();
+    for (mount, expected) in names {
+        match vault.mount_info(&mount).await {
+            Ok(Some(info)) if info.path != mount => {
+                out.errors.insert(mount.clone(), format!("`{mount}` is not a mount: it is a path under mount `{}/`; nothing was written", info.path));
+            }
+            Ok(Some(info)) if info.kind != "kv" && info.kind != "generic" => {
+                out.errors.insert(
+                    mount.clone(),
+                    format!(
+                        "mount `{mount}` is a `{}` engine, not KV; nothing was written",
+                        info.kind
+                    ),
+                );
+            }
+            Ok(Some(info)) => match expected {
+                Some(v) if v != info.kv_version => {
+                    out.errors.insert(mount.clone(), format!("mount `{mount}` is KV v{} but the spec says `kv_version = {v}`; nothing was written", info.kv_version));
                 }
                 _ => {
-                    mounts.insert(mount.clone(), m);
-                }
-            },
-            Err(VaultError::Denied { .. }) => match expected {
-                Some(v) => {
-                    tracing::info!(%mount, "cannot read the mount's configuration; trusting the spec's kv_version");
-                    mounts.insert(
+                    out.mounts.insert(
                         mount.clone(),
                         KvMount {
                             path: mount.clone(),
-                            version: v,
+                            version: info.kv_version,
                         },
                     );
                 }
-                None => {
-                    errors.insert(mount.clone(), format!("cannot detect the KV version of mount `{mount}` (the token may not read `sys/internal/ui/mounts/{mount}`); set `kv_version` in the spec's `[vault]`"));
-                }
             },
+            Ok(None) => {
+                out.errors.insert(mount.clone(), format!("there is no secrets engine mounted at `{mount}/`; enable one (`vault secrets enable -path={mount} kv-v2`) or fix the spec's `[vault] mount`"));
+            }
+            Err(VaultError::Denied { .. }) => {
+                let assumed = match trust {
+                    MountTrust::Read => true,
+                    MountTrust::Write { assumed } => {
+                        assumed.iter().any(|a| a.trim_matches('/') == mount)
+                    }
+                };
+                match (expected, assumed) {
+                    (Some(v), true) => {
+                        tracing::info!(%mount, "cannot read the mount's configuration; trusting the spec's kv_version");
+                        if matches!(trust, MountTrust::Write { .. }) {
+                            out.notes.push(format!("mount `{mount}`: its type could not be read (`sys/internal/ui/mounts/{mount}` was denied); treated as KV v{v} on the operator's word (`--assume-kv-mount {mount}`)"));
+                        }
+                        out.mounts.insert(
+                            mount.clone(),
+                            KvMount {
+                                path: mount.clone(),
+                                version: v,
+                            },
+                        );
+                    }
+                    (None, _) => {
+                        out.errors.insert(mount.clone(), format!("cannot detect the KV version of mount `{mount}` (the token may not read `sys/internal/ui/mounts/{mount}`); set `kv_version` in the spec's `[vault]`"));
+                    }
+                    (Some(v), false) => {
+                        out.errors.insert(mount.clone(), format!("cannot read the type of mount `{mount}` (`sys/internal/ui/mounts/{mount}` was denied), so vault-seed cannot tell that it is a KV engine; nothing was written to it. If it is KV v{v}, grant `read` on `sys/internal/ui/mounts/{mount}` or pass `--assume-kv-mount {mount}` for this run"));
+                    }
+                }
+            }
             Err(e) => {
-                errors.insert(mount.clone(), e.to_string());
+                out.errors.insert(mount.clone(), e.to_string());
             }
         }
     }
-    (mounts, errors)
+    out
+}
+
+/// What [`detect_mounts`] found.
+#[derive(Debug, Default)]
+pub(crate) struct Mounts {
+    /// The usable mounts, by path.
+    pub mounts: HashMap<String, KvMount>,
+    /// Why each other mount cannot be used.
+    pub errors: HashMap<String, String>,
+    /// Mounts used on the operator's word.
+    pub notes: Vec<String>,
 }

@@ -45,7 +45,7 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Exit {
         Err(exit) => return exit,
     };
     runtime.block_on(async {
-        let mount = match mount_for(g, "set", &session, &t).await {
+        let mount = match mount_for(g, "set", &session, &t, &args.assume_kv_mount).await {
             Ok(m) => m,
             Err(exit) => return exit,
         };

@@ -19,7 +19,7 @@ use crate::spec::EnvPlan;
 use crate::verify::kube::{self as kube_check, KubePart, PathFacts, Wanted};
 use crate::verify::policy::{self as policy_check, PolicyPart};
 
-use super::session::{detect_mounts, preflight, Session};
+use super::session::{detect_mounts, preflight, MountTrust, Mounts, Session};
 
 const PARTS: [&str; 3] = ["vault", "policy", "kube"];
 const POLL: Duration = Duration::from_secs(2);
@@ -168,7 +168,11 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Exit {
             super::fail(g, "verify", &e);
             return Exit::Failure;
         }
-        let (mounts, mount_errors) = detect_mounts(&session.vault, &session.targets).await;
+        let Mounts {
+            mounts,
+            errors: mount_errors,
+            ..
+        } = detect_mounts(&session.vault, &session.targets, MountTrust::Read).await;
         // The Vault part also feeds the Kubernetes part's explanations.
         let ready: Vec<_> = session
             .targets

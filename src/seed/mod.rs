@@ -10,7 +10,7 @@ pub mod change;
 mod outcome;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
@@ -73,6 +73,7 @@ pub async fn run(
     let listings = discover(vault, mounts, &targets, opts.concurrency, &mut notes).await;
     let meta_warned = AtomicBool::new(false);
     let vault_down = AtomicBool::new(false);
+    let contested = AtomicUsize::new(0);
     let ctx = Ctx {
         vault,
         mounts,
@@ -81,6 +82,7 @@ pub async fn run(
         cancel: &cancel,
         meta_warned: &meta_warned,
         vault_down: &vault_down,
+        contested: &contested,
     };
     let mut indexed: Vec<(usize, PathResult)> = stream::iter(targets.into_iter().enumerate())
         .map(|(i, t)| {
@@ -127,7 +129,11 @@ pub async fn run(
         notes.push("the token may not write metadata: secrets were written without vault-seed's custom_metadata (grant `update` on `<mount>/metadata/...`)".into());
     }
     if mounts.values().any(|m| m.version == 1) && !opts.dry_run {
-        notes.push("KV v1 has no check-and-set: paths on KV v1 mounts were written read-then-write, which is not race-free".into());
+        notes.push("KV v1 has no check-and-set: paths on KV v1 mounts were written read-then-write, which is not race-free; each is reported created only when it read back as written".into());
+    }
+    let contested = contested.load(Ordering::SeqCst);
+    if contested > 0 {
+        notes.push(format!("KV v1: {contested} path(s) were contested (another writer wrote them at the same time as this run); they are judged as they stand, not claimed"));
     }
     Run {
         paths: indexed.into_iter().map(|(_, r)| r).collect(),
@@ -144,6 +150,8 @@ struct Ctx<'a> {
     cancel: &'a AtomicBool,
     meta_warned: &'a AtomicBool,
     vault_down: &'a AtomicBool,
+    /// KV v1 paths another writer wrote at the same time as this run.
+    contested: &'a AtomicUsize,
 }
 
 fn parent(path: &str) -> (&str, &str) {
@@ -276,6 +284,33 @@ async fn create(
         .kv_write(mount, &t.path, &fields, cas_opt, "create")
         .await
     {
+        Ok(version) if mount.version == 1 => {
+            // No check-and-set on KV v1: another writer may have written between our read and
+            // our write, or after it. The path is ours only if it reads back as what we wrote.
+            match ctx.vault.kv_read(mount, &t.path).await {
+                Ok(Existing::Present(p)) if holds_exactly(&p, &values) => {
+                    PathResult::all(t, outcome, Some(version), None).written()
+                }
+                Ok(Existing::Present(p)) => {
+                    ctx.contested.fetch_add(1, Ordering::SeqCst);
+                    let mut r = judge(t, &p);
+                    r.detail = Some(
+                        "KV v1: another writer wrote this path at the same time; the value there now is theirs, judged as it stands".into(),
+                    );
+                    r
+                }
+                Ok(_) => {
+                    ctx.contested.fetch_add(1, Ordering::SeqCst);
+                    PathResult::all(
+                        t,
+                        Outcome::Error,
+                        None,
+                        Some("KV v1: written, but the path reads back as absent (deleted by another writer?); run again".into()),
+                    )
+                }
+                Err(e) => PathResult::from_error(t, &e, false),
+            }
+        }
         Ok(version) => {
             write_metadata(ctx, mount, t, old_meta, outcome.verb()).await;
             PathResult::all(t, outcome, Some(version), None).written()
@@ -292,8 +327,7 @@ async fn create(
                             .iter()
                             .any(|f| f.name == k && !f.generator.is_placeholder())
                     };
-                    let ours = values.iter().any(|(k, _)| random(k))
-                        && values.iter().all(|(k, v)| matches!(p.fields.get(k), Some(FieldValue::Text(s)) if s.expose_secret() == v.expose_secret()));
+                    let ours = values.iter().any(|(k, _)| random(k)) && holds_exactly(&p, &values);
                     if ours {
                         write_metadata(ctx, mount, t, old_meta, outcome.verb()).await;
                         PathResult::all(
@@ -324,6 +358,13 @@ async fn create(
         }
         Err(e) => PathResult::from_error(t, &e, true),
     }
+}
+
+/// Whether a live secret holds exactly these values in these fields.
+fn holds_exactly(p: &crate::vault::Present, values: &[(String, SecretString)]) -> bool {
+    values.iter().all(|(k, v)| {
+        matches!(p.fields.get(k), Some(FieldValue::Text(s)) if s.expose_secret() == v.expose_secret())
+    })
 }
 
 /// Judge each field of a live secret against its generator.

@@ -10,8 +10,14 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// Called with each chunk the client sends, before the chunk is forwarded: a request's start
+/// arrives in one chunk (vault-seed sends whole requests, one at a time per connection), so a
+/// test can act between two requests, e.g. write a competing value just before vault-seed's
+/// write or read-back reaches the server.
+pub type Inspect = Arc<dyn Fn(&[u8]) + Send + Sync>;
+
 /// What to do with one connection.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub enum Fault {
     /// Forward both ways until either side closes.
     Pass,
@@ -25,6 +31,8 @@ pub enum Fault {
     Delay(Duration),
     /// Forward, but cut both sides after this long (requests in flight are lost).
     CutAfter(Duration),
+    /// Forward, calling the hook with each chunk from the client before forwarding it.
+    Inspect(Inspect),
 }
 
 /// A running proxy; stops when dropped.
@@ -110,14 +118,15 @@ fn handle(mut client: TcpStream, upstream: &str, fault: Fault) {
         }
         Fault::Delay(d) => {
             std::thread::sleep(d);
-            forward(client, upstream, None);
+            forward(client, upstream, None, None);
         }
-        Fault::Pass => forward(client, upstream, None),
-        Fault::CutAfter(d) => forward(client, upstream, Some(d)),
+        Fault::Pass => forward(client, upstream, None, None),
+        Fault::CutAfter(d) => forward(client, upstream, Some(d), None),
+        Fault::Inspect(hook) => forward(client, upstream, None, Some(hook)),
     }
 }
 
-fn forward(client: TcpStream, upstream: &str, cut_after: Option<Duration>) {
+fn forward(client: TcpStream, upstream: &str, cut_after: Option<Duration>, hook: Option<Inspect>) {
     let Ok(server) = TcpStream::connect(upstream) else {
         let _ = client.shutdown(Shutdown::Both);
         return;
@@ -137,7 +146,23 @@ fn forward(client: TcpStream, upstream: &str, cut_after: Option<Duration>) {
         });
     }
     let up = std::thread::spawn(move || {
-        let _ = std::io::copy(&mut c_read, &mut s_write);
+        match hook {
+            None => {
+                let _ = std::io::copy(&mut c_read, &mut s_write);
+            }
+            Some(hook) => {
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = c_read.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    hook(&buf[..n]);
+                    if s_write.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
         let _ = s_write.shutdown(Shutdown::Write);
     });
     let _ = std::io::copy(&mut s_read, &mut c_write);
