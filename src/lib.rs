@@ -10,6 +10,7 @@ pub mod generate;
 pub mod kube;
 pub mod logging;
 pub mod policy;
+pub mod redact;
 pub mod report;
 pub mod seed;
 pub mod spec;
