@@ -151,6 +151,16 @@ pub struct VaultArgs {
     /// Timeout of each request to Vault (`30s`, `2m`; a bare number is seconds).
     #[arg(long, env = "VAULT_CLIENT_TIMEOUT", value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Option<std::time::Duration>,
+    /// Time to open a connection to Vault [default: 5s].
+    #[arg(long, env = "VAULT_SEED_CONNECT_TIMEOUT", value_parser = parse_duration, value_name = "DURATION")]
+    pub connect_timeout: Option<std::time::Duration>,
+    /// Time from sending a request to the start of Vault's answer; past it the request is retried
+    /// [default: 10s].
+    #[arg(long, env = "VAULT_SEED_ANSWER_TIMEOUT", value_parser = parse_duration, value_name = "DURATION")]
+    pub answer_timeout: Option<std::time::Duration>,
+    /// Time one request may take with its retries before vault-seed gives up [default: 1m].
+    #[arg(long, env = "VAULT_SEED_GIVE_UP_AFTER", value_parser = parse_duration, value_name = "DURATION")]
+    pub give_up_after: Option<std::time::Duration>,
     /// Allow sending the token over plain http:// to a non-loopback address.
     #[arg(long)]
     pub insecure_http: bool,

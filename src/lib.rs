@@ -10,6 +10,7 @@ pub mod generate;
 pub mod kube;
 pub mod logging;
 pub mod policy;
+pub mod redact;
 pub mod report;
 pub mod seed;
 pub mod spec;
@@ -26,6 +27,7 @@ pub fn init_crypto() {
 /// Parse the command line, run it, and return the process exit code.
 pub fn main() -> std::process::ExitCode {
     use clap::Parser;
+    vault::connect::unset_empty_env();
     let cli = cli::Cli::parse();
     logging::init(cli.global.verbose);
     init_crypto();

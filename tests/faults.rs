@@ -141,7 +141,7 @@ fn a_slow_server_past_the_client_timeout_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
-        err.contains("did not answer GET `auth/token/lookup-self` within the client timeout"),
+        err.contains("did not answer GET `auth/token/lookup-self` within the client timeout (1s)"),
         "{err}"
     );
     assert!(err.contains("VAULT_CLIENT_TIMEOUT"), "{err}");
@@ -275,4 +275,93 @@ fn stop_signal_stops_new_work_reports_and_a_rerun_completes(signal: &str, said: 
         "exactly the skipped ones are created now"
     );
     assert_all_version_one(&bao, N);
+}
+
+/// A server that accepts connections, reads what comes, and never answers.
+struct Silent {
+    addr: String,
+    connections: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Silent {
+    fn start() -> Silent {
+        use std::io::Read;
+        use std::sync::atomic::{AtomicBool, AtomicU64};
+        use std::sync::Arc;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = format!("http://{}", listener.local_addr().unwrap());
+        let connections = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (c, s) = (connections.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !s.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((mut conn, _)) => {
+                        c.fetch_add(1, Ordering::SeqCst);
+                        let _ = conn.set_nonblocking(true);
+                        let _ = conn.read(&mut [0u8; 4096]);
+                        held.push(conn);
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Silent {
+            addr,
+            connections,
+            stop,
+        }
+    }
+}
+
+impl Drop for Silent {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_server_that_never_answers_is_retried_visibly_and_given_up_on_in_bounded_time() {
+    let silent = Silent::start();
+    let dir = spec_with(2, &silent.addr);
+    let home = tempfile::tempdir().unwrap();
+    let start = Instant::now();
+    let out = common::vault_seed_cmd(home.path())
+        .env("VAULT_ADDR", &silent.addr)
+        .env("VAULT_TOKEN", "t")
+        .env("VAULT_SEED_GIVE_UP_AFTER", "5s")
+        .arg("--specs")
+        .arg(dir.path())
+        .args(["plan", "dev", "--answer-timeout", "1s"])
+        .output()
+        .unwrap();
+    let elapsed = start.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    // Each retry shows at default verbosity.
+    assert!(
+        err.contains("warning: Vault did not answer in 1s; retrying 1/5"),
+        "{err}"
+    );
+    assert!(err.contains("retrying 2/5"), "{err}");
+    // The final error says what happened and what bounded the wait.
+    assert!(
+        err.contains(&format!(
+            "error: Vault at `{}` did not answer GET `auth/token/lookup-self` in 1s; gave up after",
+            silent.addr
+        )),
+        "{err}"
+    );
+    assert!(err.contains("(limit: --give-up-after 5s)"), "{err}");
+    assert!(
+        err.contains("help: Vault accepted the connection but did not answer"),
+        "{err}"
+    );
+    let attempts = silent.connections.load(Ordering::SeqCst);
+    assert!((3..=6).contains(&attempts), "{attempts} attempts");
+    // Bounded: the 5s limit and the last attempt's 1s, with room for a slow machine.
+    assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
 }

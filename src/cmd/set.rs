@@ -143,6 +143,8 @@ fn non_empty(v: String) -> Result<SecretString, String> {
     if v.is_empty() {
         Err("the value is empty; nothing was written".into())
     } else {
-        Ok(SecretString::from(v))
+        let v = SecretString::from(v);
+        crate::redact::register(&v);
+        Ok(v)
     }
 }

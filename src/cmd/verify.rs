@@ -123,7 +123,9 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Exit {
     let eso_token = match &args.eso_token_file {
         None => None,
         Some(path) => match std::fs::read_to_string(path) {
-            Ok(t) if !t.trim().is_empty() => Some(SecretString::from(t.trim().to_string())),
+            Ok(t) if !t.trim().is_empty() => {
+                Some(SecretString::from(t.trim().to_string())).inspect(crate::redact::register)
+            }
             Ok(_) => {
                 report::error(
                     &style,

@@ -144,7 +144,11 @@ impl Generator {
                 id.hyphenated().to_string()
             }
         };
-        Ok(SecretString::from(value))
+        let value = SecretString::from(value);
+        if !self.is_placeholder() {
+            crate::redact::register(&value);
+        }
+        Ok(value)
     }
 
     /// Judge a value that already exists. Never includes the value in the reason.

@@ -906,18 +906,15 @@ fn describe_char(c: char) -> String {
     }
 }
 
+/// The address as `apply` will parse it (plain http off loopback is decided at run time, where
+/// `--insecure-http` is known).
 fn check_addr(a: &str) -> Result<(), String> {
-    let rest = a
-        .strip_prefix("https://")
-        .or_else(|| a.strip_prefix("http://"))
-        .ok_or_else(|| "is not an `https://` or `http://` URL".to_string())?;
-    if rest.is_empty() || rest.starts_with('/') {
-        return Err("has no host".into());
-    }
-    if rest.chars().any(|c| c.is_whitespace()) {
+    if a.chars().any(|c| c.is_whitespace()) {
         return Err("contains whitespace".into());
     }
-    Ok(())
+    crate::vault::address::parse(a, true)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// A Kubernetes object or namespace name (DNS-1123 subdomain, lowercase).

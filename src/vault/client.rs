@@ -1,14 +1,26 @@
-//! The HTTP client: vaultrs builds it (TLS, CA files, timeout); requests are sent on it
-//! directly, with the token added here.
+//! The HTTP client (reqwest with rustls), built here, and the requests sent on it with the token.
 //!
-//! vaultrs' own request path keeps the token in a plain `String` inside `Debug` structs and does
-//! not mark the header sensitive; ours holds it as a [`SecretString`], exposes it only while the
-//! header is built, and marks `X-Vault-Token` sensitive so no HTTP layer prints it. Requests skip
-//! vaultrs' endpoint layer (rustify) too: it parsed every URL twice and copied every body
-//! (secret values included) into several buffers.
+//! The token is held as a [`SecretString`], exposed only while the header is built, and
+//! `X-Vault-Token` is marked sensitive so no HTTP layer prints it. The client:
+//!
+//! - connects to the one parsed address URL ([`super::address`]), the one the plain-http check
+//!   was made on; system proxies are not used for plain http to loopback (as Go's
+//!   `ProxyFromEnvironment`, which the vault CLI uses, never proxies loopback);
+//! - follows no redirect: a 3xx is an error naming where it pointed. The vault CLI follows one
+//!   (`api/client.go`, `RawRequestWithContext`: 301/302/307 once, refusing only a downgrade to
+//!   http) and sends the token and body along, wherever it points;
+//! - gives up on an attempt that gets no answer within the answer timeout, retries transient
+//!   failures with capped, jittered backoff, says so on stderr, and bounds one request with its
+//!   retries by `--give-up-after`;
+//! - reads at most [`MAX_BODY`] of an answer;
+//! - shows server text (its `errors`) only through [`crate::redact::redact`].
+//!
+//! vaultrs is not used: it cannot be told not to follow redirects, it reads a `VAULT_CACERT` that
+//! holds no PEM as no CA at all, and its request path keeps the token in a plain `String`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use reqwest::{Method, StatusCode, Url};
@@ -23,13 +35,26 @@ pub const MAX_RETRIES: u32 = 5;
 const BACKOFF_BASE: Duration = Duration::from_millis(100);
 const BACKOFF_CAP: Duration = Duration::from_secs(3);
 
+/// The most of one answer vault-seed reads: 8 MiB. Vault's answers here are small (a token
+/// lookup, a secret, a policy); the largest is a folder's LIST, about 40 bytes per key, so this
+/// holds some 200,000 keys in one folder.
+pub const MAX_BODY: usize = 8 * 1024 * 1024;
+
+/// Retry notices on stderr: at most one per this interval (requests run concurrently).
+const NOTICE_EVERY: Duration = Duration::from_secs(1);
+
 /// A Vault client for one address and token.
 pub struct Vault {
     http: reqwest::Client,
-    /// `<addr>/v1/`, parsed once.
+    /// `<addr>/v1/`: the parsed address URL with `v1/` added to its path.
     base: Url,
     auth: Auth,
     addr: String,
+    answer_timeout: Duration,
+    client_timeout: Duration,
+    give_up_after: Duration,
+    /// When a retry was last announced on stderr.
+    last_notice: Mutex<Option<Instant>>,
     /// HTTP requests sent, retries included: `-v` reports it, `bench/run` reads it.
     requests: AtomicU64,
 }
@@ -151,49 +176,53 @@ impl Vault {
     pub fn new(settings: &Settings) -> Result<Vault, VaultError> {
         crate::init_crypto();
         let auth = Auth::new(&settings.token, settings.namespace.as_deref())?;
-        let mut builder = vaultrs::client::VaultClientSettingsBuilder::default();
-        builder
-            .address(&settings.addr)
-            // vaultrs never sees the token: ours is added to each request here.
-            .token("")
-            .verify(!settings.skip_verify)
-            .ca_certs(
-                settings
-                    .ca_files
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>(),
-            )
-            .timeout(Some(settings.timeout));
-        let invalid_addr = |e: &dyn std::fmt::Display| VaultError::Config {
-            message: format!("invalid Vault address `{}`: {e}", settings.addr),
-            help: "e.g. VAULT_ADDR=https://vault.example.internal:8200".into(),
-        };
-        let vs = builder.build().map_err(|e| invalid_addr(&e))?;
-        let client = vaultrs::client::VaultClient::new(vs).map_err(|e| match e {
-            vaultrs::error::ClientError::FileReadError { path, source } => VaultError::Config {
-                message: format!("cannot read the CA file `{path}`: {source}"),
-                help: "point VAULT_CACERT at a readable PEM file".into(),
-            },
-            vaultrs::error::ClientError::ParseCertificateError { path, .. } => VaultError::Config {
-                message: format!("`{path}` is not a PEM certificate"),
-                help: "VAULT_CACERT must be a PEM file (-----BEGIN CERTIFICATE-----)".into(),
-            },
-            other => VaultError::Config {
-                message: format!("cannot set up the HTTP client: {other}"),
-                help: "check VAULT_CACERT / VAULT_CAPATH".into(),
-            },
+        let mut builder = reqwest::Client::builder()
+            .tls_backend_rustls()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(settings.connect_timeout)
+            .timeout(settings.timeout)
+            .tls_danger_accept_invalid_certs(settings.skip_verify);
+        if settings.url.scheme() == "http" {
+            // No TLS: an empty root store spares setting up the platform verifier
+            // (reqwest#2988, as vaultrs does).
+            builder = builder.tls_certs_only(Vec::new());
+            if super::address::is_loopback(&settings.url) {
+                builder = builder.no_proxy();
+            }
+        } else {
+            if let Some(file) = &settings.ca_cert {
+                builder = builder.tls_certs_merge(ca_file(file)?);
+            }
+            if let Some(dir) = &settings.ca_path {
+                builder = builder.tls_certs_merge(ca_dir(dir)?);
+            }
+        }
+        let http = builder.build().map_err(|e| VaultError::Config {
+            message: format!("cannot set up the HTTP client: {}", error_chain(&e)),
+            help: "check VAULT_CACERT / VAULT_CAPATH".into(),
         })?;
-        let base = Url::parse(&format!("{}/v1/", settings.addr.trim_end_matches('/')))
-            .map_err(|e| invalid_addr(&e))?;
-        if base.cannot_be_a_base() {
-            return Err(invalid_addr(&"not an http(s) URL"));
+        let mut base = settings.url.clone();
+        if let Ok(mut segments) = base.path_segments_mut() {
+            segments.pop_if_empty().push("v1").push("");
+        } else {
+            return Err(VaultError::Config {
+                message: format!(
+                    "the Vault address `{}` is not an http(s) URL",
+                    settings.addr
+                ),
+                help: "e.g. VAULT_ADDR=https://vault.example.internal:8200".into(),
+            });
         }
         Ok(Vault {
-            http: client.http.http.clone(),
+            http,
             base,
             auth,
             addr: settings.addr.clone(),
+            // One attempt never waits longer than all of them may.
+            answer_timeout: settings.answer_timeout.min(settings.give_up_after),
+            client_timeout: settings.timeout,
+            give_up_after: settings.give_up_after,
+            last_notice: Mutex::new(None),
             requests: AtomicU64::new(0),
         })
     }
@@ -208,25 +237,66 @@ impl Vault {
         self.requests.load(Ordering::Relaxed)
     }
 
-    /// Send a request, retrying transient failures with capped exponential backoff and jitter.
-    /// `capability` names what a 403 means the token lacks.
+    /// Send a request, retrying transient failures with capped exponential backoff and jitter,
+    /// for at most `--give-up-after` in all. `capability` names what a 403 means the token lacks.
     pub(crate) async fn send(
         &self,
         make: impl Fn() -> Call,
         capability: &'static str,
     ) -> Result<Reply, VaultError> {
+        let start = Instant::now();
+        // The longest one attempt waits for an answer; a retry that could not get it within
+        // --give-up-after is not started.
+        let longest = self.answer_timeout.min(self.client_timeout);
         let mut attempt = 0;
         loop {
-            match self.send_once(make(), capability).await {
-                Err(e) if e.is_transient() && attempt < MAX_RETRIES => {
-                    attempt += 1;
-                    let delay = backoff(attempt);
-                    tracing::debug!(attempt, ?delay, error = %e, "transient failure; retrying");
-                    tokio::time::sleep(delay).await;
-                }
+            let e = match self.send_once(make(), capability).await {
+                Err(e) if e.is_transient() => e,
                 other => return other,
+            };
+            let delay = backoff(attempt + 1);
+            let out_of_time = start.elapsed() + delay + longest > self.give_up_after;
+            if attempt >= MAX_RETRIES || out_of_time {
+                return Err(match e {
+                    VaultError::Transport { .. } | VaultError::Timeout { .. } => {
+                        VaultError::GaveUp {
+                            last: Box::new(e),
+                            attempts: attempt + 1,
+                            elapsed: start.elapsed(),
+                            limit: self.give_up_after,
+                            out_of_time,
+                        }
+                    }
+                    e => e,
+                });
             }
+            attempt += 1;
+            self.notice(&e, attempt);
+            tokio::time::sleep(delay).await;
         }
+    }
+
+    /// Say on stderr that a request is retried, at most once a second; `-vv` logs each.
+    fn notice(&self, e: &VaultError, attempt: u32) {
+        tracing::debug!(attempt, error = %e, "transient failure; retrying");
+        let now = Instant::now();
+        let mut last = self.last_notice.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_some_and(|t| now.duration_since(t) < NOTICE_EVERY) {
+            return;
+        }
+        *last = Some(now);
+        let what = match e {
+            VaultError::Timeout {
+                after,
+                whole: false,
+                ..
+            } => format!(
+                "Vault did not answer in {}",
+                humantime::format_duration(Duration::from_millis(after.as_millis() as u64))
+            ),
+            e => e.to_string(),
+        };
+        eprintln!("warning: {what}; retrying {attempt}/{MAX_RETRIES}");
     }
 
     fn request(&self, call: Call) -> reqwest::RequestBuilder {
@@ -242,21 +312,56 @@ impl Vault {
         req
     }
 
+    /// One attempt: an answer within the answer timeout, then a body of at most [`MAX_BODY`].
     async fn send_once(&self, call: Call, capability: &'static str) -> Result<Reply, VaultError> {
         let method = method_name(&call.method);
         let path = call.path.clone();
         self.requests.fetch_add(1, Ordering::Relaxed);
-        let response = self
-            .request(call)
-            .send()
-            .await
-            .map_err(|e| transport(&self.addr, method, path.clone(), &e))?;
+        let wait = self.answer_timeout;
+        let timeout = |whole: bool, after: Duration| VaultError::Timeout {
+            addr: self.addr.clone(),
+            method,
+            path: path.clone(),
+            after,
+            whole,
+        };
+        let sent = self.request(call).send();
+        // When the client timeout is the shorter, it alone applies (and says so).
+        let answer = if wait < self.client_timeout {
+            tokio::time::timeout(wait, sent).await
+        } else {
+            Ok(sent.await)
+        };
+        let mut response = match answer {
+            Err(_) => return Err(timeout(false, wait)),
+            Ok(r) => r.map_err(|e| self.transport(method, &path, &e))?,
+        };
         let status = response.status();
-        let body = response
-            .bytes()
+        if status.is_redirection() {
+            return Err(self.redirect(&response, method, path));
+        }
+        let too_large = || VaultError::TooLarge {
+            method,
+            path: path.clone(),
+            limit: MAX_BODY,
+        };
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_BODY as u64)
+        {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
             .await
-            .map_err(|e| transport(&self.addr, method, path.clone(), &e))?
-            .to_vec();
+            .map_err(|e| self.transport(method, &path, &e))?
+        {
+            if body.len() + chunk.len() > MAX_BODY {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
         if status.is_success() {
             return Ok(Reply::Ok(body));
         }
@@ -266,8 +371,57 @@ impl Vault {
         Err(self.classify(status, &body, method, path, capability))
     }
 
-    /// The error a non-2xx, non-404 answer means. Vault's error bodies hold messages, not
-    /// secrets; only its `errors` list is kept.
+    /// A 3xx: where it points (scheme, host and port, redacted), never followed.
+    fn redirect(
+        &self,
+        response: &reqwest::Response,
+        method: &'static str,
+        path: String,
+    ) -> VaultError {
+        let location = match response.headers().get(reqwest::header::LOCATION) {
+            None => "nowhere (no Location header)".to_string(),
+            Some(v) => match v.to_str().ok().map(|l| response.url().join(l)) {
+                Some(Ok(u)) => crate::redact::redact(&format!(
+                    "{}://{}",
+                    u.scheme(),
+                    u.host_str().map_or_else(String::new, |h| match u.port() {
+                        Some(p) => format!("{h}:{p}"),
+                        None => h.to_string(),
+                    })
+                )),
+                _ => "an address that is not a URL".to_string(),
+            },
+        };
+        VaultError::Redirect {
+            addr: self.addr.clone(),
+            method,
+            path,
+            status: response.status().as_u16(),
+            location,
+        }
+    }
+
+    fn transport(&self, method: &'static str, path: &str, e: &reqwest::Error) -> VaultError {
+        if e.is_timeout() && e.is_connect() {
+            return VaultError::Transport {
+                addr: self.addr.clone(),
+                detail: "no connection within the connect timeout (--connect-timeout)".into(),
+            };
+        }
+        if e.is_timeout() {
+            return VaultError::Timeout {
+                addr: self.addr.clone(),
+                method,
+                path: path.to_string(),
+                after: self.client_timeout,
+                whole: true,
+            };
+        }
+        transport(&self.addr, e)
+    }
+
+    /// The error a non-2xx, non-404 answer means. Only Vault's `errors` list is kept, redacted
+    /// and capped: a server (or a proxy) may echo the token or a request body there.
     fn classify(
         &self,
         status: StatusCode,
@@ -276,8 +430,10 @@ impl Vault {
         path: String,
         capability: &'static str,
     ) -> VaultError {
+        // Judged on Vault's own words; shown only redacted.
         let errors = vault_errors(body);
         let joined = errors.join(" ").to_ascii_lowercase();
+        let errors = shown_errors(&errors);
         match status.as_u16() {
             403 => VaultError::Denied { capability, path },
             503 if joined.contains("sealed") => VaultError::Sealed {
@@ -294,7 +450,10 @@ impl Vault {
     }
 }
 
-/// Vault's `{"errors": [...]}`; empty when the body is something else.
+/// At most this many of Vault's `errors` are shown; the rest are counted.
+const MAX_ERRORS: usize = 4;
+
+/// Vault's `{"errors": [...]}`; empty when the body is something else. Not for showing as is.
 fn vault_errors(body: &[u8]) -> Vec<String> {
     #[derive(serde::Deserialize)]
     struct Errors {
@@ -306,28 +465,41 @@ fn vault_errors(body: &[u8]) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn transport(addr: &str, method: &'static str, path: String, e: &reqwest::Error) -> VaultError {
+/// Vault's `errors` as shown: the first [`MAX_ERRORS`], each redacted and capped.
+fn shown_errors(errors: &[String]) -> Vec<String> {
+    let mut shown: Vec<String> = errors
+        .iter()
+        .take(MAX_ERRORS)
+        .map(|e| crate::redact::redact(e))
+        .collect();
+    if errors.len() > MAX_ERRORS {
+        shown.push(format!("and {} more", errors.len() - MAX_ERRORS));
+    }
+    shown
+}
+
+/// The causes of an error, outermost first, joined.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    std::iter::successors(Some(e), |c| c.source())
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+fn transport(addr: &str, e: &reqwest::Error) -> VaultError {
     let chain = || {
         std::iter::successors(Some(e as &(dyn std::error::Error + 'static)), |c| {
             c.source()
         })
     };
-    if chain().any(|c| {
-        c.downcast_ref::<reqwest::Error>()
-            .is_some_and(|r| r.is_timeout())
-    }) {
-        return VaultError::Timeout {
-            addr: addr.to_string(),
-            method,
-            path,
-        };
-    }
     // The innermost cause says most ("Connection refused (os error 111)", "invalid peer
-    // certificate: UnknownIssuer").
-    let detail = chain()
-        .last()
-        .map(|c| c.to_string())
-        .unwrap_or_else(|| e.to_string());
+    // certificate: UnknownIssuer"). Redacted: a proxy's answer could be quoted there.
+    let detail = crate::redact::redact(
+        &chain()
+            .last()
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| e.to_string()),
+    );
     let all: String = chain()
         .map(|c| c.to_string().to_ascii_lowercase())
         .collect::<Vec<_>>()
@@ -343,6 +515,82 @@ fn transport(addr: &str, method: &'static str, path: String, e: &reqwest::Error)
             detail,
         }
     }
+}
+
+fn ca_err(message: String, help: &str) -> VaultError {
+    VaultError::Config {
+        message,
+        help: help.into(),
+    }
+}
+
+/// The certificates of a PEM file, or why not. A file without one is an error, as the vault CLI
+/// has it (`api/rootcerts.go`, `appendCAFile`: "Couldn't parse PEM"); reqwest alone would read
+/// it as no certificate and the handshake would later fail with `UnknownIssuer`.
+fn ca_file(file: &std::path::Path) -> Result<Vec<reqwest::Certificate>, VaultError> {
+    const HELP: &str = "VAULT_CACERT must be a PEM file (-----BEGIN CERTIFICATE-----)";
+    let bytes = std::fs::read(file).map_err(|e| {
+        ca_err(
+            format!("cannot read the CA file `{}`: {e}", file.display()),
+            "point VAULT_CACERT at a readable PEM file",
+        )
+    })?;
+    let certs = reqwest::Certificate::from_pem_bundle(&bytes).map_err(|e| {
+        ca_err(
+            format!(
+                "the CA file `{}` is not a valid PEM certificate: {}",
+                file.display(),
+                error_chain(&e)
+            ),
+            HELP,
+        )
+    })?;
+    if certs.is_empty() {
+        // DER starts with a SEQUENCE tag.
+        let what = if bytes.first() == Some(&0x30) {
+            "it looks like DER; convert it with `openssl x509 -inform der -in FILE -out ca.pem`"
+        } else {
+            HELP
+        };
+        return Err(ca_err(
+            format!(
+                "the CA file `{}` is not PEM: it holds no `-----BEGIN CERTIFICATE-----` block",
+                file.display()
+            ),
+            what,
+        ));
+    }
+    Ok(certs)
+}
+
+/// The certificates of every PEM file in a directory. As the vault CLI (`api/rootcerts.go`,
+/// `appendCAPath`), files without a certificate are passed over; a directory without any is an
+/// error.
+fn ca_dir(dir: &std::path::Path) -> Result<Vec<reqwest::Certificate>, VaultError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        ca_err(
+            format!("cannot read VAULT_CAPATH `{}`: {e}", dir.display()),
+            "point VAULT_CAPATH at a directory of PEM files",
+        )
+    })?;
+    let mut files: Vec<std::path::PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    let certs: Vec<reqwest::Certificate> = files
+        .iter()
+        .filter_map(|f| std::fs::read(f).ok())
+        .filter_map(|b| reqwest::Certificate::from_pem_bundle(&b).ok())
+        .flatten()
+        .collect();
+    if certs.is_empty() {
+        return Err(ca_err(
+            format!("VAULT_CAPATH `{}` holds no PEM certificate", dir.display()),
+            "point VAULT_CAPATH at a directory of PEM files (-----BEGIN CERTIFICATE-----)",
+        ));
+    }
+    Ok(certs)
 }
 
 /// Full jitter over a doubling base, capped.
@@ -378,15 +626,12 @@ mod tests {
     use super::*;
 
     fn settings(token: &str, namespace: Option<&str>) -> Settings {
-        Settings {
-            addr: "http://127.0.0.1:8200".into(),
-            token: SecretString::from(token.to_string()),
-            token_source: "VAULT_TOKEN".into(),
-            ca_files: Vec::new(),
-            skip_verify: false,
-            namespace: namespace.map(str::to_string),
-            timeout: Duration::from_secs(5),
-        }
+        let mut s = Settings::for_test(
+            "http://127.0.0.1:8200",
+            SecretString::from(token.to_string()),
+        );
+        s.namespace = namespace.map(str::to_string);
+        s
     }
 
     fn test_vault(namespace: Option<&str>) -> Vault {

@@ -4,33 +4,83 @@
 //! Token: `VAULT_TOKEN`, else `BAO_TOKEN`, else `~/.vault-token`; never a flag (flags show in `ps`).
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
+use reqwest::Url;
 use secrecy::SecretString;
 
-use super::VaultError;
+use super::{address, VaultError};
 use crate::cli::VaultArgs;
 
 /// The default per-request timeout, as the vault CLI's.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The default time to open a connection to Vault.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The default time from sending a request to the start of Vault's answer (its headers). Vault
+/// answers the requests vault-seed sends in milliseconds; this catches a server that accepts
+/// connections and never answers, long before the per-request timeout.
+pub const DEFAULT_ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default time one request may take with its retries, before vault-seed gives up: what a
+/// person at a terminal waits for.
+pub const DEFAULT_GIVE_UP_AFTER: Duration = Duration::from_secs(60);
+
+/// The variables that clap reads through `env = ...` (the others are read by [`env`]).
+const CLAP_ENV: &[&str] = &[
+    "VAULT_ADDR",
+    "VAULT_CACERT",
+    "VAULT_CAPATH",
+    "VAULT_NAMESPACE",
+    "VAULT_SKIP_VERIFY",
+    "VAULT_CLIENT_TIMEOUT",
+    "VAULT_SEED_SPECS",
+    "VAULT_SEED_CONNECT_TIMEOUT",
+    "VAULT_SEED_ANSWER_TIMEOUT",
+    "VAULT_SEED_GIVE_UP_AFTER",
+];
+
+/// An empty (or blank) `VAULT_*` / `BAO_*` variable means unset, as the vault CLI reads them
+/// (`api/client.go`, `ReadEnvironment`: `if v := ReadBaoVariable(...); v != ""`). clap's `env`
+/// takes an empty value as given ("a value is required for '--ca-cert'"), so the empty ones are
+/// removed before the command line is parsed. Call it first, while the process has one thread.
+pub fn unset_empty_env() {
+    for name in CLAP_ENV {
+        if std::env::var_os(name).is_some_and(|v| v.to_string_lossy().trim().is_empty()) {
+            std::env::remove_var(name);
+        }
+    }
+}
+
 /// Resolved connection settings. Holds the token: `Debug` is written by hand and redacts it.
 pub struct Settings {
-    /// Vault's address, without a trailing slash.
+    /// Vault's address as shown: the parsed URL, without a trailing slash.
     pub addr: String,
+    /// Vault's address, parsed once: requests are built on this very URL, and the plain-http
+    /// check was made on it ([`address::parse`]).
+    pub url: Url,
     /// The token, from the environment or `~/.vault-token`.
     pub token: SecretString,
     /// Where the token came from (`VAULT_TOKEN`, `BAO_TOKEN`, `~/.vault-token`), for messages.
     pub token_source: String,
-    /// PEM files of CAs to trust besides the system's.
-    pub ca_files: Vec<PathBuf>,
+    /// PEM file of CAs to trust besides the system's (`VAULT_CACERT`).
+    pub ca_cert: Option<PathBuf>,
+    /// Directory of PEM CA files (`VAULT_CAPATH`).
+    pub ca_path: Option<PathBuf>,
     /// Do not verify Vault's certificate.
     pub skip_verify: bool,
     /// Vault namespace (`X-Vault-Namespace`).
     pub namespace: Option<String>,
-    /// Per-request timeout.
+    /// Per-request timeout (`VAULT_CLIENT_TIMEOUT`): one attempt, answer and body.
     pub timeout: Duration,
+    /// Time to open a connection.
+    pub connect_timeout: Duration,
+    /// Time from sending a request to the start of the answer.
+    pub answer_timeout: Duration,
+    /// Time one request may take with its retries.
+    pub give_up_after: Duration,
 }
 
 impl fmt::Debug for Settings {
@@ -39,10 +89,14 @@ impl fmt::Debug for Settings {
             .field("addr", &self.addr)
             .field("token", &"[redacted]")
             .field("token_source", &self.token_source)
-            .field("ca_files", &self.ca_files)
+            .field("ca_cert", &self.ca_cert)
+            .field("ca_path", &self.ca_path)
             .field("skip_verify", &self.skip_verify)
             .field("namespace", &self.namespace)
             .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("answer_timeout", &self.answer_timeout)
+            .field("give_up_after", &self.give_up_after)
             .finish()
     }
 }
@@ -78,26 +132,30 @@ impl Settings {
                     "set VAULT_ADDR, pass --address, or give the environment a `vault_addr` in its spec",
                 )
             })?;
-        let addr = addr.trim().trim_end_matches('/').to_string();
-        check_scheme(&addr, args.insecure_http)?;
+        let url = address::parse(&addr, args.insecure_http).map_err(|e| match &e {
+            // The host as parsed, which is where the token would go.
+            address::AddressError::PlainHttp(host) => config_err(
+                format!("refusing to send the Vault token over plain http:// to `{host}`"),
+                e.help(),
+            ),
+            // Not echoed: the text may hold a user name and password.
+            address::AddressError::Userinfo => {
+                config_err(format!("the Vault address {e}"), e.help())
+            }
+            _ => config_err(format!("the Vault address `{}` {e}", addr.trim()), e.help()),
+        })?;
 
         let (token, token_source) = resolve_token()?;
+        crate::redact::register(&token);
 
-        let mut ca_files = Vec::new();
-        if let Some(f) = args
+        let ca_cert = args
             .ca_cert
             .clone()
-            .or_else(|| env("BAO_CACERT").map(PathBuf::from))
-        {
-            ca_files.push(f);
-        }
-        if let Some(dir) = args
+            .or_else(|| env("BAO_CACERT").map(PathBuf::from));
+        let ca_path = args
             .ca_path
             .clone()
-            .or_else(|| env("BAO_CAPATH").map(PathBuf::from))
-        {
-            ca_files.extend(ca_dir_files(&dir)?);
-        }
+            .or_else(|| env("BAO_CAPATH").map(PathBuf::from));
         let skip_verify = args
             .skip_verify
             .or_else(|| {
@@ -129,15 +187,61 @@ impl Settings {
                 "set VAULT_CLIENT_TIMEOUT to e.g. 30s",
             ));
         }
+        let nonzero = |d: Option<Duration>, default: Duration, flag: &str| {
+            let d = d.unwrap_or(default);
+            if d.is_zero() {
+                Err(config_err(
+                    format!("`{flag}` is zero"),
+                    format!("give `{flag}` a duration such as 10s"),
+                ))
+            } else {
+                Ok(d)
+            }
+        };
         Ok(Settings {
-            addr,
+            addr: address::display(&url),
+            url,
             token,
             token_source,
-            ca_files,
+            ca_cert,
+            ca_path,
             skip_verify,
             namespace,
             timeout,
+            connect_timeout: nonzero(
+                args.connect_timeout,
+                DEFAULT_CONNECT_TIMEOUT,
+                "--connect-timeout",
+            )?,
+            answer_timeout: nonzero(
+                args.answer_timeout,
+                DEFAULT_ANSWER_TIMEOUT,
+                "--answer-timeout",
+            )?,
+            give_up_after: nonzero(args.give_up_after, DEFAULT_GIVE_UP_AFTER, "--give-up-after")?,
         })
+    }
+}
+
+#[cfg(test)]
+impl Settings {
+    /// Settings for unit tests: this address and token, defaults otherwise.
+    pub(crate) fn for_test(addr: &str, token: SecretString) -> Settings {
+        let url = address::parse(addr, true).expect("test address");
+        Settings {
+            addr: address::display(&url),
+            url,
+            token,
+            token_source: "VAULT_TOKEN".into(),
+            ca_cert: None,
+            ca_path: None,
+            skip_verify: false,
+            namespace: None,
+            timeout: DEFAULT_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            answer_timeout: DEFAULT_ANSWER_TIMEOUT,
+            give_up_after: DEFAULT_GIVE_UP_AFTER,
+        }
     }
 }
 
@@ -166,83 +270,16 @@ fn resolve_token() -> Result<(SecretString, String), VaultError> {
     ))
 }
 
-/// Refuse to send a token over plain HTTP to anything but loopback, unless told to.
-fn check_scheme(addr: &str, insecure_http: bool) -> Result<(), VaultError> {
-    if let Some(rest) = addr.strip_prefix("http://") {
-        let host = host_of(rest);
-        let loopback = host == "localhost"
-            || host == "::1"
-            || host
-                .parse::<std::net::Ipv4Addr>()
-                .is_ok_and(|ip| ip.is_loopback());
-        if !loopback && !insecure_http {
-            return Err(config_err(
-                format!("refusing to send the Vault token over plain http:// to `{host}`"),
-                "use an https:// address, or pass --insecure-http if this network is trusted",
-            ));
-        }
-        Ok(())
-    } else if addr.starts_with("https://") {
-        Ok(())
-    } else {
-        Err(config_err(
-            format!("Vault address `{addr}` is not an http:// or https:// URL"),
-            "e.g. VAULT_ADDR=https://vault.example.internal:8200",
-        ))
-    }
-}
-
-fn host_of(rest: &str) -> &str {
-    let authority = rest.split('/').next().unwrap_or("");
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    if let Some(v6) = authority.strip_prefix('[') {
-        return v6.split(']').next().unwrap_or("");
-    }
-    authority.split(':').next().unwrap_or("")
-}
-
-fn ca_dir_files(dir: &Path) -> Result<Vec<PathBuf>, VaultError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| {
-        config_err(
-            format!("cannot read VAULT_CAPATH `{}`: {e}", dir.display()),
-            "point VAULT_CAPATH at a directory of PEM files",
-        )
-    })?;
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    Ok(files)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn plain_http_only_to_loopback() {
-        assert!(check_scheme("http://127.0.0.1:8200", false).is_ok());
-        assert!(check_scheme("http://localhost:8200", false).is_ok());
-        assert!(check_scheme("http://[::1]:8200", false).is_ok());
-        assert!(check_scheme("https://vault.example", false).is_ok());
-        let e = check_scheme("http://vault.example:8200", false).unwrap_err();
-        assert!(e.to_string().contains("`vault.example`"), "{e}");
-        assert!(check_scheme("http://vault.example:8200", true).is_ok());
-        assert!(check_scheme("vault.example", false).is_err());
-    }
-
-    #[test]
     fn debug_redacts_token() {
-        let s = Settings {
-            addr: "http://127.0.0.1:1".into(),
-            token: SecretString::from("hvs.very-secret".to_string()),
-            token_source: "VAULT_TOKEN".into(),
-            ca_files: vec![],
-            skip_verify: false,
-            namespace: None,
-            timeout: DEFAULT_TIMEOUT,
-        };
+        let s = Settings::for_test(
+            "http://127.0.0.1:1",
+            SecretString::from("hvs.very-secret".to_string()),
+        );
         let d = format!("{s:?}");
         assert!(!d.contains("very-secret"), "{d}");
         assert!(d.contains("[redacted]"));

@@ -1,5 +1,22 @@
 //! Errors of the Vault client. Each names the path and, where the user can act, says what to do.
-//! None carries a response body: a body may hold secret values.
+//! None carries a response body: a body may hold secret values. Text that came from the server
+//! (its `errors`, a `Location`) passes through [`crate::redact::redact`] before it is kept here.
+
+use std::time::Duration;
+
+/// `2s`, `4.8s`, `1m 30s`: to a tenth of a second below a minute, whole seconds above.
+fn human(d: &Duration) -> String {
+    let tenths = (d.as_millis() + 50) / 100;
+    if tenths < 600 {
+        if tenths % 10 == 0 {
+            format!("{}s", tenths / 10)
+        } else {
+            format!("{}.{}s", tenths / 10, tenths % 10)
+        }
+    } else {
+        humantime::format_duration(Duration::from_secs(d.as_secs_f64().round() as u64)).to_string()
+    }
+}
 
 /// What went wrong talking to Vault.
 #[derive(Debug, thiserror::Error)]
@@ -44,8 +61,9 @@ pub enum VaultError {
         /// The cause, from the HTTP stack.
         detail: String,
     },
-    /// Vault did not answer within the client timeout.
-    #[error("Vault at `{addr}` did not answer {method} `{path}` within the client timeout")]
+    /// Vault did not answer in time: no answer (response headers) within the answer timeout, or
+    /// the whole request not done within the client timeout.
+    #[error("Vault at `{addr}` did not answer {method} `{path}` {}", timeout_what(.after, *.whole))]
     Timeout {
         /// Vault's address.
         addr: String,
@@ -53,6 +71,49 @@ pub enum VaultError {
         method: &'static str,
         /// The API path.
         path: String,
+        /// How long it waited.
+        after: Duration,
+        /// The client timeout (whole request) ran out, not the answer timeout.
+        whole: bool,
+    },
+    /// Vault answered with a redirect, which vault-seed does not follow: the token and the body
+    /// (values) would go along to wherever it points.
+    #[error("Vault at `{addr}` answered {method} `{path}` with HTTP {status}, a redirect to `{location}`; vault-seed does not follow redirects (the token and the values would go along)")]
+    Redirect {
+        /// Vault's address.
+        addr: String,
+        /// HTTP method.
+        method: &'static str,
+        /// The API path.
+        path: String,
+        /// HTTP status (301, 302, 307, 308, ...).
+        status: u16,
+        /// Scheme, host and port the `Location` header names (redacted), or what was wrong.
+        location: String,
+    },
+    /// Vault's answer was larger than vault-seed reads.
+    #[error("Vault's answer to {method} `{path}` is larger than {} MiB; it was not read", .limit / (1024 * 1024))]
+    TooLarge {
+        /// HTTP method.
+        method: &'static str,
+        /// The API path.
+        path: String,
+        /// The cap, in bytes.
+        limit: usize,
+    },
+    /// A connection failure or timeout outlasted the retries or the time allowed for them.
+    #[error("{last}; gave up after {attempts} attempts in {}{}", human(.elapsed), limit_note(.limit, *.out_of_time))]
+    GaveUp {
+        /// The last attempt's failure (a `Transport` or `Timeout`).
+        last: Box<VaultError>,
+        /// Attempts made.
+        attempts: u32,
+        /// Time from the first attempt to giving up.
+        elapsed: Duration,
+        /// The time allowed for one request and its retries (`--give-up-after`).
+        limit: Duration,
+        /// Whether that time ran out (rather than the retries).
+        out_of_time: bool,
     },
     /// TLS with Vault failed (unknown CA, wrong host name, plain HTTP server).
     #[error("TLS with Vault at `{addr}` failed: {detail}")]
@@ -82,6 +143,22 @@ pub enum VaultError {
     },
 }
 
+fn timeout_what(after: &Duration, whole: bool) -> String {
+    if whole {
+        format!("within the client timeout ({})", human(after))
+    } else {
+        format!("in {}", human(after))
+    }
+}
+
+fn limit_note(limit: &Duration, out_of_time: bool) -> String {
+    if out_of_time {
+        format!(" (limit: --give-up-after {})", human(limit))
+    } else {
+        String::new()
+    }
+}
+
 fn errors_suffix(errors: &[String]) -> String {
     let shown: Vec<&str> = errors
         .iter()
@@ -108,10 +185,15 @@ impl VaultError {
     /// Vault is gone for now: unreachable, not answering in time, or sealed. Further requests
     /// would fail the same way.
     pub fn is_unavailable(&self) -> bool {
-        matches!(
-            self,
-            VaultError::Transport { .. } | VaultError::Timeout { .. } | VaultError::Sealed { .. }
-        )
+        match self {
+            VaultError::GaveUp { last, .. } => last.is_unavailable(),
+            e => matches!(
+                e,
+                VaultError::Transport { .. }
+                    | VaultError::Timeout { .. }
+                    | VaultError::Sealed { .. }
+            ),
+        }
     }
 
     /// What the user can do about it.
@@ -127,9 +209,19 @@ impl VaultError {
             VaultError::Transport { .. } => {
                 "check VAULT_ADDR (or the spec's `vault_addr`) and that Vault is up and reachable from here".into()
             }
-            VaultError::Timeout { .. } => {
+            VaultError::Timeout { whole: true, .. } => {
                 "Vault is slow or unreachable; raise VAULT_CLIENT_TIMEOUT, or check the network".into()
             }
+            VaultError::Timeout { whole: false, .. } => {
+                "Vault accepted the connection but did not answer: check that it is up and healthy (`vault status`), or raise --answer-timeout (VAULT_SEED_ANSWER_TIMEOUT)".into()
+            }
+            VaultError::Redirect { .. } => {
+                "set VAULT_ADDR to the address Vault should be reached at (for a standby node, the active node's address) if you trust where the redirect points".into()
+            }
+            VaultError::TooLarge { .. } => {
+                "Vault's answers here are small: check that VAULT_ADDR points at Vault and not at something else".into()
+            }
+            VaultError::GaveUp { last, .. } => return last.help(),
             VaultError::Tls { .. } => {
                 "point VAULT_CACERT at the PEM file of the CA that signed Vault's certificate (VAULT_SKIP_VERIFY=true only for a test server)".into()
             }
@@ -139,5 +231,20 @@ impl VaultError {
             }
             VaultError::Api { .. } | VaultError::Decode { .. } => return None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        let h = |ms: u64| human(&Duration::from_millis(ms));
+        assert_eq!(h(2000), "2s");
+        assert_eq!(h(4767), "4.8s");
+        assert_eq!(h(59_990), "1m");
+        assert_eq!(h(90_400), "1m 30s");
+        assert_eq!(h(10), "0s");
     }
 }

@@ -64,10 +64,12 @@ impl<'de> Deserialize<'de> for FieldValue {
                 f.write_str("any JSON value")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<FieldValue, E> {
-                Ok(FieldValue::Text(SecretString::from(v.to_string())))
+                self.visit_string(v.to_string())
             }
             fn visit_string<E: de::Error>(self, v: String) -> Result<FieldValue, E> {
-                Ok(FieldValue::Text(SecretString::from(v)))
+                let v = SecretString::from(v);
+                crate::redact::register(&v);
+                Ok(FieldValue::Text(v))
             }
             fn visit_bool<E: de::Error>(self, _: bool) -> Result<FieldValue, E> {
                 Ok(FieldValue::NotText("a boolean"))

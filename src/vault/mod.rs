@@ -1,15 +1,17 @@
 //! Vault (and OpenBao): connection settings, the HTTP client, KV operations and system endpoints.
 //!
-//! Everything that talks to Vault lives here. vaultrs builds the TLS-configured HTTP client;
-//! requests are sent on it directly, the token added from a `SecretString` in a sensitive header.
+//! Everything that talks to Vault lives here: the address is parsed once ([`address`]), the
+//! HTTP client is built and requests are sent in `client`, the token added from a `SecretString`
+//! in a sensitive header.
 
+pub mod address;
 mod client;
 pub mod connect;
 mod error;
 pub mod kv;
 pub mod sys;
 
-pub use client::{Vault, MAX_RETRIES};
+pub use client::{Vault, MAX_BODY, MAX_RETRIES};
 pub use connect::Settings;
 pub use error::VaultError;
 pub use kv::{Existing, FieldValue, KvMount, Present, WriteFields};

@@ -165,6 +165,16 @@ impl OpenBao {
             let (ok, out, err) =
                 bao.bao_tls(&["secrets", "enable", "-path=secret", "-version=2", "kv"]);
             assert!(ok, "mount: {out}{err}");
+            // A new KV v2 mount upgrades in the background; wait until it answers (as
+            // `mount_kv` does over plain HTTP).
+            let start = Instant::now();
+            while !bao.bao_tls(&["read", "secret/config"]).0 {
+                assert!(
+                    start.elapsed() < Duration::from_secs(10),
+                    "KV v2 at secret/ never became ready"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
             return bao;
         }
         let (status, body) = bao.api(
