@@ -633,7 +633,9 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
             .contains("set `kv_version` in the spec"),
         "{doc}"
     );
-    // With the version in the spec, the read itself is denied, named with the path.
+    // With the version in the spec, vault-seed still writes nothing to a mount it has not seen
+    // to be KV, unless the operator names it for this run; then the read itself is denied,
+    // named with the path.
     let spec = std::fs::read_to_string(dir.path().join("app.toml")).unwrap();
     std::fs::write(
         dir.path().join("app.toml"),
@@ -644,6 +646,24 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
     )
     .unwrap();
     let out = apply_as(&bao, &nobody, dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json_of(&out);
+    assert_eq!(doc["results"][0]["outcome"], "error");
+    assert!(
+        doc["results"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("--assume-kv-mount secret"),
+        "{doc}"
+    );
+    let out = bao
+        .vault_seed()
+        .env("VAULT_TOKEN", &nobody)
+        .arg("--specs")
+        .arg(dir.path())
+        .args(["apply", "dev", "-o", "json", "--assume-kv-mount", "secret"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let doc = json_of(&out);
     assert_eq!(doc["results"][0]["outcome"], "denied");
