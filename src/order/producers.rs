@@ -142,20 +142,30 @@ pub fn makes(
 ) -> Vec<Make> {
     let namespace = namespace.map(str::to_string);
     match (group, kind) {
-        ("", "Secret") => vec![Make {
-            data: DataKind::Secret,
-            name: name.to_string(),
-            namespace,
-            creates: true,
-            why_not: None,
-            keys: Keys::Known(
-                keys_of(value.get("data"))
-                    .into_iter()
-                    .chain(keys_of(value.get("stringData")))
-                    .collect(),
-            ),
-            maker: Maker::Manifest,
-        }],
+        ("", "Secret") => {
+            let known: BTreeSet<String> = keys_of(value.get("data"))
+                .into_iter()
+                .chain(keys_of(value.get("stringData")))
+                .collect();
+            // Kubernetes' token controller fills in `token`, `ca.crt` and `namespace`.
+            let keys = if str_at(value, &["type"]) == Some("kubernetes.io/service-account-token") {
+                Keys::Open {
+                    known,
+                    why: "the token controller fills in a service-account-token Secret".into(),
+                }
+            } else {
+                Keys::Known(known)
+            };
+            vec![Make {
+                data: DataKind::Secret,
+                name: name.to_string(),
+                namespace,
+                creates: true,
+                why_not: None,
+                keys,
+                maker: Maker::Manifest,
+            }]
+        }
         ("", "ConfigMap") => vec![Make {
             data: DataKind::ConfigMap,
             name: name.to_string(),
@@ -326,6 +336,11 @@ mod tests {
         let v = json!({"data": {"x": "1"}, "binaryData": {"y": "AA=="}});
         let m = makes("", "ConfigMap", "c", None, &v);
         assert_eq!(m[0].keys, Keys::Known(set(&["x", "y"])));
+        let v = json!({"type": "kubernetes.io/service-account-token", "data": {}});
+        assert!(matches!(
+            makes("", "Secret", "t", None, &v)[0].keys,
+            Keys::Open { .. }
+        ));
         // A Secret of another API group is not a core Secret.
         assert!(makes("example.com", "Secret", "s", None, &v).is_empty());
     }
