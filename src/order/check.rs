@@ -360,6 +360,38 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// The verdict when Argo CD does not wait for an operator-made producer (no health check
+    /// for its kind); None when it does. `lead` says what is read from where, `then` what follows
+    /// from not waiting, given the operator's name.
+    fn unwaited(
+        &self,
+        p: &Pair,
+        make: &Make,
+        lead: &str,
+        then: impl Fn(&str) -> String,
+    ) -> Option<Verdict> {
+        let Maker::Operator { group, kind } = &make.maker else {
+            return None;
+        };
+        if self.health_gated(make) {
+            return None;
+        }
+        Some(Verdict::Problem {
+            severity: Self::race_severity(p),
+            rule: Rule::NotWaited,
+            message: format!(
+                "{lead}, but Argo CD has no health check for {kind}, so {}{}",
+                then(operator(group)),
+                Self::race_consequence(p)
+            ),
+            help: format!(
+                "add a health check for it to argocd-cm \
+                 (`resource.customizations.health.{group}_{kind}`), or make the Secret with an \
+                 ExternalSecret (Argo CD waits for its Ready condition)"
+            ),
+        })
+    }
+
     fn judge(&self, p: &Pair<'a>, s: &Source<'a>) -> Verdict {
         let (pa, pobj, make) = match s {
             Source::Exists(_) => return Verdict::Ok,
@@ -436,31 +468,14 @@ impl<'a> Checker<'a> {
         }
 
         match (pp, pw).cmp(&(cp, cw)) {
-            std::cmp::Ordering::Less => {
-                if self.health_gated(make) {
-                    Verdict::Ok
-                } else {
-                    let Maker::Operator { group, kind } = &make.maker else {
-                        unreachable!("manifests are always done once applied")
-                    };
-                    Verdict::Problem {
-                        severity: Self::race_severity(p),
-                        rule: Rule::NotWaited,
-                        message: format!(
-                            "{c} reads {t}, {made} at an earlier step ({pp}, wave {pw}), but \
-                             Argo CD has no health check for {kind}, so it does not wait for {} \
-                             to write the Secret{}",
-                            operator(group),
-                            Self::race_consequence(p)
-                        ),
-                        help: format!(
-                            "add a health check for it to argocd-cm \
-                             (`resource.customizations.health.{group}_{kind}`), or make the \
-                             Secret with an ExternalSecret (Argo CD waits for its Ready condition)"
-                        ),
-                    }
-                }
-            }
+            std::cmp::Ordering::Less => self
+                .unwaited(
+                    p,
+                    make,
+                    &format!("{c} reads {t}, {made} at an earlier step ({pp}, wave {pw})"),
+                    |op| format!("it does not wait for {op} to write the Secret"),
+                )
+                .unwrap_or(Verdict::Ok),
             std::cmp::Ordering::Equal => match &make.maker {
                 Maker::Operator { group, kind } => Verdict::Problem {
                     severity: Self::race_severity(p),
@@ -578,26 +593,13 @@ impl<'a> Checker<'a> {
         };
         match (self.apps[pa].wave, self.apps[p.app].wave) {
             (Some(pw), Some(cw)) if pw < cw => {
-                if !self.health_gated(make) {
-                    let Maker::Operator { group, kind } = &make.maker else {
-                        unreachable!("manifests are always done once applied")
-                    };
-                    return Verdict::Problem {
-                        severity: Self::race_severity(p),
-                        rule: Rule::NotWaited,
-                        message: format!(
-                            "{c} reads {t}, {made} in app {pa_name} (app wave {pw}), but Argo CD \
-                             has no health check for {kind}: app {pa_name} can be Healthy \
-                             before {} writes the Secret{}",
-                            operator(group),
-                            Self::race_consequence(p)
-                        ),
-                        help: format!(
-                            "add a health check for it to argocd-cm \
-                             (`resource.customizations.health.{group}_{kind}`), or make the \
-                             Secret with an ExternalSecret (Argo CD waits for its Ready condition)"
-                        ),
-                    };
+                if let Some(v) = self.unwaited(
+                    p,
+                    make,
+                    &format!("{c} reads {t}, {made} in app {pa_name} (app wave {pw})"),
+                    |op| format!("app {pa_name} can be Healthy before {op} writes the Secret"),
+                ) {
+                    return v;
                 }
                 if pobj.placement.hook && pp >= Phase::PostSync {
                     return Verdict::Problem {

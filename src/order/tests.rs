@@ -832,3 +832,40 @@ proptest! {
         );
     }
 }
+
+#[test]
+fn across_apps_argo_waits_for_app_health_which_ignores_vso_and_hooks() {
+    let run = |producer: Object| {
+        check(&Input {
+            apps: vec![
+                app(
+                    "core-service",
+                    vec![workload("Deployment", "api", &[], env_from("s"))],
+                ),
+                app("core-service-secrets", vec![producer]),
+            ],
+            applications: Some(applications(&[
+                ("core-service-secrets", 0),
+                ("core-service", 1),
+            ])),
+            argocd_cm: Some(cm_with(&[HEALTH])),
+            ..Input::default()
+        })
+    };
+    let r = run(vso(true));
+    let f = only(&r, Rule::NotWaited);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(
+        f.message
+            .contains("so app core-service-secrets can be Healthy before VSO writes the Secret"),
+        "{}",
+        f.message
+    );
+    let r = run(secret("s", &[("argocd.argoproj.io/hook", "PostSync")], &[]));
+    assert!(only(&r, Rule::NotWaited)
+        .message
+        .contains("hooks do not count toward app health"));
+    // A plain Secret of the earlier app is there once that app is Healthy.
+    let r = run(secret("s", &[], &[]));
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
+}
