@@ -413,7 +413,10 @@ impl<'a> Checker<'a> {
 
         // A hook with HookSucceeded is deleted once the whole sync succeeded (`sync_context.go`
         // calls `deleteHooks(hooksPendingDeletionSuccessful)` only on success).
-        if pobj.placement.deleted_after_sync() && (pa != p.app || !p.obj.placement.hook) {
+        if pobj.placement.deleted_after_sync()
+            && make.owned
+            && (pa != p.app || !p.obj.placement.hook)
+        {
             let after = if pa == p.app {
                 format!(", and the {ckind} keeps reading it after the sync")
             } else {
@@ -731,11 +734,16 @@ impl<'a> Checker<'a> {
                 bootstrap: None,
             });
         } else if let Source::Made {
-            app: pa, obj: pobj, ..
+            app: pa,
+            obj: pobj,
+            make,
         } = best
         {
             // Deleted before it is created again (`deleteBeforeCreation`), at every sync.
-            if pobj.placement.recreated_each_sync() && (pa != p.app || !p.obj.placement.hook) {
+            if pobj.placement.recreated_each_sync()
+                && make.owned
+                && (pa != p.app || !p.obj.placement.hook)
+            {
                 let pp = pobj.placement.first_phase().unwrap_or(Phase::Sync);
                 self.findings.push(Finding {
                     severity: if p.optional {

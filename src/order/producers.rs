@@ -108,6 +108,11 @@ pub struct Make {
     pub keys: Keys,
     /// Who writes it.
     pub maker: Maker,
+    /// Deleted with the object that makes it: the manifest itself; an ExternalSecret's Secret
+    /// under `creationPolicy: Owner` (ESO sets an ownerReference; `Orphan` and `CreateOrMerge`
+    /// keep the Secret); a VSO Secret it created (VSO sets ownerReferences,
+    /// `helpers/secrets.go`). A hook deleted after the sync takes an owned object with it.
+    pub owned: bool,
 }
 
 /// VSO kinds whose `spec.destination` names a Secret.
@@ -164,6 +169,7 @@ pub fn makes(
                 why_not: None,
                 keys,
                 maker: Maker::Manifest,
+                owned: true,
             }]
         }
         ("", "ConfigMap") => vec![Make {
@@ -179,6 +185,7 @@ pub fn makes(
                     .collect(),
             ),
             maker: Maker::Manifest,
+            owned: true,
         }],
         ("external-secrets.io", "ExternalSecret") => external_secret(name, namespace, value)
             .into_iter()
@@ -276,6 +283,7 @@ fn external_secret(name: &str, namespace: Option<String>, value: &Value) -> Opti
             group: "external-secrets.io".into(),
             kind: "ExternalSecret".into(),
         },
+        owned: policy == "Owner",
     })
 }
 
@@ -303,6 +311,7 @@ fn vso(kind: &str, namespace: Option<String>, value: &Value) -> Option<Make> {
             group: "secrets.hashicorp.com".into(),
             kind: kind.to_string(),
         },
+        owned: true,
     })
 }
 

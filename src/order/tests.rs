@@ -367,6 +367,21 @@ fn hook_delete_policies() {
         secret("s", &deleted, &[]),
     ]);
     assert!(r.findings.is_empty(), "{:#?}", r.findings);
+    // An ExternalSecret hook's Secret goes with it under `creationPolicy: Owner` (the default),
+    // not under `Orphan`.
+    let es_hook = |policy: &str| {
+        external_secret("s", &deleted, json!({"target": {"creationPolicy": policy}}))
+    };
+    let r = one_app(vec![
+        workload("Deployment", "api", &[], env_from("s")),
+        es_hook("Owner"),
+    ]);
+    assert_eq!(rules(&r), vec![(Severity::Error, Rule::HookDeleted)]);
+    let r = one_app(vec![
+        workload("Deployment", "api", &[], env_from("s")),
+        es_hook("Orphan"),
+    ]);
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
     // The default policy deletes and re-creates it at every sync.
     let r = one_app(vec![
         workload("Deployment", "api", &[], env_from("s")),
