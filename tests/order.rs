@@ -539,7 +539,13 @@ fn bad_arguments_and_inputs_are_exit_2() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
     );
     let core = runbook("fixed/core-service.yaml");
+    let binary = dir.path().join("binary.yaml");
+    std::fs::write(&binary, b"kind: \xff\xfe\n").unwrap();
     for (a, want) in [
+        (
+            vec!["--app".into(), format!("a={}", binary.display())],
+            "not UTF-8",
+        ),
         (args(&["--app", "core-service"]), "is not NAME=PATH"),
         (args(&["--app", "=x.yaml"]), "is not NAME=PATH"),
         (
