@@ -132,6 +132,15 @@ impl Verdict {
     }
 }
 
+/// One step milder for `optional: true` references: the pod starts without them.
+fn soften(severity: Severity, optional: bool) -> Severity {
+    if optional {
+        severity.milder()
+    } else {
+        severity
+    }
+}
+
 fn ns_match(a: Option<&str>, b: Option<&str>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => a == b,
@@ -318,19 +327,11 @@ impl<'a> Checker<'a> {
         } else {
             Severity::Warning
         };
-        if p.optional {
-            base.milder()
-        } else {
-            base
-        }
+        soften(base, p.optional)
     }
 
     fn hard(p: &Pair) -> Severity {
-        if p.optional {
-            Severity::Warning
-        } else {
-            Severity::Error
-        }
+        soften(Severity::Error, p.optional)
     }
 
     fn race_consequence(p: &Pair) -> String {
@@ -442,11 +443,7 @@ impl<'a> Checker<'a> {
 
         if cp == Phase::SyncFail && pp != Phase::SyncFail {
             return Verdict::Problem {
-                severity: if p.optional {
-                    Severity::Note
-                } else {
-                    Severity::Warning
-                },
+                severity: soften(Severity::Warning, p.optional),
                 rule: Rule::SyncFailConsumer,
                 message: format!(
                     "{c} is a SyncFail hook: it runs when the sync fails, which can be before \
@@ -720,18 +717,18 @@ impl<'a> Checker<'a> {
         } = verdict
         {
             self.findings.push(Finding {
-                severity,
-                rule,
-                app: Some(self.app_name(p.app).to_string()),
-                message,
                 help: Some(help),
                 details: via_lines(&p.reads),
                 consumer: consumer.clone(),
                 producer: producer.clone(),
                 object: object.clone(),
-                key: None,
                 optional: p.optional,
-                bootstrap: None,
+                ..Finding::new(
+                    severity,
+                    rule,
+                    Some(self.app_name(p.app).to_string()),
+                    message,
+                )
             });
         } else if let Source::Made {
             app: pa,
@@ -746,22 +743,6 @@ impl<'a> Checker<'a> {
             {
                 let pp = pobj.placement.first_phase().unwrap_or(Phase::Sync);
                 self.findings.push(Finding {
-                    severity: if p.optional {
-                        Severity::Note
-                    } else {
-                        Severity::Warning
-                    },
-                    rule: Rule::HookRecreated,
-                    app: Some(self.app_name(p.app).to_string()),
-                    message: format!(
-                        "{} reads {}, a {pp} hook of app {} with delete policy \
-                         BeforeHookCreation: Argo CD deletes and re-creates it at every sync, \
-                         and pods of the {} that start in between cannot start",
-                        self.who(p.app, p.obj, pa != p.app),
-                        Self::target(p.data, p.name),
-                        clean(self.app_name(pa)),
-                        p.obj.kind
-                    ),
                     help: Some(format!(
                         "make the {} a normal resource at a wave before the {}",
                         p.data, p.obj.kind
@@ -770,9 +751,21 @@ impl<'a> Checker<'a> {
                     consumer: consumer.clone(),
                     producer: producer.clone(),
                     object: object.clone(),
-                    key: None,
                     optional: p.optional,
-                    bootstrap: None,
+                    ..Finding::new(
+                        soften(Severity::Warning, p.optional),
+                        Rule::HookRecreated,
+                        Some(self.app_name(p.app).to_string()),
+                        format!(
+                            "{} reads {}, a {pp} hook of app {} with delete policy \
+                             BeforeHookCreation: Argo CD deletes and re-creates it at every sync, \
+                             and pods of the {} that start in between cannot start",
+                            self.who(p.app, p.obj, pa != p.app),
+                            Self::target(p.data, p.name),
+                            clean(self.app_name(pa)),
+                            p.obj.kind
+                        ),
+                    )
                 });
             }
         }
@@ -869,50 +862,42 @@ impl<'a> Checker<'a> {
                 )
             };
             self.findings.push(Finding {
-                severity: if optional {
-                    Severity::Warning
-                } else {
-                    Severity::Error
-                },
-                rule: Rule::MissingKey,
-                app: Some(self.app_name(p.app).to_string()),
-                message: format!(
-                    "{c} reads key `{}` of {t}, which {} does not make ({list})",
-                    clean(key),
-                    makers.join(" and ")
-                ),
                 help: Some(help),
                 details: via_lines(&reads),
                 consumer: consumer.clone(),
-                producer: None,
                 object: object.clone(),
                 key: Some(key.to_string()),
                 optional,
-                bootstrap: None,
+                ..Finding::new(
+                    soften(Severity::Error, optional),
+                    Rule::MissingKey,
+                    Some(self.app_name(p.app).to_string()),
+                    format!(
+                        "{c} reads key `{}` of {t}, which {} does not make ({list})",
+                        clean(key),
+                        makers.join(" and ")
+                    ),
+                )
             });
         }
         if !unknown.is_empty() {
             self.findings.push(Finding {
-                severity: Severity::Note,
-                rule: Rule::KeysUnknown,
-                app: Some(self.app_name(p.app).to_string()),
-                message: format!(
-                    "{c} reads key(s) {} of {t}, whose keys cannot be known offline ({})",
-                    unknown
-                        .iter()
-                        .map(|k| format!("`{}`", clean(k)))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    open.join("; ")
-                ),
-                help: None,
-                details: Vec::new(),
                 consumer,
-                producer: None,
                 object,
-                key: None,
-                optional: false,
-                bootstrap: None,
+                ..Finding::new(
+                    Severity::Note,
+                    Rule::KeysUnknown,
+                    Some(self.app_name(p.app).to_string()),
+                    format!(
+                        "{c} reads key(s) {} of {t}, whose keys cannot be known offline ({})",
+                        unknown
+                            .iter()
+                            .map(|k| format!("`{}`", clean(k)))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        open.join("; ")
+                    ),
+                )
             });
         }
     }
@@ -973,14 +958,6 @@ impl<'a> Checker<'a> {
             format!(" ({})", hints.into_iter().collect::<Vec<_>>().join("; "))
         };
         self.findings.push(Finding {
-            severity: if optional {
-                Severity::Warning
-            } else {
-                Severity::Error
-            },
-            rule: Rule::NoProducer,
-            app: Some(self.app_name(ai).to_string()),
-            message: format!("no app renders {}{hint}", Self::target(data, name)),
             help: Some(format!(
                 "render it in an app with a lower app wave (a secrets app synced first), or pass \
                  `--exists {data}/{}/{}` if something outside these apps makes it",
@@ -989,15 +966,18 @@ impl<'a> Checker<'a> {
             )),
             details,
             consumer: first,
-            producer: None,
             object: Some(ObjectRef {
                 kind: data,
                 namespace: ns.map(str::to_string),
                 name: name.to_string(),
             }),
-            key: None,
             optional,
-            bootstrap: None,
+            ..Finding::new(
+                soften(Severity::Error, optional),
+                Rule::NoProducer,
+                Some(self.app_name(ai).to_string()),
+                format!("no app renders {}{hint}", Self::target(data, name)),
+            )
         });
     }
 
@@ -1009,21 +989,16 @@ impl<'a> Checker<'a> {
             .and_then(|cm| cm.problem.clone());
         if let Some(problem) = &problem {
             self.findings.push(Finding {
-                severity: Severity::Warning,
-                rule: Rule::ArgocdCmUnreadable,
-                app: None,
-                message: format!(
-                    "Argo CD cannot read argocd-cm's resource customizations: {}",
-                    clean(problem)
-                ),
                 help: Some("fix that key: while it is wrong, Argo CD loads none of them".into()),
-                details: Vec::new(),
-                consumer: None,
-                producer: None,
-                object: None,
-                key: None,
-                optional: false,
-                bootstrap: None,
+                ..Finding::new(
+                    Severity::Warning,
+                    Rule::ArgocdCmUnreadable,
+                    None,
+                    format!(
+                        "Argo CD cannot read argocd-cm's resource customizations: {}",
+                        clean(problem)
+                    ),
+                )
             });
         }
         if self.wave_deps.is_empty() {
@@ -1064,18 +1039,9 @@ impl<'a> Checker<'a> {
             ),
         };
         self.findings.push(Finding {
-            severity,
-            rule,
-            app: None,
-            message,
             help: Some(help),
             details,
-            consumer: None,
-            producer: None,
-            object: None,
-            key: None,
-            optional: false,
-            bootstrap: None,
+            ..Finding::new(severity, rule, None, message)
         });
     }
 
@@ -1086,44 +1052,33 @@ impl<'a> Checker<'a> {
                 (Some(application), _) => {
                     for (i, why) in application.empty_sources() {
                         self.findings.push(Finding {
-                            severity: Severity::Note,
-                            rule: Rule::EmptySource,
-                            app: Some(name.clone()),
-                            message: format!(
-                                "Application {}'s source {i} {why}",
-                                clean(&application.name)
-                            ),
-                            help: None,
-                            details: Vec::new(),
-                            consumer: None,
-                            producer: None,
-                            object: None,
-                            key: None,
-                            optional: false,
-                            bootstrap: None,
+                            ..Finding::new(
+                                Severity::Note,
+                                Rule::EmptySource,
+                                Some(name.clone()),
+                                format!(
+                                    "Application {}'s source {i} {why}",
+                                    clean(&application.name)
+                                ),
+                            )
                         });
                     }
                 }
                 (None, Some(apps)) => self.findings.push(Finding {
-                    severity: Severity::Warning,
-                    rule: Rule::AppUnknown,
-                    app: Some(name.clone()),
-                    message: format!(
-                        "app {} has no Application in `{}`: its app wave is unknown",
-                        clean(&name),
-                        clean(&apps.source)
-                    ),
                     help: Some(format!(
                         "add its Application manifest to `{}`, or check the `--app` name",
                         clean(&apps.source)
                     )),
-                    details: Vec::new(),
-                    consumer: None,
-                    producer: None,
-                    object: None,
-                    key: None,
-                    optional: false,
-                    bootstrap: None,
+                    ..Finding::new(
+                        Severity::Warning,
+                        Rule::AppUnknown,
+                        Some(name.clone()),
+                        format!(
+                            "app {} has no Application in `{}`: its app wave is unknown",
+                            clean(&name),
+                            clean(&apps.source)
+                        ),
+                    )
                 }),
                 (None, None) => {}
             }

@@ -155,6 +155,24 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// A finding with its severity, rule, app and message, and nothing else yet.
+    pub fn new(severity: Severity, rule: Rule, app: Option<String>, message: String) -> Finding {
+        Finding {
+            severity,
+            rule,
+            app,
+            message,
+            help: None,
+            details: Vec::new(),
+            consumer: None,
+            producer: None,
+            object: None,
+            key: None,
+            optional: false,
+            bootstrap: None,
+        }
+    }
+
     /// The sort: worst first, then by app, then by when the consumer runs (app wave, phase,
     /// wave, kind order, name), then by everything else, so that equal inputs in any order give
     /// equal output.
