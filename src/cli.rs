@@ -108,6 +108,14 @@ pub enum Command {
 
     /// Print the minimal Vault policy (HCL) that ESO needs for an environment.
     Policy(PolicyArgs),
+
+    /// Check offline that Secrets and ConfigMaps exist before their consumers run (Argo CD order).
+    ///
+    /// Reads rendered manifests (`helm template`, `argocd app manifests NAME`), the apps'
+    /// Application manifests and argocd-cm, and applies Argo CD's sync order: app waves, then
+    /// phases (PreSync, Sync, PostSync), then waves, then kinds. Asks no server. Exit 0: the order
+    /// holds; 1: a consumer may run before its producer; 2: bad input.
+    Order(OrderArgs),
 }
 
 /// `gen` options.
@@ -293,6 +301,31 @@ pub struct PolicyArgs {
     /// The environment.
     #[arg(value_name = "ENV")]
     pub env: String,
+}
+
+/// `order` options.
+#[derive(Debug, Args)]
+pub struct OrderArgs {
+    /// One app's rendered manifests: `NAME=PATH`, PATH a YAML file, a directory of them, or `-`
+    /// for stdin. Repeat for each app; the same NAME twice adds both paths to that app.
+    #[arg(long = "app", value_name = "NAME=PATH", required = true)]
+    pub apps: Vec<String>,
+    /// Argo CD Application manifests (file or directory): their `argocd.argoproj.io/sync-wave`
+    /// is each app's app wave (matched to `--app` by name), their sources are checked for a
+    /// `ref` without `path`.
+    #[arg(long, value_name = "PATH")]
+    pub applications: Option<PathBuf>,
+    /// The argocd-cm ConfigMap (YAML): whether app waves wait for Healthy.
+    #[arg(long, value_name = "FILE")]
+    pub argocd_cm: Option<PathBuf>,
+    /// An object made outside these apps before they sync: `Secret/NAMESPACE/NAME` or
+    /// `ConfigMap/NAMESPACE/NAME` (repeatable).
+    #[arg(long, value_name = "KIND/NS/NAME")]
+    pub exists: Vec<String>,
+    /// An environment of the specs (`--specs`): findings about the Secrets its ExternalSecrets
+    /// make are marked as the bootstrap's own.
+    #[arg(long, value_name = "ENV")]
+    pub env: Option<String>,
 }
 
 /// A duration such as `30s`, `5m`, `1h30m`; a bare number is seconds.

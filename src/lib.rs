@@ -9,6 +9,7 @@ pub mod exit;
 pub mod generate;
 pub mod kube;
 pub mod logging;
+pub mod order;
 pub mod policy;
 pub mod redact;
 pub mod report;

@@ -203,7 +203,7 @@ fn help_lists_planned_commands() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     for cmd in [
-        "lint", "gen", "plan", "apply", "verify", "set", "rotate", "policy",
+        "lint", "gen", "plan", "apply", "verify", "set", "rotate", "policy", "order",
     ] {
         assert!(
             text.contains(&format!("  {cmd} ")),

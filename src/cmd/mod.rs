@@ -4,6 +4,7 @@ mod apply;
 mod change;
 mod gen;
 mod lint;
+mod order;
 mod policy;
 mod prompt;
 mod rotate;
@@ -35,6 +36,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Rotate(args) => rotate::run(g, args),
         Command::Policy(args) => policy::run(g, args),
         Command::Verify(args) => verify::run(g, args),
+        Command::Order(args) => order::run(g, args),
     }
 }
 

@@ -1,0 +1,300 @@
+//! Findings: what `order` reports, their severity and rule, the report document (`-o json`), and
+//! the one sort that makes the output independent of the input order.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+
+use serde::Serialize;
+
+use super::argo::Phase;
+use super::producers::DataKind;
+
+/// How bad a finding is. Ordered worst first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// A consumer may run before its producer: exit 1.
+    Error,
+    /// Works, but only after retries, or cannot be told offline.
+    Warning,
+    /// Worth knowing; never fails the run.
+    Note,
+}
+
+impl Severity {
+    /// One step milder (`optional: true` references).
+    pub fn milder(self) -> Severity {
+        match self {
+            Severity::Error => Severity::Warning,
+            Severity::Warning | Severity::Note => Severity::Note,
+        }
+    }
+
+    /// The word printed.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "note",
+        }
+    }
+}
+
+/// Which rule a finding comes from (stable names, part of the JSON schema).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// No app renders the object, and `--exists` does not name it.
+    NoProducer,
+    /// The consumer's phase runs before the producer's.
+    PhaseOrder,
+    /// Same phase, the consumer's wave runs before the producer's.
+    WaveOrder,
+    /// Same phase and wave: applied together, the operator-made Secret comes later.
+    SameWave,
+    /// The producer is made by an operator Argo CD does not wait for.
+    NotWaited,
+    /// The producer's app does not sync before the consumer's.
+    AppWaveOrder,
+    /// Consumers rely on app waves, which do not wait for Healthy.
+    AppWavesNotWaited,
+    /// Consumers rely on app waves, and no `--argocd-cm` tells whether they wait.
+    AppHealthUnknown,
+    /// argocd-cm's resource customizations cannot be read by Argo CD.
+    ArgocdCmUnreadable,
+    /// The producer is a hook deleted when the sync succeeds.
+    HookDeleted,
+    /// The producer is a hook deleted and re-created at every sync.
+    HookRecreated,
+    /// A SyncFail hook reads what the failed sync may not have applied.
+    SyncFailConsumer,
+    /// A key the producer does not make.
+    MissingKey,
+    /// The producer's keys cannot be known offline.
+    KeysUnknown,
+    /// An Application source renders nothing.
+    EmptySource,
+    /// An app has no Application in `--applications`.
+    AppUnknown,
+}
+
+/// A consumer or producer, as findings name it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Party {
+    /// The app (null for `--exists`).
+    pub app: Option<String>,
+    /// The app's wave in the app-of-apps (null when unknown).
+    pub app_wave: Option<i64>,
+    /// Kind (`Job`, `ExternalSecret`, `Secret`).
+    pub kind: String,
+    /// Name.
+    pub name: String,
+    /// Namespace (null when neither the manifest nor the Application says).
+    pub namespace: Option<String>,
+    /// First sync phase it runs in (null for `--exists`).
+    pub phase: Option<Phase>,
+    /// Wave (null for `--exists`).
+    pub wave: Option<i64>,
+    /// Whether it is a hook.
+    pub hook: bool,
+    /// File it was read from.
+    pub file: Option<String>,
+    /// Line of that file.
+    pub line: Option<usize>,
+}
+
+/// The Secret or ConfigMap a finding is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct ObjectRef {
+    /// `Secret` or `ConfigMap`.
+    pub kind: DataKind,
+    /// Namespace, when known.
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+}
+
+/// The spec that seeds a Secret's values (with `--env`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Bootstrap {
+    /// The spec's name.
+    pub spec: String,
+    /// The environment.
+    pub env: String,
+    /// The ExternalSecret of the spec's `[eso] external_secrets` that makes the Secret.
+    pub external_secret: String,
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// error, warning or note.
+    pub severity: Severity,
+    /// The rule.
+    pub rule: Rule,
+    /// The app it is about (null: all apps, Argo CD's configuration).
+    pub app: Option<String>,
+    /// What is wrong, in the runbook's terms.
+    pub message: String,
+    /// What to change.
+    pub help: Option<String>,
+    /// More lines (the consumers of a missing object, the references relying on app waves).
+    pub details: Vec<String>,
+    /// The consumer.
+    pub consumer: Option<Party>,
+    /// The producer.
+    pub producer: Option<Party>,
+    /// The Secret or ConfigMap.
+    pub object: Option<ObjectRef>,
+    /// The key, for key findings.
+    pub key: Option<String>,
+    /// Whether every reference concerned is `optional: true`.
+    pub optional: bool,
+    /// Set when the object is a target of the specs' ExternalSecrets (`--env`).
+    pub bootstrap: Option<Bootstrap>,
+}
+
+impl Finding {
+    /// A finding with its severity, rule, app and message, and nothing else yet.
+    pub fn new(severity: Severity, rule: Rule, app: Option<String>, message: String) -> Finding {
+        Finding {
+            severity,
+            rule,
+            app,
+            message,
+            help: None,
+            details: Vec::new(),
+            consumer: None,
+            producer: None,
+            object: None,
+            key: None,
+            optional: false,
+            bootstrap: None,
+        }
+    }
+
+    /// The sort: worst first, then by app, then by when the consumer runs (app wave, phase,
+    /// wave, kind order, name), then by everything else, so that equal inputs in any order give
+    /// equal output.
+    pub fn cmp_for_report(&self, other: &Finding) -> Ordering {
+        fn timeline(p: &Option<Party>) -> impl Ord + '_ {
+            p.as_ref().map(|p| {
+                (
+                    p.app_wave.map_or((1, 0), |w| (0, w)),
+                    p.phase,
+                    p.wave,
+                    super::argo::kind_order(&p.kind),
+                    &p.kind,
+                    &p.name,
+                    &p.namespace,
+                )
+            })
+        }
+        self.severity
+            .cmp(&other.severity)
+            .then_with(|| self.app.cmp(&other.app))
+            .then_with(|| timeline(&self.consumer).cmp(&timeline(&other.consumer)))
+            .then_with(|| self.rule.cmp(&other.rule))
+            .then_with(|| self.object.cmp(&other.object))
+            .then_with(|| self.key.cmp(&other.key))
+            .then_with(|| self.producer.cmp(&other.producer))
+            .then_with(|| self.consumer.cmp(&other.consumer))
+            .then_with(|| self.message.cmp(&other.message))
+            .then_with(|| self.details.cmp(&other.details))
+            .then_with(|| self.help.cmp(&other.help))
+            .then_with(|| self.optional.cmp(&other.optional))
+            .then_with(|| self.bootstrap.cmp(&other.bootstrap))
+    }
+}
+
+/// An app checked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AppSummary {
+    /// `--app NAME`.
+    pub name: String,
+    /// Its app wave (null when unknown).
+    pub app_wave: Option<i64>,
+    /// Its Application's destination namespace, when known.
+    pub namespace: Option<String>,
+    /// Objects read.
+    pub objects: usize,
+    /// Workloads among them.
+    pub consumers: usize,
+    /// Their references to Secrets and ConfigMaps.
+    pub references: usize,
+}
+
+/// What the argocd-cm says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CmSummary {
+    /// The file.
+    pub file: String,
+    /// Whether app waves wait for Healthy (a health check for `argoproj.io/Application`).
+    pub application_health: bool,
+    /// The argocd-cm key that sets it.
+    pub key: Option<String>,
+}
+
+/// Counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Error findings.
+    pub errors: usize,
+    /// Warning findings.
+    pub warnings: usize,
+    /// Notes.
+    pub notes: usize,
+}
+
+/// The result of `order` (the `-o json` document, with `command` added by the command).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// True when no finding is an error (exit 0).
+    pub ok: bool,
+    /// The apps, in name order.
+    pub apps: Vec<AppSummary>,
+    /// The argocd-cm, when given.
+    pub argocd_cm: Option<CmSummary>,
+    /// The findings, sorted (see [`Finding::cmp_for_report`]).
+    pub findings: Vec<Finding>,
+    /// Counts.
+    pub summary: Summary,
+}
+
+/// Names from manifests are untrusted: control characters are shown escaped, so a hostile name
+/// cannot drive the terminal.
+pub fn clean(s: &str) -> Cow<'_, str> {
+    if s.chars().any(char::is_control) {
+        Cow::Owned(
+            s.chars()
+                .map(|c| {
+                    if c.is_control() {
+                        c.escape_default().to_string()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn severities_sort_worst_first_and_soften() {
+        assert!(Severity::Error < Severity::Warning && Severity::Warning < Severity::Note);
+        assert_eq!(Severity::Error.milder(), Severity::Warning);
+        assert_eq!(Severity::Warning.milder(), Severity::Note);
+    }
+
+    #[test]
+    fn clean_escapes_control_characters() {
+        assert_eq!(clean("ok-name"), "ok-name");
+        assert_eq!(clean("a\u{1b}[31mb\nc"), "a\\u{1b}[31mb\\nc");
+    }
+}

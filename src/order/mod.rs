@@ -1,0 +1,132 @@
+//! `vault-seed order`: prove, offline, that every Secret and ConfigMap exists before the first
+//! workload that reads it runs, under Argo CD's sync order (app waves, phases, waves, kinds).
+//!
+//! The sync-wave runbook's bugs are what it catches: a secrets file never rendered (a `ref`
+//! source without `path`), a PreSync hook reading what the Sync phase creates, and app waves that
+//! do not wait for Healthy because argocd-cm lacks the Application health check.
+//!
+//! The modules, one concept each:
+//! - [`manifests`]: reading YAML streams, files, directories and stdin into objects;
+//! - [`argo`]: Argo CD's rules for one object (phase, wave, hook, delete policy, kind order);
+//! - [`applications`], [`argocd_cm`]: the Application manifests and argocd-cm;
+//! - [`producers`], [`consumers`]: who makes a Secret/ConfigMap, who reads one;
+//! - [`object`]: one manifest reduced to those facts;
+//! - [`check`]: the judgement; [`findings`]: what is reported.
+//!
+//! The rule modules take plain JSON values and annotation maps, so the live check of `verify`
+//! can apply them to objects read through the Kubernetes API.
+
+pub mod applications;
+pub mod argo;
+pub mod argocd_cm;
+pub mod check;
+pub mod consumers;
+pub mod findings;
+pub mod manifests;
+pub mod object;
+pub mod producers;
+
+use std::io::Read;
+use std::path::Path;
+
+pub use check::{check, App, Applications, Exists, Input, SpecEso};
+pub use findings::{Finding, Report, Rule, Severity};
+pub use manifests::LoadError;
+
+use applications::Application;
+use argocd_cm::ArgoCdCm;
+use object::Object;
+use producers::DataKind;
+
+/// Read one app's manifests from its paths (a file, a directory, or `-` for stdin).
+pub fn load_app(name: &str, paths: &[&Path], stdin: &mut dyn Read) -> Result<App, Vec<LoadError>> {
+    let mut objects = Vec::new();
+    let mut errors = Vec::new();
+    for path in paths {
+        match manifests::load_path(path, stdin) {
+            Ok(docs) => {
+                for doc in &docs {
+                    match Object::from_doc(doc) {
+                        Ok(o) => objects.push(o),
+                        Err(what) => errors.push(LoadError::Invalid {
+                            file: doc.origin.file.clone(),
+                            line: doc.origin.line,
+                            what,
+                        }),
+                    }
+                }
+            }
+            Err(e) => errors.extend(e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(App {
+            name: name.to_string(),
+            objects,
+        })
+    } else {
+        Err(errors)
+    }
+}
+
+/// Read `--applications`: every `argoproj.io` Application of a file or directory.
+pub fn load_applications(path: &Path) -> Result<Applications, Vec<LoadError>> {
+    let docs = manifests::load_path(path, &mut std::io::empty())?;
+    let items: Vec<Application> = docs.iter().filter_map(Application::from_doc).collect();
+    if items.is_empty() {
+        return Err(vec![LoadError::Missing {
+            path: path.display().to_string(),
+            what: "Argo CD Application (`apiVersion: argoproj.io/v1alpha1`, `kind: Application`)",
+        }]);
+    }
+    Ok(Applications {
+        source: path.display().to_string(),
+        items,
+    })
+}
+
+/// Read `--argocd-cm`: the ConfigMap named `argocd-cm`, else the file's only ConfigMap.
+pub fn load_argocd_cm(path: &Path) -> Result<ArgoCdCm, Vec<LoadError>> {
+    let docs = manifests::load_path(path, &mut std::io::empty())?;
+    let cms: Vec<ArgoCdCm> = docs.iter().filter_map(ArgoCdCm::from_doc).collect();
+    let named = cms.iter().position(|c| c.name == "argocd-cm");
+    match (named, cms.len()) {
+        (Some(i), _) => Ok(cms[i].clone()),
+        (None, 1) => Ok(cms[0].clone()),
+        _ => Err(vec![LoadError::Missing {
+            path: path.display().to_string(),
+            what: "ConfigMap named `argocd-cm`",
+        }]),
+    }
+}
+
+/// Parse `--exists KIND/NAMESPACE/NAME`.
+pub fn parse_exists(s: &str) -> Result<Exists, String> {
+    let parts: Vec<&str> = s.split('/').collect();
+    let [kind, namespace, name] = parts.as_slice() else {
+        return Err(format!(
+            "`{}` is not KIND/NAMESPACE/NAME (e.g. `Secret/ask/core-pg-superuser`)",
+            findings::clean(s)
+        ));
+    };
+    let data = DataKind::parse(kind).ok_or_else(|| {
+        format!(
+            "`{}`: the kind must be `Secret` or `ConfigMap`",
+            findings::clean(s)
+        )
+    })?;
+    if namespace.is_empty() || name.is_empty() {
+        return Err(format!(
+            "`{}`: the namespace and the name must not be empty",
+            findings::clean(s)
+        ));
+    }
+    Ok(Exists {
+        data,
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests;
