@@ -853,3 +853,95 @@ fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
     assert_eq!(json_of(&out)["policy"]["method"], "server-eso-token");
 }
 
+/// Text from the cluster (an event's message, a condition's reason and message, a store's
+/// reason) reaches the terminal without escape sequences or other control characters, and
+/// bounded in length; JSON keeps the characters (escaped) but is bounded too.
+#[test]
+fn hostile_cluster_text_is_clean_and_bounded() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster();
+    let hostile = format!(
+        "\x1b]0;pwned\x07\x1b[2Jcleared\r\x1b[1Afake line\u{9b}31m\u{202e}desrever\u{2066}{}",
+        "A".repeat(20 * 1024 * 1024)
+    );
+    let mut es: serde_json::Value =
+        fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).into();
+    fake_kube::set_ready(
+        &mut es,
+        false,
+        "SecretSyncedError\x1b[5m",
+        "could not get secret data\x07\r\nok   kube: fake",
+        &later(),
+    );
+    kube.put(es);
+    kube.add_event(fake_kube::event(
+        "ask",
+        "ExternalSecret",
+        "zitadel-secret",
+        "Warning",
+        "UpdateFailed\x1b]2;title\x1b\\",
+        &hostile,
+    ));
+    kube.put(fake_kube::secret_store(
+        "ask",
+        "vault-backend",
+        false,
+        "Invalid\x07\u{202d}",
+        "\x1b[2J",
+    ));
+    let clean = |bytes: &[u8], what: &str| {
+        let s = String::from_utf8_lossy(bytes);
+        for bad in [
+            '\x1b', '\x07', '\r', '\u{9b}', '\u{202e}', '\u{202d}', '\u{2066}',
+        ] {
+            assert!(!s.contains(bad), "{what} holds {bad:?}");
+        }
+        assert!(bytes.len() < 64 * 1024, "{what} is {} bytes", bytes.len());
+    };
+
+    let out = verify(&bao, Some(&kube), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    clean(&out.stdout, "stdout");
+    clean(&out.stderr, "stderr");
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("why: event UpdateFailed: cleared fake line"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("more characters)"), "{stdout}");
+    assert!(
+        stdout.contains("not Ready: SecretSyncedError: could not get secret data  ok   kube: fake"),
+        "line breaks became spaces:\n{stdout}"
+    );
+
+    let out = verify(&bao, Some(&kube), &["-o", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    clean(&out.stdout, "JSON stdout");
+    let doc = json_of(&out);
+    let z = es_of(&doc, "zitadel-secret");
+    let event = z["explanations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.as_str())
+        .find(|e| e.starts_with("event "))
+        .expect("the event is explained");
+    assert!(
+        event.starts_with("event UpdateFailed\x1b]2;title\x1b\\: \x1b]0;pwned\x07\x1b[2Jcleared\r"),
+        "JSON keeps the text as it is: {event:?}"
+    );
+    assert!(
+        event.chars().count() < 700,
+        "{} chars",
+        event.chars().count()
+    );
+    assert!(event.ends_with("more characters)"), "{event:?}");
+    assert_eq!(
+        z["message"],
+        "could not get secret data\x07\r\nok   kube: fake"
+    );
+}
+
+fn es_of<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    es(doc, name)
+}
