@@ -463,6 +463,15 @@ fn vault_seed_policy_unknown_environment_is_a_usage_error() {
     assert!(err.contains("auh1-dev"), "{err}");
 }
 
+fn server_refuses(bao: &OpenBao, text: &str) {
+    let (status, _) = bao.api(
+        "PUT",
+        "sys/policies/acl/bad",
+        Some(&json!({ "policy": text })),
+    );
+    assert_eq!(status, 400, "the server refuses {text:?}");
+}
+
 /// What OpenBao refuses, vault-seed refuses too, with a message naming the policy.
 #[test]
 fn what_the_server_refuses_gives_clear_errors() {
@@ -480,12 +489,7 @@ fn what_the_server_refuses_gives_clear_errors() {
             "JSON",
         ),
     ] {
-        let (status, _) = bao.api(
-            "PUT",
-            "sys/policies/acl/bad",
-            Some(&json!({ "policy": text })),
-        );
-        assert_eq!(status, 400, "the server refuses {text:?}");
+        server_refuses(&bao, text);
         let e = policy::parse("eso-broken", text).unwrap_err();
         let msg = e.to_string();
         assert!(
@@ -509,12 +513,7 @@ fn what_the_server_refuses_gives_clear_errors() {
         "path \"a\" { policy = <<EOT\nread\nEOT\n }",
         "{\"path\": {\"a\": {\"capabilities\": [\"read\", null]}}}",
     ] {
-        let (status, _) = bao.api(
-            "PUT",
-            "sys/policies/acl/bad",
-            Some(&json!({ "policy": text })),
-        );
-        assert_eq!(status, 400, "the server refuses {text:?}");
+        server_refuses(&bao, text);
         let e = policy::parse("eso-broken", text).unwrap_err();
         assert!(e.to_string().contains("`eso-broken`"), "{e}");
         assert!(!e.help().is_empty());

@@ -20,6 +20,12 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// `out` holds `wanted`; else fail showing both.
+fn has(out: &str, wanted: impl AsRef<str>) {
+    let wanted = wanted.as_ref();
+    assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
+}
+
 /// OpenBao with the real spec applied, ESO's role `kubernetes/eso` carrying `policy`.
 fn vault_with(policy: &str) -> OpenBao {
     let bao = OpenBao::dev();
@@ -178,12 +184,10 @@ fn runbook_policy_without_the_metadata_rule_is_a_gap_with_the_rule_to_add() {
     let out = verify(&bao, None, &["--only", "policy"]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
-    assert!(stdout.contains(&format!("policy `eso-ask-push` does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/`")), "{stdout}");
-    assert!(
-        stdout.contains(
-            r#"add: path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }"#
-        ),
-        "{stdout}"
+    has(&stdout, format!("policy `eso-ask-push` does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/`"));
+    has(
+        &stdout,
+        r#"add: path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }"#,
     );
     // With the runbook's grant it passes.
     bao.put_policy("eso-ask-push", RUNBOOK_POLICY);
@@ -201,14 +205,14 @@ fn gaps_are_grouped_by_the_rule_that_closes_them() {
     let stdout = text(&out.stdout);
     assert_eq!(stdout.matches("error:").count(), 2, "{stdout}");
     assert_eq!(stdout.matches("  add: ").count(), 2, "{stdout}");
-    assert!(stdout.contains(&format!("does not grant `create`, `update`, `read` on 6 paths under `secret/data/{FOLDER}/` (ExternalSecret read, PushSecret; granted: nothing; -v lists them)")), "{stdout}");
-    assert!(stdout.contains(&format!("does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/` (PushSecret; granted: nothing; -v lists them)")), "{stdout}");
+    has(&stdout, format!("does not grant `create`, `update`, `read` on 6 paths under `secret/data/{FOLDER}/` (ExternalSecret read, PushSecret; granted: nothing; -v lists them)"));
+    has(&stdout, format!("does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/` (PushSecret; granted: nothing; -v lists them)"));
     assert!(
         !stdout.contains("ZITADEL_MASTERKEY"),
         "paths are listed only with -v:\n{stdout}"
     );
     // The whole grant once more, ready to paste.
-    assert!(stdout.contains("help: add to `eso-ask-push`:"), "{stdout}");
+    has(&stdout, "help: add to `eso-ask-push`:");
 
     let out = verify(&bao, None, &["--only", "policy", "-v"]);
     let stdout = text(&out.stdout);
@@ -218,17 +222,13 @@ fn gaps_are_grouped_by_the_rule_that_closes_them() {
         "IAM_SERVICE__PAT",
         "HATCHET__CLIENT_TOKEN",
     ] {
-        assert!(
-            stdout.contains(&format!(
-                "`secret/data/{FOLDER}/{name}`: lacks `create`, `update`, `read`"
-            )),
-            "{stdout}"
+        has(
+            &stdout,
+            format!("`secret/data/{FOLDER}/{name}`: lacks `create`, `update`, `read`"),
         );
-        assert!(
-            stdout.contains(&format!(
-                "`secret/metadata/{FOLDER}/{name}`: lacks `read`, `list`"
-            )),
-            "{stdout}"
+        has(
+            &stdout,
+            format!("`secret/metadata/{FOLDER}/{name}`: lacks `read`, `list`"),
         );
     }
 
@@ -523,8 +523,8 @@ fn unreachable_cluster_and_skip_kube() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
-    assert!(stdout.contains("FAIL kube:"), "{stdout}");
-    assert!(stdout.contains("--skip-kube"), "{stdout}");
+    has(&stdout, "FAIL kube:");
+    has(&stdout, "--skip-kube");
     let out = verify(&bao, None, &["--skip-kube"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
 }
@@ -642,16 +642,14 @@ fn a_deny_everything_policy_is_denied_even_when_run_as_root() {
     let out = verify(&bao, None, &["--only", "policy"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     let stdout = text(&out.stdout);
-    assert!(
-        stdout.contains(
-            "FAIL policy: `eso-ask-push` (read ESO's policies from Vault and evaluated them)"
-        ),
-        "{stdout}"
+    has(
+        &stdout,
+        "FAIL policy: `eso-ask-push` (read ESO's policies from Vault and evaluated them)",
     );
-    assert!(stdout.contains("verify auh1-dev: NOT done"), "{stdout}");
-    assert!(
-        stdout.contains("granted: nothing; denied by the `deny` on `secret/*` in `eso-ask-push`"),
-        "{stdout}"
+    has(&stdout, "verify auh1-dev: NOT done");
+    has(
+        &stdout,
+        "granted: nothing; denied by the `deny` on `secret/*` in `eso-ask-push`",
     );
     assert!(!stdout.contains("ok   policy"), "{stdout}");
     let doc = json_of(&verify(&bao, None, &["--only", "policy", "-o", "json"]));
@@ -684,10 +682,19 @@ fn a_constraint_that_refuses_esos_requests_is_a_gap() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     let stdout = text(&out.stdout);
     assert!(stdout.contains(&format!("on `secret/data/{FOLDER}/ZITADEL_MASTERKEY` (ExternalSecret read, PushSecret; granted: read; OpenBao refuses ESO's `read` request: `required_parameters` asks for `version`, which ESO's read does not send")), "{stdout}");
-    assert!(
-        stdout.contains("help: the rule `secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY` in `eso-ask-push` refuses it"),
-        "{stdout}"
-    );
+    has(&stdout, "help: the rule `secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY` in `eso-ask-push` refuses it");
+}
+
+/// `verify --only policy` run with `token`.
+fn verify_policy_as(bao: &OpenBao, token: &str, args: &[&str]) -> Output {
+    bao.vault_seed()
+        .env("VAULT_TOKEN", token)
+        .arg("--specs")
+        .arg(common::repo_specs())
+        .args(["verify", "auh1-dev", "--only", "policy"])
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 /// Find the probe tokens vault-seed created that still exist.
@@ -729,16 +736,7 @@ path "sys/capabilities" { capabilities = ["update"] }
 "#,
     );
     let caller = bao.token_with_policies(&["prober"]);
-    let run = |args: &[&str]| {
-        bao.vault_seed()
-            .env("VAULT_TOKEN", &caller)
-            .arg("--specs")
-            .arg(common::repo_specs())
-            .args(["verify", "auh1-dev", "--only", "policy"])
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| verify_policy_as(&bao, &caller, args);
     let out = run(&["-o", "json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let doc = json_of(&out);
@@ -787,36 +785,24 @@ fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
         "path \"secret/*\" { capabilities = [\"read\", \"list\"] }",
     );
     let caller = bao.token_with_policies(&["reader"]);
-    let run = |token: &str, args: &[&str]| {
-        bao.vault_seed()
-            .env("VAULT_TOKEN", token)
-            .arg("--specs")
-            .arg(common::repo_specs())
-            .args(["verify", "auh1-dev", "--only", "policy"])
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let run = |token: &str, args: &[&str]| verify_policy_as(&bao, token, args);
     let out = run(&caller, &[]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
-    assert!(
-        stdout.contains("FAIL policy: `eso-ask-push` (cannot be decided)"),
-        "{stdout}"
+    has(&stdout, "FAIL policy: `eso-ask-push` (cannot be decided)");
+    has(
+        &stdout,
+        "error: cannot decide whether ESO's policies grant what it needs",
     );
-    assert!(
-        stdout.contains("error: cannot decide whether ESO's policies grant what it needs"),
-        "{stdout}"
+    has(
+        &stdout,
+        "help: run verify with a token that may read `sys/policies/acl/<name>`",
     );
-    assert!(
-        stdout.contains("help: run verify with a token that may read `sys/policies/acl/<name>`"),
-        "{stdout}"
+    has(
+        &stdout,
+        "note: this token carries `default`, `reader`, not ESO's policies",
     );
-    assert!(
-        stdout.contains("note: this token carries `default`, `reader`, not ESO's policies"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("verify auh1-dev: NOT done"), "{stdout}");
+    has(&stdout, "verify auh1-dev: NOT done");
     let doc = json_of(&run(&caller, &["-o", "json"]));
     assert_eq!(doc["policy"]["method"], "unknown");
     assert_eq!(doc["policy"]["ok"], false);
@@ -833,14 +819,11 @@ fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
     let out = run(&bao.token, &[]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
-    assert!(
-        stdout.contains("has the templated rule `secret/data/ask/{{identity.entity.name}}/*`"),
-        "{stdout}"
+    has(
+        &stdout,
+        "has the templated rule `secret/data/ask/{{identity.entity.name}}/*`",
     );
-    assert!(
-        stdout.contains("help: pass --eso-token-file with ESO's own token"),
-        "{stdout}"
-    );
+    has(&stdout, "help: pass --eso-token-file with ESO's own token");
     // ESO's own token decides it.
     let eso = bao.token_with_policies(&["eso-ask-push"]);
     let file = bao.home.path().join("eso-token");
@@ -904,10 +887,7 @@ fn hostile_cluster_text_is_clean_and_bounded() {
     clean(&out.stdout, "stdout");
     clean(&out.stderr, "stderr");
     let stdout = text(&out.stdout);
-    assert!(
-        stdout.contains("why: event UpdateFailed: cleared fake line"),
-        "{stdout}"
-    );
+    has(&stdout, "why: event UpdateFailed: cleared fake line");
     assert!(stdout.contains("more characters)"), "{stdout}");
     assert!(
         stdout.contains("not Ready: SecretSyncedError: could not get secret data  ok   kube: fake"),

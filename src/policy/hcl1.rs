@@ -197,6 +197,40 @@ impl Cursor {
         Ok(ch)
     }
 
+    /// The rest of a number whose first digit `ch` was read: digits, then a fraction or an
+    /// exponent makes it a float.
+    fn scan_decimal(&mut self, ch: char) -> Result<Kind, SyntaxError> {
+        self.scan_mantissa(ch)?;
+        let mut c = self.next()?;
+        if c == 'e' || c == 'E' {
+            self.scan_exponent(c)?;
+            return Ok(Kind::Float);
+        }
+        if c == '.' {
+            c = self.scan_fraction(c)?;
+            if c == 'e' || c == 'E' {
+                c = self.next()?;
+                self.scan_exponent(c)?;
+            }
+            return Ok(Kind::Float);
+        }
+        if c != EOF {
+            self.unread();
+        }
+        Ok(Kind::Number)
+    }
+
+    /// After a `.`: a float when a digit follows, else the lone period.
+    fn scan_period(&mut self) -> Result<Kind, SyntaxError> {
+        let peeked = self.peek();
+        if !peeked.is_ascii_digit() {
+            return Ok(Kind::Other);
+        }
+        let c = self.scan_mantissa(peeked)?;
+        self.scan_exponent(c)?;
+        Ok(Kind::Float)
+    }
+
     /// A quoted string after its opening quote; `${...}` may hold quotes (and, in HCL, newlines).
     fn scan_string(&mut self, newline_in_braces: bool) -> Result<(), SyntaxError> {
         let mut braces = 0;
@@ -304,16 +338,7 @@ impl HclScanner {
                         self.scan_comment(ch)?;
                         continue;
                     }
-                    '.' => {
-                        if self.cur.peek().is_ascii_digit() {
-                            let peeked = self.cur.peek();
-                            let c = self.cur.scan_mantissa(peeked)?;
-                            self.cur.scan_exponent(c)?;
-                            Kind::Float
-                        } else {
-                            Kind::Other
-                        }
-                    }
+                    '.' => self.cur.scan_period()?,
                     '<' => {
                         self.scan_heredoc()?;
                         Kind::Heredoc
@@ -431,24 +456,7 @@ impl HclScanner {
             }
             return Ok(Kind::Number);
         }
-        self.cur.scan_mantissa(ch)?;
-        let mut c = self.cur.next()?;
-        if c == 'e' || c == 'E' {
-            self.cur.scan_exponent(c)?;
-            return Ok(Kind::Float);
-        }
-        if c == '.' {
-            c = self.cur.scan_fraction(c)?;
-            if c == 'e' || c == 'E' {
-                c = self.cur.next()?;
-                self.cur.scan_exponent(c)?;
-            }
-            return Ok(Kind::Float);
-        }
-        if c != EOF {
-            self.cur.unread();
-        }
-        Ok(Kind::Number)
+        self.cur.scan_decimal(ch)
     }
 
     /// `<<EOF\n...\nEOF\n` (or `<<-EOF`); the terminator line may be indented.
@@ -734,16 +742,7 @@ impl JsonParser {
                     self.cur.scan_string(false)?;
                     Kind::String
                 }
-                '.' => {
-                    if self.cur.peek().is_ascii_digit() {
-                        let peeked = self.cur.peek();
-                        let c = self.cur.scan_mantissa(peeked)?;
-                        self.cur.scan_exponent(c)?;
-                        Kind::Float
-                    } else {
-                        Kind::Other
-                    }
-                }
+                '.' => self.cur.scan_period()?,
                 '[' => Kind::LBrack,
                 ']' => Kind::RBrack,
                 '{' => Kind::LBrace,
@@ -767,29 +766,12 @@ impl JsonParser {
     }
 
     fn scan_number(&mut self, ch: char) -> Result<Kind, SyntaxError> {
-        let zero = ch == '0';
         let start = self.cur.pos;
-        self.cur.scan_mantissa(ch)?;
-        let mut c = self.cur.next()?;
-        if c == 'e' || c == 'E' {
-            self.cur.scan_exponent(c)?;
-            return Ok(Kind::Float);
-        }
-        if c == '.' {
-            c = self.cur.scan_fraction(c)?;
-            if c == 'e' || c == 'E' {
-                c = self.cur.next()?;
-                self.cur.scan_exponent(c)?;
-            }
-            return Ok(Kind::Float);
-        }
-        if c != EOF {
-            self.cur.unread();
-        }
-        if zero && self.cur.pos != start {
+        let kind = self.cur.scan_decimal(ch)?;
+        if kind == Kind::Number && ch == '0' && self.cur.pos != start {
             return Err(self.cur.error("numbers cannot start with 0"));
         }
-        Ok(Kind::Number)
+        Ok(kind)
     }
 
     fn error(&self, message: String) -> Stop {

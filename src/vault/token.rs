@@ -97,11 +97,9 @@ impl Vault {
             .send(|| Call::post(path, body.clone()), "update")
             .await?;
         let Reply::Ok(b) = reply else {
-            return Err(VaultError::Api {
-                method: "POST",
-                path: path.into(),
-                status: 404,
-                errors: vec![],
+            return Err(VaultError::Config {
+                message: format!("Vault has no `{path}` (the token auth method)"),
+                help: "ask for ESO's token instead: --eso-token-file".into(),
             });
         };
         // The body holds the token: parsed straight into a SecretString, then wiped.
