@@ -752,9 +752,22 @@ path "sys/capabilities" { capabilities = ["update"] }
         "{doc}"
     );
     assert_eq!(live_probe_tokens(&bao), 0, "the probe token was revoked");
-    // Nothing that looks like a token in the output.
+    // Nothing that looks like a token in the output, even at trace level.
     let human = run(&[]);
-    for out in [&out, &human] {
+    let traced = bao
+        .vault_seed()
+        .env("VAULT_TOKEN", &caller)
+        .env("RUST_LOG", "trace")
+        .arg("--specs")
+        .arg(common::repo_specs())
+        .args(["verify", "auh1-dev", "--only", "policy", "-vvv"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&traced.stderr).contains("vault_seed"),
+        "trace logs were on"
+    );
+    for out in [&out, &human, &traced] {
         let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
         assert!(!all.contains(&caller), "the caller's token leaked");
         assert!(

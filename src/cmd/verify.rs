@@ -435,7 +435,16 @@ fn print(g: &GlobalArgs, r: &VerifyReport) {
     // Every string that comes from a server or the cluster goes through `t` (control characters
     // out, length capped) before it reaches the terminal.
     let print_failed = |name: &str, f: &Failed| {
-        println!("{} {name}: {}", mark(false), t(&f.error));
+        // Our messages may hold a second line (what to do): keep it, each line cleaned.
+        let mut lines = f.error.lines().map(t);
+        println!(
+            "{} {name}: {}",
+            mark(false),
+            lines.next().unwrap_or_default()
+        );
+        for line in lines {
+            println!("     {line}");
+        }
         if let Some(h) = &f.help {
             println!("     {}: {}", style.help("help"), t(h));
         }

@@ -445,13 +445,15 @@ impl EsoCluster {
         }
     }
 
-    /// Turn a kube-rs error into one that says what to do. The server's own text is capped.
+    /// Turn a kube-rs error into one that says what to do. The server's own text is cleaned and
+    /// capped.
     fn error(&self, err: ::kube::Error, op: Op<'_>) -> KubeError {
         let object = object_name(op.namespace, op.name);
         let err = match err {
             ::kube::Error::Api(mut status) => {
-                status.message = crate::report::text::cap(&status.message).into_owned();
-                status.reason = crate::report::text::cap(&status.reason).into_owned();
+                // Quoted inside our own two-line messages: made one clean line here.
+                status.message = crate::report::text::for_terminal(&status.message);
+                status.reason = crate::report::text::for_terminal(&status.reason);
                 ::kube::Error::Api(status)
             }
             other => other,

@@ -193,7 +193,7 @@ fn time_at(
                 kind,
                 object: object.to_string(),
                 field: pointer,
-                value: crate::report::text::cap(s).into_owned(),
+                value: crate::report::text::for_terminal(s),
             }),
     }
 }
