@@ -20,6 +20,12 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// `out` holds `wanted`; else fail showing both.
+fn has(out: &str, wanted: impl AsRef<str>) {
+    let wanted = wanted.as_ref();
+    assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
+}
+
 /// OpenBao with the real spec applied, ESO's role `kubernetes/eso` carrying `policy`.
 fn vault_with(policy: &str) -> OpenBao {
     let bao = OpenBao::dev();
@@ -178,17 +184,69 @@ fn runbook_policy_without_the_metadata_rule_is_a_gap_with_the_rule_to_add() {
     let out = verify(&bao, None, &["--only", "policy"]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
-    assert!(stdout.contains(&format!("policy `eso-ask-push` does not grant `read`, `list` on `secret/metadata/{FOLDER}/ZITADEL_MASTERKEY`")), "{stdout}");
-    assert!(
-        stdout.contains(
-            r#"path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }"#
-        ),
-        "{stdout}"
+    has(&stdout, format!("policy `eso-ask-push` does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/`"));
+    has(
+        &stdout,
+        r#"add: path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }"#,
     );
     // With the runbook's grant it passes.
     bao.put_policy("eso-ask-push", RUNBOOK_POLICY);
     let out = verify(&bao, None, &["--only", "policy"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}
+
+/// Twelve gaps closed by two rules are two errors, each with its rule and the number of paths
+/// it covers; `-v` lists the paths; JSON keeps every path with the rule that closes it.
+#[test]
+fn gaps_are_grouped_by_the_rule_that_closes_them() {
+    let bao = vault_with(r#"path "nothing/*" { capabilities = ["read"] }"#);
+    let out = verify(&bao, None, &["--only", "policy"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.matches("error:").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches("  add: ").count(), 2, "{stdout}");
+    has(&stdout, format!("does not grant `create`, `update`, `read` on 6 paths under `secret/data/{FOLDER}/` (ExternalSecret read, PushSecret; granted: nothing; -v lists them)"));
+    has(&stdout, format!("does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/` (PushSecret; granted: nothing; -v lists them)"));
+    assert!(
+        !stdout.contains("ZITADEL_MASTERKEY"),
+        "paths are listed only with -v:\n{stdout}"
+    );
+    // The whole grant once more, ready to paste.
+    has(&stdout, "help: add to `eso-ask-push`:");
+
+    let out = verify(&bao, None, &["--only", "policy", "-v"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.matches("error:").count(), 2, "{stdout}");
+    for name in [
+        "ZITADEL_MASTERKEY",
+        "IAM_SERVICE__PAT",
+        "HATCHET__CLIENT_TOKEN",
+    ] {
+        has(
+            &stdout,
+            format!("`secret/data/{FOLDER}/{name}`: lacks `create`, `update`, `read`"),
+        );
+        has(
+            &stdout,
+            format!("`secret/metadata/{FOLDER}/{name}`: lacks `read`, `list`"),
+        );
+    }
+
+    let doc = json_of(&verify(&bao, None, &["--only", "policy", "-o", "json"]));
+    let paths = doc["policy"]["report"]["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 12);
+    for p in paths {
+        let path = p["path"].as_str().unwrap();
+        let fix = if path.starts_with("secret/data/") {
+            "secret/data/ask/core-service/*"
+        } else {
+            "secret/metadata/ask/core-service/*"
+        };
+        assert_eq!(p["fix"], fix, "{p}");
+        assert_eq!(p["missing"], p["required"], "{p}");
+        assert_eq!(p["refused"], json!([]), "{p}");
+    }
+    assert_eq!(doc["policy"]["report"]["add"].as_array().unwrap().len(), 2);
 }
 
 #[test]
@@ -465,8 +523,8 @@ fn unreachable_cluster_and_skip_kube() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
-    assert!(stdout.contains("FAIL kube:"), "{stdout}");
-    assert!(stdout.contains("--skip-kube"), "{stdout}");
+    has(&stdout, "FAIL kube:");
+    has(&stdout, "--skip-kube");
     let out = verify(&bao, None, &["--skip-kube"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
 }
@@ -543,28 +601,13 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
     }
 }
 
-/// A policy in an HCL 1 form the server accepts but vault-seed's parser does not: verify says so
-/// and asks the server instead, with the same verdict.
+/// A policy in HCL 1 forms hcl-rs rejected (several blocks on one line, trailing commas) is read
+/// as OpenBao reads it and evaluated here, with the server's verdict.
 #[test]
-fn a_policy_vault_seed_cannot_parse_is_checked_by_the_server() {
-    // Several blocks on one line, with trailing commas: valid HCL 1, rejected by hcl-rs.
+fn a_policy_in_hcl1_one_line_form_is_evaluated_here() {
     let hcl1 = r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"], } path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"], }"#;
     let bao = vault_with(hcl1);
-    let eso = bao.token_with_policies(&["eso-ask-push"]);
-    let file = bao.home.path().join("eso-token");
-    std::fs::write(&file, &eso).unwrap();
-    let out = verify(
-        &bao,
-        None,
-        &[
-            "--only",
-            "policy",
-            "-o",
-            "json",
-            "--eso-token-file",
-            file.to_str().unwrap(),
-        ],
-    );
+    let out = verify(&bao, None, &["--only", "policy", "-o", "json"]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -573,11 +616,325 @@ fn a_policy_vault_seed_cannot_parse_is_checked_by_the_server() {
         text(&out.stderr)
     );
     let doc = json_of(&out);
-    assert_eq!(doc["policy"]["method"], "server-eso-token");
+    assert_eq!(doc["policy"]["method"], "policies");
+    assert_eq!(doc["policy"]["notes"], json!([]));
+}
+
+/// The attacker's probe: ESO's policy denies everything under `secret/`, and has one rule in a
+/// form hcl-rs could not read. vault-seed used to fall back to `sys/capabilities-self`, which
+/// for the root token running it said everything was granted (`ok policy`, "done", exit 0).
+/// Now the policy is read and the `deny` found: not ok, with the rule that denies.
+#[test]
+fn a_deny_everything_policy_is_denied_even_when_run_as_root() {
+    let probe = "path \"secret/*\" { capabilities = [\"deny\"] }\npath \"auth/token/lookup-self\" { capabilities = [\"read\"] required_parameters = [\"x\"] }";
+    let bao = vault_with(probe);
+    // What OpenBao says for ESO's token.
+    let eso = bao.token_with_policies(&["eso-ask-push"]);
+    let (_, answer) = bao.api(
+        "POST",
+        "sys/capabilities",
+        Some(
+            &json!({ "token": eso, "paths": [format!("secret/data/{FOLDER}/ZITADEL_MASTERKEY")] }),
+        ),
+    );
+    assert_eq!(answer["capabilities"], json!(["deny"]), "{answer}");
+
+    let out = verify(&bao, None, &["--only", "policy"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let stdout = text(&out.stdout);
+    has(
+        &stdout,
+        "FAIL policy: `eso-ask-push` (read ESO's policies from Vault and evaluated them)",
+    );
+    has(&stdout, "verify auh1-dev: NOT done");
+    has(
+        &stdout,
+        "granted: nothing; denied by the `deny` on `secret/*` in `eso-ask-push`",
+    );
+    assert!(!stdout.contains("ok   policy"), "{stdout}");
+    let doc = json_of(&verify(&bao, None, &["--only", "policy", "-o", "json"]));
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["policy"]["method"], "policies");
+    for p in doc["policy"]["report"]["paths"].as_array().unwrap() {
+        assert_eq!(p["granted"], json!([]), "{p}");
+        assert_eq!(p["decided_by"]["pattern"], "secret/*", "{p}");
+        assert_eq!(p["decided_by"]["denied"], true, "{p}");
+    }
+}
+
+/// A rule that grants `read` but requires a parameter ESO's read never sends: the capability
+/// shows in `sys/capabilities`, and ESO's read is refused. verify says so and why.
+#[test]
+fn a_constraint_that_refuses_esos_requests_is_a_gap() {
+    let bao = vault_with(&format!(
+        "{RUNBOOK_POLICY}\npath \"secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY\" {{ capabilities = [\"read\"] required_parameters = [\"version\"] }}"
+    ));
+    // OpenBao indeed refuses ESO's read (no parameters) with a token holding the policy.
+    let eso = bao.token_with_policies(&["eso-ask-push"]);
+    let (status, _) = bao.api_as(
+        &eso,
+        "GET",
+        &format!("secret/data/{FOLDER}/ZITADEL_MASTERKEY"),
+        None,
+    );
+    assert_eq!(status, 403);
+    let out = verify(&bao, None, &["--only", "policy"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(&format!("on `secret/data/{FOLDER}/ZITADEL_MASTERKEY` (ExternalSecret read, PushSecret; granted: read; OpenBao refuses ESO's `read` request: `required_parameters` asks for `version`, which ESO's read does not send")), "{stdout}");
+    has(&stdout, "help: the rule `secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY` in `eso-ask-push` refuses it");
+}
+
+/// `verify --only policy` run with `token`.
+fn verify_policy_as(bao: &OpenBao, token: &str, args: &[&str]) -> Output {
+    bao.vault_seed()
+        .env("VAULT_TOKEN", token)
+        .arg("--specs")
+        .arg(common::repo_specs())
+        .args(["verify", "auh1-dev", "--only", "policy"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Find the probe tokens vault-seed created that still exist.
+fn live_probe_tokens(bao: &OpenBao) -> usize {
+    let (status, body) = bao.api("LIST", "auth/token/accessors", None);
+    assert_eq!(status, 200, "{body}");
+    body["data"]["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| {
+            let (_, info) = bao.api(
+                "POST",
+                "auth/token/lookup-accessor",
+                Some(&json!({ "accessor": a })),
+            );
+            info["data"]["display_name"]
+                .as_str()
+                .is_some_and(|n| n.contains("vault-seed-verify-probe"))
+        })
+        .count()
+}
+
+/// A token that may not read the policies but may create tokens: verify asks the server about a
+/// short-lived token with exactly ESO's policies, and revokes it.
+#[test]
+fn unreadable_policies_are_checked_with_a_probe_token_that_is_revoked() {
+    let bao = vault_with(
+        r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] }"#,
+    );
+    bao.put_policy(
+        "prober",
+        r#"
+path "secret/*" { capabilities = ["read", "list"] }
+path "auth/kubernetes/role/*" { capabilities = ["read"] }
+path "auth/token/create" { capabilities = ["update", "sudo"] }
+path "auth/token/revoke-accessor" { capabilities = ["update"] }
+path "sys/capabilities" { capabilities = ["update"] }
+"#,
+    );
+    let caller = bao.token_with_policies(&["prober"]);
+    let run = |args: &[&str]| verify_policy_as(&bao, &caller, args);
+    let out = run(&["-o", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let doc = json_of(&out);
+    assert_eq!(doc["policy"]["method"], "server-probe-token", "{doc}");
+    assert_eq!(
+        doc["policy"]["report"]["add"][0]["path"],
+        "secret/metadata/ask/core-service/*"
+    );
     assert!(
         doc["policy"]["notes"]
             .to_string()
-            .contains("cannot evaluate policy `eso-ask-push` here"),
+            .contains("may not read `sys/policies/acl/eso-ask-push`"),
         "{doc}"
     );
+    assert_eq!(live_probe_tokens(&bao), 0, "the probe token was revoked");
+    // Nothing that looks like a token in the output, even at trace level.
+    let human = run(&[]);
+    let traced = bao
+        .vault_seed()
+        .env("VAULT_TOKEN", &caller)
+        .env("RUST_LOG", "trace")
+        .arg("--specs")
+        .arg(common::repo_specs())
+        .args(["verify", "auh1-dev", "--only", "policy", "-vvv"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&traced.stderr).contains("vault_seed"),
+        "trace logs were on"
+    );
+    for out in [&out, &human, &traced] {
+        let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert!(!all.contains(&caller), "the caller's token leaked");
+        assert!(
+            !all.split(|c: char| !c.is_ascii_alphanumeric() && c != '.')
+                .any(|w| w.starts_with("s.") && w.len() > 20),
+            "a token-like string in the output:\n{all}"
+        );
+    }
+    assert!(
+        text(&human.stdout).contains("asked Vault (`sys/capabilities`) for a short-lived token with exactly ESO's policies, revoked at once"),
+        "{}",
+        text(&human.stdout)
+    );
+    // With the runbook's grant the same check passes.
+    bao.put_policy("eso-ask-push", RUNBOOK_POLICY);
+    assert_eq!(run(&[]).status.code(), Some(0));
+    assert_eq!(live_probe_tokens(&bao), 0);
+}
+
+/// Neither readable policies, nor a probe token, nor ESO's own token: the part is unknown, not
+/// ok, verify is not done, and the message says how to make it decidable. The same when a
+/// templated rule could decide a path (it depends on ESO's identity), even for root.
+#[test]
+fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    bao.put_policy(
+        "reader",
+        "path \"secret/*\" { capabilities = [\"read\", \"list\"] }",
+    );
+    let caller = bao.token_with_policies(&["reader"]);
+    let run = |token: &str, args: &[&str]| verify_policy_as(&bao, token, args);
+    let out = run(&caller, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    has(&stdout, "FAIL policy: `eso-ask-push` (cannot be decided)");
+    has(
+        &stdout,
+        "error: cannot decide whether ESO's policies grant what it needs",
+    );
+    has(
+        &stdout,
+        "help: run verify with a token that may read `sys/policies/acl/<name>`",
+    );
+    has(
+        &stdout,
+        "note: this token carries `default`, `reader`, not ESO's policies",
+    );
+    has(&stdout, "verify auh1-dev: NOT done");
+    let doc = json_of(&run(&caller, &["-o", "json"]));
+    assert_eq!(doc["policy"]["method"], "unknown");
+    assert_eq!(doc["policy"]["ok"], false);
+    assert!(doc["policy"]["help"]
+        .as_str()
+        .unwrap()
+        .contains("--eso-token-file"));
+
+    // A templated rule that could match ESO's paths: root cannot decide it either.
+    bao.put_policy(
+        "eso-ask-push",
+        &format!("{RUNBOOK_POLICY}\npath \"secret/data/ask/{{{{identity.entity.name}}}}/*\" {{ capabilities = [\"deny\"] }}"),
+    );
+    let out = run(&bao.token, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    has(
+        &stdout,
+        "has the templated rule `secret/data/ask/{{identity.entity.name}}/*`",
+    );
+    has(&stdout, "help: pass --eso-token-file with ESO's own token");
+    // ESO's own token decides it.
+    let eso = bao.token_with_policies(&["eso-ask-push"]);
+    let file = bao.home.path().join("eso-token");
+    std::fs::write(&file, &eso).unwrap();
+    let out = run(
+        &bao.token,
+        &["--eso-token-file", file.to_str().unwrap(), "-o", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert_eq!(json_of(&out)["policy"]["method"], "server-eso-token");
+}
+
+/// Text from the cluster (an event's message, a condition's reason and message, a store's
+/// reason) reaches the terminal without escape sequences or other control characters, and
+/// bounded in length; JSON keeps the characters (escaped) but is bounded too.
+#[test]
+fn hostile_cluster_text_is_clean_and_bounded() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster();
+    let hostile = format!(
+        "\x1b]0;pwned\x07\x1b[2Jcleared\r\x1b[1Afake line\u{9b}31m\u{202e}desrever\u{2066}{}",
+        "A".repeat(20 * 1024 * 1024)
+    );
+    let mut es: serde_json::Value =
+        fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).into();
+    fake_kube::set_ready(
+        &mut es,
+        false,
+        "SecretSyncedError\x1b[5m",
+        "could not get secret data\x07\r\nok   kube: fake",
+        &later(),
+    );
+    kube.put(es);
+    kube.add_event(fake_kube::event(
+        "ask",
+        "ExternalSecret",
+        "zitadel-secret",
+        "Warning",
+        "UpdateFailed\x1b]2;title\x1b\\",
+        &hostile,
+    ));
+    kube.put(fake_kube::secret_store(
+        "ask",
+        "vault-backend",
+        false,
+        "Invalid\x07\u{202d}",
+        "\x1b[2J",
+    ));
+    let clean = |bytes: &[u8], what: &str| {
+        let s = String::from_utf8_lossy(bytes);
+        for bad in [
+            '\x1b', '\x07', '\r', '\u{9b}', '\u{202e}', '\u{202d}', '\u{2066}',
+        ] {
+            assert!(!s.contains(bad), "{what} holds {bad:?}");
+        }
+        assert!(bytes.len() < 64 * 1024, "{what} is {} bytes", bytes.len());
+    };
+
+    let out = verify(&bao, Some(&kube), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    clean(&out.stdout, "stdout");
+    clean(&out.stderr, "stderr");
+    let stdout = text(&out.stdout);
+    has(&stdout, "why: event UpdateFailed: cleared fake line");
+    assert!(stdout.contains("more characters)"), "{stdout}");
+    assert!(
+        stdout.contains("not Ready: SecretSyncedError: could not get secret data  ok   kube: fake"),
+        "line breaks became spaces:\n{stdout}"
+    );
+
+    let out = verify(&bao, Some(&kube), &["-o", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    clean(&out.stdout, "JSON stdout");
+    let doc = json_of(&out);
+    let z = es_of(&doc, "zitadel-secret");
+    let event = z["explanations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.as_str())
+        .find(|e| e.starts_with("event "))
+        .expect("the event is explained");
+    assert!(
+        event.starts_with("event UpdateFailed\x1b]2;title\x1b\\: \x1b]0;pwned\x07\x1b[2Jcleared\r"),
+        "JSON keeps the text as it is: {event:?}"
+    );
+    assert!(
+        event.chars().count() < 700,
+        "{} chars",
+        event.chars().count()
+    );
+    assert!(event.ends_with("more characters)"), "{event:?}");
+    assert_eq!(
+        z["message"],
+        "could not get secret data\x07\r\nok   kube: fake"
+    );
+}
+
+fn es_of<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    es(doc, name)
 }

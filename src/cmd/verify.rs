@@ -13,6 +13,7 @@ use crate::cli::{GlobalArgs, VerifyArgs};
 use crate::exit::Exit;
 use crate::kube::EsoCluster;
 use crate::policy::KvVersion;
+use crate::report::text::for_terminal as t;
 use crate::report::{self, Format, Style};
 use crate::seed::{self, Outcome, PathResult};
 use crate::spec::EnvPlan;
@@ -363,7 +364,7 @@ async fn kube_part(
     }
     if args.force_sync {
         for line in kube_check::force_sync(&cluster, &wanted).await {
-            eprintln!("{line}");
+            eprintln!("{}", t(&line));
             notes.push(line);
         }
     }
@@ -384,7 +385,8 @@ async fn kube_part(
                     Err(e) => format!("cluster error: {e}"),
                 };
                 let line = format!(
-                    "waiting: {progress}, {} left",
+                    "waiting: {}, {} left",
+                    t(&progress),
                     humantime::format_duration(Duration::from_secs(left.as_secs()))
                 );
                 match &spinner {
@@ -436,10 +438,21 @@ fn print(g: &GlobalArgs, r: &VerifyReport) {
             style.error("FAIL")
         }
     };
+    // Every string that comes from a server or the cluster goes through `t` (control characters
+    // out, length capped) before it reaches the terminal.
     let print_failed = |name: &str, f: &Failed| {
-        println!("{} {name}: {}", mark(false), f.error);
+        // Our messages may hold a second line (what to do): keep it, each line cleaned.
+        let mut lines = f.error.lines().map(t);
+        println!(
+            "{} {name}: {}",
+            mark(false),
+            lines.next().unwrap_or_default()
+        );
+        for line in lines {
+            println!("     {line}");
+        }
         if let Some(h) = &f.help {
-            println!("     {}: {h}", style.help("help"));
+            println!("     {}: {}", style.help("help"), t(h));
         }
     };
     match &r.vault {
@@ -459,7 +472,7 @@ fn print(g: &GlobalArgs, r: &VerifyReport) {
                         row.path.rsplit('/').next().unwrap_or_default()
                     ),
                     "missing" | "deleted" => format!("run: vault-seed apply {}", r.env),
-                    _ => row.detail.clone().unwrap_or_default(),
+                    _ => t(row.detail.as_deref().unwrap_or_default()),
                 };
                 println!(
                     "       {:<8} {}  {}  {hint}",
@@ -478,24 +491,26 @@ fn print(g: &GlobalArgs, r: &VerifyReport) {
                 if p.policies.is_empty() {
                     "no policy".to_string()
                 } else {
-                    format!("`{}`", p.policies.join("`, `"))
+                    t(&format!("`{}`", p.policies.join("`, `")))
                 },
                 p.method.describe()
             );
             for n in &p.notes {
-                println!("       note: {n}");
+                println!("       note: {}", t(n));
             }
             for e in &p.errors {
-                println!("       {}: {e}", style.error("error"));
+                println!("       {}: {}", style.error("error"), t(e));
+            }
+            if let Some(h) = &p.help {
+                println!("       {}: {}", style.help("help"), t(h));
             }
             if !p.report.ok {
-                for line in p
-                    .report
-                    .render(&p.policies, &style)
-                    .lines()
-                    .filter(|l| !l.starts_with("ok") && !l.contains("\x1b[32mok"))
-                {
-                    println!("       {line}");
+                for line in p.report.render(&p.policies, &style, g.verbose > 0).lines() {
+                    if line.is_empty() {
+                        println!();
+                    } else {
+                        println!("       {line}");
+                    }
                 }
             }
         }
@@ -507,26 +522,26 @@ fn print(g: &GlobalArgs, r: &VerifyReport) {
             println!(
                 "{} kube: {} ({})",
                 mark(k.ok),
-                k.server,
-                k.context.as_deref().unwrap_or("in-cluster")
+                t(&k.server),
+                t(k.context.as_deref().unwrap_or("in-cluster"))
             );
             for es in &k.external_secrets {
                 let state = match (es.ready, &es.reason) {
-                    (Some(true), Some(reason)) => format!("Ready ({reason})"),
-                    (_, Some(reason)) => format!("not Ready ({reason})"),
+                    (Some(true), Some(reason)) => format!("Ready ({})", t(reason)),
+                    (_, Some(reason)) => format!("not Ready ({})", t(reason)),
                     _ => "no status".into(),
                 };
                 println!(
                     "     {} ExternalSecret {}/{}: {state}",
                     mark(es.ok),
-                    es.namespace,
-                    es.name
+                    t(&es.namespace),
+                    t(&es.name)
                 );
                 for p in &es.problems {
-                    println!("            {p}");
+                    println!("            {}", t(p));
                 }
                 for x in &es.explanations {
-                    println!("            why: {x}");
+                    println!("            why: {}", t(x));
                 }
             }
             for o in &k.objects {
@@ -534,15 +549,15 @@ fn print(g: &GlobalArgs, r: &VerifyReport) {
                     "     {} {} {}{}: {}",
                     mark(o.ok),
                     o.kind,
-                    o.namespace
+                    t(&o.namespace
                         .as_ref()
                         .map(|n| format!("{n}/"))
-                        .unwrap_or_default(),
-                    o.name,
-                    o.reason.clone().unwrap_or_default()
+                        .unwrap_or_default()),
+                    t(&o.name),
+                    t(o.reason.as_deref().unwrap_or_default())
                 );
                 for p in &o.problems {
-                    println!("            {p}");
+                    println!("            {}", t(p));
                 }
             }
         }
@@ -550,7 +565,7 @@ fn print(g: &GlobalArgs, r: &VerifyReport) {
         None => {}
     }
     for n in &r.notes {
-        eprintln!("note: {n}");
+        eprintln!("note: {}", t(n));
     }
     println!(
         "verify {}: {}",

@@ -278,9 +278,11 @@ impl EsoCluster {
             .filter(|e| e.type_.as_deref() == Some("Warning"))
             .map(|e| {
                 let seen = event_time(&e);
+                // Capped where it enters: an event message may be megabytes long.
+                let text = |s: String| crate::report::text::cap(&s).into_owned();
                 let info = EventInfo {
-                    reason: e.reason,
-                    message: e.message,
+                    reason: e.reason.map(text),
+                    message: e.message.map(text),
                     last_timestamp: seen,
                     count: e
                         .series
@@ -443,9 +445,19 @@ impl EsoCluster {
         }
     }
 
-    /// Turn a kube-rs error into one that says what to do.
+    /// Turn a kube-rs error into one that says what to do. The server's own text is cleaned and
+    /// capped.
     fn error(&self, err: ::kube::Error, op: Op<'_>) -> KubeError {
         let object = object_name(op.namespace, op.name);
+        let err = match err {
+            ::kube::Error::Api(mut status) => {
+                // Quoted inside our own two-line messages: made one clean line here.
+                status.message = crate::report::text::for_terminal(&status.message);
+                status.reason = crate::report::text::for_terminal(&status.reason);
+                ::kube::Error::Api(status)
+            }
+            other => other,
+        };
         match err {
             ::kube::Error::Api(ErrorResponse {
                 code: 401, message, ..

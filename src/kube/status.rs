@@ -193,7 +193,7 @@ fn time_at(
                 kind,
                 object: object.to_string(),
                 field: pointer,
-                value: s.to_string(),
+                value: crate::report::text::for_terminal(s),
             }),
     }
 }
@@ -219,10 +219,13 @@ pub fn ready_condition(
         Some("False") => Some(false),
         _ => None,
     };
+    // Text from the cluster is capped where it enters (control characters are removed where
+    // it is shown to people).
+    let text = |s: &str| crate::report::text::cap(s).into_owned();
     Ok(ReadyCondition {
         ready,
-        reason: str_at(cond, "/reason").map(str::to_string),
-        message: str_at(cond, "/message").map(str::to_string),
+        reason: str_at(cond, "/reason").map(text),
+        message: str_at(cond, "/message").map(text),
         last_transition_time: time_at(cond, "/lastTransitionTime", kind, object)?,
     })
 }

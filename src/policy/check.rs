@@ -5,7 +5,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{backticked, Acl, Capabilities, Capability, Decision, Policy, Requirement, Rule, Use};
+use super::{
+    backticked, Acl, Capabilities, Capability, Decision, MatchKind, Policy, Refusal, Requirement,
+    Rule, Use,
+};
+use crate::report::text::for_terminal as t;
 use crate::report::Style;
 
 /// One path: what ESO needs, what the policies grant, and what is missing.
@@ -17,15 +21,22 @@ pub struct PathCheck {
     pub uses: Vec<Use>,
     /// What ESO needs.
     pub required: Capabilities,
-    /// What the policies grant.
+    /// What the policies grant (what `sys/capabilities` answers).
     pub granted: Capabilities,
-    /// `required` minus `granted`; empty when the path is fine.
+    /// What ESO's requests do not get: `required` minus `granted`, plus what `refused` holds;
+    /// empty when the path is fine.
     pub missing: Capabilities,
+    /// Granted, but refused for the request ESO sends by a constraint of the deciding rule
+    /// (`required_parameters`, wrapping TTLs, `control_group`...).
+    pub refused: Vec<Refusal>,
     /// The rule that decided, if any matched.
     pub decided_by: Option<Decision>,
+    /// The pattern of the rule in `add` that closes this path's gap; `null` when it has none or
+    /// only removing something closes it (`unfixable`).
+    pub fix: Option<String>,
 }
 
-/// A gap no added rule can close: an exact rule for the path itself denies it.
+/// A gap no added rule can close: an exact rule for the path itself denies or refuses it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Unfixable {
     /// The API path.
@@ -34,6 +45,8 @@ pub struct Unfixable {
     pub pattern: String,
     /// The policies that deny it.
     pub policies: Vec<String>,
+    /// `deny`, or the constraint that refuses ESO's request.
+    pub reason: String,
 }
 
 /// The result of [`check`].
@@ -47,8 +60,21 @@ pub struct PolicyReport {
     /// folder where possible. Adding them never takes away what the policies grant on the
     /// required paths today.
     pub add: Vec<Rule>,
-    /// Gaps that only removing a `deny` can close.
+    /// Gaps that only removing a `deny` (or a constraint) can close.
     pub unfixable: Vec<Unfixable>,
+}
+
+/// The gaps one fix closes.
+struct Group<'a> {
+    fix: Fix<'a>,
+    paths: Vec<&'a PathCheck>,
+}
+
+#[derive(PartialEq)]
+enum Fix<'a> {
+    Add(&'a Rule),
+    Remove(&'a Unfixable),
+    None,
 }
 
 impl PolicyReport {
@@ -72,14 +98,44 @@ impl PolicyReport {
         self.add.iter().find(|r| r.pattern == pattern)
     }
 
-    /// The report for people: one `error:` per gap with the rule to add, then the full HCL.
-    /// `policies` names the policies checked.
-    pub fn render(&self, policies: &[String], style: &Style) -> String {
+    /// The gaps grouped by what closes them, in path order.
+    fn groups(&self) -> Vec<Group<'_>> {
+        let mut groups: Vec<Group<'_>> = Vec::new();
+        for p in self.gaps() {
+            let fix = if let Some(u) = self.unfixable.iter().find(|u| u.path == p.path) {
+                Fix::Remove(u)
+            } else if let Some(r) = p
+                .fix
+                .as_ref()
+                .and_then(|f| self.add.iter().find(|r| &r.pattern == f))
+            {
+                Fix::Add(r)
+            } else {
+                Fix::None
+            };
+            // A `deny` or constraint on one exact path is that path's alone.
+            let shared = !matches!(fix, Fix::Remove(_));
+            match groups.iter_mut().find(|g| shared && g.fix == fix) {
+                Some(g) => g.paths.push(p),
+                None => groups.push(Group {
+                    fix,
+                    paths: vec![p],
+                }),
+            }
+        }
+        groups
+    }
+
+    /// The report for people: one `error:` per rule that closes gaps (with the number of paths
+    /// it covers; `verbose` lists them) and that rule, then the full HCL to add. `policies`
+    /// names the policies checked. What comes from the server (patterns, names, parameter
+    /// names) is made safe for a terminal.
+    pub fn render(&self, policies: &[String], style: &Style, verbose: bool) -> String {
         let mut out = String::new();
         let names = if policies.is_empty() {
             "no policy".to_string()
         } else {
-            format!(
+            t(&format!(
                 "{} `{}`",
                 if policies.len() == 1 {
                     "policy"
@@ -87,48 +143,94 @@ impl PolicyReport {
                     "policies"
                 },
                 policies.join("`, `")
-            )
+            ))
         };
         let verb = if policies.len() == 1 { "does" } else { "do" };
-        for p in &self.paths {
-            if p.missing.is_empty() {
-                out.push_str(&format!(
-                    "{} `{}`: {}\n",
-                    style.ok("ok"),
-                    p.path,
-                    list(&p.required)
-                ));
-                continue;
+        for g in self.groups() {
+            let mut missing = Capabilities::new();
+            let mut uses: Vec<Use> = Vec::new();
+            for p in &g.paths {
+                missing.extend(p.missing.iter().copied());
+                for u in &p.uses {
+                    if !uses.contains(u) {
+                        uses.push(*u);
+                    }
+                }
             }
-            let uses: Vec<&str> = p.uses.iter().map(|u| u.describe()).collect();
-            out.push_str(&format!(
-                "{}: {names} {verb} not grant {} on `{}` ({}; granted: {})\n",
-                style.error("error"),
-                backticked(&p.missing),
-                p.path,
-                uses.join(", "),
-                if p.granted.is_empty() {
+            uses.sort();
+            let uses: Vec<&str> = uses.iter().map(|u| u.describe()).collect();
+            let first = g.paths[0];
+            let granted = if g.paths.iter().all(|p| p.granted == first.granted) {
+                if first.granted.is_empty() {
                     "nothing".to_string()
                 } else {
-                    list(&p.granted)
-                },
+                    list(&first.granted)
+                }
+            } else {
+                "varies".to_string()
+            };
+            let reason = if g.paths.iter().all(|p| why(p) == why(first)) {
+                t(&why(first))
+            } else {
+                String::new()
+            };
+            let (on, listing) = if g.paths.len() == 1 {
+                (format!("`{}`", first.path), "")
+            } else {
+                (
+                    format!(
+                        "{} paths under `{}`",
+                        g.paths.len(),
+                        common_folder(g.paths.iter().map(|p| p.path.as_str()))
+                    ),
+                    if verbose { "" } else { "; -v lists them" },
+                )
+            };
+            out.push_str(&format!(
+                "{}: {names} {verb} not grant {} on {on} ({}; granted: {granted}{reason}{listing})\n",
+                style.error("error"),
+                backticked(&missing),
+                uses.join(", "),
             ));
-            if let Some(u) = self.unfixable.iter().find(|u| u.path == p.path) {
-                out.push_str(&format!(
-                    "  {}: remove the `deny` on `{}` in {}\n",
+            if verbose && g.paths.len() > 1 {
+                for p in &g.paths {
+                    out.push_str(&format!(
+                        "    `{}`: lacks {}{}\n",
+                        p.path,
+                        backticked(&p.missing),
+                        t(&why(p))
+                    ));
+                }
+            }
+            match g.fix {
+                Fix::Remove(u) if u.reason == "deny" => out.push_str(&format!(
+                    "  {}: {}\n",
                     style.help("help"),
-                    u.pattern,
-                    backticked(&u.policies)
-                ));
-            } else if let Some(rule) = self.fix_for(&p.path) {
-                out.push_str(&format!(
+                    t(&format!(
+                        "remove the `deny` on `{}` in {}",
+                        u.pattern,
+                        backticked(&u.policies)
+                    ))
+                )),
+                Fix::Remove(u) => out.push_str(&format!(
+                    "  {}: {}\n",
+                    style.help("help"),
+                    t(&format!(
+                        "the rule `{}` in {} refuses it ({}): remove that from the rule",
+                        u.pattern,
+                        backticked(&u.policies),
+                        u.reason
+                    ))
+                )),
+                Fix::Add(rule) => out.push_str(&format!(
                     "  {}: {}\n",
                     style.help("add"),
                     render_hcl(std::slice::from_ref(rule)).trim_end()
-                ));
+                )),
+                Fix::None => {}
             }
         }
-        if !self.add.is_empty() {
+        if self.add.len() > 1 {
             out.push_str(&format!(
                 "\n{}: add to {}:\n{}",
                 style.help("help"),
@@ -144,35 +246,113 @@ impl PolicyReport {
     }
 }
 
+/// What decided a gap beyond "not granted": a `deny`, or a constraint refusing ESO's request.
+fn why(p: &PathCheck) -> String {
+    if let Some(d) = p.decided_by.as_ref().filter(|d| d.denied) {
+        return format!(
+            "; denied by the `deny` on `{}` in {}",
+            d.pattern,
+            backticked(&d.policies)
+        );
+    }
+    match p.refused.first() {
+        Some(r) => format!(
+            "; OpenBao refuses ESO's `{}` request: {} (rule `{}` in {})",
+            r.capability,
+            r.reason,
+            r.pattern,
+            backticked(&r.policies)
+        ),
+        None => String::new(),
+    }
+}
+
+/// The longest folder (ending in `/`) every path is in.
+fn common_folder<'a>(mut paths: impl Iterator<Item = &'a str>) -> String {
+    let Some(first) = paths.next() else {
+        return String::new();
+    };
+    let mut prefix = first.to_string();
+    for p in paths {
+        let n = prefix
+            .chars()
+            .zip(p.chars())
+            .take_while(|(a, b)| a == b)
+            .map(|(a, _)| a.len_utf8())
+            .sum();
+        prefix.truncate(n);
+    }
+    match prefix.rfind('/') {
+        Some(i) => prefix[..=i].to_string(),
+        None => String::new(),
+    }
+}
+
 fn list(c: &Capabilities) -> String {
     c.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// A templated rule that could decide one of `requirements`' paths: what it matches depends on
+/// the token's entity, which vault-seed cannot know; `None` when no such rule matters. A
+/// templated pattern matches only paths that start with its text before the first template or
+/// wildcard.
+pub fn undecidable<'a>(
+    policies: &'a [Policy],
+    requirements: &[Requirement],
+) -> Option<(&'a str, &'a str)> {
+    policies.iter().find_map(|p| {
+        p.rules
+            .iter()
+            .filter(|r| r.templated)
+            .find(|r| {
+                let end = r.pattern.find(['{', '+', '*']).unwrap_or(r.pattern.len());
+                let fixed = &r.pattern[..end];
+                requirements.iter().any(|q| {
+                    q.path.starts_with(fixed) || q.path.trim_end_matches('/').starts_with(fixed)
+                })
+            })
+            .map(|r| (p.name.as_str(), r.pattern.as_str()))
+    })
+}
+
+/// What the policies leave missing on one requirement, and what decided it.
+fn gap(acl: &Acl, r: &Requirement) -> (super::Grant, Vec<Refusal>, Capabilities) {
+    let g = acl.capabilities(&r.path);
+    let refused = acl.refusals(&r.path, &r.capabilities, &r.params);
+    let mut missing: Capabilities = r
+        .capabilities
+        .difference(&g.capabilities)
+        .copied()
+        .collect();
+    missing.extend(refused.iter().map(|x| x.capability));
+    (g, refused, missing)
 }
 
 /// Check `policies` (the union of ESO's policies) against `requirements`, and work out the
 /// rules to add.
 ///
-/// The added rules are checked with the evaluator before they are proposed: first one rule per
-/// folder (with what ESO needs there plus what the policies grant there today, so nothing is
-/// taken away); where a more specific rule still decides a path, that rule's pattern with the
-/// missing capabilities (Vault unites rules of one pattern); where a `deny` on a wildcard
-/// pattern decides it, an exact rule for the path. Only an exact `deny` is left unfixable.
+/// A capability counts as granted when `sys/capabilities` would say so and OpenBao lets ESO's
+/// request for it through (see [`Acl::refusals`]). The added rules are checked with the
+/// evaluator before they are proposed: first one rule per folder (with what ESO needs there plus
+/// what the policies grant there today, so nothing is taken away); where a more specific rule
+/// still decides a path, that rule's pattern with the missing capabilities (Vault unites rules
+/// of one pattern); where a `deny` or a constraint on a wildcard pattern decides it, an exact
+/// rule for the path. Only an exact `deny` or constraint is left unfixable.
 pub fn check(policies: &[Policy], requirements: &[Requirement]) -> PolicyReport {
     let acl = Acl::new(policies);
-    let paths: Vec<PathCheck> = requirements
+    let mut paths: Vec<PathCheck> = requirements
         .iter()
         .map(|r| {
-            let g = acl.capabilities(&r.path);
+            let (g, refused, missing) = gap(&acl, r);
             PathCheck {
                 path: r.path.clone(),
                 uses: r.uses.clone(),
                 required: r.capabilities.clone(),
-                missing: r
-                    .capabilities
-                    .difference(&g.capabilities)
-                    .copied()
-                    .collect(),
+                missing,
                 granted: g.capabilities,
+                refused,
                 decided_by: g.decided_by,
+                fix: None,
             }
         })
         .collect();
@@ -182,12 +362,19 @@ pub fn check(policies: &[Policy], requirements: &[Requirement]) -> PolicyReport 
     } else {
         suggest(policies, requirements, &paths)
     };
-    PolicyReport {
+    let mut report = PolicyReport {
         ok,
-        paths,
+        paths: Vec::new(),
         add,
         unfixable,
+    };
+    for p in &mut paths {
+        if !p.missing.is_empty() && !report.unfixable.iter().any(|u| u.path == p.path) {
+            p.fix = report.fix_for(&p.path).map(|r| r.pattern.clone());
+        }
     }
+    report.paths = paths;
+    report
 }
 
 fn suggest(
@@ -219,24 +406,24 @@ fn suggest(
         let mut changed = false;
         unfixable.clear();
         for r in requirements {
-            let g = acl.capabilities(&r.path);
-            let missing: Capabilities = r
-                .capabilities
-                .difference(&g.capabilities)
-                .copied()
-                .collect();
+            let (g, refused, missing) = gap(&acl, r);
             if missing.is_empty() {
                 continue;
             }
             match g.decided_by {
-                Some(d) if d.denied && d.kind == super::MatchKind::Exact => {
+                Some(d) if (d.denied || !refused.is_empty()) && d.kind == MatchKind::Exact => {
                     unfixable.push(Unfixable {
                         path: r.path.clone(),
                         pattern: d.pattern,
                         policies: d.policies,
+                        reason: match refused.first() {
+                            Some(x) if !d.denied => x.reason.clone(),
+                            _ => "deny".to_string(),
+                        },
                     })
                 }
-                Some(d) if d.denied => {
+                // Past a `deny` or a constraint on a wildcard: an exact rule of its own.
+                Some(d) if d.denied || !refused.is_empty() => {
                     add.entry(r.path.trim_end_matches('/').to_string())
                         .or_default()
                         .extend(r.capabilities.iter().copied());
@@ -259,12 +446,31 @@ fn suggest(
             break;
         }
     }
+    // Drop rules the others make unneeded (a folder rule that an exact rule per path overrides
+    // everywhere): every gap they close stays closed, and nothing granted today is lost.
+    let closes = |add: &BTreeMap<String, Capabilities>| -> Vec<bool> {
+        let acl = Acl::new(&with_rules(policies, add));
+        requirements
+            .iter()
+            .zip(paths)
+            .map(|(r, before)| {
+                let (g, _, missing) = gap(&acl, r);
+                missing.is_empty() && g.capabilities.is_superset(&before.granted)
+            })
+            .collect()
+    };
+    let wanted = closes(&add);
+    for pattern in add.keys().cloned().collect::<Vec<_>>() {
+        let mut without = add.clone();
+        without.remove(&pattern);
+        let got = closes(&without);
+        if wanted.iter().zip(&got).all(|(w, g)| !w || *g) {
+            add = without;
+        }
+    }
     let rules = add
         .into_iter()
-        .map(|(pattern, capabilities)| Rule {
-            pattern,
-            capabilities,
-        })
+        .map(|(pattern, capabilities)| Rule::new(pattern, capabilities))
         .collect();
     (rules, unfixable)
 }
@@ -275,10 +481,7 @@ fn with_rules(policies: &[Policy], add: &BTreeMap<String, Capabilities>) -> Vec<
         name: "(suggested)".to_string(),
         rules: add
             .iter()
-            .map(|(p, c)| Rule {
-                pattern: p.clone(),
-                capabilities: c.clone(),
-            })
+            .map(|(p, c)| Rule::new(p.clone(), c.clone()))
             .collect(),
     });
     all
@@ -295,13 +498,7 @@ pub fn minimal_rules(requirements: &[Requirement]) -> Vec<Rule> {
             .extend(r.capabilities.iter().copied());
     }
     // Data rules before metadata rules of the same mount, as the runbook writes them.
-    let mut rules: Vec<Rule> = rules
-        .into_iter()
-        .map(|(p, c)| Rule {
-            pattern: p.to_string(),
-            capabilities: c,
-        })
-        .collect();
+    let mut rules: Vec<Rule> = rules.into_iter().map(|(p, c)| Rule::new(p, c)).collect();
     rules.sort_by_key(|r| (r.pattern.contains("/metadata/"), r.pattern.clone()));
     rules
 }
@@ -350,6 +547,7 @@ mod tests {
             capabilities: caps(c),
             uses: vec![Use::Push],
             folder_rule: folder.into(),
+            params: Vec::new(),
         }
     }
 
@@ -418,11 +616,20 @@ mod tests {
             r.suggestion_hcl(),
             "path \"secret/metadata/ask/core-service/*\" { capabilities = [\"read\", \"list\"] }\n"
         );
-        let text = r.render(&["eso-ask-push".into()], &Style::plain());
-        assert!(
-            text.contains("error: policy `eso-ask-push` does not grant `read`, `list` on `secret/metadata/ask/core-service/dev/A` (PushSecret; granted: nothing)\n  add: path \"secret/metadata/ask/core-service/*\" { capabilities = [\"read\", \"list\"] }\n"),
-            "{text}"
+        // One error and one rule for both paths; -v lists them.
+        let text = r.render(&["eso-ask-push".into()], &Style::plain(), false);
+        assert_eq!(
+            text,
+            "error: policy `eso-ask-push` does not grant `read`, `list` on 2 paths under `secret/metadata/ask/core-service/dev/` (PushSecret; granted: nothing; -v lists them)\n  add: path \"secret/metadata/ask/core-service/*\" { capabilities = [\"read\", \"list\"] }\n"
         );
+        let verbose = r.render(&["eso-ask-push".into()], &Style::plain(), true);
+        assert!(
+            verbose.contains("(PushSecret; granted: nothing)\n    `secret/metadata/ask/core-service/dev/A`: lacks `read`, `list`\n    `secret/metadata/ask/core-service/dev/B`: lacks `read`, `list`\n  add: "),
+            "{verbose}"
+        );
+        assert!(r
+            .gaps()
+            .all(|g| g.fix.as_deref() == Some("secret/metadata/ask/core-service/*")));
     }
 
     #[test]
@@ -486,6 +693,7 @@ path "secret/data/ask/core-service/dev/B" { capabilities = ["deny"] }
                 path: "secret/data/ask/core-service/dev/B".into(),
                 pattern: "secret/data/ask/core-service/dev/B".into(),
                 policies: vec!["p".into()],
+                reason: "deny".into(),
             }]
         );
         let fixed = Policy {
@@ -495,9 +703,13 @@ path "secret/data/ask/core-service/dev/B" { capabilities = ["deny"] }
         let after = check(&[p, fixed], &runbook_reqs()[..2]);
         let still: Vec<_> = after.gaps().map(|g| g.path.as_str()).collect();
         assert_eq!(still, ["secret/data/ask/core-service/dev/B"]);
-        let text = r.render(&["p".into()], &Style::plain());
+        let text = r.render(&["p".into()], &Style::plain(), false);
         assert!(
             text.contains("help: remove the `deny` on `secret/data/ask/core-service/dev/B` in `p`"),
+            "{text}"
+        );
+        assert!(
+            text.contains("on `secret/data/ask/core-service/dev/A` (PushSecret; granted: nothing; denied by the `deny` on `secret/data/ask/core-service/+/A` in `p`)"),
             "{text}"
         );
     }
@@ -510,5 +722,118 @@ path "secret/data/ask/core-service/dev/B" { capabilities = ["deny"] }
         assert!(r.add.is_empty() && r.unfixable.is_empty());
         assert_eq!(r.gaps().count(), 0);
         assert_eq!(r.paths.len(), 4);
+    }
+
+    #[test]
+    fn constraints_refuse_what_the_capabilities_grant() {
+        let mut reqs = runbook_reqs();
+        reqs[0].params = vec![super::super::Param {
+            name: "data".into(),
+            object: true,
+        }];
+        let p = parse(
+            "p",
+            r#"
+path "secret/data/ask/core-service/*"     { capabilities = ["create", "update", "read"] required_parameters = ["version"] }
+path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] max_wrapping_ttl = "1h" }
+"#,
+        )
+        .unwrap();
+        let r = check(std::slice::from_ref(&p), &reqs);
+        assert!(!r.ok);
+        for g in &r.paths {
+            assert_eq!(g.granted, g.required, "sys/capabilities would grant it all");
+            assert_eq!(g.missing, g.required, "and ESO gets none of it");
+        }
+        assert!(r.paths[0].refused[0]
+            .reason
+            .contains("`required_parameters` asks for `version`"));
+        assert!(r.paths[2].refused[0].reason.contains("`max_wrapping_ttl`"));
+        // Exact rules, free of the constraints, close every gap.
+        let fixed = Policy {
+            name: "fix".into(),
+            rules: r.add.clone(),
+        };
+        let added: Vec<&str> = r.add.iter().map(|a| a.pattern.as_str()).collect();
+        assert_eq!(
+            added,
+            [
+                "secret/data/ask/core-service/dev/A",
+                "secret/data/ask/core-service/dev/B",
+                "secret/metadata/ask/core-service/dev/A",
+                "secret/metadata/ask/core-service/dev/B",
+            ]
+        );
+        assert!(check(&[p.clone(), fixed], &reqs).ok);
+        let text = r.render(&["p".into()], &Style::plain(), false);
+        assert!(
+            text.contains("OpenBao refuses ESO's `create` request: `required_parameters` asks for `version`, which ESO's write does not send (rule `secret/data/ask/core-service/*` in `p`)"),
+            "{text}"
+        );
+        // The parameters a write sends count: `data` is there, `allowed_parameters` must allow it.
+        let q = parse(
+            "q",
+            r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] allowed_parameters = { "data" = [] } required_parameters = ["data"] }"#,
+        )
+        .unwrap();
+        let r = check(&[q], &reqs[..1]);
+        // The read sends no `data`: refused; the writes send it: fine.
+        let refused: Vec<Capability> = r.paths[0].refused.iter().map(|x| x.capability).collect();
+        assert_eq!(refused, [Read]);
+        // An exact rule with a constraint can only be removed.
+        let e = parse(
+            "e",
+            r#"path "secret/data/ask/core-service/dev/A" { capabilities = ["create", "update", "read"] control_group = { factor "f" { controlled_capabilities = ["read"] } } }"#,
+        )
+        .unwrap();
+        let r = check(&[e], &reqs[..1]);
+        assert_eq!(r.unfixable.len(), 1);
+        assert!(
+            r.unfixable[0].reason.contains("`control_group`"),
+            "{:?}",
+            r.unfixable
+        );
+    }
+
+    #[test]
+    fn the_attackers_probe_is_denied_with_the_reason() {
+        // `deny` on everything under `secret/`, plus a one-line rule hcl-rs could not read.
+        let p = parse(
+            "eso-ask-push",
+            r#"path "secret/*" { capabilities = ["deny"] }
+path "auth/token/lookup-self" { capabilities = ["read"] required_parameters = ["x"] }"#,
+        )
+        .unwrap();
+        let r = check(&[p], &runbook_reqs());
+        assert!(!r.ok);
+        assert!(r.paths.iter().all(|g| g.granted.is_empty()
+            && g.decided_by
+                .as_ref()
+                .is_some_and(|d| d.denied && d.pattern == "secret/*")));
+        let text = r.render(&["eso-ask-push".into()], &Style::plain(), false);
+        assert!(
+            text.contains("denied by the `deny` on `secret/*` in `eso-ask-push`"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn templated_rules_that_could_match_make_it_undecidable() {
+        let reqs = runbook_reqs();
+        let far = parse(
+            "far",
+            r#"path "identity/entity/id/{{identity.entity.id}}" { capabilities = ["read"] }"#,
+        )
+        .unwrap();
+        assert_eq!(undecidable(std::slice::from_ref(&far), &reqs), None);
+        let near = parse(
+            "near",
+            r#"path "secret/+/ask/{{identity.entity.name}}/*" { capabilities = ["deny"] }"#,
+        )
+        .unwrap();
+        assert_eq!(
+            undecidable(&[far, near], &reqs),
+            Some(("near", "secret/+/ask/{{identity.entity.name}}/*"))
+        );
     }
 }

@@ -12,13 +12,18 @@
 //!
 //! The winner's merged capabilities are the answer; `deny` among them removes everything; no
 //! winner means nothing is granted.
+//!
+//! `sys/capabilities` stops there. A real request is then checked against the winner's
+//! constraints (`AllowOperation` past its `capCheckOnly` return, and `needsApproval` in
+//! `request_handling.go`): [`Acl::refusals`] says which of ESO's requests they refuse although
+//! the capability is granted.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::{Capabilities, Capability, Policy};
+use super::{Capabilities, Capability, Constraints, Param, ParamValue, Policy};
 
 /// How the deciding pattern matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -70,10 +75,201 @@ impl Grant {
     }
 }
 
+/// A capability granted on a path but refused for the request ESO makes, by a constraint of the
+/// deciding rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// The capability ESO's request needs.
+    pub capability: Capability,
+    /// The pattern of the deciding rule.
+    pub pattern: String,
+    /// The policies with a rule for that pattern.
+    pub policies: Vec<String>,
+    /// Why OpenBao refuses the request, naming the key of the rule.
+    pub reason: String,
+}
+
 #[derive(Debug, Clone)]
 struct Merged {
     capabilities: Capabilities,
     policies: Vec<String>,
+    constraints: Constraints,
+}
+
+/// `NewACL`'s merge of a rule's constraints into those already held for its pattern (the
+/// capabilities are merged by the caller; `deny` never reaches here).
+fn merge(into: &mut Constraints, new: &Constraints) {
+    // The smallest wrapping TTLs set win.
+    let least = |old: i64, new: i64| {
+        if new > 0 && (old == 0 || new < old) {
+            new
+        } else {
+            old
+        }
+    };
+    into.max_wrapping_ttl = least(into.max_wrapping_ttl, new.max_wrapping_ttl);
+    into.min_wrapping_ttl = least(into.min_wrapping_ttl, new.min_wrapping_ttl);
+    // Parameter lists are joined, and an empty list (any value) wins.
+    let join = |into: &mut BTreeMap<String, Vec<ParamValue>>,
+                new: &BTreeMap<String, Vec<ParamValue>>| {
+        for (k, v) in new {
+            match into.get_mut(k) {
+                Some(old) if v.is_empty() || old.is_empty() => old.clear(),
+                Some(old) => old.extend(v.iter().cloned()),
+                None => {
+                    into.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    };
+    join(&mut into.allowed_parameters, &new.allowed_parameters);
+    join(&mut into.denied_parameters, &new.denied_parameters);
+    for p in &new.required_parameters {
+        if !into.required_parameters.contains(p) {
+            into.required_parameters.push(p.clone());
+        }
+    }
+    if new.pagination_limit > 0
+        && (into.pagination_limit <= 0 || new.pagination_limit < into.pagination_limit)
+    {
+        into.pagination_limit = new.pagination_limit;
+    }
+    if into.list_filter.is_none() {
+        into.list_filter = new.list_filter.clone();
+    }
+    // The control group of the first rule of a pattern stays (upstream copies it only when it
+    // creates the entry).
+}
+
+/// Whether a parameter's value is in a policy's value list (`valueInParameterList`): `None`
+/// when it depends on a value vault-seed does not know (a string ESO pushes).
+fn value_in_list(param: &Param, list: &[ParamValue]) -> Option<bool> {
+    if list.is_empty() {
+        return Some(true);
+    }
+    if param.object {
+        // An object equals no string, and vault-seed does not model object values in policies.
+        return Some(false);
+    }
+    // `strutil.GlobbedStringsMatch`: `**` matches every string; any other string may match.
+    let texts: Vec<&str> = list
+        .iter()
+        .filter_map(|v| match v {
+            ParamValue::Text(t) => Some(t.as_str()),
+            ParamValue::Other => None,
+        })
+        .collect();
+    if texts.contains(&"**") {
+        Some(true)
+    } else if texts.is_empty() {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Why OpenBao refuses ESO's request needing `cap`, sending `params` (a write's top-level
+/// parameters; reads and lists send none), under constraints `c`; `None` when it lets it through.
+fn refusal(c: &Constraints, cap: Capability, params: &[Param]) -> Option<String> {
+    request_refusal(c, cap, params).or_else(|| {
+        let held = c.control_group.as_ref()?.iter().any(|controlled| {
+            controlled.is_empty() || controlled.iter().any(|op| op == cap.as_str())
+        });
+        held.then(|| {
+            format!("`control_group` holds ESO's `{cap}` request until someone approves it")
+        })
+    })
+}
+
+/// `AllowOperation`'s checks past the capabilities: wrapping TTLs, then parameters (reads and
+/// writes) or the page limit (lists).
+fn request_refusal(c: &Constraints, cap: Capability, params: &[Param]) -> Option<String> {
+    use Capability::*;
+    if c.max_wrapping_ttl > 0 || c.min_wrapping_ttl > 0 {
+        let key = if c.max_wrapping_ttl > 0 {
+            "max_wrapping_ttl"
+        } else {
+            "min_wrapping_ttl"
+        };
+        return Some(format!(
+            "`{key}` lets only response-wrapped requests through, and ESO's are not wrapped"
+        ));
+    }
+    match cap {
+        Read | Create | Update | Patch => {
+            let data: &[Param] = if cap == Read { &[] } else { params };
+            let what = if cap == Read { "read" } else { "write" };
+            let missing: Vec<&String> = c
+                .required_parameters
+                .iter()
+                .filter(|r| !data.iter().any(|p| p.name == r.to_lowercase()))
+                .collect();
+            if !missing.is_empty() {
+                return Some(format!(
+                    "`required_parameters` asks for {}, which ESO's {what} does not send",
+                    super::backticked(&missing)
+                ));
+            }
+            if data.is_empty() {
+                return None;
+            }
+            if c.denied_parameters.contains_key("*") {
+                return Some("`denied_parameters` denies every parameter (`*`)".into());
+            }
+            for p in data {
+                if let Some(list) = c.denied_parameters.get(&p.name.to_lowercase()) {
+                    match value_in_list(p, list) {
+                        Some(true) => {
+                            return Some(format!("`denied_parameters` denies `{}`", p.name))
+                        }
+                        None => {
+                            return Some(format!(
+                                "`denied_parameters` denies some values of `{}`, and the value ESO pushes is not known here",
+                                p.name
+                            ))
+                        }
+                        Some(false) => {}
+                    }
+                }
+            }
+            let allowed = &c.allowed_parameters;
+            let all = allowed.contains_key("*");
+            if allowed.is_empty() || (allowed.len() == 1 && all) {
+                return None;
+            }
+            for p in data {
+                match allowed.get(&p.name.to_lowercase()) {
+                    None if !all => {
+                        return Some(format!("`allowed_parameters` does not allow `{}`", p.name))
+                    }
+                    None => {}
+                    Some(list) => match value_in_list(p, list) {
+                        Some(true) => {}
+                        Some(false) => {
+                            return Some(format!(
+                                "`allowed_parameters` allows `{}` only with the values it lists",
+                                p.name
+                            ))
+                        }
+                        None => {
+                            return Some(format!(
+                                "`allowed_parameters` allows `{}` only with the values it lists, and the value ESO pushes is not known here",
+                                p.name
+                            ))
+                        }
+                    },
+                }
+            }
+            None
+        }
+        List | Scan
+            if c.pagination_limit > 0
+                && c.required_parameters.iter().any(|r| r.eq_ignore_ascii_case("limit")) =>
+        {
+            Some("`pagination_limit` with `limit` in `required_parameters`: ESO's list sends no `limit`".into())
+        }
+        _ => None,
+    }
 }
 
 /// The policies of a token, merged as Vault merges them, ready to answer questions.
@@ -97,10 +293,13 @@ fn has_segment_wildcards(pattern: &str) -> bool {
 impl Acl {
     /// Merge the rules of `policies`: the capabilities of one pattern are united across rules and
     /// policies, except that once a pattern has `deny`, `deny` is all it has.
+    ///
+    /// Templated rules are left out: what they match depends on the token's entity (see
+    /// [`super::undecidable`]).
     pub fn new(policies: &[Policy]) -> Acl {
         let mut acl = Acl::default();
         for policy in policies {
-            for rule in &policy.rules {
+            for rule in policy.rules.iter().filter(|r| !r.templated) {
                 let (map, key) = if has_segment_wildcards(&rule.pattern) {
                     (&mut acl.segment, rule.pattern.clone())
                 } else if let Some(prefix) = rule.pattern.strip_suffix('*') {
@@ -116,6 +315,7 @@ impl Acl {
                             Merged {
                                 capabilities: rule.capabilities.clone(),
                                 policies: vec![policy.name.clone()],
+                                constraints: rule.constraints.clone(),
                             },
                         );
                     }
@@ -123,12 +323,15 @@ impl Acl {
                     Some(m) if denies => {
                         m.capabilities = BTreeSet::from([Capability::Deny]);
                         m.policies = vec![policy.name.clone()];
+                        m.constraints.allowed_parameters.clear();
+                        m.constraints.denied_parameters.clear();
                     }
                     Some(m) => {
                         m.capabilities.extend(rule.capabilities.iter().copied());
                         if !m.policies.contains(&policy.name) {
                             m.policies.push(policy.name.clone());
                         }
+                        merge(&mut m.constraints, &rule.constraints);
                     }
                 }
             }
@@ -164,6 +367,30 @@ impl Acl {
                 }
             }
         }
+    }
+
+    /// The capabilities of `required` that the policies grant on `path` but whose request, as
+    /// ESO sends it, OpenBao refuses: a write sends `params` (the top-level keys of its body), a
+    /// read or list nothing, and no request is response-wrapped.
+    pub fn refusals(&self, path: &str, required: &Capabilities, params: &[Param]) -> Vec<Refusal> {
+        let path = path.trim_start_matches('/');
+        let Some((_, pattern, m)) = self.decide(path) else {
+            return Vec::new();
+        };
+        if m.capabilities.contains(&Capability::Deny) {
+            return Vec::new();
+        }
+        required
+            .intersection(&m.capabilities)
+            .filter_map(|&cap| {
+                refusal(&m.constraints, cap, params).map(|reason| Refusal {
+                    capability: cap,
+                    pattern: pattern.clone(),
+                    policies: m.policies.clone(),
+                    reason,
+                })
+            })
+            .collect()
     }
 
     fn decide(&self, path: &str) -> Option<(MatchKind, String, &Merged)> {

@@ -1,7 +1,8 @@
 //! Vault ACL policies: parse them, evaluate them with Vault's exact matching rules, and check
 //! them against what External Secrets Operator needs for an environment's secrets.
 //!
-//! - [`parse`] reads a policy in HCL or JSON into [`Policy`] rules.
+//! - [`parse`] reads a policy in HCL or JSON into [`Policy`] rules, with OpenBao's own grammar
+//!   (HCL 1 and its JSON form, ported in `hcl1`) and every key OpenBao accepts in a rule.
 //! - [`Acl`] merges several policies as Vault does and answers, for a path, which capabilities
 //!   they grant ([`evaluate`] for one-off questions).
 //! - [`requirements`] says what ESO needs on which path, from the spec's `eso.access`.
@@ -12,6 +13,7 @@
 
 mod check;
 mod eval;
+mod hcl1;
 mod parse;
 mod required;
 
@@ -21,11 +23,12 @@ use std::fmt;
 use serde::Serialize;
 
 pub use check::{
-    check, minimal_policy, minimal_rules, render_hcl, PathCheck, PolicyReport, Unfixable,
+    check, minimal_policy, minimal_rules, render_hcl, undecidable, PathCheck, PolicyReport,
+    Unfixable,
 };
-pub use eval::{evaluate, Acl, Decision, Grant, MatchKind};
+pub use eval::{evaluate, Acl, Decision, Grant, MatchKind, Refusal};
 pub use parse::{parse, PolicyError};
-pub use required::{requirements, KvVersion, Requirement, Use};
+pub use required::{requirements, KvVersion, Param, Requirement, Use};
 
 /// A capability a Vault policy rule can grant (or `deny`).
 ///
@@ -115,6 +118,58 @@ pub struct Rule {
     pub pattern: String,
     /// The capabilities it grants; only `deny` when it denies (Vault drops the others).
     pub capabilities: Capabilities,
+    /// What OpenBao checks on each request besides the capabilities.
+    #[serde(skip)]
+    pub constraints: Constraints,
+    /// The pattern holds identity templating (`{{identity.entity.id}}`): what it matches depends
+    /// on the token's entity.
+    #[serde(skip)]
+    pub templated: bool,
+}
+
+impl Rule {
+    /// A rule granting `capabilities` on `pattern`, with no constraints.
+    pub fn new(pattern: impl Into<String>, capabilities: Capabilities) -> Rule {
+        Rule {
+            pattern: pattern.into(),
+            capabilities,
+            constraints: Constraints::default(),
+            templated: false,
+        }
+    }
+}
+
+/// The parts of a rule that restrict requests without changing its capabilities (OpenBao's
+/// `ACLPermissions`, `vault/policy/policy.go`). `sys/capabilities` ignores all of them; a request
+/// is refused by them although the capability is granted (`vault/policy/acl.go`
+/// `AllowOperation`, `request_handling.go` `needsApproval`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Constraints {
+    /// `min_wrapping_ttl`, in nanoseconds; above zero, only response-wrapped requests pass.
+    pub min_wrapping_ttl: i64,
+    /// `max_wrapping_ttl`, in nanoseconds; above zero, only response-wrapped requests pass.
+    pub max_wrapping_ttl: i64,
+    /// `allowed_parameters`, names lowercased; empty when unset.
+    pub allowed_parameters: std::collections::BTreeMap<String, Vec<ParamValue>>,
+    /// `denied_parameters`, names lowercased; empty when unset.
+    pub denied_parameters: std::collections::BTreeMap<String, Vec<ParamValue>>,
+    /// `required_parameters`, as written.
+    pub required_parameters: Vec<String>,
+    /// `pagination_limit`.
+    pub pagination_limit: i64,
+    /// `control_group`: the capabilities each factor controls (all when it names none).
+    pub control_group: Option<Vec<Vec<String>>>,
+    /// `list_scan_response_keys_filter_path`: list answers are filtered (nothing is refused).
+    pub list_filter: Option<String>,
+}
+
+/// One value of an `allowed_parameters` / `denied_parameters` list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamValue {
+    /// A string, matched with `*` at either end as a glob.
+    Text(String),
+    /// A number, bool, list or object: matched only by an equal value.
+    Other,
 }
 
 /// A parsed ACL policy.

@@ -53,6 +53,29 @@ pub struct Requirement {
     pub uses: Vec<Use>,
     /// The folder rule that grants it as the runbook does (`secret/data/ask/core-service/*`).
     pub folder_rule: String,
+    /// The top-level parameters of the write ESO sends here (PushSecret); empty when it only
+    /// reads or lists. OpenBao checks a rule's parameter constraints against them.
+    #[serde(skip)]
+    pub params: Vec<Param>,
+}
+
+/// A top-level parameter of a request body, as OpenBao's parameter checks see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    /// Its name (`data`).
+    pub name: String,
+    /// A JSON object (KV v2's `data`, `custom_metadata`); else a string vault-seed does not know
+    /// (a value ESO pushes to KV v1).
+    pub object: bool,
+}
+
+impl Param {
+    fn object(name: &str) -> Param {
+        Param {
+            name: name.to_string(),
+            object: true,
+        }
+    }
 }
 
 /// Everything ESO needs for `plan`'s secrets, one entry per API path, sorted by path.
@@ -64,19 +87,24 @@ pub struct Requirement {
 /// (pass what the mount reports, else [`KvVersion::default`], v2).
 pub fn requirements(plan: &EnvPlan<'_>, kv_version: KvVersion) -> Vec<Requirement> {
     let mut by_path: BTreeMap<String, Requirement> = BTreeMap::new();
-    let mut add = |path: String, caps: &[Capability], why: Use, folder_rule: &str| {
-        let r = by_path.entry(path.clone()).or_insert_with(|| Requirement {
-            path,
-            capabilities: Capabilities::new(),
-            uses: Vec::new(),
-            folder_rule: folder_rule.to_string(),
-        });
-        r.capabilities.extend(caps.iter().copied());
-        if !r.uses.contains(&why) {
-            r.uses.push(why);
-            r.uses.sort();
-        }
-    };
+    let mut add =
+        |path: String, caps: &[Capability], why: Use, folder_rule: &str, params: Vec<Param>| {
+            let r = by_path.entry(path.clone()).or_insert_with(|| Requirement {
+                path,
+                capabilities: Capabilities::new(),
+                uses: Vec::new(),
+                folder_rule: folder_rule.to_string(),
+                params: Vec::new(),
+            });
+            r.capabilities.extend(caps.iter().copied());
+            if !params.is_empty() {
+                r.params = params;
+            }
+            if !r.uses.contains(&why) {
+                r.uses.push(why);
+                r.uses.sort();
+            }
+        };
     for (spec, env) in &plan.specs {
         let access = spec.eso.access;
         let kv = match spec.vault.kv_version {
@@ -99,14 +127,30 @@ pub fn requirements(plan: &EnvPlan<'_>, kv_version: KvVersion) -> Vec<Requiremen
                     &[Capability::Read],
                     Use::Read,
                     &data_rule,
+                    Vec::new(),
                 );
             }
             if access.push {
+                // ESO's PushSecret body (providers/v1/vault/client_push.go): `{"data": {...}}` on
+                // KV v2; on KV v1 the fields themselves plus `custom_metadata`.
+                let params = match kv {
+                    KvVersion::V2 => vec![Param::object("data")],
+                    KvVersion::V1 => t
+                        .fields
+                        .iter()
+                        .map(|f| Param {
+                            name: f.name.clone(),
+                            object: false,
+                        })
+                        .chain([Param::object("custom_metadata")])
+                        .collect(),
+                };
                 add(
                     format!("{data}{}", t.path),
                     &[Capability::Create, Capability::Update, Capability::Read],
                     Use::Push,
                     &data_rule,
+                    params,
                 );
                 if kv == KvVersion::V2 {
                     add(
@@ -114,6 +158,7 @@ pub fn requirements(plan: &EnvPlan<'_>, kv_version: KvVersion) -> Vec<Requiremen
                         &[Capability::Read, Capability::List],
                         Use::Push,
                         &meta_rule,
+                        Vec::new(),
                     );
                 }
             }
@@ -125,6 +170,7 @@ pub fn requirements(plan: &EnvPlan<'_>, kv_version: KvVersion) -> Vec<Requiremen
                 &[Capability::List],
                 Use::List,
                 &meta_rule,
+                Vec::new(),
             );
         }
     }

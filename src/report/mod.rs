@@ -4,6 +4,8 @@ use std::io::{IsTerminal, Write};
 
 use serde::Serialize;
 
+pub mod text;
+
 /// `--output`: how results are printed on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
 pub enum Format {
@@ -95,10 +97,14 @@ impl Style {
     }
 }
 
-/// Write a JSON document to stdout, followed by a newline.
+/// Write a JSON document to stdout, followed by a newline; characters a terminal would act on
+/// are escaped ([`text::SafeJson`]).
 pub fn print_json<T: Serialize>(value: &T) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
+    value.serialize(&mut serde_json::Serializer::with_formatter(
+        &mut out,
+        text::SafeJson::new(),
+    ))?;
     writeln!(out)
 }
 

@@ -10,9 +10,11 @@ pub mod connect;
 mod error;
 pub mod kv;
 pub mod sys;
+pub mod token;
 
 pub use client::{Vault, MAX_BODY, MAX_RETRIES};
 pub use connect::Settings;
 pub use error::VaultError;
 pub use kv::{Existing, FieldValue, KvMount, Present, WriteFields};
 pub use sys::{MountInfo, TokenInfo};
+pub use token::{ProbeToken, RoleTokens};

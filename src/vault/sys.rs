@@ -146,31 +146,6 @@ impl Vault {
         Ok(raw.map(|r| r.policy))
     }
 
-    /// The `token_policies` of an auth role (`auth/<mount>/role/<name>`); `None` if absent.
-    pub async fn role_policies(
-        &self,
-        auth_mount: &str,
-        role: &str,
-    ) -> Result<Option<Vec<String>>, VaultError> {
-        #[derive(Deserialize)]
-        struct Raw {
-            #[serde(default)]
-            token_policies: Vec<String>,
-            #[serde(default)]
-            policies: Vec<String>,
-        }
-        let raw = self
-            .get_data::<Raw>(&format!("auth/{auth_mount}/role/{role}"))
-            .await?;
-        Ok(raw.map(|r| {
-            if r.token_policies.is_empty() {
-                r.policies
-            } else {
-                r.token_policies
-            }
-        }))
-    }
-
     /// The capabilities the caller's own token has on each path (`sys/capabilities-self`).
     pub async fn capabilities_self(
         &self,

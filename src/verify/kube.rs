@@ -328,6 +328,22 @@ pub async fn check(
             problems,
         });
     }
+    // Sentences that quote the cluster (a remoteRef, a condition message) stay bounded in JSON
+    // too.
+    let bound = |lines: &mut Vec<String>| {
+        for line in lines.iter_mut() {
+            if let std::borrow::Cow::Owned(c) = crate::report::text::cap(line) {
+                *line = c;
+            }
+        }
+    };
+    for e in &mut external_secrets {
+        bound(&mut e.problems);
+        bound(&mut e.explanations);
+    }
+    for o in &mut objects {
+        bound(&mut o.problems);
+    }
     let ok = external_secrets.iter().all(|e| e.ok) && objects.iter().all(|o| o.ok);
     Ok(KubePart {
         ok,

@@ -1,0 +1,219 @@
+//! Text that comes from outside (a cluster's event and condition messages, object names, a
+//! server's error text), made safe to show: capped in length everywhere, and with control
+//! characters removed before it reaches a terminal.
+//!
+//! A message from the cluster can carry escape sequences that retitle the window (`ESC ] 0 ;`),
+//! clear the screen (`ESC [ 2 J`), ring the bell, move the cursor back over earlier lines (CR),
+//! or reorder what follows (bidirectional overrides); and it can be megabytes long.
+
+use std::borrow::Cow;
+
+/// The most characters of one external string that are kept.
+pub const MAX_CHARS: usize = 500;
+
+/// `s` cut to [`MAX_CHARS`] characters, with an elision mark saying how many were left out.
+/// Control characters are kept (JSON escapes them); use [`for_terminal`] for human output.
+pub fn cap(s: &str) -> Cow<'_, str> {
+    cap_at(s, MAX_CHARS)
+}
+
+fn cap_at(s: &str, max: usize) -> Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => Cow::Borrowed(s),
+        Some((end, _)) => {
+            let left = s[end..].chars().count();
+            Cow::Owned(format!("{}… ({left} more characters)", &s[..end]))
+        }
+    }
+}
+
+/// `s` safe for a terminal: escape sequences (CSI `ESC [ ... final`, OSC `ESC ] ... BEL` or
+/// `ESC \`) removed whole, every other control character (C0, DEL, C1) and bidirectional
+/// override or isolate (U+202A–U+202E, U+2066–U+2069, and the marks U+200E, U+200F, U+061C)
+/// removed, tabs and line breaks turned into spaces; then capped like [`cap`].
+pub fn for_terminal(s: &str) -> String {
+    let mut out = String::new();
+    let mut kept = 0;
+    let mut chars = s.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if kept == MAX_CHARS {
+            let left = s[i..].chars().count();
+            out.push_str(&format!("… ({left} more characters)"));
+            break;
+        }
+        match c {
+            '\u{1b}' => match chars.peek().map(|&(_, c)| c) {
+                Some('[') => {
+                    chars.next();
+                    // Parameters and intermediates, then one final byte in `@`..`~`.
+                    for (_, c) in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']' | 'P' | 'X' | '^' | '_') => {
+                    chars.next();
+                    // A string, ended by BEL or ST (`ESC \`).
+                    while let Some((_, c)) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' {
+                            if chars.peek().map(|&(_, c)| c) == Some('\\') {
+                                chars.next();
+                            }
+                            break;
+                        }
+                    }
+                }
+                // A two-character escape (`ESC c`, `ESC 7`...).
+                Some(_) => {
+                    chars.next();
+                }
+                None => {}
+            },
+            '\t' | '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}' => {
+                out.push(' ');
+                kept += 1;
+            }
+            c if is_hidden(c) => {}
+            c => {
+                out.push(c);
+                kept += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Control characters and the invisible marks that reorder or hide text.
+fn is_hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+        )
+}
+
+/// A pretty JSON formatter that also escapes (`\uXXXX`) the characters serde_json leaves raw but a
+/// terminal would act on: DEL, C1 controls and the bidirectional and invisible marks of
+/// [`for_terminal`]. The JSON means the same; printed on a terminal, it does nothing.
+pub struct SafeJson(serde_json::ser::PrettyFormatter<'static>);
+
+impl SafeJson {
+    /// Two-space indentation, as `to_writer_pretty`.
+    pub fn new() -> SafeJson {
+        SafeJson(serde_json::ser::PrettyFormatter::new())
+    }
+}
+
+impl Default for SafeJson {
+    fn default() -> Self {
+        SafeJson::new()
+    }
+}
+
+impl serde_json::ser::Formatter for SafeJson {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut start = 0;
+        for (i, c) in fragment.char_indices() {
+            if is_hidden(c) {
+                writer.write_all(&fragment.as_bytes()[start..i])?;
+                write!(writer, "\\u{:04x}", u32::from(c))?;
+                start = i + c.len_utf8();
+            }
+        }
+        writer.write_all(&fragment.as_bytes()[start..])
+    }
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_and_controls_are_removed() {
+        let hostile = "a\u{1b}]0;pwned\u{7}b\u{1b}[2Jc\u{1b}[1;31md\r\ne\u{7}f\u{9b}g\u{202e}h\u{2066}i\u{1b}]8;;http://x\u{1b}\\j\u{0}k\u{7f}";
+        assert_eq!(for_terminal(hostile), "abcd  efghijk");
+    }
+
+    #[test]
+    fn long_text_is_capped_with_a_mark() {
+        let long = "x".repeat(20_000_000);
+        let t = for_terminal(&long);
+        assert!(t.starts_with(&"x".repeat(MAX_CHARS)));
+        assert!(t.ends_with("… (19999500 more characters)"), "{t}");
+        assert!(t.chars().count() < MAX_CHARS + 40);
+        let c = cap(&long);
+        assert!(c.ends_with("… (19999500 more characters)"));
+        assert_eq!(cap("short"), "short");
+        // Multi-byte characters are cut on a boundary.
+        assert_eq!(cap_at("ééé", 2), "éé… (1 more characters)");
+    }
+
+    #[test]
+    fn json_escapes_what_a_terminal_would_act_on() {
+        use serde::Serialize;
+        let v = serde_json::json!({ "m": "a\u{1b}[2Jb\u{9b}c\u{202e}d\u{7f}é" });
+        let mut out = Vec::new();
+        v.serialize(&mut serde_json::Serializer::with_formatter(
+            &mut out,
+            SafeJson::new(),
+        ))
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "{\n  \"m\": \"a\\u001b[2Jb\\u009bc\\u202ed\\u007fé\"\n}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, v);
+    }
+
+    #[test]
+    fn plain_text_is_unchanged() {
+        let s = "error retrieving secret at .data[0], key: ask/core-service/auh1-dev/X, Code: 403 — ünïcödé";
+        assert_eq!(for_terminal(s), s);
+        assert_eq!(cap(s), s);
+    }
+}
