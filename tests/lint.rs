@@ -212,3 +212,48 @@ fn help_lists_planned_commands() {
     }
     insta::assert_snapshot!(text);
 }
+
+/// Found by the probe: a broken symlink `x.toml` was skipped silently, so a spec could vanish
+/// from every check without a word.
+#[test]
+fn broken_symlink_is_an_error_with_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let specs = dir.path().join("specs");
+    std::fs::create_dir(&specs).unwrap();
+    std::fs::write(specs.join("demo.toml"), GOOD).unwrap();
+    std::os::unix::fs::symlink("gone/other.toml", specs.join("other.toml")).unwrap();
+    let out = vault_seed_cmd(dir.path())
+        .current_dir(dir.path())
+        .args(["lint", "--specs", "specs"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "`specs/other.toml` is a symbolic link to `gone/other.toml`, which does not exist"
+        ),
+        "{err}"
+    );
+}
+
+/// Found by the probe: a non-UTF-8 spec said "invalid byte at offset 152" with no line.
+#[test]
+fn non_utf8_spec_names_line_and_column_of_the_first_invalid_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let specs = dir.path().join("specs");
+    std::fs::create_dir(&specs).unwrap();
+    let mut bytes = GOOD.replace("a salt", "a sålt").into_bytes();
+    let at = bytes.windows(3).position(|w| w == b"lt\"").unwrap();
+    bytes[at] = 0xff; // `description = "a så\xfft"`: line 11, column 20
+    std::fs::write(specs.join("latin1.toml"), bytes).unwrap();
+    let out = vault_seed_cmd(dir.path())
+        .current_dir(dir.path())
+        .args(["lint", "--specs", "specs"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--> specs/latin1.toml:11:20"), "{err}");
+    assert!(err.contains("invalid UTF-8 byte `0xff`"), "{err}");
+}

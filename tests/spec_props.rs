@@ -78,8 +78,12 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
-        let _ = problems(bytes);
+    fn arbitrary_bytes_never_panic_and_every_problem_is_located(
+        bytes in proptest::collection::vec(any::<u8>(), 0..400)
+    ) {
+        for d in problems(bytes) {
+            prop_assert!(d.location.is_some(), "no location: {}", d);
+        }
     }
 }
 

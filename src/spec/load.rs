@@ -37,33 +37,76 @@ pub enum LoadError {
 }
 
 /// Load and validate every `*.toml` file of `dir` (not recursive), in file name order.
+///
+/// A `*.toml` entry that cannot be read is a problem, never skipped: a broken symbolic link, or
+/// an entry the directory listing cannot describe, would otherwise drop a spec from every check
+/// without a word.
 pub fn load_dir(dir: &Path) -> Result<SpecSet, LoadError> {
     let entries = std::fs::read_dir(dir).map_err(|source| LoadError::Dir {
         dir: dir.to_path_buf(),
         source,
     })?;
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
-        .collect();
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut diags = Vec::new();
+    for entry in entries {
+        let path = match entry {
+            Ok(e) => e.path(),
+            Err(e) => {
+                diags.push(
+                    Diagnostic::global(format!("cannot list `{}`: {e}", dir.display()))
+                        .with_help("check the directory's permissions"),
+                );
+                continue;
+            }
+        };
+        if path.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => files.push(path),
+            // A directory named `x.toml` is not a spec.
+            Ok(m) if m.is_dir() => {}
+            // A FIFO would block the read forever; a device is no spec either.
+            Ok(_) => diags.push(
+                Diagnostic::global(format!("`{}` is not a regular file", path.display()))
+                    .with_help("specs are regular files; remove it or rename it"),
+            ),
+            Err(e) => diags.push(unreadable(&path, &e)),
+        }
+    }
     files.sort();
-    if files.is_empty() {
+    if files.is_empty() && diags.is_empty() {
         return Err(LoadError::Empty(dir.to_path_buf()));
     }
-    load_files(&files)
+    read_and_load(&files, diags)
+}
+
+/// Why a spec file cannot be read, naming it (and where a dangling symbolic link points).
+fn unreadable(path: &Path, e: &std::io::Error) -> Diagnostic {
+    let name = path.display();
+    match std::fs::read_link(path) {
+        Ok(target) if e.kind() == std::io::ErrorKind::NotFound => Diagnostic::global(format!(
+            "`{name}` is a symbolic link to `{}`, which does not exist",
+            target.display()
+        ))
+        .with_help("point the link at the spec, or remove it"),
+        _ => Diagnostic::global(format!("cannot read `{name}`: {e}"))
+            .with_help("check that the file exists and is readable"),
+    }
 }
 
 /// Load and validate the given spec files.
 pub fn load_files(files: &[PathBuf]) -> Result<SpecSet, LoadError> {
+    read_and_load(files, Vec::new())
+}
+
+/// Read each file (a file that cannot be read is a problem) and load them, after `diags`.
+fn read_and_load(files: &[PathBuf], mut diags: Vec<Diagnostic>) -> Result<SpecSet, LoadError> {
     let mut sources = Vec::new();
-    let mut diags = Vec::new();
     for path in files {
         match std::fs::read(path) {
             Ok(bytes) => sources.push((path.clone(), bytes)),
-            Err(e) => diags.push(Diagnostic::global(format!(
-                "cannot read `{}`: {e}",
-                path.display()
-            ))),
+            Err(e) => diags.push(unreadable(path, &e)),
         }
     }
     load_sources(sources, diags)
@@ -88,14 +131,7 @@ pub fn load_sources(
                     specs.push(spec);
                 }
             }
-            Err(e) => diags.push(
-                Diagnostic::global(format!(
-                    "`{}` is not UTF-8 text (invalid byte at offset {})",
-                    path.display(),
-                    e.utf8_error().valid_up_to()
-                ))
-                .with_help("save the spec as UTF-8"),
-            ),
+            Err(e) => diags.push(not_utf8(&path, e)),
         }
     }
     check_duplicate_paths(&specs, &mut diags);
@@ -104,6 +140,32 @@ pub fn load_sources(
     } else {
         Err(LoadError::Invalid(diags))
     }
+}
+
+/// A spec that is not UTF-8, located at its first invalid byte: the text before that byte is
+/// valid, so its lines and characters can be counted.
+fn not_utf8(path: &Path, e: std::string::FromUtf8Error) -> Diagnostic {
+    let at = e.utf8_error().valid_up_to();
+    let bytes = e.as_bytes();
+    let byte = bytes[at];
+    let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+    let line = valid.matches('\n').count() + 1;
+    let col = valid[valid.rfind('\n').map_or(0, |i| i + 1)..]
+        .chars()
+        .count()
+        + 1;
+    Diagnostic::at(
+        super::Location {
+            file: path.to_path_buf(),
+            line,
+            col,
+        },
+        format!(
+            "`{}` is not UTF-8 text: invalid UTF-8 byte `0x{byte:02x}`",
+            path.display()
+        ),
+    )
+    .with_help("save the spec as UTF-8")
 }
 
 struct Cx<'a> {
