@@ -213,6 +213,108 @@ fn help_lists_planned_commands() {
     insta::assert_snapshot!(text);
 }
 
+/// A spec whose secrets all sit in one inline table on one line (issue 12, finding 6).
+fn one_line_spec(n: usize) -> String {
+    let entries: Vec<String> = (0..n)
+        .map(|i| format!("S{i} = {{ fields.password = {{ generator = \"hex32\" }} }}"))
+        .collect();
+    format!(
+        "name = \"big\"\nvault = {{ mount = \"secret\", path = \"big/{{env}}\" }}\nenvironments = {{ dev = {{ vault_addr = \"http://127.0.0.1:8200\" }} }}\nsecrets = {{ {} }}\n",
+        entries.join(", ")
+    )
+}
+
+/// Found by the attacker's probe: each diagnostic copied the whole source line, so a 1 MB
+/// one-line spec with 20,000 problems needed about 20 GB. Now each shows a window of the line,
+/// 50 are shown and the rest counted, and the run fits in 256 MiB of address space (the old code
+/// ran out of memory at 1 GiB).
+#[test]
+fn one_line_spec_with_thousands_of_problems_has_bounded_output_and_memory() {
+    let n = 20_000;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("specs")).unwrap();
+    std::fs::write(dir.path().join("specs/big.toml"), one_line_spec(n)).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("vault-seed");
+    let run = |extra: &[&str]| {
+        std::process::Command::new("sh")
+            .arg("-c")
+            // The limit is on the child's address space: an upper bound of its peak RSS.
+            .arg("ulimit -v 262144 && exec \"$0\" \"$@\"")
+            .arg(&bin)
+            .args(["lint", "--specs", "specs"])
+            .args(extra)
+            .current_dir(dir.path())
+            .env_clear()
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        &err[..err.len().min(2000)]
+    );
+    assert!(err.len() < 40_000, "{} bytes of diagnostics", err.len());
+    assert_eq!(err.matches("has no `description`").count(), 50, "{err}");
+    assert!(
+        err.contains(&format!("… and {} more problems", n - 50)),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("error: {n} problem(s) in the specs")),
+        "{err}"
+    );
+    // Every shown line is a window of the source line, not the line itself.
+    assert!(err.lines().all(|l| l.chars().count() < 300), "{err}");
+    // JSON lists every problem, each small.
+    let out = run(&["--output", "json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["errors"].as_array().unwrap().len(), n);
+    assert!(
+        out.stdout.len() < n * 400,
+        "{} bytes of JSON",
+        out.stdout.len()
+    );
+}
+
+#[test]
+fn a_long_line_shows_a_window_around_the_problem() {
+    let mut entries: Vec<String> = (0..30)
+        .map(|i| {
+            format!("S{i} = {{ description = \"d\", fields.v = {{ generator = \"hex32\" }} }}")
+        })
+        .collect();
+    entries[15] = "S15 = { description = \"d\", fields.v = { generator = \"hex33\" } }".into();
+    let spec = format!(
+        "name = \"w\"\nvault = {{ mount = \"secret\", path = \"w/{{env}}\" }}\nenvironments = {{ dev = {{}} }}\nsecrets = {{ {} }}\n",
+        entries.join(", ")
+    );
+    let (code, _, err) = lint_one(&spec);
+    assert_eq!(code, 2);
+    insta::assert_snapshot!(err);
+}
+
+/// A spec's text is shown, never obeyed: control characters (an ESC that would clear the
+/// screen) and bidirectional overrides are escaped in messages and in the source window.
+#[test]
+fn control_characters_in_a_spec_never_reach_the_terminal() {
+    let spec = GOOD.replace("[secrets.SALT]", "[secrets.\"SA\\u001b[2J\\u202eLT\"]");
+    let (code, _, err) = lint_one(&spec);
+    assert_eq!(code, 2);
+    assert!(
+        !err.contains('\u{1b}') && !err.contains('\u{202e}'),
+        "{err:?}"
+    );
+    assert!(
+        err.contains("secret name `SA\\u{1b}[2J\\u{202e}LT`"),
+        "{err}"
+    );
+}
+
 /// Found by the probe: a broken symlink `x.toml` was skipped silently, so a spec could vanish
 /// from every check without a word.
 #[test]

@@ -3,15 +3,15 @@
 //! The TOML is walked by hand over `toml_span` values so that every problem of every file is
 //! collected, each with the span of the key or value at fault, before anything is returned.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use toml_span::value::{Key, ValueInner};
 use toml_span::{de_helpers::TableHelper, ErrorKind, Span, Value};
 
-use super::diag::{Diagnostic, SourceFile};
+use super::diag::{is_unshowable, shown, Diagnostic, SourceFile, SHOWN_MAX};
 use super::{
-    backticked, AuthRole, Environment, Eso, EsoAccess, Field, Secret, SecretOverride, Spec,
+    backticked, few, AuthRole, Environment, Eso, EsoAccess, Field, Secret, SecretOverride, Spec,
     SpecSet, VaultTarget, ENV_PLACEHOLDER,
 };
 use crate::generate::{Generator, Param, Params, Syntax, GENERATOR_NAMES};
@@ -53,8 +53,11 @@ pub fn load_dir(dir: &Path) -> Result<SpecSet, LoadError> {
             Ok(e) => e.path(),
             Err(e) => {
                 diags.push(
-                    Diagnostic::global(format!("cannot list `{}`: {e}", dir.display()))
-                        .with_help("check the directory's permissions"),
+                    Diagnostic::global(format!(
+                        "cannot list `{}`: {e}",
+                        shown(&dir.display().to_string())
+                    ))
+                    .with_help("check the directory's permissions"),
                 );
                 continue;
             }
@@ -68,8 +71,11 @@ pub fn load_dir(dir: &Path) -> Result<SpecSet, LoadError> {
             Ok(m) if m.is_dir() => {}
             // A FIFO would block the read forever; a device is no spec either.
             Ok(_) => diags.push(
-                Diagnostic::global(format!("`{}` is not a regular file", path.display()))
-                    .with_help("specs are regular files; remove it or rename it"),
+                Diagnostic::global(format!(
+                    "`{}` is not a regular file",
+                    shown(&path.display().to_string())
+                ))
+                .with_help("specs are regular files; remove it or rename it"),
             ),
             Err(e) => diags.push(unreadable(&path, &e)),
         }
@@ -83,11 +89,11 @@ pub fn load_dir(dir: &Path) -> Result<SpecSet, LoadError> {
 
 /// Why a spec file cannot be read, naming it (and where a dangling symbolic link points).
 fn unreadable(path: &Path, e: &std::io::Error) -> Diagnostic {
-    let name = path.display();
+    let name = shown(&path.display().to_string());
     match std::fs::read_link(path) {
         Ok(target) if e.kind() == std::io::ErrorKind::NotFound => Diagnostic::global(format!(
             "`{name}` is a symbolic link to `{}`, which does not exist",
-            target.display()
+            shown(&target.display().to_string())
         ))
         .with_help("point the link at the spec, or remove it"),
         _ => Diagnostic::global(format!("cannot read `{name}`: {e}"))
@@ -162,7 +168,7 @@ fn not_utf8(path: &Path, e: std::string::FromUtf8Error) -> Diagnostic {
         },
         format!(
             "`{}` is not UTF-8 text: invalid UTF-8 byte `0x{byte:02x}`",
-            path.display()
+            shown(&path.display().to_string())
         ),
     )
     .with_help("save the spec as UTF-8")
@@ -175,9 +181,11 @@ struct Cx<'a> {
 
 impl Cx<'_> {
     fn err(&mut self, span: Span, msg: impl Into<String>, help: Option<String>) {
-        let mut d = self.src.diag(span, msg);
-        d.help = help;
-        self.diags.push(d);
+        let d = self.src.diag(span, msg);
+        self.diags.push(match help {
+            Some(h) => d.with_help(h),
+            None => d,
+        });
     }
 
     /// Convert toml-span's errors (syntax, duplicate keys, unknown keys) into diagnostics.
@@ -193,7 +201,7 @@ impl Cx<'_> {
                     };
                     self.err(
                         span,
-                        format!("unknown key `{key}` in {context}"),
+                        format!("unknown key `{}` in {context}", shown(&key)),
                         Some(help),
                     );
                 }
@@ -202,7 +210,7 @@ impl Cx<'_> {
                 let (l, c) = self.src.line_col(first.start);
                 self.err(
                     e.span,
-                    format!("duplicate key `{key}`"),
+                    format!("duplicate key `{}`", shown(&key)),
                     Some(format!(
                         "first defined at {}:{l}:{c}; keep one",
                         self.src.path.display()
@@ -213,7 +221,7 @@ impl Cx<'_> {
                 let (l, c) = self.src.line_col(first.start);
                 self.err(
                     e.span,
-                    format!("duplicate table `[{name}]`"),
+                    format!("duplicate table `[{}]`", shown(&name)),
                     Some(format!(
                         "first defined at {}:{l}:{c}; merge the two",
                         self.src.path.display()
@@ -408,7 +416,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
             if let Err(why) = check_segment(&n) {
                 cx.err(
                     span,
-                    format!("application name `{n}` {why}"),
+                    format!("application name `{}` {why}", shown(&n)),
                     Some(SEGMENT_HELP.into()),
                 );
             }
@@ -469,30 +477,43 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
             vault.1,
             format!(
                 "path template `{}` has no `{ENV_PLACEHOLDER}` but {} environments use it ({}): they would share one Vault path",
-                vault.0.path,
+                shown(&vault.0.path),
                 environments.len(),
-                backticked(&environments.keys().cloned().collect::<Vec<_>>())
+                few(&environments.keys().cloned().collect::<Vec<_>>())
             ),
-            Some(format!("add `{ENV_PLACEHOLDER}`, e.g. `path = \"{}/{ENV_PLACEHOLDER}\"`", vault.0.path)),
+            Some(format!("add `{ENV_PLACEHOLDER}`, e.g. `path = \"{}/{ENV_PLACEHOLDER}\"`", shown(&vault.0.path))),
         );
     }
-    // Overrides must name secrets and fields that exist.
+    // Overrides must name secrets and fields that exist. By a set of names, not a search per
+    // override; and "did you mean" (an edit distance to every name) only for the first few.
+    let known: HashSet<&str> = secrets.iter().map(|s| s.name.as_str()).collect();
+    let mut suggestions_left = SHOWN_MAX;
+    let mut names: Option<Vec<String>> = None;
     for env in environments.values() {
         for (secret, (ov_span, _)) in env.1.iter() {
-            if !secrets.iter().any(|s: &Secret| &s.name == secret) {
-                let names: Vec<String> = secrets.iter().map(|s| s.name.clone()).collect();
-                let help = suggest(secret, &names)
-                    .map(|s| format!("did you mean `{s}`?"))
-                    .unwrap_or_else(|| format!("secrets of this spec: {}", backticked(&names)));
-                cx.err(
-                    *ov_span,
-                    format!(
-                        "environment `{}` overrides unknown secret `{secret}`",
-                        env.0.name
-                    ),
-                    Some(help),
-                );
+            if known.contains(secret.as_str()) {
+                continue;
             }
+            let names =
+                names.get_or_insert_with(|| secrets.iter().map(|s| s.name.clone()).collect());
+            let suggestion = if suggestions_left > 0 {
+                suggestions_left -= 1;
+                suggest(secret, names)
+            } else {
+                None
+            };
+            let help = suggestion
+                .map(|s| format!("did you mean `{}`?", shown(s)))
+                .unwrap_or_else(|| format!("secrets of this spec: {}", few(names)));
+            cx.err(
+                *ov_span,
+                format!(
+                    "environment `{}` overrides unknown secret `{}`",
+                    env.0.name,
+                    shown(secret)
+                ),
+                Some(help),
+            );
         }
     }
     if cx.diags.len() > errors_before {
@@ -555,7 +576,7 @@ fn parse_vault(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<(VaultTarget, Span)>
     if let Err(why) = check_path(&mount) {
         cx.err(
             mount_span,
-            format!("mount `{mount}` {why}"),
+            format!("mount `{}` {why}", shown(&mount)),
             Some("write the mount without slashes, e.g. `mount = \"secret\"`".into()),
         );
         ok = false;
@@ -563,7 +584,7 @@ fn parse_vault(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<(VaultTarget, Span)>
     if let Err(why) = check_path(&path.replace(ENV_PLACEHOLDER, "env")) {
         cx.err(
             path_span,
-            format!("path template `{path}` {why}"),
+            format!("path template `{}` {why}", shown(&path)),
             Some(format!(
                 "e.g. `path = \"ask/core-service/{ENV_PLACEHOLDER}\"`; {SEGMENT_HELP}"
             )),
@@ -574,7 +595,10 @@ fn parse_vault(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<(VaultTarget, Span)>
     if leftover.contains('{') || leftover.contains('}') {
         cx.err(
             path_span,
-            format!("path template `{path}` has an unknown placeholder"),
+            format!(
+                "path template `{}` has an unknown placeholder",
+                shown(&path)
+            ),
             Some(format!("only `{ENV_PLACEHOLDER}` is replaced")),
         );
         ok = false;
@@ -593,6 +617,7 @@ type EnvEntry = (Environment, BTreeMap<String, (Span, SecretOverride)>);
 
 fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<String, EnvEntry> {
     let span = v.span;
+    let before = cx.diags.len();
     let mut out = BTreeMap::new();
     for (key, mut val) in cx.entries(v, "`[environments]`") {
         let name = key.name.to_string();
@@ -600,7 +625,7 @@ fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<String, EnvEntr
         if let Err(why) = check_segment(&name) {
             cx.err(
                 key.span,
-                format!("environment name `{name}` {why}"),
+                format!("environment name `{}` {why}", shown(&name)),
                 Some(SEGMENT_HELP.into()),
             );
             continue;
@@ -648,7 +673,11 @@ fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<String, EnvEntr
             ),
         );
     }
-    if out.is_empty() && !cx.diags.iter().any(|d| d.message.contains("environment")) {
+    if out.is_empty()
+        && !cx.diags[before..]
+            .iter()
+            .any(|d| d.message.contains("environment"))
+    {
         cx.err(
             span,
             "`[environments]` is empty",
@@ -666,7 +695,7 @@ fn parse_overrides(
     let mut out = BTreeMap::new();
     for (key, mut val) in cx.entries(v, &format!("`[environments.{env}.secrets]`")) {
         let name = key.name.to_string();
-        let ctx = format!("`[environments.{env}.secrets.{name}]`");
+        let ctx = format!("`[environments.{env}.secrets.{}]`", shown(&name));
         let Some(mut th) = cx.table(&mut val, &ctx) else {
             continue;
         };
@@ -725,7 +754,7 @@ fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
                     "read" => a.read = true,
                     "push" => a.push = true,
                     "list" => a.list = true,
-                    other => cx.err(span, format!("unknown ESO access `{other}`"), Some("one of `read` (ExternalSecret), `push` (PushSecret), `list` (dataFrom.find)".into())),
+                    other => cx.err(span, format!("unknown ESO access `{}`", shown(other)), Some("one of `read` (ExternalSecret), `push` (PushSecret), `list` (dataFrom.find)".into())),
                 }
             }
             a
@@ -755,11 +784,11 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
     }
     for (key, mut val) in entries {
         let name = key.name.to_string();
-        let ctx = format!("`[secrets.{name}]`");
+        let ctx = format!("`[secrets.{}]`", shown(&name));
         if let Err(why) = check_path(&name) {
             cx.err(
                 key.span,
-                format!("secret name `{name}` {why}"),
+                format!("secret name `{}` {why}", shown(&name)),
                 Some(SEGMENT_HELP.into()),
             );
         }
@@ -768,7 +797,7 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
         };
         let description = cx.take_string(&mut th, "description", &ctx).map(|d| d.0);
         if description.is_none() && !th.contains("description") {
-            cx.err(key.span, format!("secret `{name}` has no `description`"), Some("people read specs: say what the secret is for, e.g. `description = \"Fernet key encrypting stored credentials\"`".into()));
+            cx.err(key.span, format!("secret `{}` has no `description`", shown(&name)), Some("people read specs: say what the secret is for, e.g. `description = \"Fernet key encrypting stored credentials\"`".into()));
         }
         let fixed = cx.take_bool(&mut th, "fixed", &ctx).unwrap_or(false);
         let fields = match th.take("fields") {
@@ -778,7 +807,7 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
                 if !declared {
                     cx.err(
                         fk.span,
-                        format!("secret `{name}` has no fields"),
+                        format!("secret `{}` has no fields", shown(&name)),
                         Some("e.g. `fields.password = { generator = \"hex32\" }`".into()),
                     );
                 }
@@ -787,7 +816,7 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
             None => {
                 cx.err(
                     key.span,
-                    format!("secret `{name}` has no `fields`"),
+                    format!("secret `{}` has no `fields`", shown(&name)),
                     Some("e.g. `fields.password = { generator = \"hex32\" }`".into()),
                 );
                 Vec::new()
@@ -817,7 +846,7 @@ fn parse_fields(cx: &mut Cx<'_>, v: Value<'_>, secret_ctx: &str) -> Vec<Field> {
         if let Err(why) = check_segment(&name) {
             cx.err(
                 key.span,
-                format!("field name `{name}` {why}"),
+                format!("field name `{}` {why}", shown(&name)),
                 Some(SEGMENT_HELP.into()),
             );
             continue;
@@ -837,7 +866,7 @@ fn parse_generator(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> Option<Gener
         cx.err(
             span,
             format!("{ctx} must be a table, not a string"),
-            Some(format!("write `{{ generator = \"{s}\" }}`")),
+            Some(format!("write `{{ generator = \"{}\" }}`", shown(s))),
         );
         return None;
     }
@@ -903,7 +932,7 @@ fn check_duplicate_paths(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
                             secret.location.clone(),
                             format!(
                                 "duplicate path `{}` in environment `{}`",
-                                t.full_path(),
+                                shown(&t.full_path()),
                                 env.name
                             ),
                         );
@@ -964,6 +993,7 @@ fn describe_char(c: char) -> String {
         ' ' => "a space".into(),
         '/' => "`/`".into(),
         c if c.is_control() => format!("a control character (U+{:04X})", c as u32),
+        c if is_unshowable(c) => format!("an invisible formatting character (U+{:04X})", c as u32),
         c => format!("`{c}`"),
     }
 }
@@ -991,7 +1021,7 @@ fn check_k8s_name(cx: &mut Cx<'_>, n: &str, span: Span, what: &str) -> bool {
         && n.starts_with(|c: char| c.is_ascii_alphanumeric())
         && n.ends_with(|c: char| c.is_ascii_alphanumeric());
     if !ok {
-        cx.err(span, format!("{what} `{n}` is not a valid Kubernetes name"), Some("lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit".into()));
+        cx.err(span, format!("{what} `{}` is not a valid Kubernetes name", shown(n)), Some("lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit".into()));
     }
     ok
 }

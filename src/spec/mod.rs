@@ -283,7 +283,7 @@ impl SpecSet {
                         "add `[environments.<name>]` to a spec under the specs directory"
                             .to_string()
                     } else {
-                        format!("known environments: {}", backticked(&known))
+                        format!("known environments: {}", few(&known))
                     },
                 ),
             ));
@@ -341,4 +341,14 @@ pub(crate) fn backticked(items: &[String]) -> String {
         .map(|i| format!("`{i}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// At most eight items as "`a`, `b`", then how many more: a hostile spec may have thousands.
+pub(crate) fn few(items: &[String]) -> String {
+    const MAX: usize = 8;
+    let shown: Vec<String> = items.iter().take(MAX).map(|i| diag::shown(i)).collect();
+    match items.len().saturating_sub(MAX) {
+        0 => backticked(&shown),
+        more => format!("{} and {more} more", backticked(&shown)),
+    }
 }
