@@ -359,3 +359,88 @@ fn non_utf8_spec_names_line_and_column_of_the_first_invalid_byte() {
     assert!(err.contains("--> specs/latin1.toml:11:20"), "{err}");
     assert!(err.contains("invalid UTF-8 byte `0xff`"), "{err}");
 }
+
+/// Found by the probe: `vault_namespace = "a\nb"` passed lint, then `apply` blamed
+/// `VAULT_NAMESPACE` with no location. Strings that go into HTTP headers or URLs are checked
+/// where they are written.
+#[test]
+fn header_and_url_strings_are_checked_with_locations() {
+    let cases = [
+        (
+            "vault_namespace = \"a\\nb\"",
+            "`vault_namespace` `a\\u{a}b` contains a control character",
+        ),
+        (
+            "vault_namespace = \"team/sys\"",
+            "`vault_namespace` `team/sys` has the reserved segment `sys`",
+        ),
+        (
+            "vault_namespace = \"a//b\"",
+            "`vault_namespace` `a//b` has an empty segment",
+        ),
+        (
+            "vault_namespace = \"a b\"",
+            "`vault_namespace` `a b` contains a space",
+        ),
+        (
+            "vault_namespace = \"team*\"",
+            "`vault_namespace` `team*` contains `*`",
+        ),
+        (
+            "vault_namespace = \"tëam\"",
+            "`vault_namespace` `tëam` contains `ë`",
+        ),
+        (
+            "kube_context = \"ctx\\u001b]0;owned\\u0007\"",
+            "`kube_context` `ctx\\u{1b}]0;owned\\u{7}` contains a control character",
+        ),
+        ("kube_context = \"\"", "`kube_context` is empty"),
+        (
+            "kube_namespace = \"a.b\"",
+            "`kube_namespace` `a.b` is not a valid Kubernetes namespace name",
+        ),
+    ];
+    for (line, expected) in cases {
+        let spec = GOOD.replace(
+            "[environments.prod]\n",
+            &format!("[environments.prod]\n{line}\n"),
+        );
+        let (code, _, err) = lint_one(&spec);
+        assert_eq!(code, 2, "{line}: {err}");
+        assert!(
+            err.contains(expected),
+            "{line}: wanted {expected:?} in:\n{err}"
+        );
+        assert!(err.contains("--> specs/broken.toml:9:"), "{line}: {err}");
+    }
+    let eso = [
+        (
+            "policies = [\"../root\"]",
+            "an item of `policies` `../root` contains `/`",
+        ),
+        (
+            "auth_mount = \"kubernetes/../../sys\"",
+            "`auth_mount` `kubernetes/../../sys` is a relative path segment",
+        ),
+        (
+            "auth_role = \"eso?x=1\"",
+            "`auth_role` `eso?x=1` contains `?`",
+        ),
+    ];
+    for (line, expected) in eso {
+        let (code, _, err) = lint_one(&format!("{GOOD}[eso]\n{line}\n"));
+        assert_eq!(code, 2, "{line}: {err}");
+        assert!(
+            err.contains(expected),
+            "{line}: wanted {expected:?} in:\n{err}"
+        );
+        assert!(err.contains("--> specs/broken.toml:14:"), "{line}: {err}");
+    }
+    // What OpenBao accepts passes.
+    let ok = GOOD.replace(
+        "[environments.prod]\n",
+        "[environments.prod]\nvault_namespace = \"platform/team-a\"\nkube_context = \"arn:aws:eks:eu-west-1:1234:cluster/prod\"\n",
+    );
+    let (code, _, err) = lint_one(&ok);
+    assert_eq!(code, 0, "{err}");
+}

@@ -290,6 +290,30 @@ impl Cx<'_> {
             .map(|s| (s, span))
     }
 
+    /// A string that must pass `check`; when it does not, the problem is reported at the value,
+    /// quoting it (elided, escaped), with `help`.
+    fn take_checked(
+        &mut self,
+        th: &mut TableHelper<'_>,
+        key: &'static str,
+        ctx: &str,
+        check: impl Fn(&str) -> Result<(), String>,
+        help: &str,
+    ) -> Option<String> {
+        let (v, span) = self.take_string(th, key, ctx)?;
+        match check(&v) {
+            Ok(()) => Some(v),
+            Err(why) => {
+                let what = match v.is_empty() {
+                    true => format!("`{key}`"),
+                    false => format!("`{key}` `{}`", shown(&v)),
+                };
+                self.err(span, format!("{what} {why}"), Some(help.into()));
+                None
+            }
+        }
+    }
+
     fn take_int(
         &mut self,
         th: &mut TableHelper<'_>,
@@ -646,13 +670,27 @@ fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<String, EnvEntr
                     None
                 }
             });
-        let vault_namespace = cx
-            .take_string(&mut th, "vault_namespace", &ctx)
-            .map(|s| s.0);
-        let kube_context = cx.take_string(&mut th, "kube_context", &ctx).map(|s| s.0);
-        let kube_namespace = cx
-            .take_string(&mut th, "kube_namespace", &ctx)
-            .and_then(|(n, s)| check_k8s_name(cx, &n, s, "`kube_namespace`").then_some(n));
+        let vault_namespace = cx.take_checked(
+            &mut th,
+            "vault_namespace",
+            &ctx,
+            check_namespace,
+            NAMESPACE_HELP,
+        );
+        let kube_context = cx.take_checked(
+            &mut th,
+            "kube_context",
+            &ctx,
+            check_context,
+            "the name of a context in your kubeconfig (`kubectl config get-contexts`)",
+        );
+        let kube_namespace = cx.take_checked(
+            &mut th,
+            "kube_namespace",
+            &ctx,
+            check_k8s_namespace,
+            K8S_NAMESPACE_HELP,
+        );
         let overrides = match th.take("secrets") {
             Some((_, ov)) => parse_overrides(cx, ov, &name),
             None => BTreeMap::new(),
@@ -716,9 +754,13 @@ fn parse_overrides(
 fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
     const CTX: &str = "`[eso]`";
     let mut th = cx.table(&mut v, CTX)?;
-    let namespace = cx
-        .take_string(&mut th, "namespace", CTX)
-        .and_then(|(n, s)| check_k8s_name(cx, &n, s, "`namespace`").then_some(n));
+    let namespace = cx.take_checked(
+        &mut th,
+        "namespace",
+        CTX,
+        check_k8s_namespace,
+        K8S_NAMESPACE_HELP,
+    );
     let names = |cx: &mut Cx<'_>, th: &mut TableHelper<'_>, key: &'static str| -> Vec<String> {
         cx.take_strings(th, key, CTX)
             .unwrap_or_default()
@@ -729,16 +771,40 @@ fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
     };
     let external_secrets = names(cx, &mut th, "external_secrets");
     let push_secrets = names(cx, &mut th, "push_secrets");
+    // Policy and role names go into request paths (`sys/policies/acl/<name>`,
+    // `auth/<mount>/role/<name>`): one plain segment each, as vault-seed's own names.
     let policies: Vec<String> = cx
         .take_strings(&mut th, "policies", CTX)
         .unwrap_or_default()
         .into_iter()
-        .map(|p| p.0)
+        .filter_map(|(p, span)| match check_segment(&p) {
+            Ok(()) => Some(p),
+            Err(why) => {
+                cx.err(
+                    span,
+                    format!("an item of `policies` `{}` {why}", shown(&p)),
+                    Some(format!("a Vault policy's name; {SEGMENT_HELP}")),
+                );
+                None
+            }
+        })
         .collect();
-    let auth_mount = cx.take_string(&mut th, "auth_mount", CTX).map(|s| s.0);
+    let auth_mount = cx.take_checked(
+        &mut th,
+        "auth_mount",
+        CTX,
+        check_path,
+        "the path of ESO's auth method under `auth/`, e.g. `kubernetes`",
+    );
     let auth_role = cx
-        .take_string(&mut th, "auth_role", CTX)
-        .map(|(name, _)| AuthRole {
+        .take_checked(
+            &mut th,
+            "auth_role",
+            CTX,
+            check_segment,
+            "the name of ESO's role in that auth method, e.g. `eso`",
+        )
+        .map(|name| AuthRole {
             mount: auth_mount.clone().unwrap_or_else(|| "kubernetes".into()),
             name,
         });
@@ -998,6 +1064,78 @@ fn describe_char(c: char) -> String {
     }
 }
 
+/// The characters and names OpenBao refuses in a namespace path (openbao
+/// `internal/helper/namespace/namespace.go`: `reservedNames`; `Validate`: no spaces, no
+/// non-graphic characters, no `+` or `*`).
+const RESERVED_NAMESPACES: [&str; 8] = [
+    ".",
+    "..",
+    "root",
+    "sys",
+    "audit",
+    "auth",
+    "cubbyhole",
+    "identity",
+];
+
+const NAMESPACE_HELP: &str = "an OpenBao namespace path such as `platform` or `platform/team-a`: segments of visible ASCII without `+` or `*`, none of them `root`, `sys`, `audit`, `auth`, `cubbyhole`, `identity`, `.` or `..`";
+
+/// An OpenBao namespace path, as `X-Vault-Namespace` carries it: segments separated by `/` (one
+/// trailing `/` allowed, as OpenBao adds one), each by OpenBao's rules. Stricter than OpenBao in
+/// one way: ASCII only, since an HTTP header value is visible ASCII.
+fn check_namespace(ns: &str) -> Result<(), String> {
+    if ns.is_empty() {
+        return Err("is empty".into());
+    }
+    if let Some(c) = ns
+        .chars()
+        .find(|c| !c.is_ascii_graphic() || matches!(c, '+' | '*'))
+    {
+        return Err(format!("contains {}", describe_char(c)));
+    }
+    for seg in ns.strip_suffix('/').unwrap_or(ns).split('/') {
+        if seg.is_empty() {
+            return Err("has an empty segment".into());
+        }
+        if RESERVED_NAMESPACES.contains(&seg) {
+            return Err(format!("has the reserved segment `{seg}`"));
+        }
+    }
+    Ok(())
+}
+
+/// A kubeconfig context name: any text (contexts are free-form, e.g. an EKS ARN), but not empty
+/// and nothing that acts on a terminal when it is shown.
+fn check_context(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("is empty".into());
+    }
+    if let Some(c) = name.chars().find(|&c| is_unshowable(c)) {
+        return Err(format!("contains {}", describe_char(c)));
+    }
+    if name.trim() != name {
+        return Err("starts or ends with whitespace".into());
+    }
+    Ok(())
+}
+
+const K8S_NAMESPACE_HELP: &str = "a DNS-1123 label: at most 63 lowercase letters, digits and `-`, starting and ending with a letter or digit";
+
+/// A Kubernetes namespace: a DNS-1123 label (k8s.io/apimachinery
+/// `pkg/api/validation/generic.go`: `ValidateNamespaceName = NameIsDNSLabel`).
+fn check_k8s_namespace(n: &str) -> Result<(), String> {
+    let ok = !n.is_empty()
+        && n.len() <= 63
+        && n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && n.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && n.ends_with(|c: char| c.is_ascii_alphanumeric());
+    match ok {
+        true => Ok(()),
+        false => Err("is not a valid Kubernetes namespace name".into()),
+    }
+}
+
 fn check_addr(a: &str) -> Result<(), String> {
     let rest = a
         .strip_prefix("https://")
@@ -1012,7 +1150,7 @@ fn check_addr(a: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A Kubernetes object or namespace name (DNS-1123 subdomain, lowercase).
+/// A Kubernetes object name (DNS-1123 subdomain, lowercase).
 fn check_k8s_name(cx: &mut Cx<'_>, n: &str, span: Span, what: &str) -> bool {
     let ok = !n.is_empty()
         && n.len() <= 253
