@@ -444,3 +444,114 @@ fn header_and_url_strings_are_checked_with_locations() {
     let (code, _, err) = lint_one(&ok);
     assert_eq!(code, 0, "{err}");
 }
+
+/// Found by the probe: `mount = "auth"`, `path = "userpass/users"`, `kv_version = 1` made `apply`
+/// create a Vault user with the admin policy, and `mount = "secret/data"` wrote one key's data
+/// into another's. A mount is a secrets-engine mount, never an API prefix or a KV v2 endpoint.
+#[test]
+fn mounts_and_paths_outside_kv_are_refused() {
+    let cases = [
+        (
+            "auth",
+            "team/demo/{env}",
+            "mount `auth` reaches OpenBao's `auth/` API",
+        ),
+        (
+            "auth/userpass",
+            "users/{env}",
+            "mount `auth/userpass` reaches OpenBao's `auth/` API",
+        ),
+        (
+            "sys",
+            "policies/acl/{env}",
+            "mount `sys` reaches OpenBao's `sys/` API",
+        ),
+        (
+            "sys/raw",
+            "x/{env}",
+            "mount `sys/raw` reaches OpenBao's `sys/` API",
+        ),
+        (
+            "identity",
+            "entity/{env}",
+            "mount `identity` reaches OpenBao's `identity/` API",
+        ),
+        (
+            "cubbyhole",
+            "x/{env}",
+            "mount `cubbyhole` reaches OpenBao's `cubbyhole/` API",
+        ),
+        (
+            "audit",
+            "x/{env}",
+            "mount `audit` reaches OpenBao's `audit/` API",
+        ),
+        ("Sys", "x/{env}", "mount `Sys` reaches OpenBao's `sys/` API"),
+        (
+            "team-a/sys",
+            "x/{env}",
+            "mount `team-a/sys` reaches OpenBao's `sys/` API",
+        ),
+        (
+            "secret/data",
+            "x/{env}",
+            "mount `secret/data` has the segment `data`, a KV v2 endpoint",
+        ),
+        (
+            "secret/metadata",
+            "x/{env}",
+            "mount `secret/metadata` has the segment `metadata`, a KV v2 endpoint",
+        ),
+        (
+            "kv/team/destroy",
+            "x/{env}",
+            "mount `kv/team/destroy` has the segment `destroy`, a KV v2 endpoint",
+        ),
+        (
+            "secret",
+            "destroy/{env}",
+            "path template `destroy/{env}` starts with `destroy`, a KV v2 endpoint",
+        ),
+        (
+            "secret",
+            "{env}/x",
+            "path `data/x` of environment `data` starts with `data`, a KV v2 endpoint",
+        ),
+    ];
+    for (mount, path, expected) in cases {
+        let spec = GOOD
+            .replace(
+                "mount = \"secret\"",
+                &format!("mount = \"{mount}\"\nkv_version = 1"),
+            )
+            .replace("team/demo/{env}", path)
+            .replace("[environments.prod]", "[environments.data]");
+        let (code, _, err) = lint_one(&spec);
+        assert_eq!(code, 2, "{mount} {path}: {err}");
+        assert!(
+            err.contains(expected),
+            "{mount} {path}: wanted {expected:?} in:\n{err}"
+        );
+        assert!(err.contains("--> specs/broken.toml:"), "{err}");
+    }
+    // A mount or folder that only looks like one is fine.
+    for (mount, path) in [
+        ("authors", "x/{env}"),
+        ("kv-data", "x/{env}"),
+        ("data", "x/{env}"),
+        ("secret", "x/data/{env}"),
+    ] {
+        let spec = GOOD
+            .replace("mount = \"secret\"", &format!("mount = \"{mount}\""))
+            .replace("team/demo/{env}", path);
+        let (code, _, err) = lint_one(&spec);
+        assert_eq!(code, 0, "{mount} {path}: {err}");
+    }
+    let (code, _, err) = lint_one(
+        &GOOD
+            .replace("mount = \"secret\"", "mount = \"auth\"")
+            .replace("team/demo/{env}", "userpass/users/{env}"),
+    );
+    assert_eq!(code, 2);
+    insta::assert_snapshot!(err);
+}

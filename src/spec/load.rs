@@ -508,6 +508,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
             Some(format!("add `{ENV_PLACEHOLDER}`, e.g. `path = \"{}/{ENV_PLACEHOLDER}\"`", shown(&vault.0.path))),
         );
     }
+    check_kv_endpoint_folder(cx, &vault.0.path, vault.1, environments.keys());
     // Overrides must name secrets and fields that exist. By a set of names, not a search per
     // override; and "did you mean" (an edit distance to every name) only for the first few.
     let known: HashSet<&str> = secrets.iter().map(|s| s.name.as_str()).collect();
@@ -603,6 +604,9 @@ fn parse_vault(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<(VaultTarget, Span)>
             format!("mount `{}` {why}", shown(&mount)),
             Some("write the mount without slashes, e.g. `mount = \"secret\"`".into()),
         );
+        ok = false;
+    } else if let Err((why, help)) = check_kv_mount(&mount) {
+        cx.err(mount_span, format!("mount `{mount}` {why}"), Some(help));
         ok = false;
     }
     if let Err(why) = check_path(&path.replace(ENV_PLACEHOLDER, "env")) {
@@ -1061,6 +1065,96 @@ fn describe_char(c: char) -> String {
         c if c.is_control() => format!("a control character (U+{:04X})", c as u32),
         c if is_unshowable(c) => format!("an invisible formatting character (U+{:04X})", c as u32),
         c => format!("`{c}`"),
+    }
+}
+
+/// OpenBao's API prefixes that are not secrets engines, and what is behind each. From openbao
+/// `internal/vault/mount.go` (`protectedMounts`: nothing can be mounted under them) and
+/// `internal/vault/routing/routing.go` (`CredentialRoutePrefix`, `MountPath*`).
+const API_PREFIXES: [(&str, &str); 5] = [
+    ("auth", "auth methods: users, roles and their policies"),
+    ("sys", "the system backend: policies, mounts, seal"),
+    ("identity", "the identity store: entities and groups"),
+    ("cubbyhole", "the token's private store"),
+    ("audit", "audit devices"),
+];
+
+/// KV v2's endpoints that take a path after them (openbao `internal/builtin/logical/kv/`:
+/// `path_data.go`, `path_metadata.go`, `path_delete.go`, `path_destroy.go`, `path_subkeys.go`).
+/// vault-seed adds `data/` and `metadata/` itself; a mount or folder that names one reaches
+/// another path's endpoint (`destroy/` erases versions for good).
+const KV2_ENDPOINTS: [&str; 7] = [
+    "data",
+    "metadata",
+    "detailed-metadata",
+    "delete",
+    "undelete",
+    "destroy",
+    "subkeys",
+];
+
+/// A mount must be a secrets engine's mount: no segment is one of OpenBao's API prefixes (any
+/// segment, since a request path may begin with a namespace, and OpenBao reserves the same names
+/// for namespaces: `internal/helper/namespace/namespace.go`, `reservedNames`; in any case,
+/// though OpenBao's paths are case-sensitive, so that `Sys` is refused too), and no segment after
+/// the first is a KV v2 endpoint (`secret/data` is `secret`'s data endpoint, not a mount).
+fn check_kv_mount(mount: &str) -> Result<(), (String, String)> {
+    for (i, seg) in mount.split('/').enumerate() {
+        if let Some((prefix, what)) = API_PREFIXES
+            .iter()
+            .find(|(p, _)| p.eq_ignore_ascii_case(seg))
+        {
+            return Err((
+                format!("reaches OpenBao's `{prefix}/` API ({what}), not a KV secrets engine"),
+                "vault-seed writes only to KV secrets engines: give the KV mount's path, e.g. `mount = \"secret\"`".into(),
+            ));
+        }
+        if i > 0 && KV2_ENDPOINTS.contains(&seg) {
+            return Err((
+                format!("has the segment `{seg}`, a KV v2 endpoint: requests would reach another path's `{seg}/` endpoint"),
+                "give the mount alone, e.g. `mount = \"secret\"`: vault-seed adds `data/` and `metadata/` itself".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The folder's first segment, in each environment, must not be a KV v2 endpoint: on a KV v1
+/// mount, or on a mount that is not what the spec says, a write to `<mount>/destroy/...` would
+/// erase another secret's versions.
+fn check_kv_endpoint_folder<'a>(
+    cx: &mut Cx<'_>,
+    template: &str,
+    span: Span,
+    envs: impl Iterator<Item = &'a String>,
+) {
+    let first = template.split('/').next().unwrap_or_default();
+    let help = "rename the folder: where the mount is KV v1, or not what the spec says, writes there reach a KV v2 endpoint (`destroy/` erases versions)";
+    if !first.contains(ENV_PLACEHOLDER) {
+        if KV2_ENDPOINTS.contains(&first) {
+            cx.err(
+                span,
+                format!(
+                    "path template `{}` starts with `{first}`, a KV v2 endpoint",
+                    shown(template)
+                ),
+                Some(help.into()),
+            );
+        }
+        return;
+    }
+    for env in envs {
+        let seg = first.replace(ENV_PLACEHOLDER, env);
+        if KV2_ENDPOINTS.contains(&seg.as_str()) {
+            cx.err(
+                span,
+                format!(
+                    "path `{}` of environment `{env}` starts with `{seg}`, a KV v2 endpoint",
+                    shown(&template.replace(ENV_PLACEHOLDER, env))
+                ),
+                Some(help.into()),
+            );
+        }
     }
 }
 
