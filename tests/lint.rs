@@ -555,3 +555,30 @@ fn mounts_and_paths_outside_kv_are_refused() {
     assert_eq!(code, 2);
     insta::assert_snapshot!(err);
 }
+
+/// Found by the probe: secret `a.b` with field `c` and secret `a` with field `b.c` both linted,
+/// and `set dev a.b.c` silently picked one. Dots in field names are legitimate (ESO reads a key
+/// with dots literally before it tries a gjson path), so the clash is refused, not the dots.
+#[test]
+fn names_that_could_mean_two_fields_are_refused() {
+    let spec = format!(
+        "{GOOD}\n[secrets.\"a.b\"]\ndescription = \"x\"\nfields.c = {{ generator = \"uuid\" }}\n\n[secrets.a]\ndescription = \"y\"\nfields.\"b.c\" = {{ generator = \"uuid\" }}\n"
+    );
+    let (code, _, err) = lint_one(&spec);
+    assert_eq!(code, 2, "{err}");
+    insta::assert_snapshot!(err);
+    // A secret named like another's field, and the same across two files sharing a folder.
+    let other = "name = \"demo2\"\n[vault]\nmount = \"secret\"\npath = \"team/demo/{env}\"\n[environments.dev]\n[secrets.\"SALT.password\"]\ndescription = \"x\"\nfields.v = { generator = \"uuid\" }\n";
+    let (code, _, err) = lint_files(&[("a.toml", GOOD), ("b.toml", other)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("`set` and `rotate` could not tell apart secret `SALT` field `password` and secret `SALT.password`: both are `secret/team/demo/dev/SALT.password` in environment `dev`"),
+        "{err}"
+    );
+    // Dots that clash with nothing are fine.
+    let fine = format!(
+        "{GOOD}\n[secrets.\"a.b\"]\ndescription = \"x\"\nfields.\"c.d\" = {{ generator = \"uuid\" }}\n"
+    );
+    let (code, _, err) = lint_one(&fine);
+    assert_eq!(code, 0, "{err}");
+}

@@ -3,7 +3,7 @@
 //! The TOML is walked by hand over `toml_span` values so that every problem of every file is
 //! collected, each with the span of the key or value at fault, before anything is returned.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use toml_span::value::{Key, ValueInner};
@@ -140,7 +140,7 @@ pub fn load_sources(
             Err(e) => diags.push(not_utf8(&path, e)),
         }
     }
-    check_duplicate_paths(&specs, &mut diags);
+    check_environments(&specs, &mut diags);
     if diags.is_empty() {
         Ok(SpecSet { specs })
     } else {
@@ -986,39 +986,119 @@ fn parse_generator(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> Option<Gener
     }
 }
 
-/// Two secrets (in one file or several) that resolve to the same Vault path in one environment.
-fn check_duplicate_paths(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
-    let mut seen: HashMap<(String, String), &Secret> = HashMap::new();
-    for spec in specs {
-        for env in spec.environments.values() {
-            for t in spec.targets(env) {
-                let Some(secret) = spec.secrets.iter().find(|s| s.name == t.name) else {
-                    continue;
-                };
-                let key = (env.name.clone(), t.full_path());
-                match seen.get(&key) {
-                    Some(first) if !std::ptr::eq(*first, secret) => {
-                        let d = Diagnostic::at(
-                            secret.location.clone(),
-                            format!(
-                                "duplicate path `{}` in environment `{}`",
-                                shown(&t.full_path()),
-                                env.name
-                            ),
-                        );
-                        diags.push(d.with_help(format!(
-                            "also defined at {}; each path must have one owner",
-                            first.location
-                        )));
-                    }
-                    Some(_) => {}
-                    None => {
-                        seen.insert(key, secret);
-                    }
-                }
+/// A secret of the spec set: (spec index, secret index).
+type Owner = (usize, usize);
+
+/// Per environment, across every spec that defines it: two secrets at one Vault path, and two
+/// secrets or fields that `set` and `rotate` could not tell apart (secret `a.b` field `c`, secret
+/// `a` field `b.c`). Each pair is reported once, however many environments it appears in.
+///
+/// Linear in the targets: one environment at a time, with hash maps. (It was quadratic: each
+/// target searched its spec's secrets by name, 5 s at 16,000 secrets in one file.)
+fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
+    let env_names: BTreeSet<&str> = specs
+        .iter()
+        .flat_map(|s| s.environments.keys().map(String::as_str))
+        .collect();
+    let secret = |(s, k): Owner| &specs[s].secrets[k];
+    // (kind, first, later) -> (the first environment's diagnostic, how many more environments)
+    let mut found: HashMap<(bool, Owner, Owner), (Diagnostic, usize)> = HashMap::new();
+    let mut order = Vec::new();
+    let mut note =
+        |key: (bool, Owner, Owner), make: &dyn Fn() -> Diagnostic| match found.get_mut(&key) {
+            Some((_, more)) => *more += 1,
+            None => {
+                order.push(key);
+                found.insert(key, (make(), 0));
+            }
+        };
+    for env in env_names {
+        let mut targets = Vec::new();
+        for (si, spec) in specs.iter().enumerate() {
+            let Some(e) = spec.environments.get(env) else {
+                continue;
+            };
+            for (ki, s) in spec.secrets.iter().enumerate() {
+                targets.extend(spec.target(e, s).map(|t| ((si, ki), t)));
+            }
+        }
+        let paths = targets.iter().map(|(o, t)| (t.full_path(), *o));
+        for (first, later, path) in first_claims(paths) {
+            note((true, first, later), &|| {
+                Diagnostic::at(
+                    secret(later).location.clone(),
+                    format!("duplicate path `{}` in environment `{env}`", shown(&path)),
+                )
+                .with_help(format!(
+                    "also defined at {}; each path must have one owner",
+                    secret(first).location
+                ))
+            });
+        }
+        // What `set`/`rotate` accept for a secret: its path (the whole secret), and its path, a
+        // dot and a field. Two different secrets answering to one name are ambiguous; a path
+        // claimed twice is the duplicate above.
+        let names = targets.iter().flat_map(|(o, t)| {
+            let full = t.full_path();
+            std::iter::once((full.clone(), (*o, None))).chain(
+                t.fields
+                    .iter()
+                    .map(move |f| (format!("{full}.{}", f.name), (*o, Some(f.name.as_str())))),
+            )
+        });
+        for ((first, ff), (later, lf), name) in first_claims(names) {
+            // The same field (or none) on both sides means the same path: a duplicate, above.
+            if first == later || ff == lf {
+                continue;
+            }
+            let what = |o: Owner, f: Option<&str>| match f {
+                Some(f) => format!("secret `{}` field `{}`", shown(&secret(o).name), shown(f)),
+                None => format!("secret `{}`", shown(&secret(o).name)),
+            };
+            note((false, first, later), &|| {
+                Diagnostic::at(
+                    secret(later).location.clone(),
+                    format!(
+                        "`set` and `rotate` could not tell apart {} and {}: both are `{}` in environment `{env}`",
+                        what(first, ff),
+                        what(later, lf),
+                        shown(&name)
+                    ),
+                )
+                .with_help(format!(
+                    "the other is at {}; rename a secret or a field (dots in field names are fine where they clash with nothing)",
+                    secret(first).location
+                ))
+            });
+        }
+    }
+    for key in order {
+        let (mut d, more) = found.remove(&key).unwrap_or_else(|| unreachable!());
+        if more > 0 {
+            d.message.push_str(&format!(" and {more} other(s)"));
+        }
+        diags.push(d);
+    }
+}
+
+/// Every key claimed by a second owner: (the first owner, the later one, the key), in input
+/// order. One hash lookup per item, so linear in the items.
+fn first_claims<K, O>(items: impl IntoIterator<Item = (K, O)>) -> Vec<(O, O, K)>
+where
+    K: std::hash::Hash + Eq,
+    O: Copy,
+{
+    let mut first: HashMap<K, O> = HashMap::new();
+    let mut clashes = Vec::new();
+    for (k, o) in items {
+        match first.get(&k) {
+            Some(&f) => clashes.push((f, o, k)),
+            None => {
+                first.insert(k, o);
             }
         }
     }
+    clashes
 }
 
 const SEGMENT_HELP: &str = "use letters, digits, `_`, `-` and `.` (not `.` or `..` alone)";
@@ -1268,4 +1348,103 @@ fn list_str(items: &[&str]) -> String {
         .map(|i| format!("`{i}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::hash::{Hash, Hasher};
+
+    use super::*;
+
+    /// A key that counts how often it is hashed and compared.
+    struct Counted<'a> {
+        key: String,
+        ops: &'a Cell<usize>,
+    }
+
+    impl Hash for Counted<'_> {
+        fn hash<H: Hasher>(&self, h: &mut H) {
+            self.ops.set(self.ops.get() + 1);
+            self.key.hash(h);
+        }
+    }
+
+    impl PartialEq for Counted<'_> {
+        fn eq(&self, other: &Self) -> bool {
+            self.ops.set(self.ops.get() + 1);
+            self.key == other.key
+        }
+    }
+
+    impl Eq for Counted<'_> {}
+
+    /// Issue 12, finding 7: lint was quadratic in the secrets of a file (16,000 took 5 s; each
+    /// target searched its spec's secrets by name). Duplicate and ambiguity detection now go
+    /// through `first_claims`, and its work is linear: a few hash-and-compare steps per item,
+    /// counted rather than timed.
+    #[test]
+    fn claims_are_found_with_work_linear_in_the_items() {
+        let ops_for = |n: usize| {
+            let ops = Cell::new(0);
+            let items = (0..n).map(|i| {
+                // Every tenth key repeats the one before it: a clash.
+                let k = if i % 10 == 9 { i - 1 } else { i };
+                (
+                    Counted {
+                        key: format!("secret/app/dev/S{k}"),
+                        ops: &ops,
+                    },
+                    i,
+                )
+            });
+            let clashes = first_claims(items);
+            assert_eq!(clashes.len(), n / 10);
+            assert!(clashes.iter().all(|(a, b, _)| b - a == 1));
+            ops.get()
+        };
+        let small = ops_for(10_000);
+        let large = ops_for(100_000);
+        assert!(small <= 4 * 10_000, "{small} operations for 10,000 items");
+        assert!(large <= 4 * 100_000, "{large} operations for 100,000 items");
+    }
+
+    fn spec_text(secrets: &str) -> Vec<(PathBuf, Vec<u8>)> {
+        let text = format!(
+            "[vault]\nmount = \"secret\"\npath = \"app/{{env}}\"\n[environments.dev]\n[environments.prod]\n{secrets}"
+        );
+        vec![(PathBuf::from("specs/app.toml"), text.into_bytes())]
+    }
+
+    #[test]
+    fn many_secrets_in_one_file_load_and_clashes_are_found_once() {
+        let mut secrets = String::new();
+        for i in 0..20_000 {
+            secrets.push_str(&format!(
+                "[secrets.S{i}]\ndescription = \"d\"\nfields.v = {{ generator = \"uuid\" }}\n"
+            ));
+        }
+        let set = load_sources(spec_text(&secrets), Vec::new()).unwrap();
+        assert_eq!(set.specs[0].secrets.len(), 20_000);
+        // `S1.v` (the whole secret) against `S1` field `v`: one problem, not one per environment.
+        secrets.push_str(
+            "[secrets.\"S1.v\"]\ndescription = \"d\"\nfields.x = { generator = \"uuid\" }\n",
+        );
+        let Err(LoadError::Invalid(d)) = load_sources(spec_text(&secrets), Vec::new()) else {
+            panic!("the clash was not found");
+        };
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(
+            d[0].message
+                .contains("secret `S1` field `v` and secret `S1.v`"),
+            "{}",
+            d[0]
+        );
+        assert!(
+            d[0].message
+                .ends_with("in environment `dev` and 1 other(s)"),
+            "{}",
+            d[0]
+        );
+    }
 }
