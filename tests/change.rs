@@ -425,3 +425,82 @@ fn rotate_refuses_fixed_secrets_placeholders_and_missing_yes() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("never rotates"));
 }
+
+/// Found by the probe: `set dev a.b.c` silently picked one of two secrets. A name that fits
+/// several secrets or fields (here the same secret name in two applications) is refused, exit 2,
+/// naming each; the path under the mount picks one.
+#[test]
+fn set_and_rotate_refuse_an_ambiguous_name_and_a_path_picks_one() {
+    let (bao, dir) = setup();
+    let other = SPEC
+        .replace("{addr}", &bao.addr)
+        .replace("app/{env}", "other/{env}");
+    std::fs::write(dir.path().join("other.toml"), other).unwrap();
+    let out = vs(&bao, dir.path(), &["apply", "dev"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for args in [
+        &["set", "dev", "MASTERKEY"][..],
+        &["set", "dev", "MASTERKEY.password"][..],
+        &["rotate", "dev", "SALT", "--yes"][..],
+    ] {
+        let out = vs(
+            &bao,
+            dir.path(),
+            args,
+            Some("0123456789abcdef0123456789abcdef\n"),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let name = args[2].split('.').next().unwrap();
+        assert!(
+            err.contains(&format!("`{}` names 2 secrets", args[2]))
+                && err.contains(&format!("`secret/app/dev/{name}`"))
+                && err.contains(&format!("`secret/other/dev/{name}`")),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("name it by its path"), "{err}");
+    }
+    assert_eq!(get(&bao, "MASTERKEY").1, 1);
+    assert_eq!(get(&bao, "SALT").1, 1);
+    assert_eq!(bao.kv_get("secret", "other/dev/SALT").unwrap().1, 1);
+    // The path under the mount, or the full path, picks one.
+    let out = vs(
+        &bao,
+        dir.path(),
+        &["set", "dev", "other/dev/MASTERKEY.password", "--force"],
+        Some("0123456789abcdef0123456789abcdef\n"),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(bao.kv_get("secret", "other/dev/MASTERKEY").unwrap().1, 2);
+    assert_eq!(get(&bao, "MASTERKEY").1, 1);
+    let out = vs(
+        &bao,
+        dir.path(),
+        &["rotate", "dev", "secret/app/dev/SALT", "--yes"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(get(&bao, "SALT").1, 2);
+    assert_eq!(bao.kv_get("secret", "other/dev/SALT").unwrap().1, 1);
+}
+
+/// A spec whose names clash (`a.b` field `c`, `a` field `b.c`) is refused before anything is
+/// read or written, naming both.
+#[test]
+fn set_of_a_name_that_could_mean_two_fields_is_refused() {
+    let (bao, dir) = setup();
+    let clash = format!(
+        "[vault]\nmount = \"secret\"\npath = \"clash/{{env}}\"\n[environments.dev]\nvault_addr = \"{}\"\n[secrets.\"a.b\"]\ndescription = \"x\"\nfields.c = {{ generator = \"placeholder\" }}\n[secrets.a]\ndescription = \"y\"\nfields.\"b.c\" = {{ generator = \"placeholder\" }}\n",
+        bao.addr
+    );
+    std::fs::write(dir.path().join("clash.toml"), clash).unwrap();
+    let out = vs(&bao, dir.path(), &["set", "dev", "a.b.c"], Some("value\n"));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("could not tell apart secret `a.b` field `c` and secret `a` field `b.c`"),
+        "{err}"
+    );
+    assert!(bao.kv_get("secret", "clash/dev/a.b").is_none());
+    assert!(bao.kv_get("secret", "clash/dev/a").is_none());
+}

@@ -44,8 +44,16 @@ pub(crate) fn print_load_error(g: &GlobalArgs, e: &LoadError) {
     let style = Style::stderr(g.color);
     match e {
         LoadError::Invalid(diags) => {
-            for d in diags {
+            // The first problems in full, the rest counted: a hostile spec can have thousands.
+            for d in diags.iter().take(spec::diag::SHOWN_MAX) {
                 eprint!("{}", d.render(&style));
+            }
+            if let Some(more) = diags
+                .len()
+                .checked_sub(spec::diag::SHOWN_MAX)
+                .filter(|&n| n > 0)
+            {
+                eprintln!("… and {more} more problems (`vault-seed lint -o json` lists them all)");
             }
             eprintln!(
                 "{}: {} problem(s) in the specs under `{}`; nothing was sent to Vault",

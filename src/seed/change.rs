@@ -18,6 +18,17 @@ pub enum ChangeError {
         /// What to do.
         help: String,
     },
+    /// `SECRET[.FIELD]` fits several secrets or fields (the same name in two applications);
+    /// nothing is chosen.
+    #[error("`{name}` names {} secrets: {}", .candidates.len(), .candidates.join(" and "))]
+    Ambiguous {
+        /// The name as given (escaped, elided).
+        name: String,
+        /// Each fit: "`<full path>` (field `<field>`)".
+        candidates: Vec<String>,
+        /// One of them, as a name that fits it alone.
+        example: String,
+    },
     /// The path does not exist (or its latest version is deleted).
     #[error("`{path}` does not exist yet")]
     Absent {
@@ -44,6 +55,9 @@ impl ChangeError {
     pub fn help(&self, env: &str) -> Option<String> {
         match self {
             ChangeError::NotInSpec { help, .. } => Some(help.clone()),
+            ChangeError::Ambiguous { example, .. } => Some(format!(
+                "name it by its path under the mount, e.g. `{example}`, or by its full path"
+            )),
             ChangeError::Absent { .. } => {
                 Some(format!("create it first with `vault-seed apply {env}`"))
             }
@@ -55,39 +69,70 @@ impl ChangeError {
     }
 }
 
-/// Find `SECRET` or `SECRET.FIELD` among the targets. Without a field, the secret's only field;
-/// with several fields, `None` (the caller decides whether all fields are meant).
+/// Find `SECRET` or `SECRET.FIELD` among the targets, the secret named by its name, its path
+/// under the mount or its full path. Without a field, the secret's only field; with several
+/// fields, `None` (the caller decides whether all fields are meant). A name that fits more than
+/// one secret or field is refused, naming each: never a silent pick.
 pub fn select<'a>(
     targets: &'a [Target],
     name: &str,
 ) -> Result<(&'a Target, Option<&'a Field>), ChangeError> {
-    let names = || {
-        targets
-            .iter()
-            .map(|t| format!("`{}`", t.name))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    if let Some(t) = targets.iter().find(|t| t.name == name) {
-        let only = (t.fields.len() == 1).then(|| &t.fields[0]);
-        return Ok((t, only));
+    // Each fit: the target, the field, and the name that fits it alone with the path.
+    let mut found: Vec<(&Target, Option<&Field>, String)> = Vec::new();
+    for t in targets {
+        let full = t.full_path();
+        for whole in [t.name.as_str(), t.path.as_str(), full.as_str()] {
+            let fit = if name == whole {
+                let only = (t.fields.len() == 1).then(|| &t.fields[0]);
+                Some((only, t.path.clone()))
+            } else {
+                name.strip_prefix(whole)
+                    .and_then(|rest| rest.strip_prefix('.'))
+                    .and_then(|field| t.fields.iter().find(|f| f.name == field))
+                    .map(|f| (Some(f), format!("{}.{}", t.path, f.name)))
+            };
+            if let Some((f, by_path)) = fit {
+                let field_name = |f: Option<&Field>| f.map(|f| f.name.clone());
+                if !found
+                    .iter()
+                    .any(|(u, g, _)| std::ptr::eq(*u, t) && field_name(*g) == field_name(f))
+                {
+                    found.push((t, f, by_path));
+                }
+            }
+        }
     }
+    match found.as_slice() {
+        [(t, f, _)] => return Ok((t, *f)),
+        [] => {}
+        many => {
+            return Err(ChangeError::Ambiguous {
+                name: crate::spec::diag::shown(name),
+                candidates: many
+                    .iter()
+                    .map(|(t, f, _)| match f {
+                        Some(f) => format!("`{}` (field `{}`)", t.full_path(), f.name),
+                        None => format!("`{}`", t.full_path()),
+                    })
+                    .collect(),
+                example: many[0].2.clone(),
+            });
+        }
+    }
+    let names = || crate::spec::few(&targets.iter().map(|t| t.name.clone()).collect::<Vec<_>>());
     if let Some((secret, field)) = name.rsplit_once('.') {
         if let Some(t) = targets.iter().find(|t| t.name == secret) {
-            return match t.fields.iter().find(|f| f.name == field) {
-                Some(f) => Ok((t, Some(f))),
-                None => Err(ChangeError::NotInSpec {
-                    message: format!("secret `{secret}` has no field `{field}`"),
-                    help: format!(
-                        "its fields: {}",
-                        t.fields
-                            .iter()
-                            .map(|f| format!("`{}`", f.name))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                }),
-            };
+            return Err(ChangeError::NotInSpec {
+                message: format!("secret `{secret}` has no field `{field}`"),
+                help: format!(
+                    "its fields: {}",
+                    t.fields
+                        .iter()
+                        .map(|f| format!("`{}`", f.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
         }
     }
     Err(ChangeError::NotInSpec {
@@ -153,4 +198,94 @@ pub async fn write_fields(
         }
     }
     Ok(version)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::generate::Generator;
+
+    fn target(folder: &str, name: &str, fields: &[&str]) -> Target {
+        Target {
+            spec_file: PathBuf::from(format!("specs/{folder}.toml")),
+            app: folder.into(),
+            mount: "secret".into(),
+            path: format!("{folder}/dev/{name}"),
+            name: name.into(),
+            fixed: false,
+            fields: fields
+                .iter()
+                .map(|f| Field {
+                    name: f.to_string(),
+                    generator: Generator::Uuid,
+                })
+                .collect(),
+            kv_version: Some(2),
+        }
+    }
+
+    fn picked(targets: &[Target], name: &str) -> (String, Option<String>) {
+        let (t, f) = select(targets, name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        (t.full_path(), f.map(|f| f.name.clone()))
+    }
+
+    #[test]
+    fn a_secret_is_named_by_name_path_or_full_path_with_an_optional_field() {
+        let ts = [
+            target("app", "SALT", &["password"]),
+            target("app", "PAT", &["value", "note"]),
+        ];
+        let salt = (
+            "secret/app/dev/SALT".to_string(),
+            Some("password".to_string()),
+        );
+        for name in [
+            "SALT",
+            "SALT.password",
+            "app/dev/SALT",
+            "secret/app/dev/SALT.password",
+        ] {
+            assert_eq!(picked(&ts, name), salt, "{name}");
+        }
+        assert_eq!(picked(&ts, "PAT"), ("secret/app/dev/PAT".into(), None));
+        assert_eq!(picked(&ts, "app/dev/PAT.note").1.as_deref(), Some("note"));
+        let e = select(&ts, "PAT.nope").err().unwrap().to_string();
+        assert_eq!(e, "secret `PAT` has no field `nope`");
+        assert!(select(&ts, "NOPE").is_err());
+    }
+
+    /// Found by the probe: a name that fit two secrets picked one silently.
+    #[test]
+    fn a_name_that_fits_two_secrets_or_fields_is_refused_naming_both() {
+        // The same secret name in two applications.
+        let ts = [
+            target("app", "SALT", &["password"]),
+            target("other", "SALT", &["password"]),
+        ];
+        for name in ["SALT", "SALT.password"] {
+            let e = select(&ts, name).err().unwrap();
+            assert!(matches!(e, ChangeError::Ambiguous { .. }), "{name}: {e}");
+            assert_eq!(
+                e.to_string(),
+                format!("`{name}` names 2 secrets: `secret/app/dev/SALT` (field `password`) and `secret/other/dev/SALT` (field `password`)")
+            );
+            assert!(
+                e.help("dev").unwrap().contains("`app/dev/SALT"),
+                "{:?}",
+                e.help("dev")
+            );
+        }
+        assert_eq!(picked(&ts, "other/dev/SALT").0, "secret/other/dev/SALT");
+        // Secret `a.b` field `c` against secret `a` field `b.c` (lint refuses such a spec; a
+        // name that fits both is refused here too).
+        let ts = [target("app", "a.b", &["c"]), target("app", "a", &["b.c"])];
+        let e = select(&ts, "a.b.c").err().unwrap().to_string();
+        assert!(
+            e.contains("`secret/app/dev/a.b` (field `c`)")
+                && e.contains("`secret/app/dev/a` (field `b.c`)"),
+            "{e}"
+        );
+    }
 }

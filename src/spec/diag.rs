@@ -23,6 +23,23 @@ impl fmt::Display for Location {
     }
 }
 
+/// How many problems are printed in full; the rest are counted ("… and N more problems").
+pub const SHOWN_MAX: usize = 50;
+
+/// The most characters a message or a help line keeps. User text inside them is already elided
+/// by [`shown`]; this bounds whatever else a message quotes, so that each problem costs memory in
+/// proportion to nothing but a constant.
+const MAX_TEXT_CHARS: usize = 1000;
+
+/// The most characters of user text (a name, a path, a key) quoted in a message.
+const SHOWN_CHARS: usize = 64;
+
+/// A source line up to this many characters is shown whole; a longer one, as a window of that
+/// many around the span: up to 40 characters before it, up to 60 of the span, then what fits.
+const WINDOW: usize = 120;
+const WINDOW_BEFORE: usize = 40;
+const WINDOW_SPAN: usize = 60;
+
 /// One problem found in a spec, with where it is and what to do about it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Diagnostic {
@@ -33,16 +50,28 @@ pub struct Diagnostic {
     /// What to do about it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
-    /// The source line and the caret under the span, pre-rendered (not in JSON output).
+    /// A window of the source line around the span and the caret under it, pre-rendered (not in
+    /// JSON output). Never the whole line: a one-line spec would copy it into every problem.
     #[serde(skip)]
-    snippet: Option<(String, usize, usize)>,
+    snippet: Option<Snippet>,
+}
+
+/// A window of a source line, and where the caret goes in it.
+#[derive(Debug, Clone)]
+struct Snippet {
+    /// The window's text, control characters replaced, `…` where the line was cut.
+    text: String,
+    /// The caret's column in `text`, from 1.
+    col: usize,
+    /// The caret's width in characters.
+    len: usize,
 }
 
 impl Diagnostic {
     /// A diagnostic without a position.
     pub fn global(message: impl Into<String>) -> Self {
         Diagnostic {
-            message: message.into(),
+            message: bounded(message.into()),
             location: None,
             help: None,
             snippet: None,
@@ -59,7 +88,7 @@ impl Diagnostic {
 
     /// Attach a hint.
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
-        self.help = Some(help.into());
+        self.help = Some(bounded(help.into()));
         self
     }
 
@@ -68,11 +97,11 @@ impl Diagnostic {
         let mut out = format!("{}: {}\n", style.error("error"), self.message);
         if let Some(loc) = &self.location {
             out.push_str(&format!("  {} {loc}\n", style.dim("-->")));
-            if let Some((line, col, len)) = &self.snippet {
+            if let Some(Snippet { text, col, len }) = &self.snippet {
                 let num = loc.line.to_string();
                 let pad = " ".repeat(num.len());
                 out.push_str(&format!("{pad} {}\n", style.dim("|")));
-                out.push_str(&format!("{} {} {line}\n", style.dim(&num), style.dim("|")));
+                out.push_str(&format!("{} {} {text}\n", style.dim(&num), style.dim("|")));
                 out.push_str(&format!(
                     "{pad} {} {}{}\n",
                     style.dim("|"),
@@ -101,6 +130,54 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// User text (a name, a key, a path) as quoted in a message: characters that would act on a
+/// terminal rather than show (control characters, bidirectional overrides) written as
+/// `\u{1b}`, and text longer than 64 characters cut in the middle with `…`.
+pub(crate) fn shown(s: &str) -> String {
+    let n = s.chars().count();
+    if n <= SHOWN_CHARS {
+        return escaped(s);
+    }
+    let head: String = s.chars().take(SHOWN_CHARS / 2).collect();
+    let tail: String = s.chars().skip(n - SHOWN_CHARS / 4).collect();
+    format!("{}…{}", escaped(&head), escaped(&tail))
+}
+
+/// Whether a character acts on a terminal or reorders text rather than showing: control
+/// characters, and the bidirectional controls of "Trojan Source" (CVE-2021-42574).
+pub(crate) fn is_unshowable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn escaped(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if is_unshowable(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A message or help line, escaped and cut to [`MAX_TEXT_CHARS`].
+fn bounded(s: String) -> String {
+    if s.len() <= MAX_TEXT_CHARS && !s.chars().any(is_unshowable) {
+        return s;
+    }
+    let mut out = escaped(&s.chars().take(MAX_TEXT_CHARS).collect::<String>());
+    if s.chars().nth(MAX_TEXT_CHARS).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// How often [`SourceFile`] records a character count, in bytes: a column is then found by
+/// counting at most this many bytes, however long the line.
+const CHAR_CHECKPOINT: usize = 1024;
+
 /// A spec file's text, to turn byte spans into line and column.
 pub struct SourceFile {
     /// The path, as given (relative paths stay relative, as users typed them).
@@ -108,54 +185,124 @@ pub struct SourceFile {
     /// The file's contents.
     pub text: String,
     line_starts: Vec<usize>,
+    /// (byte offset, characters before it), every [`CHAR_CHECKPOINT`] bytes or so.
+    char_checkpoints: Vec<(usize, usize)>,
 }
 
 impl SourceFile {
-    /// Index a file's text by line.
+    /// Index a file's text by line (and by character count, for columns on long lines).
     pub fn new(path: &Path, text: String) -> Self {
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        let mut char_checkpoints = vec![(0, 0)];
+        let mut next = CHAR_CHECKPOINT;
+        for (chars, (i, _)) in text.char_indices().enumerate() {
+            if i >= next {
+                char_checkpoints.push((i, chars));
+                next = i + CHAR_CHECKPOINT;
+            }
+        }
         SourceFile {
             path: path.to_path_buf(),
             text,
             line_starts,
+            char_checkpoints,
         }
+    }
+
+    /// The number of characters before byte `offset` (a character boundary).
+    fn chars_before(&self, offset: usize) -> usize {
+        let i = self.char_checkpoints.partition_point(|&(b, _)| b <= offset) - 1;
+        let (at, chars) = self.char_checkpoints[i];
+        chars + self.text[at..offset].chars().count()
+    }
+
+    /// The nearest character boundary at or before `offset`, within the text.
+    fn floor(&self, offset: usize) -> usize {
+        let mut o = offset.min(self.text.len());
+        while !self.text.is_char_boundary(o) {
+            o -= 1;
+        }
+        o
     }
 
     /// The 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
-        let offset = offset.min(self.text.len());
+        let offset = self.floor(offset);
         let line = self.line_starts.partition_point(|&s| s <= offset) - 1;
         let start = self.line_starts[line];
-        let col = self
-            .text
-            .get(start..offset)
-            .map_or(offset - start, |s| s.chars().count());
-        (line + 1, col + 1)
+        (
+            line + 1,
+            self.chars_before(offset) - self.chars_before(start) + 1,
+        )
     }
 
-    /// A diagnostic at `span`.
+    /// A diagnostic at `span`, showing a window of its line around the span.
     pub fn diag(&self, span: Span, message: impl Into<String>) -> Diagnostic {
         let (line, col) = self.line_col(span.start);
-        let start = self.line_starts[line - 1];
-        let end = self.text[start..]
-            .find('\n')
-            .map_or(self.text.len(), |i| start + i);
-        let text = self.text[start..end].trim_end_matches('\r').to_string();
-        let span_end = span.end.clamp(span.start, end);
-        let len = self
-            .text
-            .get(span.start..span_end)
-            .map_or(1, |s| s.chars().count());
+        let start = self.floor(span.start);
+        let line_start = self.line_starts[line - 1];
+        let line_end = self
+            .line_starts
+            .get(line)
+            .map_or(self.text.len(), |&next| next - 1);
+        let span_end = self.floor(span.end.clamp(start, line_end));
+        let before = &self.text[line_start..start];
+        let inside = &self.text[start..span_end];
+        let after = self.text[span_end..line_end].trim_end_matches('\r');
+        let whole = self.chars_before(line_end) - self.chars_before(line_start) <= WINDOW;
+        let (before_max, span_max) = match whole {
+            true => (WINDOW, WINDOW),
+            false => (WINDOW_BEFORE, WINDOW_SPAN),
+        };
+        let mut text = String::new();
+        let before_n = before.chars().rev().take(before_max + 1).count();
+        if before_n > before_max {
+            text.push('…');
+        }
+        let from = match before_n.min(before_max) {
+            0 => before.len(),
+            n => before.char_indices().rev().nth(n - 1).map_or(0, |(i, _)| i),
+        };
+        text.push_str(&before[from..]);
+        let caret_col = text.chars().count() + 1;
+        let mut len = 0;
+        for c in inside.chars().take(span_max) {
+            text.push(c);
+            len += 1;
+        }
+        if inside.chars().nth(span_max).is_some() {
+            text.push('…');
+        } else {
+            let room = WINDOW.saturating_sub(text.chars().count());
+            let mut rest = after.chars();
+            text.extend(rest.by_ref().take(room));
+            if rest.next().is_some() {
+                text.push('…');
+            }
+        }
+        // One character in, one column out: the caret stays under the span.
+        let text = text
+            .chars()
+            .map(|c| match c {
+                '\t' => ' ',
+                c if is_unshowable(c) => '\u{fffd}',
+                c => c,
+            })
+            .collect();
         Diagnostic {
-            message: message.into(),
+            message: bounded(message.into()),
             location: Some(Location {
                 file: self.path.clone(),
                 line,
                 col,
             }),
             help: None,
-            snippet: Some((text, col, len)),
+            snippet: Some(Snippet {
+                text,
+                col: caret_col,
+                len: len.max(1),
+            }),
         }
     }
 }
@@ -172,5 +319,70 @@ mod tests {
         // `=` is after `c`, `é` (2 bytes) and a space: column 4.
         assert_eq!(f.line_col(7), (2, 4));
         assert_eq!(f.line_col(999), (3, 1));
+    }
+
+    #[test]
+    fn columns_on_a_long_multi_byte_line_cross_checkpoints() {
+        // 5,000 two-byte characters, then `x`: the column counts characters, not bytes.
+        let text = format!("a\n{}x = 1\n", "é".repeat(5_000));
+        let f = SourceFile::new(Path::new("a.toml"), text.clone());
+        let x = text.find('x').unwrap();
+        assert_eq!(f.line_col(x), (2, 5_001));
+        assert_eq!(f.line_col(x + 1), (2, 5_002));
+        // An offset inside a character counts from its start.
+        assert_eq!(f.line_col(3), (2, 1));
+    }
+
+    fn rendered(d: &Diagnostic) -> String {
+        d.render(&crate::report::Style::plain())
+    }
+
+    #[test]
+    fn a_long_line_is_shown_as_a_window_with_the_caret_under_the_span() {
+        let line = format!("{} bad {}", "a".repeat(500), "z".repeat(500));
+        let f = SourceFile::new(Path::new("a.toml"), line.clone());
+        let at = line.find("bad").unwrap();
+        let out = rendered(&f.diag(Span::new(at, at + 3), "m"));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[1], "  --> a.toml:1:502");
+        let (src, caret) = (lines[3], lines[4]);
+        assert!(src.starts_with("1 | …") && src.ends_with('…'), "{src}");
+        assert!(src.chars().count() < 130, "{src}");
+        let col = caret.find('^').unwrap();
+        assert_eq!(
+            &src[src
+                .char_indices()
+                .nth(caret[..col].chars().count())
+                .unwrap()
+                .0..][..3],
+            "bad"
+        );
+        // A short line is shown whole.
+        let f = SourceFile::new(Path::new("a.toml"), "k = \"v\"\n".into());
+        assert!(rendered(&f.diag(Span::new(4, 7), "m")).contains("1 | k = \"v\"\n"));
+    }
+
+    #[test]
+    fn a_long_span_is_cut_and_control_characters_do_not_show() {
+        let line = format!("k = \"\u{1b}[2J{}\"", "x".repeat(1_000));
+        let f = SourceFile::new(Path::new("a.toml"), line.clone());
+        let out = rendered(&f.diag(Span::new(4, line.len()), "m"));
+        assert!(!out.contains('\u{1b}'), "{out:?}");
+        assert!(out.lines().all(|l| l.chars().count() < 130), "{out}");
+        assert!(out.contains("^".repeat(60).as_str()) && !out.contains("^".repeat(61).as_str()));
+    }
+
+    #[test]
+    fn user_text_in_messages_is_escaped_and_elided() {
+        assert_eq!(shown("plain-name"), "plain-name");
+        assert_eq!(shown("a\u{1b}[2J\u{202e}b"), "a\\u{1b}[2J\\u{202e}b");
+        let long = shown(&"n".repeat(10_000));
+        assert!(
+            long.chars().count() <= SHOWN_CHARS + 1 && long.contains('…'),
+            "{long}"
+        );
+        let d = Diagnostic::global("m".repeat(100_000)).with_help("h\u{7}");
+        assert!(d.message.chars().count() <= MAX_TEXT_CHARS + 1);
+        assert_eq!(d.help.as_deref(), Some("h\\u{7}"));
     }
 }

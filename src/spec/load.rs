@@ -3,15 +3,15 @@
 //! The TOML is walked by hand over `toml_span` values so that every problem of every file is
 //! collected, each with the span of the key or value at fault, before anything is returned.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use toml_span::value::{Key, ValueInner};
 use toml_span::{de_helpers::TableHelper, ErrorKind, Span, Value};
 
-use super::diag::{Diagnostic, SourceFile};
+use super::diag::{is_unshowable, shown, Diagnostic, SourceFile, SHOWN_MAX};
 use super::{
-    backticked, AuthRole, Environment, Eso, EsoAccess, Field, Secret, SecretOverride, Spec,
+    backticked, few, AuthRole, Environment, Eso, EsoAccess, Field, Secret, SecretOverride, Spec,
     SpecSet, VaultTarget, ENV_PLACEHOLDER,
 };
 use crate::generate::{Generator, Param, Params, Syntax, GENERATOR_NAMES};
@@ -37,33 +37,82 @@ pub enum LoadError {
 }
 
 /// Load and validate every `*.toml` file of `dir` (not recursive), in file name order.
+///
+/// A `*.toml` entry that cannot be read is a problem, never skipped: a broken symbolic link, or
+/// an entry the directory listing cannot describe, would otherwise drop a spec from every check
+/// without a word.
 pub fn load_dir(dir: &Path) -> Result<SpecSet, LoadError> {
     let entries = std::fs::read_dir(dir).map_err(|source| LoadError::Dir {
         dir: dir.to_path_buf(),
         source,
     })?;
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
-        .collect();
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut diags = Vec::new();
+    for entry in entries {
+        let path = match entry {
+            Ok(e) => e.path(),
+            Err(e) => {
+                diags.push(
+                    Diagnostic::global(format!(
+                        "cannot list `{}`: {e}",
+                        shown(&dir.display().to_string())
+                    ))
+                    .with_help("check the directory's permissions"),
+                );
+                continue;
+            }
+        };
+        if path.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => files.push(path),
+            // A directory named `x.toml` is not a spec.
+            Ok(m) if m.is_dir() => {}
+            // A FIFO would block the read forever; a device is no spec either.
+            Ok(_) => diags.push(
+                Diagnostic::global(format!(
+                    "`{}` is not a regular file",
+                    shown(&path.display().to_string())
+                ))
+                .with_help("specs are regular files; remove it or rename it"),
+            ),
+            Err(e) => diags.push(unreadable(&path, &e)),
+        }
+    }
     files.sort();
-    if files.is_empty() {
+    if files.is_empty() && diags.is_empty() {
         return Err(LoadError::Empty(dir.to_path_buf()));
     }
-    load_files(&files)
+    read_and_load(&files, diags)
+}
+
+/// Why a spec file cannot be read, naming it (and where a dangling symbolic link points).
+fn unreadable(path: &Path, e: &std::io::Error) -> Diagnostic {
+    let name = shown(&path.display().to_string());
+    match std::fs::read_link(path) {
+        Ok(target) if e.kind() == std::io::ErrorKind::NotFound => Diagnostic::global(format!(
+            "`{name}` is a symbolic link to `{}`, which does not exist",
+            shown(&target.display().to_string())
+        ))
+        .with_help("point the link at the spec, or remove it"),
+        _ => Diagnostic::global(format!("cannot read `{name}`: {e}"))
+            .with_help("check that the file exists and is readable"),
+    }
 }
 
 /// Load and validate the given spec files.
 pub fn load_files(files: &[PathBuf]) -> Result<SpecSet, LoadError> {
+    read_and_load(files, Vec::new())
+}
+
+/// Read each file (a file that cannot be read is a problem) and load them, after `diags`.
+fn read_and_load(files: &[PathBuf], mut diags: Vec<Diagnostic>) -> Result<SpecSet, LoadError> {
     let mut sources = Vec::new();
-    let mut diags = Vec::new();
     for path in files {
         match std::fs::read(path) {
             Ok(bytes) => sources.push((path.clone(), bytes)),
-            Err(e) => diags.push(Diagnostic::global(format!(
-                "cannot read `{}`: {e}",
-                path.display()
-            ))),
+            Err(e) => diags.push(unreadable(path, &e)),
         }
     }
     load_sources(sources, diags)
@@ -88,22 +137,41 @@ pub fn load_sources(
                     specs.push(spec);
                 }
             }
-            Err(e) => diags.push(
-                Diagnostic::global(format!(
-                    "`{}` is not UTF-8 text (invalid byte at offset {})",
-                    path.display(),
-                    e.utf8_error().valid_up_to()
-                ))
-                .with_help("save the spec as UTF-8"),
-            ),
+            Err(e) => diags.push(not_utf8(&path, e)),
         }
     }
-    check_duplicate_paths(&specs, &mut diags);
+    check_environments(&specs, &mut diags);
     if diags.is_empty() {
         Ok(SpecSet { specs })
     } else {
         Err(LoadError::Invalid(diags))
     }
+}
+
+/// A spec that is not UTF-8, located at its first invalid byte: the text before that byte is
+/// valid, so its lines and characters can be counted.
+fn not_utf8(path: &Path, e: std::string::FromUtf8Error) -> Diagnostic {
+    let at = e.utf8_error().valid_up_to();
+    let bytes = e.as_bytes();
+    let byte = bytes[at];
+    let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+    let line = valid.matches('\n').count() + 1;
+    let col = valid[valid.rfind('\n').map_or(0, |i| i + 1)..]
+        .chars()
+        .count()
+        + 1;
+    Diagnostic::at(
+        super::Location {
+            file: path.to_path_buf(),
+            line,
+            col,
+        },
+        format!(
+            "`{}` is not UTF-8 text: invalid UTF-8 byte `0x{byte:02x}`",
+            shown(&path.display().to_string())
+        ),
+    )
+    .with_help("save the spec as UTF-8")
 }
 
 struct Cx<'a> {
@@ -113,9 +181,11 @@ struct Cx<'a> {
 
 impl Cx<'_> {
     fn err(&mut self, span: Span, msg: impl Into<String>, help: Option<String>) {
-        let mut d = self.src.diag(span, msg);
-        d.help = help;
-        self.diags.push(d);
+        let d = self.src.diag(span, msg);
+        self.diags.push(match help {
+            Some(h) => d.with_help(h),
+            None => d,
+        });
     }
 
     /// Convert toml-span's errors (syntax, duplicate keys, unknown keys) into diagnostics.
@@ -131,7 +201,7 @@ impl Cx<'_> {
                     };
                     self.err(
                         span,
-                        format!("unknown key `{key}` in {context}"),
+                        format!("unknown key `{}` in {context}", shown(&key)),
                         Some(help),
                     );
                 }
@@ -140,7 +210,7 @@ impl Cx<'_> {
                 let (l, c) = self.src.line_col(first.start);
                 self.err(
                     e.span,
-                    format!("duplicate key `{key}`"),
+                    format!("duplicate key `{}`", shown(&key)),
                     Some(format!(
                         "first defined at {}:{l}:{c}; keep one",
                         self.src.path.display()
@@ -151,7 +221,7 @@ impl Cx<'_> {
                 let (l, c) = self.src.line_col(first.start);
                 self.err(
                     e.span,
-                    format!("duplicate table `[{name}]`"),
+                    format!("duplicate table `[{}]`", shown(&name)),
                     Some(format!(
                         "first defined at {}:{l}:{c}; merge the two",
                         self.src.path.display()
@@ -218,6 +288,30 @@ impl Cx<'_> {
         let span = v.span;
         self.string(&mut v, &format!("`{key}` in {ctx}"))
             .map(|s| (s, span))
+    }
+
+    /// A string that must pass `check`; when it does not, the problem is reported at the value,
+    /// quoting it (elided, escaped), with `help`.
+    fn take_checked(
+        &mut self,
+        th: &mut TableHelper<'_>,
+        key: &'static str,
+        ctx: &str,
+        check: impl Fn(&str) -> Result<(), String>,
+        help: &str,
+    ) -> Option<String> {
+        let (v, span) = self.take_string(th, key, ctx)?;
+        match check(&v) {
+            Ok(()) => Some(v),
+            Err(why) => {
+                let what = match v.is_empty() {
+                    true => format!("`{key}`"),
+                    false => format!("`{key}` `{}`", shown(&v)),
+                };
+                self.err(span, format!("{what} {why}"), Some(help.into()));
+                None
+            }
+        }
     }
 
     fn take_int(
@@ -346,7 +440,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
             if let Err(why) = check_segment(&n) {
                 cx.err(
                     span,
-                    format!("application name `{n}` {why}"),
+                    format!("application name `{}` {why}", shown(&n)),
                     Some(SEGMENT_HELP.into()),
                 );
             }
@@ -407,30 +501,44 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
             vault.1,
             format!(
                 "path template `{}` has no `{ENV_PLACEHOLDER}` but {} environments use it ({}): they would share one Vault path",
-                vault.0.path,
+                shown(&vault.0.path),
                 environments.len(),
-                backticked(&environments.keys().cloned().collect::<Vec<_>>())
+                few(&environments.keys().cloned().collect::<Vec<_>>())
             ),
-            Some(format!("add `{ENV_PLACEHOLDER}`, e.g. `path = \"{}/{ENV_PLACEHOLDER}\"`", vault.0.path)),
+            Some(format!("add `{ENV_PLACEHOLDER}`, e.g. `path = \"{}/{ENV_PLACEHOLDER}\"`", shown(&vault.0.path))),
         );
     }
-    // Overrides must name secrets and fields that exist.
+    check_kv_endpoint_folder(cx, &vault.0.path, vault.1, environments.keys());
+    // Overrides must name secrets and fields that exist. By a set of names, not a search per
+    // override; and "did you mean" (an edit distance to every name) only for the first few.
+    let known: HashSet<&str> = secrets.iter().map(|s| s.name.as_str()).collect();
+    let mut suggestions_left = SHOWN_MAX;
+    let mut names: Option<Vec<String>> = None;
     for env in environments.values() {
         for (secret, (ov_span, _)) in env.1.iter() {
-            if !secrets.iter().any(|s: &Secret| &s.name == secret) {
-                let names: Vec<String> = secrets.iter().map(|s| s.name.clone()).collect();
-                let help = suggest(secret, &names)
-                    .map(|s| format!("did you mean `{s}`?"))
-                    .unwrap_or_else(|| format!("secrets of this spec: {}", backticked(&names)));
-                cx.err(
-                    *ov_span,
-                    format!(
-                        "environment `{}` overrides unknown secret `{secret}`",
-                        env.0.name
-                    ),
-                    Some(help),
-                );
+            if known.contains(secret.as_str()) {
+                continue;
             }
+            let names =
+                names.get_or_insert_with(|| secrets.iter().map(|s| s.name.clone()).collect());
+            let suggestion = if suggestions_left > 0 {
+                suggestions_left -= 1;
+                suggest(secret, names)
+            } else {
+                None
+            };
+            let help = suggestion
+                .map(|s| format!("did you mean `{}`?", shown(s)))
+                .unwrap_or_else(|| format!("secrets of this spec: {}", few(names)));
+            cx.err(
+                *ov_span,
+                format!(
+                    "environment `{}` overrides unknown secret `{}`",
+                    env.0.name,
+                    shown(secret)
+                ),
+                Some(help),
+            );
         }
     }
     if cx.diags.len() > errors_before {
@@ -493,15 +601,18 @@ fn parse_vault(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<(VaultTarget, Span)>
     if let Err(why) = check_path(&mount) {
         cx.err(
             mount_span,
-            format!("mount `{mount}` {why}"),
+            format!("mount `{}` {why}", shown(&mount)),
             Some("write the mount without slashes, e.g. `mount = \"secret\"`".into()),
         );
+        ok = false;
+    } else if let Err((why, help)) = check_kv_mount(&mount) {
+        cx.err(mount_span, format!("mount `{mount}` {why}"), Some(help));
         ok = false;
     }
     if let Err(why) = check_path(&path.replace(ENV_PLACEHOLDER, "env")) {
         cx.err(
             path_span,
-            format!("path template `{path}` {why}"),
+            format!("path template `{}` {why}", shown(&path)),
             Some(format!(
                 "e.g. `path = \"ask/core-service/{ENV_PLACEHOLDER}\"`; {SEGMENT_HELP}"
             )),
@@ -512,7 +623,10 @@ fn parse_vault(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<(VaultTarget, Span)>
     if leftover.contains('{') || leftover.contains('}') {
         cx.err(
             path_span,
-            format!("path template `{path}` has an unknown placeholder"),
+            format!(
+                "path template `{}` has an unknown placeholder",
+                shown(&path)
+            ),
             Some(format!("only `{ENV_PLACEHOLDER}` is replaced")),
         );
         ok = false;
@@ -531,6 +645,7 @@ type EnvEntry = (Environment, BTreeMap<String, (Span, SecretOverride)>);
 
 fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<String, EnvEntry> {
     let span = v.span;
+    let before = cx.diags.len();
     let mut out = BTreeMap::new();
     for (key, mut val) in cx.entries(v, "`[environments]`") {
         let name = key.name.to_string();
@@ -538,7 +653,7 @@ fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<String, EnvEntr
         if let Err(why) = check_segment(&name) {
             cx.err(
                 key.span,
-                format!("environment name `{name}` {why}"),
+                format!("environment name `{}` {why}", shown(&name)),
                 Some(SEGMENT_HELP.into()),
             );
             continue;
@@ -559,13 +674,27 @@ fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<String, EnvEntr
                     None
                 }
             });
-        let vault_namespace = cx
-            .take_string(&mut th, "vault_namespace", &ctx)
-            .map(|s| s.0);
-        let kube_context = cx.take_string(&mut th, "kube_context", &ctx).map(|s| s.0);
-        let kube_namespace = cx
-            .take_string(&mut th, "kube_namespace", &ctx)
-            .and_then(|(n, s)| check_k8s_name(cx, &n, s, "`kube_namespace`").then_some(n));
+        let vault_namespace = cx.take_checked(
+            &mut th,
+            "vault_namespace",
+            &ctx,
+            check_namespace,
+            NAMESPACE_HELP,
+        );
+        let kube_context = cx.take_checked(
+            &mut th,
+            "kube_context",
+            &ctx,
+            check_context,
+            "the name of a context in your kubeconfig (`kubectl config get-contexts`)",
+        );
+        let kube_namespace = cx.take_checked(
+            &mut th,
+            "kube_namespace",
+            &ctx,
+            check_k8s_namespace,
+            K8S_NAMESPACE_HELP,
+        );
         let overrides = match th.take("secrets") {
             Some((_, ov)) => parse_overrides(cx, ov, &name),
             None => BTreeMap::new(),
@@ -586,7 +715,11 @@ fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<String, EnvEntr
             ),
         );
     }
-    if out.is_empty() && !cx.diags.iter().any(|d| d.message.contains("environment")) {
+    if out.is_empty()
+        && !cx.diags[before..]
+            .iter()
+            .any(|d| d.message.contains("environment"))
+    {
         cx.err(
             span,
             "`[environments]` is empty",
@@ -604,7 +737,7 @@ fn parse_overrides(
     let mut out = BTreeMap::new();
     for (key, mut val) in cx.entries(v, &format!("`[environments.{env}.secrets]`")) {
         let name = key.name.to_string();
-        let ctx = format!("`[environments.{env}.secrets.{name}]`");
+        let ctx = format!("`[environments.{env}.secrets.{}]`", shown(&name));
         let Some(mut th) = cx.table(&mut val, &ctx) else {
             continue;
         };
@@ -625,9 +758,13 @@ fn parse_overrides(
 fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
     const CTX: &str = "`[eso]`";
     let mut th = cx.table(&mut v, CTX)?;
-    let namespace = cx
-        .take_string(&mut th, "namespace", CTX)
-        .and_then(|(n, s)| check_k8s_name(cx, &n, s, "`namespace`").then_some(n));
+    let namespace = cx.take_checked(
+        &mut th,
+        "namespace",
+        CTX,
+        check_k8s_namespace,
+        K8S_NAMESPACE_HELP,
+    );
     let names = |cx: &mut Cx<'_>, th: &mut TableHelper<'_>, key: &'static str| -> Vec<String> {
         cx.take_strings(th, key, CTX)
             .unwrap_or_default()
@@ -638,16 +775,40 @@ fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
     };
     let external_secrets = names(cx, &mut th, "external_secrets");
     let push_secrets = names(cx, &mut th, "push_secrets");
+    // Policy and role names go into request paths (`sys/policies/acl/<name>`,
+    // `auth/<mount>/role/<name>`): one plain segment each, as vault-seed's own names.
     let policies: Vec<String> = cx
         .take_strings(&mut th, "policies", CTX)
         .unwrap_or_default()
         .into_iter()
-        .map(|p| p.0)
+        .filter_map(|(p, span)| match check_segment(&p) {
+            Ok(()) => Some(p),
+            Err(why) => {
+                cx.err(
+                    span,
+                    format!("an item of `policies` `{}` {why}", shown(&p)),
+                    Some(format!("a Vault policy's name; {SEGMENT_HELP}")),
+                );
+                None
+            }
+        })
         .collect();
-    let auth_mount = cx.take_string(&mut th, "auth_mount", CTX).map(|s| s.0);
+    let auth_mount = cx.take_checked(
+        &mut th,
+        "auth_mount",
+        CTX,
+        check_path,
+        "the path of ESO's auth method under `auth/`, e.g. `kubernetes`",
+    );
     let auth_role = cx
-        .take_string(&mut th, "auth_role", CTX)
-        .map(|(name, _)| AuthRole {
+        .take_checked(
+            &mut th,
+            "auth_role",
+            CTX,
+            check_segment,
+            "the name of ESO's role in that auth method, e.g. `eso`",
+        )
+        .map(|name| AuthRole {
             mount: auth_mount.clone().unwrap_or_else(|| "kubernetes".into()),
             name,
         });
@@ -663,7 +824,7 @@ fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
                     "read" => a.read = true,
                     "push" => a.push = true,
                     "list" => a.list = true,
-                    other => cx.err(span, format!("unknown ESO access `{other}`"), Some("one of `read` (ExternalSecret), `push` (PushSecret), `list` (dataFrom.find)".into())),
+                    other => cx.err(span, format!("unknown ESO access `{}`", shown(other)), Some("one of `read` (ExternalSecret), `push` (PushSecret), `list` (dataFrom.find)".into())),
                 }
             }
             a
@@ -693,11 +854,11 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
     }
     for (key, mut val) in entries {
         let name = key.name.to_string();
-        let ctx = format!("`[secrets.{name}]`");
+        let ctx = format!("`[secrets.{}]`", shown(&name));
         if let Err(why) = check_path(&name) {
             cx.err(
                 key.span,
-                format!("secret name `{name}` {why}"),
+                format!("secret name `{}` {why}", shown(&name)),
                 Some(SEGMENT_HELP.into()),
             );
         }
@@ -706,7 +867,7 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
         };
         let description = cx.take_string(&mut th, "description", &ctx).map(|d| d.0);
         if description.is_none() && !th.contains("description") {
-            cx.err(key.span, format!("secret `{name}` has no `description`"), Some("people read specs: say what the secret is for, e.g. `description = \"Fernet key encrypting stored credentials\"`".into()));
+            cx.err(key.span, format!("secret `{}` has no `description`", shown(&name)), Some("people read specs: say what the secret is for, e.g. `description = \"Fernet key encrypting stored credentials\"`".into()));
         }
         let fixed = cx.take_bool(&mut th, "fixed", &ctx).unwrap_or(false);
         let fields = match th.take("fields") {
@@ -716,7 +877,7 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
                 if !declared {
                     cx.err(
                         fk.span,
-                        format!("secret `{name}` has no fields"),
+                        format!("secret `{}` has no fields", shown(&name)),
                         Some("e.g. `fields.password = { generator = \"hex32\" }`".into()),
                     );
                 }
@@ -725,7 +886,7 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
             None => {
                 cx.err(
                     key.span,
-                    format!("secret `{name}` has no `fields`"),
+                    format!("secret `{}` has no `fields`", shown(&name)),
                     Some("e.g. `fields.password = { generator = \"hex32\" }`".into()),
                 );
                 Vec::new()
@@ -755,7 +916,7 @@ fn parse_fields(cx: &mut Cx<'_>, v: Value<'_>, secret_ctx: &str) -> Vec<Field> {
         if let Err(why) = check_segment(&name) {
             cx.err(
                 key.span,
-                format!("field name `{name}` {why}"),
+                format!("field name `{}` {why}", shown(&name)),
                 Some(SEGMENT_HELP.into()),
             );
             continue;
@@ -775,7 +936,7 @@ fn parse_generator(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> Option<Gener
         cx.err(
             span,
             format!("{ctx} must be a table, not a string"),
-            Some(format!("write `{{ generator = \"{s}\" }}`")),
+            Some(format!("write `{{ generator = \"{}\" }}`", shown(s))),
         );
         return None;
     }
@@ -825,39 +986,119 @@ fn parse_generator(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> Option<Gener
     }
 }
 
-/// Two secrets (in one file or several) that resolve to the same Vault path in one environment.
-fn check_duplicate_paths(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
-    let mut seen: HashMap<(String, String), &Secret> = HashMap::new();
-    for spec in specs {
-        for env in spec.environments.values() {
-            for t in spec.targets(env) {
-                let Some(secret) = spec.secrets.iter().find(|s| s.name == t.name) else {
-                    continue;
-                };
-                let key = (env.name.clone(), t.full_path());
-                match seen.get(&key) {
-                    Some(first) if !std::ptr::eq(*first, secret) => {
-                        let d = Diagnostic::at(
-                            secret.location.clone(),
-                            format!(
-                                "duplicate path `{}` in environment `{}`",
-                                t.full_path(),
-                                env.name
-                            ),
-                        );
-                        diags.push(d.with_help(format!(
-                            "also defined at {}; each path must have one owner",
-                            first.location
-                        )));
-                    }
-                    Some(_) => {}
-                    None => {
-                        seen.insert(key, secret);
-                    }
-                }
+/// A secret of the spec set: (spec index, secret index).
+type Owner = (usize, usize);
+
+/// Per environment, across every spec that defines it: two secrets at one Vault path, and two
+/// secrets or fields that `set` and `rotate` could not tell apart (secret `a.b` field `c`, secret
+/// `a` field `b.c`). Each pair is reported once, however many environments it appears in.
+///
+/// Linear in the targets: one environment at a time, with hash maps. (It was quadratic: each
+/// target searched its spec's secrets by name, 5 s at 16,000 secrets in one file.)
+fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
+    let env_names: BTreeSet<&str> = specs
+        .iter()
+        .flat_map(|s| s.environments.keys().map(String::as_str))
+        .collect();
+    let secret = |(s, k): Owner| &specs[s].secrets[k];
+    // (kind, first, later) -> (the first environment's diagnostic, how many more environments)
+    let mut found: HashMap<(bool, Owner, Owner), (Diagnostic, usize)> = HashMap::new();
+    let mut order = Vec::new();
+    let mut note =
+        |key: (bool, Owner, Owner), make: &dyn Fn() -> Diagnostic| match found.get_mut(&key) {
+            Some((_, more)) => *more += 1,
+            None => {
+                order.push(key);
+                found.insert(key, (make(), 0));
+            }
+        };
+    for env in env_names {
+        let mut targets = Vec::new();
+        for (si, spec) in specs.iter().enumerate() {
+            let Some(e) = spec.environments.get(env) else {
+                continue;
+            };
+            for (ki, s) in spec.secrets.iter().enumerate() {
+                targets.extend(spec.target(e, s).map(|t| ((si, ki), t)));
+            }
+        }
+        let paths = targets.iter().map(|(o, t)| (t.full_path(), *o));
+        for (first, later, path) in first_claims(paths) {
+            note((true, first, later), &|| {
+                Diagnostic::at(
+                    secret(later).location.clone(),
+                    format!("duplicate path `{}` in environment `{env}`", shown(&path)),
+                )
+                .with_help(format!(
+                    "also defined at {}; each path must have one owner",
+                    secret(first).location
+                ))
+            });
+        }
+        // What `set`/`rotate` accept for a secret: its path (the whole secret), and its path, a
+        // dot and a field. Two different secrets answering to one name are ambiguous; a path
+        // claimed twice is the duplicate above.
+        let names = targets.iter().flat_map(|(o, t)| {
+            let full = t.full_path();
+            std::iter::once((full.clone(), (*o, None))).chain(
+                t.fields
+                    .iter()
+                    .map(move |f| (format!("{full}.{}", f.name), (*o, Some(f.name.as_str())))),
+            )
+        });
+        for ((first, ff), (later, lf), name) in first_claims(names) {
+            // The same field (or none) on both sides means the same path: a duplicate, above.
+            if first == later || ff == lf {
+                continue;
+            }
+            let what = |o: Owner, f: Option<&str>| match f {
+                Some(f) => format!("secret `{}` field `{}`", shown(&secret(o).name), shown(f)),
+                None => format!("secret `{}`", shown(&secret(o).name)),
+            };
+            note((false, first, later), &|| {
+                Diagnostic::at(
+                    secret(later).location.clone(),
+                    format!(
+                        "`set` and `rotate` could not tell apart {} and {}: both are `{}` in environment `{env}`",
+                        what(first, ff),
+                        what(later, lf),
+                        shown(&name)
+                    ),
+                )
+                .with_help(format!(
+                    "the other is at {}; rename a secret or a field (dots in field names are fine where they clash with nothing)",
+                    secret(first).location
+                ))
+            });
+        }
+    }
+    for key in order {
+        let (mut d, more) = found.remove(&key).unwrap_or_else(|| unreachable!());
+        if more > 0 {
+            d.message.push_str(&format!(" and {more} other(s)"));
+        }
+        diags.push(d);
+    }
+}
+
+/// Every key claimed by a second owner: (the first owner, the later one, the key), in input
+/// order. One hash lookup per item, so linear in the items.
+fn first_claims<K, O>(items: impl IntoIterator<Item = (K, O)>) -> Vec<(O, O, K)>
+where
+    K: std::hash::Hash + Eq,
+    O: Copy,
+{
+    let mut first: HashMap<K, O> = HashMap::new();
+    let mut clashes = Vec::new();
+    for (k, o) in items {
+        match first.get(&k) {
+            Some(&f) => clashes.push((f, o, k)),
+            None => {
+                first.insert(k, o);
             }
         }
     }
+    clashes
 }
 
 const SEGMENT_HELP: &str = "use letters, digits, `_`, `-` and `.` (not `.` or `..` alone)";
@@ -902,7 +1143,170 @@ fn describe_char(c: char) -> String {
         ' ' => "a space".into(),
         '/' => "`/`".into(),
         c if c.is_control() => format!("a control character (U+{:04X})", c as u32),
+        c if is_unshowable(c) => format!("an invisible formatting character (U+{:04X})", c as u32),
         c => format!("`{c}`"),
+    }
+}
+
+/// OpenBao's API prefixes that are not secrets engines, and what is behind each. From openbao
+/// `internal/vault/mount.go` (`protectedMounts`: nothing can be mounted under them) and
+/// `internal/vault/routing/routing.go` (`CredentialRoutePrefix`, `MountPath*`).
+const API_PREFIXES: [(&str, &str); 5] = [
+    ("auth", "auth methods: users, roles and their policies"),
+    ("sys", "the system backend: policies, mounts, seal"),
+    ("identity", "the identity store: entities and groups"),
+    ("cubbyhole", "the token's private store"),
+    ("audit", "audit devices"),
+];
+
+/// KV v2's endpoints that take a path after them (openbao `internal/builtin/logical/kv/`:
+/// `path_data.go`, `path_metadata.go`, `path_delete.go`, `path_destroy.go`, `path_subkeys.go`).
+/// vault-seed adds `data/` and `metadata/` itself; a mount or folder that names one reaches
+/// another path's endpoint (`destroy/` erases versions for good).
+const KV2_ENDPOINTS: [&str; 7] = [
+    "data",
+    "metadata",
+    "detailed-metadata",
+    "delete",
+    "undelete",
+    "destroy",
+    "subkeys",
+];
+
+/// A mount must be a secrets engine's mount: no segment is one of OpenBao's API prefixes (any
+/// segment, since a request path may begin with a namespace, and OpenBao reserves the same names
+/// for namespaces: `internal/helper/namespace/namespace.go`, `reservedNames`; in any case,
+/// though OpenBao's paths are case-sensitive, so that `Sys` is refused too), and no segment after
+/// the first is a KV v2 endpoint (`secret/data` is `secret`'s data endpoint, not a mount).
+fn check_kv_mount(mount: &str) -> Result<(), (String, String)> {
+    for (i, seg) in mount.split('/').enumerate() {
+        if let Some((prefix, what)) = API_PREFIXES
+            .iter()
+            .find(|(p, _)| p.eq_ignore_ascii_case(seg))
+        {
+            return Err((
+                format!("reaches OpenBao's `{prefix}/` API ({what}), not a KV secrets engine"),
+                "vault-seed writes only to KV secrets engines: give the KV mount's path, e.g. `mount = \"secret\"`".into(),
+            ));
+        }
+        if i > 0 && KV2_ENDPOINTS.contains(&seg) {
+            return Err((
+                format!("has the segment `{seg}`, a KV v2 endpoint: requests would reach another path's `{seg}/` endpoint"),
+                "give the mount alone, e.g. `mount = \"secret\"`: vault-seed adds `data/` and `metadata/` itself".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The folder's first segment, in each environment, must not be a KV v2 endpoint: on a KV v1
+/// mount, or on a mount that is not what the spec says, a write to `<mount>/destroy/...` would
+/// erase another secret's versions.
+fn check_kv_endpoint_folder<'a>(
+    cx: &mut Cx<'_>,
+    template: &str,
+    span: Span,
+    envs: impl Iterator<Item = &'a String>,
+) {
+    let first = template.split('/').next().unwrap_or_default();
+    let help = "rename the folder: where the mount is KV v1, or not what the spec says, writes there reach a KV v2 endpoint (`destroy/` erases versions)";
+    if !first.contains(ENV_PLACEHOLDER) {
+        if KV2_ENDPOINTS.contains(&first) {
+            cx.err(
+                span,
+                format!(
+                    "path template `{}` starts with `{first}`, a KV v2 endpoint",
+                    shown(template)
+                ),
+                Some(help.into()),
+            );
+        }
+        return;
+    }
+    for env in envs {
+        let seg = first.replace(ENV_PLACEHOLDER, env);
+        if KV2_ENDPOINTS.contains(&seg.as_str()) {
+            cx.err(
+                span,
+                format!(
+                    "path `{}` of environment `{env}` starts with `{seg}`, a KV v2 endpoint",
+                    shown(&template.replace(ENV_PLACEHOLDER, env))
+                ),
+                Some(help.into()),
+            );
+        }
+    }
+}
+
+/// The characters and names OpenBao refuses in a namespace path (openbao
+/// `internal/helper/namespace/namespace.go`: `reservedNames`; `Validate`: no spaces, no
+/// non-graphic characters, no `+` or `*`).
+const RESERVED_NAMESPACES: [&str; 8] = [
+    ".",
+    "..",
+    "root",
+    "sys",
+    "audit",
+    "auth",
+    "cubbyhole",
+    "identity",
+];
+
+const NAMESPACE_HELP: &str = "an OpenBao namespace path such as `platform` or `platform/team-a`: segments of visible ASCII without `+` or `*`, none of them `root`, `sys`, `audit`, `auth`, `cubbyhole`, `identity`, `.` or `..`";
+
+/// An OpenBao namespace path, as `X-Vault-Namespace` carries it: segments separated by `/` (one
+/// trailing `/` allowed, as OpenBao adds one), each by OpenBao's rules. Stricter than OpenBao in
+/// one way: ASCII only, since an HTTP header value is visible ASCII.
+fn check_namespace(ns: &str) -> Result<(), String> {
+    if ns.is_empty() {
+        return Err("is empty".into());
+    }
+    if let Some(c) = ns
+        .chars()
+        .find(|c| !c.is_ascii_graphic() || matches!(c, '+' | '*'))
+    {
+        return Err(format!("contains {}", describe_char(c)));
+    }
+    for seg in ns.strip_suffix('/').unwrap_or(ns).split('/') {
+        if seg.is_empty() {
+            return Err("has an empty segment".into());
+        }
+        if RESERVED_NAMESPACES.contains(&seg) {
+            return Err(format!("has the reserved segment `{seg}`"));
+        }
+    }
+    Ok(())
+}
+
+/// A kubeconfig context name: any text (contexts are free-form, e.g. an EKS ARN), but not empty
+/// and nothing that acts on a terminal when it is shown.
+fn check_context(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("is empty".into());
+    }
+    if let Some(c) = name.chars().find(|&c| is_unshowable(c)) {
+        return Err(format!("contains {}", describe_char(c)));
+    }
+    if name.trim() != name {
+        return Err("starts or ends with whitespace".into());
+    }
+    Ok(())
+}
+
+const K8S_NAMESPACE_HELP: &str = "a DNS-1123 label: at most 63 lowercase letters, digits and `-`, starting and ending with a letter or digit";
+
+/// A Kubernetes namespace: a DNS-1123 label (k8s.io/apimachinery
+/// `pkg/api/validation/generic.go`: `ValidateNamespaceName = NameIsDNSLabel`).
+fn check_k8s_namespace(n: &str) -> Result<(), String> {
+    let ok = !n.is_empty()
+        && n.len() <= 63
+        && n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && n.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && n.ends_with(|c: char| c.is_ascii_alphanumeric());
+    match ok {
+        true => Ok(()),
+        false => Err("is not a valid Kubernetes namespace name".into()),
     }
 }
 
@@ -917,7 +1321,7 @@ fn check_addr(a: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-/// A Kubernetes object or namespace name (DNS-1123 subdomain, lowercase).
+/// A Kubernetes object name (DNS-1123 subdomain, lowercase).
 fn check_k8s_name(cx: &mut Cx<'_>, n: &str, span: Span, what: &str) -> bool {
     let ok = !n.is_empty()
         && n.len() <= 253
@@ -926,7 +1330,7 @@ fn check_k8s_name(cx: &mut Cx<'_>, n: &str, span: Span, what: &str) -> bool {
         && n.starts_with(|c: char| c.is_ascii_alphanumeric())
         && n.ends_with(|c: char| c.is_ascii_alphanumeric());
     if !ok {
-        cx.err(span, format!("{what} `{n}` is not a valid Kubernetes name"), Some("lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit".into()));
+        cx.err(span, format!("{what} `{}` is not a valid Kubernetes name", shown(n)), Some("lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit".into()));
     }
     ok
 }
@@ -941,4 +1345,103 @@ fn list_str(items: &[&str]) -> String {
         .map(|i| format!("`{i}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::hash::{Hash, Hasher};
+
+    use super::*;
+
+    /// A key that counts how often it is hashed and compared.
+    struct Counted<'a> {
+        key: String,
+        ops: &'a Cell<usize>,
+    }
+
+    impl Hash for Counted<'_> {
+        fn hash<H: Hasher>(&self, h: &mut H) {
+            self.ops.set(self.ops.get() + 1);
+            self.key.hash(h);
+        }
+    }
+
+    impl PartialEq for Counted<'_> {
+        fn eq(&self, other: &Self) -> bool {
+            self.ops.set(self.ops.get() + 1);
+            self.key == other.key
+        }
+    }
+
+    impl Eq for Counted<'_> {}
+
+    /// Issue 12, finding 7: lint was quadratic in the secrets of a file (16,000 took 5 s; each
+    /// target searched its spec's secrets by name). Duplicate and ambiguity detection now go
+    /// through `first_claims`, and its work is linear: a few hash-and-compare steps per item,
+    /// counted rather than timed.
+    #[test]
+    fn claims_are_found_with_work_linear_in_the_items() {
+        let ops_for = |n: usize| {
+            let ops = Cell::new(0);
+            let items = (0..n).map(|i| {
+                // Every tenth key repeats the one before it: a clash.
+                let k = if i % 10 == 9 { i - 1 } else { i };
+                (
+                    Counted {
+                        key: format!("secret/app/dev/S{k}"),
+                        ops: &ops,
+                    },
+                    i,
+                )
+            });
+            let clashes = first_claims(items);
+            assert_eq!(clashes.len(), n / 10);
+            assert!(clashes.iter().all(|(a, b, _)| b - a == 1));
+            ops.get()
+        };
+        let small = ops_for(10_000);
+        let large = ops_for(100_000);
+        assert!(small <= 4 * 10_000, "{small} operations for 10,000 items");
+        assert!(large <= 4 * 100_000, "{large} operations for 100,000 items");
+    }
+
+    fn spec_text(secrets: &str) -> Vec<(PathBuf, Vec<u8>)> {
+        let text = format!(
+            "[vault]\nmount = \"secret\"\npath = \"app/{{env}}\"\n[environments.dev]\n[environments.prod]\n{secrets}"
+        );
+        vec![(PathBuf::from("specs/app.toml"), text.into_bytes())]
+    }
+
+    #[test]
+    fn many_secrets_in_one_file_load_and_clashes_are_found_once() {
+        let mut secrets = String::new();
+        for i in 0..20_000 {
+            secrets.push_str(&format!(
+                "[secrets.S{i}]\ndescription = \"d\"\nfields.v = {{ generator = \"uuid\" }}\n"
+            ));
+        }
+        let set = load_sources(spec_text(&secrets), Vec::new()).unwrap();
+        assert_eq!(set.specs[0].secrets.len(), 20_000);
+        // `S1.v` (the whole secret) against `S1` field `v`: one problem, not one per environment.
+        secrets.push_str(
+            "[secrets.\"S1.v\"]\ndescription = \"d\"\nfields.x = { generator = \"uuid\" }\n",
+        );
+        let Err(LoadError::Invalid(d)) = load_sources(spec_text(&secrets), Vec::new()) else {
+            panic!("the clash was not found");
+        };
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(
+            d[0].message
+                .contains("secret `S1` field `v` and secret `S1.v`"),
+            "{}",
+            d[0]
+        );
+        assert!(
+            d[0].message
+                .ends_with("in environment `dev` and 1 other(s)"),
+            "{}",
+            d[0]
+        );
+    }
 }

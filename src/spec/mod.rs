@@ -7,7 +7,7 @@
 pub mod diag;
 mod load;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::generate::Generator;
@@ -188,38 +188,49 @@ impl Spec {
 
     /// Every secret of this spec, resolved for `env` (which must be one of its environments).
     pub fn targets(&self, env: &Environment) -> Vec<Target> {
-        let folder = self.folder(&env.name);
         self.secrets
             .iter()
-            .filter_map(|s| {
-                let ov = env.overrides.get(&s.name);
-                if ov.is_some_and(|o| o.skip) {
-                    return None;
-                }
-                let mut fields = s.fields.clone();
-                if let Some(ov) = ov {
-                    for (name, generator) in &ov.fields {
-                        match fields.iter_mut().find(|f| &f.name == name) {
-                            Some(f) => f.generator = generator.clone(),
-                            None => fields.push(Field {
-                                name: name.clone(),
-                                generator: generator.clone(),
-                            }),
-                        }
+            .filter_map(|s| self.target(env, s))
+            .collect()
+    }
+
+    /// One secret of this spec resolved for `env`; `None` when `env` skips it.
+    pub fn target(&self, env: &Environment, s: &Secret) -> Option<Target> {
+        let ov = env.overrides.get(&s.name);
+        if ov.is_some_and(|o| o.skip) {
+            return None;
+        }
+        let mut fields = s.fields.clone();
+        if let Some(ov) = ov.filter(|o| !o.fields.is_empty()) {
+            // By name through a map: a hostile spec may give thousands of fields.
+            let mut at: HashMap<String, usize> = fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.name.clone(), i))
+                .collect();
+            for (name, generator) in &ov.fields {
+                match at.get(name) {
+                    Some(&i) => fields[i].generator = generator.clone(),
+                    None => {
+                        at.insert(name.clone(), fields.len());
+                        fields.push(Field {
+                            name: name.clone(),
+                            generator: generator.clone(),
+                        });
                     }
                 }
-                Some(Target {
-                    spec_file: self.file.clone(),
-                    app: self.name.clone(),
-                    mount: self.vault.mount.clone(),
-                    path: format!("{folder}/{}", s.name),
-                    name: s.name.clone(),
-                    fixed: s.fixed,
-                    fields,
-                    kv_version: self.vault.kv_version,
-                })
-            })
-            .collect()
+            }
+        }
+        Some(Target {
+            spec_file: self.file.clone(),
+            app: self.name.clone(),
+            mount: self.vault.mount.clone(),
+            path: format!("{}/{}", self.folder(&env.name), s.name),
+            name: s.name.clone(),
+            fixed: s.fixed,
+            fields,
+            kv_version: self.vault.kv_version,
+        })
     }
 }
 
@@ -283,7 +294,7 @@ impl SpecSet {
                         "add `[environments.<name>]` to a spec under the specs directory"
                             .to_string()
                     } else {
-                        format!("known environments: {}", backticked(&known))
+                        format!("known environments: {}", few(&known))
                     },
                 ),
             ));
@@ -341,4 +352,14 @@ pub(crate) fn backticked(items: &[String]) -> String {
         .map(|i| format!("`{i}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// At most eight items as "`a`, `b`", then how many more: a hostile spec may have thousands.
+pub(crate) fn few(items: &[String]) -> String {
+    const MAX: usize = 8;
+    let shown: Vec<String> = items.iter().take(MAX).map(|i| diag::shown(i)).collect();
+    match items.len().saturating_sub(MAX) {
+        0 => backticked(&shown),
+        more => format!("{} and {more} more", backticked(&shown)),
+    }
 }
