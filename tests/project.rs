@@ -79,6 +79,127 @@ fn nothing_reads_outside_the_repository() {
     );
 }
 
+/// `cargo ARGS` in the project, offline (the lock file and the registry cache are enough).
+fn cargo_out(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run cargo");
+    assert!(
+        out.status.success(),
+        "cargo {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("cargo prints UTF-8")
+}
+
+/// `1.89` or `1.88.0` as comparable numbers.
+fn rust_version(v: &str) -> Vec<u32> {
+    let mut parts: Vec<u32> = v.split('.').map(|p| p.parse().expect(v)).collect();
+    parts.resize(3, 0);
+    parts
+}
+
+/// Cargo.toml's `rust-version` is what the locked dependencies need: no package that cargo builds
+/// (any target platform; normal, build and dev dependencies) declares a newer one. The lock file
+/// also holds optional dependencies that no enabled feature turns on (hcl-primitives' `perf`
+/// brings kstring, which declares 1.96); cargo never builds them, so `cargo tree` (what is built)
+/// decides, and `cargo metadata` gives each package's declared `rust_version`. Our own code is
+/// held to the same version by clippy's `incompatible_msrv` lint (CI runs clippy).
+#[test]
+fn rust_version_covers_every_locked_dependency_that_is_built() {
+    let meta: serde_json::Value = serde_json::from_str(&cargo_out(&[
+        "metadata",
+        "--format-version",
+        "1",
+        "--locked",
+        "--offline",
+    ]))
+    .expect("cargo metadata is JSON");
+    let root_id = meta["resolve"]["root"].as_str().expect("a root package");
+    let packages = meta["packages"].as_array().expect("packages");
+    let ours = packages
+        .iter()
+        .find(|p| p["id"] == root_id)
+        .and_then(|p| p["rust_version"].as_str())
+        .expect("Cargo.toml declares rust-version")
+        .to_string();
+    let tree = cargo_out(&[
+        "tree",
+        "--locked",
+        "--offline",
+        "-e",
+        "normal,build,dev",
+        "--target",
+        "all",
+        "--prefix",
+        "none",
+        "--format",
+        "{p}",
+    ]);
+    let built: std::collections::HashSet<(String, String)> = tree
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((
+                it.next()?.to_string(),
+                it.next()?.trim_start_matches('v').to_string(),
+            ))
+        })
+        .collect();
+    assert!(built.len() > 100, "cargo tree listed too little:\n{tree}");
+    let mut needs: Vec<(Vec<u32>, String)> = packages
+        .iter()
+        .filter(|p| p["id"] != root_id)
+        .filter(|p| {
+            built.contains(&(
+                p["name"].as_str().unwrap_or_default().to_string(),
+                p["version"].as_str().unwrap_or_default().to_string(),
+            ))
+        })
+        .filter_map(|p| {
+            let v = p["rust_version"].as_str()?;
+            let (name, version) = (p["name"].as_str()?, p["version"].as_str()?);
+            Some((
+                rust_version(v),
+                format!("{name} {version} (rust-version {v})"),
+            ))
+        })
+        .collect();
+    needs.sort();
+    let (highest, who) = needs
+        .last()
+        .expect("some dependency declares a rust-version");
+    assert!(
+        rust_version(&ours) >= *highest,
+        "Cargo.toml says rust-version = {ours}, but {who} needs newer: raise rust-version (and \
+         the README's `Rust {ours}+`)"
+    );
+    // The README states the same version as Cargo.toml.
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let claims: Vec<&str> = readme
+        .split("Rust 1.")
+        .skip(1)
+        .map(|rest| {
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()
+                .unwrap_or("")
+        })
+        .collect();
+    assert!(
+        !claims.is_empty(),
+        "README.md does not say which Rust builds vault-seed"
+    );
+    for minor in claims {
+        assert_eq!(
+            format!("1.{minor}"),
+            ours.trim_end_matches(".0"),
+            "README.md says `Rust 1.{minor}`, Cargo.toml rust-version = {ours}"
+        );
+    }
+}
+
 /// PATH without any directory that holds a `bao`.
 fn path_without_bao() -> String {
     let path = std::env::var_os("PATH").unwrap_or_default();
