@@ -2,8 +2,10 @@
 
 mod apply;
 mod change;
+mod completions;
 mod gen;
 mod lint;
+mod man;
 mod policy;
 mod prompt;
 mod rotate;
@@ -35,6 +37,8 @@ pub fn run(cli: Cli) -> Exit {
         Command::Rotate(args) => rotate::run(g, args),
         Command::Policy(args) => policy::run(g, args),
         Command::Verify(args) => verify::run(g, args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(g, args),
     }
 }
 
@@ -106,5 +110,18 @@ pub(crate) fn fail(g: &GlobalArgs, command: &str, e: &VaultError) {
             error: e.to_string(),
             help: e.help(),
         });
+    }
+}
+
+/// Write a command's whole result to stdout; a closed stdout is an error, not a panic.
+pub(crate) fn write_stdout(bytes: &[u8]) -> Exit {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Exit::Success,
+        Err(e) => {
+            eprintln!("error: cannot write to stdout: {e}");
+            Exit::Failure
+        }
     }
 }
