@@ -87,6 +87,33 @@ const SUBCOMMANDS: &[&str] = &[
 ];
 const WITH_VAULT: &[&str] = &["plan", "apply", "verify", "set", "rotate"];
 
+const GLOBAL_FLAGS: [&str; 4] = [
+    "--specs <DIR>",
+    "--output <FORMAT>",
+    "--color <WHEN>",
+    "--verbose",
+];
+const VAULT_FLAGS: [&str; 7] = [
+    "--address <URL>",
+    "--ca-cert <FILE>",
+    "--ca-path <DIR>",
+    "--namespace <NS>",
+    "--skip-verify",
+    "--timeout <DURATION>",
+    "--insecure-http",
+];
+
+/// The section `heading` of a command's help, which must hold every one of `flags`.
+fn under<'a>(s: &'a HashMap<String, String>, heading: &str, flags: &[&str], cmd: &str) -> &'a str {
+    let text = s
+        .get(heading)
+        .unwrap_or_else(|| panic!("{cmd} --help has no `{heading}:` heading"));
+    for flag in flags {
+        assert!(text.contains(flag), "{cmd}: {flag} not under {heading}");
+    }
+    text
+}
+
 /// Every command the top-level `--help` lists (but `help`).
 fn commands() -> Vec<String> {
     let help = stdout(&run(&["--help"]));
@@ -117,43 +144,14 @@ fn every_help_separates_global_and_vault_options_from_the_commands_own() {
         assert!(out.status.success(), "{cmd} --help: {}", stderr(&out));
         let help = stdout(&out);
         let s = sections(&help);
-        let global = s
-            .get("Global options")
-            .unwrap_or_else(|| panic!("{cmd} --help has no `Global options:` heading:\n{help}"));
-        for flag in [
-            "--specs <DIR>",
-            "--output <FORMAT>",
-            "--color <WHEN>",
-            "--verbose",
-        ] {
-            assert!(
-                global.contains(flag),
-                "{cmd}: {flag} not under Global options"
-            );
-        }
+        under(&s, "Global options", &GLOBAL_FLAGS, cmd);
         let own = s.get("Options").map(String::as_str).unwrap_or_default();
         assert!(
             !own.contains("--verbose") && !own.contains("--specs"),
             "{cmd}: global options among the command's own:\n{own}"
         );
         if WITH_VAULT.contains(&cmd) || s.contains_key("Vault connection") {
-            let vault = s
-                .get("Vault connection")
-                .unwrap_or_else(|| panic!("{cmd} --help has no `Vault connection:` heading"));
-            for flag in [
-                "--address <URL>",
-                "--ca-cert <FILE>",
-                "--ca-path <DIR>",
-                "--namespace <NS>",
-                "--skip-verify",
-                "--timeout <DURATION>",
-                "--insecure-http",
-            ] {
-                assert!(
-                    vault.contains(flag),
-                    "{cmd}: {flag} not under Vault connection"
-                );
-            }
+            let vault = under(&s, "Vault connection", &VAULT_FLAGS, cmd);
             assert!(!vault.contains("--verbose") && !own.contains("--ca-cert"));
             if cmd == "apply" {
                 assert!(
