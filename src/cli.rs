@@ -319,11 +319,25 @@ pub fn parse() -> Cli {
     Cli::try_parse().unwrap_or_else(|e| with_hints(e).exit())
 }
 
-/// Hints clap cannot give. `apply --dry-run` (or `--dryrun`, as other tools spell it) points to
+/// Hints clap cannot give. A command named like another tool's completion command points to
+/// `completions`. `apply --dry-run` (or `--dryrun`, as other tools spell it) points to
 /// `plan`, instead of clap's "to pass '--dry-run' as a value, use '-- --dry-run'". Done on the
 /// error rather than with a hidden flag, which completion scripts would still offer.
 pub fn with_hints(mut e: clap::Error) -> clap::Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
+    // `generate-completions`, `completion`, `gen-completions` as other tools name it: clap's
+    // nearest name by spelling is `gen`.
+    if e.kind() == ErrorKind::InvalidSubcommand {
+        if let Some(ContextValue::String(name)) = e.get(ContextKind::InvalidSubcommand) {
+            if name.contains("complet") {
+                e.insert(
+                    ContextKind::SuggestedSubcommand,
+                    ContextValue::String("completions".into()),
+                );
+            }
+        }
+        return e;
+    }
     if e.kind() != ErrorKind::UnknownArgument {
         return e;
     }
@@ -381,7 +395,7 @@ mod tests {
     }
 
     #[test]
-    fn apply_dry_run_points_to_plan() {
+    fn hints_point_to_plan_and_to_completions() {
         for flag in ["--dry-run", "--dryrun", "--dry-run=true"] {
             let e = Cli::try_parse_from(["vault-seed", "apply", "auh1-dev", flag]).unwrap_err();
             let text = with_hints(e).to_string();
@@ -390,6 +404,14 @@ mod tests {
                 "{flag}: {text}"
             );
             assert!(!text.contains("as a value"), "{flag}: {text}");
+        }
+        for name in ["generate-completions", "completion", "gen-completions"] {
+            let e = Cli::try_parse_from(["vault-seed", name, "bash"]).unwrap_err();
+            let text = with_hints(e).to_string();
+            assert!(
+                text.contains("a similar subcommand exists: 'completions'"),
+                "{name}: {text}"
+            );
         }
         // Other commands' unknown flags keep clap's message.
         let e = Cli::try_parse_from(["vault-seed", "lint", "--dry-run"]).unwrap_err();
