@@ -34,6 +34,16 @@ VAULT_CLIENT_TIMEOUT; the BAO_* twins work too.
 Exit codes: 0 done, 1 something is not right (invalid, denied, failed, not Ready), 2 usage or \
 spec error (nothing was sent).";
 
+const COMPLETIONS_LONG_ABOUT: &str = "\
+Print a shell completion script (bash, zsh, fish, powershell, elvish) on stdout.
+
+Install it where the shell looks for it:
+  bash: vault-seed completions bash > ~/.local/share/bash-completion/completions/vault-seed
+  zsh:  vault-seed completions zsh > ~/.zfunc/_vault-seed
+        (and in ~/.zshrc, before compinit: fpath+=(~/.zfunc))
+  fish: vault-seed completions fish > ~/.config/fish/completions/vault-seed.fish
+  powershell: vault-seed completions powershell >> $PROFILE";
+
 /// vault-seed: typed, idempotent, race-free seeding of Vault secrets.
 #[derive(Debug, Parser)]
 #[command(name = "vault-seed", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
@@ -46,8 +56,10 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Options of every command.
+/// Options of every command, before or after the command's name. Under their own heading in
+/// every `--help`, apart from the command's own options.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Directory of secret specs (`*.toml`).
     #[arg(
@@ -59,7 +71,8 @@ pub struct GlobalArgs {
     )]
     pub specs: PathBuf,
 
-    /// Result format on stdout: `human` tables or one `json` document.
+    /// Result format on stdout: `human` tables or one `json` document (its schema: `vault-seed
+    /// man`, section JSON OUTPUT).
     #[arg(long, short = 'o', global = true, value_enum, default_value_t = Format::Human, value_name = "FORMAT")]
     pub output: Format,
 
@@ -116,6 +129,35 @@ pub enum Command {
     /// phases (PreSync, Sync, PostSync), then waves, then kinds. Asks no server. Exit 0: the order
     /// holds; 1: a consumer may run before its producer; 2: bad input.
     Order(OrderArgs),
+
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    #[command(long_about = COMPLETIONS_LONG_ABOUT)]
+    Completions(CompletionsArgs),
+
+    /// Print the manual page (roff), or write one page per command into a directory.
+    ///
+    /// Install: `vault-seed man --dir ~/.local/share/man/man1`, then `man vault-seed` (or
+    /// `man vault-seed-apply`). Read it without installing: `vault-seed man | man -l -`.
+    Man(ManArgs),
+}
+
+/// `completions` options.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// `man` options.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The page of this command (`apply`) instead of the main page.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
+    /// Write every page (vault-seed.1, vault-seed-apply.1, ...) into this directory instead.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `gen` options.
@@ -124,22 +166,24 @@ pub struct GenArgs {
     /// Generator: hex, hex32, fernet, masterkey, placeholder, base64, base64url, password, uuid.
     #[arg(value_name = "GENERATOR")]
     pub generator: String,
-    /// Random bytes for hex, base64, base64url.
-    #[arg(long)]
+    /// Random bytes for hex, base64, base64url: 16 to 4096 [default: 32].
+    #[arg(long, value_name = "N")]
     pub bytes: Option<usize>,
-    /// Length of a password.
-    #[arg(long)]
+    /// Length of a password: 12 to 4096 [default: 32].
+    #[arg(long, value_name = "N")]
     pub length: Option<usize>,
-    /// Character classes of a password, comma-separated: lower,upper,digit,symbol.
-    #[arg(long, value_delimiter = ',')]
+    /// Character classes of a password, comma-separated: lower,upper,digit,symbol [default:
+    /// lower,upper,digit].
+    #[arg(long, value_delimiter = ',', value_name = "CLASSES")]
     pub classes: Vec<String>,
-    /// Marker text of a placeholder.
-    #[arg(long)]
+    /// Marker text of a placeholder [default: placeholder].
+    #[arg(long, value_name = "TEXT")]
     pub marker: Option<String>,
 }
 
-/// How to reach Vault, as the `vault` CLI does.
+/// How to reach Vault, as the `vault` CLI does. Under their own heading in `--help`.
 #[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Vault connection")]
 pub struct VaultArgs {
     /// Vault address; else VAULT_ADDR / BAO_ADDR; else the spec's `vault_addr` for the environment.
     #[arg(long, env = "VAULT_ADDR", value_name = "URL")]
@@ -206,7 +250,7 @@ pub struct ApplyCmd {
     /// written. KV v2 takes custom_metadata only in a second request per path, so this halves
     /// the requests of a first apply (about twice as fast at thousands of paths); the secrets
     /// then carry no mark of who created them.
-    #[arg(long)]
+    #[arg(long, help_heading = None::<&str>)] // under Options, not the Vault heading before it
     pub no_metadata: bool,
 }
 
@@ -322,10 +366,59 @@ pub struct OrderArgs {
     /// `ConfigMap/NAMESPACE/NAME` (repeatable).
     #[arg(long, value_name = "KIND/NS/NAME")]
     pub exists: Vec<String>,
-    /// An environment of the specs (`--specs`): findings about the Secrets its ExternalSecrets
+    /// An environment of the specs (the global spec directory option): findings about the Secrets its ExternalSecrets
     /// make are marked as the bootstrap's own.
     #[arg(long, value_name = "ENV")]
     pub env: Option<String>,
+}
+
+/// Parse the command line; on a usage error, print it (with our hints) and exit 2.
+pub fn parse() -> Cli {
+    Cli::try_parse().unwrap_or_else(|e| with_hints(e).exit())
+}
+
+/// Hints clap cannot give. A command named like another tool's completion command points to
+/// `completions`. `apply --dry-run` (or `--dryrun`, as other tools spell it) points to
+/// `plan`, instead of clap's "to pass '--dry-run' as a value, use '-- --dry-run'". Done on the
+/// error rather than with a hidden flag, which completion scripts would still offer.
+pub fn with_hints(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    // `generate-completions`, `completion`, `gen-completions` as other tools name it: clap's
+    // nearest name by spelling is `gen`.
+    if e.kind() == ErrorKind::InvalidSubcommand {
+        if let Some(ContextValue::String(name)) = e.get(ContextKind::InvalidSubcommand) {
+            if name.contains("complet") {
+                e.insert(
+                    ContextKind::SuggestedSubcommand,
+                    ContextValue::String("completions".into()),
+                );
+            }
+        }
+        return e;
+    }
+    if e.kind() != ErrorKind::UnknownArgument {
+        return e;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return e;
+    };
+    let flag = arg.split('=').next().unwrap_or_default();
+    let in_apply = matches!(
+        e.get(ContextKind::Usage),
+        Some(ContextValue::StyledStr(usage)) if usage.to_string().contains("vault-seed apply ")
+    );
+    if in_apply && matches!(flag, "--dry-run" | "--dryrun") {
+        e.remove(ContextKind::SuggestedArg);
+        e.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![
+                "`apply` has no dry run: `vault-seed plan ENV` shows what apply would write, and \
+                 writes nothing"
+                    .into(),
+            ]),
+        );
+    }
+    e
 }
 
 /// A duration such as `30s`, `5m`, `1h30m`; a bare number is seconds.
@@ -357,6 +450,50 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn hints_point_to_plan_and_to_completions() {
+        for flag in ["--dry-run", "--dryrun", "--dry-run=true"] {
+            let e = Cli::try_parse_from(["vault-seed", "apply", "auh1-dev", flag]).unwrap_err();
+            let text = with_hints(e).to_string();
+            assert!(
+                text.contains("`vault-seed plan ENV` shows what apply would write"),
+                "{flag}: {text}"
+            );
+            assert!(!text.contains("as a value"), "{flag}: {text}");
+        }
+        for name in ["generate-completions", "completion", "gen-completions"] {
+            let e = Cli::try_parse_from(["vault-seed", name, "bash"]).unwrap_err();
+            let text = with_hints(e).to_string();
+            assert!(
+                text.contains("a similar subcommand exists: 'completions'"),
+                "{name}: {text}"
+            );
+        }
+        // Other commands' unknown flags keep clap's message.
+        let e = Cli::try_parse_from(["vault-seed", "lint", "--dry-run"]).unwrap_err();
+        assert!(!with_hints(e).to_string().contains("vault-seed plan"));
+    }
+
+    #[test]
+    fn gen_help_states_the_real_defaults() {
+        use crate::generate::{DEFAULT_BYTES, DEFAULT_MARKER, DEFAULT_PASSWORD_LENGTH};
+        let cmd = Cli::command();
+        let gen = cmd.find_subcommand("gen").unwrap();
+        let help = |id: &str| {
+            gen.get_arguments()
+                .find(|a| a.get_id() == id)
+                .and_then(|a| a.get_help())
+                .map(|h| h.to_string())
+                .unwrap()
+        };
+        assert!(help("bytes").contains(&format!("[default: {DEFAULT_BYTES}]")));
+        assert!(help("length").contains(&format!("[default: {DEFAULT_PASSWORD_LENGTH}]")));
+        assert!(help("marker").contains(&format!("[default: {DEFAULT_MARKER}]")));
+        let classes = crate::generate::CharClasses::default();
+        let names: Vec<&str> = classes.classes().iter().map(|c| c.name()).collect();
+        assert!(help("classes").contains(&format!("[default: {}]", names.join(","))));
     }
 
     #[test]

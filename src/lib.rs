@@ -27,9 +27,8 @@ pub fn init_crypto() {
 
 /// Parse the command line, run it, and return the process exit code.
 pub fn main() -> std::process::ExitCode {
-    use clap::Parser;
     vault::connect::unset_empty_env();
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     logging::init(cli.global.verbose);
     init_crypto();
     cmd::run(cli).into()

@@ -2,9 +2,11 @@
 
 mod apply;
 mod change;
+mod completions;
 mod gen;
 mod lint;
 mod order;
+mod man;
 mod policy;
 mod prompt;
 mod rotate;
@@ -37,6 +39,8 @@ pub fn run(cli: Cli) -> Exit {
         Command::Policy(args) => policy::run(g, args),
         Command::Verify(args) => verify::run(g, args),
         Command::Order(args) => order::run(g, args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(g, args),
     }
 }
 
@@ -142,5 +146,18 @@ pub(crate) fn fail(g: &GlobalArgs, command: &str, e: &VaultError) {
             error: e.to_string(),
             help: e.help(),
         });
+    }
+}
+
+/// Write a command's whole result to stdout; a closed stdout is an error, not a panic.
+pub(crate) fn write_stdout(bytes: &[u8]) -> Exit {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Exit::Success,
+        Err(e) => {
+            eprintln!("error: cannot write to stdout: {e}");
+            Exit::Failure
+        }
     }
 }

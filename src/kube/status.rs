@@ -1,7 +1,7 @@
 //! What vault-seed reads from ESO objects, and how it is read from their JSON.
 //!
 //! Reading is kept apart from fetching so it can be tested on the objects real clusters show
-//! (`shared/fixtures/eso/`). Rules from ESO's source: the `Ready` condition's `status` is the
+//! (`tests/fixtures/eso/`). Rules from ESO's source: the `Ready` condition's `status` is the
 //! READY column and its `reason` the STATUS column of `kubectl get`; `refreshTime` only moves on
 //! a successful sync; the target Secret is `status.binding.name`, else `spec.target.name`, else
 //! the ExternalSecret's own name.

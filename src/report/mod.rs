@@ -12,7 +12,7 @@ pub enum Format {
     /// Tables and sentences for people.
     #[default]
     Human,
-    /// One JSON document, schema documented in the README.
+    /// One JSON document; its schema: `vault-seed man` (JSON OUTPUT), or the README.
     Json,
 }
 

@@ -3,7 +3,7 @@
 //! It speaks the REST paths kube-rs requests (discovery, ESO kinds in `v1`, `v1beta1` and
 //! `v1alpha1`, core/v1 Secrets and Events with field selectors, JSON merge patches on
 //! ExternalSecrets) and answers 404 with a real `Status` object for anything it does not serve.
-//! Objects are plain JSON shaped like `shared/fixtures/eso/`; the helpers below build them.
+//! Objects are plain JSON shaped like `tests/fixtures/eso/`; the helpers below build them.
 //! [`FakeKube::start`] writes a real kubeconfig (bearer token, context `fake`) that the client
 //! under test reads; the server stops when dropped.
 //!
@@ -706,7 +706,7 @@ fn field_selector_matches(obj: &Value, selector: &str) -> bool {
     })
 }
 
-// ----- Objects shaped like shared/fixtures/eso/ -----
+// ----- Objects shaped like tests/fixtures/eso/ -----
 
 /// An ExternalSecret builder; `Into<Value>` for [`FakeKube::put`].
 #[derive(Clone)]
@@ -928,10 +928,11 @@ impl From<Event> for Value {
     }
 }
 
-/// The objects of a fixture file in `shared/fixtures/eso/` (multi-document YAML).
+/// The objects of a fixture file in `tests/fixtures/eso/` (multi-document YAML; where each
+/// comes from: `tests/fixtures/eso/README.md`).
 pub fn fixture(file: &str) -> Vec<Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/eso")
+        .join("tests/fixtures/eso")
         .join(file);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("fixture {} cannot be read: {e}", path.display()));

