@@ -1,0 +1,70 @@
+-- wrk script for bench/run: sends exactly the requests in a file that `bench/lib.sh`'s
+-- `gen_requests` wrote (vault-seed's requests for one case, in its order), each once, then stops.
+-- One wrk thread (`-t 1`); the connections (`-c`) are the concurrency.
+--
+--   wrk -t 1 -c 16 -d 3600 --timeout 60s -s bench/wrk/seed.lua ADDR -- REQUESTS_FILE TOKEN
+--
+-- A line of the file: `METHOD PATH BODY` (PATH under /v1/, BODY compact JSON or `-`). wrk sends
+-- the next request as soon as a connection is free: vault-seed's requests without its barriers.
+--
+-- At the last answer the script stops wrk itself (wrk runs for `-d` otherwise) and writes
+-- `requests=<n> answers=<n> not_found=<n> bad=<n>` to stderr: `bench/run` checks that
+-- `requests` equals vault-seed's own count (`-v`) and that `bad` (not 200, 204 or 404) is 0.
+
+local ffi = require("ffi")
+ffi.cdef [[
+  int getpid(void);
+  int kill(int pid, int sig);
+]]
+
+local queue = {}
+local total = 0
+local sent, answers, not_found, bad = 0, 0, 0, 0
+local verified = false
+
+function init(args)
+  local file, token = args[1], args[2]
+  if not (file and token) then
+    error("usage: -- REQUESTS_FILE TOKEN")
+  end
+  local h = { ["X-Vault-Token"] = token, ["X-Vault-Request"] = "true", ["Accept"] = "*/*" }
+  local hj = { ["X-Vault-Token"] = token, ["X-Vault-Request"] = "true", ["Accept"] = "*/*",
+    ["Content-Type"] = "application/json" }
+  for line in io.lines(file) do
+    local method, path, body = line:match("^(%S+) (%S+) (.*)$")
+    if body == "-" then body = nil end
+    queue[#queue + 1] = wrk.format(method, "/v1/" .. path, body and hj or h, body)
+  end
+  total = #queue
+end
+
+function request()
+  -- wrk calls this once before the run to check the script's request: give it the first
+  -- without counting it.
+  if not verified then
+    verified = true
+    return queue[1]
+  end
+  sent = sent + 1
+  if sent > total then
+    -- Nothing left: an empty request parks this connection (wrk writes nothing, waits).
+    return ""
+  end
+  return queue[sent]
+end
+
+function response(status, headers, body)
+  answers = answers + 1
+  if status == 404 then
+    not_found = not_found + 1
+  elseif status ~= 200 and status ~= 204 then
+    bad = bad + 1
+  end
+  if answers == total then
+    io.stderr:write(string.format("requests=%d answers=%d not_found=%d bad=%d\n",
+      total, answers, not_found, bad))
+    wrk.thread:stop()
+    -- wrk's main thread sleeps for `-d`; SIGINT ends that sleep (its handler).
+    ffi.C.kill(ffi.C.getpid(), 2)
+  end
+end
