@@ -66,9 +66,10 @@ trap bench_cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# The server's CPU seconds so far (user + system), from /proc.
-clk_tck=$(getconf CLK_TCK)
-server_cpu() { awk -v hz="$clk_tck" '{print ($14 + $15) / hz}' "/proc/$bao_pid/stat"; }
+# The server's time so far, summed over its threads (/proc/PID/task/*/schedstat): "CPU_S WAIT_S",
+# the seconds it ran and the seconds it was ready to run but waited for its CPU (taken by other
+# processes on a shared machine: noise, not the client's doing).
+server_sched() { cat /proc/"$bao_pid"/task/*/schedstat 2>/dev/null | awk '{c += $1; w += $2} END {printf "%.6f %.6f\n", c / 1e9, w / 1e9}'; }
 
 wait_health() { # CURL_ARGS...: until sys/health answers (sealed or not)
   local i
@@ -252,75 +253,97 @@ open(out, "w").write("\n".join(lines) + "\n")
 EOF
 }
 
+# client CMD...: run a client pinned. With BENCH_SCHED=1, under `perf record` of every CPU's
+# scheduler switches and wakeups, and $bench_work/sched gets "span_s idle_s stolen_s" of the
+# server (bench/sched_idle.py): when it idled waiting for requests, and when it was ready but
+# another process had its CPU. The wall time then includes perf's start; use the span.
+client() {
+  if [ "${BENCH_SCHED:-0}" = 1 ]; then
+    ls "/proc/$bao_pid/task" >"$bench_work/tids"
+    local rc=0
+    perf record -q -e sched:sched_switch -e sched:sched_wakeup -a -o "$bench_work/perf.data" \
+      -- "${client_pin[@]}" "$@" || rc=$?
+    # Threads the server started during the run too (Go starts them under load).
+    ls "/proc/$bao_pid/task" >>"$bench_work/tids"
+    perf script -i "$bench_work/perf.data" 2>/dev/null | python3 bench/sched_idle.py "$bench_work/tids" >"$bench_work/sched"
+    rm -f "$bench_work/perf.data"
+    return "$rc"
+  fi
+  echo "- - -" >"$bench_work/sched"
+  "${client_pin[@]}" "$@"
+}
+
 now() { date +%s.%N; }
+sched_delta() { echo "$1 $2" | awk '{printf "%.6f %.6f", $3 - $1, $4 - $2}'; } # BEFORE AFTER
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 # col FILE FIELD -> median of that column; range FILE FIELD -> "min-max"
 col() { [ -s "$1" ] && awk -v f="$2" '$f != "-" {print $f}' "$1" | median; }
 range() { awk -v f="$2" 'NR == 1 || $f < lo {lo = $f} NR == 1 || $f > hi {hi = $f} END {printf "%.2f-%.2f", lo, hi}' "$1"; }
 
 # seed_run OUT SPECDIR ARGS...: vault-seed pinned, under GNU time. Appends to OUT
-# "wall_s rss_kib requests client_cpu_s server_cpu_s".
+# "wall_s rss_kib requests client_cpu_s server_cpu_s server_wait_s span_s idle_s stolen_s" (the
+# last three with BENCH_SCHED=1, else "-").
 seed_run() {
   local out=$1 specs=$2
   shift 2
   local t0 t1 s0 s1 rss req cpu
-  s0=$(server_cpu)
+  s0=$(server_sched)
   t0=$(now)
-  "${client_pin[@]}" /usr/bin/time -v -o "$bench_work/time.txt" "$seed" --specs "$specs" -v "$@" \
+  client /usr/bin/time -v -o "$bench_work/time.txt" "$seed" --specs "$specs" -v "$@" \
     >"$bench_work/seed.out" 2>"$bench_work/seed.err" || {
     echo "error: vault-seed $* failed:" >&2
     grep -v -i -e value -e password "$bench_work/seed.err" | tail -5 >&2
     exit 1
   }
   t1=$(now)
-  s1=$(server_cpu)
+  s1=$(server_sched)
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$bench_work/time.txt")
   cpu=$(awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {print u + s}' "$bench_work/time.txt")
   req=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' "$bench_work/seed.err" | tail -1)
-  echo "$(echo "$t1 - $t0" | bc -l) $rss ${req:--} $cpu $(echo "$s1 - $s0" | bc -l)" >>"$out"
+  echo "$(echo "$t1 - $t0" | bc -l) $rss ${req:--} $cpu $(sched_delta "$s0" "$s1") $(cat "$bench_work/sched")" >>"$out"
 }
 
 # wrk_run OUT REQUESTS_FILE CONCURRENCY: wrk pinned, bench/wrk/seed.lua. Appends to OUT
-# "wall_s - requests client_cpu_s server_cpu_s".
+# "wall_s - requests client_cpu_s server_cpu_s server_wait_s span_s idle_s stolen_s".
 wrk_run() {
   local out=$1 file=$2 conc=$3
   local t0 t1 s0 s1 line scheme=${VAULT_ADDR%%://*}
   [ "$scheme" = http ] || { echo "error: wrk_run speaks plain http only" >&2; exit 2; }
-  s0=$(server_cpu)
+  s0=$(server_sched)
   t0=$(now)
-  "${client_pin[@]}" /usr/bin/time -f "%U %S" -o "$bench_work/wtime.txt" \
+  client /usr/bin/time -f "%U %S" -o "$bench_work/wtime.txt" \
     wrk -t 1 -c "$conc" -d 3600 --timeout 60s -s bench/wrk/seed.lua "$VAULT_ADDR" \
     -- "$file" "$VAULT_TOKEN" >"$bench_work/wrk.out" 2>"$bench_work/wrk.err" || true
   t1=$(now)
-  s1=$(server_cpu)
+  s1=$(server_sched)
   line=$(grep '^requests=' "$bench_work/wrk.err" | tail -1)
   case "$line" in
     *" bad=0") ;;
-    *) echo "error: wrk ($(basename "$file")) did not finish cleanly: ${line:-no summary}" >&2; tail -5 "$bench_work/wrk.err" "$bench_work/wrk.out" >&2; exit 1 ;;
+    *) echo "error: wrk ($(basename "$file")) did not finish cleanly: ${line:-no summary}" >&2; tail -n 5 "$bench_work/wrk.err" "$bench_work/wrk.out" >&2; exit 1 ;;
   esac
   local req=${line#requests=}
   req=${req%% *}
-  echo "$(echo "$t1 - $t0" | bc -l) - $req $(awk '{print $1 + $2}' "$bench_work/wtime.txt") $(echo "$s1 - $s0" | bc -l)" >>"$out"
+  echo "$(echo "$t1 - $t0" | bc -l) - $req $(awk '{print $1 + $2}' "$bench_work/wtime.txt") $(sched_delta "$s0" "$s1") $(cat "$bench_work/sched")" >>"$out"
 }
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # ceiling_run OUT REQUESTS_FILE CONCURRENCY: examples/bench_ceiling.rs pinned (vault-seed's HTTP
-# stack, nothing else). Appends to OUT "wall_s - requests client_cpu_s server_cpu_s".
+# stack, nothing else). Appends to OUT "wall_s - requests client_cpu_s server_cpu_s server_wait_s span_s idle_s stolen_s".
 ceiling_run() {
   local out=$1 file=$2 conc=$3
   local t0 t1 s0 s1 line
-  s0=$(server_cpu)
+  s0=$(server_sched)
   t0=$(now)
-  line=$("${client_pin[@]}" /usr/bin/time -f "%U %S" -o "$bench_work/ctime.txt" \
+  line=$(client /usr/bin/time -f "%U %S" -o "$bench_work/ctime.txt" \
     "$example_dir/bench_ceiling" "$VAULT_ADDR" "$file" "$conc")
   t1=$(now)
-  s1=$(server_cpu)
+  s1=$(server_sched)
   case "$line" in
     *" bad=0") ;;
     *) echo "error: bench_ceiling ($(basename "$file")): $line" >&2; exit 1 ;;
   esac
   local req=${line#requests=}
   req=${req%% *}
-  echo "$(echo "$t1 - $t0" | bc -l) - $req $(awk '{print $1 + $2}' "$bench_work/ctime.txt") $(echo "$s1 - $s0" | bc -l)" >>"$out"
+  echo "$(echo "$t1 - $t0" | bc -l) - $req $(awk '{print $1 + $2}' "$bench_work/ctime.txt") $(sched_delta "$s0" "$s1") $(cat "$bench_work/sched")" >>"$out"
 }
