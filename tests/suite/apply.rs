@@ -2,11 +2,8 @@
 
 use crate::common;
 
-use std::path::Path;
-use std::process::Output;
-
 use base64::Engine as _;
-use common::OpenBao;
+use common::{OpenBao, Run};
 use serde_json::{json, Value};
 
 const ENV: &str = "auh1-dev";
@@ -19,74 +16,6 @@ const REAL: &[(&str, &str)] = &[
     ("IAM_SERVICE__PAT", "value"),
     ("HATCHET__CLIENT_TOKEN", "value"),
 ];
-
-fn run(bao: &OpenBao, args: &[&str]) -> Output {
-    bao.vault_seed()
-        .args(["--specs"])
-        .arg(common::repo_specs())
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn run_specs(bao: &OpenBao, specs: &Path, args: &[&str]) -> Output {
-    bao.vault_seed()
-        .arg("--specs")
-        .arg(specs)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-/// Like `run_specs`, with vault-seed pointed at `addr` (a proxy in front of `bao`).
-fn run_specs_at(bao: &OpenBao, addr: &str, specs: &Path, args: &[&str]) -> Output {
-    bao.vault_seed()
-        .env("VAULT_SEED_SPECS", specs)
-        .env("VAULT_ADDR", addr)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-/// `apply dev -o json` with another token.
-fn apply_as(bao: &OpenBao, token: &str, specs: &Path) -> Output {
-    bao.vault_seed()
-        .env("VAULT_TOKEN", token)
-        .arg("--specs")
-        .arg(specs)
-        .args(["apply", "dev", "-o", "json"])
-        .output()
-        .unwrap()
-}
-
-/// Run the built binary on the repository's real spec.
-trait OnRealSpec {
-    fn on_real_spec(&mut self, args: &[&str]) -> Output;
-}
-
-impl OnRealSpec for assert_cmd::Command {
-    fn on_real_spec(&mut self, args: &[&str]) -> Output {
-        self.arg("--specs")
-            .arg(common::repo_specs())
-            .args(args)
-            .output()
-            .unwrap()
-    }
-}
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-            text(&out.stdout),
-            text(&out.stderr)
-        )
-    })
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 fn outcomes(doc: &Value) -> Vec<(String, String)> {
     doc["results"]
@@ -118,13 +47,7 @@ fn outcome_of(doc: &Value, name: &str) -> String {
 
 /// A spec directory with one file; `{addr}` in `body` is replaced by the server's address.
 fn spec_dir(bao: &OpenBao, body: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("app.toml"),
-        body.replace("{addr}", &bao.addr),
-    )
-    .unwrap();
-    dir
+    common::spec_dir(&body.replace("{addr}", &bao.addr))
 }
 
 fn assert_formats(bao: &OpenBao) {
@@ -158,9 +81,12 @@ fn assert_formats(bao: &OpenBao) {
 #[test]
 fn first_apply_creates_every_path_in_its_format_and_second_writes_nothing() {
     let bao = OpenBao::dev();
-    let out = run(&bao, &["apply", ENV, "-o", "json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let doc = json_of(&out);
+    let out = Run::new(&bao)
+        .real_specs()
+        .args(["apply", ENV, "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
     assert_eq!(doc["ok"], true);
     assert_eq!(doc["summary"]["created"], 6);
     assert!(outcomes(&doc).iter().all(|(_, o)| o == "created"), "{doc}");
@@ -176,9 +102,12 @@ fn first_apply_creates_every_path_in_its_format_and_second_writes_nothing() {
     assert_eq!(custom["vault-seed/generators"], "password=masterkey");
     assert_eq!(custom["vault-seed/spec"], "core-service.toml");
 
-    let again = run(&bao, &["apply", ENV, "-o", "json"]);
-    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
-    let doc = json_of(&again);
+    let again = Run::new(&bao)
+        .real_specs()
+        .args(["apply", ENV, "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = again.json();
     assert_eq!(doc["summary"]["written_paths"], 0);
     assert_eq!(doc["summary"]["exists"], 4);
     assert_eq!(doc["summary"]["pending"], 2);
@@ -206,9 +135,12 @@ fn hand_made_values_are_left_alone_and_invalid_ones_fail_the_run() {
         &format!("{FOLDER}/ZITADEL_MASTERKEY"),
         json!({ "password": "x".repeat(31) }),
     );
-    let out = run(&bao, &["apply", ENV, "-o", "json"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let doc = json_of(&out);
+    let out = Run::new(&bao)
+        .real_specs()
+        .args(["apply", ENV, "-o", "json"])
+        .output()
+        .expect_code(1);
+    let doc = out.json();
     assert_eq!(outcome_of(&doc, "SECURITY__API_KEY_SALT"), "exists");
     assert_eq!(outcome_of(&doc, "ZITADEL_MASTERKEY"), "invalid");
     let row = doc["results"]
@@ -236,12 +168,12 @@ fn hand_made_values_are_left_alone_and_invalid_ones_fail_the_run() {
         "created"
     );
     // Human output names the problem and exits 1 too.
-    let human = run(&bao, &["apply", ENV]);
+    let human = Run::new(&bao).real_specs().args(["apply", ENV]).output();
     assert_eq!(human.status.code(), Some(1));
     assert!(
-        text(&human.stdout).contains("invalid"),
+        human.stdout_text().contains("invalid"),
         "{}",
-        text(&human.stdout)
+        human.stdout_text()
     );
 }
 
@@ -264,18 +196,17 @@ fn eight_concurrent_applies_leave_every_path_at_version_one() {
     let dir = spec_dir(&bao, &many_secrets_spec());
     let children: Vec<_> = (0..8)
         .map(|_| {
-            let mut c = bao.vault_seed_process(dir.path());
-            c.args(["apply", "dev", "-o", "json", "--concurrency", "8"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped());
-            c.spawn().unwrap()
+            Run::new(&bao)
+                .specs(dir.path())
+                .args(["apply", "dev", "-o", "json", "--concurrency", "8"])
+                .spawn()
         })
         .collect();
     let mut created = 0;
     for child in children {
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        created += json_of(&out)["summary"]["created"].as_u64().unwrap();
+        let out = common::Out::from(child.wait_with_output().unwrap());
+        assert_eq!(out.status.code(), Some(0), "{}", out.stderr_text());
+        created += out.json()["summary"]["created"].as_u64().unwrap();
     }
     // Each path was created by exactly one of the eight runs.
     assert_eq!(created, MANY as u64);
@@ -343,14 +274,13 @@ fn a_competing_create_between_discovery_and_write_is_never_overwritten() {
     );
     let spec = "[vault]\nmount = \"secret\"\npath = \"race1/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n";
     let dir = spec_dir(&bao, spec);
-    let out = run_specs_at(
-        &bao,
-        &proxy.addr,
-        dir.path(),
-        &["apply", "dev", "-o", "json"],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let doc = json_of(&out);
+    let out = Run::new(&bao)
+        .addr(&proxy.addr)
+        .env("VAULT_SEED_SPECS", dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
     assert_eq!(outcome_of(&doc, "A"), "exists", "{doc}");
     assert_eq!(doc["summary"]["created"], 0, "{doc}");
     assert!(
@@ -379,14 +309,13 @@ fn kv_v1_reports_created_only_when_the_value_reads_back_and_counts_contested_pat
         json!({"password": theirs}),
     );
     let dir = spec_dir(&bao, "[vault]\nmount = \"kv1\"\npath = \"app/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n[secrets.B]\ndescription = \"b\"\nfields.password = { generator = \"hex32\" }\n");
-    let out = run_specs_at(
-        &bao,
-        &proxy.addr,
-        dir.path(),
-        &["apply", "dev", "-o", "json"],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let doc = json_of(&out);
+    let out = Run::new(&bao)
+        .addr(&proxy.addr)
+        .env("VAULT_SEED_SPECS", dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
     assert_eq!(outcome_of(&doc, "A"), "exists", "{doc}");
     assert_eq!(outcome_of(&doc, "B"), "created", "{doc}");
     assert_eq!(doc["summary"]["created"], 1, "{doc}");
@@ -409,43 +338,34 @@ fn nothing_is_written_to_a_mount_whose_type_cannot_be_read_unless_the_operator_n
     let token = bao.token_with_policies(&["elsewhere"]);
     let dir = spec_dir(&bao, "[vault]\nmount = \"kv9\"\npath = \"app/{env}\"\nkv_version = 2\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n");
     let as_token = |args: &[&str]| {
-        bao.vault_seed()
-            .env("VAULT_TOKEN", &token)
-            .arg("--specs")
-            .arg(dir.path())
+        Run::new(&bao)
+            .token(&token)
+            .specs(dir.path())
             .args(args)
             .output()
-            .unwrap()
     };
     let out = as_token(&["apply", "dev", "-o", "json", "-v"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let doc = json_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr_text());
+    let doc = out.json();
     assert_eq!(outcome_of(&doc, "A"), "error", "{doc}");
     let detail = doc["results"][0]["detail"].as_str().unwrap();
     assert!(detail.contains("--assume-kv-mount kv9"), "{detail}");
     assert!(detail.contains("nothing was written"), "{detail}");
     // Token check and mount detection only: no LIST, no write was sent.
-    assert_eq!(common::requests_sent(&out), 2, "{}", text(&out.stderr));
+    assert_eq!(out.requests_sent(), 2, "{}", out.stderr_text());
     // `plan` shows the same refusal before anyone runs apply.
-    let plan = json_of(&as_token(&["plan", "dev", "-o", "json"]));
+    let plan = as_token(&["plan", "dev", "-o", "json"]).json();
     assert_eq!(outcome_of(&plan, "A"), "error", "{plan}");
     // Named for this run, the mount is taken at the spec's kv_version, and the report says so
     // (here the token then lacks the capability, which is reported as usual).
     let out = as_token(&["apply", "dev", "-o", "json", "--assume-kv-mount", "kv9"]);
-    let doc = json_of(&out);
+    let doc = out.json();
     assert_eq!(outcome_of(&doc, "A"), "denied", "{doc}");
     assert!(
         doc["notes"].to_string().contains("on the operator's word"),
         "{doc}"
     );
-    let plan = json_of(&as_token(&[
-        "plan",
-        "dev",
-        "-o",
-        "json",
-        "--assume-kv-mount",
-        "kv9",
-    ]));
+    let plan = as_token(&["plan", "dev", "-o", "json", "--assume-kv-mount", "kv9"]).json();
     assert!(
         plan["notes"].to_string().contains("--assume-kv-mount kv9"),
         "{plan}"
@@ -457,12 +377,15 @@ fn a_path_under_a_mount_is_not_taken_for_a_mount() {
     let bao = OpenBao::dev();
     // `secret/foo` is not a mount: writes would land under `secret/` at other API paths.
     let dir = spec_dir(&bao, "[vault]\nmount = \"secret/foo\"\npath = \"app/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n");
-    let out = run_specs(&bao, dir.path(), &["apply", "dev", "-o", "json", "-v"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let doc = json_of(&out);
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json", "-v"])
+        .output()
+        .expect_code(1);
+    let doc = out.json();
     let detail = doc["results"][0]["detail"].as_str().unwrap();
     assert!(detail.contains("`secret/foo` is not a mount"), "{detail}");
-    assert_eq!(common::requests_sent(&out), 2, "{}", text(&out.stderr));
+    assert_eq!(out.requests_sent(), 2, "{}", out.stderr_text());
     let (s, body) = bao.api("LIST", "secret/metadata", None);
     assert_eq!(s, 404, "nothing was written under secret/: {body}");
 }
@@ -470,7 +393,15 @@ fn a_path_under_a_mount_is_not_taken_for_a_mount() {
 #[test]
 fn soft_deleted_and_destroyed_paths_are_recreated() {
     let bao = OpenBao::dev();
-    assert_eq!(run(&bao, &["apply", ENV]).status.code(), Some(0));
+    assert_eq!(
+        Run::new(&bao)
+            .real_specs()
+            .args(["apply", ENV])
+            .output()
+            .status
+            .code(),
+        Some(0)
+    );
     let salt = format!("{FOLDER}/SECURITY__API_KEY_SALT");
     let token = format!("{FOLDER}/APP__CORE_SERVICES_MACHINE_TOKEN");
     let (s, b) = bao.api("DELETE", &format!("secret/data/{salt}"), None);
@@ -481,14 +412,17 @@ fn soft_deleted_and_destroyed_paths_are_recreated() {
         Some(&json!({ "versions": [1] })),
     );
     assert_eq!(s, 204, "{b}");
-    let plan = run(&bao, &["plan", ENV, "-o", "json"]);
-    assert_eq!(
-        outcome_of(&json_of(&plan), "SECURITY__API_KEY_SALT"),
-        "recreate"
-    );
-    let out = run(&bao, &["apply", ENV, "-o", "json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let doc = json_of(&out);
+    let plan = Run::new(&bao)
+        .real_specs()
+        .args(["plan", ENV, "-o", "json"])
+        .json();
+    assert_eq!(outcome_of(&plan, "SECURITY__API_KEY_SALT"), "recreate");
+    let out = Run::new(&bao)
+        .real_specs()
+        .args(["apply", ENV, "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
     assert_eq!(outcome_of(&doc, "SECURITY__API_KEY_SALT"), "recreated");
     assert_eq!(
         outcome_of(&doc, "APP__CORE_SERVICES_MACHINE_TOKEN"),
@@ -507,20 +441,26 @@ fn kv_v1_mount_falls_back_to_read_then_write_and_says_so() {
     let bao = OpenBao::dev();
     bao.mount_kv("kv1", 1);
     let dir = spec_dir(&bao, "[vault]\nmount = \"kv1\"\npath = \"app/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n");
-    let out = run_specs(&bao, dir.path(), &["apply", "dev", "-o", "json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let doc = json_of(&out);
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
     assert_eq!(outcome_of(&doc, "A"), "created");
     assert!(
-        text(&out.stderr).contains("not race-free"),
+        out.stderr_text().contains("not race-free"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
     let (s, body) = bao.api("GET", "kv1/app/dev/A", None);
     assert_eq!(s, 200);
     assert_eq!(body["data"]["password"].as_str().unwrap().len(), 64);
-    let again = run_specs(&bao, dir.path(), &["apply", "dev", "-o", "json"]);
-    assert_eq!(outcome_of(&json_of(&again), "A"), "exists");
+    let again = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output();
+    assert_eq!(outcome_of(&again.json(), "A"), "exists");
 }
 
 #[test]
@@ -534,9 +474,12 @@ fn cas_required_mount_works_unchanged() {
     );
     assert!(s == 200 || s == 204, "{b}");
     let dir = spec_dir(&bao, "[vault]\nmount = \"strict\"\npath = \"app/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"fernet\" }\n");
-    let out = run_specs(&bao, dir.path(), &["apply", "dev", "-o", "json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(outcome_of(&json_of(&out), "A"), "created");
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .expect_code(0);
+    assert_eq!(outcome_of(&out.json(), "A"), "created");
     assert_eq!(bao.kv_version("strict", "app/dev/A"), Some(1));
 }
 
@@ -547,7 +490,12 @@ fn a_field_added_to_the_spec_later_extends_the_secret_only() {
     let bao = OpenBao::dev();
     let dir = spec_dir(&bao, ONE_FIELD);
     assert_eq!(
-        run_specs(&bao, dir.path(), &["apply", "dev"]).status.code(),
+        Run::new(&bao)
+            .specs(dir.path())
+            .args(["apply", "dev"])
+            .output()
+            .status
+            .code(),
         Some(0)
     );
     let (before, _) = bao.kv_get("secret", "grow/dev/DB").unwrap();
@@ -559,13 +507,19 @@ fn a_field_added_to_the_spec_later_extends_the_secret_only() {
         ),
     )
     .unwrap();
-    let plan = run_specs(&bao, dir.path(), &["plan", "dev", "-o", "json"]);
-    let rows = json_of(&plan)["results"].clone();
+    let plan = Run::new(&bao)
+        .specs(dir.path())
+        .args(["plan", "dev", "-o", "json"])
+        .json();
+    let rows = plan["results"].clone();
     assert_eq!(rows[0]["outcome"], "exists");
     assert_eq!(rows[1]["outcome"], "extend");
-    let out = run_specs(&bao, dir.path(), &["apply", "dev", "-o", "json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let doc = json_of(&out);
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
     assert_eq!(doc["results"][0]["outcome"], "exists");
     assert_eq!(doc["results"][1]["outcome"], "extended");
     let (after, version) = bao.kv_get("secret", "grow/dev/DB").unwrap();
@@ -590,12 +544,16 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
 "#,
     );
     let create_only = bao.token_with_policies(&["create-only"]);
-    let out = apply_as(&bao, &create_only, dir.path());
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = Run::new(&bao)
+        .token(&create_only)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .expect_code(0);
     assert!(
-        text(&out.stderr).contains("custom_metadata"),
+        out.stderr_text().contains("custom_metadata"),
         "metadata warning expected: {}",
-        text(&out.stderr)
+        out.stderr_text()
     );
     std::fs::write(
         dir.path().join("app.toml"),
@@ -605,9 +563,13 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
         ),
     )
     .unwrap();
-    let out = apply_as(&bao, &create_only, dir.path());
+    let out = Run::new(&bao)
+        .token(&create_only)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output();
     assert_eq!(out.status.code(), Some(1));
-    let doc = json_of(&out);
+    let doc = out.json();
     let row = &doc["results"][1];
     assert_eq!(row["outcome"], "denied", "{doc}");
     assert!(
@@ -622,9 +584,13 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
     // No access at all (only the default policy): Vault hides even the mount's version, and
     // vault-seed refuses to guess it.
     let nobody = bao.token_with_policies(&["default"]);
-    let out = apply_as(&bao, &nobody, dir.path());
+    let out = Run::new(&bao)
+        .token(&nobody)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output();
     assert_eq!(out.status.code(), Some(1));
-    let doc = json_of(&out);
+    let doc = out.json();
     assert_eq!(doc["results"][0]["outcome"], "error");
     assert!(
         doc["results"][0]["detail"]
@@ -645,9 +611,13 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
         ),
     )
     .unwrap();
-    let out = apply_as(&bao, &nobody, dir.path());
+    let out = Run::new(&bao)
+        .token(&nobody)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output();
     assert_eq!(out.status.code(), Some(1));
-    let doc = json_of(&out);
+    let doc = out.json();
     assert_eq!(doc["results"][0]["outcome"], "error");
     assert!(
         doc["results"][0]["detail"]
@@ -656,16 +626,13 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
             .contains("--assume-kv-mount secret"),
         "{doc}"
     );
-    let out = bao
-        .vault_seed()
-        .env("VAULT_TOKEN", &nobody)
-        .arg("--specs")
-        .arg(dir.path())
+    let out = Run::new(&bao)
+        .token(&nobody)
+        .specs(dir.path())
         .args(["apply", "dev", "-o", "json", "--assume-kv-mount", "secret"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(1));
-    let doc = json_of(&out);
+    let doc = out.json();
     assert_eq!(doc["results"][0]["outcome"], "denied");
     assert!(
         doc["results"][0]["detail"]
@@ -675,9 +642,9 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
         "{doc}"
     );
     assert!(
-        text(&out.stderr).contains("may not `list`"),
+        out.stderr_text().contains("may not `list`"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
 }
 
@@ -694,9 +661,12 @@ fn plan_writes_nothing() {
         &format!("secret/metadata/{FOLDER}/ZITADEL_MASTERKEY"),
         None,
     );
-    let out = run(&bao, &["plan", ENV, "-o", "json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let doc = json_of(&out);
+    let out = Run::new(&bao)
+        .real_specs()
+        .args(["plan", ENV, "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
     assert_eq!(doc["dry_run"], true);
     assert_eq!(outcome_of(&doc, "ZITADEL_MASTERKEY"), "exists");
     assert_eq!(outcome_of(&doc, "SECURITY__API_KEY_SALT"), "create");
@@ -713,8 +683,8 @@ fn plan_writes_nothing() {
             "{name} was written"
         );
     }
-    let human = run(&bao, &["plan", ENV]);
-    assert!(text(&human.stdout).contains("nothing was written (plan)"));
+    let human = Run::new(&bao).real_specs().args(["plan", ENV]).output();
+    assert!(human.stdout_text().contains("nothing was written (plan)"));
 }
 
 #[test]
@@ -731,13 +701,12 @@ fn no_value_appears_in_any_output_at_any_verbosity() {
         vec!["apply", ENV, "-o", "json", "-vvv"],
         vec!["plan", ENV, "-vvv"],
     ] {
-        let mut c = bao.vault_seed();
-        c.env("RUST_LOG", "trace")
-            .arg("--specs")
-            .arg(common::repo_specs())
-            .args(&args);
-        let out = c.output().unwrap();
-        outputs.push(text(&out.stdout) + &text(&out.stderr));
+        let out = Run::new(&bao)
+            .env("RUST_LOG", "trace")
+            .real_specs()
+            .args(&args)
+            .output();
+        outputs.push(out.all_text());
     }
     let all = outputs.join("\n");
     let mut secrets = vec![bao.token.clone()];
@@ -758,59 +727,66 @@ fn no_value_appears_in_any_output_at_any_verbosity() {
 #[test]
 fn connection_problems_are_clear() {
     // Unreachable server: exit 1, named.
-    let home = tempfile::tempdir().unwrap();
     let port = common::free_port();
-    let out = common::vault_seed_cmd(home.path())
-        .env("VAULT_ADDR", format!("http://127.0.0.1:{port}"))
-        .env("VAULT_TOKEN", "t")
+    let out = Run::offline()
+        .addr(&format!("http://127.0.0.1:{port}"))
+        .token("t")
         .env("VAULT_CLIENT_TIMEOUT", "2s")
-        .on_real_spec(&["apply", ENV]);
+        .real_specs()
+        .args(["apply", ENV])
+        .output();
     assert_eq!(out.status.code(), Some(1));
-    let err = text(&out.stderr);
+    let err = out.stderr_text();
     assert!(
         err.contains(&format!("cannot reach Vault at `http://127.0.0.1:{port}`")),
         "{err}"
     );
     // No token anywhere: usage error, nothing sent.
-    let out = common::vault_seed_cmd(home.path())
-        .env("VAULT_ADDR", "http://127.0.0.1:1")
-        .on_real_spec(&["apply", ENV]);
+    let out = Run::offline()
+        .addr("http://127.0.0.1:1")
+        .real_specs()
+        .args(["apply", ENV])
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("no Vault token"),
+        out.stderr_text().contains("no Vault token"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
     // A bad token: exit 1 and says so.
     let bao = OpenBao::dev();
-    let out = bao
-        .vault_seed()
-        .env("VAULT_TOKEN", "not-a-token")
-        .on_real_spec(&["apply", ENV]);
+    let out = Run::new(&bao)
+        .token("not-a-token")
+        .real_specs()
+        .args(["apply", ENV])
+        .output();
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        text(&out.stderr).contains("rejected the token"),
+        out.stderr_text().contains("rejected the token"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
     // Plain http to a non-loopback host is refused before anything is sent.
-    let out = common::vault_seed_cmd(home.path())
-        .env("VAULT_ADDR", "http://vault.example:8200")
-        .env("VAULT_TOKEN", "t")
-        .on_real_spec(&["apply", ENV]);
+    let out = Run::offline()
+        .addr("http://vault.example:8200")
+        .token("t")
+        .real_specs()
+        .args(["apply", ENV])
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("refusing to send the Vault token over plain http://"),
+        out.stderr_text()
+            .contains("refusing to send the Vault token over plain http://"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
     // An unknown environment is a usage error.
-    let out = bao.vault_seed().on_real_spec(&["apply", "nope"]);
+    let out = Run::new(&bao).real_specs().args(["apply", "nope"]).output();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("known environments: `auh1-dev`"),
+        out.stderr_text().contains("known environments: `auh1-dev`"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
 }
 
@@ -822,18 +798,16 @@ fn token_from_vault_token_file_and_bao_twins() {
         format!("{}\n", bao.token),
     )
     .unwrap();
-    let out = common::vault_seed_cmd(bao.home.path())
+    let out = Run::home(bao.home.path())
         .env("BAO_ADDR", &bao.addr)
-        .arg("--specs")
-        .arg(common::repo_specs())
+        .real_specs()
         .args(["plan", ENV])
         .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        .expect_code(0);
     assert!(
-        text(&out.stderr).contains("token from ~/.vault-token"),
+        out.stderr_text().contains("token from ~/.vault-token"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
 }
 
@@ -861,9 +835,12 @@ fn hostile_values_in_vault_are_judged_not_trusted() {
         &format!("{FOLDER}/ZITADEL_MASTERKEY"),
         json!({ "other": "x" }),
     );
-    let out = run(&bao, &["apply", ENV, "-o", "json"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let doc = json_of(&out);
+    let out = Run::new(&bao)
+        .real_specs()
+        .args(["apply", ENV, "-o", "json"])
+        .output()
+        .expect_code(1);
+    let doc = out.json();
     let detail = |name: &str| {
         doc["results"]
             .as_array()
@@ -900,7 +877,7 @@ fn hostile_values_in_vault_are_judged_not_trusted() {
         bao.kv_version("secret", &format!("{FOLDER}/SECURITY__API_KEY_SALT")),
         Some(1)
     );
-    assert!(!text(&out.stdout).contains("hhhhhhhhhh") && !text(&out.stderr).contains("hhhhhhhhhh"));
+    assert!(!out.stdout_text().contains("hhhhhhhhhh") && !out.stderr_text().contains("hhhhhhhhhh"));
 }
 
 /// Concurrent applies of placeholder-only secrets: each path is reported created by exactly one
@@ -915,19 +892,17 @@ fn concurrent_applies_of_placeholders_claim_each_path_once() {
     let dir = spec_dir(&bao, &spec);
     let children: Vec<_> = (0..4)
         .map(|_| {
-            bao.vault_seed_process(dir.path())
+            Run::new(&bao)
+                .specs(dir.path())
                 .args(["apply", "dev", "-o", "json"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
                 .spawn()
-                .unwrap()
         })
         .collect();
     let mut created = 0;
     for child in children {
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        created += json_of(&out)["summary"]["created"].as_u64().unwrap();
+        let out = common::Out::from(child.wait_with_output().unwrap());
+        assert_eq!(out.status.code(), Some(0), "{}", out.stderr_text());
+        created += out.json()["summary"]["created"].as_u64().unwrap();
     }
     assert_eq!(created, 60);
 }
@@ -941,15 +916,17 @@ fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
         "[environments.dev]\nvault_addr = \"{addr}\"\n[environments.dev2]\n",
     );
     let dir = spec_dir(&bao, &spec);
-    let with = run_specs(&bao, dir.path(), &["apply", "dev", "-o", "json", "-v"]);
-    assert_eq!(with.status.code(), Some(0), "{}", text(&with.stderr));
-    let without = run_specs(
-        &bao,
-        dir.path(),
-        &["apply", "dev2", "--no-metadata", "-o", "json", "-v"],
-    );
-    assert_eq!(without.status.code(), Some(0), "{}", text(&without.stderr));
-    let doc = json_of(&without);
+    let with = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json", "-v"])
+        .output()
+        .expect_code(0);
+    let without = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev2", "--no-metadata", "-o", "json", "-v"])
+        .output()
+        .expect_code(0);
+    let doc = without.json();
     assert_eq!(doc["summary"]["created"], MANY as u64, "{doc}");
     assert!(
         doc["notes"]
@@ -959,14 +936,14 @@ fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
             .any(|n| n.as_str().unwrap().contains("--no-metadata")),
         "{doc}"
     );
-    assert_eq!(json_of(&with)["notes"], json!([]));
+    assert_eq!(with.json()["notes"], json!([]));
     // Exactly the custom_metadata writes are saved: one per created path.
     assert_eq!(
-        common::requests_sent(&with) - common::requests_sent(&without),
+        with.requests_sent() - without.requests_sent(),
         MANY as u64,
         "with: {}, without: {}",
-        common::requests_sent(&with),
-        common::requests_sent(&without)
+        with.requests_sent(),
+        without.requests_sent()
     );
     for i in [0, 57, MANY - 1] {
         let (_, marked) = bao.api("GET", &format!("secret/metadata/race/dev/S{i:03}"), None);
@@ -983,8 +960,11 @@ fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
     }
     // A re-run claims none of the unmarked paths: they exist, "present, not marked"; the
     // marked ones carry no such remark.
-    let again = run_specs(&bao, dir.path(), &["apply", "dev2", "-o", "json"]);
-    let doc = json_of(&again);
+    let again = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev2", "-o", "json"])
+        .output();
+    let doc = again.json();
     assert_eq!(doc["summary"]["exists"], MANY as u64, "{doc}");
     assert_eq!(doc["summary"]["created"], 0, "{doc}");
     for row in doc["results"].as_array().unwrap() {
@@ -997,11 +977,10 @@ fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
             "{row}"
         );
     }
-    let marked = json_of(&run_specs(
-        &bao,
-        dir.path(),
-        &["apply", "dev", "-o", "json"],
-    ));
+    let marked = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .json();
     assert!(
         marked["results"]
             .as_array()
@@ -1011,6 +990,9 @@ fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
         "{marked}"
     );
     // `plan` has no such flag: it writes nothing.
-    let plan = run_specs(&bao, dir.path(), &["plan", "dev", "--no-metadata"]);
-    assert_eq!(plan.status.code(), Some(2), "{}", text(&plan.stderr));
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["plan", "dev", "--no-metadata"])
+        .output()
+        .expect_code(2);
 }

@@ -4,9 +4,9 @@ use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
-use common::OpenBao;
+use common::{OpenBao, Run};
 use serde_json::{json, Value};
 
 const SPEC: &str = r#"
@@ -33,26 +33,13 @@ fields.password = { generator = "masterkey" }
 
 fn setup() -> (OpenBao, tempfile::TempDir) {
     let bao = OpenBao::dev();
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("app.toml"),
-        SPEC.replace("{addr}", &bao.addr),
-    )
-    .unwrap();
-    let out = vs(&bao, dir.path(), &["apply", "dev"], None);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let dir = common::spec_dir(&SPEC.replace("{addr}", &bao.addr));
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev"])
+        .output()
+        .expect_code(0);
     (bao, dir)
-}
-
-fn vs(bao: &OpenBao, specs: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut c = bao.vault_seed();
-    c.arg("--specs").arg(specs).args(args);
-    c.write_stdin(stdin.unwrap_or("").as_bytes().to_vec());
-    c.output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn get(bao: &OpenBao, name: &str) -> (serde_json::Map<String, Value>, u64) {
@@ -64,13 +51,12 @@ fn set_replaces_a_placeholder_and_keeps_other_fields() {
     let (bao, dir) = setup();
     let (before, v) = get(&bao, "PAT");
     assert_eq!((before["value"].as_str(), v), (Some("placeholder"), 1));
-    let out = vs(
-        &bao,
-        dir.path(),
-        &["set", "dev", "PAT.value", "-o", "json"],
-        Some("zitadel-pat-abc123\n"),
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["set", "dev", "PAT.value", "-o", "json"])
+        .stdin("zitadel-pat-abc123\n")
+        .output()
+        .expect_code(0);
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["outcome"], "replaced-placeholder");
     assert_eq!(
@@ -90,46 +76,48 @@ fn set_replaces_a_placeholder_and_keeps_other_fields() {
         "set"
     );
     assert!(
-        !text(&out.stdout).contains("zitadel-pat-abc123")
-            && !text(&out.stderr).contains("zitadel-pat-abc123")
+        !out.stdout_text().contains("zitadel-pat-abc123")
+            && !out.stderr_text().contains("zitadel-pat-abc123")
     );
     // A secret with several fields must be told which.
-    let out = vs(&bao, dir.path(), &["set", "dev", "PAT"], Some("x"));
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["set", "dev", "PAT"])
+        .stdin("x")
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("has several fields"),
+        out.stderr_text().contains("has several fields"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
 }
 
 #[test]
 fn set_refuses_a_real_value_without_force() {
     let (bao, dir) = setup();
-    let out = vs(
-        &bao,
-        dir.path(),
-        &["set", "dev", "SALT"],
-        Some(&"cd".repeat(32)),
-    );
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["set", "dev", "SALT"])
+        .stdin("cd".repeat(32))
+        .output();
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        text(&out.stderr).contains("holds a real value (version 1)"),
+        out.stderr_text().contains("holds a real value (version 1)"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
     assert_eq!(get(&bao, "SALT").1, 1);
-    let out = vs(
-        &bao,
-        dir.path(),
-        &["set", "dev", "SALT", "--force"],
-        Some(&"cd".repeat(32)),
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["set", "dev", "SALT", "--force"])
+        .stdin("cd".repeat(32))
+        .output()
+        .expect_code(0);
     assert!(
-        text(&out.stderr).contains("version 1 -> 2"),
+        out.stderr_text().contains("version 1 -> 2"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
     let (d, v) = get(&bao, "SALT");
     assert_eq!(
@@ -142,14 +130,13 @@ fn set_refuses_a_real_value_without_force() {
 fn set_rejects_a_value_in_the_wrong_format_and_writes_nothing() {
     let (bao, dir) = setup();
     let before = get(&bao, "MASTERKEY");
-    let out = vs(
-        &bao,
-        dir.path(),
-        &["set", "dev", "MASTERKEY", "--force"],
-        Some(&"k".repeat(31)),
-    );
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["set", "dev", "MASTERKEY", "--force"])
+        .stdin("k".repeat(31))
+        .output();
     assert_eq!(out.status.code(), Some(2));
-    let err = text(&out.stderr);
+    let err = out.stderr_text();
     assert!(
         err.contains(
             "is 31 bytes long, a Zitadel masterkey must be exactly 32 bytes; nothing was written"
@@ -159,21 +146,24 @@ fn set_rejects_a_value_in_the_wrong_format_and_writes_nothing() {
     assert!(!err.contains(&"k".repeat(31)));
     assert_eq!(get(&bao, "MASTERKEY"), before);
     // A fixed secret is never changed, --force or not.
-    let out = vs(
-        &bao,
-        dir.path(),
-        &["set", "dev", "FIXED_KEY", "--force"],
-        Some(&"k".repeat(32)),
-    );
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["set", "dev", "FIXED_KEY", "--force"])
+        .stdin("k".repeat(32))
+        .output();
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        text(&out.stderr).contains("is fixed"),
+        out.stderr_text().contains("is fixed"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
     assert_eq!(get(&bao, "FIXED_KEY").1, 1);
     // Empty input writes nothing.
-    let out = vs(&bao, dir.path(), &["set", "dev", "PAT.value"], Some(""));
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["set", "dev", "PAT.value"])
+        .stdin("")
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(get(&bao, "PAT").1, 1);
 }
@@ -181,14 +171,10 @@ fn set_rejects_a_value_in_the_wrong_format_and_writes_nothing() {
 #[test]
 fn set_detects_a_concurrent_change_between_read_and_write() {
     let (bao, dir) = setup();
-    let mut child = bao
-        .vault_seed_process(dir.path())
+    let mut child = Run::new(&bao)
+        .specs(dir.path())
         .args(["set", "dev", "PAT.value"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // vault-seed has read version 1 once it asks for the value.
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
@@ -265,7 +251,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
     let out = Command::new("python3")
         .arg("-c")
         .arg(script)
-        .arg(assert_cmd::cargo::cargo_bin("vault-seed"))
+        .arg(common::run::bin())
         .arg("--specs")
         .arg(dir)
         .args(["set", "dev", "PAT.value"])
@@ -277,8 +263,8 @@ sys.exit(os.waitstatus_to_exitcode(status))
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    let screen = format!("{}{}", text(&out.stdout), text(&out.stderr));
-    (screen, out.status.code())
+    let out = common::Out::from(out);
+    (out.all_text(), out.status.code())
 }
 
 /// On a terminal the value is read with a hidden prompt, twice, and never comes back on the
@@ -335,22 +321,18 @@ os.write(fd, b"half-typed\x03")
 fn rotate_makes_a_new_version_in_format_and_keeps_the_old_in_history() {
     let (bao, dir) = setup();
     let (old, _) = get(&bao, "SALT");
-    let out = vs(
-        &bao,
-        dir.path(),
-        &["rotate", "dev", "SALT", "--dry-run"],
-        None,
-    );
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["rotate", "dev", "SALT", "--dry-run"])
+        .output();
     assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out.stdout).contains("would-rotate"));
+    assert!(out.stdout_text().contains("would-rotate"));
     assert_eq!(get(&bao, "SALT").1, 1, "dry run wrote nothing");
-    let out = vs(
-        &bao,
-        dir.path(),
-        &["rotate", "dev", "SALT", "--yes", "-o", "json", "-vvv"],
-        None,
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["rotate", "dev", "SALT", "--yes", "-o", "json", "-vvv"])
+        .output()
+        .expect_code(0);
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         (doc["old_version"].as_u64(), doc["new_version"].as_u64()),
@@ -369,7 +351,7 @@ fn rotate_makes_a_new_version_in_format_and_keeps_the_old_in_history() {
         "version 1 kept in history"
     );
     for secret in [old["password"].as_str().unwrap(), new_value] {
-        assert!(!text(&out.stdout).contains(secret) && !text(&out.stderr).contains(secret));
+        assert!(!out.stdout_text().contains(secret) && !out.stderr_text().contains(secret));
     }
     let (_, meta) = bao.api("GET", "secret/metadata/app/dev/SALT", None);
     assert_eq!(
@@ -381,49 +363,46 @@ fn rotate_makes_a_new_version_in_format_and_keeps_the_old_in_history() {
 #[test]
 fn rotate_refuses_fixed_secrets_placeholders_and_missing_yes() {
     let (bao, dir) = setup();
-    let out = vs(
-        &bao,
-        dir.path(),
-        &["rotate", "dev", "FIXED_KEY", "--yes"],
-        None,
-    );
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["rotate", "dev", "FIXED_KEY", "--yes"])
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("is fixed: data is encrypted with it, so it never rotates"),
+        out.stderr_text()
+            .contains("is fixed: data is encrypted with it, so it never rotates"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
     assert_eq!(get(&bao, "FIXED_KEY").1, 1);
-    let out = vs(
-        &bao,
-        dir.path(),
-        &["rotate", "dev", "PAT.value", "--yes"],
-        None,
-    );
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["rotate", "dev", "PAT.value", "--yes"])
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("is a placeholder"),
+        out.stderr_text().contains("is a placeholder"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
-    let out = vs(&bao, dir.path(), &["rotate", "dev", "SALT"], None);
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["rotate", "dev", "SALT"])
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("add --yes"),
+        out.stderr_text().contains("add --yes"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
     assert_eq!(get(&bao, "SALT").1, 1);
     // The real spec: the Zitadel masterkey never rotates.
-    let out = bao
-        .vault_seed()
-        .arg("--specs")
-        .arg(common::repo_specs())
+    let out = Run::new(&bao)
+        .real_specs()
         .args(["rotate", "auh1-dev", "ZITADEL_MASTERKEY", "--yes"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("never rotates"));
+    assert!(out.stderr_text().contains("never rotates"));
 }
 
 /// Found by the probe: `set dev a.b.c` silently picked one of two secrets. A name that fits
@@ -436,20 +415,22 @@ fn set_and_rotate_refuse_an_ambiguous_name_and_a_path_picks_one() {
         .replace("{addr}", &bao.addr)
         .replace("app/{env}", "other/{env}");
     std::fs::write(dir.path().join("other.toml"), other).unwrap();
-    let out = vs(&bao, dir.path(), &["apply", "dev"], None);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev"])
+        .output()
+        .expect_code(0);
     for args in [
         &["set", "dev", "MASTERKEY"][..],
         &["set", "dev", "MASTERKEY.password"][..],
         &["rotate", "dev", "SALT", "--yes"][..],
     ] {
-        let out = vs(
-            &bao,
-            dir.path(),
-            args,
-            Some("0123456789abcdef0123456789abcdef\n"),
-        );
-        let err = text(&out.stderr);
+        let out = Run::new(&bao)
+            .specs(dir.path())
+            .args(args)
+            .stdin("0123456789abcdef0123456789abcdef\n")
+            .output();
+        let err = out.stderr_text();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         let name = args[2].split('.').next().unwrap();
         assert!(
@@ -464,22 +445,19 @@ fn set_and_rotate_refuse_an_ambiguous_name_and_a_path_picks_one() {
     assert_eq!(get(&bao, "SALT").1, 1);
     assert_eq!(bao.kv_get("secret", "other/dev/SALT").unwrap().1, 1);
     // The path under the mount, or the full path, picks one.
-    let out = vs(
-        &bao,
-        dir.path(),
-        &["set", "dev", "other/dev/MASTERKEY.password", "--force"],
-        Some("0123456789abcdef0123456789abcdef\n"),
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["set", "dev", "other/dev/MASTERKEY.password", "--force"])
+        .stdin("0123456789abcdef0123456789abcdef\n")
+        .output()
+        .expect_code(0);
     assert_eq!(bao.kv_get("secret", "other/dev/MASTERKEY").unwrap().1, 2);
     assert_eq!(get(&bao, "MASTERKEY").1, 1);
-    let out = vs(
-        &bao,
-        dir.path(),
-        &["rotate", "dev", "secret/app/dev/SALT", "--yes"],
-        None,
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["rotate", "dev", "secret/app/dev/SALT", "--yes"])
+        .output()
+        .expect_code(0);
     assert_eq!(get(&bao, "SALT").1, 2);
     assert_eq!(bao.kv_get("secret", "other/dev/SALT").unwrap().1, 1);
 }
@@ -494,8 +472,12 @@ fn set_of_a_name_that_could_mean_two_fields_is_refused() {
         bao.addr
     );
     std::fs::write(dir.path().join("clash.toml"), clash).unwrap();
-    let out = vs(&bao, dir.path(), &["set", "dev", "a.b.c"], Some("value\n"));
-    let err = text(&out.stderr);
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["set", "dev", "a.b.c"])
+        .stdin("value\n")
+        .output();
+    let err = out.stderr_text();
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains("could not tell apart secret `a.b` field `c` and secret `a` field `b.c`"),

@@ -11,23 +11,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-use common::{repo_specs, vault_seed_cmd, OpenBao};
-
-/// `vault-seed ARGS` with a clean environment (no VAULT_*, BAO_*, COLUMNS) and a scratch HOME.
-fn run(args: &[&str]) -> Output {
-    let home = tempfile::tempdir().unwrap();
-    vault_seed_cmd(home.path()).args(args).output().unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use common::{repo_specs, OpenBao, Out, Run};
 
 /// `name` on PATH; `None` (with a note) when absent and not required, a failure when required.
 fn tool(name: &str) -> Option<PathBuf> {
@@ -116,7 +102,7 @@ fn under<'a>(s: &'a HashMap<String, String>, heading: &str, flags: &[&str], cmd:
 
 /// Every command the top-level `--help` lists (but `help`).
 fn commands() -> Vec<String> {
-    let help = stdout(&run(&["--help"]));
+    let help = Run::offline().args(["--help"]).output().stdout_text();
     let list = sections(&help)
         .remove("Commands")
         .expect("a Commands: section");
@@ -140,9 +126,9 @@ fn commands() -> Vec<String> {
 fn every_help_separates_global_and_vault_options_from_the_commands_own() {
     for cmd in &commands() {
         let cmd = cmd.as_str();
-        let out = run(&[cmd, "--help"]);
-        assert!(out.status.success(), "{cmd} --help: {}", stderr(&out));
-        let help = stdout(&out);
+        let out = Run::offline().args([cmd, "--help"]).output();
+        assert!(out.status.success(), "{cmd} --help: {}", out.stderr_text());
+        let help = out.stdout_text();
         let s = sections(&help);
         under(&s, "Global options", &GLOBAL_FLAGS, cmd);
         let own = s.get("Options").map(String::as_str).unwrap_or_default();
@@ -172,7 +158,10 @@ fn every_help_separates_global_and_vault_options_from_the_commands_own() {
 /// optional flags, so the text states them; `src/cli.rs` checks it against the constants).
 #[test]
 fn help_shows_defaults_and_where_the_json_schema_is() {
-    let gen = stdout(&run(&["gen", "--help"]));
+    let gen = Run::offline()
+        .args(["gen", "--help"])
+        .output()
+        .stdout_text();
     let gen = gen.split_whitespace().collect::<Vec<_>>().join(" ");
     for d in [
         "[default: 32]",
@@ -181,11 +170,14 @@ fn help_shows_defaults_and_where_the_json_schema_is() {
     ] {
         assert!(gen.contains(d), "gen --help lacks {d}:\n{gen}");
     }
-    let apply = stdout(&run(&["apply", "--help"]));
+    let apply = Run::offline()
+        .args(["apply", "--help"])
+        .output()
+        .stdout_text();
     assert!(apply.contains("[default: 16]"), "{apply}");
     assert!(apply.contains("[default: secret-specs]"), "{apply}");
     // Someone with only the binary learns where the `-o json` schema is.
-    let short = stdout(&run(&["apply", "-h"]));
+    let short = Run::offline().args(["apply", "-h"]).output().stdout_text();
     let words = short.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         words.contains("`vault-seed man`, section JSON OUTPUT"),
@@ -208,11 +200,14 @@ fn global_options_work_before_and_after_the_command() {
             vec!["policy", "auh1-dev", "--color", "never", "--specs", specs],
         ),
     ] {
-        let (a, b) = (run(&before), run(&after));
-        assert!(a.status.success(), "{before:?}: {}", stderr(&a));
-        assert!(b.status.success(), "{after:?}: {}", stderr(&b));
-        assert_eq!(stdout(&a), stdout(&b), "{before:?} vs {after:?}");
-        assert!(!stdout(&a).is_empty());
+        let (a, b) = (
+            Run::offline().args(&before).output(),
+            Run::offline().args(&after).output(),
+        );
+        assert!(a.status.success(), "{before:?}: {}", a.stderr_text());
+        assert!(b.status.success(), "{after:?}: {}", b.stderr_text());
+        assert_eq!(a.stdout_text(), b.stdout_text(), "{before:?} vs {after:?}");
+        assert!(!a.stdout_text().is_empty());
     }
 }
 
@@ -225,16 +220,13 @@ fn apply_dry_run_points_to_plan_and_sends_nothing() {
     let addr = format!("http://{}", listener.local_addr().unwrap());
     let specs = repo_specs();
     for flag in ["--dry-run", "--dryrun"] {
-        let home = tempfile::tempdir().unwrap();
-        let out = vault_seed_cmd(home.path())
-            .env("VAULT_ADDR", &addr)
-            .env("VAULT_TOKEN", "not-a-real-token")
-            .arg("--specs")
-            .arg(&specs)
+        let out = Run::offline()
+            .addr(&addr)
+            .token("not-a-real-token")
+            .specs(&specs)
             .args(["apply", "auh1-dev", flag])
-            .output()
-            .unwrap();
-        let err = stderr(&out);
+            .output();
+        let err = out.stderr_text();
         assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
         assert!(
             err.contains(&format!("unexpected argument '{flag}'"))
@@ -245,7 +237,7 @@ fn apply_dry_run_points_to_plan_and_sends_nothing() {
             !err.contains("as a value"),
             "{flag}: clap's misleading tip:\n{err}"
         );
-        assert!(stdout(&out).is_empty());
+        assert!(out.stdout_text().is_empty());
     }
     assert!(
         listener.accept().is_err(),
@@ -258,12 +250,15 @@ fn apply_dry_run_points_to_plan_and_sends_nothing() {
 #[test]
 fn bash_completion_parses_and_completes_commands_and_their_options() {
     let bash = tool("bash").expect("bash");
-    let script = stdout(&run(&["completions", "bash"]));
+    let script = Run::offline()
+        .args(["completions", "bash"])
+        .output()
+        .stdout_text();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("vault-seed.bash");
     std::fs::write(&file, &script).unwrap();
-    let check = Command::new(&bash).arg("-n").arg(&file).output().unwrap();
-    assert!(check.status.success(), "bash -n: {}", stderr(&check));
+    let check = Out::from(Command::new(&bash).arg("-n").arg(&file).output().unwrap());
+    assert!(check.status.success(), "bash -n: {}", check.stderr_text());
     // Complete as bash's programmable completion calls the function: words, index, then
     // (command, current word, previous word).
     let complete = |words: &[&str]| -> Vec<String> {
@@ -277,9 +272,10 @@ fn bash_completion_parses_and_completes_commands_and_their_options() {
             words[cword],
             words[cword - 1]
         );
-        let out = Command::new(&bash).args(["-c", &program]).output().unwrap();
-        assert!(out.status.success(), "{words:?}: {}", stderr(&out));
-        let mut words: Vec<String> = stdout(&out)
+        let out = Out::from(Command::new(&bash).args(["-c", &program]).output().unwrap());
+        assert!(out.status.success(), "{words:?}: {}", out.stderr_text());
+        let mut words: Vec<String> = out
+            .stdout_text()
             .lines()
             .filter(|w| !w.is_empty())
             .map(str::to_string)
@@ -309,9 +305,9 @@ fn bash_completion_parses_and_completes_commands_and_their_options() {
 fn other_shells_accept_their_completion_scripts() {
     let dir = tempfile::tempdir().unwrap();
     for shell in ["zsh", "fish", "powershell", "elvish"] {
-        let out = run(&["completions", shell]);
-        assert!(out.status.success(), "{shell}: {}", stderr(&out));
-        let script = stdout(&out);
+        let out = Run::offline().args(["completions", shell]).output();
+        assert!(out.status.success(), "{shell}: {}", out.stderr_text());
+        let script = out.stdout_text();
         for word in ["vault-seed", "apply", "verify", "completions", "ca-cert"] {
             assert!(script.contains(word), "{shell} script lacks {word}");
         }
@@ -320,20 +316,25 @@ fn other_shells_accept_their_completion_scripts() {
         match shell {
             "zsh" | "fish" => {
                 let Some(bin) = tool(shell) else { continue };
-                let check = Command::new(&bin).arg("-n").arg(&file).output().unwrap();
-                assert!(check.status.success(), "{shell} -n: {}", stderr(&check));
+                let check = Out::from(Command::new(&bin).arg("-n").arg(&file).output().unwrap());
+                assert!(
+                    check.status.success(),
+                    "{shell} -n: {}",
+                    check.stderr_text()
+                );
                 if shell == "fish" {
                     let program = format!(
                         "source '{}'; complete -C 'vault-seed apply --ca'",
                         file.display()
                     );
-                    let out = Command::new(&bin).args(["-c", &program]).output().unwrap();
+                    let out =
+                        Out::from(Command::new(&bin).args(["-c", &program]).output().unwrap());
                     let words: Vec<&str> = std::str::from_utf8(&out.stdout)
                         .unwrap()
                         .lines()
                         .map(|l| l.split('\t').next().unwrap_or_default())
                         .collect();
-                    assert_eq!(words, ["--ca-cert", "--ca-path"], "{}", stderr(&out));
+                    assert_eq!(words, ["--ca-cert", "--ca-path"], "{}", out.stderr_text());
                 } else {
                     assert!(script.starts_with("#compdef vault-seed"), "{script}");
                 }
@@ -368,22 +369,22 @@ fn rendered(roff: &str) -> String {
         .unwrap()
         .write_all(roff.as_bytes())
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = Out::from(child.wait_with_output().unwrap());
     assert!(
         out.status.success() && out.stderr.is_empty(),
         "groff warns:\n{}",
-        stderr(&out)
+        out.stderr_text()
     );
-    stdout(&out)
+    out.stdout_text()
 }
 
 /// `vault-seed man` prints vault-seed(1): its sections, the global options under their heading,
 /// every command, and JSON OUTPUT; it renders with groff without a warning.
 #[test]
 fn man_page_has_its_sections_and_renders() {
-    let out = run(&["man"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let roff = stdout(&out);
+    let out = Run::offline().args(["man"]).output();
+    assert!(out.status.success(), "{}", out.stderr_text());
+    let roff = out.stdout_text();
     assert!(roff.contains(".TH vault-seed 1 "), "{roff}");
     for section in [
         ".SH NAME",
@@ -420,8 +421,10 @@ fn man_page_has_its_sections_and_renders() {
 fn man_writes_a_page_per_command() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("man1");
-    let out = run(&["man", "--dir", target.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = Run::offline()
+        .args(["man", "--dir", target.to_str().unwrap()])
+        .output();
+    assert!(out.status.success(), "{}", out.stderr_text());
     let mut names: BTreeSet<String> = std::fs::read_dir(&target)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -432,7 +435,7 @@ fn man_writes_a_page_per_command() {
         .map(|c| format!("vault-seed-{c}.1"))
         .collect();
     assert_eq!(names, expected);
-    assert_eq!(stdout(&out).lines().count(), expected.len() + 1);
+    assert_eq!(out.stdout_text().lines().count(), expected.len() + 1);
     for name in &expected {
         let roff = std::fs::read_to_string(target.join(name)).unwrap();
         let text = rendered(&roff);
@@ -447,20 +450,24 @@ fn man_writes_a_page_per_command() {
         apply.contains(".TH vault-seed-apply 1  \"vault-seed "),
         "{apply}"
     );
-    assert_eq!(stdout(&run(&["man", "apply"])), apply);
+    assert_eq!(
+        Run::offline().args(["man", "apply"]).output().stdout_text(),
+        apply
+    );
 
-    let out = run(&["man", "nope"]);
+    let out = Run::offline().args(["man", "nope"]).output();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("no command `nope`") && stderr(&out).contains("help: one of: lint"),
+        out.stderr_text().contains("no command `nope`")
+            && out.stderr_text().contains("help: one of: lint"),
         "{}",
-        stderr(&out)
+        out.stderr_text()
     );
 }
 
 /// The top-level keys the man page's JSON OUTPUT lists per command, read from the page.
 fn documented_keys() -> HashMap<String, BTreeSet<String>> {
-    let roff = stdout(&run(&["man"]));
+    let roff = Run::offline().args(["man"]).output().stdout_text();
     let section = roff
         .split(".SH \"JSON OUTPUT\"")
         .nth(1)
@@ -489,10 +496,9 @@ fn documented_keys() -> HashMap<String, BTreeSet<String>> {
     docs
 }
 
-fn keys_of(out: &Output) -> BTreeSet<String> {
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", stdout(out), stderr(out)));
-    doc.as_object()
+fn keys_of(out: &Out) -> BTreeSet<String> {
+    out.json()
+        .as_object()
         .expect("a JSON object")
         .keys()
         .cloned()
@@ -508,7 +514,7 @@ fn json_documents_have_the_keys_the_man_page_lists() {
     let docs = documented_keys();
     let specs = repo_specs();
     let specs = specs.to_str().unwrap();
-    let expect = |command: &str, out: &Output| {
+    let expect = |command: &str, out: &Out| {
         let want = docs
             .get(command)
             .unwrap_or_else(|| panic!("man page documents no `{command}`: {docs:?}"));
@@ -518,22 +524,30 @@ fn json_documents_have_the_keys_the_man_page_lists() {
             "`{command} -o json` keys differ from the man page"
         );
     };
-    expect("lint", &run(&["--specs", specs, "-o", "json", "lint"]));
-    expect("gen", &run(&["-o", "json", "gen", "hex"]));
+    expect(
+        "lint",
+        &Run::offline()
+            .args(["--specs", specs, "-o", "json", "lint"])
+            .output(),
+    );
+    expect(
+        "gen",
+        &Run::offline().args(["-o", "json", "gen", "hex"]).output(),
+    );
     expect(
         "policy",
-        &run(&["--specs", specs, "-o", "json", "policy", "auh1-dev"]),
+        &Run::offline()
+            .args(["--specs", specs, "-o", "json", "policy", "auh1-dev"])
+            .output(),
     );
 
     let bao = OpenBao::dev();
     let mut outputs = Vec::new();
     let mut seed = |args: &[&str]| {
-        let out = bao
-            .vault_seed()
+        let out = Run::new(&bao)
             .args(["--specs", specs, "-o", "json"])
             .args(args)
-            .output()
-            .unwrap();
+            .output();
         outputs.push(out.clone());
         out
     };
@@ -541,8 +555,8 @@ fn json_documents_have_the_keys_the_man_page_lists() {
     let apply = seed(&["apply", "auh1-dev"]);
     let verify = seed(&["verify", "auh1-dev", "--skip-kube"]);
     let rotate = seed(&["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--dry-run"]);
-    assert!(apply.status.success(), "{}", stderr(&apply));
-    assert!(rotate.status.success(), "{}", stderr(&rotate));
+    assert!(apply.status.success(), "{}", apply.stderr_text());
+    assert!(rotate.status.success(), "{}", rotate.stderr_text());
     expect("plan", &plan);
     expect("apply", &apply);
     expect("verify", &verify);
@@ -550,21 +564,19 @@ fn json_documents_have_the_keys_the_man_page_lists() {
 
     // Stopped before results: Vault does not answer.
     let closed = format!("http://127.0.0.1:{}", common::free_port());
-    let home = tempfile::tempdir().unwrap();
-    let failed = vault_seed_cmd(home.path())
-        .env("VAULT_ADDR", &closed)
-        .env("VAULT_TOKEN", "not-a-real-token")
+    let failed = Run::offline()
+        .addr(&closed)
+        .token("not-a-real-token")
         .args(["--specs", specs, "-o", "json", "plan", "auh1-dev"])
         .output()
-        .unwrap();
-    assert_eq!(failed.status.code(), Some(1), "{}", stderr(&failed));
+        .expect_code(1);
     let want: BTreeSet<String> = ["command", "ok", "error", "help"].map(String::from).into();
     assert_eq!(keys_of(&failed), want);
-    let roff = stdout(&run(&["man"]));
+    let roff = Run::offline().args(["man"]).output().stdout_text();
     assert!(roff.contains("{command, ok: false, error, help}"));
 
     // No value written by apply shows in any output.
-    let doc: serde_json::Value = serde_json::from_slice(&apply.stdout).unwrap();
+    let doc = apply.json();
     let mut values = Vec::new();
     for row in doc["results"].as_array().unwrap() {
         if row["generator"] == "placeholder" {
@@ -582,7 +594,7 @@ fn json_documents_have_the_keys_the_man_page_lists() {
     }
     assert!(values.len() >= 4, "{values:?}");
     for out in outputs.iter().chain([&failed]) {
-        let all = format!("{}{}", stdout(out), stderr(out));
+        let all = out.all_text();
         for v in &values {
             if v.len() >= 8 {
                 assert!(

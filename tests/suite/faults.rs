@@ -3,12 +3,12 @@
 
 use crate::common;
 
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::proxy::{Fault, FaultProxy};
-use common::OpenBao;
+use common::{OpenBao, Run};
 use serde_json::Value;
 
 fn spec_with(n: usize, addr: &str) -> tempfile::TempDir {
@@ -19,20 +19,15 @@ fn spec_with(n: usize, addr: &str) -> tempfile::TempDir {
             "[secrets.K{i:05}]\ndescription = \"k\"\nfields.password = {{ generator = \"{g}\" }}\n"
         ));
     }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("app.toml"), s).unwrap();
-    dir
+    common::spec_dir(&s)
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn apply_cmd(bao: &OpenBao, addr: &str, specs: &std::path::Path) -> Command {
-    let mut c = bao.vault_seed_process(specs);
-    c.env("VAULT_ADDR", addr)
-        .args(["apply", "dev", "-o", "json"]);
-    c
+/// `apply dev -o json` on `specs`, against `bao` reached at `addr` (the server or a proxy).
+fn apply(bao: &OpenBao, addr: &str, specs: &std::path::Path) -> Run {
+    Run::new(bao)
+        .specs(specs)
+        .addr(addr)
+        .args(["apply", "dev", "-o", "json"])
 }
 
 fn listed(bao: &OpenBao) -> usize {
@@ -58,12 +53,9 @@ fn killed_mid_apply_then_restarted_rerun_completes_and_nothing_passes_version_on
     const N: usize = 1000;
     let mut bao = OpenBao::persistent(None);
     let dir = spec_with(N, &bao.addr);
-    let child = apply_cmd(&bao, &bao.addr.clone(), dir.path())
+    let child = apply(&bao, &bao.addr.clone(), dir.path())
         .env("VAULT_CLIENT_TIMEOUT", "2s")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let start = Instant::now();
     while listed(&bao) < 200 {
         assert!(
@@ -73,10 +65,10 @@ fn killed_mid_apply_then_restarted_rerun_completes_and_nothing_passes_version_on
         std::thread::sleep(Duration::from_millis(10));
     }
     bao.kill();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let doc: Value =
-        serde_json::from_slice(&out.stdout).expect("a JSON report even when the server died");
+    let out = common::Out::from(child.wait_with_output().unwrap());
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr_text());
+    // A JSON report even when the server died.
+    let doc = out.json();
     assert_eq!(doc["ok"], false);
     // Each path says whether it was written; the failed ones say nothing was written.
     let results = doc["results"].as_array().unwrap();
@@ -98,17 +90,17 @@ fn killed_mid_apply_then_restarted_rerun_completes_and_nothing_passes_version_on
         .filter(|r| r["outcome"] == "skipped")
         .all(|r| r["detail"] == "not attempted: Vault stopped answering"));
     assert!(
-        text(&out.stderr).contains("Vault stopped answering part way"),
+        out.stderr_text()
+            .contains("Vault stopped answering part way"),
         "{}",
-        text(&out.stderr)
+        out.stderr_text()
     );
 
     bao.start_again();
     bao.unseal();
-    let out = apply_cmd(&bao, &bao.addr.clone(), dir.path())
+    apply(&bao, &bao.addr.clone(), dir.path())
         .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        .expect_code(0);
     assert_all_version_one(&bao, N);
 }
 
@@ -117,15 +109,15 @@ fn a_sealed_server_is_named_and_nothing_is_written() {
     let bao = OpenBao::persistent(None);
     let dir = spec_with(3, &bao.addr);
     bao.seal();
-    let out = apply_cmd(&bao, &bao.addr, dir.path()).output().unwrap();
+    let out = apply(&bao, &bao.addr, dir.path()).output();
     assert_eq!(out.status.code(), Some(1));
-    let err = text(&out.stderr);
+    let err = out.stderr_text();
     assert!(
         err.contains(&format!("Vault at `{}` is sealed", bao.addr)),
         "{err}"
     );
     assert!(err.contains("unseal it"), "{err}");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = out.json();
     assert_eq!(doc["ok"], false);
 }
 
@@ -134,12 +126,11 @@ fn a_slow_server_past_the_client_timeout_is_a_clear_error() {
     let bao = OpenBao::dev();
     let proxy = FaultProxy::start(&bao.addr, |_| Fault::Delay(Duration::from_secs(4)));
     let dir = spec_with(2, &proxy.addr);
-    let out = apply_cmd(&bao, &proxy.addr, dir.path())
+    let out = apply(&bao, &proxy.addr, dir.path())
         .env("VAULT_CLIENT_TIMEOUT", "1s")
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(1));
-    let err = text(&out.stderr);
+    let err = out.stderr_text();
     assert!(
         err.contains("did not answer GET `auth/token/lookup-self` within the client timeout (1s)"),
         "{err}"
@@ -161,19 +152,16 @@ fn transient_faults_are_retried_and_every_path_ends_at_version_one() {
         _ => Fault::CutAfter(Duration::from_millis(40 + (n * 37 % 200))),
     });
     let dir = spec_with(N, &proxy.addr);
-    let out = apply_cmd(&bao, &proxy.addr, dir.path())
-        .arg("-v")
-        .output()
-        .unwrap();
-    let err = text(&out.stderr);
+    let out = apply(&bao, &proxy.addr, dir.path()).arg("-v").output();
+    let err = out.stderr_text();
     assert_eq!(out.status.code(), Some(0), "{err}");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = out.json();
     assert_eq!(doc["summary"]["created"], N as u64);
     // Faults were hit, whatever the machine's speed: connection 5 always answers 502 (16 are
     // opened at concurrency 16), so vault-seed retried and sent more than a clean run's
     // token check + mount detection + one LIST + a write and a metadata write per path.
     let clean_run = 3 + 2 * N as u64;
-    let sent = common::requests_sent(&out);
+    let sent = out.requests_sent();
     assert!(sent > clean_run, "no retry happened: {sent} requests");
     assert!(proxy.connections.load(Ordering::SeqCst) > 5);
     assert_all_version_one(&bao, N);
@@ -184,9 +172,9 @@ fn when_faults_outlast_the_retry_cap_the_run_stops_with_a_clear_error() {
     let bao = OpenBao::dev();
     let proxy = FaultProxy::start(&bao.addr, |_| Fault::Status(502));
     let dir = spec_with(2, &proxy.addr);
-    let out = apply_cmd(&bao, &proxy.addr, dir.path()).output().unwrap();
+    let out = apply(&bao, &proxy.addr, dir.path()).output();
     assert_eq!(out.status.code(), Some(1));
-    let err = text(&out.stderr);
+    let err = out.stderr_text();
     assert!(err.contains("answered HTTP 502"), "{err}");
     // 1 attempt + 5 retries.
     assert_eq!(proxy.connections.load(Ordering::SeqCst), 6);
@@ -217,12 +205,9 @@ fn stop_signal_stops_new_work_reports_and_a_rerun_completes(signal: &str, said: 
     let proxy = FaultProxy::start(&bao.addr, |_| Fault::CutAfter(Duration::from_millis(60)));
     let slow = FaultProxy::start(&proxy.addr, |_| Fault::Delay(Duration::from_millis(60)));
     let dir = spec_with(N, &slow.addr);
-    let child = apply_cmd(&bao, &slow.addr, dir.path())
+    let child = apply(&bao, &slow.addr, dir.path())
         .args(["--concurrency", "2"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let start = Instant::now();
     while listed(&bao) < 5 {
         assert!(start.elapsed() < Duration::from_secs(60), "no progress");
@@ -235,10 +220,10 @@ fn stop_signal_stops_new_work_reports_and_a_rerun_completes(signal: &str, said: 
         .status()
         .unwrap()
         .success());
-    let out: Output = child.wait_with_output().unwrap();
-    let err = text(&out.stderr);
+    let out = common::Out::from(child.wait_with_output().unwrap());
+    let err = out.stderr_text();
     assert_eq!(out.status.code(), Some(1), "{err}");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = out.json();
     assert_eq!(doc["interrupted"], true);
     let skipped = doc["summary"]["skipped"].as_u64().unwrap();
     assert!(skipped > 0 && skipped < N as u64, "skipped {skipped}");
@@ -266,9 +251,8 @@ fn stop_signal_stops_new_work_reports_and_a_rerun_completes(signal: &str, said: 
         );
     }
     // A re-run, straight to the server, finishes the job; nothing is written twice.
-    let out = apply_cmd(&bao, &bao.addr, dir.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = apply(&bao, &bao.addr, dir.path()).output().expect_code(0);
+    let doc = out.json();
     assert_eq!(
         doc["summary"]["created"].as_u64().unwrap(),
         skipped,
@@ -327,20 +311,17 @@ impl Drop for Silent {
 fn a_server_that_never_answers_is_retried_visibly_and_given_up_on_in_bounded_time() {
     let silent = Silent::start();
     let dir = spec_with(2, &silent.addr);
-    let home = tempfile::tempdir().unwrap();
     let start = Instant::now();
-    let out = common::vault_seed_cmd(home.path())
-        .env("VAULT_ADDR", &silent.addr)
-        .env("VAULT_TOKEN", "t")
+    let out = Run::offline()
+        .addr(&silent.addr)
+        .token("t")
         .env("VAULT_SEED_GIVE_UP_AFTER", "5s")
-        .arg("--specs")
-        .arg(dir.path())
+        .specs(dir.path())
         .args(["plan", "dev", "--answer-timeout", "1s"])
-        .output()
-        .unwrap();
+        .output();
     let elapsed = start.elapsed();
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr_text());
+    let err = out.stderr_text();
     // Each retry shows at default verbosity.
     assert!(
         err.contains("warning: Vault did not answer in 1s; retrying 1/5"),

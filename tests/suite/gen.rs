@@ -1,21 +1,14 @@
 //! `vault-seed gen`: one fresh value on stdout in the generator's format.
 
-use crate::common;
+use crate::common::Run;
 
-use std::path::Path;
-
-use common::vault_seed_cmd;
-
+/// `vault-seed gen ARGS`; (exit code, stdout without its newline, stderr).
 fn gen(args: &[&str]) -> (i32, String, String) {
-    let out = vault_seed_cmd(Path::new("/nonexistent"))
-        .arg("gen")
-        .args(args)
-        .output()
-        .unwrap();
+    let out = Run::home("/nonexistent").arg("gen").args(args).output();
     (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).trim_end().to_string(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.code(),
+        out.stdout_text().trim_end().to_string(),
+        out.stderr_text(),
     )
 }
 

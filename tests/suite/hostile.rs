@@ -8,12 +8,13 @@ use crate::common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::{Out, Run};
 use serde_json::{json, Value};
 
 /// One request as a stand-in received it.
@@ -218,14 +219,6 @@ fn serve(
     let _ = conn.shutdown(Shutdown::Write);
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn all_output(out: &Output) -> String {
-    format!("{}{}", text(&out.stdout), text(&out.stderr))
-}
-
 /// A spec directory with one environment `dev` whose `vault_addr` is `addr` (a TOML literal
 /// string: backslashes stay), and `n` secrets under `hostile/dev`.
 fn spec_dir(addr: &str, n: usize) -> tempfile::TempDir {
@@ -237,16 +230,12 @@ fn spec_dir(addr: &str, n: usize) -> tempfile::TempDir {
             "[secrets.K{i}]\ndescription = \"k\"\nfields.password = {{ generator = \"hex32\" }}\n"
         ));
     }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("app.toml"), s).unwrap();
-    dir
+    common::spec_dir(&s)
 }
 
 /// `vault-seed --specs DIR ARGS` with a clean environment and this token.
-fn vault_seed(home: &Path, specs: &Path, token: &str) -> assert_cmd::Command {
-    let mut c = common::vault_seed_cmd(home);
-    c.env("VAULT_TOKEN", token).arg("--specs").arg(specs);
-    c
+fn vault_seed(home: &Path, specs: &Path, token: &str) -> Run {
+    Run::home(home).token(token).specs(specs)
 }
 
 /// What a KV v2 server answers to the set-up requests every run makes.
@@ -315,7 +304,7 @@ fn plain_http_guard_sends_nothing_off_loopback_whatever_the_spelling() {
         .unwrap_or_else(|e| {
             panic!("cannot run `unshare` (util-linux) to make a private network namespace: {e}")
         });
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    let (stdout, stderr) = (common::text(&out.stdout), common::text(&out.stderr));
     assert!(
         out.status.success(),
         "inside the private network namespace (`unshare -n`, needs root or CAP_SYS_ADMIN and `ip`):\n{stdout}\n{stderr}"
@@ -342,9 +331,8 @@ fn guard_inside_netns() {
     let out = vault_seed(home.path(), specs.path(), TOKEN)
         .env("VAULT_ADDR", format!("http://{OFF_LOOPBACK}:{port}"))
         .args(["plan", "dev", "--insecure-http"])
-        .output()
-        .unwrap();
-    assert!(off.connections() > 0, "control: {}", all_output(&out));
+        .output();
+    assert!(off.connections() > 0, "control: {}", out.all_text());
     assert_eq!(off.requests()[0].token.as_deref(), Some(TOKEN));
     let control = off.connections();
 
@@ -358,19 +346,19 @@ fn guard_inside_netns() {
             ("vault_addr", None, addr.as_str()),
         ] {
             let specs = spec_dir(spec_addr, 1);
-            let mut c = vault_seed(home.path(), specs.path(), TOKEN);
+            let mut run = vault_seed(home.path(), specs.path(), TOKEN);
             if let Some(a) = env_addr {
-                c.env("VAULT_ADDR", a);
+                run = run.addr(a);
             }
-            let out = c.args(["apply", "dev"]).output().unwrap();
+            let out = run.args(["apply", "dev"]).output();
             assert_eq!(
                 off.connections(),
                 control,
                 "{route} {addr} reached {OFF_LOOPBACK}: {}",
-                all_output(&out)
+                out.all_text()
             );
-            assert_eq!(out.status.code(), Some(2), "{addr}: {}", all_output(&out));
-            assert!(!all_output(&out).contains(TOKEN));
+            assert_eq!(out.status.code(), Some(2), "{addr}: {}", out.all_text());
+            assert!(!out.all_text().contains(TOKEN));
         }
         checked += 1;
     }
@@ -386,10 +374,9 @@ fn guard_inside_netns() {
             .env("VAULT_ADDR", &vault.addr)
             .env(var, &proxy)
             .args(["plan", "dev"])
-            .output()
-            .unwrap();
-        assert_eq!(off.connections(), control, "{var}: {}", all_output(&out));
-        assert_eq!(out.status.code(), Some(0), "{var}: {}", all_output(&out));
+            .output();
+        assert_eq!(off.connections(), control, "{var}: {}", out.all_text());
+        assert_eq!(out.status.code(), Some(0), "{var}: {}", out.all_text());
     }
     assert!(vault.connections() > 0);
     drop(loopback);
@@ -412,25 +399,20 @@ fn lint_refuses_userinfo_query_fragment_and_backslash_in_vault_addr() {
         ("https://u:p@vault.example", "has a user name or password"),
     ] {
         let out = lint(home.path(), addr);
-        assert_eq!(out.status.code(), Some(2), "{addr}: {}", all_output(&out));
-        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{addr}: {}", out.all_text());
+        let err = out.stderr_text();
         assert!(err.contains(why), "{addr}: {err}");
         assert!(err.contains("app.toml:6:15"), "{addr}: {err}");
     }
     // Plain http off loopback is a run-time decision (--insecure-http), not a spec error.
     let out = lint(home.path(), "http://vault.internal:8200");
-    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", out.all_text());
 }
 
 /// `vault-seed lint` of a spec whose `vault_addr` is `addr`.
-fn lint(home: &Path, addr: &str) -> Output {
+fn lint(home: &Path, addr: &str) -> Out {
     let specs = spec_dir(addr, 1);
-    common::vault_seed_cmd(home)
-        .arg("--specs")
-        .arg(specs.path())
-        .arg("lint")
-        .output()
-        .unwrap()
+    Run::home(home).specs(specs.path()).arg("lint").output()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -454,10 +436,9 @@ fn a_redirect_is_not_followed_and_names_where_it_pointed() {
         let out = vault_seed(home.path(), specs.path(), TOKEN)
             .env("VAULT_ADDR", &redirector.addr)
             .args(args)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{}", all_output(&out));
-        let err = text(&out.stderr);
+            .output();
+        assert_eq!(out.status.code(), Some(1), "{}", out.all_text());
+        let err = out.stderr_text();
         assert!(
             err.contains(&format!(
                 "answered GET `auth/token/lookup-self` with HTTP 307, a redirect to `{}`",
@@ -466,7 +447,7 @@ fn a_redirect_is_not_followed_and_names_where_it_pointed() {
             "{err}"
         );
         assert!(err.contains("does not follow redirects"), "{err}");
-        assert!(!all_output(&out).contains(TOKEN));
+        assert!(!out.all_text().contains(TOKEN));
     }
     assert!(redirector.connections() > 0);
     assert_eq!(elsewhere.connections(), 0, "the redirect was followed");
@@ -524,10 +505,9 @@ fn server_text_echoing_the_token_and_values_is_redacted_and_capped() {
         let out = vault_seed(home.path(), specs.path(), token)
             .env("VAULT_ADDR", &vault.addr)
             .args(&args)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{}", all_output(&out));
-        let all = all_output(&out);
+            .output();
+        assert_eq!(out.status.code(), Some(1), "{}", out.all_text());
+        let all = out.all_text();
         // The server did echo them: the requests carried the token and the new values.
         let writes: Vec<Req> = vault
             .requests()
@@ -584,10 +564,9 @@ fn server_text_echoing_the_token_and_values_is_redacted_and_capped() {
     let out = vault_seed(home.path(), specs.path(), token)
         .env("VAULT_ADDR", &rude.addr)
         .args(["plan", "dev", "-o", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", all_output(&out));
-    let all = all_output(&out);
+        .output();
+    assert_eq!(out.status.code(), Some(1), "{}", out.all_text());
+    let all = out.all_text();
     assert!(!all.contains(token), "{all}");
     assert!(all.contains("bad token [redacted]"), "{all}");
     // Control characters from the server are shown, not sent to the terminal.
@@ -639,23 +618,14 @@ fn an_answer_larger_than_the_cap_fails_clearly_without_being_held() {
                 }
             })
         };
-        let child = Command::new(assert_cmd::cargo::cargo_bin("vault-seed"))
-            .env_clear()
-            .env("HOME", home.path())
-            .env("NO_COLOR", "1")
-            .env("VAULT_ADDR", &vault.addr)
-            .env("VAULT_TOKEN", TOKEN)
-            .arg("--specs")
-            .arg(specs.path())
+        let child = vault_seed(home.path(), specs.path(), TOKEN)
+            .addr(&vault.addr)
             .args(["plan", "dev"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .spawn();
         pid.store(child.id(), Ordering::SeqCst);
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(1), "{}", all_output(&out));
-        let err = text(&out.stderr);
+        let out = Out::from(child.wait_with_output().unwrap());
+        assert_eq!(out.status.code(), Some(1), "{}", out.all_text());
+        let err = out.stderr_text();
         assert!(
             err.contains("Vault's answer to GET `auth/token/lookup-self` is larger than 8 MiB"),
             "{err}"

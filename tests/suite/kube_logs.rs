@@ -45,10 +45,7 @@ fn no_secret_value_is_logged_even_at_trace() {
         .env(OWN_PROCESS, "1")
         .output()
         .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let (stdout, stderr) = (common::text(&out.stdout), common::text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(
         stdout.contains("1 passed") && stdout.contains("kube logs: checked"),

@@ -3,9 +3,7 @@
 
 use crate::common;
 
-use std::path::Path;
-
-use common::{repo_specs, vault_seed_cmd};
+use common::{repo_specs, Run};
 
 /// Run `lint` on one spec file written into a scratch `specs/` folder; (exit code, stdout, stderr).
 fn lint_one(toml: &str) -> (i32, String, String) {
@@ -18,16 +16,11 @@ fn lint_files(files: &[(&str, &str)]) -> (i32, String, String) {
     for (name, text) in files {
         std::fs::write(dir.path().join("specs").join(name), text).unwrap();
     }
-    let out = vault_seed_cmd(dir.path())
+    let out = Run::home(dir.path())
         .current_dir(dir.path())
         .args(["lint", "--specs", "specs"])
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .output();
+    (out.code(), out.stdout_text(), out.stderr_text())
 }
 
 const GOOD: &str = r#"
@@ -46,17 +39,16 @@ fields.password = { generator = "hex32" }
 
 #[test]
 fn real_spec_passes() {
-    let out = vault_seed_cmd(Path::new("/nonexistent"))
+    let out = Run::home("/nonexistent")
         .args(["lint", "--specs"])
         .arg(repo_specs())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+        .output();
+    let stdout = out.stdout_text();
     assert_eq!(
         out.status.code(),
         Some(0),
         "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        out.stderr_text()
     );
     assert!(
         stdout.contains("`core-service`, 6 secret(s), 6 field(s), environments: auh1-dev"),
@@ -69,13 +61,12 @@ fn good_spec_passes_with_json() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("specs")).unwrap();
     std::fs::write(dir.path().join("specs/demo.toml"), GOOD).unwrap();
-    let out = vault_seed_cmd(dir.path())
+    let out = Run::home(dir.path())
         .current_dir(dir.path())
         .args(["lint", "--specs", "specs", "--output", "json"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(0));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = out.json();
     assert_eq!(v["ok"], true);
     assert_eq!(v["specs"][0]["name"], "demo");
     assert_eq!(
@@ -197,11 +188,8 @@ fn empty_directory_is_a_usage_error() {
 
 #[test]
 fn help_lists_planned_commands() {
-    let out = vault_seed_cmd(Path::new("/nonexistent"))
-        .arg("--help")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let out = Run::home("/nonexistent").arg("--help").output();
+    let text = out.stdout_text();
     for cmd in [
         "lint", "gen", "plan", "apply", "verify", "set", "rotate", "policy", "order",
     ] {
@@ -234,9 +222,9 @@ fn one_line_spec_with_thousands_of_problems_has_bounded_output_and_memory() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("specs")).unwrap();
     std::fs::write(dir.path().join("specs/big.toml"), one_line_spec(n)).unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("vault-seed");
+    let bin = common::run::bin();
     let run = |extra: &[&str]| {
-        std::process::Command::new("sh")
+        let out = std::process::Command::new("sh")
             .arg("-c")
             // The limit is on the child's address space: an upper bound of its peak RSS.
             .arg("ulimit -v 262144 && exec \"$0\" \"$@\"")
@@ -247,10 +235,11 @@ fn one_line_spec_with_thousands_of_problems_has_bounded_output_and_memory() {
             .env_clear()
             .env("NO_COLOR", "1")
             .output()
-            .unwrap()
+            .unwrap();
+        common::Out::from(out)
     };
     let out = run(&[]);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = out.stderr_text();
     assert_eq!(
         out.status.code(),
         Some(2),
@@ -272,7 +261,7 @@ fn one_line_spec_with_thousands_of_problems_has_bounded_output_and_memory() {
     // JSON lists every problem, each small.
     let out = run(&["--output", "json"]);
     assert_eq!(out.status.code(), Some(2));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = out.json();
     assert_eq!(v["errors"].as_array().unwrap().len(), n);
     assert!(
         out.stdout.len() < n * 400,
@@ -324,12 +313,11 @@ fn broken_symlink_is_an_error_with_its_path() {
     std::fs::create_dir(&specs).unwrap();
     std::fs::write(specs.join("demo.toml"), GOOD).unwrap();
     std::os::unix::fs::symlink("gone/other.toml", specs.join("other.toml")).unwrap();
-    let out = vault_seed_cmd(dir.path())
+    let out = Run::home(dir.path())
         .current_dir(dir.path())
         .args(["lint", "--specs", "specs"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+        .output();
+    let err = out.stderr_text();
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains(
@@ -349,12 +337,11 @@ fn non_utf8_spec_names_line_and_column_of_the_first_invalid_byte() {
     let at = bytes.windows(3).position(|w| w == b"lt\"").unwrap();
     bytes[at] = 0xff; // `description = "a så\xfft"`: line 11, column 20
     std::fs::write(specs.join("latin1.toml"), bytes).unwrap();
-    let out = vault_seed_cmd(dir.path())
+    let out = Run::home(dir.path())
         .current_dir(dir.path())
         .args(["lint", "--specs", "specs"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+        .output();
+    let err = out.stderr_text();
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--> specs/latin1.toml:11:20"), "{err}");
     assert!(err.contains("invalid UTF-8 byte `0xff`"), "{err}");

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use common::{repo_specs, vault_seed_cmd};
+use common::{repo_specs, Run};
 
 fn fixture(p: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -30,17 +30,12 @@ fn app(name: &str, path: &str) -> String {
 
 /// Run `vault-seed order ARGS`; (exit code, stdout, stderr).
 fn order_with_stdin(args: &[String], stdin: &[u8]) -> (i32, String, String) {
-    let out = vault_seed_cmd(Path::new("/nonexistent"))
+    let out = Run::home("/nonexistent")
         .arg("order")
         .args(args)
-        .write_stdin(stdin.to_vec())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .stdin(stdin)
+        .output();
+    (out.code(), out.stdout_text(), out.stderr_text())
 }
 
 fn order(args: &[String]) -> (i32, String, String) {

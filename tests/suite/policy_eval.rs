@@ -7,7 +7,7 @@ use crate::common;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::OpenBao;
+use common::{OpenBao, Run};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::json;
@@ -387,18 +387,12 @@ fn runbook_policy_passes_and_without_metadata_fails() {
 #[test]
 fn vault_seed_policy_output_makes_the_check_pass() {
     let bao = OpenBao::dev();
-    let out = common::vault_seed_cmd(bao.home.path())
-        .args(["--specs"])
-        .arg(common::repo_specs())
+    let out = Run::home(bao.home.path())
+        .real_specs()
         .args(["policy", "auh1-dev"])
-        .output()
-        .expect("run vault-seed");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let hcl = String::from_utf8(out.stdout).unwrap();
+        .output();
+    assert!(out.status.success(), "{}", out.stderr_text());
+    let hcl = String::from_utf8(out.stdout.clone()).unwrap();
     assert!(hcl.starts_with("# vault-seed: "), "{hcl}");
     assert!(
         hcl.contains(RUNBOOK.trim_start()),
@@ -420,19 +414,12 @@ fn vault_seed_policy_output_makes_the_check_pass() {
 
 #[test]
 fn vault_seed_policy_json_output() {
-    let home = tempfile::tempdir().unwrap();
-    let out = common::vault_seed_cmd(home.path())
-        .arg("--specs")
-        .arg(common::repo_specs())
+    let out = Run::offline()
+        .real_specs()
         .args(["policy", "auh1-dev", "--output", "json"])
-        .output()
-        .expect("run vault-seed");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        .output();
+    assert!(out.status.success(), "{}", out.stderr_text());
+    let v = out.json();
     assert_eq!(v["env"], "auh1-dev");
     assert_eq!(v["policy"].as_str().unwrap(), RUNBOOK.trim_start());
     assert_eq!(
@@ -446,16 +433,13 @@ fn vault_seed_policy_json_output() {
 
 #[test]
 fn vault_seed_policy_unknown_environment_is_a_usage_error() {
-    let home = tempfile::tempdir().unwrap();
-    let out = common::vault_seed_cmd(home.path())
-        .arg("--specs")
-        .arg(common::repo_specs())
+    let out = Run::offline()
+        .real_specs()
         .args(["policy", "nowhere"])
-        .output()
-        .expect("run vault-seed");
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = out.stderr_text();
     assert!(
         err.contains("no spec defines the environment `nowhere`"),
         "{err}"

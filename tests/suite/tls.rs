@@ -5,7 +5,7 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use common::OpenBao;
+use common::{OpenBao, Out, Run};
 
 struct Pki {
     dir: tempfile::TempDir,
@@ -52,21 +52,17 @@ impl Pki {
 }
 
 /// `vault-seed plan auh1-dev` on the repository's specs, run by `c` with these variables added.
-fn plan_on(mut c: assert_cmd::Command, vars: &[(&str, &std::ffi::OsStr)]) -> std::process::Output {
+fn plan_on(mut run: Run, vars: &[(&str, &std::ffi::OsStr)]) -> Out {
     for (k, v) in vars {
-        c.env(k, v);
+        run = run.env(k, v);
     }
-    c.arg("--specs")
-        .arg(common::repo_specs())
-        .args(["plan", "auh1-dev"])
-        .output()
-        .unwrap()
+    run.real_specs().args(["plan", "auh1-dev"]).output()
 }
 
-fn plan_with(bao: &OpenBao, envs: &[(&str, &Path)]) -> std::process::Output {
+fn plan_with(bao: &OpenBao, envs: &[(&str, &Path)]) -> Out {
     let vars: Vec<(&str, &std::ffi::OsStr)> =
         envs.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
-    plan_on(bao.vault_seed(), &vars)
+    plan_on(Run::new(bao), &vars)
 }
 
 #[test]
@@ -80,14 +76,14 @@ fn ca_cert_wrong_ca_and_skip_verify() {
         ok.status.code(),
         Some(0),
         "{}{}",
-        String::from_utf8_lossy(&ok.stdout),
-        String::from_utf8_lossy(&ok.stderr)
+        ok.stdout_text(),
+        ok.stderr_text()
     );
-    assert!(String::from_utf8_lossy(&ok.stdout).contains("6 to create"));
+    assert!(ok.stdout_text().contains("6 to create"));
 
     let wrong = plan_with(&bao, &[("VAULT_CACERT", &pki.file("other-ca.pem"))]);
     assert_eq!(wrong.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&wrong.stderr);
+    let err = wrong.stderr_text();
     assert!(
         err.contains(&format!("TLS with Vault at `{}` failed", bao.addr)),
         "{err}"
@@ -102,24 +98,22 @@ fn ca_cert_wrong_ca_and_skip_verify() {
     );
 
     let skip = plan_with(&bao, &[("VAULT_SKIP_VERIFY", Path::new("true"))]);
-    assert_eq!(
-        skip.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&skip.stderr)
-    );
-    assert!(String::from_utf8_lossy(&skip.stderr).contains("warning: TLS verification is off"));
+    assert_eq!(skip.status.code(), Some(0), "{}", skip.stderr_text());
+    assert!(skip
+        .stderr_text()
+        .contains("warning: TLS verification is off"));
 
     let missing = plan_with(&bao, &[("VAULT_CACERT", Path::new("/nonexistent/ca.pem"))]);
     assert_eq!(missing.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&missing.stderr)
+    assert!(missing
+        .stderr_text()
         .contains("cannot read the CA file `/nonexistent/ca.pem`"));
 }
 
 /// `vault-seed plan auh1-dev` with exactly these variables (and a scratch HOME, NO_COLOR):
 /// nothing else from the environment.
-fn plan_env(home: &Path, vars: &[(&str, &std::ffi::OsStr)]) -> std::process::Output {
-    plan_on(common::vault_seed_cmd(home), vars)
+fn plan_env(home: &Path, vars: &[(&str, &std::ffi::OsStr)]) -> Out {
+    plan_on(Run::home(home), vars)
 }
 
 #[test]
@@ -151,7 +145,7 @@ fn a_ca_file_that_is_not_pem_is_named_before_any_request() {
         ("VAULT_CAPATH", empty_dir.path(), "holds no PEM certificate"),
     ] {
         let out = plan_with(&bao, &[(var, file)]);
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = out.stderr_text();
         assert_eq!(
             out.status.code(),
             Some(2),
@@ -167,12 +161,7 @@ fn a_ca_file_that_is_not_pem_is_named_before_any_request() {
     }
     // A CA directory with other files in it is fine, as with the vault CLI.
     let ok = plan_with(&bao, &[("VAULT_CAPATH", pki.dir.path())]);
-    assert_eq!(
-        ok.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    assert_eq!(ok.status.code(), Some(0), "{}", ok.stderr_text());
 }
 
 #[test]
@@ -181,7 +170,7 @@ fn a_tls_failure_at_default_verbosity_prints_only_our_error() {
     let bao = OpenBao::persistent(Some((&pki.file("server.pem"), &pki.file("server-key.pem"))));
     let out = plan_with(&bao, &[("VAULT_CACERT", &pki.file("other-ca.pem"))]);
     assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = out.stderr_text();
     // The announcement of what runs where, then the error and its help: nothing else.
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 3, "{err}");
@@ -190,15 +179,12 @@ fn a_tls_failure_at_default_verbosity_prints_only_our_error() {
     assert!(lines[2].starts_with("  help: "), "{err}");
     assert!(!err.contains("rustls"), "{err}");
     // From -vv on, the dependencies' own lines show too.
-    let mut c = bao.vault_seed();
-    let out = c
+    let out = Run::new(&bao)
         .env("VAULT_CACERT", pki.file("other-ca.pem"))
-        .arg("--specs")
-        .arg(common::repo_specs())
+        .real_specs()
         .args(["plan", "auh1-dev", "-vv"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+        .output();
+    let err = out.stderr_text();
     assert!(err.contains("rustls"), "{err}");
 }
 
@@ -268,20 +254,14 @@ fn empty_vault_and_bao_variables_count_as_unset() {
             out.status.code(),
             Some(0),
             "{shown:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
+            out.stderr_text()
         );
     }
     // VAULT_SEED_SPECS="" is the default directory, `secret-specs`.
-    let out = common::vault_seed_cmd(home.path())
+    Run::home(home.path())
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("VAULT_SEED_SPECS", "")
         .arg("lint")
         .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .expect_code(0);
 }

@@ -3,11 +3,10 @@
 
 use crate::common;
 
-use std::process::Output;
 use std::time::Duration;
 
 use common::fake_kube::{self, FakeKube};
-use common::OpenBao;
+use common::{OpenBao, Out, Run};
 use serde_json::{json, Value};
 
 const RUNBOOK_POLICY: &str = r#"
@@ -15,10 +14,6 @@ path "secret/data/ask/core-service/*"     { capabilities = ["create", "update", 
 path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }
 "#;
 const FOLDER: &str = "ask/core-service/auh1-dev";
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// `out` holds `wanted`; else fail showing both.
 fn has(out: &str, wanted: impl AsRef<str>) {
@@ -29,14 +24,11 @@ fn has(out: &str, wanted: impl AsRef<str>) {
 /// OpenBao with the real spec applied, ESO's role `kubernetes/eso` carrying `policy`.
 fn vault_with(policy: &str) -> OpenBao {
     let bao = OpenBao::dev();
-    let out = bao
-        .vault_seed()
-        .arg("--specs")
-        .arg(common::repo_specs())
+    Run::new(&bao)
+        .real_specs()
         .args(["apply", "auh1-dev"])
         .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        .expect_code(0);
     bao.put_policy("eso-ask-push", policy);
     let (s, b) = bao.api(
         "POST",
@@ -114,21 +106,15 @@ fn healthy_cluster() -> FakeKube {
     kube
 }
 
-fn verify(bao: &OpenBao, kube: Option<&FakeKube>, args: &[&str]) -> Output {
-    let mut c = bao.vault_seed();
-    c.arg("--specs")
-        .arg(common::repo_specs())
+fn verify(bao: &OpenBao, kube: Option<&FakeKube>, args: &[&str]) -> Out {
+    let mut run = Run::new(bao)
+        .real_specs()
         .args(["verify", "auh1-dev"])
         .args(args);
     if let Some(k) = kube {
-        c.arg("--kubeconfig").arg(k.kubeconfig());
+        run = run.arg("--kubeconfig").arg(k.kubeconfig());
     }
-    c.output().unwrap()
-}
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)))
+    run.output()
 }
 
 fn es<'a>(doc: &'a Value, name: &str) -> &'a Value {
@@ -149,10 +135,10 @@ fn the_whole_chain_is_done() {
         out.status.code(),
         Some(0),
         "{}\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
+        out.stdout_text(),
+        out.stderr_text()
     );
-    let doc = json_of(&out);
+    let doc = out.json();
     assert_eq!(doc["ok"], true);
     assert_eq!(doc["vault"]["counts"]["valid"], 4);
     assert_eq!(
@@ -167,9 +153,9 @@ fn the_whole_chain_is_done() {
     // Human output says so too.
     let human = verify(&bao, Some(&kube), &[]);
     assert!(
-        text(&human.stdout).contains("verify auh1-dev: done"),
+        human.stdout_text().contains("verify auh1-dev: done"),
         "{}",
-        text(&human.stdout)
+        human.stdout_text()
     );
     // --strict makes the pending placeholders a failure.
     let strict = verify(&bao, Some(&kube), &["--strict"]);
@@ -183,7 +169,7 @@ fn runbook_policy_without_the_metadata_rule_is_a_gap_with_the_rule_to_add() {
     );
     let out = verify(&bao, None, &["--only", "policy"]);
     assert_eq!(out.status.code(), Some(1));
-    let stdout = text(&out.stdout);
+    let stdout = out.stdout_text();
     has(&stdout, format!("policy `eso-ask-push` does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/`"));
     has(
         &stdout,
@@ -192,7 +178,7 @@ fn runbook_policy_without_the_metadata_rule_is_a_gap_with_the_rule_to_add() {
     // With the runbook's grant it passes.
     bao.put_policy("eso-ask-push", RUNBOOK_POLICY);
     let out = verify(&bao, None, &["--only", "policy"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert_eq!(out.status.code(), Some(0), "{}", out.stdout_text());
 }
 
 /// Twelve gaps closed by two rules are two errors, each with its rule and the number of paths
@@ -202,7 +188,7 @@ fn gaps_are_grouped_by_the_rule_that_closes_them() {
     let bao = vault_with(r#"path "nothing/*" { capabilities = ["read"] }"#);
     let out = verify(&bao, None, &["--only", "policy"]);
     assert_eq!(out.status.code(), Some(1));
-    let stdout = text(&out.stdout);
+    let stdout = out.stdout_text();
     assert_eq!(stdout.matches("error:").count(), 2, "{stdout}");
     assert_eq!(stdout.matches("  add: ").count(), 2, "{stdout}");
     has(&stdout, format!("does not grant `create`, `update`, `read` on 6 paths under `secret/data/{FOLDER}/` (ExternalSecret read, PushSecret; granted: nothing; -v lists them)"));
@@ -215,7 +201,7 @@ fn gaps_are_grouped_by_the_rule_that_closes_them() {
     has(&stdout, "help: add to `eso-ask-push`:");
 
     let out = verify(&bao, None, &["--only", "policy", "-v"]);
-    let stdout = text(&out.stdout);
+    let stdout = out.stdout_text();
     assert_eq!(stdout.matches("error:").count(), 2, "{stdout}");
     for name in [
         "ZITADEL_MASTERKEY",
@@ -232,7 +218,7 @@ fn gaps_are_grouped_by_the_rule_that_closes_them() {
         );
     }
 
-    let doc = json_of(&verify(&bao, None, &["--only", "policy", "-o", "json"]));
+    let doc = verify(&bao, None, &["--only", "policy", "-o", "json"]).json();
     let paths = doc["policy"]["report"]["paths"].as_array().unwrap();
     assert_eq!(paths.len(), 12);
     for p in paths {
@@ -256,17 +242,14 @@ fn vault_seed_policy_output_makes_the_check_pass() {
         verify(&bao, None, &["--only", "policy"]).status.code(),
         Some(1)
     );
-    let out = bao
-        .vault_seed()
-        .arg("--specs")
-        .arg(common::repo_specs())
+    let out = Run::new(&bao)
+        .real_specs()
         .args(["policy", "auh1-dev"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(0));
-    bao.put_policy("eso-ask-push", &text(&out.stdout));
+    bao.put_policy("eso-ask-push", &out.stdout_text());
     let out = verify(&bao, None, &["--only", "policy"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert_eq!(out.status.code(), Some(0), "{}", out.stdout_text());
 }
 
 #[test]
@@ -278,11 +261,9 @@ fn policies_unreadable_falls_back_to_asking_the_server() {
     let eso = bao.token_with_policies(&["eso-ask-push"]);
     let file = bao.home.path().join("eso-token");
     std::fs::write(&file, &eso).unwrap();
-    let out = bao
-        .vault_seed()
-        .env("VAULT_TOKEN", &caller)
-        .arg("--specs")
-        .arg(common::repo_specs())
+    let out = Run::new(&bao)
+        .token(&caller)
+        .real_specs()
         .args([
             "verify",
             "auh1-dev",
@@ -293,16 +274,15 @@ fn policies_unreadable_falls_back_to_asking_the_server() {
             "--eso-token-file",
         ])
         .arg(&file)
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(
         out.status.code(),
         Some(0),
         "{}\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
+        out.stdout_text(),
+        out.stderr_text()
     );
-    let doc = json_of(&out);
+    let doc = out.json();
     assert_eq!(doc["policy"]["method"], "server-eso-token");
     assert!(
         doc["policy"]["notes"]
@@ -311,7 +291,7 @@ fn policies_unreadable_falls_back_to_asking_the_server() {
         "{doc}"
     );
     assert!(
-        !text(&out.stdout).contains(&eso) && !text(&out.stderr).contains(&eso),
+        !out.stdout_text().contains(&eso) && !out.stderr_text().contains(&eso),
         "ESO's token leaked"
     );
     // Run as ESO's own token: sys/capabilities-self, and a gap is found the same way.
@@ -319,15 +299,12 @@ fn policies_unreadable_falls_back_to_asking_the_server() {
         "eso-ask-push",
         r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] }"#,
     );
-    let out = bao
-        .vault_seed()
-        .env("VAULT_TOKEN", &eso)
-        .arg("--specs")
-        .arg(common::repo_specs())
+    let out = Run::new(&bao)
+        .token(&eso)
+        .real_specs()
         .args(["verify", "auh1-dev", "--only", "policy", "-o", "json"])
-        .output()
-        .unwrap();
-    let doc = json_of(&out);
+        .output();
+    let doc = out.json();
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(doc["policy"]["method"], "server-self");
     assert_eq!(
@@ -355,7 +332,7 @@ fn a_sync_error_is_explained_by_the_policy_gap_and_the_event() {
     ));
     let out = verify(&bao, Some(&kube), &["-o", "json"]);
     assert_eq!(out.status.code(), Some(1));
-    let doc = json_of(&out);
+    let doc = out.json();
     let z = es(&doc, "zitadel-secret");
     assert_eq!(z["ok"], false);
     assert!(
@@ -378,9 +355,11 @@ fn a_sync_error_is_explained_by_the_policy_gap_and_the_event() {
     );
     let human = verify(&bao, Some(&kube), &[]);
     assert!(
-        text(&human.stdout).contains("why: ESO's policy does not grant `read`"),
+        human
+            .stdout_text()
+            .contains("why: ESO's policy does not grant `read`"),
         "{}",
-        text(&human.stdout)
+        human.stdout_text()
     );
 }
 
@@ -405,7 +384,7 @@ fn stale_ready_missing_key_and_unknown_remote_ref_are_reported() {
     );
     let out = verify(&bao, Some(&kube), &["-o", "json"]);
     assert_eq!(out.status.code(), Some(1));
-    let doc = json_of(&out);
+    let doc = out.json();
     let z = es(&doc, "zitadel-secret");
     assert!(
         z["problems"][0]
@@ -433,10 +412,10 @@ fn only_v1beta1_served_and_force_sync() {
         out.status.code(),
         Some(0),
         "{}\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
+        out.stdout_text(),
+        out.stderr_text()
     );
-    let doc = json_of(&out);
+    let doc = out.json();
     assert_eq!(
         es(&doc, "core-service-secret")["api_version"],
         "external-secrets.io/v1beta1"
@@ -489,13 +468,14 @@ fn wait_sees_an_external_secret_become_ready() {
             out.status.code(),
             Some(0),
             "{}\n{}",
-            text(&out.stdout),
-            text(&out.stderr)
+            out.stdout_text(),
+            out.stderr_text()
         );
         assert!(
-            text(&out.stderr).contains("waiting: 1/2 ExternalSecret(s) done"),
+            out.stderr_text()
+                .contains("waiting: 1/2 ExternalSecret(s) done"),
             "{}",
-            text(&out.stderr)
+            out.stderr_text()
         );
     });
     // Without --wait the same failure is reported at once.
@@ -513,20 +493,17 @@ fn unreachable_cluster_and_skip_kube() {
     let copy = bao.home.path().join("kubeconfig");
     std::fs::copy(&kubeconfig, &copy).unwrap();
     drop(kube);
-    let out = bao
-        .vault_seed()
-        .arg("--specs")
-        .arg(common::repo_specs())
+    let out = Run::new(&bao)
+        .real_specs()
         .args(["verify", "auh1-dev", "--kubeconfig"])
         .arg(&copy)
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(1));
-    let stdout = text(&out.stdout);
+    let stdout = out.stdout_text();
     has(&stdout, "FAIL kube:");
     has(&stdout, "--skip-kube");
     let out = verify(&bao, None, &["--skip-kube"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert_eq!(out.status.code(), Some(0), "{}", out.stdout_text());
 }
 
 #[test]
@@ -535,16 +512,15 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
     let kube = healthy_cluster();
     let mut all = String::new();
     let mut run = |args: &[&str], stdin: &str| {
-        let mut c = bao.vault_seed();
-        c.env("RUST_LOG", "trace")
-            .arg("--specs")
-            .arg(common::repo_specs())
+        let out = Run::new(&bao)
+            .env("RUST_LOG", "trace")
+            .real_specs()
             .args(args)
-            .arg("-vvv");
-        c.write_stdin(stdin.as_bytes().to_vec());
-        let out = c.output().unwrap();
-        all.push_str(&text(&out.stdout));
-        all.push_str(&text(&out.stderr));
+            .arg("-vvv")
+            .stdin(stdin)
+            .output();
+        all.push_str(&out.stdout_text());
+        all.push_str(&out.stderr_text());
     };
     run(&["apply", "auh1-dev"], "");
     run(
@@ -612,10 +588,10 @@ fn a_policy_in_hcl1_one_line_form_is_evaluated_here() {
         out.status.code(),
         Some(0),
         "{}\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
+        out.stdout_text(),
+        out.stderr_text()
     );
-    let doc = json_of(&out);
+    let doc = out.json();
     assert_eq!(doc["policy"]["method"], "policies");
     assert_eq!(doc["policy"]["notes"], json!([]));
 }
@@ -640,8 +616,8 @@ fn a_deny_everything_policy_is_denied_even_when_run_as_root() {
     assert_eq!(answer["capabilities"], json!(["deny"]), "{answer}");
 
     let out = verify(&bao, None, &["--only", "policy"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
-    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", out.stdout_text());
+    let stdout = out.stdout_text();
     has(
         &stdout,
         "FAIL policy: `eso-ask-push` (read ESO's policies from Vault and evaluated them)",
@@ -652,7 +628,7 @@ fn a_deny_everything_policy_is_denied_even_when_run_as_root() {
         "granted: nothing; denied by the `deny` on `secret/*` in `eso-ask-push`",
     );
     assert!(!stdout.contains("ok   policy"), "{stdout}");
-    let doc = json_of(&verify(&bao, None, &["--only", "policy", "-o", "json"]));
+    let doc = verify(&bao, None, &["--only", "policy", "-o", "json"]).json();
     assert_eq!(doc["ok"], false);
     assert_eq!(doc["policy"]["method"], "policies");
     for p in doc["policy"]["report"]["paths"].as_array().unwrap() {
@@ -679,22 +655,20 @@ fn a_constraint_that_refuses_esos_requests_is_a_gap() {
     );
     assert_eq!(status, 403);
     let out = verify(&bao, None, &["--only", "policy"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
-    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", out.stdout_text());
+    let stdout = out.stdout_text();
     assert!(stdout.contains(&format!("on `secret/data/{FOLDER}/ZITADEL_MASTERKEY` (ExternalSecret read, PushSecret; granted: read; OpenBao refuses ESO's `read` request: `required_parameters` asks for `version`, which ESO's read does not send")), "{stdout}");
     has(&stdout, "help: the rule `secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY` in `eso-ask-push` refuses it");
 }
 
 /// `verify --only policy` run with `token`.
-fn verify_policy_as(bao: &OpenBao, token: &str, args: &[&str]) -> Output {
-    bao.vault_seed()
-        .env("VAULT_TOKEN", token)
-        .arg("--specs")
-        .arg(common::repo_specs())
+fn verify_policy_as(bao: &OpenBao, token: &str, args: &[&str]) -> Out {
+    Run::new(bao)
+        .token(token)
+        .real_specs()
         .args(["verify", "auh1-dev", "--only", "policy"])
         .args(args)
         .output()
-        .unwrap()
 }
 
 /// Find the probe tokens vault-seed created that still exist.
@@ -738,8 +712,8 @@ path "sys/capabilities" { capabilities = ["update"] }
     let caller = bao.token_with_policies(&["prober"]);
     let run = |args: &[&str]| verify_policy_as(&bao, &caller, args);
     let out = run(&["-o", "json"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let doc = json_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr_text());
+    let doc = out.json();
     assert_eq!(doc["policy"]["method"], "server-probe-token", "{doc}");
     assert_eq!(
         doc["policy"]["report"]["add"][0]["path"],
@@ -754,21 +728,18 @@ path "sys/capabilities" { capabilities = ["update"] }
     assert_eq!(live_probe_tokens(&bao), 0, "the probe token was revoked");
     // Nothing that looks like a token in the output, even at trace level.
     let human = run(&[]);
-    let traced = bao
-        .vault_seed()
-        .env("VAULT_TOKEN", &caller)
+    let traced = Run::new(&bao)
+        .token(&caller)
         .env("RUST_LOG", "trace")
-        .arg("--specs")
-        .arg(common::repo_specs())
+        .real_specs()
         .args(["verify", "auh1-dev", "--only", "policy", "-vvv"])
-        .output()
-        .unwrap();
+        .output();
     assert!(
-        text(&traced.stderr).contains("vault_seed"),
+        traced.stderr_text().contains("vault_seed"),
         "trace logs were on"
     );
     for out in [&out, &human, &traced] {
-        let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        let all = format!("{}{}", out.stdout_text(), out.stderr_text());
         assert!(!all.contains(&caller), "the caller's token leaked");
         assert!(
             !all.split(|c: char| !c.is_ascii_alphanumeric() && c != '.')
@@ -777,9 +748,9 @@ path "sys/capabilities" { capabilities = ["update"] }
         );
     }
     assert!(
-        text(&human.stdout).contains("asked Vault (`sys/capabilities`) for a short-lived token with exactly ESO's policies, revoked at once"),
+        human.stdout_text().contains("asked Vault (`sys/capabilities`) for a short-lived token with exactly ESO's policies, revoked at once"),
         "{}",
-        text(&human.stdout)
+        human.stdout_text()
     );
     // With the runbook's grant the same check passes.
     bao.put_policy("eso-ask-push", RUNBOOK_POLICY);
@@ -801,7 +772,7 @@ fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
     let run = |token: &str, args: &[&str]| verify_policy_as(&bao, token, args);
     let out = run(&caller, &[]);
     assert_eq!(out.status.code(), Some(1));
-    let stdout = text(&out.stdout);
+    let stdout = out.stdout_text();
     has(&stdout, "FAIL policy: `eso-ask-push` (cannot be decided)");
     has(
         &stdout,
@@ -816,7 +787,7 @@ fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
         "note: this token carries `default`, `reader`, not ESO's policies",
     );
     has(&stdout, "verify auh1-dev: NOT done");
-    let doc = json_of(&run(&caller, &["-o", "json"]));
+    let doc = run(&caller, &["-o", "json"]).json();
     assert_eq!(doc["policy"]["method"], "unknown");
     assert_eq!(doc["policy"]["ok"], false);
     assert!(doc["policy"]["help"]
@@ -831,7 +802,7 @@ fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
     );
     let out = run(&bao.token, &[]);
     assert_eq!(out.status.code(), Some(1));
-    let stdout = text(&out.stdout);
+    let stdout = out.stdout_text();
     has(
         &stdout,
         "has the templated rule `secret/data/ask/{{identity.entity.name}}/*`",
@@ -845,8 +816,8 @@ fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
         &bao.token,
         &["--eso-token-file", file.to_str().unwrap(), "-o", "json"],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
-    assert_eq!(json_of(&out)["policy"]["method"], "server-eso-token");
+    assert_eq!(out.status.code(), Some(0), "{}", out.stdout_text());
+    assert_eq!(out.json()["policy"]["method"], "server-eso-token");
 }
 
 /// Text from the cluster (an event's message, a condition's reason and message, a store's
@@ -899,7 +870,7 @@ fn hostile_cluster_text_is_clean_and_bounded() {
     assert_eq!(out.status.code(), Some(1));
     clean(&out.stdout, "stdout");
     clean(&out.stderr, "stderr");
-    let stdout = text(&out.stdout);
+    let stdout = out.stdout_text();
     has(&stdout, "why: event UpdateFailed: cleared fake line");
     assert!(stdout.contains("more characters)"), "{stdout}");
     assert!(
@@ -910,7 +881,7 @@ fn hostile_cluster_text_is_clean_and_bounded() {
     let out = verify(&bao, Some(&kube), &["-o", "json"]);
     assert_eq!(out.status.code(), Some(1));
     clean(&out.stdout, "JSON stdout");
-    let doc = json_of(&out);
+    let doc = out.json();
     let z = es_of(&doc, "zitadel-secret");
     let event = z["explanations"]
         .as_array()

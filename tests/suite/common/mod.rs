@@ -5,7 +5,11 @@
 //! scripts/test installs into target/bao-venv when it is not on PATH); a test that needs it fails
 //! loudly when it is missing, it never skips.
 
+pub mod fake_kube;
 pub mod proxy;
+pub mod run;
+
+pub use run::{text, Out, Run};
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -447,30 +451,6 @@ impl OpenBao {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-
-    /// The built `vault-seed` as a plain process on `specs` (to spawn several at once, or to
-    /// talk to its stdin while it runs), with the same clean environment as [`Self::vault_seed`].
-    pub fn vault_seed_process(&self, specs: &Path) -> Command {
-        let mut c = Command::new(assert_cmd::cargo::cargo_bin("vault-seed"));
-        c.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .env("NO_COLOR", "1")
-            .env("VAULT_ADDR", &self.addr)
-            .env("VAULT_TOKEN", &self.token)
-            .arg("--specs")
-            .arg(specs);
-        c
-    }
-
-    /// A command running the built `vault-seed` binary against this server, with a clean
-    /// environment: only PATH, HOME (a scratch dir), VAULT_ADDR, VAULT_TOKEN and NO_COLOR.
-    pub fn vault_seed(&self) -> assert_cmd::Command {
-        let mut c = vault_seed_cmd(self.home.path());
-        c.env("VAULT_ADDR", &self.addr)
-            .env("VAULT_TOKEN", &self.token);
-        c
-    }
 }
 
 impl Drop for OpenBao {
@@ -479,14 +459,11 @@ impl Drop for OpenBao {
     }
 }
 
-/// The built `vault-seed` binary with a clean environment (no VAULT_*, BAO_*, KUBECONFIG).
-pub fn vault_seed_cmd(home: &Path) -> assert_cmd::Command {
-    let mut c = assert_cmd::Command::cargo_bin("vault-seed").expect("binary built");
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("NO_COLOR", "1");
-    c
+/// A scratch spec directory holding one file, `app.toml`, with this text.
+pub fn spec_dir(app_toml: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("app.toml"), app_toml).expect("write app.toml");
+    dir
 }
 
 /// The repository's own spec directory.
@@ -544,15 +521,4 @@ fn dechunk(mut s: &str) -> String {
         s = rest[n..].trim_start_matches("\r\n");
     }
     out
-}
-pub mod fake_kube;
-
-/// The request count that `vault-seed -v` logs at the end of a run (`requests=N`).
-pub fn requests_sent(out: &std::process::Output) -> u64 {
-    let err = String::from_utf8_lossy(&out.stderr);
-    err.split("requests=")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no request count in -v output: {err}"))
 }
