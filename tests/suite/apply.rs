@@ -3,6 +3,7 @@
 use crate::common;
 
 use base64::Engine as _;
+use common::proxy::{FaultProxy, Hook, Verdict};
 use common::{OpenBao, Run};
 use serde_json::{json, Value};
 
@@ -229,14 +230,14 @@ fn competing_writer(
     trigger: &'static str,
     path: &'static str,
     competing: Value,
-) -> common::proxy::FaultProxy {
+) -> FaultProxy {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     let seen = Arc::new(AtomicBool::new(after.is_none()));
     let done = Arc::new(AtomicBool::new(false));
     let (addr, token) = (bao.addr.clone(), bao.token.clone());
     let body = competing.to_string();
-    let hook: common::proxy::Inspect = Arc::new(move |chunk: &[u8]| {
+    let hook: Hook = Arc::new(move |chunk: &[u8]| {
         if after.is_some_and(|a| chunk.starts_with(a.as_bytes())) {
             seen.store(true, Ordering::SeqCst);
         } else if chunk.starts_with(trigger.as_bytes())
@@ -253,10 +254,9 @@ fn competing_writer(
             .expect("competing write");
             assert!(status < 300, "competing write: {status} {text}");
         }
+        Verdict::Forward
     });
-    common::proxy::FaultProxy::start(&bao.addr, move |_| {
-        common::proxy::Fault::Inspect(hook.clone())
-    })
+    FaultProxy::with_hook(&bao.addr, hook)
 }
 
 #[test]

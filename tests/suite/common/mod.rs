@@ -15,6 +15,8 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A running OpenBao server.
@@ -75,6 +77,52 @@ pub fn rerun(module: &str, name: &str) -> Vec<String> {
         "--nocapture".into(),
         "--test-threads=1".into(),
     ]
+}
+
+/// A server that accepts connections, reads what comes, and never answers; it counts the
+/// connections (a stand-in that shows whether anything was sent at all).
+pub struct Silent {
+    /// `http://127.0.0.1:<port>`.
+    pub addr: String,
+    /// Connections accepted so far.
+    pub connections: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Silent {
+    pub fn start() -> Silent {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = format!("http://{}", listener.local_addr().unwrap());
+        let connections = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (c, s) = (connections.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !s.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((mut conn, _)) => {
+                        c.fetch_add(1, Ordering::SeqCst);
+                        let _ = conn.set_nonblocking(true);
+                        let _ = conn.read(&mut [0u8; 4096]);
+                        held.push(conn);
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Silent {
+            addr,
+            connections,
+            stop,
+        }
+    }
+}
+
+impl Drop for Silent {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
 }
 
 /// A free TCP port on 127.0.0.1.
