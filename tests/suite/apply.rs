@@ -687,41 +687,135 @@ fn plan_writes_nothing() {
     assert!(human.stdout_text().contains("nothing was written (plan)"));
 }
 
+/// No secret (the token, a generated value, a hand-made one, a value typed at `set`, a rotated
+/// one) appears in what any command prints, at any verbosity: apply (human and JSON), plan, set,
+/// rotate, verify and policy, each quiet, with -v, -vv, -vvv, and at trace level. Every run is
+/// checked to have done its work, so the search covers real output, not early failures.
 #[test]
 fn no_value_appears_in_any_output_at_any_verbosity() {
     let bao = OpenBao::dev();
+    // Hand-made and invalid (31 bytes, not 32): reported by apply and verify, never echoed.
+    let hand_made = "hand-made-masterkey-value-31byt";
     bao.kv_put(
         "secret",
         &format!("{FOLDER}/ZITADEL_MASTERKEY"),
-        json!({ "password": "hand-made-masterkey-value-31byt" }),
+        json!({ "password": hand_made }),
     );
+    let policy = Run::offline()
+        .real_specs()
+        .args(["policy", ENV])
+        .output()
+        .expect_code(0)
+        .stdout_text();
+    bao.eso_role(&policy);
+    // (flags, RUST_LOG=trace, what each run against Vault then logs, what one of them logs)
+    let levels: [(&[&str], bool, &str, &str); 5] = [
+        (&[], false, "", ""),
+        (&["-v"], false, " INFO vault_seed", " INFO vault_seed"),
+        (&["-vv"], false, " INFO vault_seed", " DEBUG vault_seed"),
+        (&["-vvv"], false, " INFO vault_seed", " DEBUG vault_seed"),
+        (&["-vvv"], true, " INFO vault_seed", " DEBUG vault_seed"),
+    ];
     let mut outputs = Vec::new();
-    for args in [
-        vec!["apply", ENV, "-vvv"],
-        vec!["apply", ENV, "-o", "json", "-vvv"],
-        vec!["plan", ENV, "-vvv"],
-    ] {
-        let out = Run::new(&bao)
-            .env("RUST_LOG", "trace")
-            .real_specs()
-            .args(&args)
-            .output();
+    let mut typed = Vec::new();
+    for (i, (flags, trace, logs, some_log)) in levels.into_iter().enumerate() {
+        let before = outputs.len();
+        let run = |args: &[&str]| {
+            let run = Run::new(&bao).real_specs().args(args).args(flags);
+            if trace {
+                run.env("RUST_LOG", "trace")
+            } else {
+                run
+            }
+        };
+        // Keep what a run printed, having checked that it logged at this level.
+        let mut seen = |out: common::Out| {
+            assert!(
+                out.stderr_text().contains(logs),
+                "{flags:?}: no {logs:?} in {}",
+                out.stderr_text()
+            );
+            outputs.push(out.all_text());
+            out
+        };
+        // apply creates what is missing (the first time) and fails on the invalid masterkey.
+        let out = seen(run(&["apply", ENV]).output().expect_code(1));
+        assert!(
+            out.stdout_text().contains("invalid"),
+            "{}",
+            out.stdout_text()
+        );
+        let doc = seen(run(&["apply", ENV, "-o", "json"]).output().expect_code(1)).json();
+        assert_eq!(outcome_of(&doc, "ZITADEL_MASTERKEY"), "invalid", "{doc}");
+        assert_eq!(
+            outcome_of(&doc, "SECURITY__API_KEY_SALT"),
+            "exists",
+            "{doc}"
+        );
+        seen(run(&["plan", ENV]).output().expect_code(1));
+        let value = format!("typed-pat-{i}-3c9e1d77");
+        seen(
+            run(&["set", ENV, "IAM_SERVICE__PAT", "--force"])
+                .stdin(format!("{value}\n"))
+                .output()
+                .expect_code(0),
+        );
+        let (pat, _) = bao
+            .kv_get("secret", &format!("{FOLDER}/IAM_SERVICE__PAT"))
+            .unwrap();
+        assert_eq!(pat["value"], value.as_str(), "set did its work");
+        typed.push(value);
+        seen(
+            run(&["rotate", ENV, "SECURITY__API_KEY_SALT", "--yes"])
+                .output()
+                .expect_code(0),
+        );
+        assert_eq!(
+            bao.kv_version("secret", &format!("{FOLDER}/SECURITY__API_KEY_SALT")),
+            Some(i as u64 + 2),
+            "rotate did its work"
+        );
+        // verify reads every value (and ESO's policy, granted): only the masterkey fails.
+        let out = seen(run(&["verify", ENV, "--skip-kube"]).output().expect_code(1));
+        assert!(
+            out.stdout_text().contains("ZITADEL_MASTERKEY"),
+            "{}",
+            out.stdout_text()
+        );
+        assert!(
+            outputs[before..].iter().any(|o| o.contains(some_log)),
+            "{flags:?}: no {some_log:?} logged"
+        );
+        // policy is offline: it has nothing to log.
+        let out = run(&["policy", ENV]).output().expect_code(0);
+        assert_eq!(out.stdout_text(), policy);
         outputs.push(out.all_text());
     }
     let all = outputs.join("\n");
-    let mut secrets = vec![bao.token.clone()];
+    // Every value each secret ever held: the salt's rotated versions too.
+    let mut secrets = vec![bao.token.clone(), hand_made.to_string()];
+    secrets.extend(typed);
     for (name, field) in REAL {
-        let (d, _) = bao.kv_get("secret", &format!("{FOLDER}/{name}")).unwrap();
-        let v = d[*field].as_str().unwrap().to_string();
-        if v != "placeholder" {
-            secrets.push(v);
+        let path = format!("{FOLDER}/{name}");
+        for version in 1..=bao.kv_version("secret", &path).unwrap() {
+            let (s, body) = bao.api(
+                "GET",
+                &format!("secret/data/{path}?version={version}"),
+                None,
+            );
+            assert_eq!(s, 200, "{path} v{version}: {body}");
+            let v = body["data"]["data"][*field].as_str().unwrap().to_string();
+            if v != "placeholder" {
+                secrets.push(v);
+            }
         }
     }
-    assert_eq!(secrets.len(), 5);
+    // The token, the hand-made value, the 5 typed PATs; read back: the hand-made value, the 5
+    // PATs, the 3 generated values and the salt's 5 rotations.
+    assert_eq!(secrets.len(), 2 + 5 + (1 + 5 + 3 + 5), "{}", secrets.len());
     for s in &secrets {
         assert!(!all.contains(s.as_str()), "a secret leaked into the output");
     }
-    assert!(all.contains("vault_seed"), "trace logging was on: {all}");
 }
 
 #[test]

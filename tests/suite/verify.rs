@@ -29,19 +29,7 @@ fn vault_with(policy: &str) -> OpenBao {
         .args(["apply", "auh1-dev"])
         .output()
         .expect_code(0);
-    bao.put_policy("eso-ask-push", policy);
-    let (s, b) = bao.api(
-        "POST",
-        "sys/auth/kubernetes",
-        Some(&json!({ "type": "kubernetes" })),
-    );
-    assert!(s == 204 || s == 200, "{b}");
-    let (s, b) = bao.api(
-        "POST",
-        "auth/kubernetes/role/eso",
-        Some(&json!({ "bound_service_account_names": ["external-secrets"], "bound_service_account_namespaces": ["external-secrets"], "token_policies": ["eso-ask-push"] })),
-    );
-    assert!(s == 204 || s == 200, "{b}");
+    bao.eso_role(policy);
     bao
 }
 
@@ -511,27 +499,50 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster();
     let mut all = String::new();
-    let mut run = |args: &[&str], stdin: &str| {
+    // Each run must do its work (checked below), else the search would cover only early exits.
+    let mut run = |args: &[&str], stdin: &str, code: i32| {
         let out = Run::new(&bao)
             .env("RUST_LOG", "trace")
             .real_specs()
             .args(args)
             .arg("-vvv")
             .stdin(stdin)
-            .output();
-        all.push_str(&out.stdout_text());
-        all.push_str(&out.stderr_text());
+            .output()
+            .expect_code(code);
+        assert!(
+            out.stderr_text().contains(" INFO vault_seed"),
+            "{args:?}: logging was not on: {}",
+            out.stderr_text()
+        );
+        all.push_str(&out.all_text());
+        out
     };
-    run(&["apply", "auh1-dev"], "");
+    // Everything exists already (vault_with applied the spec): nothing to write.
+    run(&["apply", "auh1-dev"], "", 0);
+    let out = run(&["apply", "auh1-dev", "-o", "json"], "", 0);
+    assert_eq!(out.json()["summary"]["exists"], 4, "{}", out.stdout_text());
     run(
         &["set", "auh1-dev", "IAM_SERVICE__PAT"],
         "pat-from-stdin-5e1f\n",
+        0,
+    );
+    let (pat, version) = bao
+        .kv_get("secret", &format!("{FOLDER}/IAM_SERVICE__PAT"))
+        .unwrap();
+    assert_eq!(
+        (pat["value"].as_str(), version),
+        (Some("pat-from-stdin-5e1f"), 2)
     );
     run(
         &["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--yes"],
         "",
+        0,
     );
-    run(
+    assert_eq!(
+        bao.kv_version("secret", &format!("{FOLDER}/SECURITY__API_KEY_SALT")),
+        Some(2)
+    );
+    let out = run(
         &[
             "verify",
             "auh1-dev",
@@ -541,10 +552,26 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
             "json",
         ],
         "",
+        0,
     );
-    run(&["plan", "auh1-dev"], "");
-    assert!(all.contains("vault_seed"), "trace logs were on");
-    let mut secrets = vec![bao.token.clone(), "pat-from-stdin-5e1f".to_string()];
+    let doc = out.json();
+    assert_eq!(doc["ok"], true, "{doc}");
+    assert_eq!(
+        doc["kube"]["external_secrets"].as_array().map(Vec::len),
+        Some(2),
+        "the cluster was read: {doc}"
+    );
+    let out = run(&["plan", "auh1-dev"], "", 0);
+    assert!(
+        out.stdout_text().contains("nothing was written (plan)"),
+        "{}",
+        out.stdout_text()
+    );
+    let mut secrets = vec![
+        bao.token.clone(),
+        kube.token.clone(),
+        "pat-from-stdin-5e1f".to_string(),
+    ];
     for name in [
         "SECURITY__API_KEY_SALT",
         "SECURITY__MASTER_ENCRYPTION_KEY",
@@ -569,8 +596,8 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
     }
     assert_eq!(
         secrets.len(),
-        7,
-        "token, PAT, 4 generated values and the rotated salt's new one"
+        8,
+        "the token, the cluster's token, PAT, 4 generated values and the rotated salt's new one"
     );
     for s in &secrets {
         assert!(!all.contains(s.as_str()), "a secret leaked into the output");

@@ -471,6 +471,24 @@ impl OpenBao {
         );
     }
 
+    /// ESO's side as the real spec names it: policy `eso-ask-push` holding `policy`, carried by
+    /// the role `eso` of a Kubernetes auth method at `kubernetes`.
+    pub fn eso_role(&self, policy: &str) {
+        self.put_policy("eso-ask-push", policy);
+        let (s, b) = self.api(
+            "POST",
+            "sys/auth/kubernetes",
+            Some(&serde_json::json!({ "type": "kubernetes" })),
+        );
+        assert!(s == 204 || s == 200, "{b}");
+        let (s, b) = self.api(
+            "POST",
+            "auth/kubernetes/role/eso",
+            Some(&serde_json::json!({ "bound_service_account_names": ["external-secrets"], "bound_service_account_namespaces": ["external-secrets"], "token_policies": ["eso-ask-push"] })),
+        );
+        assert!(s == 204 || s == 200, "{b}");
+    }
+
     /// Mount a KV engine (`version` 1 or 2) at `path`, with options.
     pub fn mount_kv(&self, path: &str, version: u8) {
         let (status, body) = self.api(
