@@ -903,6 +903,41 @@ fn token_from_vault_token_file_and_bao_twins() {
         "{}",
         out.stderr_text()
     );
+    // BAO_TOKEN, VAULT_TOKEN's twin, comes before ~/.vault-token (here made wrong), and after
+    // VAULT_TOKEN: each time the run names where its token came from, and a wrong token used
+    // would have been rejected.
+    std::fs::write(bao.home.path().join(".vault-token"), "not-a-token\n").unwrap();
+    let run = |vars: &[(&str, &str)]| {
+        let mut run = Run::home(bao.home.path()).env("BAO_ADDR", &bao.addr);
+        for (k, v) in vars {
+            run = run.env(k, v);
+        }
+        run.real_specs().args(["plan", ENV]).output()
+    };
+    let out = run(&[("BAO_TOKEN", &bao.token)]).expect_code(0);
+    assert!(
+        out.stderr_text().contains("(token from BAO_TOKEN)"),
+        "{}",
+        out.stderr_text()
+    );
+    let out = run(&[("VAULT_TOKEN", &bao.token), ("BAO_TOKEN", "not-a-token")]).expect_code(0);
+    assert!(
+        out.stderr_text().contains("(token from VAULT_TOKEN)"),
+        "{}",
+        out.stderr_text()
+    );
+    let out = run(&[("VAULT_TOKEN", "not-a-token"), ("BAO_TOKEN", &bao.token)]).expect_code(1);
+    assert!(
+        out.stderr_text().contains("rejected the token"),
+        "{}",
+        out.stderr_text()
+    );
+    let out = run(&[]).expect_code(1);
+    assert!(
+        out.stderr_text().contains("(token from ~/.vault-token)"),
+        "{}",
+        out.stderr_text()
+    );
 }
 
 #[test]

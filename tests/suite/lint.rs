@@ -3,7 +3,9 @@
 
 use crate::common;
 
-use common::{repo_specs, Run};
+use std::sync::atomic::Ordering;
+
+use common::{repo_specs, Run, Silent};
 
 /// Run `lint` on one spec file written into a scratch `specs/` folder; (exit code, stdout, stderr).
 fn lint_one(toml: &str) -> (i32, String, String) {
@@ -568,4 +570,94 @@ fn names_that_could_mean_two_fields_are_refused() {
     );
     let (code, _, err) = lint_one(&fine);
     assert_eq!(code, 0, "{err}");
+}
+
+/// A broken spec changes nothing and sends nothing: every problem is reported with
+/// file:line:col before any connection, for each command that talks to Vault or Kubernetes,
+/// whichever variables name the server and the token (`VAULT_*`, their `BAO_*` twins, or only
+/// the spec's `vault_addr`). Counted by listeners standing in for Vault and for the Kubernetes
+/// API; a control run with the broken file gone shows that they do count.
+#[test]
+fn a_broken_spec_is_reported_before_any_connection() {
+    let vault = Silent::start();
+    let kube = Silent::start();
+    let dir = tempfile::tempdir().unwrap();
+    let specs = dir.path().join("specs");
+    std::fs::create_dir(&specs).unwrap();
+    std::fs::write(
+        specs.join("demo.toml"),
+        GOOD.replace("http://127.0.0.1:8200", &vault.addr),
+    )
+    .unwrap();
+    // Line 3, column 1: a key the spec does not know.
+    std::fs::write(
+        specs.join("broken.toml"),
+        "name = \"broken\"\n[vault]\nmonut = \"secret\"\npath = \"b/{env}\"\n",
+    )
+    .unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        common::fake_kube::kubeconfig_yaml(&kube.addr, "kube-token", "fake"),
+    )
+    .unwrap();
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let commands: [(&[&str], &str); 6] = [
+        (&["plan", "dev"], ""),
+        (&["apply", "dev"], ""),
+        (&["apply", "dev", "-o", "json"], ""),
+        (&["verify", "dev", "--kubeconfig", kubeconfig], ""),
+        (&["set", "dev", "SALT", "--force"], "0123456789abcdef\n"),
+        (&["rotate", "dev", "SALT", "--yes"], ""),
+    ];
+    let routes: [&[(&str, &str)]; 4] = [
+        &[("VAULT_ADDR", &vault.addr), ("VAULT_TOKEN", "t-vault")],
+        &[("BAO_ADDR", &vault.addr), ("BAO_TOKEN", "t-bao")],
+        &[("VAULT_TOKEN", "t-vault")],
+        &[("BAO_TOKEN", "t-bao")],
+    ];
+    let run = |vars: &[(&str, &str)], args: &[&str], stdin: &str| {
+        let mut run = Run::offline();
+        for (k, v) in vars {
+            run = run.env(k, v);
+        }
+        run.current_dir(dir.path())
+            .args(["--specs", "specs"])
+            .args(args)
+            .stdin(stdin)
+            .output()
+    };
+    for vars in routes {
+        for (args, stdin) in commands {
+            let out = run(vars, args, stdin).expect_code(2);
+            let err = out.stderr_text();
+            assert!(
+                err.contains("specs/broken.toml:3:1") && err.contains("monut"),
+                "{vars:?} {args:?}: {err}"
+            );
+            assert!(!out.all_text().contains("t-vault") && !out.all_text().contains("t-bao"));
+            assert_eq!(
+                (
+                    vault.connections.load(Ordering::SeqCst),
+                    kube.connections.load(Ordering::SeqCst)
+                ),
+                (0, 0),
+                "{vars:?} {args:?} connected before reporting the broken spec: {err}"
+            );
+        }
+    }
+    // Control: without the broken file the same run reaches the stand-in for Vault (which
+    // never answers; vault-seed gives up within a second or two).
+    std::fs::remove_file(specs.join("broken.toml")).unwrap();
+    run(
+        &[
+            ("BAO_ADDR", &vault.addr),
+            ("BAO_TOKEN", "t-bao"),
+            ("VAULT_SEED_GIVE_UP_AFTER", "2s"),
+        ],
+        &["plan", "dev", "--answer-timeout", "1s"],
+        "",
+    )
+    .expect_code(1);
+    assert!(vault.connections.load(Ordering::SeqCst) > 0);
 }
