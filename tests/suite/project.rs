@@ -400,3 +400,40 @@ fn scripts_find_the_binary_where_cargo_put_it() {
         "hello from elsewhere\n"
     );
 }
+
+/// The integration tests are one binary (`tests/suite/main.rs`, a module per topic): a test
+/// file left outside it would build as a binary of its own (recompiling the harness), and a file
+/// in `tests/suite/` that `main.rs` does not declare would never run at all.
+#[test]
+fn every_test_file_is_a_module_of_the_one_test_binary() {
+    let tests = root().join("tests");
+    let main = std::fs::read_to_string(tests.join("suite/main.rs")).unwrap();
+    let mut outside = Vec::new();
+    for entry in std::fs::read_dir(&tests).unwrap().flatten() {
+        let path = entry.path();
+        let binary_of_its_own = path.extension().is_some_and(|e| e == "rs")
+            || (path.is_dir() && path.join("main.rs").is_file() && !path.ends_with("suite"));
+        if binary_of_its_own {
+            outside.push(path.display().to_string());
+        }
+    }
+    assert!(
+        outside.is_empty(),
+        "move these into tests/suite/ as modules of main.rs: {outside:?}"
+    );
+    let mut modules = 0;
+    for entry in std::fs::read_dir(tests.join("suite")).unwrap().flatten() {
+        let path = entry.path();
+        let Some(stem) = path.file_stem().and_then(OsStr::to_str) else {
+            continue;
+        };
+        if path.extension().is_some_and(|e| e == "rs") && stem != "main" {
+            assert!(
+                main.lines().any(|l| l.trim() == format!("mod {stem};")),
+                "tests/suite/{stem}.rs is not declared in tests/suite/main.rs: it never runs"
+            );
+            modules += 1;
+        }
+    }
+    assert!(modules >= 16, "{modules} modules");
+}

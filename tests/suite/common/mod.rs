@@ -38,8 +38,6 @@ struct Persistent {
     config: PathBuf,
     unseal_key: String,
     port: u16,
-    #[allow(dead_code)]
-    tls: bool,
 }
 
 /// The `bao` binary, or a panic that says how to install it.
@@ -211,7 +209,6 @@ impl OpenBao {
                 config,
                 unseal_key: String::new(),
                 port,
-                tls: tls.is_some(),
             }),
             addr: format!("{scheme}://127.0.0.1:{port}"),
             token: String::new(),
