@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod acl;
 pub mod cli;
 pub mod cmd;
 pub mod exit;
@@ -10,8 +11,8 @@ pub mod generate;
 pub mod kube;
 pub mod logging;
 pub mod order;
-pub mod policy;
 pub mod redact;
+pub mod replace;
 pub mod report;
 pub mod seed;
 pub mod spec;

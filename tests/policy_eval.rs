@@ -11,7 +11,7 @@ use common::OpenBao;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::json;
-use vault_seed::policy::{self, Acl, KvVersion, MatchKind, Policy, Requirement};
+use vault_seed::acl::{self as policy, Acl, KvVersion, MatchKind, Policy, Requirement};
 
 /// A token holding exactly `policies`: no `default` policy, whose rules would blur the answer.
 fn token_without_default(bao: &OpenBao, policies: &[String]) -> String {

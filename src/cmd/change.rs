@@ -4,8 +4,8 @@ use serde::Serialize;
 
 use crate::cli::GlobalArgs;
 use crate::exit::Exit;
+use crate::replace::ChangeError;
 use crate::report::{self, Format, Style};
-use crate::seed::change::ChangeError;
 use crate::spec::Target;
 use crate::vault::KvMount;
 

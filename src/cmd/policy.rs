@@ -2,9 +2,9 @@
 
 use serde::Serialize;
 
+use crate::acl::{self, KvVersion, Rule};
 use crate::cli::{GlobalArgs, PolicyArgs};
 use crate::exit::Exit;
-use crate::policy::{self, KvVersion, Rule};
 use crate::report::{self, Format, Style};
 use crate::spec;
 
@@ -32,8 +32,8 @@ pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Exit {
         }
     };
     // No server is asked here: a spec without `kv_version` is taken as KV v2, as on `secret/`.
-    let requirements = policy::requirements(&plan, KvVersion::default());
-    let rules = policy::minimal_rules(&requirements);
+    let requirements = acl::requirements(&plan, KvVersion::default());
+    let rules = acl::minimal_rules(&requirements);
     if rules.is_empty() {
         report::error(
             &Style::stderr(g.color),
@@ -45,7 +45,7 @@ pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Exit {
         );
         return Exit::Failure;
     }
-    let hcl = policy::render_hcl(&rules);
+    let hcl = acl::render_hcl(&rules);
     match g.output {
         Format::Human => {
             let apps: Vec<String> = plan.specs.iter().map(|(s, _)| s.name.clone()).collect();

@@ -2,8 +2,8 @@
 
 use crate::cli::{GlobalArgs, RotateArgs};
 use crate::exit::Exit;
+use crate::replace::{self, ChangeError};
 use crate::report::{self, Style};
-use crate::seed::change::{self, ChangeError};
 use crate::vault::VaultError;
 
 use super::change::{change_failed, mount_for, ChangeReport};
@@ -16,7 +16,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Exit {
         Err(exit) => return exit,
     };
     let env = session.env.clone();
-    let (t, fields) = match change::select(&session.targets, &args.target) {
+    let (t, fields) = match replace::select(&session.targets, &args.target) {
         Ok((t, Some(f))) => (t.clone(), vec![f.clone()]),
         Ok((t, None)) => (t.clone(), t.fields.clone()),
         Err(e) => return change_failed(g, "rotate", &env, &e, Exit::Usage),
@@ -53,7 +53,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Exit {
             report::error(&style, &format!("mount `{}` is KV v1, which keeps no history: rotating would lose the old value", mount.path), Some("rotate on a KV v2 mount, or by hand after saving the old value"));
             return Exit::Failure;
         }
-        let current = match change::read_current(&session.vault, &mount, &t).await {
+        let current = match replace::read_current(&session.vault, &mount, &t).await {
             Ok(p) => p,
             Err(e) => return change_failed(g, "rotate", &env, &e, Exit::Failure),
         };
@@ -70,7 +70,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Exit {
                 }
             }
         }
-        match change::write_fields(&session.vault, &mount, &t, &current, &values, "rotate").await {
+        match replace::write_fields(&session.vault, &mount, &t, &current, &values, "rotate").await {
             Ok(v) => {
                 eprintln!("version {} is kept in KV v2 history", current.version);
                 ChangeReport { command: "rotate", env: &env, path, fields: names, outcome: "rotated", old_version: Some(current.version), new_version: Some(v), ok: true }.print(g)

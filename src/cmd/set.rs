@@ -8,8 +8,8 @@ use zeroize::Zeroizing;
 use crate::cli::{GlobalArgs, SetArgs};
 use crate::exit::Exit;
 use crate::generate::Validity;
+use crate::replace::{self, ChangeError};
 use crate::report::{self, Style};
-use crate::seed::change::{self, ChangeError};
 use crate::vault::{FieldValue, VaultError};
 
 use super::change::{change_failed, mount_for, ChangeReport};
@@ -26,7 +26,7 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Exit {
         Err(exit) => return exit,
     };
     let env = session.env.clone();
-    let (t, field) = match change::select(&session.targets, &args.target) {
+    let (t, field) = match replace::select(&session.targets, &args.target) {
         Ok((t, Some(f))) => (t.clone(), f.clone()),
         Ok((t, None)) => {
             let e = ChangeError::NotInSpec {
@@ -49,7 +49,7 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Exit {
             Ok(m) => m,
             Err(exit) => return exit,
         };
-        let current = match change::read_current(&session.vault, &mount, &t).await {
+        let current = match replace::read_current(&session.vault, &mount, &t).await {
             Ok(p) => p,
             Err(e) => return change_failed(g, "set", &env, &e, Exit::Failure),
         };
@@ -93,7 +93,7 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Exit {
                 return ChangeReport { command: "set", env: &env, path, fields: vec![field.name.clone()], outcome: "unchanged", old_version: Some(current.version), new_version: None, ok: true }.print(g);
             }
         }
-        match change::write_fields(&session.vault, &mount, &t, &current, &[(field.name.clone(), value)], "set").await {
+        match replace::write_fields(&session.vault, &mount, &t, &current, &[(field.name.clone(), value)], "set").await {
             Ok(v) => ChangeReport { command: "set", env: &env, path, fields: vec![field.name.clone()], outcome, old_version: Some(current.version).filter(|v| *v > 0), new_version: Some(v).filter(|v| *v > 0), ok: true }.print(g),
             Err(ChangeError::Vault(VaultError::CasMismatch { .. })) => {
                 report::error(&style, &format!("`{path}` changed after vault-seed read it (version {}); nothing was written", current.version), Some("someone else is changing it; look, then run the command again"));

@@ -9,16 +9,16 @@ use std::time::{Duration, Instant};
 use secrecy::SecretString;
 use serde::Serialize;
 
+use crate::acl::KvVersion;
 use crate::cli::{GlobalArgs, VerifyArgs};
 use crate::exit::Exit;
 use crate::kube::EsoCluster;
-use crate::policy::KvVersion;
 use crate::report::text::for_terminal as t;
 use crate::report::{self, Format, Style};
 use crate::seed::{self, Outcome, PathResult};
 use crate::spec::EnvPlan;
-use crate::verify::kube::{self as kube_check, KubePart, PathFacts, Wanted};
-use crate::verify::policy::{self as policy_check, PolicyPart};
+use crate::verify::eso::{self, KubePart, PathFacts, Wanted};
+use crate::verify::grants::{self, PolicyPart};
 
 use super::session::{detect_mounts, preflight, MountTrust, Mounts, Session};
 
@@ -217,7 +217,7 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Exit {
         };
         let policy_part = if wants("policy") || want_kube {
             Some(
-                match policy_check::check(&session.vault, &plan, kv, eso_token.as_ref()).await {
+                match grants::check(&session.vault, &plan, kv, eso_token.as_ref()).await {
                     Ok(p) => Part::Done(p),
                     Err(e) => failed(e.to_string(), e.help()),
                 },
@@ -363,7 +363,7 @@ async fn kube_part(
         }
     }
     if args.force_sync {
-        for line in kube_check::force_sync(&cluster, &wanted).await {
+        for line in eso::force_sync(&cluster, &wanted).await {
             eprintln!("{}", t(&line));
             notes.push(line);
         }
@@ -371,7 +371,7 @@ async fn kube_part(
     let deadline = args.wait.map(|w| Instant::now() + w);
     let spinner = wait_spinner(args.wait.is_some() && g.output == Format::Human);
     loop {
-        let result = kube_check::check(&cluster, &wanted, &session.targets, facts).await;
+        let result = eso::check(&cluster, &wanted, &session.targets, facts).await;
         let done = matches!(&result, Ok(k) if k.ok);
         let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         match remaining {

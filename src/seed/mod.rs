@@ -6,7 +6,6 @@
 //! later gets that field with `cas=<current version>` (*extended*), its other fields unchanged.
 //! KV v1 has no check-and-set: read-then-write, reported as not race-free.
 
-pub mod change;
 mod outcome;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

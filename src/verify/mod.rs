@@ -1,4 +1,4 @@
 //! `verify`'s checks beyond Vault's own values: ESO's policy, and ESO's objects in Kubernetes.
 
-pub mod kube;
-pub mod policy;
+pub mod eso;
+pub mod grants;

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use secrecy::SecretString;
 use serde::Serialize;
 
-use crate::policy::{
+use crate::acl::{
     self, Capabilities, Capability, PathCheck, Policy, PolicyReport, Requirement, Rule,
 };
 use crate::spec::EnvPlan;
@@ -109,10 +109,10 @@ impl EsoPolicies {
 pub async fn check(
     vault: &Vault,
     plan: &EnvPlan<'_>,
-    kv_version: policy::KvVersion,
+    kv_version: acl::KvVersion,
     eso_token: Option<&SecretString>,
 ) -> Result<PolicyPart, VaultError> {
-    let requirements = policy::requirements(plan, kv_version);
+    let requirements = acl::requirements(plan, kv_version);
     let mut errors = Vec::new();
     let mut notes = Vec::new();
     let eso = eso_policies(vault, plan, &mut errors, &mut notes).await?;
@@ -151,7 +151,7 @@ pub async fn check(
     let mut unreadable = Vec::new();
     for name in &eso.all() {
         match vault.read_policy(name).await {
-            Ok(Some(text)) => match policy::parse(name, &text) {
+            Ok(Some(text)) => match acl::parse(name, &text) {
                 Ok(p) => policies.push(p),
                 Err(e) => {
                     notes.push(format!("cannot evaluate policy `{name}` here: {e}"));
@@ -168,7 +168,7 @@ pub async fn check(
         }
     }
     let templated = if unreadable.is_empty() {
-        policy::undecidable(&policies, &requirements)
+        acl::undecidable(&policies, &requirements)
     } else {
         None
     };
@@ -176,7 +176,7 @@ pub async fn check(
         None if unreadable.is_empty() => {
             return Ok(part(
                 Method::Policies,
-                policy::check(&policies, &requirements),
+                acl::check(&policies, &requirements),
                 errors,
                 notes,
                 None,

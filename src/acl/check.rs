@@ -534,7 +534,7 @@ pub fn render_hcl(rules: &[Rule]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{parse, Use};
+    use crate::acl::{parse, Use};
     use Capability::*;
 
     fn caps(c: &[Capability]) -> Capabilities {

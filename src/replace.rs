@@ -192,7 +192,7 @@ pub async fn write_fields(
         .kv_write(mount, &t.path, &WriteFields(all), cas, "update")
         .await?;
     if mount.version == 2 {
-        let meta = super::custom_metadata(t, action, current.custom_metadata.clone());
+        let meta = crate::seed::custom_metadata(t, action, current.custom_metadata.clone());
         if let Err(e) = vault.kv_set_custom_metadata(mount, &t.path, &meta).await {
             tracing::warn!(path = %t.full_path(), error = %e, "could not record the change in custom_metadata");
         }
