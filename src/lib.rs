@@ -9,6 +9,7 @@ pub mod cmd;
 pub mod exit;
 pub mod generate;
 pub mod kube;
+pub mod kv;
 pub mod logging;
 pub mod order;
 pub mod redact;

@@ -4,8 +4,9 @@
 
 use secrecy::SecretString;
 
+use crate::kv::{KvMount, KvVersion};
 use crate::spec::{Field, Target};
-use crate::vault::{Existing, FieldValue, KvMount, Present, Vault, VaultError, WriteFields};
+use crate::vault::{Existing, FieldValue, Present, Vault, VaultError, WriteFields};
 
 /// Why a change cannot be made. Each says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -187,11 +188,11 @@ pub async fn write_fields(
         })
         .collect();
     all.extend(replacements.iter().map(|(k, v)| (k.as_str(), v)));
-    let cas = (mount.version == 2).then_some(current.version);
+    let cas = mount.cas(current.version);
     let version = vault
         .kv_write(mount, &t.path, &WriteFields(all), cas, "update")
         .await?;
-    if mount.version == 2 {
+    if mount.version == KvVersion::V2 {
         let meta = crate::seed::custom_metadata(t, action, current.custom_metadata.clone());
         if let Err(e) = vault.kv_set_custom_metadata(mount, &t.path, &meta).await {
             tracing::warn!(path = %t.full_path(), error = %e, "could not record the change in custom_metadata");
@@ -222,7 +223,7 @@ mod tests {
                     generator: Generator::Uuid,
                 })
                 .collect(),
-            kv_version: Some(2),
+            kv_version: Some(KvVersion::V2),
         }
     }
 

@@ -4,10 +4,10 @@ use serde::Serialize;
 
 use crate::cli::GlobalArgs;
 use crate::exit::Exit;
+use crate::kv::KvMount;
 use crate::replace::ChangeError;
 use crate::report::{self, Format, Style};
 use crate::spec::Target;
-use crate::vault::KvMount;
 
 use super::session::{detect_mounts, preflight, MountTrust, Mounts, Session};
 

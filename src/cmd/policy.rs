@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::acl::{self, KvVersion, Rule};
+use crate::acl::{self, Rule};
 use crate::cli::{GlobalArgs, PolicyArgs};
 use crate::exit::Exit;
 use crate::report::{self, Format, Style};
@@ -32,7 +32,7 @@ pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Exit {
         }
     };
     // No server is asked here: a spec without `kv_version` is taken as KV v2, as on `secret/`.
-    let requirements = acl::requirements(&plan, KvVersion::default());
+    let requirements = acl::requirements(&plan, &|_| None);
     let rules = acl::minimal_rules(&requirements);
     if rules.is_empty() {
         report::error(

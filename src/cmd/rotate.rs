@@ -49,7 +49,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Exit {
             Ok(m) => m,
             Err(exit) => return exit,
         };
-        if mount.version != 2 {
+        if !mount.version.has_cas() {
             report::error(&style, &format!("mount `{}` is KV v1, which keeps no history: rotating would lose the old value", mount.path), Some("rotate on a KV v2 mount, or by hand after saving the old value"));
             return Exit::Failure;
         }

@@ -6,9 +6,10 @@ use std::collections::HashMap;
 
 use crate::cli::{GlobalArgs, VaultArgs};
 use crate::exit::Exit;
+use crate::kv::{KvMount, KvVersion};
 use crate::report::{self, Style};
 use crate::spec::{EnvPlan, Target};
-use crate::vault::{KvMount, Settings, Vault, VaultError};
+use crate::vault::{Settings, Vault, VaultError};
 
 /// A command's session with Vault for one environment.
 pub(crate) struct Session {
@@ -117,7 +118,7 @@ pub(crate) async fn detect_mounts(
     targets: &[Target],
     trust: MountTrust<'_>,
 ) -> Mounts {
-    let mut wanted: HashMap<String, Option<u8>> = HashMap::new();
+    let mut wanted: HashMap<String, Option<KvVersion>> = HashMap::new();
     for t in targets {
         let e = wanted.entry(t.mount.clone()).or_insert(t.kv_version);
         if e.is_none() {
@@ -143,16 +144,11 @@ pub(crate) async fn detect_mounts(
             }
             Ok(Some(info)) => match expected {
                 Some(v) if v != info.kv_version => {
-                    out.errors.insert(mount.clone(), format!("mount `{mount}` is KV v{} but the spec says `kv_version = {v}`; nothing was written", info.kv_version));
+                    out.errors.insert(mount.clone(), format!("mount `{mount}` is {} but the spec says `kv_version = {}`; nothing was written", info.kv_version, v.number()));
                 }
                 _ => {
-                    out.mounts.insert(
-                        mount.clone(),
-                        KvMount {
-                            path: mount.clone(),
-                            version: info.kv_version,
-                        },
-                    );
+                    out.mounts
+                        .insert(mount.clone(), KvMount::new(&mount, info.kv_version));
                 }
             },
             Ok(None) => {
@@ -169,21 +165,15 @@ pub(crate) async fn detect_mounts(
                     (Some(v), true) => {
                         tracing::info!(%mount, "cannot read the mount's configuration; trusting the spec's kv_version");
                         if matches!(trust, MountTrust::Write { .. }) {
-                            out.notes.push(format!("mount `{mount}`: its type could not be read (`sys/internal/ui/mounts/{mount}` was denied); treated as KV v{v} on the operator's word (`--assume-kv-mount {mount}`)"));
+                            out.notes.push(format!("mount `{mount}`: its type could not be read (`sys/internal/ui/mounts/{mount}` was denied); treated as {v} on the operator's word (`--assume-kv-mount {mount}`)"));
                         }
-                        out.mounts.insert(
-                            mount.clone(),
-                            KvMount {
-                                path: mount.clone(),
-                                version: v,
-                            },
-                        );
+                        out.mounts.insert(mount.clone(), KvMount::new(&mount, v));
                     }
                     (None, _) => {
                         out.errors.insert(mount.clone(), format!("cannot detect the KV version of mount `{mount}` (the token may not read `sys/internal/ui/mounts/{mount}`); set `kv_version` in the spec's `[vault]`"));
                     }
                     (Some(v), false) => {
-                        out.errors.insert(mount.clone(), format!("cannot read the type of mount `{mount}` (`sys/internal/ui/mounts/{mount}` was denied), so vault-seed cannot tell that it is a KV engine; nothing was written to it. If it is KV v{v}, grant `read` on `sys/internal/ui/mounts/{mount}` or pass `--assume-kv-mount {mount}` for this run"));
+                        out.errors.insert(mount.clone(), format!("cannot read the type of mount `{mount}` (`sys/internal/ui/mounts/{mount}` was denied), so vault-seed cannot tell that it is a KV engine; nothing was written to it. If it is {v}, grant `read` on `sys/internal/ui/mounts/{mount}` or pass `--assume-kv-mount {mount}` for this run"));
                     }
                 }
             }

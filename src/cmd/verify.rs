@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use secrecy::SecretString;
 use serde::Serialize;
 
-use crate::acl::KvVersion;
 use crate::cli::{GlobalArgs, VerifyArgs};
 use crate::exit::Exit;
 use crate::kube::EsoCluster;
@@ -210,14 +209,16 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Exit {
             ));
         }
         let vault_part = vault_part(&seeded, args.strict);
-        let kv = if mounts.values().all(|m| m.version == 1) && !mounts.is_empty() {
-            KvVersion::V1
-        } else {
-            KvVersion::V2
-        };
         let policy_part = if wants("policy") || want_kube {
             Some(
-                match grants::check(&session.vault, &plan, kv, eso_token.as_ref()).await {
+                match grants::check(
+                    &session.vault,
+                    &plan,
+                    &|m| mounts.get(m).map(|k| k.version),
+                    eso_token.as_ref(),
+                )
+                .await
+                {
                     Ok(p) => Part::Done(p),
                     Err(e) => failed(e.to_string(), e.help()),
                 },

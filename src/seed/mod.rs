@@ -16,8 +16,9 @@ use futures::stream::{self, StreamExt};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::generate::Validity;
+use crate::kv::{KvMount, KvVersion};
 use crate::spec::Target;
-use crate::vault::{Existing, FieldValue, KvMount, Vault, VaultError, WriteFields};
+use crate::vault::{Existing, FieldValue, Vault, VaultError, WriteFields};
 
 pub use outcome::{FieldResult, Outcome, PathResult, Summary};
 
@@ -127,7 +128,7 @@ pub async fn run(
     if meta_warned.load(Ordering::SeqCst) {
         notes.push("the token may not write metadata: secrets were written without vault-seed's custom_metadata (grant `update` on `<mount>/metadata/...`)".into());
     }
-    if mounts.values().any(|m| m.version == 1) && !opts.dry_run {
+    if mounts.values().any(|m| m.version == KvVersion::V1) && !opts.dry_run {
         notes.push("KV v1 has no check-and-set: paths on KV v1 mounts were written read-then-write, which is not race-free; each is reported created only when it read back as written".into());
     }
     let contested = contested.load(Ordering::SeqCst);
@@ -277,13 +278,13 @@ async fn create(
         Err(e) => return PathResult::all(t, Outcome::Error, None, Some(e)),
     };
     let fields = WriteFields(values.iter().map(|(k, v)| (k.as_str(), v)).collect());
-    let cas_opt = (mount.version == 2).then_some(cas);
+    let cas_opt = mount.cas(cas);
     match ctx
         .vault
         .kv_write(mount, &t.path, &fields, cas_opt, "create")
         .await
     {
-        Ok(version) if mount.version == 1 => {
+        Ok(version) if mount.version == KvVersion::V1 => {
             // No check-and-set on KV v1: another writer may have written between our read and
             // our write, or after it. The path is ours only if it reads back as what we wrote.
             match ctx.vault.kv_read(mount, &t.path).await {
@@ -460,7 +461,7 @@ async fn judge_or_extend(
         })
         .collect();
     all.extend(new_values.iter().map(|(k, v)| (k.as_str(), v)));
-    let cas = (mount.version == 2).then_some(p.version);
+    let cas = mount.cas(p.version);
     match ctx
         .vault
         .kv_write(mount, &t.path, &WriteFields(all), cas, "update")
@@ -525,7 +526,7 @@ async fn write_metadata(
     base: BTreeMap<String, String>,
     action: &str,
 ) {
-    if !ctx.opts.metadata || mount.version != 2 || ctx.meta_warned.load(Ordering::Relaxed) {
+    if !ctx.opts.metadata || !mount.version.has_cas() || ctx.meta_warned.load(Ordering::Relaxed) {
         return;
     }
     let meta = custom_metadata(t, action, base);

@@ -15,6 +15,7 @@ use super::{
     SpecSet, VaultTarget, ENV_PLACEHOLDER,
 };
 use crate::generate::{Generator, Param, Params, Syntax, GENERATOR_NAMES};
+use crate::kv::KvVersion;
 use crate::suggest::suggest;
 
 /// Why the specs could not be loaded.
@@ -584,15 +585,14 @@ fn parse_vault(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<(VaultTarget, Span)>
     }
     cx.finish(th, CTX);
     let kv_version = match kv {
-        Some((n @ (1 | 2), _)) => Some(n as u8),
-        Some((n, span)) => {
+        Some((n, span)) => KvVersion::from_number(n).or_else(|| {
             cx.err(
                 span,
                 format!("`kv_version` must be 1 or 2, not {n}"),
                 Some("leave it out to detect the mount's version".into()),
             );
             None
-        }
+        }),
         None => None,
     };
     let (mount, mount_span) = mount?;

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::generate::Generator;
+use crate::kv::KvVersion;
 pub use diag::{Diagnostic, Location};
 pub use load::{load_dir, load_files, load_sources, LoadError};
 
@@ -50,8 +51,9 @@ pub struct VaultTarget {
     pub mount: String,
     /// The folder under the mount, with `{env}` (`ask/core-service/{env}`).
     pub path: String,
-    /// The KV version the spec expects (`1` or `2`); `None` lets vault-seed detect it.
-    pub kv_version: Option<u8>,
+    /// The KV version the spec expects (`kv_version = 1` or `2`); `None` lets vault-seed detect
+    /// it.
+    pub kv_version: Option<KvVersion>,
 }
 
 /// One environment an application can be applied to.
@@ -170,7 +172,7 @@ pub struct Target {
     /// Effective fields for this environment.
     pub fields: Vec<Field>,
     /// The KV version the spec expects, if it says.
-    pub kv_version: Option<u8>,
+    pub kv_version: Option<KvVersion>,
 }
 
 impl Target {

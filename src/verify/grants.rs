@@ -22,6 +22,7 @@ use serde::Serialize;
 use crate::acl::{
     self, Capabilities, Capability, PathCheck, Policy, PolicyReport, Requirement, Rule,
 };
+use crate::kv::KvVersion;
 use crate::spec::EnvPlan;
 use crate::vault::{Vault, VaultError};
 
@@ -105,14 +106,14 @@ impl EsoPolicies {
     }
 }
 
-/// Check ESO's access for `plan`. `kv_version` is what the mounts report.
+/// Check ESO's access for `plan`. `detected` is each mount's KV version as the server reports it.
 pub async fn check(
     vault: &Vault,
     plan: &EnvPlan<'_>,
-    kv_version: acl::KvVersion,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
     eso_token: Option<&SecretString>,
 ) -> Result<PolicyPart, VaultError> {
-    let requirements = acl::requirements(plan, kv_version);
+    let requirements = acl::requirements(plan, detected);
     let mut errors = Vec::new();
     let mut notes = Vec::new();
     let eso = eso_policies(vault, plan, &mut errors, &mut notes).await?;
