@@ -6,6 +6,7 @@
 pub mod acl;
 pub mod cli;
 pub mod cmd;
+pub mod duration;
 pub mod exit;
 pub mod generate;
 pub mod kube;

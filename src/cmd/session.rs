@@ -50,11 +50,15 @@ impl Session {
         vault_args: &VaultArgs,
     ) -> Result<Session, Exit> {
         let style = Style::stderr(g.color);
-        let settings = Settings::resolve(vault_args, plan.vault_addr(), plan.vault_namespace())
-            .map_err(|e| {
-                super::fail(g, command, &e);
-                Exit::Usage
-            })?;
+        let settings = Settings::resolve(
+            &vault_args.options(),
+            plan.vault_addr(),
+            plan.vault_namespace(),
+        )
+        .map_err(|e| {
+            super::fail(g, command, &e);
+            Exit::Usage
+        })?;
         if settings.skip_verify {
             report::warn(&style, "TLS verification is off (VAULT_SKIP_VERIFY): anyone on the path can read the token and the secrets");
         }

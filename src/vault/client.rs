@@ -174,7 +174,6 @@ fn method_name(m: &Method) -> &'static str {
 impl Vault {
     /// Build a client. Does not contact Vault.
     pub fn new(settings: &Settings) -> Result<Vault, VaultError> {
-        crate::init_crypto();
         let auth = Auth::new(&settings.token, settings.namespace.as_deref())?;
         let mut builder = reqwest::Client::builder()
             .tls_backend_rustls()
@@ -635,6 +634,8 @@ mod tests {
     }
 
     fn test_vault(namespace: Option<&str>) -> Vault {
+        // The entry point installs the process's crypto provider; a unit test does it itself.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         Vault::new(&settings("s.tok-123", namespace)).unwrap()
     }
 
@@ -661,6 +662,7 @@ mod tests {
 
     #[test]
     fn a_token_that_cannot_be_a_header_is_refused_without_quoting_it() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let e = Vault::new(&settings("s.tok\n123", None))
             .err()
             .expect("refused");
