@@ -143,6 +143,25 @@ pub enum Command {
     Man(ManArgs),
 }
 
+impl Command {
+    /// The command's name as typed (`apply`); the JSON documents carry it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Lint => "lint",
+            Command::Gen(_) => "gen",
+            Command::Plan(_) => "plan",
+            Command::Apply(_) => "apply",
+            Command::Verify(_) => "verify",
+            Command::Set(_) => "set",
+            Command::Rotate(_) => "rotate",
+            Command::Policy(_) => "policy",
+            Command::Order(_) => "order",
+            Command::Completions(_) => "completions",
+            Command::Man(_) => "man",
+        }
+    }
+}
+
 /// `completions` options.
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {

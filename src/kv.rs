@@ -42,6 +42,12 @@ impl KvVersion {
         }
     }
 
+    /// A mount's version: what the spec says (`kv_version`), else what the server reports, else
+    /// KV v2, as on `secret/`.
+    pub fn resolve(spec: Option<KvVersion>, detected: Option<KvVersion>) -> KvVersion {
+        spec.or(detected).unwrap_or_default()
+    }
+
     /// 1 or 2.
     pub fn number(self) -> u8 {
         match self {

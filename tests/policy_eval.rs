@@ -356,7 +356,8 @@ fn runbook_policy_passes_and_without_metadata_fails() {
         report.suggestion_hcl(),
         "path \"secret/metadata/ask/core-service/*\" { capabilities = [\"read\", \"list\"] }\n"
     );
-    let text = report.render(
+    let text = vault_seed::report::gaps::render(
+        &report,
         &["eso-ask-push".to_string()],
         &vault_seed::report::Style::plain(),
         false,

@@ -23,8 +23,8 @@ use std::fmt;
 use serde::Serialize;
 
 pub use check::{
-    check, minimal_policy, minimal_rules, render_hcl, undecidable, PathCheck, PolicyReport,
-    Unfixable,
+    check, minimal_policy, minimal_rules, render_hcl, undecidable, Fix, GapGroup, PathCheck,
+    PolicyReport, Unfixable,
 };
 pub use eval::{evaluate, Acl, Decision, Grant, MatchKind, Refusal};
 pub use parse::{parse, PolicyError};

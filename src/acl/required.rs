@@ -100,11 +100,7 @@ pub fn requirements(
         };
     for (spec, env) in &plan.specs {
         let access = spec.eso.access;
-        let kv = spec
-            .vault
-            .kv_version
-            .or_else(|| detected(&spec.vault.mount))
-            .unwrap_or_default();
+        let kv = KvVersion::resolve(spec.vault.kv_version, detected(&spec.vault.mount));
         let mount = KvMount::new(&spec.vault.mount, kv);
         let base = rule_base(spec, &env.name);
         let (data, meta) = (mount.data_prefix(), mount.metadata_prefix());

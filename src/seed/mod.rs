@@ -6,6 +6,7 @@
 //! later gets that field with `cas=<current version>` (*extended*), its other fields unchanged.
 //! KV v1 has no check-and-set: read-then-write, reported as not race-free.
 
+mod inspect;
 mod outcome;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -17,9 +18,11 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::generate::Validity;
 use crate::kv::{KvMount, KvVersion};
+use crate::mounts::Mounts;
 use crate::spec::Target;
 use crate::vault::{Existing, FieldValue, Vault, VaultError, WriteFields};
 
+pub use inspect::{inspect, FieldState, Inspection, PathState, Status};
 pub use outcome::{FieldResult, Outcome, PathResult, Summary};
 
 /// How to run.
@@ -60,16 +63,19 @@ enum Listing {
     Unavailable,
 }
 
-/// Seed `targets` (all on mounts already detected, given in `mounts` by mount path).
+/// Seed `targets`. Those on a mount `mounts` cannot use are reported as errors, with why, after
+/// the others.
 pub async fn run(
     vault: &Vault,
-    mounts: &HashMap<String, KvMount>,
-    targets: Vec<Target>,
+    detected: &Mounts,
+    targets: &[Target],
     opts: &Options,
     cancel: Arc<AtomicBool>,
     progress: &Progress,
 ) -> Run {
-    let mut notes = Vec::new();
+    let mounts = &detected.mounts;
+    let (targets, failed) = detected.partition(targets);
+    let mut notes = detected.notes.clone();
     let listings = discover(vault, mounts, &targets, opts.concurrency, &mut notes).await;
     let meta_warned = AtomicBool::new(false);
     let vault_down = AtomicBool::new(false);
@@ -135,8 +141,12 @@ pub async fn run(
     if contested > 0 {
         notes.push(format!("KV v1: {contested} path(s) were contested (another writer wrote them at the same time as this run); they are judged as they stand, not claimed"));
     }
+    let mut paths: Vec<PathResult> = indexed.into_iter().map(|(_, r)| r).collect();
+    for (t, why) in failed {
+        paths.push(PathResult::all(&t, Outcome::Error, None, Some(why)));
+    }
     Run {
-        paths: indexed.into_iter().map(|(_, r)| r).collect(),
+        paths,
         notes,
         interrupted: cancel.load(Ordering::SeqCst),
     }

@@ -1,4 +1,4 @@
-//! The policy part of `verify`: do ESO's Vault policies grant what it needs on every path?
+//! The part `policy` of `verify`: do ESO's Vault policies grant what it needs on every path?
 //!
 //! ESO's policies are the spec's `policies`, the `token_policies` of its auth role, and `default`
 //! unless the role sets `token_no_default_policy`. vault-seed reads them
@@ -64,7 +64,7 @@ impl Method {
 
 /// The policy part's result.
 #[derive(Debug, Serialize)]
-pub struct PolicyPart {
+pub struct GrantsPart {
     /// Every required capability is granted and nothing went wrong.
     pub ok: bool,
     /// How the answer was found.
@@ -80,6 +80,12 @@ pub struct PolicyPart {
     pub notes: Vec<String>,
     /// What to do when the part cannot be decided; `null` otherwise.
     pub help: Option<String>,
+}
+
+impl super::Part for GrantsPart {
+    fn ok(&self) -> bool {
+        self.ok
+    }
 }
 
 /// ESO's policies as far as vault-seed can tell.
@@ -112,12 +118,12 @@ pub async fn check(
     plan: &EnvPlan<'_>,
     detected: &dyn Fn(&str) -> Option<KvVersion>,
     eso_token: Option<&SecretString>,
-) -> Result<PolicyPart, VaultError> {
+) -> Result<GrantsPart, VaultError> {
     let requirements = acl::requirements(plan, detected);
     let mut errors = Vec::new();
     let mut notes = Vec::new();
     let eso = eso_policies(vault, plan, &mut errors, &mut notes).await?;
-    let part = |method, report: PolicyReport, errors: Vec<String>, notes, help| PolicyPart {
+    let part = |method, report: PolicyReport, errors: Vec<String>, notes, help| GrantsPart {
         ok: report.ok && errors.is_empty() && method != Method::Unknown,
         method,
         policies: eso.names.clone(),

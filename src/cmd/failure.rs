@@ -1,0 +1,192 @@
+//! Why a command stopped: the one error type of the command layer.
+//!
+//! A library error stays plain (its `Display` says what went wrong, its `help()` what to do);
+//! here it becomes a [`Failure`] with the exit code it means, and `run.rs` shows it once: on
+//! stderr for people, and under `-o json` as one document on stdout,
+//! `{"command", "ok": false, "error", "help", ...}`.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::exit::Exit;
+use crate::generate::ParamError;
+use crate::kube::KubeError;
+use crate::replace::ChangeError;
+use crate::spec::{Diagnostic, LoadError};
+use crate::vault::VaultError;
+
+/// A command that stopped, and why.
+#[derive(Debug)]
+pub struct Failure {
+    /// What went wrong: one line, lowercase, things named in backticks (JSON `error`).
+    pub message: String,
+    /// What to do about it (JSON `help`).
+    pub help: Option<String>,
+    /// 1: something is not right; 2: a usage or spec error, or a refused request (nothing was
+    /// sent, or nothing was written).
+    pub exit: Exit,
+    /// The problems behind it, shown before it (spec diagnostics, problems of the input); in
+    /// JSON, `errors`.
+    pub problems: Vec<Problem>,
+    /// More fields of the JSON document.
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// One of several problems behind a failure.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Problem {
+    /// A problem in a spec, with its location.
+    Spec(Diagnostic),
+    /// A problem of the command line or its input.
+    Input {
+        /// What is wrong.
+        message: String,
+        /// What to do.
+        help: Option<String>,
+    },
+}
+
+impl Failure {
+    /// Something is not right (exit 1).
+    pub fn new(message: impl Into<String>) -> Failure {
+        Failure {
+            message: message.into(),
+            help: None,
+            exit: Exit::Failure,
+            problems: Vec::new(),
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// A usage error or a refused request: nothing was sent or written (exit 2).
+    pub fn usage(message: impl Into<String>) -> Failure {
+        Failure::new(message).exit(Exit::Usage)
+    }
+
+    /// With what to do.
+    pub fn help(mut self, help: impl Into<String>) -> Failure {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// With what to do, when there is something.
+    pub fn maybe_help(mut self, help: Option<String>) -> Failure {
+        self.help = help;
+        self
+    }
+
+    /// With another exit code.
+    pub fn exit(mut self, exit: Exit) -> Failure {
+        self.exit = exit;
+        self
+    }
+
+    /// With one more field in the JSON document.
+    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Failure {
+        self.extra.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Several problems of the command line or its input (exit 2): one is the failure itself;
+    /// more are each shown, then `summary` (`3 problem(s) in the input; nothing was checked`).
+    pub fn several(problems: Vec<(String, Option<String>)>, summary: String) -> Failure {
+        let mut f = match problems.as_slice() {
+            [(message, help)] => Failure::usage(message.clone()).maybe_help(help.clone()),
+            _ => Failure::usage(summary),
+        };
+        f.problems = problems
+            .into_iter()
+            .map(|(message, help)| Problem::Input { message, help })
+            .collect();
+        f
+    }
+
+    /// Specs that cannot be loaded from `dir` (exit 2: nothing was sent).
+    pub fn specs(e: LoadError, dir: &Path) -> Failure {
+        match e {
+            LoadError::Invalid(diags) => {
+                // Each problem says what to do: the summary needs no help of its own.
+                let mut f = Failure::usage(format!(
+                    "{} problem(s) in the specs under `{}`; nothing was sent to Vault",
+                    diags.len(),
+                    dir.display()
+                ));
+                f.problems = diags.into_iter().map(Problem::Spec).collect();
+                f
+            }
+            LoadError::Empty(dir) => {
+                Failure::usage(format!("no spec files (`*.toml`) in `{}`", dir.display()))
+                    .help("point `--specs` (or VAULT_SEED_SPECS) at the directory of your specs")
+            }
+            e @ LoadError::Dir { .. } => Failure::usage(e.to_string())
+                .help("run from the repository that holds `secret-specs/`, or pass `--specs DIR`"),
+        }
+    }
+
+    /// Whether the message is the one problem itself (shown once, not twice).
+    pub fn is_its_one_problem(&self) -> bool {
+        matches!(self.problems.as_slice(), [Problem::Input { message, .. }] if *message == self.message)
+    }
+}
+
+impl From<VaultError> for Failure {
+    /// Exit 1: the server is unreachable, sealed, refused the token or a request.
+    fn from(e: VaultError) -> Failure {
+        Failure::new(e.to_string()).maybe_help(e.help())
+    }
+}
+
+impl From<KubeError> for Failure {
+    /// Exit 1: the cluster cannot be reached or read.
+    fn from(e: KubeError) -> Failure {
+        Failure::new(e.to_string()).maybe_help(e.help())
+    }
+}
+
+impl From<ChangeError> for Failure {
+    /// Exit 2 for a name that fits no secret or several (nothing was sent); 1 when the secret
+    /// is not in a state to change, or Vault refused.
+    fn from(e: ChangeError) -> Failure {
+        let exit = match &e {
+            ChangeError::NotInSpec { .. } | ChangeError::Ambiguous { .. } => Exit::Usage,
+            ChangeError::Absent { .. } | ChangeError::NotText { .. } | ChangeError::Vault(_) => {
+                Exit::Failure
+            }
+        };
+        Failure::new(e.to_string()).maybe_help(e.help()).exit(exit)
+    }
+}
+
+impl From<Box<Diagnostic>> for Failure {
+    /// Exit 2: the environment asked for is not in the specs, or `--only` matches nothing.
+    fn from(d: Box<Diagnostic>) -> Failure {
+        let message = match &d.location {
+            Some(at) => format!("{at}: {}", d.message),
+            None => d.message.clone(),
+        };
+        Failure::usage(message).maybe_help(d.help.clone())
+    }
+}
+
+impl From<Vec<ParamError>> for Failure {
+    /// Exit 2: a generator's options are wrong.
+    fn from(errors: Vec<ParamError>) -> Failure {
+        let n = errors.len();
+        Failure::several(
+            errors
+                .into_iter()
+                .map(|e| (e.message, Some(e.help)))
+                .collect(),
+            format!("{n} problems in the generator's options"),
+        )
+    }
+}
+
+impl From<crate::order::LoadError> for Failure {
+    /// Exit 2: a manifest cannot be read.
+    fn from(e: crate::order::LoadError) -> Failure {
+        Failure::usage(e.to_string()).help(e.help())
+    }
+}
