@@ -479,6 +479,32 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    /// The name each JSON document (and failure) carries is the one clap parses.
+    #[test]
+    fn command_names_are_the_subcommands() {
+        let cmd = Cli::command();
+        let names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+        for args in [
+            vec!["lint"],
+            vec!["gen", "hex"],
+            vec!["plan", "e"],
+            vec!["apply", "e"],
+            vec!["verify", "e"],
+            vec!["set", "e", "S"],
+            vec!["rotate", "e", "S"],
+            vec!["policy", "e"],
+            vec!["order", "--app", "a=b"],
+            vec!["completions", "bash"],
+            vec!["man"],
+        ] {
+            let cli = Cli::try_parse_from(std::iter::once("vault-seed").chain(args.clone()))
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert_eq!(cli.command.name(), args[0]);
+            assert!(names.contains(&args[0]));
+        }
+        assert_eq!(names.len(), 11, "{names:?}");
+    }
+
     #[test]
     fn hints_point_to_plan_and_to_completions() {
         for flag in ["--dry-run", "--dryrun", "--dry-run=true"] {

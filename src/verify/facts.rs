@@ -76,3 +76,88 @@ impl Facts {
         self.0.get(full_path)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::acl::{PathCheck, PolicyReport};
+    use crate::generate::Generator;
+    use crate::seed::{FieldState, PathState};
+    use crate::spec::{Field, Target};
+    use crate::verify::grants::Method;
+
+    fn state(mount: &str) -> PathState {
+        PathState {
+            target: Target {
+                spec_file: PathBuf::from("specs/app.toml"),
+                app: "app".into(),
+                mount: mount.into(),
+                path: "app/dev/A".into(),
+                name: "A".into(),
+                fixed: false,
+                fields: vec![Field {
+                    name: "value".into(),
+                    generator: Generator::Uuid,
+                }],
+                kv_version: None,
+            },
+            version: None,
+            fields: vec![FieldState {
+                field: "value".into(),
+                generator: "uuid".into(),
+                status: Status::Pending,
+                detail: None,
+            }],
+            detail: None,
+            created_time: None,
+        }
+    }
+
+    /// On a KV v1 mount the explanation names the path ESO reads there (`kv/app/dev/A`), not a
+    /// `data/` path it never reads (which the kube part printed for every mount before).
+    #[test]
+    fn the_policy_gap_of_a_path_is_found_at_its_mounts_version() {
+        let inspection = Inspection {
+            paths: vec![state("kv"), state("secret")],
+            notes: Vec::new(),
+        };
+        let gap = |path: &str| PathCheck {
+            path: path.into(),
+            uses: Vec::new(),
+            required: [Capability::Read].into(),
+            granted: Default::default(),
+            missing: [Capability::Read].into(),
+            refused: Vec::new(),
+            decided_by: None,
+            fix: None,
+        };
+        let grants = Checked::Done(GrantsPart {
+            ok: false,
+            method: Method::Policies,
+            policies: Vec::new(),
+            report: PolicyReport {
+                ok: false,
+                paths: vec![gap("kv/app/dev/A"), gap("secret/data/app/dev/A")],
+                add: Vec::new(),
+                unfixable: Vec::new(),
+            },
+            errors: Vec::new(),
+            notes: Vec::new(),
+            help: None,
+        });
+        let detected = |m: &str| match m {
+            "kv" => Some(KvVersion::V1),
+            _ => Some(KvVersion::V2),
+        };
+        let facts = Facts::gather(&inspection, Some(&grants), &detected);
+        let v1 = facts.get("kv/app/dev/A").unwrap();
+        assert_eq!(v1.data_path, "kv/app/dev/A");
+        assert_eq!(v1.policy_missing, [Capability::Read]);
+        assert_eq!(v1.fields["value"], Status::Pending);
+        let v2 = facts.get("secret/app/dev/A").unwrap();
+        assert_eq!(v2.data_path, "secret/data/app/dev/A");
+        assert_eq!(v2.policy_missing, [Capability::Read]);
+    }
+}
