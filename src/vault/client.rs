@@ -18,6 +18,7 @@
 //! vaultrs is not used: it cannot be told not to follow redirects, it reads a `VAULT_CACERT` that
 //! holds no PEM as no CA at all, and its request path keeps the token in a plain `String`.
 
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -295,7 +296,11 @@ impl Vault {
             ),
             e => e.to_string(),
         };
-        eprintln!("warning: {what}; retrying {attempt}/{MAX_RETRIES}");
+        // A stderr that cannot take it (full, closed) must not stop the run.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "warning: {what}; retrying {attempt}/{MAX_RETRIES}"
+        );
     }
 
     fn request(&self, call: Call) -> reqwest::RequestBuilder {
