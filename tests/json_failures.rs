@@ -357,3 +357,47 @@ fn human_failures_speak_in_one_voice() {
         assert!(!err.contains("= help"), "{args:?}: {err}");
     }
 }
+
+/// A kubeconfig that cannot be read is named once (kube-rs' own message quoted the path again,
+/// as `'"/…/config"'`), and the kube part gives one help line, not two overlapping ones
+/// (issue 14.9); no kubeconfig at all says what was looked for.
+#[test]
+fn kube_errors_name_the_file_once_and_help_once() {
+    let bao = OpenBao::dev();
+    let missing = bao.home.path().join("no-such-kubeconfig");
+    let specs = repo_specs();
+    for kubeconfig in [Some(missing.as_path()), None] {
+        let mut c = bao.vault_seed();
+        c.arg("--specs")
+            .arg(&specs)
+            .args(["verify", "auh1-dev", "--only", "kube"]);
+        if let Some(k) = kubeconfig {
+            c.env("KUBECONFIG", k);
+        }
+        let out = c.output().unwrap();
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{stdout}");
+        let part: Vec<&str> = stdout
+            .lines()
+            .skip_while(|l| !l.starts_with("FAIL kube:"))
+            .take_while(|l| !l.starts_with("verify "))
+            .collect();
+        assert!(!part.is_empty(), "{stdout}");
+        assert!(!stdout.contains("'\""), "a path quoted twice: {stdout}");
+        let helps = part.iter().filter(|l| l.contains("help:")).count();
+        assert_eq!(helps, 1, "{stdout}");
+        assert!(stdout.contains("--skip-kube"), "{stdout}");
+        match kubeconfig {
+            Some(k) => assert!(
+                part[0].contains(&format!("cannot read kubeconfig `{}`", k.display()))
+                    && part[0].matches(&k.display().to_string()).count() == 1,
+                "{stdout}"
+            ),
+            None => assert!(
+                part[0].contains("`KUBECONFIG` is unset")
+                    && part[0].contains(".kube/config` does not exist"),
+                "{stdout}"
+            ),
+        }
+    }
+}
