@@ -182,7 +182,7 @@ pub struct Policy {
 }
 
 /// `a`, `b` as "`a`, `b`".
-fn backticked<T: fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
+pub(crate) fn backticked<T: fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
     items
         .into_iter()
         .map(|i| format!("`{i}`"))

@@ -2,9 +2,7 @@
 //! the rule to add, and the HCL to paste. The grouping is [`PolicyReport::groups`]'s; this only
 //! words it.
 
-use std::fmt;
-
-use crate::acl::{render_hcl, Capabilities, Fix, PathCheck, PolicyReport, Use};
+use crate::acl::{backticked, render_hcl, Capabilities, Fix, PathCheck, PolicyReport, Use};
 use crate::report::text::for_terminal as t;
 use crate::report::Style;
 
@@ -173,11 +171,3 @@ fn list(c: &Capabilities) -> String {
     c.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
 }
 
-/// `a`, `b` as "`a`, `b`".
-fn backticked<T: fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
-    items
-        .into_iter()
-        .map(|i| format!("`{i}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures::stream::{self, StreamExt};
 use serde::Serialize;
 
-use super::{discover, judge, parent, FolderKey, Listing, Outcome, PathResult};
+use super::{discover, existing, judge, FolderKey, Listing, Outcome, PathResult};
 use crate::mounts::Mounts;
 use crate::spec::Target;
 use crate::vault::{Existing, FieldValue, Vault};
@@ -199,26 +199,11 @@ async fn read_one(
     listings: &HashMap<FolderKey, Listing>,
     t: &Target,
 ) -> PathResult {
-    let Some(mount) = mounts.get(&t.mount) else {
-        return PathResult::all(
-            t,
-            Outcome::Error,
-            None,
-            Some(format!("mount `{}` was not checked", t.mount)),
-        );
-    };
-    let (folder, name) = parent(&t.path);
-    let known_absent = matches!(
-        listings.get(&(t.mount.clone(), folder.to_string())),
-        Some(Listing::Names(names)) if !names.contains(name)
-    );
-    if known_absent {
-        return PathResult::all(t, Outcome::Missing, None, None);
-    }
-    match vault.kv_read(mount, &t.path).await {
-        Ok(Existing::Absent) => PathResult::all(t, Outcome::Missing, None, None),
-        Ok(Existing::Deleted { .. }) => PathResult::all(t, Outcome::Recreated, None, None),
-        Ok(Existing::Present(p)) => {
+    match existing(vault, &mounts.mounts, listings, t).await {
+        Err(r) => r,
+        Ok((_, Existing::Absent)) => PathResult::all(t, Outcome::Missing, None, None),
+        Ok((_, Existing::Deleted { .. })) => PathResult::all(t, Outcome::Recreated, None, None),
+        Ok((_, Existing::Present(p))) => {
             let mut r = judge(t, &p);
             // A missing field that `apply` could not add either: an existing field is not a
             // string.
@@ -237,6 +222,5 @@ async fn read_one(
             }
             r
         }
-        Err(e) => PathResult::from_error(t, &e, false),
     }
 }

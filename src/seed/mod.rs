@@ -225,28 +225,41 @@ async fn discover(
     out
 }
 
-async fn seed_one(ctx: &Ctx<'_>, t: &Target) -> PathResult {
-    let Some(mount) = ctx.mounts.get(&t.mount) else {
-        return PathResult::all(
+/// What is at `t`'s path: absent without a request when its folder's listing lacks it, else
+/// read. `Err` is the target's result when its mount was not checked or the read failed.
+async fn existing<'m>(
+    vault: &Vault,
+    mounts: &'m HashMap<String, KvMount>,
+    listings: &HashMap<FolderKey, Listing>,
+    t: &Target,
+) -> Result<(&'m KvMount, Existing), PathResult> {
+    let Some(mount) = mounts.get(&t.mount) else {
+        return Err(PathResult::all(
             t,
             Outcome::Error,
             None,
             Some(format!("mount `{}` was not checked", t.mount)),
-        );
+        ));
     };
     let (folder, name) = parent(&t.path);
     let known_absent = matches!(
-        ctx.listings.get(&(t.mount.clone(), folder.to_string())),
+        listings.get(&(t.mount.clone(), folder.to_string())),
         Some(Listing::Names(names)) if !names.contains(name)
     );
     tracing::debug!(path = %t.full_path(), known_absent, "deciding");
-    let existing = if known_absent {
-        Existing::Absent
-    } else {
-        match ctx.vault.kv_read(mount, &t.path).await {
-            Ok(e) => e,
-            Err(e) => return PathResult::from_error(t, &e, false),
-        }
+    if known_absent {
+        return Ok((mount, Existing::Absent));
+    }
+    match vault.kv_read(mount, &t.path).await {
+        Ok(e) => Ok((mount, e)),
+        Err(e) => Err(PathResult::from_error(t, &e, false)),
+    }
+}
+
+async fn seed_one(ctx: &Ctx<'_>, t: &Target) -> PathResult {
+    let (mount, existing) = match existing(ctx.vault, ctx.mounts, ctx.listings, t).await {
+        Ok(found) => found,
+        Err(r) => return r,
     };
     match existing {
         Existing::Absent => create(ctx, mount, t, 0, BTreeMap::new(), Outcome::Created).await,
