@@ -141,3 +141,50 @@ fn stdout_failed(e: &io::Error, view: &View) -> Exit {
     }
     Exit::Failure
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(doc: &[u8]) -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_slice(doc).unwrap();
+        v.as_object().unwrap().keys().cloned().collect()
+    }
+
+    #[test]
+    fn a_failure_document_has_one_shape() {
+        let f = Failure::new("Vault at `x` is sealed").help("unseal it");
+        let doc = failure_json("apply", &f);
+        assert_eq!(keys(&doc), ["command", "error", "help", "ok"]);
+        let v: serde_json::Value = serde_json::from_slice(&doc).unwrap();
+        assert_eq!(v["ok"], false);
+        assert_eq!(v["command"], "apply");
+        // Several problems: `errors` lists them; `help` is null when there is none.
+        let f = Failure::several(vec![("a".into(), None), ("b".into(), None)], "2".into());
+        let v: serde_json::Value = serde_json::from_slice(&failure_json("order", &f)).unwrap();
+        assert_eq!(v["errors"].as_array().map(Vec::len), Some(2));
+        assert!(v["help"].is_null());
+        assert_eq!(
+            v["errors"][0],
+            serde_json::json!({"message": "a", "help": null})
+        );
+    }
+
+    #[test]
+    fn a_failure_for_people_shows_each_problem_once_then_the_error() {
+        let style = Style::plain();
+        let one = Failure::several(vec![("bad `x`".into(), Some("fix it".into()))], "1".into());
+        assert_eq!(
+            failure_text(&one, &style),
+            "error: bad `x`\n  help: fix it\n"
+        );
+        let two = Failure::several(
+            vec![("a".into(), Some("h".into())), ("b".into(), None)],
+            "2 problem(s)".into(),
+        );
+        assert_eq!(
+            failure_text(&two, &style),
+            "error: a\n  help: h\nerror: b\nerror: 2 problem(s)\n"
+        );
+    }
+}

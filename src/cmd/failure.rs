@@ -105,9 +105,10 @@ impl Failure {
 
     /// Specs that cannot be loaded from `dir` (exit 2: nothing was sent).
     pub fn specs(e: LoadError, dir: &Path) -> Failure {
+        let help = e.help();
         match e {
+            // Each problem says what to do: the summary needs no help of its own.
             LoadError::Invalid(diags) => {
-                // Each problem says what to do: the summary needs no help of its own.
                 let mut f = Failure::usage(format!(
                     "{} problem(s) in the specs under `{}`; nothing was sent to Vault",
                     diags.len(),
@@ -116,12 +117,7 @@ impl Failure {
                 f.problems = diags.into_iter().map(Problem::Spec).collect();
                 f
             }
-            LoadError::Empty(dir) => {
-                Failure::usage(format!("no spec files (`*.toml`) in `{}`", dir.display()))
-                    .help("point `--specs` (or VAULT_SEED_SPECS) at the directory of your specs")
-            }
-            e @ LoadError::Dir { .. } => Failure::usage(e.to_string())
-                .help("run from the repository that holds `secret-specs/`, or pass `--specs DIR`"),
+            e => Failure::usage(e.to_string()).maybe_help(help.map(str::to_string)),
         }
     }
 
@@ -188,5 +184,65 @@ impl From<crate::order::LoadError> for Failure {
     /// Exit 2: a manifest cannot be read.
     fn from(e: crate::order::LoadError) -> Failure {
         Failure::usage(e.to_string()).help(e.help())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_fit_nothing_are_usage_errors_and_state_problems_are_failures() {
+        let usage = Failure::from(ChangeError::NotInSpec {
+            message: "no secret `X`".into(),
+            help: "secrets: `A`".into(),
+        });
+        assert_eq!(usage.exit, Exit::Usage);
+        assert_eq!(usage.help.as_deref(), Some("secrets: `A`"));
+        let absent = Failure::from(ChangeError::Absent {
+            path: "secret/a".into(),
+            env: "dev".into(),
+        });
+        assert_eq!(absent.exit, Exit::Failure);
+        assert_eq!(
+            absent.help.as_deref(),
+            Some("create it first with `vault-seed apply dev`")
+        );
+        let sealed = Failure::from(VaultError::Sealed {
+            addr: "http://x".into(),
+        });
+        assert_eq!(sealed.exit, Exit::Failure);
+        assert!(sealed.help.unwrap().contains("unseal"));
+    }
+
+    #[test]
+    fn one_problem_is_the_failure_several_are_counted() {
+        let one = Failure::several(vec![("bad".into(), Some("fix".into()))], "n".into());
+        assert_eq!(
+            (one.message.as_str(), one.help.as_deref()),
+            ("bad", Some("fix"))
+        );
+        assert!(one.is_its_one_problem());
+        assert_eq!(one.exit, Exit::Usage);
+        let two = Failure::several(
+            vec![("a".into(), None), ("b".into(), Some("h".into()))],
+            "2 problems".into(),
+        );
+        assert_eq!((two.message.as_str(), two.help.as_deref()), ("2 problems", None));
+        assert_eq!(two.problems.len(), 2);
+        assert!(!two.is_its_one_problem());
+    }
+
+    #[test]
+    fn invalid_specs_keep_every_problem() {
+        let diags = vec![Diagnostic::global("a"), Diagnostic::global("b")];
+        let f = Failure::specs(LoadError::Invalid(diags), Path::new("specs"));
+        assert_eq!(f.exit, Exit::Usage);
+        assert_eq!(f.problems.len(), 2);
+        assert!(f
+            .message
+            .starts_with("2 problem(s) in the specs under `specs`"));
+        let empty = Failure::specs(LoadError::Empty("specs".into()), Path::new("specs"));
+        assert!(empty.help.unwrap().contains("--specs"));
     }
 }

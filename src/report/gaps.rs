@@ -170,4 +170,3 @@ fn common_folder<'a>(mut paths: impl Iterator<Item = &'a str>) -> String {
 fn list(c: &Capabilities) -> String {
     c.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
 }
-

@@ -37,6 +37,21 @@ pub enum LoadError {
     Invalid(Vec<Diagnostic>),
 }
 
+impl LoadError {
+    /// What the user can do about it; `None` for invalid specs, whose every problem says it.
+    pub fn help(&self) -> Option<&'static str> {
+        match self {
+            LoadError::Dir { .. } => {
+                Some("run from the repository that holds `secret-specs/`, or pass `--specs DIR`")
+            }
+            LoadError::Empty(_) => {
+                Some("point `--specs` (or VAULT_SEED_SPECS) at the directory of your specs")
+            }
+            LoadError::Invalid(_) => None,
+        }
+    }
+}
+
 /// Load and validate every `*.toml` file of `dir` (not recursive), in file name order.
 ///
 /// A `*.toml` entry that cannot be read is a problem, never skipped: a broken symbolic link, or
