@@ -101,7 +101,8 @@ fn set_refuses_a_real_value_without_force() {
         .args(["set", "dev", "SALT"])
         .stdin("cd".repeat(32))
         .output();
-    assert_eq!(out.status.code(), Some(1));
+    // A refused request: exit 2, as `rotate`'s refusals (issue 14.9).
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         out.stderr_text().contains("holds a real value (version 1)"),
         "{}",
@@ -151,7 +152,8 @@ fn set_rejects_a_value_in_the_wrong_format_and_writes_nothing() {
         .args(["set", "dev", "FIXED_KEY", "--force"])
         .stdin("k".repeat(32))
         .output();
-    assert_eq!(out.status.code(), Some(1));
+    // A refused request: exit 2, as `rotate` of a fixed secret (issue 14.9).
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         out.stderr_text().contains("is fixed"),
         "{}",

@@ -26,6 +26,8 @@ pub fn bin() -> PathBuf {
 pub struct Run {
     cmd: Command,
     stdin: Option<Vec<u8>>,
+    /// Where stdout goes instead of being captured.
+    stdout: Option<Stdio>,
     /// The scratch HOME of a run that has no server's, removed after the run.
     _home: Option<tempfile::TempDir>,
 }
@@ -57,6 +59,7 @@ impl Run {
         Run {
             cmd,
             stdin: None,
+            stdout: None,
             _home: None,
         }
     }
@@ -112,9 +115,16 @@ impl Run {
         self
     }
 
-    /// Run to the end; what it printed and its exit status.
+    /// Send stdout to `sink` (a full device, a closed pipe) instead of capturing it.
+    pub fn stdout_to(mut self, sink: impl Into<Stdio>) -> Run {
+        self.stdout = Some(sink.into());
+        self
+    }
+
+    /// Run to the end; what it printed (stdout empty when sent elsewhere) and its exit status.
     pub fn output(mut self) -> Out {
         let stdin = self.stdin.take();
+        let stdout = self.stdout.take().unwrap_or_else(Stdio::piped);
         let mut child = self
             .cmd
             .stdin(if stdin.is_some() {
@@ -122,7 +132,7 @@ impl Run {
             } else {
                 Stdio::null()
             })
-            .stdout(Stdio::piped())
+            .stdout(stdout)
             .stderr(Stdio::piped())
             .spawn()
             .expect("run vault-seed");
