@@ -1,0 +1,680 @@
+//! Required against granted, and the HCL that closes every gap: one rule per folder, as the
+//! runbook's grant.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{
+    Acl, Capabilities, Capability, Decision, MatchKind, Policy, Refusal, Requirement, Rule, Use,
+};
+
+/// One path: what ESO needs, what the policies grant, and what is missing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PathCheck {
+    /// The API path.
+    pub path: String,
+    /// Why ESO needs it.
+    pub uses: Vec<Use>,
+    /// What ESO needs.
+    pub required: Capabilities,
+    /// What the policies grant (what `sys/capabilities` answers).
+    pub granted: Capabilities,
+    /// What ESO's requests do not get: `required` minus `granted`, plus what `refused` holds;
+    /// empty when the path is fine.
+    pub missing: Capabilities,
+    /// Granted, but refused for the request ESO sends by a constraint of the deciding rule
+    /// (`required_parameters`, wrapping TTLs, `control_group`...).
+    pub refused: Vec<Refusal>,
+    /// The rule that decided, if any matched.
+    pub decided_by: Option<Decision>,
+    /// The pattern of the rule in `add` that closes this path's gap; `null` when it has none or
+    /// only removing something closes it (`unfixable`).
+    pub fix: Option<String>,
+}
+
+/// A gap no added rule can close: an exact rule for the path itself denies or refuses it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unfixable {
+    /// The API path.
+    pub path: String,
+    /// The exact pattern that denies it.
+    pub pattern: String,
+    /// The policies that deny it.
+    pub policies: Vec<String>,
+    /// `deny`, or the constraint that refuses ESO's request.
+    pub reason: String,
+}
+
+/// The result of [`check`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PolicyReport {
+    /// True when every required capability is granted.
+    pub ok: bool,
+    /// Every required path, sorted.
+    pub paths: Vec<PathCheck>,
+    /// The rules to add (to any of the policies) so that every fixable gap closes, one per
+    /// folder where possible. Adding them never takes away what the policies grant on the
+    /// required paths today.
+    pub add: Vec<Rule>,
+    /// Gaps that only removing a `deny` (or a constraint) can close.
+    pub unfixable: Vec<Unfixable>,
+}
+
+/// The gaps one fix closes.
+pub struct GapGroup<'a> {
+    /// What closes them.
+    pub fix: Fix<'a>,
+    /// The paths, in path order.
+    pub paths: Vec<&'a PathCheck>,
+}
+
+/// What closes a group of gaps.
+#[derive(Debug, PartialEq)]
+pub enum Fix<'a> {
+    /// Adding this rule (of [`PolicyReport::add`]).
+    Add(&'a Rule),
+    /// Removing the `deny` or constraint of an exact rule.
+    Remove(&'a Unfixable),
+    /// Nothing vault-seed can propose.
+    None,
+}
+
+impl PolicyReport {
+    /// The paths with a gap.
+    pub fn gaps(&self) -> impl Iterator<Item = &PathCheck> {
+        self.paths.iter().filter(|p| !p.missing.is_empty())
+    }
+
+    /// The rules to add, as HCL ready to paste into the policy file.
+    pub fn suggestion_hcl(&self) -> String {
+        render_hcl(&self.add)
+    }
+
+    /// The rule of `add` that covers `path` once added (the one that decides it).
+    pub fn fix_for(&self, path: &str) -> Option<&Rule> {
+        let policy = Policy {
+            name: String::new(),
+            rules: self.add.clone(),
+        };
+        let pattern = Acl::new(&[policy]).capabilities(path).decided_by?.pattern;
+        self.add.iter().find(|r| r.pattern == pattern)
+    }
+
+    /// The gaps grouped by what closes them, in path order: a gap closed by the same added rule
+    /// as another joins its group; one only removing something closes stands alone.
+    pub fn groups(&self) -> Vec<GapGroup<'_>> {
+        let mut groups: Vec<GapGroup<'_>> = Vec::new();
+        for p in self.gaps() {
+            let fix = if let Some(u) = self.unfixable.iter().find(|u| u.path == p.path) {
+                Fix::Remove(u)
+            } else if let Some(r) = p
+                .fix
+                .as_ref()
+                .and_then(|f| self.add.iter().find(|r| &r.pattern == f))
+            {
+                Fix::Add(r)
+            } else {
+                Fix::None
+            };
+            // A `deny` or constraint on one exact path is that path's alone.
+            let shared = !matches!(fix, Fix::Remove(_));
+            match groups.iter_mut().find(|g| shared && g.fix == fix) {
+                Some(g) => g.paths.push(p),
+                None => groups.push(GapGroup {
+                    fix,
+                    paths: vec![p],
+                }),
+            }
+        }
+        groups
+    }
+}
+
+/// A templated rule that could decide one of `requirements`' paths: what it matches depends on
+/// the token's entity, which vault-seed cannot know; `None` when no such rule matters. A
+/// templated pattern matches only paths that start with its text before the first template or
+/// wildcard.
+pub fn undecidable<'a>(
+    policies: &'a [Policy],
+    requirements: &[Requirement],
+) -> Option<(&'a str, &'a str)> {
+    policies.iter().find_map(|p| {
+        p.rules
+            .iter()
+            .filter(|r| r.templated)
+            .find(|r| {
+                let end = r.pattern.find(['{', '+', '*']).unwrap_or(r.pattern.len());
+                let fixed = &r.pattern[..end];
+                requirements.iter().any(|q| {
+                    q.path.starts_with(fixed) || q.path.trim_end_matches('/').starts_with(fixed)
+                })
+            })
+            .map(|r| (p.name.as_str(), r.pattern.as_str()))
+    })
+}
+
+/// What the policies leave missing on one requirement, and what decided it.
+fn gap(acl: &Acl, r: &Requirement) -> (super::Grant, Vec<Refusal>, Capabilities) {
+    let g = acl.capabilities(&r.path);
+    let refused = acl.refusals(&r.path, &r.capabilities, &r.params);
+    let mut missing: Capabilities = r
+        .capabilities
+        .difference(&g.capabilities)
+        .copied()
+        .collect();
+    missing.extend(refused.iter().map(|x| x.capability));
+    (g, refused, missing)
+}
+
+/// Check `policies` (the union of ESO's policies) against `requirements`, and work out the
+/// rules to add.
+///
+/// A capability counts as granted when `sys/capabilities` would say so and OpenBao lets ESO's
+/// request for it through (see [`Acl::refusals`]). The added rules are checked with the
+/// evaluator before they are proposed: first one rule per folder (with what ESO needs there plus
+/// what the policies grant there today, so nothing is taken away); where a more specific rule
+/// still decides a path, that rule's pattern with the missing capabilities (Vault unites rules
+/// of one pattern); where a `deny` or a constraint on a wildcard pattern decides it, an exact
+/// rule for the path. Only an exact `deny` or constraint is left unfixable.
+pub fn check(policies: &[Policy], requirements: &[Requirement]) -> PolicyReport {
+    let acl = Acl::new(policies);
+    let mut paths: Vec<PathCheck> = requirements
+        .iter()
+        .map(|r| {
+            let (g, refused, missing) = gap(&acl, r);
+            PathCheck {
+                path: r.path.clone(),
+                uses: r.uses.clone(),
+                required: r.capabilities.clone(),
+                missing,
+                granted: g.capabilities,
+                refused,
+                decided_by: g.decided_by,
+                fix: None,
+            }
+        })
+        .collect();
+    let ok = paths.iter().all(|p| p.missing.is_empty());
+    let (add, unfixable) = if ok {
+        (Vec::new(), Vec::new())
+    } else {
+        suggest(policies, requirements, &paths)
+    };
+    let mut report = PolicyReport {
+        ok,
+        paths: Vec::new(),
+        add,
+        unfixable,
+    };
+    for p in &mut paths {
+        if !p.missing.is_empty() && !report.unfixable.iter().any(|u| u.path == p.path) {
+            p.fix = report.fix_for(&p.path).map(|r| r.pattern.clone());
+        }
+    }
+    report.paths = paths;
+    report
+}
+
+fn suggest(
+    policies: &[Policy],
+    requirements: &[Requirement],
+    paths: &[PathCheck],
+) -> (Vec<Rule>, Vec<Unfixable>) {
+    // Step 1: a folder rule for every folder with a gap, granting what every required path of
+    // that folder needs plus what it has today.
+    let gap_folders: Vec<&str> = requirements
+        .iter()
+        .zip(paths)
+        .filter(|(_, p)| !p.missing.is_empty())
+        .map(|(r, _)| r.folder_rule.as_str())
+        .collect();
+    let mut add: BTreeMap<String, Capabilities> = BTreeMap::new();
+    for (r, p) in requirements.iter().zip(paths) {
+        if gap_folders.contains(&r.folder_rule.as_str()) {
+            let caps = add.entry(r.folder_rule.clone()).or_default();
+            caps.extend(r.capabilities.iter().copied());
+            caps.extend(p.granted.iter().copied());
+        }
+    }
+    // Steps 2 and 3, until nothing changes (at most a few rounds: each adds to the pattern that
+    // decides, which does not change what decides).
+    let mut unfixable = Vec::new();
+    for _round in 0..4 {
+        let acl = Acl::new(&with_rules(policies, &add));
+        let mut changed = false;
+        unfixable.clear();
+        for r in requirements {
+            let (g, refused, missing) = gap(&acl, r);
+            if missing.is_empty() {
+                continue;
+            }
+            match g.decided_by {
+                Some(d) if (d.denied || !refused.is_empty()) && d.kind == MatchKind::Exact => {
+                    unfixable.push(Unfixable {
+                        path: r.path.clone(),
+                        pattern: d.pattern,
+                        policies: d.policies,
+                        reason: match refused.first() {
+                            Some(x) if !d.denied => x.reason.clone(),
+                            _ => "deny".to_string(),
+                        },
+                    })
+                }
+                // Past a `deny` or a constraint on a wildcard: an exact rule of its own.
+                Some(d) if d.denied || !refused.is_empty() => {
+                    add.entry(r.path.trim_end_matches('/').to_string())
+                        .or_default()
+                        .extend(r.capabilities.iter().copied());
+                    changed = true;
+                }
+                Some(d) => {
+                    add.entry(d.pattern).or_default().extend(missing);
+                    changed = true;
+                }
+                // Cannot happen after step 1 unless a `+` pattern shadows nothing; be safe.
+                None => {
+                    add.entry(r.folder_rule.clone())
+                        .or_default()
+                        .extend(r.capabilities.iter().copied());
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // Drop rules the others make unneeded (a folder rule that an exact rule per path overrides
+    // everywhere): every gap they close stays closed, and nothing granted today is lost.
+    let closes = |add: &BTreeMap<String, Capabilities>| -> Vec<bool> {
+        let acl = Acl::new(&with_rules(policies, add));
+        requirements
+            .iter()
+            .zip(paths)
+            .map(|(r, before)| {
+                let (g, _, missing) = gap(&acl, r);
+                missing.is_empty() && g.capabilities.is_superset(&before.granted)
+            })
+            .collect()
+    };
+    let wanted = closes(&add);
+    for pattern in add.keys().cloned().collect::<Vec<_>>() {
+        let mut without = add.clone();
+        without.remove(&pattern);
+        let got = closes(&without);
+        if wanted.iter().zip(&got).all(|(w, g)| !w || *g) {
+            add = without;
+        }
+    }
+    let rules = add
+        .into_iter()
+        .map(|(pattern, capabilities)| Rule::new(pattern, capabilities))
+        .collect();
+    (rules, unfixable)
+}
+
+fn with_rules(policies: &[Policy], add: &BTreeMap<String, Capabilities>) -> Vec<Policy> {
+    let mut all = policies.to_vec();
+    all.push(Policy {
+        name: "(suggested)".to_string(),
+        rules: add
+            .iter()
+            .map(|(p, c)| Rule::new(p.clone(), c.clone()))
+            .collect(),
+    });
+    all
+}
+
+/// The smallest set of rules, one per folder, that grants every requirement: what
+/// `vault-seed policy` prints.
+pub fn minimal_rules(requirements: &[Requirement]) -> Vec<Rule> {
+    let mut rules: BTreeMap<&str, Capabilities> = BTreeMap::new();
+    for r in requirements {
+        rules
+            .entry(&r.folder_rule)
+            .or_default()
+            .extend(r.capabilities.iter().copied());
+    }
+    // Data rules before metadata rules of the same mount, as the runbook writes them.
+    let mut rules: Vec<Rule> = rules.into_iter().map(|(p, c)| Rule::new(p, c)).collect();
+    rules.sort_by_key(|r| (r.pattern.contains("/metadata/"), r.pattern.clone()));
+    rules
+}
+
+/// The minimal policy for `requirements`, as HCL (see [`minimal_rules`]).
+pub fn minimal_policy(requirements: &[Requirement]) -> String {
+    render_hcl(&minimal_rules(requirements))
+}
+
+/// Rules as HCL, one line each, braces aligned as in the runbook:
+/// `path "secret/data/ask/core-service/*"     { capabilities = ["create", "update", "read"] }`.
+pub fn render_hcl(rules: &[Rule]) -> String {
+    let quoted: Vec<String> = rules
+        .iter()
+        .map(|r| serde_json::to_string(&r.pattern).unwrap_or_default())
+        .collect();
+    let width = quoted.iter().map(|q| q.chars().count()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (r, q) in rules.iter().zip(&quoted) {
+        let caps: Vec<String> = r
+            .capabilities
+            .iter()
+            .map(|c: &Capability| format!("\"{c}\""))
+            .collect();
+        out.push_str(&format!(
+            "path {q:<width$} {{ capabilities = [{}] }}\n",
+            caps.join(", ")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acl::{parse, Use};
+    // The wording of the gaps is report code; these tests check it with the grouping.
+    use crate::report::{gaps::render, Style};
+    use Capability::*;
+
+    fn caps(c: &[Capability]) -> Capabilities {
+        c.iter().copied().collect()
+    }
+
+    fn req(path: &str, c: &[Capability], folder: &str) -> Requirement {
+        Requirement {
+            path: path.into(),
+            capabilities: caps(c),
+            uses: vec![Use::Push],
+            folder_rule: folder.into(),
+            params: Vec::new(),
+        }
+    }
+
+    fn runbook_reqs() -> Vec<Requirement> {
+        let d = "secret/data/ask/core-service/*";
+        let m = "secret/metadata/ask/core-service/*";
+        vec![
+            req(
+                "secret/data/ask/core-service/dev/A",
+                &[Create, Update, Read],
+                d,
+            ),
+            req(
+                "secret/data/ask/core-service/dev/B",
+                &[Create, Update, Read],
+                d,
+            ),
+            req("secret/metadata/ask/core-service/dev/A", &[Read, List], m),
+            req("secret/metadata/ask/core-service/dev/B", &[Read, List], m),
+        ]
+    }
+
+    #[test]
+    fn minimal_policy_is_the_runbook_grant() {
+        assert_eq!(
+            minimal_policy(&runbook_reqs()),
+            "path \"secret/data/ask/core-service/*\"     { capabilities = [\"create\", \"update\", \"read\"] }\n\
+             path \"secret/metadata/ask/core-service/*\" { capabilities = [\"read\", \"list\"] }\n"
+        );
+    }
+
+    #[test]
+    fn rendered_hcl_parses_back() {
+        let rules = minimal_rules(&runbook_reqs());
+        let p = parse("m", &render_hcl(&rules)).unwrap();
+        assert_eq!(p.rules, rules);
+    }
+
+    #[test]
+    fn missing_metadata_rule_is_one_folder_rule() {
+        let p = parse(
+            "eso-ask-push",
+            r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] }"#,
+        )
+        .unwrap();
+        let r = check(&[p], &runbook_reqs());
+        assert!(!r.ok);
+        let gaps: Vec<_> = r
+            .gaps()
+            .map(|g| (g.path.as_str(), g.missing.clone()))
+            .collect();
+        assert_eq!(
+            gaps,
+            [
+                (
+                    "secret/metadata/ask/core-service/dev/A",
+                    caps(&[Read, List])
+                ),
+                (
+                    "secret/metadata/ask/core-service/dev/B",
+                    caps(&[Read, List])
+                ),
+            ]
+        );
+        assert_eq!(
+            r.suggestion_hcl(),
+            "path \"secret/metadata/ask/core-service/*\" { capabilities = [\"read\", \"list\"] }\n"
+        );
+        // One error and one rule for both paths; -v lists them.
+        let text = render(&r, &["eso-ask-push".into()], &Style::plain(), false);
+        assert_eq!(
+            text,
+            "error: policy `eso-ask-push` does not grant `read`, `list` on 2 paths under `secret/metadata/ask/core-service/dev/` (PushSecret; granted: nothing; -v lists them)\n  add: path \"secret/metadata/ask/core-service/*\" { capabilities = [\"read\", \"list\"] }\n"
+        );
+        let verbose = render(&r, &["eso-ask-push".into()], &Style::plain(), true);
+        assert!(
+            verbose.contains("(PushSecret; granted: nothing)\n    `secret/metadata/ask/core-service/dev/A`: lacks `read`, `list`\n    `secret/metadata/ask/core-service/dev/B`: lacks `read`, `list`\n  add: "),
+            "{verbose}"
+        );
+        assert!(r
+            .gaps()
+            .all(|g| g.fix.as_deref() == Some("secret/metadata/ask/core-service/*")));
+    }
+
+    #[test]
+    fn folder_rule_keeps_what_is_granted_today() {
+        // A broad rule grants read and delete; the folder rule must not take them away.
+        let p = parse(
+            "p",
+            r#"path "secret/data/*" { capabilities = ["read", "delete"] }"#,
+        )
+        .unwrap();
+        let r = check(std::slice::from_ref(&p), &runbook_reqs()[..2]);
+        assert_eq!(r.add.len(), 1);
+        assert_eq!(r.add[0].pattern, "secret/data/ask/core-service/*");
+        assert_eq!(r.add[0].capabilities, caps(&[Create, Update, Read, Delete]));
+        let fixed = Policy {
+            name: "fix".into(),
+            rules: r.add.clone(),
+        };
+        assert!(check(&[p, fixed], &runbook_reqs()[..2]).ok);
+    }
+
+    #[test]
+    fn more_specific_rule_gets_the_capabilities() {
+        // `secret/data/ask/core-service/dev/*` decides; a folder rule above it would not help.
+        let p = parse(
+            "p",
+            r#"path "secret/data/ask/core-service/dev/*" { capabilities = ["read"] }"#,
+        )
+        .unwrap();
+        let r = check(std::slice::from_ref(&p), &runbook_reqs()[..2]);
+        assert!(r
+            .add
+            .iter()
+            .any(|a| a.pattern == "secret/data/ask/core-service/dev/*"
+                && a.capabilities.is_superset(&caps(&[Create, Update]))));
+        let fixed = Policy {
+            name: "fix".into(),
+            rules: r.add.clone(),
+        };
+        assert!(check(&[p, fixed], &runbook_reqs()[..2]).ok);
+    }
+
+    #[test]
+    fn deny_on_a_glob_is_beaten_by_an_exact_rule_and_exact_deny_is_unfixable() {
+        let p = parse(
+            "p",
+            r#"
+path "secret/data/ask/core-service/+/A" { capabilities = ["deny"] }
+path "secret/data/ask/core-service/dev/B" { capabilities = ["deny"] }
+"#,
+        )
+        .unwrap();
+        let r = check(std::slice::from_ref(&p), &runbook_reqs()[..2]);
+        assert!(r
+            .add
+            .iter()
+            .any(|a| a.pattern == "secret/data/ask/core-service/dev/A"));
+        assert_eq!(
+            r.unfixable,
+            [Unfixable {
+                path: "secret/data/ask/core-service/dev/B".into(),
+                pattern: "secret/data/ask/core-service/dev/B".into(),
+                policies: vec!["p".into()],
+                reason: "deny".into(),
+            }]
+        );
+        let fixed = Policy {
+            name: "fix".into(),
+            rules: r.add.clone(),
+        };
+        let after = check(&[p, fixed], &runbook_reqs()[..2]);
+        let still: Vec<_> = after.gaps().map(|g| g.path.as_str()).collect();
+        assert_eq!(still, ["secret/data/ask/core-service/dev/B"]);
+        let text = render(&r, &["p".into()], &Style::plain(), false);
+        assert!(
+            text.contains("help: remove the `deny` on `secret/data/ask/core-service/dev/B` in `p`"),
+            "{text}"
+        );
+        assert!(
+            text.contains("on `secret/data/ask/core-service/dev/A` (PushSecret; granted: nothing; denied by the `deny` on `secret/data/ask/core-service/+/A` in `p`)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn all_granted_is_ok_without_suggestions() {
+        let p = parse("p", &minimal_policy(&runbook_reqs())).unwrap();
+        let r = check(&[p], &runbook_reqs());
+        assert!(r.ok);
+        assert!(r.add.is_empty() && r.unfixable.is_empty());
+        assert_eq!(r.gaps().count(), 0);
+        assert_eq!(r.paths.len(), 4);
+    }
+
+    #[test]
+    fn constraints_refuse_what_the_capabilities_grant() {
+        let mut reqs = runbook_reqs();
+        reqs[0].params = vec![super::super::Param {
+            name: "data".into(),
+            object: true,
+        }];
+        let p = parse(
+            "p",
+            r#"
+path "secret/data/ask/core-service/*"     { capabilities = ["create", "update", "read"] required_parameters = ["version"] }
+path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] max_wrapping_ttl = "1h" }
+"#,
+        )
+        .unwrap();
+        let r = check(std::slice::from_ref(&p), &reqs);
+        assert!(!r.ok);
+        for g in &r.paths {
+            assert_eq!(g.granted, g.required, "sys/capabilities would grant it all");
+            assert_eq!(g.missing, g.required, "and ESO gets none of it");
+        }
+        assert!(r.paths[0].refused[0]
+            .reason
+            .contains("`required_parameters` asks for `version`"));
+        assert!(r.paths[2].refused[0].reason.contains("`max_wrapping_ttl`"));
+        // Exact rules, free of the constraints, close every gap.
+        let fixed = Policy {
+            name: "fix".into(),
+            rules: r.add.clone(),
+        };
+        let added: Vec<&str> = r.add.iter().map(|a| a.pattern.as_str()).collect();
+        assert_eq!(
+            added,
+            [
+                "secret/data/ask/core-service/dev/A",
+                "secret/data/ask/core-service/dev/B",
+                "secret/metadata/ask/core-service/dev/A",
+                "secret/metadata/ask/core-service/dev/B",
+            ]
+        );
+        assert!(check(&[p.clone(), fixed], &reqs).ok);
+        let text = render(&r, &["p".into()], &Style::plain(), false);
+        assert!(
+            text.contains("OpenBao refuses ESO's `create` request: `required_parameters` asks for `version`, which ESO's write does not send (rule `secret/data/ask/core-service/*` in `p`)"),
+            "{text}"
+        );
+        // The parameters a write sends count: `data` is there, `allowed_parameters` must allow it.
+        let q = parse(
+            "q",
+            r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] allowed_parameters = { "data" = [] } required_parameters = ["data"] }"#,
+        )
+        .unwrap();
+        let r = check(&[q], &reqs[..1]);
+        // The read sends no `data`: refused; the writes send it: fine.
+        let refused: Vec<Capability> = r.paths[0].refused.iter().map(|x| x.capability).collect();
+        assert_eq!(refused, [Read]);
+        // An exact rule with a constraint can only be removed.
+        let e = parse(
+            "e",
+            r#"path "secret/data/ask/core-service/dev/A" { capabilities = ["create", "update", "read"] control_group = { factor "f" { controlled_capabilities = ["read"] } } }"#,
+        )
+        .unwrap();
+        let r = check(&[e], &reqs[..1]);
+        assert_eq!(r.unfixable.len(), 1);
+        assert!(
+            r.unfixable[0].reason.contains("`control_group`"),
+            "{:?}",
+            r.unfixable
+        );
+    }
+
+    #[test]
+    fn the_attackers_probe_is_denied_with_the_reason() {
+        // `deny` on everything under `secret/`, plus a one-line rule hcl-rs could not read.
+        let p = parse(
+            "eso-ask-push",
+            r#"path "secret/*" { capabilities = ["deny"] }
+path "auth/token/lookup-self" { capabilities = ["read"] required_parameters = ["x"] }"#,
+        )
+        .unwrap();
+        let r = check(&[p], &runbook_reqs());
+        assert!(!r.ok);
+        assert!(r.paths.iter().all(|g| g.granted.is_empty()
+            && g.decided_by
+                .as_ref()
+                .is_some_and(|d| d.denied && d.pattern == "secret/*")));
+        let text = render(&r, &["eso-ask-push".into()], &Style::plain(), false);
+        assert!(
+            text.contains("denied by the `deny` on `secret/*` in `eso-ask-push`"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn templated_rules_that_could_match_make_it_undecidable() {
+        let reqs = runbook_reqs();
+        let far = parse(
+            "far",
+            r#"path "identity/entity/id/{{identity.entity.id}}" { capabilities = ["read"] }"#,
+        )
+        .unwrap();
+        assert_eq!(undecidable(std::slice::from_ref(&far), &reqs), None);
+        let near = parse(
+            "near",
+            r#"path "secret/+/ask/{{identity.entity.name}}/*" { capabilities = ["deny"] }"#,
+        )
+        .unwrap();
+        assert_eq!(
+            undecidable(&[far, near], &reqs),
+            Some(("near", "secret/+/ask/{{identity.entity.name}}/*"))
+        );
+    }
+}

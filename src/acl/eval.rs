@@ -1,0 +1,681 @@
+//! Which capabilities a set of policies grants on a path, with Vault's exact rules.
+//!
+//! This follows `vault/acl.go` (OpenBao and Vault): `NewACL` merges the rules of every policy
+//! per pattern, and `Capabilities` (what `sys/capabilities` answers) picks one winning pattern:
+//!
+//! 1. an exact pattern equal to the path (or to the path without its trailing `/`: the server
+//!    evaluates capabilities as a `list` request) wins outright;
+//! 2. otherwise, among the longest plain prefix (`secret/data/*`) and every matching `+`
+//!    pattern, the highest priority wins: the first wildcard (`+` or `*`) later in the pattern,
+//!    then not ending in `*`, then fewer `+` segments, then longer, then lexicographically
+//!    greater. A path ending in `/` that no wildcard pattern matches is tried without it.
+//!
+//! The winner's merged capabilities are the answer; `deny` among them removes everything; no
+//! winner means nothing is granted.
+//!
+//! `sys/capabilities` stops there. A real request is then checked against the winner's
+//! constraints (`AllowOperation` past its `capCheckOnly` return, and `needsApproval` in
+//! `request_handling.go`): [`Acl::refusals`] says which of ESO's requests they refuse although
+//! the capability is granted.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::{Capabilities, Capability, Constraints, Param, ParamValue, Policy};
+
+/// How the deciding pattern matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MatchKind {
+    /// A pattern without wildcards, equal to the path.
+    Exact,
+    /// A pattern ending in `*` (and without `+` segments): a prefix of the path.
+    Prefix,
+    /// A pattern with `+` segments (possibly ending in `*`).
+    Segment,
+}
+
+/// The rule that decided a path's capabilities, merged over all policies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    /// The pattern as written in the policies (`secret/data/ask/core-service/*`).
+    pub pattern: String,
+    /// How it matched.
+    pub kind: MatchKind,
+    /// Its merged capabilities include `deny`.
+    pub denied: bool,
+    /// The policies with a rule for this pattern (the one that denies, when denied).
+    pub policies: Vec<String>,
+}
+
+/// What a set of policies grants on one path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Grant {
+    /// The granted capabilities; empty when nothing matched or the winner denies. Never
+    /// contains `deny`.
+    pub capabilities: Capabilities,
+    /// The rule that decided, if any matched.
+    pub decided_by: Option<Decision>,
+}
+
+impl Grant {
+    /// The answer `sys/capabilities` gives for this path: the capability names, or `["deny"]`
+    /// when nothing is granted. Vault-only or OpenBao-only capabilities appear as granted.
+    pub fn server_answer(&self) -> BTreeSet<String> {
+        if self.capabilities.is_empty() {
+            BTreeSet::from(["deny".to_string()])
+        } else {
+            self.capabilities
+                .iter()
+                .map(|c| c.as_str().to_string())
+                .collect()
+        }
+    }
+}
+
+/// A capability granted on a path but refused for the request ESO makes, by a constraint of the
+/// deciding rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// The capability ESO's request needs.
+    pub capability: Capability,
+    /// The pattern of the deciding rule.
+    pub pattern: String,
+    /// The policies with a rule for that pattern.
+    pub policies: Vec<String>,
+    /// Why OpenBao refuses the request, naming the key of the rule.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone)]
+struct Merged {
+    capabilities: Capabilities,
+    policies: Vec<String>,
+    constraints: Constraints,
+}
+
+/// `NewACL`'s merge of a rule's constraints into those already held for its pattern (the
+/// capabilities are merged by the caller; `deny` never reaches here).
+fn merge(into: &mut Constraints, new: &Constraints) {
+    // The smallest wrapping TTLs set win.
+    let least = |old: i64, new: i64| {
+        if new > 0 && (old == 0 || new < old) {
+            new
+        } else {
+            old
+        }
+    };
+    into.max_wrapping_ttl = least(into.max_wrapping_ttl, new.max_wrapping_ttl);
+    into.min_wrapping_ttl = least(into.min_wrapping_ttl, new.min_wrapping_ttl);
+    // Parameter lists are joined, and an empty list (any value) wins.
+    let join = |into: &mut BTreeMap<String, Vec<ParamValue>>,
+                new: &BTreeMap<String, Vec<ParamValue>>| {
+        for (k, v) in new {
+            match into.get_mut(k) {
+                Some(old) if v.is_empty() || old.is_empty() => old.clear(),
+                Some(old) => old.extend(v.iter().cloned()),
+                None => {
+                    into.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    };
+    join(&mut into.allowed_parameters, &new.allowed_parameters);
+    join(&mut into.denied_parameters, &new.denied_parameters);
+    for p in &new.required_parameters {
+        if !into.required_parameters.contains(p) {
+            into.required_parameters.push(p.clone());
+        }
+    }
+    if new.pagination_limit > 0
+        && (into.pagination_limit <= 0 || new.pagination_limit < into.pagination_limit)
+    {
+        into.pagination_limit = new.pagination_limit;
+    }
+    if into.list_filter.is_none() {
+        into.list_filter = new.list_filter.clone();
+    }
+    // The control group of the first rule of a pattern stays (upstream copies it only when it
+    // creates the entry).
+}
+
+/// Whether a parameter's value is in a policy's value list (`valueInParameterList`): `None`
+/// when it depends on a value vault-seed does not know (a string ESO pushes).
+fn value_in_list(param: &Param, list: &[ParamValue]) -> Option<bool> {
+    if list.is_empty() {
+        return Some(true);
+    }
+    if param.object {
+        // An object equals no string, and vault-seed does not model object values in policies.
+        return Some(false);
+    }
+    // `strutil.GlobbedStringsMatch`: `**` matches every string; any other string may match.
+    let texts: Vec<&str> = list
+        .iter()
+        .filter_map(|v| match v {
+            ParamValue::Text(t) => Some(t.as_str()),
+            ParamValue::Other => None,
+        })
+        .collect();
+    if texts.contains(&"**") {
+        Some(true)
+    } else if texts.is_empty() {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Why OpenBao refuses ESO's request needing `cap`, sending `params` (a write's top-level
+/// parameters; reads and lists send none), under constraints `c`; `None` when it lets it through.
+fn refusal(c: &Constraints, cap: Capability, params: &[Param]) -> Option<String> {
+    request_refusal(c, cap, params).or_else(|| {
+        let held = c.control_group.as_ref()?.iter().any(|controlled| {
+            controlled.is_empty() || controlled.iter().any(|op| op == cap.as_str())
+        });
+        held.then(|| {
+            format!("`control_group` holds ESO's `{cap}` request until someone approves it")
+        })
+    })
+}
+
+/// `AllowOperation`'s checks past the capabilities: wrapping TTLs, then parameters (reads and
+/// writes) or the page limit (lists).
+fn request_refusal(c: &Constraints, cap: Capability, params: &[Param]) -> Option<String> {
+    use Capability::*;
+    if c.max_wrapping_ttl > 0 || c.min_wrapping_ttl > 0 {
+        let key = if c.max_wrapping_ttl > 0 {
+            "max_wrapping_ttl"
+        } else {
+            "min_wrapping_ttl"
+        };
+        return Some(format!(
+            "`{key}` lets only response-wrapped requests through, and ESO's are not wrapped"
+        ));
+    }
+    match cap {
+        Read | Create | Update | Patch => {
+            let data: &[Param] = if cap == Read { &[] } else { params };
+            let what = if cap == Read { "read" } else { "write" };
+            let missing: Vec<&String> = c
+                .required_parameters
+                .iter()
+                .filter(|r| !data.iter().any(|p| p.name == r.to_lowercase()))
+                .collect();
+            if !missing.is_empty() {
+                return Some(format!(
+                    "`required_parameters` asks for {}, which ESO's {what} does not send",
+                    super::backticked(&missing)
+                ));
+            }
+            if data.is_empty() {
+                return None;
+            }
+            if c.denied_parameters.contains_key("*") {
+                return Some("`denied_parameters` denies every parameter (`*`)".into());
+            }
+            for p in data {
+                if let Some(list) = c.denied_parameters.get(&p.name.to_lowercase()) {
+                    match value_in_list(p, list) {
+                        Some(true) => {
+                            return Some(format!("`denied_parameters` denies `{}`", p.name))
+                        }
+                        None => {
+                            return Some(format!(
+                                "`denied_parameters` denies some values of `{}`, and the value ESO pushes is not known here",
+                                p.name
+                            ))
+                        }
+                        Some(false) => {}
+                    }
+                }
+            }
+            let allowed = &c.allowed_parameters;
+            let all = allowed.contains_key("*");
+            if allowed.is_empty() || (allowed.len() == 1 && all) {
+                return None;
+            }
+            for p in data {
+                match allowed.get(&p.name.to_lowercase()) {
+                    None if !all => {
+                        return Some(format!("`allowed_parameters` does not allow `{}`", p.name))
+                    }
+                    None => {}
+                    Some(list) => match value_in_list(p, list) {
+                        Some(true) => {}
+                        Some(false) => {
+                            return Some(format!(
+                                "`allowed_parameters` allows `{}` only with the values it lists",
+                                p.name
+                            ))
+                        }
+                        None => {
+                            return Some(format!(
+                                "`allowed_parameters` allows `{}` only with the values it lists, and the value ESO pushes is not known here",
+                                p.name
+                            ))
+                        }
+                    },
+                }
+            }
+            None
+        }
+        List | Scan
+            if c.pagination_limit > 0
+                && c.required_parameters.iter().any(|r| r.eq_ignore_ascii_case("limit")) =>
+        {
+            Some("`pagination_limit` with `limit` in `required_parameters`: ESO's list sends no `limit`".into())
+        }
+        _ => None,
+    }
+}
+
+/// The policies of a token, merged as Vault merges them, ready to answer questions.
+#[derive(Debug, Clone, Default)]
+pub struct Acl {
+    /// Patterns without wildcards.
+    exact: BTreeMap<String, Merged>,
+    /// Patterns ending in `*` without `+` segments, keyed without the `*`.
+    prefix: BTreeMap<String, Merged>,
+    /// Patterns with `+` segments, keyed as written.
+    segment: BTreeMap<String, Merged>,
+}
+
+/// Vault's test for a segment-wildcard pattern: `/+` anywhere, so a segment that merely starts
+/// with `+` (`a/+b`) counts too; it then matches literally but is still ranked as a `+`
+/// pattern, by the position of its first `+`.
+fn has_segment_wildcards(pattern: &str) -> bool {
+    pattern == "+" || pattern.contains("/+") || pattern.starts_with("+/")
+}
+
+impl Acl {
+    /// Merge the rules of `policies`: the capabilities of one pattern are united across rules and
+    /// policies, except that once a pattern has `deny`, `deny` is all it has.
+    ///
+    /// Templated rules are left out: what they match depends on the token's entity (see
+    /// [`super::undecidable`]).
+    pub fn new(policies: &[Policy]) -> Acl {
+        let mut acl = Acl::default();
+        for policy in policies {
+            for rule in policy.rules.iter().filter(|r| !r.templated) {
+                let (map, key) = if has_segment_wildcards(&rule.pattern) {
+                    (&mut acl.segment, rule.pattern.clone())
+                } else if let Some(prefix) = rule.pattern.strip_suffix('*') {
+                    (&mut acl.prefix, prefix.to_string())
+                } else {
+                    (&mut acl.exact, rule.pattern.clone())
+                };
+                let denies = rule.capabilities.contains(&Capability::Deny);
+                match map.get_mut(&key) {
+                    None => {
+                        map.insert(
+                            key,
+                            Merged {
+                                capabilities: rule.capabilities.clone(),
+                                policies: vec![policy.name.clone()],
+                                constraints: rule.constraints.clone(),
+                            },
+                        );
+                    }
+                    Some(m) if m.capabilities.contains(&Capability::Deny) => {}
+                    Some(m) if denies => {
+                        m.capabilities = BTreeSet::from([Capability::Deny]);
+                        m.policies = vec![policy.name.clone()];
+                        m.constraints.allowed_parameters.clear();
+                        m.constraints.denied_parameters.clear();
+                    }
+                    Some(m) => {
+                        m.capabilities.extend(rule.capabilities.iter().copied());
+                        if !m.policies.contains(&policy.name) {
+                            m.policies.push(policy.name.clone());
+                        }
+                        merge(&mut m.constraints, &rule.constraints);
+                    }
+                }
+            }
+        }
+        acl
+    }
+
+    /// What the policies grant on `path` (a full API path such as
+    /// `secret/data/ask/core-service/auh1-dev/X`; leading `/` ignored), as `sys/capabilities`
+    /// computes it.
+    pub fn capabilities(&self, path: &str) -> Grant {
+        let path = path.trim_start_matches('/');
+        let decided = self.decide(path);
+        match decided {
+            None => Grant {
+                capabilities: Capabilities::new(),
+                decided_by: None,
+            },
+            Some((kind, pattern, merged)) => {
+                let denied = merged.capabilities.contains(&Capability::Deny);
+                Grant {
+                    capabilities: if denied {
+                        Capabilities::new()
+                    } else {
+                        merged.capabilities.clone()
+                    },
+                    decided_by: Some(Decision {
+                        pattern,
+                        kind,
+                        denied,
+                        policies: merged.policies.clone(),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// The capabilities of `required` that the policies grant on `path` but whose request, as
+    /// ESO sends it, OpenBao refuses: a write sends `params` (the top-level keys of its body), a
+    /// read or list nothing, and no request is response-wrapped.
+    pub fn refusals(&self, path: &str, required: &Capabilities, params: &[Param]) -> Vec<Refusal> {
+        let path = path.trim_start_matches('/');
+        let Some((_, pattern, m)) = self.decide(path) else {
+            return Vec::new();
+        };
+        if m.capabilities.contains(&Capability::Deny) {
+            return Vec::new();
+        }
+        required
+            .intersection(&m.capabilities)
+            .filter_map(|&cap| {
+                refusal(&m.constraints, cap, params).map(|reason| Refusal {
+                    capability: cap,
+                    pattern: pattern.clone(),
+                    policies: m.policies.clone(),
+                    reason,
+                })
+            })
+            .collect()
+    }
+
+    fn decide(&self, path: &str) -> Option<(MatchKind, String, &Merged)> {
+        if let Some(m) = self.exact.get(path) {
+            return Some((MatchKind::Exact, path.to_string(), m));
+        }
+        // `sys/capabilities` evaluates as a list request: `a/` also finds the exact rule `a`...
+        let trimmed = path.strip_suffix('/');
+        if let Some(m) = trimmed.and_then(|t| self.exact.get(t).map(|m| (t, m))) {
+            return Some((MatchKind::Exact, m.0.to_string(), m.1));
+        }
+        // ...and, only when no wildcard pattern matches `a/` itself, the wildcard patterns that
+        // match `a` (OpenBao 2.7.2, checked against the server; newer sources try `a` first).
+        self.non_exact(path)
+            .or_else(|| trimmed.and_then(|t| self.non_exact(t)))
+    }
+
+    /// Vault's `CheckAllowedFromNonExactPaths`.
+    fn non_exact(&self, path: &str) -> Option<(MatchKind, String, &Merged)> {
+        struct Candidate<'a> {
+            first_wildcard: usize,
+            is_prefix: bool,
+            wildcards: usize,
+            wc_path: &'a str,
+            pattern: String,
+            kind: MatchKind,
+            merged: &'a Merged,
+        }
+        let mut candidates = Vec::new();
+        // Only the longest plain prefix competes.
+        if let Some((prefix, merged)) = self
+            .prefix
+            .iter()
+            .filter(|(p, _)| path.starts_with(p.as_str()))
+            .max_by_key(|(p, _)| p.len())
+        {
+            if self.segment.is_empty() {
+                return Some((MatchKind::Prefix, format!("{prefix}*"), merged));
+            }
+            candidates.push(Candidate {
+                first_wildcard: prefix.len(),
+                is_prefix: true,
+                wildcards: 0,
+                wc_path: prefix,
+                pattern: format!("{prefix}*"),
+                kind: MatchKind::Prefix,
+                merged,
+            });
+        }
+        let parts: Vec<&str> = path.split('/').collect();
+        'patterns: for (full, merged) in &self.segment {
+            if full.is_empty() {
+                continue;
+            }
+            let first_wildcard = full.find('+').unwrap_or(full.len());
+            let (wc_path, is_prefix) = match full.strip_suffix('*') {
+                Some(p) => (p, true),
+                None => (full.as_str(), false),
+            };
+            let acl_parts: Vec<&str> = wc_path.split('/').collect();
+            if parts.len() < acl_parts.len() || (!is_prefix && acl_parts.len() != parts.len()) {
+                continue;
+            }
+            let mut wildcards = 0;
+            for (i, acl_part) in acl_parts.iter().enumerate() {
+                if *acl_part == "+" {
+                    wildcards += 1;
+                } else if *acl_part == parts[i]
+                    || (is_prefix && i == acl_parts.len() - 1 && parts[i].starts_with(acl_part))
+                {
+                } else {
+                    continue 'patterns;
+                }
+            }
+            candidates.push(Candidate {
+                first_wildcard,
+                is_prefix,
+                wildcards,
+                wc_path,
+                pattern: full.clone(),
+                kind: MatchKind::Segment,
+                merged,
+            });
+        }
+        candidates
+            .into_iter()
+            .max_by_key(|c| {
+                (
+                    c.first_wildcard,
+                    !c.is_prefix,
+                    Reverse(c.wildcards),
+                    c.wc_path.len(),
+                    c.wc_path,
+                )
+            })
+            .map(|c| (c.kind, c.pattern, c.merged))
+    }
+}
+
+/// What the union of `policies` grants on `path`. Build an [`Acl`] once to ask about many paths.
+pub fn evaluate(policies: &[Policy], path: &str) -> Grant {
+    Acl::new(policies).capabilities(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acl::parse;
+    use Capability::*;
+
+    fn policy(name: &str, hcl: &str) -> Policy {
+        parse(name, hcl).unwrap()
+    }
+
+    fn caps(c: &[Capability]) -> Capabilities {
+        c.iter().copied().collect()
+    }
+
+    fn granted(policies: &[Policy], path: &str) -> Capabilities {
+        evaluate(policies, path).capabilities
+    }
+
+    #[test]
+    fn exact_beats_glob() {
+        let p = policy(
+            "p",
+            r#"
+path "secret/*"     { capabilities = ["create", "read", "update", "delete", "list"] }
+path "secret/super" { capabilities = ["read"] }
+path "secret/+"     { capabilities = ["list"] }
+"#,
+        );
+        let g = evaluate(std::slice::from_ref(&p), "secret/super");
+        assert_eq!(g.capabilities, caps(&[Read]));
+        let d = g.decided_by.unwrap();
+        assert_eq!(
+            (d.pattern.as_str(), d.kind),
+            ("secret/super", MatchKind::Exact)
+        );
+        assert_eq!(
+            granted(&[p], "secret/other/x"),
+            caps(&[Create, Read, Update, Delete, List])
+        );
+    }
+
+    #[test]
+    fn documented_priority_examples() {
+        // The examples of Vault's docs ("Priority matching") and of acl.go's comments.
+        let cases: &[(&str, &str, &str)] = &[
+            // first wildcard later wins
+            ("secret/+/bar", "secret/foo/*", "secret/foo/bar"),
+            ("foo/+", "foo/a*", "foo/ab"),
+            ("foo/+/bar/baz", "foo/bar/+/baz", "foo/bar/bar/baz"),
+            // same position: not ending in `*` wins
+            ("secret/+/*", "secret/+/bar", "secret/foo/bar"),
+            ("foo/*", "foo/+", "foo/x"),
+            // more `+` loses
+            ("foo/+/+/baz", "foo/+/bar/baz", "foo/a/bar/baz"),
+            // shorter loses
+            ("secret/+/b*", "secret/+/ba*", "secret/x/bar"),
+            ("secret/*", "secret/foo/*", "secret/foo/bar"),
+        ];
+        for (loser, winner, path) in cases {
+            let p = policy(
+                "p",
+                &format!(
+                    "path \"{loser}\" {{ capabilities = [\"read\"] }}\npath \"{winner}\" {{ capabilities = [\"list\"] }}"
+                ),
+            );
+            let g = evaluate(&[p], path);
+            assert_eq!(
+                g.capabilities,
+                caps(&[List]),
+                "{winner} over {loser} on {path}"
+            );
+            assert_eq!(g.decided_by.unwrap().pattern, *winner);
+        }
+    }
+
+    #[test]
+    fn lexicographic_tie_break_prefers_greater() {
+        // Same first `+`, neither a prefix, two `+` each, same length: `a` > `+`.
+        let p = policy(
+            "p",
+            r#"
+path "x/+/a/+" { capabilities = ["read"] }
+path "x/+/+/a" { capabilities = ["list"] }
+"#,
+        );
+        assert_eq!(granted(&[p], "x/k/a/a"), caps(&[Read]));
+    }
+
+    #[test]
+    fn deny_wins_in_the_merge() {
+        let a = policy(
+            "a",
+            r#"path "secret/data/x/*" { capabilities = ["read", "list"] }"#,
+        );
+        let b = policy("b", r#"path "secret/data/x/*" { capabilities = ["deny"] }"#);
+        let g = evaluate(&[a.clone(), b.clone()], "secret/data/x/y");
+        assert!(g.capabilities.is_empty());
+        let d = g.decided_by.unwrap();
+        assert!(d.denied);
+        assert_eq!(d.policies, vec!["b".to_string()]);
+        assert_eq!(
+            g_answer(&[b.clone(), a.clone()], "secret/data/x/y"),
+            ["deny"]
+        );
+        // A more specific pattern is not affected by a deny on a less specific one.
+        let c = policy("c", r#"path "secret/data/x/y" { capabilities = ["read"] }"#);
+        assert_eq!(granted(&[a, b, c], "secret/data/x/y"), caps(&[Read]));
+    }
+
+    fn g_answer(p: &[Policy], path: &str) -> Vec<String> {
+        evaluate(p, path).server_answer().into_iter().collect()
+    }
+
+    #[test]
+    fn union_across_policies_of_the_same_pattern() {
+        let a = policy(
+            "a",
+            r#"path "secret/data/app/*" { capabilities = ["read"] }"#,
+        );
+        let b = policy(
+            "b",
+            r#"path "secret/data/app/*" { capabilities = ["create", "update"] }"#,
+        );
+        let g = evaluate(&[a, b], "secret/data/app/k");
+        assert_eq!(g.capabilities, caps(&[Create, Update, Read]));
+        assert_eq!(g.decided_by.unwrap().policies, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn the_winner_alone_decides_no_union_across_patterns() {
+        let a = policy("a", r#"path "secret/*" { capabilities = ["list"] }"#);
+        let b = policy("b", r#"path "secret/data/*" { capabilities = ["read"] }"#);
+        assert_eq!(granted(&[a, b], "secret/data/k"), caps(&[Read]));
+    }
+
+    #[test]
+    fn no_match_is_nothing() {
+        let a = policy(
+            "a",
+            r#"path "secret/data/app/*" { capabilities = ["read"] }"#,
+        );
+        let g = evaluate(&[a], "secret/metadata/app/k");
+        assert!(g.capabilities.is_empty());
+        assert!(g.decided_by.is_none());
+        assert_eq!(g.server_answer(), BTreeSet::from(["deny".to_string()]));
+        assert!(granted(&[], "anything").is_empty());
+    }
+
+    #[test]
+    fn plus_is_one_whole_segment() {
+        let a = policy("a", r#"path "secret/+/x" { capabilities = ["read"] }"#);
+        assert_eq!(
+            granted(std::slice::from_ref(&a), "secret/k/x"),
+            caps(&[Read])
+        );
+        assert!(granted(std::slice::from_ref(&a), "secret/k/j/x").is_empty());
+        assert!(granted(std::slice::from_ref(&a), "secret/k/x/y").is_empty());
+        assert!(granted(&[a], "secret/k").is_empty());
+    }
+
+    #[test]
+    fn trailing_slash_is_evaluated_as_a_list_request() {
+        let a = policy(
+            "a",
+            r#"path "secret/metadata/app" { capabilities = ["list"] }"#,
+        );
+        assert_eq!(granted(&[a], "secret/metadata/app/"), caps(&[List]));
+        let b = policy(
+            "b",
+            r#"
+path "s/a*" { capabilities = ["read"] }
+path "s/a/*" { capabilities = ["list"] }
+"#,
+        );
+        // `s/a/*` matches `s/a/` itself and wins over `s/a*`.
+        assert_eq!(granted(&[b], "s/a/"), caps(&[List]));
+        // `s/+` does not match `s/a/` (three segments), so `s/a` is tried and matches.
+        let c = policy("c", r#"path "s/+" { capabilities = ["read"] }"#);
+        assert_eq!(granted(std::slice::from_ref(&c), "s/a/"), caps(&[Read]));
+        // But any wildcard match of `s/a/`, even one granting nothing, stops there.
+        let d = policy("d", r#"path "s*" { capabilities = [] }"#);
+        assert!(granted(&[c, d], "s/a/").is_empty());
+    }
+}

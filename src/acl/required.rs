@@ -1,0 +1,312 @@
+//! What ESO needs on which Vault path, from the spec's `eso.access` and an environment's secrets.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Capabilities, Capability};
+use crate::kv::{KvMount, KvVersion};
+use crate::spec::{EnvPlan, Spec, ENV_PLACEHOLDER};
+
+/// Why ESO needs a capability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Use {
+    /// An ExternalSecret reads the value.
+    Read,
+    /// A PushSecret writes it (and reads its metadata first).
+    Push,
+    /// `dataFrom.find` lists the folder.
+    List,
+}
+
+impl Use {
+    /// The ESO feature, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Use::Read => "ExternalSecret read",
+            Use::Push => "PushSecret",
+            Use::List => "dataFrom.find",
+        }
+    }
+}
+
+/// Capabilities ESO needs on one API path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Requirement {
+    /// The API path (`secret/data/ask/core-service/auh1-dev/X`; a folder to list ends in `/`).
+    pub path: String,
+    /// What ESO needs there.
+    pub capabilities: Capabilities,
+    /// Why.
+    pub uses: Vec<Use>,
+    /// The folder rule that grants it as the runbook does (`secret/data/ask/core-service/*`).
+    pub folder_rule: String,
+    /// The top-level parameters of the write ESO sends here (PushSecret); empty when it only
+    /// reads or lists. OpenBao checks a rule's parameter constraints against them.
+    #[serde(skip)]
+    pub params: Vec<Param>,
+}
+
+/// A top-level parameter of a request body, as OpenBao's parameter checks see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    /// Its name (`data`).
+    pub name: String,
+    /// A JSON object (KV v2's `data`, `custom_metadata`); else a string vault-seed does not know
+    /// (a value ESO pushes to KV v1).
+    pub object: bool,
+}
+
+impl Param {
+    fn object(name: &str) -> Param {
+        Param {
+            name: name.to_string(),
+            object: true,
+        }
+    }
+}
+
+/// Everything ESO needs for `plan`'s secrets, one entry per API path, sorted by path.
+///
+/// Each spec's `eso.access` decides: `read` needs `read` on `<mount>/data/<path>`; `push` needs
+/// `create`, `update`, `read` there and `read`, `list` on `<mount>/metadata/<path>`; `list`
+/// needs `list` on `<mount>/metadata/<folder>/`. On KV v1 the paths have no `data/` or
+/// `metadata/` ([`KvMount`]). Each spec's mount has its own version: the spec's `kv_version`
+/// when it says, else what `detected` reports for that mount (the server's answer), else KV v2
+/// ([`KvVersion::default`]), as on `secret/`.
+pub fn requirements(
+    plan: &EnvPlan<'_>,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
+) -> Vec<Requirement> {
+    let mut by_path: BTreeMap<String, Requirement> = BTreeMap::new();
+    let mut add =
+        |path: String, caps: &[Capability], why: Use, folder_rule: &str, params: Vec<Param>| {
+            let r = by_path.entry(path.clone()).or_insert_with(|| Requirement {
+                path,
+                capabilities: Capabilities::new(),
+                uses: Vec::new(),
+                folder_rule: folder_rule.to_string(),
+                params: Vec::new(),
+            });
+            r.capabilities.extend(caps.iter().copied());
+            if !params.is_empty() {
+                r.params = params;
+            }
+            if !r.uses.contains(&why) {
+                r.uses.push(why);
+                r.uses.sort();
+            }
+        };
+    for (spec, env) in &plan.specs {
+        let access = spec.eso.access;
+        let kv = KvVersion::resolve(spec.vault.kv_version, detected(&spec.vault.mount));
+        let mount = KvMount::new(&spec.vault.mount, kv);
+        let base = rule_base(spec, &env.name);
+        let (data, meta) = (mount.data_prefix(), mount.metadata_prefix());
+        let data_rule = format!("{data}{base}*");
+        let meta_rule = format!("{meta}{base}*");
+        for t in plan.targets.iter().filter(|t| t.spec_file == spec.file) {
+            if access.read {
+                add(
+                    mount.data_path(&t.path),
+                    &[Capability::Read],
+                    Use::Read,
+                    &data_rule,
+                    Vec::new(),
+                );
+            }
+            if access.push {
+                // ESO's PushSecret body (providers/v1/vault/client_push.go): `{"data": {...}}` on
+                // KV v2; on KV v1 the fields themselves plus `custom_metadata`.
+                let params = match kv {
+                    KvVersion::V2 => vec![Param::object("data")],
+                    KvVersion::V1 => t
+                        .fields
+                        .iter()
+                        .map(|f| Param {
+                            name: f.name.clone(),
+                            object: false,
+                        })
+                        .chain([Param::object("custom_metadata")])
+                        .collect(),
+                };
+                add(
+                    mount.data_path(&t.path),
+                    &[Capability::Create, Capability::Update, Capability::Read],
+                    Use::Push,
+                    &data_rule,
+                    params,
+                );
+                if kv == KvVersion::V2 {
+                    add(
+                        mount.metadata_path(&t.path),
+                        &[Capability::Read, Capability::List],
+                        Use::Push,
+                        &meta_rule,
+                        Vec::new(),
+                    );
+                }
+            }
+        }
+        if access.list {
+            let folder = spec.folder(&env.name);
+            add(
+                format!("{}/", mount.list_path(&folder)),
+                &[Capability::List],
+                Use::List,
+                &meta_rule,
+                Vec::new(),
+            );
+        }
+    }
+    by_path.into_values().collect()
+}
+
+/// The folder a rule covers, with a trailing `/` (empty for the whole mount): the application's
+/// folder above `{env}` when the template ends with it, so one rule covers every environment as
+/// the runbook's does; else the environment's folder itself.
+fn rule_base(spec: &Spec, env: &str) -> String {
+    let template = spec.vault.path.trim_matches('/');
+    match template.strip_suffix(ENV_PLACEHOLDER) {
+        Some(above) if above.is_empty() || above.ends_with('/') => above.to_string(),
+        _ => format!("{}/", spec.folder(env).trim_matches('/')),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::load_files;
+    use Capability::*;
+
+    fn load(toml: &str) -> (tempfile::TempDir, crate::spec::SpecSet) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("app.toml");
+        std::fs::write(&file, toml).unwrap();
+        let set = load_files(&[file]).unwrap();
+        (dir, set)
+    }
+
+    const SPEC: &str = r#"
+name = "app"
+[vault]
+mount = "kv"
+path = "team/app/{env}"
+[environments.dev]
+[eso]
+access = ["ACCESS"]
+[secrets.A]
+description = "a"
+fields.password = { generator = "hex32" }
+[secrets.B]
+description = "b"
+fields.value = { generator = "placeholder" }
+"#;
+
+    fn reqs(access: &str, kv: KvVersion) -> Vec<Requirement> {
+        let (_d, set) = load(&SPEC.replace("\"ACCESS\"", access));
+        let plan = set.plan("dev", &[]).unwrap();
+        requirements(&plan, &|_| Some(kv))
+    }
+
+    fn caps(c: &[Capability]) -> Capabilities {
+        c.iter().copied().collect()
+    }
+
+    #[test]
+    fn read_only_needs_read_on_data() {
+        let r = reqs("\"read\"", KvVersion::V2);
+        let paths: Vec<_> = r.iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(paths, ["kv/data/team/app/dev/A", "kv/data/team/app/dev/B"]);
+        assert!(r.iter().all(|r| r.capabilities == caps(&[Read])));
+        assert!(r.iter().all(|r| r.folder_rule == "kv/data/team/app/*"));
+        assert!(r.iter().all(|r| r.uses == [Use::Read]));
+    }
+
+    #[test]
+    fn push_and_list_on_kv_v2() {
+        let r = reqs("\"read\", \"push\", \"list\"", KvVersion::V2);
+        let got: Vec<(&str, Capabilities, &str)> = r
+            .iter()
+            .map(|r| {
+                (
+                    r.path.as_str(),
+                    r.capabilities.clone(),
+                    r.folder_rule.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "kv/data/team/app/dev/A",
+                    caps(&[Create, Update, Read]),
+                    "kv/data/team/app/*"
+                ),
+                (
+                    "kv/data/team/app/dev/B",
+                    caps(&[Create, Update, Read]),
+                    "kv/data/team/app/*"
+                ),
+                (
+                    "kv/metadata/team/app/dev/",
+                    caps(&[List]),
+                    "kv/metadata/team/app/*"
+                ),
+                (
+                    "kv/metadata/team/app/dev/A",
+                    caps(&[Read, List]),
+                    "kv/metadata/team/app/*"
+                ),
+                (
+                    "kv/metadata/team/app/dev/B",
+                    caps(&[Read, List]),
+                    "kv/metadata/team/app/*"
+                ),
+            ]
+        );
+        assert_eq!(r[0].uses, [Use::Read, Use::Push]);
+    }
+
+    #[test]
+    fn kv_v1_paths_have_no_data_or_metadata() {
+        let r = reqs("\"read\", \"list\"", KvVersion::V1);
+        let paths: Vec<_> = r
+            .iter()
+            .map(|r| (r.path.as_str(), r.folder_rule.as_str()))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                ("kv/team/app/dev/", "kv/team/app/*"),
+                ("kv/team/app/dev/A", "kv/team/app/*"),
+                ("kv/team/app/dev/B", "kv/team/app/*"),
+            ]
+        );
+    }
+
+    #[test]
+    fn spec_kv_version_wins_over_the_parameter() {
+        let (_d, set) = load(
+            &SPEC
+                .replace("\"ACCESS\"", "\"read\"")
+                .replace("path = \"team", "kv_version = 2\npath = \"team"),
+        );
+        let r = requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V1));
+        assert_eq!(r[0].path, "kv/data/team/app/dev/A");
+    }
+
+    #[test]
+    fn folder_rule_without_env_at_the_end() {
+        let (_d, set) = load(
+            &SPEC
+                .replace("\"ACCESS\"", "\"read\"")
+                .replace("team/app/{env}", "team/{env}/app"),
+        );
+        let r = requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V2));
+        assert_eq!(r[0].path, "kv/data/team/dev/app/A");
+        assert_eq!(r[0].folder_rule, "kv/data/team/dev/app/*");
+    }
+}

@@ -1,0 +1,399 @@
+//! The part `policy` of `verify`: do ESO's Vault policies grant what it needs on every path?
+//!
+//! ESO's policies are the spec's `policies`, the `token_policies` of its auth role, and `default`
+//! unless the role sets `token_no_default_policy`. vault-seed reads them
+//! (`sys/policies/acl/<name>`) and evaluates them itself, the parameter constraints OpenBao
+//! checks on each request included. Only when it cannot (a policy it may not read, or cannot
+//! parse, or a templated rule whose match depends on ESO's identity) does it ask the server,
+//! never for the capabilities of a token that is not ESO's:
+//!
+//! 1. `sys/capabilities` for ESO's own token (`--eso-token-file`);
+//! 2. `sys/capabilities` for a short-lived token it creates with exactly ESO's policies and
+//!    revokes at once (when the running token may create one);
+//! 3. `sys/capabilities-self`, only when the running token carries exactly ESO's policies.
+//!
+//! Otherwise the part is *unknown*: not ok, and the report says how to make it decidable.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use secrecy::SecretString;
+use serde::Serialize;
+
+use crate::acl::{
+    self, Capabilities, Capability, PathCheck, Policy, PolicyReport, Requirement, Rule,
+};
+use crate::kv::KvVersion;
+use crate::spec::EnvPlan;
+use crate::vault::{Vault, VaultError};
+
+/// How the granted capabilities were found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// vault-seed read the policies and evaluated them.
+    Policies,
+    /// The server answered for ESO's token (`sys/capabilities`).
+    ServerEsoToken,
+    /// The server answered for a short-lived token with ESO's policies (`sys/capabilities`).
+    ServerProbeToken,
+    /// The server answered for the caller's own token, which carries ESO's policies
+    /// (`sys/capabilities-self`).
+    ServerSelf,
+    /// Nothing could answer for ESO: the part is not ok.
+    Unknown,
+}
+
+impl Method {
+    /// For people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Method::Policies => "read ESO's policies from Vault and evaluated them",
+            Method::ServerEsoToken => {
+                "asked Vault (`sys/capabilities`) for ESO's token from --eso-token-file"
+            }
+            Method::ServerProbeToken => {
+                "asked Vault (`sys/capabilities`) for a short-lived token with exactly ESO's policies, revoked at once"
+            }
+            Method::ServerSelf => {
+                "asked Vault (`sys/capabilities-self`): this token carries exactly ESO's policies"
+            }
+            Method::Unknown => "cannot be decided",
+        }
+    }
+}
+
+/// The policy part's result.
+#[derive(Debug, Serialize)]
+pub struct GrantsPart {
+    /// Every required capability is granted and nothing went wrong.
+    pub ok: bool,
+    /// How the answer was found.
+    pub method: Method,
+    /// The policies that count (the spec's and the auth role's; `default` is not listed).
+    pub policies: Vec<String>,
+    /// Per path: required, granted, missing; and the HCL to add.
+    pub report: PolicyReport,
+    /// Problems that are not a gap on a path (a missing policy, an unreadable role, a part that
+    /// cannot be decided).
+    pub errors: Vec<String>,
+    /// Things worth knowing (why the server was asked).
+    pub notes: Vec<String>,
+    /// What to do when the part cannot be decided; `null` otherwise.
+    pub help: Option<String>,
+}
+
+impl super::Part for GrantsPart {
+    fn ok(&self) -> bool {
+        self.ok
+    }
+}
+
+/// ESO's policies as far as vault-seed can tell.
+struct EsoPolicies {
+    /// The spec's and the roles', without `default` and `root`.
+    names: Vec<String>,
+    /// ESO's token carries `default` too.
+    default: bool,
+    /// ESO's token carries `root`.
+    root: bool,
+}
+
+impl EsoPolicies {
+    /// Every name the token carries, `default` included.
+    fn all(&self) -> BTreeSet<String> {
+        let mut all: BTreeSet<String> = self.names.iter().cloned().collect();
+        if self.default {
+            all.insert("default".into());
+        }
+        if self.root {
+            all.insert("root".into());
+        }
+        all
+    }
+}
+
+/// Check ESO's access for `plan`. `detected` is each mount's KV version as the server reports it.
+pub async fn check(
+    vault: &Vault,
+    plan: &EnvPlan<'_>,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
+    eso_token: Option<&SecretString>,
+) -> Result<GrantsPart, VaultError> {
+    let requirements = acl::requirements(plan, detected);
+    let mut errors = Vec::new();
+    let mut notes = Vec::new();
+    let eso = eso_policies(vault, plan, &mut errors, &mut notes).await?;
+    let part = |method, report: PolicyReport, errors: Vec<String>, notes, help| GrantsPart {
+        ok: report.ok && errors.is_empty() && method != Method::Unknown,
+        method,
+        policies: eso.names.clone(),
+        report,
+        errors,
+        notes,
+        help,
+    };
+    if eso.names.is_empty() && !eso.root && !requirements.is_empty() {
+        errors.push(
+            "the spec names no ESO policy (`[eso] policies`) and no auth role (`[eso] auth_role`)"
+                .into(),
+        );
+    }
+    if eso.root {
+        notes.push("ESO's policies include `root`: it may do anything".into());
+        let answer = requirements
+            .iter()
+            .map(|r| (r.path.clone(), vec!["root".to_string()]))
+            .collect();
+        return Ok(part(
+            Method::Policies,
+            from_server(&requirements, &answer),
+            errors,
+            notes,
+            None,
+        ));
+    }
+
+    // Read and evaluate them here.
+    let mut policies: Vec<Policy> = Vec::new();
+    let mut unreadable = Vec::new();
+    for name in &eso.all() {
+        match vault.read_policy(name).await {
+            Ok(Some(text)) => match acl::parse(name, &text) {
+                Ok(p) => policies.push(p),
+                Err(e) => {
+                    notes.push(format!("cannot evaluate policy `{name}` here: {e}"));
+                    unreadable.push(name.clone());
+                }
+            },
+            Ok(None) if name == "default" => {}
+            Ok(None) => errors.push(format!("policy `{name}` does not exist in Vault")),
+            Err(VaultError::Denied { .. }) => {
+                notes.push(format!("this token may not read `sys/policies/acl/{name}`"));
+                unreadable.push(name.clone());
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let templated = if unreadable.is_empty() {
+        acl::undecidable(&policies, &requirements)
+    } else {
+        None
+    };
+    match templated {
+        None if unreadable.is_empty() => {
+            return Ok(part(
+                Method::Policies,
+                acl::check(&policies, &requirements),
+                errors,
+                notes,
+                None,
+            ))
+        }
+        Some((name, pattern)) => notes.push(format!(
+            "policy `{name}` has the templated rule `{pattern}`: what it matches depends on ESO's identity, which only ESO's own token carries"
+        )),
+        None => {}
+    }
+    notes.push(
+        "the server's answer covers capabilities only, not the parameter constraints of the rules (`required_parameters`, wrapping TTLs, `control_group`)"
+            .into(),
+    );
+
+    // Ask the server, for ESO's token or one with exactly its policies.
+    let paths: Vec<String> = requirements.iter().map(|r| r.path.clone()).collect();
+    if let Some(t) = eso_token {
+        match vault.capabilities_of(t, &paths).await {
+            Ok(answer) => {
+                return Ok(part(
+                    Method::ServerEsoToken,
+                    from_server(&requirements, &answer),
+                    errors,
+                    notes,
+                    None,
+                ))
+            }
+            Err(VaultError::Denied { .. }) => {
+                notes.push("this token may not use `sys/capabilities`".into())
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if templated.is_none() && !eso.names.is_empty() {
+        match probe(vault, &eso, &paths, &mut notes).await {
+            Ok(answer) => {
+                return Ok(part(
+                    Method::ServerProbeToken,
+                    from_server(&requirements, &answer),
+                    errors,
+                    notes,
+                    None,
+                ))
+            }
+            Err(why) => notes.push(why),
+        }
+    }
+    let own = vault.lookup_self().await?;
+    let own_policies: BTreeSet<String> = own.policies.iter().cloned().collect();
+    if own_policies == eso.all() {
+        let answer = vault.capabilities_self(&paths).await?;
+        return Ok(part(
+            Method::ServerSelf,
+            from_server(&requirements, &answer),
+            errors,
+            notes,
+            None,
+        ));
+    }
+    notes.push(format!(
+        "this token carries {}, not ESO's policies: `sys/capabilities-self` would answer for it, not for ESO",
+        if own_policies.is_empty() {
+            "no policy".to_string()
+        } else {
+            format!(
+                "`{}`",
+                own_policies.into_iter().collect::<Vec<_>>().join("`, `")
+            )
+        }
+    ));
+    errors.push(
+        "cannot decide whether ESO's policies grant what it needs: vault-seed could neither evaluate them nor ask Vault for a token holding exactly them"
+            .into(),
+    );
+    let report = PolicyReport {
+        ok: false,
+        paths: Vec::new(),
+        add: Vec::new(),
+        unfixable: Vec::new(),
+    };
+    let help = if templated.is_some() {
+        "pass --eso-token-file with ESO's own token (a templated rule needs ESO's identity)"
+    } else {
+        "run verify with a token that may read `sys/policies/acl/<name>` of ESO's policies, or that may create a token with them (`auth/token/create`) and use `sys/capabilities`; or pass --eso-token-file with ESO's own token"
+    };
+    Ok(part(
+        Method::Unknown,
+        report,
+        errors,
+        notes,
+        Some(help.into()),
+    ))
+}
+
+/// ESO's policies: the spec's, and those of each auth role; `default` unless every role readable
+/// sets `token_no_default_policy`.
+async fn eso_policies(
+    vault: &Vault,
+    plan: &EnvPlan<'_>,
+    errors: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) -> Result<EsoPolicies, VaultError> {
+    let mut names: Vec<String> = Vec::new();
+    let mut roles = Vec::new();
+    for (spec, _) in &plan.specs {
+        names.extend(spec.eso.policies.iter().cloned());
+        if let Some(role) = &spec.eso.auth_role {
+            let role_path = format!("auth/{}/role/{}", role.mount, role.name);
+            match vault.role_tokens(&role.mount, &role.name).await {
+                Ok(Some(r)) => {
+                    names.extend(r.policies.iter().cloned());
+                    roles.push(r);
+                }
+                Ok(None) => errors.push(format!("ESO's auth role `{role_path}` does not exist")),
+                Err(VaultError::Denied { .. }) => notes.push(format!(
+                    "this token may not read `{role_path}`: the spec's `policies` are taken as all of ESO's"
+                )),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    names.retain(|n| !n.is_empty());
+    names.sort();
+    names.dedup();
+    let default = names.iter().any(|n| n == "default")
+        || roles.is_empty()
+        || roles.iter().any(|r| !r.no_default_policy);
+    let root = names.iter().any(|n| n == "root");
+    names.retain(|n| n != "default" && n != "root");
+    Ok(EsoPolicies {
+        names,
+        default,
+        root,
+    })
+}
+
+/// Ask `sys/capabilities` for a short-lived token with exactly ESO's policies, revoked at once;
+/// `Err` holds why it could not.
+async fn probe(
+    vault: &Vault,
+    eso: &EsoPolicies,
+    paths: &[String],
+    notes: &mut Vec<String>,
+) -> Result<BTreeMap<String, Vec<String>>, String> {
+    let probe = vault
+        .create_probe_token(&eso.names, !eso.default)
+        .await
+        .map_err(|e| format!("this token may not create a token with ESO's policies ({e})"))?;
+    let answer = vault.capabilities_of(&probe.token, paths).await;
+    if let Err(e) = vault.revoke_accessor(&probe.accessor).await {
+        notes.push(format!(
+            "could not revoke the short-lived token ({e}); it expires within {}",
+            crate::vault::token::PROBE_TTL
+        ));
+    }
+    drop(probe);
+    answer.map_err(|e| format!("this token may not use `sys/capabilities` ({e})"))
+}
+
+/// A report from the server's answers: granted as Vault says; the fix is the requirement's
+/// folder rule with the missing capabilities.
+fn from_server(
+    requirements: &[Requirement],
+    answer: &BTreeMap<String, Vec<String>>,
+) -> PolicyReport {
+    let mut add: BTreeMap<String, Capabilities> = BTreeMap::new();
+    let paths: Vec<PathCheck> = requirements
+        .iter()
+        .map(|r| {
+            let names = answer.get(&r.path).cloned().unwrap_or_default();
+            let granted: Capabilities = if names.iter().any(|n| n == "root") {
+                Capability::ALL
+                    .iter()
+                    .copied()
+                    .filter(|c| *c != Capability::Deny)
+                    .collect()
+            } else {
+                names
+                    .iter()
+                    .filter_map(|n| Capability::from_name(n))
+                    .filter(|c| *c != Capability::Deny)
+                    .collect()
+            };
+            let missing: Capabilities = r.capabilities.difference(&granted).copied().collect();
+            if !missing.is_empty() {
+                add.entry(r.folder_rule.clone())
+                    .or_default()
+                    .extend(r.capabilities.iter().copied());
+            }
+            PathCheck {
+                path: r.path.clone(),
+                uses: r.uses.clone(),
+                required: r.capabilities.clone(),
+                granted,
+                fix: (!missing.is_empty()).then(|| r.folder_rule.clone()),
+                missing,
+                refused: Vec::new(),
+                decided_by: None,
+            }
+        })
+        .collect();
+    let ok = paths.iter().all(|p| p.missing.is_empty());
+    PolicyReport {
+        ok,
+        paths,
+        add: add
+            .into_iter()
+            .map(|(pattern, capabilities)| Rule::new(pattern, capabilities))
+            .collect(),
+        unfixable: Vec::new(),
+    }
+}
