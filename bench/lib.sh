@@ -204,14 +204,16 @@ eso_setup() {
   api POST auth/kubernetes/role/eso '{"bound_service_account_names":["external-secrets"],"bound_service_account_namespaces":["external-secrets"],"token_policies":["eso-ask-push"]}'
 }
 
-# gen_requests FILE MODE MOUNT COPIES: the requests vault-seed sends for one case on the specs of
-# `gen_specs`, in its order, one a line (`METHOD PATH BODY`, BODY `-` or compact JSON), for wrk
-# (bench/wrk/seed.lua) and the reqwest ceiling (examples/bench_ceiling.rs):
-#   apply         token lookup, mount detection, a LIST per folder, then per path the `cas=0` data
+# gen_requests FILE MODE MOUNT COPIES [CONCURRENCY]: the requests vault-seed sends for one case on
+# the specs of `gen_specs`, one a line (`METHOD PATH BODY`, BODY `-` or compact JSON), for wrk
+# (bench/wrk/seed.lua) and the reqwest ceiling (examples/bench_ceiling.rs). Every case starts with
+# the token lookup, then mount detection with a `HEAD sys/health` per connection vault-seed opens
+# ahead (CONCURRENCY - 1, 16 by default: src/seed's warm-up), then:
+#   apply         a LIST per folder, then per path the `cas=0` data
 #                 write and the custom_metadata write (KV v2 takes custom_metadata only at
 #                 `<mount>/metadata/<path>`: a second request)
 #   apply-nometa  the same without the custom_metadata writes (`apply --no-metadata`)
-#   read          token lookup, mount detection, a LIST per folder, a read per path (a re-run, `plan`)
+#   read          a LIST per folder, a read per path (a re-run, `plan`)
 # A metadata write goes LAG lines after its data write, so that a client without vault-seed's
 # wait (data write answered, then metadata) never sends it first. Values are filler of each
 # generator's length (hex32 64, fernet 44, masterkey 32, placeholder 11): never secrets.
@@ -219,6 +221,7 @@ gen_requests() {
   python3 - "$@" <<'EOF'
 import json, sys
 out, mode, mount, copies = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+conc = int(sys.argv[5]) if len(sys.argv) > 5 else 16
 LAG = 64
 secrets = [  # secret-specs/core-service.toml: name, field, value length, generator
     ("SECURITY__API_KEY_SALT", "password", 64, "hex32"),
@@ -230,6 +233,7 @@ secrets = [  # secret-specs/core-service.toml: name, field, value length, genera
 ]
 j = lambda v: json.dumps(v, separators=(",", ":"))
 lines = ["GET auth/token/lookup-self -", f"GET sys/internal/ui/mounts/{mount} -"]
+lines += ["HEAD sys/health -"] * (min(conc, copies * len(secrets)) - 1)
 folders = [f"ask/core-service-{i:04}/bench" for i in range(1, copies + 1)]
 lines += [f"LIST {mount}/metadata/{f} -" for f in folders]
 pending = []

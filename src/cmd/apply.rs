@@ -29,6 +29,7 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Result<SeedRe
     let runtime = super::runtime()?;
     runtime.block_on(async {
         session.announce(command);
+        // The token check first, alone: a token that fails it sends nothing else.
         session.check_token().await?;
         let vault = &session.vault;
         let detected = mounts::detect(
@@ -37,8 +38,7 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Result<SeedRe
             MountTrust::Write {
                 assumed: &args.assume_kv_mount,
             },
-        )
-        .await;
+        );
         let cancel = Arc::new(AtomicBool::new(false));
         {
             let cancel = cancel.clone();
@@ -51,12 +51,7 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Result<SeedRe
                 }
             });
         }
-        let usable = session
-            .targets
-            .iter()
-            .filter(|t| detected.get(&t.mount).is_some())
-            .count();
-        let bar = progress_bar(usable);
+        let bar = progress_bar(session.targets.len());
         let tick = {
             let bar = bar.clone();
             move || bar.inc(1)
@@ -66,7 +61,7 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Result<SeedRe
             concurrency: usize::from(args.concurrency),
             metadata: matches!(mode, Mode::Apply { metadata: true }),
         };
-        let run = seed::run(vault, &detected, &session.targets, &opts, cancel, &tick).await;
+        let run = seed::run(vault, detected, &session.targets, &opts, cancel, &tick).await;
         bar.finish_and_clear();
         tracing::info!(requests = vault.requests(), "requests sent to Vault");
         Ok(SeedReport {

@@ -9,11 +9,14 @@
 mod inspect;
 mod outcome;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use futures::stream::{self, StreamExt};
+use futures::future::LocalBoxFuture;
+use futures::stream::{self, FuturesUnordered, StreamExt};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::generate::Validity;
@@ -63,69 +66,154 @@ enum Listing {
     Unavailable,
 }
 
-/// Seed `targets`. Those on a mount `mounts` cannot use are reported as errors, with why, after
-/// the others.
+/// Seed `targets`, once `gate` (the mount detection, [`crate::mounts::detect`]) says where they
+/// may be written. Targets on a mount the gate's [`Mounts`] cannot use are reported as errors,
+/// with why, after the others.
+///
+/// Nothing but connections is opened before the gate: a mount not seen to be KV (nor vouched
+/// for, [`crate::mounts::MountTrust`]) gets no LIST, read or write. Then one pipeline keeps
+/// `concurrency` requests in flight to the end: each folder's paths start as soon as its LIST is
+/// in, while other folders are still being listed (no LIST phase before the first write, no
+/// wait for a whole folder), a path's metadata write follows its data write while other paths go
+/// on.
 pub async fn run(
     vault: &Vault,
-    detected: &Mounts,
+    gate: impl Future<Output = Mounts>,
     targets: &[Target],
     opts: &Options,
     cancel: Arc<AtomicBool>,
     progress: &Progress,
 ) -> Run {
-    let mounts = &detected.mounts;
-    let (targets, failed) = detected.partition(targets);
-    let mut notes = detected.notes.clone();
-    let listings = discover(vault, mounts, &targets, opts.concurrency, &mut notes).await;
+    let conc = opts.concurrency.max(1);
+    let mut folders = folders(targets);
     let meta_warned = AtomicBool::new(false);
     let vault_down = AtomicBool::new(false);
     let contested = AtomicUsize::new(0);
-    let ctx = Ctx {
-        vault,
-        mounts,
-        listings: &listings,
-        opts,
-        cancel: &cancel,
-        meta_warned: &meta_warned,
-        vault_down: &vault_down,
-        contested: &contested,
-    };
-    let mut indexed: Vec<(usize, PathResult)> = stream::iter(targets.into_iter().enumerate())
-        .map(|(i, t)| {
-            let ctx = &ctx;
-            async move {
-                let r = if ctx.cancel.load(Ordering::SeqCst) {
-                    PathResult::all(
-                        &t,
-                        Outcome::Skipped,
-                        None,
-                        Some("not attempted: interrupted".into()),
-                    )
-                } else if ctx.vault_down.load(Ordering::SeqCst) {
-                    PathResult::all(
-                        &t,
-                        Outcome::Skipped,
-                        None,
-                        Some("not attempted: Vault stopped answering".into()),
-                    )
-                } else {
-                    let r = seed_one(ctx, &t).await;
-                    // After its retries, a path found Vault gone (unreachable, timing out,
-                    // sealed): start no more work against it; the report says what was done.
-                    if r.vault_unavailable {
-                        ctx.vault_down.store(true, Ordering::SeqCst);
+    let mut gate = std::pin::pin!(gate);
+    let mut detected: Option<Mounts> = None;
+    let mut running: FuturesUnordered<LocalBoxFuture<'_, Done<'_>>> = FuturesUnordered::new();
+    // Paths whose folder is listed (or is not to be), waiting for a slot.
+    let mut ready: VecDeque<(usize, &Target, Rc<Listing>)> = VecDeque::new();
+    let mut results: Vec<(bool, usize, PathResult)> = Vec::with_capacity(targets.len());
+    let mut denied: Vec<String> = Vec::new();
+    // Over a network a new connection costs a round trip (two with TLS) before its first
+    // request: open those the requests after the gate will use now, alongside the gate's, rather
+    // than after it.
+    for _ in 1..conc.min(targets.len()) {
+        running.push(Box::pin(async {
+            vault.warm_connection().await;
+            Done::Warm
+        }));
+    }
+    loop {
+        let stop = cancel.load(Ordering::SeqCst) || vault_down.load(Ordering::SeqCst);
+        while running.len() < conc {
+            let Some(d) = &detected else { break };
+            // A folder's LIST while fewer paths wait than there are slots; else a path.
+            if ready.len() < conc {
+                if let Some(f) = folders.pop_front() {
+                    let unlisted = || Rc::new(Listing::Unavailable);
+                    match d.get(&f.key.0) {
+                        // Its mount cannot be used, or the run stops: no LIST.
+                        Some(m) if !stop => {
+                            running.push(Box::pin(list(vault, m.clone(), f.key, f.members)));
+                        }
+                        _ => ready.extend(f.members.into_iter().map(|(i, t)| (i, t, unlisted()))),
                     }
-                    r
-                };
-                progress();
-                (i, r)
+                    continue;
+                }
             }
-        })
-        .buffer_unordered(opts.concurrency.max(1))
-        .collect()
-        .await;
-    indexed.sort_by_key(|(i, _)| *i);
-    if !opts.metadata && !opts.dry_run && indexed.iter().any(|(_, r)| r.written) {
+            let Some((i, t, listing)) = ready.pop_front() else {
+                break;
+            };
+            let Some(mount) = d.get(&t.mount).cloned() else {
+                let why = d.errors.get(&t.mount).cloned().unwrap_or_default();
+                results.push((true, i, PathResult::all(t, Outcome::Error, None, Some(why))));
+                progress();
+                continue;
+            };
+            let skipped = if cancel.load(Ordering::SeqCst) {
+                Some("not attempted: interrupted")
+            } else if vault_down.load(Ordering::SeqCst) {
+                Some("not attempted: Vault stopped answering")
+            } else {
+                None
+            };
+            if let Some(why) = skipped {
+                results.push((
+                    false,
+                    i,
+                    PathResult::all(t, Outcome::Skipped, None, Some(why.into())),
+                ));
+                progress();
+                continue;
+            }
+            let known_absent =
+                matches!(&*listing, Listing::Names(names) if !names.contains(parent(&t.path).1));
+            let ctx = Ctx {
+                vault,
+                opts,
+                meta_warned: &meta_warned,
+                contested: &contested,
+            };
+            let vault_down = &vault_down;
+            running.push(Box::pin(async move {
+                let r = seed_one(&ctx, &mount, t, known_absent).await;
+                // After its retries, a path found Vault gone (unreachable, timing out, sealed):
+                // start no more work against it; the report says what was done.
+                if r.vault_unavailable {
+                    vault_down.store(true, Ordering::SeqCst);
+                }
+                Done::Path(i, r)
+            }));
+        }
+        if running.is_empty() && detected.is_some() {
+            break;
+        }
+        tokio::select! {
+            d = &mut gate, if detected.is_none() => detected = Some(d),
+            Some(done) = running.next() => match done {
+                Done::Warm => {}
+                Done::Listed(members, r) => {
+                    let listing = match r {
+                        Ok(Some(names)) => Listing::Names(names.into_iter().collect()),
+                        Ok(None) => Listing::Names(HashSet::new()),
+                        Err(VaultError::Denied { path, .. }) => {
+                            denied.push(path);
+                            Listing::Unavailable
+                        }
+                        Err(e) => {
+                            tracing::debug!(error = %e, "LIST failed; reading each path instead");
+                            Listing::Unavailable
+                        }
+                    };
+                    let listing = Rc::new(listing);
+                    ready.extend(members.into_iter().map(|(i, t)| (i, t, listing.clone())));
+                }
+                Done::Path(i, r) => {
+                    results.push((false, i, r));
+                    progress();
+                }
+            },
+        }
+    }
+    let detected = detected.unwrap_or_default();
+    let mut notes = detected.notes.clone();
+    if !denied.is_empty() {
+        denied.sort();
+        notes.push(format!(
+            "the token may not `list` {}: each path was read instead (slower on many paths)",
+            denied
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    // Spec order; paths on mounts that cannot be used after the others.
+    results.sort_by_key(|(failed, i, _)| (*failed, *i));
+    let written = results.iter().any(|(_, _, r)| r.written);
+    if !opts.metadata && !opts.dry_run && written {
         notes.push("--no-metadata: the paths written carry no custom_metadata marking them as vault-seed's".into());
     }
     if vault_down.load(Ordering::SeqCst) {
@@ -134,32 +222,68 @@ pub async fn run(
     if meta_warned.load(Ordering::SeqCst) {
         notes.push("the token may not write metadata: secrets were written without vault-seed's custom_metadata (grant `update` on `<mount>/metadata/...`)".into());
     }
-    if mounts.values().any(|m| m.version == KvVersion::V1) && !opts.dry_run {
+    if detected.mounts.values().any(|m| m.version == KvVersion::V1) && !opts.dry_run {
         notes.push("KV v1 has no check-and-set: paths on KV v1 mounts were written read-then-write, which is not race-free; each is reported created only when it read back as written".into());
     }
     let contested = contested.load(Ordering::SeqCst);
     if contested > 0 {
         notes.push(format!("KV v1: {contested} path(s) were contested (another writer wrote them at the same time as this run); they are judged as they stand, not claimed"));
     }
-    let mut paths: Vec<PathResult> = indexed.into_iter().map(|(_, r)| r).collect();
-    for (t, why) in failed {
-        paths.push(PathResult::all(&t, Outcome::Error, None, Some(why)));
-    }
     Run {
-        paths,
+        paths: results.into_iter().map(|(_, _, r)| r).collect(),
         notes,
         interrupted: cancel.load(Ordering::SeqCst),
     }
 }
 
+/// A folder's targets, with their places in spec order.
+struct Folder<'t> {
+    key: FolderKey,
+    members: Vec<(usize, &'t Target)>,
+}
+
+/// The targets grouped by folder, folders in the order of their first target.
+fn folders(targets: &[Target]) -> VecDeque<Folder<'_>> {
+    let mut index: HashMap<FolderKey, usize> = HashMap::new();
+    let mut out: Vec<Folder<'_>> = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        let key = (t.mount.clone(), parent(&t.path).0.to_string());
+        let at = *index.entry(key.clone()).or_insert_with(|| {
+            out.push(Folder {
+                key,
+                members: Vec::new(),
+            });
+            out.len() - 1
+        });
+        out[at].members.push((i, t));
+    }
+    out.into()
+}
+
+/// A folder's LIST; `members` are the paths that wait for it.
+async fn list<'t>(
+    vault: &Vault,
+    mount: KvMount,
+    (_, folder): FolderKey,
+    members: Vec<(usize, &'t Target)>,
+) -> Done<'t> {
+    Done::Listed(members, vault.kv_list(&mount, &folder).await)
+}
+
+/// A finished piece of the pipeline.
+enum Done<'t> {
+    /// A connection opened ahead.
+    Warm,
+    /// A folder's LIST, with the paths that wait for it.
+    Listed(Vec<(usize, &'t Target)>, ListResult),
+    /// A path's result, with its place in spec order.
+    Path(usize, PathResult),
+}
+
 struct Ctx<'a> {
     vault: &'a Vault,
-    mounts: &'a HashMap<String, KvMount>,
-    listings: &'a HashMap<FolderKey, Listing>,
     opts: &'a Options,
-    cancel: &'a AtomicBool,
     meta_warned: &'a AtomicBool,
-    vault_down: &'a AtomicBool,
     /// KV v1 paths another writer wrote at the same time as this run.
     contested: &'a AtomicUsize,
 }
@@ -256,10 +380,17 @@ async fn existing<'m>(
     }
 }
 
-async fn seed_one(ctx: &Ctx<'_>, t: &Target) -> PathResult {
-    let (mount, existing) = match existing(ctx.vault, ctx.mounts, ctx.listings, t).await {
-        Ok(found) => found,
-        Err(r) => return r,
+/// One target on its (usable) mount: absent without a request when its folder's listing lacks
+/// it, else read; then created, recreated, judged or extended.
+async fn seed_one(ctx: &Ctx<'_>, mount: &KvMount, t: &Target, known_absent: bool) -> PathResult {
+    tracing::debug!(path = %t.full_path(), known_absent, "deciding");
+    let existing = if known_absent {
+        Existing::Absent
+    } else {
+        match ctx.vault.kv_read(mount, &t.path).await {
+            Ok(e) => e,
+            Err(e) => return PathResult::from_error(t, &e, false),
+        }
     };
     match existing {
         Existing::Absent => create(ctx, mount, t, 0, BTreeMap::new(), Outcome::Created).await,

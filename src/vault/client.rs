@@ -237,6 +237,21 @@ impl Vault {
         self.requests.load(Ordering::Relaxed)
     }
 
+    /// Open one more connection to Vault, for requests about to go out at once: one
+    /// `HEAD sys/health` (unauthenticated in Vault and OpenBao, `http/sys_health.go`; it reads
+    /// and changes nothing), its answer ignored and never retried. Over a network a new
+    /// connection costs a round trip (TCP) or two (TLS) before its first request; paid here
+    /// while other requests are out, it is not paid again after them.
+    pub async fn warm_connection(&self) {
+        let call = Call {
+            method: Method::HEAD,
+            ..Call::get("sys/health")
+        };
+        if let Err(e) = self.send_once(call, "read").await {
+            tracing::debug!(error = %e, "warming a connection failed");
+        }
+    }
+
     /// Send a request, retrying transient failures with capped exponential backoff and jitter,
     /// for at most `--give-up-after` in all. `capability` names what a 403 means the token lacks.
     pub(crate) async fn send(

@@ -1125,3 +1125,147 @@ fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
         .output()
         .expect_code(2);
 }
+
+/// Request lines seen by a proxy, each with the connections it had accepted when it arrived.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, u64)>>>;
+
+/// Request lines as a proxy in front of the server sees them, and the connections it had
+/// accepted when each arrived. `hold` is called with each line before it is forwarded.
+fn watching_proxy(
+    bao: &OpenBao,
+    hold: impl Fn(&str, &std::sync::atomic::AtomicU64) + Send + Sync + 'static,
+) -> (FaultProxy, Seen) {
+    use std::sync::{Arc, Mutex, OnceLock};
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let accepted: Arc<OnceLock<Arc<std::sync::atomic::AtomicU64>>> = Arc::new(OnceLock::new());
+    let hook: Hook = Arc::new({
+        let (seen, accepted) = (seen.clone(), accepted.clone());
+        move |chunk: &[u8]| {
+            if let (Some(line), Some(n)) = (common::proxy::request_line(chunk), accepted.get()) {
+                seen.lock()
+                    .unwrap()
+                    .push((line.clone(), n.load(std::sync::atomic::Ordering::SeqCst)));
+                hold(&line, n);
+            }
+            Verdict::Forward
+        }
+    });
+    let proxy = FaultProxy::with_hook(&bao.addr, hook);
+    let _ = accepted.set(proxy.connections.clone());
+    (proxy, seen)
+}
+
+/// No value read back from `paths` (secret/data/...) appears in `text`.
+fn assert_no_value_in(bao: &OpenBao, paths: &[String], text: &str) {
+    for p in paths {
+        let (data, _) = bao
+            .kv_get("secret", p)
+            .unwrap_or_else(|| panic!("{p} missing"));
+        for v in data.values() {
+            let v = v.as_str().unwrap();
+            assert!(!text.contains(v), "a value of {p} appears in the output");
+        }
+    }
+}
+
+#[test]
+fn the_connections_of_the_first_writes_are_opened_while_the_mount_detection_is_out() {
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+    // Over a network each new connection costs a round trip (two with TLS) before its first
+    // request. The real spec's six writes go out together: their connections are opened while
+    // the mount detection is out, not after it (bench/latency counts the round trip saved). The
+    // proxy holds the mount detection until six connections are open; a run that opens them
+    // only for the writes never gets there, and the hold gives up after a minute.
+    let bao = OpenBao::dev();
+    let held_until = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let (proxy, seen) = watching_proxy(&bao, {
+        let held_until = held_until.clone();
+        move |line, accepted| {
+            if line.starts_with("GET /v1/sys/internal/ui/mounts/") {
+                let start = Instant::now();
+                while accepted.load(Ordering::SeqCst) < 6
+                    && start.elapsed() < Duration::from_secs(60)
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                *held_until.lock().unwrap() = Some(accepted.load(Ordering::SeqCst));
+            }
+        }
+    });
+    let out = Run::new(&bao)
+        .real_specs()
+        .addr(&proxy.addr)
+        .args(["apply", ENV, "-o", "json"])
+        .output()
+        .expect_code(0);
+    assert_eq!(out.json()["summary"]["created"], 6, "{}", out.stdout_text());
+    let seen = seen.lock().unwrap().clone();
+    // The token check went first, alone: a token that fails it sends nothing else.
+    assert_eq!(
+        seen[0],
+        ("GET /v1/auth/token/lookup-self".to_string(), 1),
+        "{seen:?}"
+    );
+    assert_eq!(
+        *held_until.lock().unwrap(),
+        Some(6),
+        "connections open when the mount detection was answered: {seen:?}"
+    );
+    // The generated ones (the placeholders' markers are no secret).
+    let paths: Vec<String> = REAL
+        .iter()
+        .filter(|(_, field)| *field == "password")
+        .map(|(n, _)| format!("{FOLDER}/{n}"))
+        .collect();
+    assert_no_value_in(&bao, &paths, &out.all_text());
+}
+
+#[test]
+fn paths_are_written_while_other_folders_are_still_being_listed() {
+    // 40 folders of two paths: no LIST phase before the first write, so the server is never left
+    // waiting for the last LIST while writes could go (and a LIST's answer is used at once).
+    let bao = OpenBao::dev();
+    let dir = tempfile::tempdir().unwrap();
+    for f in 0..40 {
+        std::fs::write(
+            dir.path().join(format!("app{f:02}.toml")),
+            format!("[vault]\nmount = \"secret\"\npath = \"pipe/app{f:02}/{{env}}\"\n[environments.dev]\nvault_addr = \"{}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = {{ generator = \"hex32\" }}\n[secrets.B]\ndescription = \"b\"\nfields.password = {{ generator = \"fernet\" }}\n", bao.addr),
+        )
+        .unwrap();
+    }
+    let (proxy, seen) = watching_proxy(&bao, |_, _| {});
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .addr(&proxy.addr)
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .expect_code(0);
+    assert_eq!(
+        out.json()["summary"]["created"],
+        80,
+        "{}",
+        out.stdout_text()
+    );
+    let lines: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(l, _)| l.clone())
+        .collect();
+    assert_eq!(lines.iter().filter(|l| l.starts_with("LIST ")).count(), 40);
+    let first_write = lines
+        .iter()
+        .position(|l| l.starts_with("POST /v1/secret/data/"))
+        .unwrap();
+    let last_list = lines.iter().rposition(|l| l.starts_with("LIST ")).unwrap();
+    assert!(
+        first_write < last_list,
+        "every LIST went before the first write: {:?}",
+        &lines[..50]
+    );
+    let paths: Vec<String> = (0..40)
+        .flat_map(|f| ["A", "B"].map(|s| format!("pipe/app{f:02}/dev/{s}")))
+        .collect();
+    assert_no_value_in(&bao, &paths, &out.all_text());
+}
