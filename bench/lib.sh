@@ -118,7 +118,7 @@ tls_files() {
 }
 
 # A fresh single-node raft server (on disk, fsync per write) with a TLS listener, initialised,
-# unsealed, pinned; sets VAULT_ADDR, VAULT_TOKEN, VAULT_CACERT, bao_pid. As tests/common's
+# unsealed, pinned; sets VAULT_ADDR, VAULT_TOKEN, VAULT_CACERT, bao_pid. As tests/suite/common's
 # `OpenBao::persistent`.
 raft_tls_server() {
   bench_stop_server
@@ -219,7 +219,7 @@ eso_setup() {
 # generator's length (hex32 64, fernet 44, masterkey 32, placeholder 11): never secrets.
 gen_requests() {
   python3 - "$@" <<'EOF'
-import json, sys
+import json, os, sys
 out, mode, mount, copies = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 conc = int(sys.argv[5]) if len(sys.argv) > 5 else 16
 LAG = 64
@@ -233,7 +233,9 @@ secrets = [  # secret-specs/core-service.toml: name, field, value length, genera
 ]
 j = lambda v: json.dumps(v, separators=(",", ":"))
 lines = ["GET auth/token/lookup-self -", f"GET sys/internal/ui/mounts/{mount} -"]
-lines += ["HEAD sys/health -"] * (min(conc, copies * len(secrets)) - 1)
+# BENCH_NO_WARMUP=1: for a vault-seed from before the warm-up (before 9efad7a), to compare.
+if os.environ.get("BENCH_NO_WARMUP") != "1":
+    lines += ["HEAD sys/health -"] * (min(conc, copies * len(secrets)) - 1)
 folders = [f"ask/core-service-{i:04}/bench" for i in range(1, copies + 1)]
 lines += [f"LIST {mount}/metadata/{f} -" for f in folders]
 pending = []
