@@ -30,9 +30,10 @@ bench_build() {
     local ex
     for ex in "$@"; do cargo_exe "$ex" --release --quiet --locked --example "$ex" >/dev/null; done
   else
-    seed=$(cargo_target_dir)/release/vault-seed
+    # BENCH_SEED: another vault-seed binary to measure (one built from an earlier commit).
+    seed=${BENCH_SEED:-$(cargo_target_dir)/release/vault-seed}
   fi
-  example_dir=$(dirname "$seed")/examples
+  example_dir=$(cargo_target_dir)/release/examples
   [ -x "$seed" ] || { echo "error: \`$seed\` is missing; run without --no-build" >&2; exit 2; }
 }
 

@@ -171,6 +171,9 @@ pub async fn run(
             break;
         }
         tokio::select! {
+            // The gate first: polled before the warm-ups, the mount detection takes the token
+            // check's idle connection instead of opening one (a round trip over a network).
+            biased;
             d = &mut gate, if detected.is_none() => detected = Some(d),
             Some(done) = running.next() => match done {
                 Done::Warm => {}

@@ -1126,31 +1126,35 @@ fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
         .expect_code(2);
 }
 
-/// Request lines seen by a proxy, each with the connections it had accepted when it arrived.
+/// Request lines seen by a proxy, each with the connection it came on (0: the first accepted).
 type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, u64)>>>;
 
-/// Request lines as a proxy in front of the server sees them, and the connections it had
-/// accepted when each arrived. `hold` is called with each line before it is forwarded.
+/// Request lines as a proxy in front of the server sees them, each with its connection. `hold`
+/// is called with each line and the count of connections accepted so far, before the request is
+/// forwarded.
 fn watching_proxy(
     bao: &OpenBao,
     hold: impl Fn(&str, &std::sync::atomic::AtomicU64) + Send + Sync + 'static,
 ) -> (FaultProxy, Seen) {
+    use common::proxy::Fault;
     use std::sync::{Arc, Mutex, OnceLock};
-    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
     let accepted: Arc<OnceLock<Arc<std::sync::atomic::AtomicU64>>> = Arc::new(OnceLock::new());
-    let hook: Hook = Arc::new({
+    let hold = Arc::new(hold);
+    let proxy = FaultProxy::start(&bao.addr, {
         let (seen, accepted) = (seen.clone(), accepted.clone());
-        move |chunk: &[u8]| {
-            if let (Some(line), Some(n)) = (common::proxy::request_line(chunk), accepted.get()) {
-                seen.lock()
-                    .unwrap()
-                    .push((line.clone(), n.load(std::sync::atomic::Ordering::SeqCst)));
-                hold(&line, n);
-            }
-            Verdict::Forward
+        move |conn| {
+            let (seen, accepted, hold) = (seen.clone(), accepted.clone(), hold.clone());
+            Fault::Requests(Arc::new(move |chunk: &[u8]| {
+                if let (Some(line), Some(n)) = (common::proxy::request_line(chunk), accepted.get())
+                {
+                    seen.lock().unwrap().push((line.clone(), conn));
+                    hold(&line, n);
+                }
+                Verdict::Forward
+            }))
         }
     });
-    let proxy = FaultProxy::with_hook(&bao.addr, hook);
     let _ = accepted.set(proxy.connections.clone());
     (proxy, seen)
 }
@@ -1201,11 +1205,20 @@ fn the_connections_of_the_first_writes_are_opened_while_the_mount_detection_is_o
         .expect_code(0);
     assert_eq!(out.json()["summary"]["created"], 6, "{}", out.stdout_text());
     let seen = seen.lock().unwrap().clone();
-    // The token check went first, alone: a token that fails it sends nothing else.
+    // The token check went first, alone: a token that fails it sends nothing else. The mount
+    // detection then went on its connection, the warm-ups on new ones.
     assert_eq!(
         seen[0],
-        ("GET /v1/auth/token/lookup-self".to_string(), 1),
+        ("GET /v1/auth/token/lookup-self".to_string(), 0),
         "{seen:?}"
+    );
+    let mounts = seen
+        .iter()
+        .find(|(l, _)| l.starts_with("GET /v1/sys/internal/ui/mounts/"))
+        .unwrap();
+    assert_eq!(
+        mounts.1, 0,
+        "the mount detection paid for a new connection: {seen:?}"
     );
     assert_eq!(
         *held_until.lock().unwrap(),
