@@ -38,7 +38,7 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
     (
         "verify",
         &[
-            "command", "env", "ok", "strict", "vault", "policy", "kube", "notes",
+            "command", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes",
         ],
         "A part not asked for is null; a part that could not be checked is {ok: false, error, \
          help}. vault.results: path, field, generator, status (valid, pending, missing, deleted, \

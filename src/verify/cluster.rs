@@ -62,6 +62,13 @@ pub fn wanted(plan: &EnvPlan<'_>, default_namespace: &str) -> Wanted {
     wanted
 }
 
+/// The kubeconfig context: `--context`, else the first `kube_context` the specs give.
+pub fn context(plan: &EnvPlan<'_>, req: &Request) -> Option<String> {
+    req.context
+        .clone()
+        .or_else(|| plan.specs.iter().find_map(|(_, e)| e.kube_context.clone()))
+}
+
 /// Connect, then check (and wait). What was done and whether waiting ran out go to `notes`.
 pub async fn check(
     plan: &EnvPlan<'_>,
@@ -70,10 +77,7 @@ pub async fn check(
     progress: &dyn Fn(Progress<'_>),
     notes: &mut Vec<String>,
 ) -> Checked<ClusterPart> {
-    let context = req
-        .context
-        .clone()
-        .or_else(|| plan.specs.iter().find_map(|(_, e)| e.kube_context.clone()));
+    let context = context(plan, req);
     let cluster = match EsoCluster::connect(req.kubeconfig.as_deref(), context.as_deref()).await {
         Ok(c) => c,
         Err(e) => {
