@@ -24,6 +24,8 @@ use crate::spec::EnvPlan;
 
 /// How often the cluster is asked again while waiting.
 const POLL: Duration = Duration::from_secs(2);
+/// At most this many resources that are not Healthy are listed per app.
+const UNHEALTHY_SHOWN: usize = 10;
 /// Argo CD's ConfigMap of settings (`common.ArgoCDConfigMapName`).
 const ARGOCD_CM: &str = "argocd-cm";
 /// The documented key of the Application health check (docs `operator-manual/health.md`).
@@ -315,6 +317,7 @@ async fn check_once(cluster: &EsoCluster, layouts: &[Layout]) -> Result<ArgocdPa
         .filter(|l| !l.consumers.is_empty())
         .map(|l| l.namespace.as_str())
         .collect();
+    namespaces.sort_unstable();
     namespaces.dedup();
     for ns in namespaces {
         let cm = cluster.argocd_cm(ns, ARGOCD_CM).await?;
@@ -372,7 +375,7 @@ fn fill(check: &mut AppCheck, a: &ApplicationInfo) {
             _ => {}
         }
     }
-    for (kind, message) in &a.conditions {
+    for (kind, message) in a.conditions.iter().take(UNHEALTHY_SHOWN) {
         check.notes.push(format!("{kind}: {message}"));
     }
 }
@@ -514,12 +517,23 @@ fn secrets_app(l: &Layout, lookup: &AppLookup) -> AppCheck {
     if let Some(message) = message {
         check.problems.push(Problem::new(message, help).waitable());
     }
-    check.unhealthy = a
+    let unhealthy: Vec<&AppResource> = a
         .resources
         .iter()
         .filter(|r| !r.hook && r.health.as_deref().is_some_and(|h| h != "Healthy"))
-        .cloned()
         .collect();
+    // A hostile (or huge) app must not flood the report.
+    check.unhealthy = unhealthy
+        .iter()
+        .take(UNHEALTHY_SHOWN)
+        .map(|r| (*r).clone())
+        .collect();
+    if unhealthy.len() > UNHEALTHY_SHOWN {
+        check.notes.push(format!(
+            "{} more resources are not Healthy (`argocd app get {name}` lists them)",
+            unhealthy.len() - UNHEALTHY_SHOWN
+        ));
+    }
     // Bug 1 live: the spec's ExternalSecrets must be resources of the secrets app.
     let missing: Vec<String> = l
         .external_secrets

@@ -477,8 +477,18 @@ fn hostile_argocd_text_is_clean_and_nothing_else_of_the_objects_is_shown() {
         a["status"]["operationState"]["message"] = json!(hostile);
         a["status"]["conditions"] =
             json!([{"type": "ComparisonError\x07", "message": "ok   argocd: fine\r\n\x1b[1A"}]);
-        a["status"]["resources"][1]["health"] =
-            json!({"status": "Degraded", "message": hostile});
+        // Many entries, each past the cap (the 2 MiB text once is enough).
+        let long = format!("\x1b[2J\u{202e}{}", "B".repeat(600));
+        let many: Vec<Value> = (0..5000)
+            .map(|i| json!({"group": "external-secrets.io", "kind": "ExternalSecret", "namespace": "ask", "name": format!("es-{i}"), "status": "Synced", "health": {"status": "Degraded", "message": long}}))
+            .chain((0..5000).map(|i| json!({"type": "SyncError", "message": format!("{i}{long}")})))
+            .collect();
+        let (resources, conditions) = many.split_at(5000);
+        a["status"]["resources"] = json!(resources);
+        a["status"]["conditions"]
+            .as_array_mut()
+            .unwrap()
+            .extend(conditions.iter().cloned());
         a["spec"]["source"]["helm"] =
             json!({"values": format!("password: {HELM_SECRET}"), "parameters": [{"name": "p", "value": HELM_SECRET}]});
     });
@@ -502,6 +512,10 @@ fn hostile_argocd_text_is_clean_and_nothing_else_of_the_objects_is_shown() {
     has(&stdout, "note: sync running: cleared fake line");
     has(&stdout, "more characters)");
     has(&stdout, "note: ComparisonError: ok   argocd: fine");
+    has(
+        &stdout,
+        "note: 4990 more resources are not Healthy (`argocd app get core-service-secrets` lists them)",
+    );
 
     let out = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"]).expect_code(1);
     clean(&out.stdout, "JSON stdout");
