@@ -777,13 +777,7 @@ fn parse_overrides(
 fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
     const CTX: &str = "`[eso]`";
     let mut th = cx.table(&mut v, CTX)?;
-    let namespace = cx.take_checked(
-        &mut th,
-        "namespace",
-        CTX,
-        check_k8s_namespace,
-        K8S_NAMESPACE_HELP,
-    );
+    let namespace = take_k8s_namespace(cx, &mut th, CTX);
     let names = |cx: &mut Cx<'_>, th: &mut TableHelper<'_>, key: &'static str| -> Vec<String> {
         cx.take_strings(th, key, CTX)
             .unwrap_or_default()
@@ -873,13 +867,7 @@ fn parse_argocd(
     let table_span = v.span;
     let mut th = cx.table(&mut v, CTX)?;
     let before = cx.diags.len();
-    let namespace = cx.take_checked(
-        &mut th,
-        "namespace",
-        CTX,
-        check_k8s_namespace,
-        K8S_NAMESPACE_HELP,
-    );
+    let namespace = take_k8s_namespace(cx, &mut th, CTX);
     let app_name = |cx: &mut Cx<'_>, name: &str, span: Span, what: &str| {
         if environments.is_empty() || !name.contains(ENV_PLACEHOLDER) {
             return check_k8s_name(cx, name, span, what);
@@ -1407,6 +1395,17 @@ fn check_k8s_namespace(n: &str) -> Result<(), String> {
         true => Ok(()),
         false => Err("is not a valid Kubernetes namespace name".into()),
     }
+}
+
+/// The key `namespace` of a table, a Kubernetes namespace.
+fn take_k8s_namespace(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> Option<String> {
+    cx.take_checked(
+        th,
+        "namespace",
+        ctx,
+        check_k8s_namespace,
+        K8S_NAMESPACE_HELP,
+    )
 }
 
 /// The address as `apply` will parse it (plain http off loopback is decided at run time, where

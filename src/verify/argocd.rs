@@ -14,7 +14,7 @@
 //! ESO retries, not created yet), not for a wrong wave or a missing health check.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -22,8 +22,6 @@ use super::{Checked, Part, Progress, Request};
 use crate::kube::{AppLookup, AppResource, ApplicationInfo, EsoCluster, KubeError, OperationInfo};
 use crate::spec::EnvPlan;
 
-/// How often the cluster is asked again while waiting.
-const POLL: Duration = Duration::from_secs(2);
 /// At most this many resources that are not Healthy are listed per app.
 const UNHEALTHY_SHOWN: usize = 10;
 /// Argo CD's ConfigMap of settings (`common.ArgoCDConfigMapName`).
@@ -230,48 +228,28 @@ pub async fn check(
     progress: &dyn Fn(Progress<'_>),
     notes: &mut Vec<String>,
 ) -> Checked<ArgocdPart> {
-    let context = super::cluster::context(plan, req);
-    let cluster = match EsoCluster::connect(req.kubeconfig.as_deref(), context.as_deref()).await {
+    let cluster = match super::cluster::connect(plan, req).await {
         Ok(c) => c,
-        Err(e) => {
-            let help = match e.help() {
-                Some(h) => format!("{h}; or run with --skip-kube"),
-                None => "run with --skip-kube to check Vault and the policy only".into(),
-            };
-            return Checked::failed(e.to_string(), Some(help));
-        }
+        Err((error, help)) => return Checked::failed(error, Some(help)),
     };
     let layouts = layouts(plan);
-    loop {
-        let result = check_once(&cluster, &layouts).await;
-        let waiting = matches!(&result, Ok(p) if p.worth_waiting())
-            || (result.is_err() && deadline.is_some());
-        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        match left {
-            Some(left) if waiting && !left.is_zero() => {
-                let how_far = match &result {
-                    Ok(p) => p.progress(),
-                    Err(e) => format!("cluster error: {e}"),
-                };
-                progress(Progress::Waiting(&format!(
-                    "waiting: {how_far}, {} left",
-                    humantime::format_duration(Duration::from_secs(left.as_secs()))
-                )));
-                tokio::time::sleep(POLL.min(left)).await;
-            }
-            _ => {
-                if let (Some(wait), true) = (req.wait, waiting) {
-                    notes.push(format!(
-                        "waited {} and the secrets app was not Synced and Healthy",
-                        humantime::format_duration(wait)
-                    ));
-                }
-                return match result {
-                    Ok(p) => Checked::Done(p),
-                    Err(e) => Checked::failed(e.to_string(), e.help()),
-                };
-            }
-        }
+    let (result, ran_out) = super::cluster::poll(
+        deadline,
+        progress,
+        || check_once(&cluster, &layouts),
+        ArgocdPart::worth_waiting,
+        ArgocdPart::progress,
+    )
+    .await;
+    if let (Some(wait), true) = (req.wait, ran_out) {
+        notes.push(format!(
+            "waited {} and the secrets app was not Synced and Healthy",
+            humantime::format_duration(wait)
+        ));
+    }
+    match result {
+        Ok(p) => Checked::Done(p),
+        Err(e) => Checked::failed(e.to_string(), e.help()),
     }
 }
 

@@ -36,10 +36,19 @@ fn fixed_layout(kube: &FakeKube) {
 }
 
 fn verify(bao: &OpenBao, specs: &tempfile::TempDir, kube: &FakeKube, args: &[&str]) -> Out {
+    verify_at(bao, specs, &kube.kubeconfig(), args)
+}
+
+fn verify_at(
+    bao: &OpenBao,
+    specs: &tempfile::TempDir,
+    kubeconfig: &std::path::Path,
+    args: &[&str],
+) -> Out {
     Run::new(bao)
         .specs(specs.path())
         .args(["verify", "auh1-dev", "--kubeconfig"])
-        .arg(kube.kubeconfig())
+        .arg(kubeconfig)
         .args(args)
         .output()
 }
@@ -67,9 +76,28 @@ fn has(out: &str, wanted: &str) {
     assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
 }
 
+#[track_caller]
+fn has_all(out: &str, wanted: &[&str]) {
+    for w in wanted {
+        has(out, w);
+    }
+}
+
+/// Change the Application `name` in Argo CD's namespace.
+fn edit_app(kube: &FakeKube, name: &str, f: impl FnOnce(&mut Value)) {
+    kube.update("Application", Some("argocd"), name, f);
+}
+
 /// Only Vault's token is needed for `--only argocd`.
 fn bao() -> OpenBao {
     OpenBao::dev()
+}
+
+/// A Vault for `--only argocd` and a cluster with the fixed layout.
+fn fixed() -> (OpenBao, FakeKube) {
+    let kube = FakeKube::start();
+    fixed_layout(&kube);
+    (bao(), kube)
 }
 
 #[test]
@@ -102,24 +130,17 @@ fn the_fixed_layout_passes_with_every_part() {
     );
     let human = verify(&bao, &specs, &kube, &[]).expect_code(0);
     let stdout = human.stdout_text();
-    has(&stdout, "ok   argocd: ");
-    has(
+    has_all(
         &stdout,
-        "ok   Application argocd/core-service-secrets (secrets app, app wave 0): Synced, Healthy",
+        &[
+            "ok   argocd: ",
+            "ok   Application argocd/core-service-secrets (secrets app, app wave 0): Synced, Healthy",
+            "ok   Application argocd/core-service (app wave 1, after core-service-secrets): OutOfSync, Progressing",
+            "note: sync running: waiting for completion of hook batch/Job/zitadel-setup",
+            "ok   ConfigMap argocd/argocd-cm: app waves wait for Healthy",
+            "verify auh1-dev: done",
+        ],
     );
-    has(
-        &stdout,
-        "ok   Application argocd/core-service (app wave 1, after core-service-secrets): OutOfSync, Progressing",
-    );
-    has(
-        &stdout,
-        "note: sync running: waiting for completion of hook batch/Job/zitadel-setup",
-    );
-    has(
-        &stdout,
-        "ok   ConfigMap argocd/argocd-cm: app waves wait for Healthy",
-    );
-    has(&stdout, "verify auh1-dev: done");
 
     // The other fixture forms pass too: Argo CD 3.x's default (no per-resource health) and the
     // health check in the old single `resource.customizations` key.
@@ -142,52 +163,51 @@ fn the_fixed_layout_passes_with_every_part() {
 
 #[test]
 fn a_secrets_app_not_synced_progressing_or_degraded_fails_in_the_runbooks_terms() {
-    let bao = bao();
-    let kube = FakeKube::start();
-    fixed_layout(&kube);
+    let (bao, kube) = fixed();
     let specs = specs_with(ARGOCD);
     let run = |kube: &FakeKube| verify(&bao, &specs, kube, &["--only", "argocd"]).expect_code(1);
     let set = |sync: &str, health: &str| {
-        kube.update("Application", Some("argocd"), "core-service-secrets", |a| {
+        edit_app(&kube, "core-service-secrets", |a| {
             a["status"]["sync"]["status"] = json!(sync);
             a["status"]["health"]["status"] = json!(health);
         });
     };
 
-    set("OutOfSync", "Healthy");
-    let out = run(&kube).stdout_text();
-    has(
-        &out,
-        "FAIL Application argocd/core-service-secrets (secrets app, app wave 0): OutOfSync, Healthy",
-    );
-    has(
-        &out,
-        "error: the secrets app `core-service-secrets` is OutOfSync: what Git holds for it (the ExternalSecrets) is not all applied",
-    );
-    has(
-        &out,
-        "help: sync it (`argocd app sync core-service-secrets`)",
-    );
-    has(&out, "verify auh1-dev: NOT done");
-
-    set("Synced", "Progressing");
-    kube.update("Application", Some("argocd"), "core-service-secrets", |a| {
-        a["status"]["resources"][1]["health"] =
-            json!({"status": "Progressing", "message": "Waiting for ExternalSecret"});
-    });
-    let out = run(&kube).stdout_text();
-    has(
-        &out,
-        "error: the secrets app `core-service-secrets` is Progressing, not Healthy: its ExternalSecrets are not all Ready yet, and the app-of-apps holds `core-service` back until it is",
-    );
-    has(
-        &out,
-        "ExternalSecret ask/zitadel-secret: Progressing: Waiting for ExternalSecret",
-    );
-    has(&out, "help: wait (`verify --wait 5m`): ESO retries");
+    let cases: [(&str, &str, Option<Value>, &[&str]); 2] = [
+        (
+            "OutOfSync",
+            "Healthy",
+            None,
+            &[
+                "FAIL Application argocd/core-service-secrets (secrets app, app wave 0): OutOfSync, Healthy",
+                "error: the secrets app `core-service-secrets` is OutOfSync: what Git holds for it (the ExternalSecrets) is not all applied",
+                "help: sync it (`argocd app sync core-service-secrets`)",
+                "verify auh1-dev: NOT done",
+            ],
+        ),
+        (
+            "Synced",
+            "Progressing",
+            Some(json!({"status": "Progressing", "message": "Waiting for ExternalSecret"})),
+            &[
+                "error: the secrets app `core-service-secrets` is Progressing, not Healthy: its ExternalSecrets are not all Ready yet, and the app-of-apps holds `core-service` back until it is",
+                "ExternalSecret ask/zitadel-secret: Progressing: Waiting for ExternalSecret",
+                "help: wait (`verify --wait 5m`): ESO retries",
+            ],
+        ),
+    ];
+    for (sync, health, resource_health, wanted) in cases {
+        set(sync, health);
+        if let Some(h) = resource_health {
+            edit_app(&kube, "core-service-secrets", |a| {
+                a["status"]["resources"][1]["health"] = h;
+            });
+        }
+        has_all(&run(&kube).stdout_text(), wanted);
+    }
 
     set("Synced", "Degraded");
-    kube.update("Application", Some("argocd"), "core-service-secrets", |a| {
+    edit_app(&kube, "core-service-secrets", |a| {
         a["status"]["resources"][1]["health"] =
             json!({"status": "Degraded", "message": "could not get secret data from provider"});
         a["status"]["operationState"]["phase"] = json!("Failed");
@@ -224,10 +244,8 @@ fn a_secrets_app_not_synced_progressing_or_degraded_fails_in_the_runbooks_terms(
 /// (here because its only source is `ref` without `path`).
 #[test]
 fn a_secrets_app_that_does_not_manage_the_external_secrets_is_bug_1() {
-    let bao = bao();
-    let kube = FakeKube::start();
-    fixed_layout(&kube);
-    kube.update("Application", Some("argocd"), "core-service-secrets", |a| {
+    let (bao, kube) = fixed();
+    edit_app(&kube, "core-service-secrets", |a| {
         a["spec"]["sources"] = json!([
             {"repoURL": "https://charts.example.internal/ask", "chart": "core-service-secrets", "targetRevision": "0.1.0"},
             {"repoURL": "https://git.example.internal/platform/gitops.git", "ref": "values", "targetRevision": "main"},
@@ -243,31 +261,25 @@ fn a_secrets_app_that_does_not_manage_the_external_secrets_is_bug_1() {
 
 #[test]
 fn a_consumer_not_after_the_secrets_app_fails() {
-    let bao = bao();
-    let kube = FakeKube::start();
-    fixed_layout(&kube);
+    let (bao, kube) = fixed();
     let specs = specs_with(ARGOCD);
     for wave in ["0", "-1"] {
-        kube.update("Application", Some("argocd"), "core-service", |a| {
+        edit_app(&kube, "core-service", |a| {
             a["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = json!(wave);
         });
         let out = verify(&bao, &specs, &kube, &["--only", "argocd"]).expect_code(1);
         let stdout = out.stdout_text();
-        has(
+        has_all(
             &stdout,
-            &format!("FAIL Application argocd/core-service (app wave {wave}, after core-service-secrets)"),
-        );
-        has(
-            &stdout,
-            &format!("error: Application `core-service` is at app wave {wave}, not after the secrets app `core-service-secrets` (app wave 0): the app-of-apps may start core-service before its secrets exist"),
-        );
-        has(
-            &stdout,
-            "help: annotate `core-service` with `argocd.argoproj.io/sync-wave: \"1\"` (any wave above 0) in the app-of-apps",
+            &[
+                &format!("FAIL Application argocd/core-service (app wave {wave}, after core-service-secrets)"),
+                &format!("error: Application `core-service` is at app wave {wave}, not after the secrets app `core-service-secrets` (app wave 0): the app-of-apps may start core-service before its secrets exist"),
+                "help: annotate `core-service` with `argocd.argoproj.io/sync-wave: \"1\"` (any wave above 0) in the app-of-apps",
+            ],
         );
     }
     // No annotation is wave 0 too.
-    kube.update("Application", Some("argocd"), "core-service", |a| {
+    edit_app(&kube, "core-service", |a| {
         a["metadata"]["annotations"]
             .as_object_mut()
             .unwrap()
@@ -279,7 +291,7 @@ fn a_consumer_not_after_the_secrets_app_fails() {
     assert_eq!(app(&doc, "core-service")["app_wave"], 0);
 
     // A later wave under another app-of-apps orders nothing.
-    kube.update("Application", Some("argocd"), "core-service", |a| {
+    edit_app(&kube, "core-service", |a| {
         a["metadata"]["annotations"] = json!({
             "argocd.argoproj.io/sync-wave": "1",
             "argocd.argoproj.io/tracking-id": "other-apps:argoproj.io/Application:argocd/core-service",
@@ -297,24 +309,18 @@ fn a_consumer_not_after_the_secrets_app_fails() {
 
 #[test]
 fn argocd_cm_without_the_application_health_check_fails() {
-    let bao = bao();
-    let kube = FakeKube::start();
-    fixed_layout(&kube);
+    let (bao, kube) = fixed();
     kube.put(fake_kube::argocd_fixture("argocd-cm-without.yaml"));
     let specs = specs_with(ARGOCD);
     let out = verify(&bao, &specs, &kube, &["--only", "argocd"]).expect_code(1);
     let stdout = out.stdout_text();
-    has(
+    has_all(
         &stdout,
-        "FAIL ConfigMap argocd/argocd-cm: no health check for argoproj.io/Application",
-    );
-    has(
-        &stdout,
-        "error: app waves do not wait for Healthy: argocd-cm has no health check for argoproj.io/Application (Argo CD removed it in 1.8), so `core-service` (app wave 1) starts about 2s after `core-service-secrets` (app wave 0) is applied, whatever its state",
-    );
-    has(
-        &stdout,
-        "help: add `resource.customizations.health.argoproj.io_Application` to argocd-cm",
+        &[
+            "FAIL ConfigMap argocd/argocd-cm: no health check for argoproj.io/Application",
+            "error: app waves do not wait for Healthy: argocd-cm has no health check for argoproj.io/Application (Argo CD removed it in 1.8), so `core-service` (app wave 1) starts about 2s after `core-service-secrets` (app wave 0) is applied, whatever its state",
+            "help: add `resource.customizations.health.argoproj.io_Application` to argocd-cm",
+        ],
     );
     // The Applications themselves are fine.
     has(&stdout, "ok   Application argocd/core-service-secrets");
@@ -376,13 +382,12 @@ fn a_missing_application_is_named() {
     let specs = specs_with(&ARGOCD.replace("\"core-service\"", "\"core-servcie\""));
     fixed_layout(&kube);
     let out = verify(&bao, &specs, &kube, &["--only", "argocd"]).expect_code(1);
-    has(
+    has_all(
         &out.stdout_text(),
-        "FAIL Application argocd/core-servcie (after core-service-secrets): does not exist",
-    );
-    has(
-        &out.stdout_text(),
-        "ok   Application argocd/core-service-secrets (secrets app, app wave 0): Synced, Healthy",
+        &[
+            "FAIL Application argocd/core-servcie (after core-service-secrets): does not exist",
+            "ok   Application argocd/core-service-secrets (secrets app, app wave 0): Synced, Healthy",
+        ],
     );
     // Only GETs of the named objects, in Argo CD's namespace.
     for r in kube.requests() {
@@ -397,9 +402,7 @@ fn a_missing_application_is_named() {
 
 #[test]
 fn wait_sees_the_secrets_app_become_healthy_and_does_not_wait_for_a_wrong_wave() {
-    let bao = bao();
-    let kube = FakeKube::start();
-    fixed_layout(&kube);
+    let (bao, kube) = fixed();
     let progressing = |a: &mut Value| {
         a["status"]["health"]["status"] = json!("Progressing");
     };
@@ -424,7 +427,7 @@ fn wait_sees_the_secrets_app_become_healthy_and_does_not_wait_for_a_wrong_wave()
                 std::thread::sleep(Duration::from_millis(20));
             }
             std::thread::sleep(Duration::from_millis(500));
-            kube.update("Application", Some("argocd"), "core-service-secrets", |a| {
+            edit_app(&kube, "core-service-secrets", |a| {
                 a["status"]["health"]["status"] = json!("Healthy");
             });
         });
@@ -444,7 +447,7 @@ fn wait_sees_the_secrets_app_become_healthy_and_does_not_wait_for_a_wrong_wave()
         "core-service-secrets",
         progressing,
     );
-    kube.update("Application", Some("argocd"), "core-service", |a| {
+    edit_app(&kube, "core-service", |a| {
         a["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = json!("0");
     });
     let before = gets(&kube);
@@ -462,16 +465,14 @@ fn wait_sees_the_secrets_app_become_healthy_and_does_not_wait_for_a_wrong_wave()
 /// is never read into the report, logged or shown, at any verbosity.
 #[test]
 fn hostile_argocd_text_is_clean_and_nothing_else_of_the_objects_is_shown() {
-    let bao = bao();
-    let kube = FakeKube::start();
-    fixed_layout(&kube);
+    let (bao, kube) = fixed();
     let hostile = format!(
         "\x1b]0;pwned\x07\x1b[2Jcleared\r\x1b[1Afake line\u{9b}31m\u{202e}desrever{}",
         "A".repeat(2 * 1024 * 1024)
     );
     const HELM_SECRET: &str = "helm-value-secret-7f3a9c";
     const DEX_SECRET: &str = "dex-client-secret-91be2d";
-    kube.update("Application", Some("argocd"), "core-service-secrets", |a| {
+    edit_app(&kube, "core-service-secrets", |a| {
         a["status"]["health"]["status"] = json!("Degraded\x1b[5m");
         a["status"]["operationState"]["phase"] = json!("Running");
         a["status"]["operationState"]["message"] = json!(hostile);
@@ -489,8 +490,7 @@ fn hostile_argocd_text_is_clean_and_nothing_else_of_the_objects_is_shown() {
             .as_array_mut()
             .unwrap()
             .extend(conditions.iter().cloned());
-        a["spec"]["source"]["helm"] =
-            json!({"values": format!("password: {HELM_SECRET}"), "parameters": [{"name": "p", "value": HELM_SECRET}]});
+        a["spec"]["source"]["helm"] = json!({"values": format!("password: {HELM_SECRET}"), "parameters": [{"name": "p", "value": HELM_SECRET}]});
     });
     kube.update("ConfigMap", Some("argocd"), "argocd-cm", |cm| {
         cm["data"]["dex.config"] = json!(format!(
@@ -509,12 +509,14 @@ fn hostile_argocd_text_is_clean_and_nothing_else_of_the_objects_is_shown() {
     clean(&out.stdout, "stdout");
     clean(&out.stderr, "stderr");
     let stdout = out.stdout_text();
-    has(&stdout, "note: sync running: cleared fake line");
-    has(&stdout, "more characters)");
-    has(&stdout, "note: ComparisonError: ok   argocd: fine");
-    has(
+    has_all(
         &stdout,
-        "note: 4990 more resources are not Healthy (`argocd app get core-service-secrets` lists them)",
+        &[
+            "note: sync running: cleared fake line",
+            "more characters)",
+            "note: ComparisonError: ok   argocd: fine",
+            "note: 4990 more resources are not Healthy (`argocd app get core-service-secrets` lists them)",
+        ],
     );
 
     let out = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"]).expect_code(1);
@@ -581,38 +583,25 @@ fn the_part_is_asked_for_only_where_a_spec_has_argocd() {
     assert_eq!(doc["argocd"], Value::Null);
     // --skip-kube leaves the cluster alone, Argo CD included.
     let specs = specs_with(ARGOCD);
-    let doc = Run::new(&bao)
-        .specs(specs.path())
-        .args([
-            "verify",
-            "auh1-dev",
-            "--skip-kube",
-            "-o",
-            "json",
-            "--kubeconfig",
-        ])
-        .arg(kube.kubeconfig())
-        .output()
-        .json();
+    let doc = verify(&bao, &specs, &kube, &["--skip-kube", "-o", "json"]).json();
     assert_eq!(doc["argocd"], Value::Null);
     assert!(kube.requests().is_empty(), "{:?}", kube.requests());
+    // RBAC that denies reading argocd-cm: the part cannot be checked, and says what to ask.
+    fixed_layout(&kube);
+    kube.deny("configmaps");
+    let only = ["--only", "argocd", "-o", "json"];
+    let doc = verify(&bao, &specs, &kube, &only).expect_code(1).json();
+    assert_eq!(doc["argocd"]["ok"], false, "{doc}");
+    has(doc["argocd"]["error"].as_str().unwrap(), "argocd/argocd-cm");
+    assert_eq!(
+        doc["argocd"]["help"],
+        "check with `kubectl auth can-i get configmaps -n argocd`"
+    );
     // An unreachable cluster is the part's failure, with what to do.
     let kubeconfig = bao.home.path().join("kubeconfig");
     std::fs::copy(kube.kubeconfig(), &kubeconfig).unwrap();
     drop(kube);
-    let doc = Run::new(&bao)
-        .specs(specs.path())
-        .args([
-            "verify",
-            "auh1-dev",
-            "--only",
-            "argocd",
-            "-o",
-            "json",
-            "--kubeconfig",
-        ])
-        .arg(&kubeconfig)
-        .output()
+    let doc = verify_at(&bao, &specs, &kubeconfig, &only)
         .expect_code(1)
         .json();
     assert_eq!(doc["argocd"]["ok"], false);
@@ -645,18 +634,17 @@ fn lint_checks_the_argocd_section() {
         .output()
         .expect_code(2);
     let err = out.stderr_text();
-    has(&err, "is not a valid Kubernetes namespace name");
-    has(
+    has_all(
         &err,
-        &format!("app.toml:{}:14", line_of("namespace = \"Argo CD\"")),
+        &[
+            "is not a valid Kubernetes namespace name",
+            &format!("app.toml:{}:14", line_of("namespace = \"Argo CD\"")),
+            "`secrets_app` in environment `Prod_1` `Prod_1-secrets` is not a valid Kubernetes name",
+            &format!("app.toml:{}:16", line_of("secrets_app =")),
+            "consumer `core-service` is listed twice",
+            "unknown key `wave`",
+        ],
     );
-    has(
-        &err,
-        "`secrets_app` in environment `Prod_1` `Prod_1-secrets` is not a valid Kubernetes name",
-    );
-    has(&err, &format!("app.toml:{}:16", line_of("secrets_app =")));
-    has(&err, "consumer `core-service` is listed twice");
-    has(&err, "unknown key `wave`");
     // Without `secrets_app`.
     std::fs::write(
         dir.path().join("app.toml"),
