@@ -42,7 +42,10 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
         ],
         "A part not asked for is null; a part that could not be checked is {ok: false, error, \
          help}. vault.results: path, field, generator, status (valid, pending, missing, deleted, \
-         invalid, denied, error, skipped), version, created_time, detail.",
+         invalid, denied, error, skipped), version, created_time, detail. argocd (specs with \
+         [argocd]): apps (namespace, name, role, after, ok, exists, app_wave, parent, sync, \
+         health, operation, unhealthy, problems, notes), argocd_cm (namespace, name, ok, exists, \
+         key, problems).",
     ),
     (
         "set, rotate",
