@@ -608,6 +608,46 @@ fn the_part_is_asked_for_only_where_a_spec_has_argocd() {
     has(doc["argocd"]["help"].as_str().unwrap(), "--skip-kube");
 }
 
+/// Two specs whose secrets one secrets app makes: the app is checked once, for the
+/// ExternalSecrets of both; a consumer of both is listed once.
+#[test]
+fn specs_sharing_a_secrets_app_are_checked_together() {
+    let (bao, kube) = fixed();
+    let specs = specs_with(ARGOCD);
+    std::fs::write(
+        specs.path().join("hatchet.toml"),
+        "[vault]\nmount = \"secret\"\npath = \"ask/hatchet/{env}\"\n\
+         [environments.auh1-dev]\nkube_namespace = \"ask\"\n\
+         [eso]\nexternal_secrets = [\"hatchet-secret\"]\n\
+         [argocd]\nsecrets_app = \"core-service-secrets\"\nconsumers = [\"hatchet\", \"core-service\"]\n\
+         [secrets.TOKEN]\ndescription = \"d\"\nfields.value = { generator = \"hex32\" }\n",
+    )
+    .unwrap();
+    let doc = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"])
+        .expect_code(1)
+        .json();
+    let names: Vec<&str> = doc["argocd"]["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["core-service-secrets", "core-service", "hatchet"]);
+    let m = messages(app(&doc, "core-service-secrets"));
+    assert!(
+        m.contains("does not manage ExternalSecret `ask/hatchet-secret`: Argo CD never applies it"),
+        "{m}"
+    );
+    assert!(!m.contains("zitadel-secret"), "{m}");
+    assert_eq!(app(&doc, "core-service")["ok"], true);
+    assert_eq!(
+        app(&doc, "core-service")["after"],
+        json!(["core-service-secrets"])
+    );
+    assert_eq!(app(&doc, "hatchet")["exists"], false);
+    assert_eq!(doc["argocd"]["argocd_cm"].as_array().unwrap().len(), 1);
+}
+
 /// `[argocd]` is validated like the rest of a spec: every problem at its `file:line:col`.
 #[test]
 fn lint_checks_the_argocd_section() {
