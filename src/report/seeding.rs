@@ -223,7 +223,7 @@ impl SeedReport {
             let by = p.target.provided.as_ref().map_or("", |x| x.by.as_str());
             let _ = writeln!(
                 out,
-                "  {} {}: waiting for {by}",
+                "  {}: {} (provided by {by})",
                 style.warn("waiting"),
                 p.target.full_path()
             );

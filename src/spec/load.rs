@@ -1001,6 +1001,8 @@ fn parse_provided(
     ctx: &str,
     envs: &[String],
 ) -> Option<Provided> {
+    // Present but invalid still makes the secret provided: its other keys are not misreported.
+    let has_by = th.contains("provided_by");
     let by = cx.take_checked(
         th,
         "provided_by",
@@ -1025,7 +1027,6 @@ fn parse_provided(
     });
     let mount = cx.take_string(th, "mount", ctx);
     let path = cx.take_string(th, "path", ctx);
-    let has_by = by.is_some() || th.contains("provided_by");
     if !has_by {
         for (key, span) in [
             ("push_secret", push_secret.as_ref().map(|p| p.1)),
@@ -1080,7 +1081,8 @@ fn parse_provided(
         }
     }
     Some(Provided {
-        by: by?,
+        // An invalid `provided_by` was reported; the spec is not used.
+        by: by.unwrap_or_default(),
         push_secret: push_secret.map(|p| p.0),
         mount: mount_ok,
         path: path_ok,
