@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{Capabilities, Capability};
 use crate::kv::{KvMount, KvVersion};
-use crate::spec::{EnvPlan, Spec, ENV_PLACEHOLDER};
+use crate::spec::{EnvPlan, Spec, Target, ENV_PLACEHOLDER};
 
 /// Why ESO needs a capability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -109,19 +109,13 @@ pub fn requirements(
         for t in plan.targets.iter().filter(|t| t.spec_file == spec.file) {
             // A path another application provides: ESO reads it; writing it is the provider's
             // business (its own PushSecret and policy), so nothing more is required here.
-            if let Some(p) = &t.provided {
-                if access.read {
-                    let mount = t.kv_mount(detected);
-                    let template = p.path.clone().unwrap_or_else(|| {
-                        format!("{}/{}", spec.vault.path.trim_matches('/'), t.name)
-                    });
-                    let folder = template.rsplit_once('/').map_or("", |(f, _)| f);
-                    let rule = format!("{}{}*", mount.data_prefix(), folder_base(folder, &t.path));
+            if t.provided.is_some() {
+                if let (true, Some(r)) = (access.read, provided_read(spec, t, detected)) {
                     add(
-                        mount.data_path(&t.path),
+                        r.path,
                         &[Capability::Read],
                         Use::Read,
-                        &rule,
+                        &r.folder_rule,
                         Vec::new(),
                     );
                 }
@@ -181,6 +175,33 @@ pub fn requirements(
         }
     }
     by_path.into_values().collect()
+}
+
+/// What a reader needs on a path another application provides (`t.provided`): `read` on its
+/// data path, under a rule for the provider's folder (`secret/data/ask/postgresql/*`); `None` for
+/// a target vault-seed seeds. Never more: writing it is the provider's business. ESO's
+/// requirements above use it; so should any other reader's requirements (the Vault Secrets
+/// Operator's `policy --for vso`: read; vault-seed's own `policy --for seeder`: read only, since
+/// `apply` reads a provided path and never writes it).
+pub fn provided_read(
+    spec: &Spec,
+    t: &Target,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
+) -> Option<Requirement> {
+    let p = t.provided.as_ref()?;
+    let mount = t.kv_mount(detected);
+    let template = p
+        .path
+        .clone()
+        .unwrap_or_else(|| format!("{}/{}", spec.vault.path.trim_matches('/'), t.name));
+    let folder = template.rsplit_once('/').map_or("", |(f, _)| f);
+    Some(Requirement {
+        path: mount.data_path(&t.path),
+        capabilities: [Capability::Read].into_iter().collect(),
+        uses: vec![Use::Read],
+        folder_rule: format!("{}{}*", mount.data_prefix(), folder_base(folder, &t.path)),
+        params: Vec::new(),
+    })
 }
 
 /// The folder a rule covers, with a trailing `/` (empty for the whole mount): the application's
