@@ -358,28 +358,27 @@ fn the_providers_push_secret_failing_with_a_403_is_shown_as_the_cause() {
     );
     ps["status"]["syncedPushSecrets"] = json!({"ClusterSecretStore/vault": {}});
     kube.put(ps);
-    kube.add_event(
-        fake_kube::event(
-            "ask",
-            "PushSecret",
-            "core-service-db-password",
-            "Warning",
-            "Errored",
+    // An older failure, and the latest: only the latest is shown.
+    for (message, at, count) in [
+        (
             "set secret failed: an older failure",
-        )
-        .seen("2026-01-01T00:00:00Z", 3),
-    );
-    kube.add_event(
-        fake_kube::event(
-            "ask",
-            "PushSecret",
-            "core-service-db-password",
-            "Warning",
-            "Errored",
-            denied,
-        )
-        .seen("2026-01-01T00:05:00Z", 7),
-    );
+            "2026-01-01T00:00:00Z",
+            3,
+        ),
+        (denied, "2026-01-01T00:05:00Z", 7),
+    ] {
+        kube.add_event(
+            fake_kube::event(
+                "ask",
+                "PushSecret",
+                "core-service-db-password",
+                "Warning",
+                "Errored",
+                message,
+            )
+            .seen(at, count),
+        );
+    }
 
     let out = verify_with(&bao, &kube, &[]).expect_code(1);
     let text = out.stdout_text();
