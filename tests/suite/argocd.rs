@@ -648,6 +648,15 @@ fn specs_sharing_a_secrets_app_are_checked_together() {
     assert_eq!(doc["argocd"]["argocd_cm"].as_array().unwrap().len(), 1);
 }
 
+/// `vault-seed lint` of the specs in `dir`, expected to exit with `code`.
+fn lint(dir: &std::path::Path, code: i32) -> Out {
+    Run::offline()
+        .specs(dir)
+        .arg("lint")
+        .output()
+        .expect_code(code)
+}
+
 /// `[argocd]` is validated like the rest of a spec: every problem at its `file:line:col`.
 #[test]
 fn lint_checks_the_argocd_section() {
@@ -668,11 +677,7 @@ fn lint_checks_the_argocd_section() {
             .map(|i| i + 1)
             .unwrap()
     };
-    let out = Run::offline()
-        .specs(dir.path())
-        .args(["lint"])
-        .output()
-        .expect_code(2);
+    let out = lint(dir.path(), 2);
     let err = out.stderr_text();
     has_all(
         &err,
@@ -694,11 +699,7 @@ fn lint_checks_the_argocd_section() {
         ),
     )
     .unwrap();
-    let out = Run::offline()
-        .specs(dir.path())
-        .args(["lint"])
-        .output()
-        .expect_code(2);
+    let out = lint(dir.path(), 2);
     has(
         &out.stderr_text(),
         "missing key `secrets_app` in `[argocd]`",
@@ -709,9 +710,5 @@ fn lint_checks_the_argocd_section() {
         format!("{}\n{ARGOCD}", real.replace("[environments.Prod_1]\n", "")),
     )
     .unwrap();
-    Run::offline()
-        .specs(dir.path())
-        .args(["lint"])
-        .output()
-        .expect_code(0);
+    lint(dir.path(), 0);
 }
