@@ -7,6 +7,7 @@
 mod common;
 
 mod apply;
+mod argocd;
 mod change;
 mod cli;
 mod faults;
@@ -21,6 +22,7 @@ mod mixed_kv;
 mod order;
 mod policy_eval;
 mod project;
+mod provided;
 mod set_hints;
 mod spec_props;
 mod stdout_errors;
