@@ -384,6 +384,19 @@ pub struct PolicyArgs {
     /// The environment.
     #[arg(value_name = "ENV")]
     pub env: String,
+    /// Whose policy: `eso` (External Secrets Operator, from `[eso] access`) or `vso` (Vault
+    /// Secrets Operator: `read` on each path's data, from `[vso]`).
+    #[arg(long = "for", value_enum, default_value_t = PolicyFor::Eso, value_name = "WHO")]
+    pub for_: PolicyFor,
+}
+
+/// Whose Vault policy `policy --for` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PolicyFor {
+    /// External Secrets Operator.
+    Eso,
+    /// Vault Secrets Operator.
+    Vso,
 }
 
 /// `order` options.

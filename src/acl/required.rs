@@ -1,4 +1,5 @@
-//! What ESO needs on which Vault path, from the spec's `eso.access` and an environment's secrets.
+//! What ESO needs on which Vault path, from the spec's `eso.access` and an environment's secrets;
+//! and what the Vault Secrets Operator needs, from the spec's `[vso]`.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +19,9 @@ pub enum Use {
     Push,
     /// `dataFrom.find` lists the folder.
     List,
+    /// A VSO VaultStaticSecret reads the value.
+    #[serde(rename = "vault-static-secret")]
+    StaticSecret,
 }
 
 impl Use {
@@ -27,6 +31,7 @@ impl Use {
             Use::Read => "ExternalSecret read",
             Use::Push => "PushSecret",
             Use::List => "dataFrom.find",
+            Use::StaticSecret => "VaultStaticSecret read",
         }
     }
 }
@@ -158,6 +163,35 @@ pub fn requirements(
                 &meta_rule,
                 Vec::new(),
             );
+        }
+    }
+    by_path.into_values().collect()
+}
+
+/// Everything the Vault Secrets Operator needs for the secrets of `plan`'s specs that have a
+/// `[vso]` section, one entry per API path, sorted by path: `read` on `<mount>/data/<path>` on
+/// KV v2, `read` on `<mount>/<path>` on KV v1. VSO reads a KV v2 secret with one `GET` on the
+/// data path (`spec.version` is a query parameter of it), never lists and never reads metadata
+/// (vault-secrets-operator `vault/requests.go` `kvV2RequestV2`, `vault/utils.go` `JoinPath`;
+/// its own test policies in `test/integration/vaultstaticsecret/terraform/main.tf`).
+pub fn vso_requirements(
+    plan: &EnvPlan<'_>,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
+) -> Vec<Requirement> {
+    let mut by_path: BTreeMap<String, Requirement> = BTreeMap::new();
+    for (spec, env) in plan.specs.iter().filter(|(s, _)| s.vso.is_some()) {
+        let kv = KvVersion::resolve(spec.vault.kv_version, detected(&spec.vault.mount));
+        let mount = KvMount::new(&spec.vault.mount, kv);
+        let data_rule = format!("{}{}*", mount.data_prefix(), rule_base(spec, &env.name));
+        for t in plan.targets.iter().filter(|t| t.spec_file == spec.file) {
+            let path = mount.data_path(&t.path);
+            by_path.entry(path.clone()).or_insert_with(|| Requirement {
+                path,
+                capabilities: [Capability::Read].into(),
+                uses: vec![Use::StaticSecret],
+                folder_rule: data_rule.clone(),
+                params: Vec::new(),
+            });
         }
     }
     by_path.into_values().collect()
@@ -296,6 +330,51 @@ fields.value = { generator = "placeholder" }
         );
         let r = requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V1));
         assert_eq!(r[0].path, "kv/data/team/app/dev/A");
+    }
+
+    /// VSO reads the data path only, on each mount at its version; a spec without `[vso]`
+    /// gives it nothing, and `[vso]` alone gives ESO nothing.
+    #[test]
+    fn vso_reads_the_data_path_only() {
+        let vso_spec = SPEC.replace(
+            "[eso]\naccess = [\"ACCESS\"]",
+            "[vso]\nstatic_secrets = [\"a\"]",
+        );
+        let (_d, set) = load(&vso_spec);
+        let plan = set.plan("dev", &[]).unwrap();
+        let v2 = vso_requirements(&plan, &|_| Some(KvVersion::V2));
+        let got: Vec<_> = v2
+            .iter()
+            .map(|r| {
+                (
+                    r.path.as_str(),
+                    r.capabilities.clone(),
+                    r.folder_rule.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "kv/data/team/app/dev/A",
+                    caps(&[Read]),
+                    "kv/data/team/app/*"
+                ),
+                (
+                    "kv/data/team/app/dev/B",
+                    caps(&[Read]),
+                    "kv/data/team/app/*"
+                ),
+            ]
+        );
+        assert!(v2.iter().all(|r| r.uses == [Use::StaticSecret]));
+        let v1 = vso_requirements(&plan, &|_| Some(KvVersion::V1));
+        assert_eq!(v1[0].path, "kv/team/app/dev/A");
+        assert_eq!(v1[0].folder_rule, "kv/team/app/*");
+        assert!(requirements(&plan, &|_| Some(KvVersion::V2)).is_empty());
+        let (_d, eso_only) = load(&SPEC.replace("\"ACCESS\"", "\"read\""));
+        assert!(vso_requirements(&eso_only.plan("dev", &[]).unwrap(), &|_| None).is_empty());
     }
 
     #[test]

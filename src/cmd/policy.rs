@@ -1,7 +1,8 @@
-//! `vault-seed policy ENV`: print the minimal Vault policy ESO needs for an environment.
+//! `vault-seed policy ENV [--for eso|vso]`: print the minimal Vault policy ESO (or VSO) needs
+//! for an environment.
 
 use crate::acl;
-use crate::cli::{GlobalArgs, PolicyArgs};
+use crate::cli::{GlobalArgs, PolicyArgs, PolicyFor};
 use crate::report::hcl::PolicyReport;
 
 use super::Failure;
@@ -10,6 +11,9 @@ pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Fai
     let set = super::load_specs(g)?;
     let plan = set.plan(&args.env, &[])?;
     // No server is asked here: a spec without `kv_version` is taken as KV v2, as on `secret/`.
+    if args.for_ == PolicyFor::Vso {
+        return vso(args, &plan);
+    }
     let requirements = acl::requirements(&plan, &|_| None);
     let rules = acl::minimal_rules(&requirements);
     if rules.is_empty() {
@@ -20,12 +24,43 @@ pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Fai
         .help("set `access = [\"read\"]` (or `push`, `list`) under `[eso]` in the spec"));
     }
     Ok(PolicyReport {
+        operator: "ESO",
         env: args.env.clone(),
         apps: plan.specs.iter().map(|(s, _)| s.name.clone()).collect(),
         policy_name: plan
             .specs
             .iter()
             .flat_map(|(s, _)| s.eso.policies.iter())
+            .next()
+            .cloned(),
+        rules,
+    })
+}
+
+/// VSO's policy: `read` on each path's data (never metadata), for the specs with `[vso]`.
+fn vso(args: &PolicyArgs, plan: &crate::spec::EnvPlan<'_>) -> Result<PolicyReport, Failure> {
+    let rules = acl::minimal_rules(&acl::vso_requirements(plan, &|_| None));
+    if rules.is_empty() {
+        return Err(Failure::new(format!(
+            "no spec of environment `{}` has a `[vso]` section",
+            args.env
+        ))
+        .help("add `[vso]` with `static_secrets = [...]` to the specs whose secrets VSO reads"));
+    }
+    Ok(PolicyReport {
+        operator: "VSO",
+        env: args.env.clone(),
+        apps: plan
+            .specs
+            .iter()
+            .filter(|(s, _)| s.vso.is_some())
+            .map(|(s, _)| s.name.clone())
+            .collect(),
+        policy_name: plan
+            .specs
+            .iter()
+            .filter_map(|(s, _)| s.vso.as_ref())
+            .flat_map(|v| v.policies.iter())
             .next()
             .cloned(),
         rules,

@@ -8,6 +8,8 @@ use crate::acl::{render_hcl, Rule};
 
 /// The minimal policy of an environment.
 pub struct PolicyReport {
+    /// Whose policy it is: `ESO` or `VSO`.
+    pub operator: &'static str,
     /// The environment.
     pub env: String,
     /// Its applications.
@@ -40,7 +42,8 @@ impl Report for PolicyReport {
             );
         }
         let mut out = format!(
-            "# vault-seed: minimal ESO policy for environment `{}` ({})\n",
+            "# vault-seed: minimal {} policy for environment `{}` ({})\n",
+            self.operator,
             self.env,
             self.apps.join(", ")
         );

@@ -9,7 +9,7 @@ use super::text::for_terminal as t;
 use super::{gaps, Format, Rendered, Report, Style, View};
 use crate::seed::Status;
 use crate::verify::cluster::ClusterPart;
-use crate::verify::grants::GrantsPart;
+use crate::verify::grants::{GrantsPart, PolicyPart};
 use crate::verify::values::ValuesPart;
 use crate::verify::{Checked, PartFailure, Verification};
 
@@ -124,17 +124,33 @@ fn values(out: &mut String, style: &Style, env: &str, v: &ValuesPart) {
     }
 }
 
-fn policy(out: &mut String, style: &Style, p: &GrantsPart, verbose: bool) {
+/// ESO's grants, then VSO's, each under its own line (`policy:` alone when only ESO counts, as
+/// before VSO was known).
+fn policy(out: &mut String, style: &Style, p: &PolicyPart, verbose: bool) {
+    let mut operators = p.operators().peekable();
+    if operators.peek().is_none() {
+        grants(out, style, &p.eso, "policy", verbose);
+    }
+    for g in operators {
+        let title = match (&p.vso, g.operator) {
+            (None, _) => "policy".to_string(),
+            (Some(_), who) => format!("policy ({})", who.name()),
+        };
+        grants(out, style, g, &title, verbose);
+    }
+}
+
+fn grants(out: &mut String, style: &Style, p: &GrantsPart, title: &str, verbose: bool) {
     let _ = writeln!(
         out,
-        "{} policy: {} ({})",
+        "{} {title}: {} ({})",
         mark(style, p.ok),
         if p.policies.is_empty() {
             "no policy".to_string()
         } else {
             t(&format!("`{}`", p.policies.join("`, `")))
         },
-        p.method.describe()
+        p.method.describe(p.operator)
     );
     for n in &p.notes {
         let _ = writeln!(out, "       note: {}", t(n));

@@ -156,7 +156,7 @@ pub struct Verification {
     /// Vault's values; `None` when not asked for.
     pub vault: Option<Checked<values::ValuesPart>>,
     /// ESO's policy; `None` when not asked for.
-    pub policy: Option<Checked<grants::GrantsPart>>,
+    pub policy: Option<Checked<grants::PolicyPart>>,
     /// The cluster's objects; `None` when not asked for.
     pub kube: Option<Checked<cluster::ClusterPart>>,
     /// What is not about one part (waiting ran out, ExternalSecrets annotated).
