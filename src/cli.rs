@@ -305,10 +305,14 @@ pub struct VerifyArgs {
     /// Placeholders still unreplaced are failures, not warnings.
     #[arg(long)]
     pub strict: bool,
-    /// Poll until every ExternalSecret is Ready or this time is up (`5m`).
+    /// Poll until every ExternalSecret is Ready and every VaultStaticSecret synced, or this time
+    /// is up (`5m`).
     #[arg(long, value_parser = duration::parse, value_name = "DURATION")]
     pub wait: Option<std::time::Duration>,
-    /// Annotate the ExternalSecrets with `force-sync=<unix time>` so ESO refreshes now.
+    /// Annotate the ExternalSecrets with `force-sync=<unix time>` so ESO refreshes now, and the
+    /// VaultStaticSecrets with `vault-seed/force-sync=<unix time>`: VSO reads no resync
+    /// annotation, but reconciles a VaultStaticSecret at once when its annotations change (it
+    /// re-reads Vault and rewrites the Secret only if the data differs).
     #[arg(long)]
     pub force_sync: bool,
     /// Skip the Kubernetes part (Vault and policy only).

@@ -13,6 +13,7 @@
 mod config;
 mod error;
 mod status;
+mod vso;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -34,6 +35,11 @@ pub use status::{
     StoreKind, StoreRef, ESO_GROUP,
 };
 
+pub use vso::{
+    parse_ref, Condition, VaultStaticSecretInfo, VsoKind, VsoObjectInfo, VAULT_AUTH,
+    VAULT_CONNECTION, VAULT_STATIC_SECRET, VSO_DEFAULT_NAME, VSO_GROUP, VSO_VERSION,
+};
+
 use status::object_name;
 
 /// API versions of ExternalSecret, SecretStore and ClusterSecretStore, in the order asked.
@@ -43,6 +49,14 @@ pub const PUSH_SECRET_VERSIONS: [&str; 1] = ["v1alpha1"];
 
 /// The annotation that makes ESO refresh an ExternalSecret at once.
 pub const FORCE_SYNC_ANNOTATION: &str = "force-sync";
+
+/// The annotation vault-seed sets on a VaultStaticSecret to make VSO reconcile it at once. VSO
+/// has no resync annotation that it reads (`consts.AnnotationResync` is defined and never used in
+/// v1.4.1), but any change of a VaultStaticSecret's annotations re-queues it
+/// (`controllers/predicates.go` `annotationChangedPredicate`, installed as the event filter in
+/// `SetupWithManager`): the reconcile reads Vault, rewrites the Secret if the data differs, and
+/// rewrites `Ready`/`Healthy` either way.
+pub const VSO_FORCE_SYNC_ANNOTATION: &str = "vault-seed/force-sync";
 
 /// Connecting never waits longer than this for a TCP/TLS handshake.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -343,6 +357,138 @@ impl EsoCluster {
         Ok(now)
     }
 
+    /// A VaultStaticSecret; `None` when it does not exist.
+    pub async fn vault_static_secret(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<VaultStaticSecretInfo>, KubeError> {
+        match self.get_vso(VAULT_STATIC_SECRET, ns, name).await? {
+            Some(obj) => vso::vault_static_secret_info(&obj).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A VaultAuth or VaultConnection; `None` when it does not exist.
+    pub async fn vso_object(
+        &self,
+        kind: VsoKind,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<VsoObjectInfo>, KubeError> {
+        match self.get_vso(kind, ns, name).await? {
+            Some(obj) => vso::vso_object_info(&obj, kind).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The VaultAuths (or VaultConnections) named `default` in any namespace: VSO's default is the
+    /// one in its own namespace, which vault-seed does not know (a list across namespaces with
+    /// the field selector `metadata.name=default`).
+    pub async fn vso_defaults(&self, kind: VsoKind) -> Result<Vec<VsoObjectInfo>, KubeError> {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(VSO_GROUP, VSO_VERSION, kind.kind),
+            kind.plural,
+        );
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+        let selector = format!("metadata.name={VSO_DEFAULT_NAME}");
+        let list = api
+            .list(&ListParams::default().fields(&selector))
+            .await
+            .map_err(|e| {
+                self.error(
+                    e,
+                    Op {
+                        verb: "list",
+                        resource: format!("{}.{VSO_GROUP}", kind.plural),
+                        namespace: None,
+                        name: &selector,
+                    },
+                )
+            })?;
+        list.items
+            .iter()
+            .map(|obj| {
+                let value = serde_json::to_value(obj).map_err(|e| KubeError::Decode {
+                    verb: "list",
+                    resource: format!("{}.{VSO_GROUP}", kind.plural),
+                    object: selector.clone(),
+                    detail: e.to_string(),
+                })?;
+                vso::vso_object_info(&value, kind)
+            })
+            .collect()
+    }
+
+    /// Annotate a VaultStaticSecret with `vault-seed/force-sync=<unix time>` (JSON merge patch):
+    /// VSO reconciles an object whose annotations changed at once ([`VSO_FORCE_SYNC_ANNOTATION`]).
+    /// Returns the time written; a `Ready` condition written later comes from that reconcile.
+    pub async fn force_sync_vso(&self, ns: &str, name: &str) -> Result<OffsetDateTime, KubeError> {
+        let now = OffsetDateTime::now_utc();
+        let now = now.replace_nanosecond(0).unwrap_or(now);
+        let patch = serde_json::json!({
+            "metadata": { "annotations": { VSO_FORCE_SYNC_ANNOTATION: now.unix_timestamp().to_string() } }
+        });
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(VSO_GROUP, VSO_VERSION, VAULT_STATIC_SECRET.kind),
+            VAULT_STATIC_SECRET.plural,
+        );
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| {
+                self.error(
+                    e,
+                    Op {
+                        verb: "patch",
+                        resource: format!("{}.{VSO_GROUP}", VAULT_STATIC_SECRET.plural),
+                        namespace: Some(ns),
+                        name,
+                    },
+                )
+            })?;
+        tracing::debug!(%ns, %name, at = now.unix_timestamp(), "VSO force-sync annotation set");
+        Ok(now)
+    }
+
+    /// Get a VSO object (`v1beta1`). A 404 is followed by a look at the version's resource list:
+    /// if the cluster serves the kind, the object is absent; if not, VSO is not installed.
+    async fn get_vso(
+        &self,
+        kind: VsoKind,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<serde_json::Value>, KubeError> {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(VSO_GROUP, VSO_VERSION, kind.kind),
+            kind.plural,
+        );
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
+        let op = || Op {
+            verb: "get",
+            resource: format!("{}.{VSO_GROUP}", kind.plural),
+            namespace: Some(ns),
+            name,
+        };
+        match api.get(name).await {
+            Ok(obj) => serde_json::to_value(&obj)
+                .map(Some)
+                .map_err(|e| self.decode_error(&op(), e.to_string())),
+            Err(::kube::Error::Api(ErrorResponse { code: 404, .. })) => {
+                if self.serves(VSO_GROUP, kind.plural, VSO_VERSION).await? {
+                    Ok(None)
+                } else {
+                    Err(KubeError::NotServed {
+                        kind: kind.kind,
+                        group: VSO_GROUP,
+                        versions: vec![VSO_VERSION],
+                    })
+                }
+            }
+            Err(e) => Err(self.error(e, op())),
+        }
+    }
+
     /// Get an ESO object, trying its versions in order. A 404 on a version is followed by a
     /// look at that version's resource list: if the cluster serves the kind there, the object
     /// is absent; if not, the next version is asked.
@@ -386,7 +532,7 @@ impl EsoCluster {
                     return Ok(Some((value, api_version)));
                 }
                 Err(::kube::Error::Api(ErrorResponse { code: 404, .. })) => {
-                    if self.serves(kind.plural, version).await? {
+                    if self.serves(ESO_GROUP, kind.plural, version).await? {
                         return Ok(None);
                     }
                     tracing::debug!(kind = kind.kind, %version, "not served, trying the next version");
@@ -401,8 +547,13 @@ impl EsoCluster {
         })
     }
 
-    /// Whether `external-secrets.io/<version>` lists `plural` (discovery, remembered).
-    async fn serves(&self, plural: &'static str, version: &'static str) -> Result<bool, KubeError> {
+    /// Whether `<group>/<version>` lists `plural` (discovery, remembered).
+    async fn serves(
+        &self,
+        group: &str,
+        plural: &'static str,
+        version: &'static str,
+    ) -> Result<bool, KubeError> {
         if let Some(known) = self
             .served
             .lock()
@@ -411,7 +562,7 @@ impl EsoCluster {
         {
             return Ok(known);
         }
-        let group_version = format!("{ESO_GROUP}/{version}");
+        let group_version = format!("{group}/{version}");
         let served = match self.client.list_api_group_resources(&group_version).await {
             Ok(list) => list.resources.iter().any(|r| r.name == plural),
             Err(::kube::Error::Api(ErrorResponse { code: 404, .. })) => false,

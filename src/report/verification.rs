@@ -200,6 +200,30 @@ fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
             let _ = writeln!(out, "            why: {}", t(x));
         }
     }
+    for v in &k.vault_static_secrets {
+        let state = match (v.synced, v.ready.or(v.healthy)) {
+            (true, _) => "synced".to_string(),
+            (false, Some(_)) if v.generation > v.last_generation => "not reconciled".into(),
+            (false, Some(_)) => "not synced".into(),
+            (false, None) => "no status".into(),
+        };
+        let _ = writeln!(
+            out,
+            "     {} VaultStaticSecret {}/{}: {state}",
+            mark(style, v.ok),
+            t(&v.namespace),
+            t(&v.name)
+        );
+        for p in &v.problems {
+            let _ = writeln!(out, "            {}", t(p));
+        }
+        for x in &v.explanations {
+            let _ = writeln!(out, "            why: {}", t(x));
+        }
+        for n in &v.notes {
+            let _ = writeln!(out, "            note: {}", t(n));
+        }
+    }
     for o in &k.eso.objects {
         let _ = writeln!(
             out,

@@ -90,6 +90,8 @@ pub struct Wanted {
     pub external_secrets: Vec<(String, String)>,
     /// (namespace, name) of each PushSecret.
     pub push_secrets: Vec<(String, String)>,
+    /// (namespace, name) of each VSO VaultStaticSecret.
+    pub static_secrets: Vec<(String, String)>,
 }
 
 /// Annotate each wanted ExternalSecret with `force-sync=<unix time>`; returns what was done.

@@ -6,7 +6,8 @@
 //! - [`grants`], the part `policy`: do ESO's Vault policies grant what it needs on every path;
 //! - [`cluster`], the part `kube`: finds the cluster and the namespaces, waits while `--wait`
 //!   lasts, and runs the cluster checks: [`eso`] (ExternalSecrets Ready and fresh, their target
-//!   Secrets, PushSecrets and stores).
+//!   Secrets, PushSecrets and stores) and [`vso`] (VaultStaticSecrets synced and fresh, their
+//!   destination Secrets, VaultAuths and VaultConnections).
 //!
 //! [`facts`] carries what the Vault and policy parts found into the cluster checks'
 //! explanations. A new part (the Vault Secrets Operator's objects, Argo CD's Applications) is a
@@ -18,6 +19,7 @@ pub mod eso;
 pub mod facts;
 pub mod grants;
 pub mod values;
+pub mod vso;
 
 use std::path::PathBuf;
 use std::time::Duration;
