@@ -265,6 +265,17 @@ pub async fn check(
                 ));
             }
         }
+        if let (true, Some(t), Some(f)) = (synced, target, path_facts) {
+            for field in &t.fields {
+                if f.fields.get(&field.name) == Some(&Status::Pending) {
+                    notes.push(format!(
+                        "`{}` field `{}` is still a placeholder: the destination Secret holds the marker until it is filled in (`vault-seed set`)",
+                        t.full_path(),
+                        field.name
+                    ));
+                }
+            }
+        }
         if synced && latest(&v).is_none() {
             notes.push("VSO before 1.0 writes no conditions: freshness cannot be judged".into());
         }

@@ -16,6 +16,7 @@ mod hostile;
 mod json_failures;
 mod kube_eso;
 mod kube_logs;
+mod kube_vso;
 mod lint;
 mod mixed_kv;
 mod order;

@@ -1,9 +1,11 @@
 //! A fake Kubernetes API server on loopback, for the client code that cannot meet a real one here.
 //!
 //! It speaks the REST paths kube-rs requests (discovery, ESO kinds in `v1`, `v1beta1` and
-//! `v1alpha1`, core/v1 Secrets and Events with field selectors, JSON merge patches on
-//! ExternalSecrets) and answers 404 with a real `Status` object for anything it does not serve.
-//! Objects are plain JSON shaped like `tests/fixtures/eso/`; the helpers below build them.
+//! `v1alpha1`, VSO kinds in `secrets.hashicorp.com/v1beta1` (with lists across namespaces by
+//! field selector), core/v1 Secrets and Events with field selectors, JSON merge patches on
+//! ExternalSecrets and VaultStaticSecrets) and answers 404 with a real `Status` object for
+//! anything it does not serve. Objects are plain JSON shaped like `tests/fixtures/eso/` and
+//! `tests/fixtures/vso/`; the helpers below build or load them.
 //! [`FakeKube::start`] writes a real kubeconfig (bearer token, context `fake`) that the client
 //! under test reads; the server stops when dropped.
 //!
@@ -26,6 +28,13 @@ use serde_json::{json, Value};
 
 /// The ESO API group.
 pub const ESO_GROUP: &str = "external-secrets.io";
+/// The VSO API group (served in `v1beta1`).
+pub const VSO_GROUP: &str = "secrets.hashicorp.com";
+const VSO_RESOURCES: [(&str, &str, bool); 3] = [
+    ("vaultstaticsecrets", "VaultStaticSecret", true),
+    ("vaultauths", "VaultAuth", true),
+    ("vaultconnections", "VaultConnection", true),
+];
 
 /// A PATCH the server received.
 #[derive(Debug, Clone)]
@@ -262,6 +271,9 @@ fn plural_of(kind: &str) -> &'static str {
         "ClusterSecretStore" => "clustersecretstores",
         "Secret" => "secrets",
         "Event" => "events",
+        "VaultStaticSecret" => "vaultstaticsecrets",
+        "VaultAuth" => "vaultauths",
+        "VaultConnection" => "vaultconnections",
         other => panic!("fake kube: unknown kind {other}"),
     }
 }
@@ -474,8 +486,39 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
         )),
         ["apis"] if get => Some((
             200,
-            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [eso_group(st)]}),
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [eso_group(st), vso_group()]}),
         )),
+        ["apis", VSO_GROUP] if get => Some((200, vso_group())),
+        ["apis", VSO_GROUP, "v1beta1"] if get => Some((
+            200,
+            resource_list(&format!("{VSO_GROUP}/v1beta1"), &VSO_RESOURCES),
+        )),
+        ["apis", VSO_GROUP, "v1beta1", plural] if get => {
+            if !VSO_RESOURCES.iter().any(|r| r.0 == *plural) {
+                return Some(not_found(
+                    "the server could not find the requested resource",
+                ));
+            }
+            Some((200, list_all(st, plural, &req.query)))
+        }
+        ["apis", VSO_GROUP, "v1beta1", "namespaces", ns, plural, name] => {
+            if !VSO_RESOURCES.iter().any(|r| r.0 == *plural) {
+                return Some(not_found(
+                    "the server could not find the requested resource",
+                ));
+            }
+            let api_version = format!("{VSO_GROUP}/v1beta1");
+            match req.method.as_str() {
+                "GET" => Some(get_object(st, &api_version, plural, Some(ns), name)),
+                "PATCH" if *plural == "vaultstaticsecrets" => {
+                    Some(patch_object(st, req, &api_version, plural, ns, name))
+                }
+                _ => Some((
+                    405,
+                    status_object(405, "MethodNotAllowed", "method not allowed"),
+                )),
+            }
+        }
         ["apis", ESO_GROUP] if get => Some((200, eso_group(st))),
         ["apis", ESO_GROUP, version] if get => {
             let resources = eso_resources(st, version);
@@ -562,6 +605,32 @@ fn eso_group(st: &State) -> Value {
     })
 }
 
+fn vso_group() -> Value {
+    let v = json!({"groupVersion": format!("{VSO_GROUP}/v1beta1"), "version": "v1beta1"});
+    json!({
+        "kind": "APIGroup", "apiVersion": "v1", "name": VSO_GROUP,
+        "versions": [v.clone()], "preferredVersion": v,
+    })
+}
+
+/// Every stored object of `plural` in all namespaces that the `fieldSelector` (e.g.
+/// `metadata.name=default`) matches, as a list.
+fn list_all(st: &State, plural: &str, query: &str) -> Value {
+    let selector = query_param(query, "fieldSelector").unwrap_or_default();
+    let items: Vec<Value> = st
+        .objects
+        .iter()
+        .filter(|((p, _, _), _)| p == plural)
+        .map(|(_, o)| o.clone())
+        .filter(|o| field_selector_matches(o, &selector))
+        .collect();
+    json!({
+        "kind": "List", "apiVersion": format!("{VSO_GROUP}/v1beta1"),
+        "metadata": {"resourceVersion": st.resource_version.to_string()},
+        "items": items,
+    })
+}
+
 fn resource_list(group_version: &str, resources: &[(&str, &str, bool)]) -> Value {
     let resources: Vec<Value> = resources
         .iter()
@@ -594,7 +663,13 @@ fn get_object(
 }
 
 fn not_found_object(plural: &str, name: &str) -> (u16, Value) {
-    let group = if plural == "secrets" { "" } else { ESO_GROUP };
+    let group = if plural == "secrets" {
+        ""
+    } else if VSO_RESOURCES.iter().any(|r| r.0 == plural) {
+        VSO_GROUP
+    } else {
+        ESO_GROUP
+    };
     let resource = if group.is_empty() {
         plural.to_string()
     } else {
@@ -931,8 +1006,25 @@ impl From<Event> for Value {
 /// The objects of a fixture file in `tests/fixtures/eso/` (multi-document YAML; where each
 /// comes from: `tests/fixtures/eso/README.md`).
 pub fn fixture(file: &str) -> Vec<Value> {
+    fixture_in("eso", file)
+}
+
+/// The objects of a fixture file in `tests/fixtures/vso/`: a `kind: List` (the events files, as
+/// kubectl prints them) gives its items, which the server then lists as an `EventList`.
+pub fn vso_fixture(file: &str) -> Vec<Value> {
+    fixture_in("vso", file)
+        .into_iter()
+        .flat_map(|v| match v["kind"].as_str() {
+            Some("List") => v["items"].as_array().cloned().unwrap_or_default(),
+            _ => vec![v],
+        })
+        .collect()
+}
+
+fn fixture_in(folder: &str, file: &str) -> Vec<Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/eso")
+        .join("tests/fixtures")
+        .join(folder)
         .join(file);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("fixture {} cannot be read: {e}", path.display()));
