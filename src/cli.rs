@@ -109,8 +109,8 @@ pub enum Command {
     /// someone else created meanwhile.
     Apply(ApplyCmd),
 
-    /// Check that the bootstrap is done: values valid, ESO's policy sufficient, ExternalSecrets
-    /// Ready.
+    /// Check that the bootstrap is done: values valid, ESO's (and VSO's) policy sufficient,
+    /// ExternalSecrets Ready, VaultStaticSecrets synced.
     Verify(VerifyArgs),
 
     /// Store a value read from stdin (a PAT, a client token) in a secret's field.
@@ -121,7 +121,7 @@ pub enum Command {
     /// Replace a secret's value with a fresh one from its generator (old one kept in KV history).
     Rotate(RotateArgs),
 
-    /// Print the minimal Vault policy (HCL) that ESO needs for an environment.
+    /// Print the minimal Vault policy (HCL) that ESO (`--for vso`: VSO) needs for an environment.
     Policy(PolicyArgs),
 
     /// Check offline that Secrets and ConfigMaps exist before their consumers run (Argo CD order).

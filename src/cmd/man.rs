@@ -42,7 +42,7 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
         ],
         "A part not asked for is null; a part that could not be checked is {ok: false, error, \
          help}. vault.results: path, field, generator, status (valid, pending, missing, deleted, \
-         invalid, denied, error, skipped), version, created_time, detail.",
+         invalid, denied, error, skipped), version, created_time, detail. policy: ESO's report          (ok covers both operators) and policy.vso, VSO's report of the same shape (null without          [vso]). kube: external_secrets, vault_static_secrets (namespace, name, ok, synced, ready,          healthy, secret_synced, generation, last_generation, path, type, destination_secret,          vault_auth, reconciled_at, message, problems, explanations, notes), objects (stores,          PushSecrets, VaultAuths, VaultConnections).",
     ),
     (
         "set, rotate",
