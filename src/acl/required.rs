@@ -244,6 +244,19 @@ fields.value = { generator = "placeholder" }
         requirements(&plan, &|_| Some(kv))
     }
 
+    /// (path, capabilities, folder rule) of each requirement.
+    fn triples(r: &[Requirement]) -> Vec<(&str, Capabilities, &str)> {
+        r.iter()
+            .map(|r| {
+                (
+                    r.path.as_str(),
+                    r.capabilities.clone(),
+                    r.folder_rule.as_str(),
+                )
+            })
+            .collect()
+    }
+
     fn caps(c: &[Capability]) -> Capabilities {
         c.iter().copied().collect()
     }
@@ -261,16 +274,7 @@ fields.value = { generator = "placeholder" }
     #[test]
     fn push_and_list_on_kv_v2() {
         let r = reqs("\"read\", \"push\", \"list\"", KvVersion::V2);
-        let got: Vec<(&str, Capabilities, &str)> = r
-            .iter()
-            .map(|r| {
-                (
-                    r.path.as_str(),
-                    r.capabilities.clone(),
-                    r.folder_rule.as_str(),
-                )
-            })
-            .collect();
+        let got = triples(&r);
         assert_eq!(
             got,
             vec![
@@ -343,16 +347,7 @@ fields.value = { generator = "placeholder" }
         let (_d, set) = load(&vso_spec);
         let plan = set.plan("dev", &[]).unwrap();
         let v2 = vso_requirements(&plan, &|_| Some(KvVersion::V2));
-        let got: Vec<_> = v2
-            .iter()
-            .map(|r| {
-                (
-                    r.path.as_str(),
-                    r.capabilities.clone(),
-                    r.folder_rule.as_str(),
-                )
-            })
-            .collect();
+        let got = triples(&v2);
         assert_eq!(
             got,
             [

@@ -329,16 +329,34 @@ impl EsoCluster {
             .strip_prefix(ESO_GROUP)
             .and_then(|v| v.strip_prefix('/'))
             .unwrap_or(api_version);
-        // Whole seconds: the annotation holds a unix time and refreshTime has no fraction.
+        let gvk = GroupVersionKind::gvk(ESO_GROUP, version, EXTERNAL_SECRET.kind);
+        self.annotate_now(
+            &gvk,
+            EXTERNAL_SECRET.plural,
+            ns,
+            name,
+            FORCE_SYNC_ANNOTATION,
+        )
+        .await
+    }
+
+    /// Set annotation `key` of a namespaced object to the unix time now (JSON merge patch);
+    /// returns that time, in whole seconds (the annotation holds a unix time, and ESO's
+    /// `refreshTime` and VSO's condition times have no fraction).
+    async fn annotate_now(
+        &self,
+        gvk: &GroupVersionKind,
+        plural: &str,
+        ns: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<OffsetDateTime, KubeError> {
         let now = OffsetDateTime::now_utc();
         let now = now.replace_nanosecond(0).unwrap_or(now);
         let patch = serde_json::json!({
-            "metadata": { "annotations": { FORCE_SYNC_ANNOTATION: now.unix_timestamp().to_string() } }
+            "metadata": { "annotations": { key: now.unix_timestamp().to_string() } }
         });
-        let ar = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(ESO_GROUP, version, EXTERNAL_SECRET.kind),
-            EXTERNAL_SECRET.plural,
-        );
+        let ar = ApiResource::from_gvk_with_plural(gvk, plural);
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
         api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -347,13 +365,13 @@ impl EsoCluster {
                     e,
                     Op {
                         verb: "patch",
-                        resource: format!("{}.{ESO_GROUP}", EXTERNAL_SECRET.plural),
+                        resource: format!("{plural}.{}", gvk.group),
                         namespace: Some(ns),
                         name,
                     },
                 )
             })?;
-        tracing::debug!(%ns, %name, at = now.unix_timestamp(), "force-sync annotation set");
+        tracing::debug!(%ns, %name, %key, at = now.unix_timestamp(), "annotation set");
         Ok(now)
     }
 
@@ -424,31 +442,15 @@ impl EsoCluster {
     /// VSO reconciles an object whose annotations changed at once ([`VSO_FORCE_SYNC_ANNOTATION`]).
     /// Returns the time written; a `Ready` condition written later comes from that reconcile.
     pub async fn force_sync_vso(&self, ns: &str, name: &str) -> Result<OffsetDateTime, KubeError> {
-        let now = OffsetDateTime::now_utc();
-        let now = now.replace_nanosecond(0).unwrap_or(now);
-        let patch = serde_json::json!({
-            "metadata": { "annotations": { VSO_FORCE_SYNC_ANNOTATION: now.unix_timestamp().to_string() } }
-        });
-        let ar = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(VSO_GROUP, VSO_VERSION, VAULT_STATIC_SECRET.kind),
+        let gvk = GroupVersionKind::gvk(VSO_GROUP, VSO_VERSION, VAULT_STATIC_SECRET.kind);
+        self.annotate_now(
+            &gvk,
             VAULT_STATIC_SECRET.plural,
-        );
-        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
-        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|e| {
-                self.error(
-                    e,
-                    Op {
-                        verb: "patch",
-                        resource: format!("{}.{VSO_GROUP}", VAULT_STATIC_SECRET.plural),
-                        namespace: Some(ns),
-                        name,
-                    },
-                )
-            })?;
-        tracing::debug!(%ns, %name, at = now.unix_timestamp(), "VSO force-sync annotation set");
-        Ok(now)
+            ns,
+            name,
+            VSO_FORCE_SYNC_ANNOTATION,
+        )
+        .await
     }
 
     /// Get a VSO object (`v1beta1`). A 404 is followed by a look at the version's resource list:

@@ -794,16 +794,8 @@ fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
         check_k8s_namespace,
         K8S_NAMESPACE_HELP,
     );
-    let names = |cx: &mut Cx<'_>, th: &mut TableHelper<'_>, key: &'static str| -> Vec<String> {
-        cx.take_strings(th, key, CTX)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|(n, s)| check_k8s_name(cx, n, *s, &format!("an item of `{key}`")))
-            .map(|(n, _)| n)
-            .collect()
-    };
-    let external_secrets = names(cx, &mut th, "external_secrets");
-    let push_secrets = names(cx, &mut th, "push_secrets");
+    let external_secrets = take_k8s_names(cx, &mut th, "external_secrets", CTX);
+    let push_secrets = take_k8s_names(cx, &mut th, "push_secrets", CTX);
     let (policies, auth_role) = take_policies_and_role(cx, &mut th, CTX, "ESO", "eso");
     let access = match cx.take_strings(&mut th, "access", CTX) {
         Some(items) => {
@@ -833,6 +825,21 @@ fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
         auth_role,
         access,
     })
+}
+
+/// A list of Kubernetes object names (`external_secrets`, `static_secrets`), each checked.
+fn take_k8s_names(
+    cx: &mut Cx<'_>,
+    th: &mut TableHelper<'_>,
+    key: &'static str,
+    ctx: &str,
+) -> Vec<String> {
+    cx.take_strings(th, key, ctx)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(n, s)| check_k8s_name(cx, n, *s, &format!("an item of `{key}`")))
+        .map(|(n, _)| n)
+        .collect()
 }
 
 /// `policies`, `auth_mount` and `auth_role` of `[eso]` or `[vso]` (`who` names the operator,
@@ -895,13 +902,7 @@ fn parse_vso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Vso> {
         check_k8s_namespace,
         K8S_NAMESPACE_HELP,
     );
-    let static_secrets = cx
-        .take_strings(&mut th, "static_secrets", CTX)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|(n, s)| check_k8s_name(cx, n, *s, "an item of `static_secrets`"))
-        .map(|(n, _)| n)
-        .collect();
+    let static_secrets = take_k8s_names(cx, &mut th, "static_secrets", CTX);
     let (policies, auth_role) = take_policies_and_role(cx, &mut th, CTX, "VSO", "vso");
     cx.finish(th, CTX);
     Some(Vso {

@@ -139,6 +139,9 @@ pub async fn check(
     let mut out = Vec::new();
     // VaultAuths to check: (namespace, name) as referenced, or None for VSO's default.
     let mut auths: BTreeSet<Option<(String, String)>> = BTreeSet::new();
+    // Per VaultStaticSecret (in `out`'s order), the VaultAuth it names, when it names one VSO
+    // takes (`None` inside: VSO's default).
+    let mut auth_of: Vec<Option<Option<(String, String)>>> = Vec::new();
     for (ns, name) in wanted {
         let Some(v) = cluster.vault_static_secret(ns, name).await? else {
             out.push(VssCheck {
@@ -163,6 +166,7 @@ pub async fn check(
                 explanations: Vec::new(),
                 notes: Vec::new(),
             });
+            auth_of.push(None);
             continue;
         };
         let mut problems = Vec::new();
@@ -369,10 +373,12 @@ pub async fn check(
         let auth = match parse_ref(v.vault_auth_ref.as_deref(), ns) {
             Ok(r) => {
                 auths.insert(r.clone());
+                auth_of.push(Some(r.clone()));
                 r.map(|(a, b)| format!("{a}/{b}"))
             }
             Err(e) => {
                 problems.push(format!("its `vaultAuthRef` is refused by VSO: {e}"));
+                auth_of.push(None);
                 None
             }
         };
@@ -399,79 +405,64 @@ pub async fn check(
         });
     }
 
-    // The VaultAuths, then the VaultConnections they name.
-    let mut objects = Vec::new();
+    // The VaultAuths, then the VaultConnections they name; each VaultStaticSecret learns what
+    // is wrong with its own.
     type Ref = Option<(String, String)>;
-    let mut connections: BTreeSet<Ref> = BTreeSet::new();
-    let mut connection_of: Vec<(Ref, Ref)> = Vec::new();
-    let mut auth_problems: Vec<(Ref, String)> = Vec::new();
+    let mut objects = Vec::new();
+    let mut connections: Vec<(Ref, Ref)> = Vec::new(); // (VaultAuth, its VaultConnection)
+    let mut why: Vec<(Ref, String)> = Vec::new(); // (VaultAuth, what is wrong)
+    let mut resolved: Vec<(Ref, String)> = Vec::new(); // (VaultAuth, `namespace/name` found)
     for r in &auths {
         let (check, found) = check_object(cluster, VAULT_AUTH, r.as_ref()).await?;
         if let Some(a) = &found {
+            resolved.push((r.clone(), format!("{}/{}", a.namespace, a.name)));
             match parse_ref(a.connection_ref.as_deref(), &a.namespace) {
                 // The default VaultAuth with no reference uses the default VaultConnection of
                 // its own namespace (`common/common.go` `setVaultConnectionRef`).
-                Ok(None) if r.is_none() => {
-                    let c = Some((a.namespace.clone(), crate::kube::VSO_DEFAULT_NAME.into()));
-                    connections.insert(c.clone());
-                    connection_of.push((r.clone(), c));
-                }
-                Ok(c) => {
-                    connections.insert(c.clone());
-                    connection_of.push((r.clone(), c));
-                }
-                Err(e) => auth_problems.push((
+                Ok(None) if r.is_none() => connections.push((
+                    r.clone(),
+                    Some((a.namespace.clone(), crate::kube::VSO_DEFAULT_NAME.into())),
+                )),
+                Ok(c) => connections.push((r.clone(), c)),
+                Err(e) => why.push((
                     r.clone(),
                     format!("its VaultAuth's `vaultConnectionRef` is refused by VSO: {e}"),
                 )),
             }
         }
         if !check.ok {
-            auth_problems.push((
-                r.clone(),
-                format!(
-                    "its VaultAuth {} is not valid{}",
-                    shown_ref(r.as_ref()),
-                    check
-                        .problems
-                        .first()
-                        .map(|p| format!(": {p}"))
-                        .unwrap_or_default()
-                ),
-            ));
+            let text = format!(
+                "its VaultAuth {} is not valid{}",
+                shown_ref(r.as_ref()),
+                first_problem(&check)
+            );
+            why.push((r.clone(), text));
         }
         objects.push(check);
     }
-    for r in &connections {
-        let (check, _) = check_object(cluster, VAULT_CONNECTION, r.as_ref()).await?;
+    let distinct: BTreeSet<Ref> = connections.iter().map(|(_, c)| c.clone()).collect();
+    for c in &distinct {
+        let (check, _) = check_object(cluster, VAULT_CONNECTION, c.as_ref()).await?;
         if !check.ok {
-            for (auth, _) in connection_of.iter().filter(|(_, c)| c == r) {
-                auth_problems.push((
-                    auth.clone(),
-                    format!(
-                        "its VaultAuth's VaultConnection {} is not valid{}",
-                        shown_ref(r.as_ref()),
-                        check
-                            .problems
-                            .first()
-                            .map(|p| format!(": {p}"))
-                            .unwrap_or_default()
-                    ),
-                ));
+            for (auth, _) in connections.iter().filter(|(_, x)| x == c) {
+                let text = format!(
+                    "its VaultAuth's VaultConnection {} is not valid{}",
+                    shown_ref(c.as_ref()),
+                    first_problem(&check)
+                );
+                why.push((auth.clone(), text));
             }
         }
         objects.push(check);
     }
-    // Each VaultStaticSecret learns what is wrong with its VaultAuth.
-    for v in &mut out {
-        let own = v.vault_auth.clone();
-        for (auth, why) in &auth_problems {
-            let same = match auth {
-                Some((a, b)) => own.as_deref() == Some(&format!("{a}/{b}")),
-                None => own.is_none(),
-            };
-            if same && v.path.is_some() {
-                v.explanations.push(why.clone());
+    for (v, r) in out.iter_mut().zip(&auth_of) {
+        if let Some(r) = r {
+            if let Some((_, found)) = resolved.iter().find(|(x, _)| x == r) {
+                v.vault_auth = Some(found.clone());
+            }
+            if !v.synced {
+                v.explanations
+                    .extend(why.iter().filter(|(x, _)| x == r).map(|(_, w)| w.clone()));
             }
         }
         v.ok = v.problems.is_empty();
@@ -514,71 +505,52 @@ async fn check_object(
     kind: VsoKind,
     r: Option<&(String, String)>,
 ) -> Result<(ObjectCheck, Option<VsoObjectInfo>), KubeError> {
+    let check = |namespace: Option<String>,
+                 name: String,
+                 reason: Option<String>,
+                 problems: Vec<String>| ObjectCheck {
+        kind: kind.kind.into(),
+        namespace,
+        name,
+        ok: problems.is_empty(),
+        reason,
+        problems,
+    };
+    let default = || crate::kube::VSO_DEFAULT_NAME.to_string();
     let found = match r {
         Some((ns, name)) => cluster.vso_object(kind, ns, name).await?,
         None => match cluster.vso_defaults(kind).await {
-            Ok(mut all) if all.len() == 1 => all.pop(),
-            Ok(all) if all.is_empty() => None,
+            Ok(mut all) if all.len() <= 1 => all.pop(),
             Ok(all) => {
-                let names: Vec<String> = all.iter().map(|a| format!("`{}/{}`", a.namespace, a.name)).collect();
-                return Ok((
-                    ObjectCheck {
-                        kind: kind.kind.into(),
-                        namespace: None,
-                        name: crate::kube::VSO_DEFAULT_NAME.into(),
-                        ok: true,
-                        reason: Some(format!(
-                            "not checked: several are named `default` ({}), VSO uses the one in its own namespace",
-                            names.join(", ")
-                        )),
-                        problems: Vec::new(),
-                    },
-                    None,
-                ));
+                let names: Vec<String> = all
+                    .iter()
+                    .map(|a| format!("`{}/{}`", a.namespace, a.name))
+                    .collect();
+                let reason = format!(
+                    "not checked: several are named `default` ({}), VSO uses the one in its own namespace",
+                    names.join(", ")
+                );
+                return Ok((check(None, default(), Some(reason), Vec::new()), None));
             }
             Err(e @ KubeError::Forbidden { .. }) => {
-                return Ok((
-                    ObjectCheck {
-                        kind: kind.kind.into(),
-                        namespace: None,
-                        name: crate::kube::VSO_DEFAULT_NAME.into(),
-                        ok: false,
-                        reason: None,
-                        problems: vec![format!(
-                            "VSO's default {} (`default` in the operator's namespace) cannot be looked for: {e}",
-                            kind.kind
-                        )],
-                    },
-                    None,
-                ))
+                let why = format!(
+                    "VSO's default {} (`default` in the operator's namespace) cannot be looked for: {e}",
+                    kind.kind
+                );
+                return Ok((check(None, default(), None, vec![why]), None));
             }
             Err(e) => return Err(e),
         },
     };
-    let (namespace, name) = match (r, &found) {
-        (Some((ns, name)), _) => (Some(ns.clone()), name.clone()),
-        (None, Some(f)) => (Some(f.namespace.clone()), f.name.clone()),
-        (None, None) => (None, crate::kube::VSO_DEFAULT_NAME.to_string()),
-    };
     let Some(o) = found else {
-        let what = match r {
-            Some((ns, n)) => format!("{} `{ns}/{n}` does not exist", kind.kind),
-            None => format!(
+        let (namespace, name, what) = match r {
+            Some((ns, n)) => (Some(ns.clone()), n.clone(), format!("{} `{ns}/{n}` does not exist", kind.kind)),
+            None => (None, default(), format!(
                 "no {} named `default` exists: VSO's default, used when nothing names one, is missing",
                 kind.kind
-            ),
+            )),
         };
-        return Ok((
-            ObjectCheck {
-                kind: kind.kind.into(),
-                namespace,
-                name,
-                ok: false,
-                reason: None,
-                problems: vec![what],
-            },
-            None,
-        ));
+        return Ok((check(namespace, name, None, vec![what]), None));
     };
     let mut problems = Vec::new();
     if o.valid != Some(true) {
@@ -601,21 +573,26 @@ async fn check_object(
         ));
     }
     let reason = match (&o.login, o.valid) {
-        (Some(login), Some(true)) => Some(format!("valid, {login}")),
-        (None, Some(true)) => Some("valid".into()),
-        _ => Some("invalid".into()),
+        (Some(login), Some(true)) => format!("valid, {login}"),
+        (None, Some(true)) => "valid".into(),
+        _ => "invalid".into(),
     };
-    Ok((
-        ObjectCheck {
-            kind: kind.kind.into(),
-            namespace,
-            name,
-            ok: problems.is_empty(),
-            reason,
-            problems,
-        },
-        Some(o),
-    ))
+    let checked = check(
+        Some(o.namespace.clone()),
+        o.name.clone(),
+        Some(reason),
+        problems,
+    );
+    Ok((checked, Some(o)))
+}
+
+/// `: <first problem>`, or nothing.
+fn first_problem(check: &ObjectCheck) -> String {
+    check
+        .problems
+        .first()
+        .map(|p| format!(": {p}"))
+        .unwrap_or_default()
 }
 
 /// Vault's multi-line errors on one line.

@@ -494,6 +494,10 @@ fn the_default_vault_auth_is_found_by_name() {
     conn["metadata"]["namespace"] = json!("vault-secrets-operator-system");
     w.kube.put(conn);
     let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    assert_eq!(
+        vss(&doc, "zitadel-masterkey")["vault_auth"],
+        "vault-secrets-operator-system/default"
+    );
     let names: Vec<String> = doc["kube"]["objects"]
         .as_array()
         .unwrap()
