@@ -17,10 +17,8 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use time::format_description::well_known::Rfc3339;
-use time::OffsetDateTime;
 
-use super::status::object_name;
+use super::status::{condition, object_name};
 use super::KubeError;
 
 /// The group of every VSO kind.
@@ -55,21 +53,8 @@ pub const VAULT_CONNECTION: VsoKind = VsoKind {
     plural: "vaultconnections",
 };
 
-/// One `metav1.Condition` of a VSO object.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct Condition {
-    /// `status: "True"` / `"False"`; `None` when `Unknown`.
-    pub status: Option<bool>,
-    /// Its reason (`Synced`, `Healthy`, `Unhealthy`, `Ready`).
-    pub reason: Option<String>,
-    /// Its message (for `SecretSynced` False: the error).
-    pub message: Option<String>,
-    /// When VSO last wrote it (VSO rewrites `Healthy`/`Ready` at every reconcile).
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub last_transition_time: Option<OffsetDateTime>,
-    /// The generation it describes.
-    pub observed_generation: Option<i64>,
-}
+/// One `metav1.Condition` of a VSO object (its status in `ready`, whatever its type).
+pub type Condition = super::ReadyCondition;
 
 /// What vault-seed needs to know about one VaultStaticSecret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -138,43 +123,6 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
 /// Text from the cluster, capped where it enters.
 fn text(s: &str) -> String {
     crate::report::text::cap(s).into_owned()
-}
-
-fn condition(
-    obj: &Value,
-    type_: &str,
-    kind: &'static str,
-    object: &str,
-) -> Result<Option<Condition>, KubeError> {
-    let Some(c) = obj
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| str_at(c, "/type") == Some(type_)))
-    else {
-        return Ok(None);
-    };
-    let last_transition_time = match str_at(c, "/lastTransitionTime") {
-        None => None,
-        Some(s) => Some(
-            OffsetDateTime::parse(s, &Rfc3339).map_err(|_| KubeError::BadField {
-                kind,
-                object: object.to_string(),
-                field: "/status/conditions/lastTransitionTime",
-                value: crate::report::text::for_terminal(s),
-            })?,
-        ),
-    };
-    Ok(Some(Condition {
-        status: match str_at(c, "/status") {
-            Some("True") => Some(true),
-            Some("False") => Some(false),
-            _ => None,
-        },
-        reason: str_at(c, "/reason").map(text),
-        message: str_at(c, "/message").map(text),
-        last_transition_time,
-        observed_generation: c.get("observedGeneration").and_then(Value::as_i64),
-    }))
 }
 
 /// Read a VaultStaticSecret (its whole JSON).
@@ -312,9 +260,9 @@ mod tests {
             ("ask", "zitadel-masterkey")
         );
         assert_eq!((v.generation, v.last_generation), (Some(2), Some(2)));
-        assert_eq!(v.ready.as_ref().unwrap().status, Some(true));
-        assert_eq!(v.healthy.as_ref().unwrap().status, Some(true));
-        assert_eq!(v.secret_synced.as_ref().unwrap().status, Some(true));
+        assert_eq!(v.ready.as_ref().unwrap().ready, Some(true));
+        assert_eq!(v.healthy.as_ref().unwrap().ready, Some(true));
+        assert_eq!(v.secret_synced.as_ref().unwrap().ready, Some(true));
         assert_eq!(
             v.ready
                 .as_ref()
@@ -322,9 +270,7 @@ mod tests {
                 .last_transition_time
                 .unwrap()
                 .unix_timestamp(),
-            OffsetDateTime::parse("2026-08-20T10:14:37Z", &Rfc3339)
-                .unwrap()
-                .unix_timestamp()
+            1_787_220_877 // 2026-08-20T10:14:37Z
         );
         assert!(v.has_secret_mac && v.hmac && !v.exclude_raw && !v.keys_transformed);
         assert_eq!(
@@ -343,7 +289,7 @@ mod tests {
     fn a_denied_one_failed_although_its_generations_agree() {
         let v = vault_static_secret_info(&fixture("vaultstaticsecret-denied.yaml")).unwrap();
         assert_eq!((v.generation, v.last_generation), (Some(2), Some(2)));
-        assert_eq!(v.ready.as_ref().unwrap().status, Some(false));
+        assert_eq!(v.ready.as_ref().unwrap().ready, Some(false));
         assert!(!v.has_secret_mac);
         assert!(v
             .secret_synced

@@ -212,7 +212,7 @@ pub async fn check(
             (Some(_), None) => false,
         };
         let latest_ok = match latest(&v) {
-            Some(c) => c.status == Some(true),
+            Some(c) => c.ready == Some(true),
             // VSO <= 0.10 writes no conditions: lastGeneration only on success, with the MAC.
             None => v.has_secret_mac && v.last_generation.is_some(),
         };
@@ -232,7 +232,7 @@ pub async fn check(
             let detail = v
                 .secret_synced
                 .as_ref()
-                .filter(|c| c.status == Some(false))
+                .filter(|c| c.ready == Some(false))
                 .and_then(|c| c.message.clone())
                 .map(|m| format!(": {}", one_line(&m)))
                 .unwrap_or_default();
@@ -241,7 +241,7 @@ pub async fn check(
                 None => "not synced: no status yet (VSO has not reconciled it)".into(),
             });
         }
-        if synced && v.secret_synced.as_ref().and_then(|c| c.status) == Some(false) {
+        if synced && v.secret_synced.as_ref().and_then(|c| c.ready) == Some(false) {
             notes.push(
                 "`SecretSynced` is False from an earlier failure, but the latest reconcile is Ready with the current generation: synced (`SecretSynced` is only rewritten when the Secret is; VSO issue #1225)"
                     .into(),
@@ -257,7 +257,7 @@ pub async fn check(
         // written. VSO records no sync time of its own (no `refreshTime`); `Ready`/`Healthy` are
         // rewritten at every reconcile, which compares Vault's data with the Secret.
         let reconciled_at = latest(&v)
-            .filter(|c| c.status == Some(true))
+            .filter(|c| c.ready == Some(true))
             .and_then(|c| c.last_transition_time);
         if let (true, Some(at), Some(created)) =
             (synced, reconciled_at, path_facts.and_then(|f| f.created))
@@ -388,9 +388,9 @@ pub async fn check(
             name: name.clone(),
             ok: false,
             synced,
-            ready: v.ready.as_ref().and_then(|c| c.status),
-            healthy: v.healthy.as_ref().and_then(|c| c.status),
-            secret_synced: v.secret_synced.as_ref().and_then(|c| c.status),
+            ready: v.ready.as_ref().and_then(|c| c.ready),
+            healthy: v.healthy.as_ref().and_then(|c| c.ready),
+            secret_synced: v.secret_synced.as_ref().and_then(|c| c.ready),
             generation: v.generation,
             last_generation: v.last_generation,
             path: Some(full),
@@ -562,7 +562,7 @@ async fn check_object(
                 .map(|e| format!(": {}", one_line(e)))
                 .unwrap_or_default()
         ));
-    } else if o.healthy.as_ref().and_then(|c| c.status) == Some(false) {
+    } else if o.healthy.as_ref().and_then(|c| c.ready) == Some(false) {
         problems.push(format!(
             "not Healthy{}",
             o.healthy
