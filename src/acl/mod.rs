@@ -28,7 +28,7 @@ pub use check::{
 };
 pub use eval::{evaluate, Acl, Decision, Grant, MatchKind, Refusal};
 pub use parse::{parse, PolicyError};
-pub use required::{requirements, vso_requirements, Param, Requirement, Use};
+pub use required::{provided_read, requirements, vso_requirements, Param, Requirement, Use};
 
 /// A capability a Vault policy rule can grant (or `deny`).
 ///

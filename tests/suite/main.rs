@@ -22,6 +22,7 @@ mod mixed_kv;
 mod order;
 mod policy_eval;
 mod project;
+mod provided;
 mod set_hints;
 mod spec_props;
 mod stdout_errors;
