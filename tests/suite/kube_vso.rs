@@ -673,3 +673,72 @@ fn vso_section_is_linted() {
     has(&err, "static_secret");
     has(&err, "`auth_role` `a/b`");
 }
+
+/// A hostile cluster: escape sequences and a megabyte in VSO's condition, event, path and
+/// VaultAuth error reach neither the terminal raw nor the output unbounded.
+#[test]
+fn hostile_vso_objects_are_clean_and_bounded() {
+    let w = world(true, VSO_POLICY);
+    let mut obj = vso_fixture("vaultstaticsecret-denied.yaml").remove(0);
+    obj["spec"]["path"] = json!("ask/\x1b]0;pwned\x07x\u{202e}");
+    obj["status"]["conditions"][0]["message"] =
+        json!(format!("\x1b[2Jcleared\r\x1b[1A{}", "B".repeat(1 << 20)));
+    w.kube.put(obj);
+    w.kube.add_event(fake_kube::event(
+        "ask",
+        "VaultStaticSecret",
+        "zitadel-masterkey",
+        "Warning",
+        "VaultClientError\x1b[5m",
+        &format!("\u{9b}31mred{}", "A".repeat(1 << 20)),
+    ));
+    w.kube.update("VaultAuth", Some("ask"), "vault-auth", |a| {
+        a["status"]["valid"] = json!(false);
+        a["status"]["error"] = json!("\x1b]2;title\x1b\\bad");
+    });
+    let clean = |bytes: &[u8], what: &str| {
+        let s = String::from_utf8_lossy(bytes);
+        for bad in ['\x1b', '\x07', '\r', '\u{9b}', '\u{202e}'] {
+            assert!(!s.contains(bad), "{what} holds {bad:?}");
+        }
+        assert!(bytes.len() < 64 * 1024, "{what} is {} bytes", bytes.len());
+    };
+    let out = w.verify(&[]).expect_code(1);
+    clean(&out.stdout, "stdout");
+    clean(&out.stderr, "stderr");
+    has(&out.stdout_text(), "more characters)");
+    let out = w.verify(&["-o", "json"]).expect_code(1);
+    assert!(
+        out.stdout.len() < 64 * 1024,
+        "JSON is {} bytes",
+        out.stdout.len()
+    );
+    let v = vss(&out.json(), "zitadel-masterkey").clone();
+    has(&strings(&v["problems"]), "which is not a path of the spec");
+}
+
+/// Trace-level logs of a whole VSO verify (kube-rs' and vault-seed's) hold no value.
+#[test]
+fn no_value_at_trace_level() {
+    let w = world(true, VSO_POLICY);
+    w.kube
+        .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
+    put_fixture(&w.kube, "destination-secret.yaml");
+    let out = Run::new(&w.bao)
+        .specs(w.specs.path())
+        .args(["verify", "auh1-dev", "--kubeconfig"])
+        .arg(w.kube.kubeconfig())
+        .env("RUST_LOG", "trace")
+        .output()
+        .expect_code(0);
+    w.no_value_in(&out);
+    // The run did read the VaultStaticSecret and its Secret, and logged at trace level.
+    has(&out.stderr_text(), "vault_seed::kube");
+    let asked: Vec<String> = w.kube.requests().iter().map(|r| r.path.clone()).collect();
+    assert!(
+        asked
+            .iter()
+            .any(|p| p.ends_with("/secrets/zitadel-masterkey")),
+        "{asked:?}"
+    );
+}
