@@ -742,3 +742,61 @@ fn no_value_at_trace_level() {
         "{asked:?}"
     );
 }
+
+/// A spec with `[eso]` and `[vso]` (a platform moving from one operator to the other): each
+/// operator's policy is judged and reported on its own; one failing fails the part.
+#[test]
+fn both_operators_are_reported_separately() {
+    let w = world(true, VSO_POLICY);
+    let both = SPEC.replace(
+        VSO_SECTION,
+        &format!("{VSO_SECTION}[eso]\nnamespace = \"ask\"\npolicies = [\"eso-ask\"]\naccess = [\"read\"]\n"),
+    );
+    let w = World {
+        specs: spec_dir(&both),
+        ..w
+    };
+    // ESO may read one folder only: its gap is ESO's, VSO's policy is fine.
+    w.bao.put_policy(
+        "eso-ask",
+        r#"path "secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY" { capabilities = ["read"] }"#,
+    );
+    let out = w.verify(&["--only", "policy", "-o", "json"]).expect_code(1);
+    let doc = out.json();
+    let p = &doc["policy"];
+    assert_eq!(
+        (p["ok"].as_bool(), p["operator"].as_str()),
+        (Some(false), Some("eso"))
+    );
+    assert_eq!(p["report"]["ok"], false);
+    assert_eq!(p["policies"], json!(["eso-ask"]));
+    assert_eq!(
+        (p["vso"]["ok"].as_bool(), p["vso"]["policies"].clone()),
+        (Some(true), json!(["vso-ask"]))
+    );
+    let text = w.verify(&["--only", "policy"]).expect_code(1).stdout_text();
+    has(
+        &text,
+        "FAIL policy (ESO): `eso-ask` (read ESO's policies from Vault and evaluated them)",
+    );
+    has(
+        &text,
+        "ok   policy (VSO): `vso-ask` (read VSO's policies from Vault and evaluated them)",
+    );
+    // `policy` prints each operator's grant on request (both read the same folder here).
+    for who in ["eso", "vso"] {
+        let out = Run::offline()
+            .specs(w.specs.path())
+            .args(["policy", "auh1-dev", "--for", who])
+            .output()
+            .expect_code(0);
+        has(
+            &out.stdout_text(),
+            format!("minimal {} policy", who.to_uppercase()),
+        );
+        has(
+            &out.stdout_text(),
+            r#"path "secret/data/ask/core-service/*""#,
+        );
+    }
+}
