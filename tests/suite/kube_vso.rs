@@ -800,3 +800,61 @@ fn both_operators_are_reported_separately() {
         );
     }
 }
+
+/// VSO's policy that the running token may not read is judged by the server for a short-lived
+/// token with exactly VSO's policies (revoked at once), as ESO's is; never by the caller's own.
+#[test]
+fn an_unreadable_vso_policy_is_asked_of_the_server_for_a_probe_token() {
+    let w = world(
+        true,
+        r#"path "secret/data/other/*" { capabilities = ["read"] }"#,
+    );
+    w.bao.put_policy(
+        "prober",
+        r#"
+path "secret/*" { capabilities = ["read", "list"] }
+path "sys/internal/ui/mounts/*" { capabilities = ["read"] }
+path "auth/kubernetes/role/*" { capabilities = ["read"] }
+path "auth/token/create" { capabilities = ["update", "sudo"] }
+path "auth/token/revoke-accessor" { capabilities = ["update"] }
+path "sys/capabilities" { capabilities = ["update"] }
+"#,
+    );
+    let caller = w.bao.token_with_policies(&["prober"]);
+    let run = |args: &[&str]| {
+        let out = Run::new(&w.bao)
+            .token(&caller)
+            .specs(w.specs.path())
+            .args(["verify", "auh1-dev", "--only", "policy"])
+            .args(args)
+            .output();
+        w.no_value_in(&out);
+        assert!(
+            !out.all_text().contains(&caller),
+            "the caller's token leaked"
+        );
+        out
+    };
+    let doc = run(&["-o", "json"]).expect_code(1).json();
+    let vso = &doc["policy"]["vso"];
+    assert_eq!(vso["method"], "server-probe-token", "{doc:#}");
+    assert_eq!(
+        vso["report"]["add"],
+        json!([{"path": "secret/data/ask/core-service/*", "capabilities": ["read"]}])
+    );
+    has(
+        &vso["notes"].to_string(),
+        "may not read `sys/policies/acl/vso-ask`",
+    );
+    assert_eq!(
+        crate::verify::live_probe_tokens(&w.bao),
+        0,
+        "the probe token was revoked"
+    );
+    has(
+        &run(&[]).expect_code(1).stdout_text(),
+        "asked Vault (`sys/capabilities`) for a short-lived token with exactly VSO's policies, revoked at once",
+    );
+    w.bao.put_policy("vso-ask", VSO_POLICY);
+    run(&[]).expect_code(0);
+}
