@@ -305,6 +305,15 @@ fields.value = { generator = "placeholder" }
         requirements(&plan, &|_| Some(kv))
     }
 
+    /// A secret another application provides (issue 15), to append to [`SPEC`].
+    const PROVIDED: &str = r#"
+[secrets.db-password]
+description = "d"
+provided_by = "db: pushed by PushSecret db-password"
+path = "team/db/{env}/db-password"
+fields.password = {}
+"#;
+
     /// (path, capabilities, folder rule) of each requirement.
     fn triples(r: &[Requirement]) -> Vec<(&str, Capabilities, &str)> {
         r.iter()
@@ -432,16 +441,7 @@ fields.value = { generator = "placeholder" }
         let (_d, eso_only) = load(&SPEC.replace("\"ACCESS\"", "\"read\""));
         assert!(vso_requirements(&eso_only.plan("dev", &[]).unwrap(), &|_| None).is_empty());
         // A path another application provides: read under the provider's folder (issue 15).
-        let (_d, set) = load(
-            &(vso_spec
-                + r#"
-[secrets.db-password]
-description = "d"
-provided_by = "db: pushed by PushSecret db-password"
-path = "team/db/{env}/db-password"
-fields.password = {}
-"#),
-        );
+        let (_d, set) = load(&(vso_spec + PROVIDED));
         let r = vso_requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V2));
         let db = r.iter().find(|r| r.path.contains("db-password")).unwrap();
         assert_eq!(
@@ -458,14 +458,7 @@ fields.password = {}
     /// under a rule for the provider's folder) and never pushed or listed from this spec.
     #[test]
     fn a_provided_path_needs_read_only() {
-        let spec = SPEC.replace("\"ACCESS\"", "\"read\", \"push\", \"list\"")
-            + r#"
-[secrets.db-password]
-description = "d"
-provided_by = "db: pushed by PushSecret db-password"
-path = "team/db/{env}/db-password"
-fields.password = {}
-"#;
+        let spec = SPEC.replace("\"ACCESS\"", "\"read\", \"push\", \"list\"") + PROVIDED;
         let (_d, set) = load(&spec);
         let r = requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V2));
         let db: Vec<_> = r

@@ -167,6 +167,12 @@ pub struct EventInfo {
     pub count: u32,
 }
 
+/// An object's `metadata.name` and `metadata.namespace` (empty when absent).
+pub(crate) fn name_and_namespace(obj: &Value) -> (String, String) {
+    let at = |p| str_at(obj, p).unwrap_or_default().to_string();
+    (at("/metadata/name"), at("/metadata/namespace"))
+}
+
 /// `namespace/name`, the way errors name an object.
 pub(crate) fn object_name(namespace: Option<&str>, name: &str) -> String {
     match namespace {

@@ -18,7 +18,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::status::{condition, object_name};
+use super::status::{condition, name_and_namespace, object_name};
 use super::KubeError;
 
 /// The group of every VSO kind.
@@ -128,12 +128,7 @@ fn text(s: &str) -> String {
 /// Read a VaultStaticSecret (its whole JSON).
 pub fn vault_static_secret_info(obj: &Value) -> Result<VaultStaticSecretInfo, KubeError> {
     const KIND: &str = "VaultStaticSecret";
-    let name = str_at(obj, "/metadata/name")
-        .unwrap_or_default()
-        .to_string();
-    let namespace = str_at(obj, "/metadata/namespace")
-        .unwrap_or_default()
-        .to_string();
+    let (name, namespace) = name_and_namespace(obj);
     let object = object_name(Some(&namespace), &name);
     let transformation = obj.pointer("/spec/destination/transformation");
     let non_empty = |p: &str| {
@@ -185,12 +180,7 @@ pub fn vault_static_secret_info(obj: &Value) -> Result<VaultStaticSecretInfo, Ku
 
 /// Read a VaultAuth or a VaultConnection.
 pub fn vso_object_info(obj: &Value, kind: VsoKind) -> Result<VsoObjectInfo, KubeError> {
-    let name = str_at(obj, "/metadata/name")
-        .unwrap_or_default()
-        .to_string();
-    let namespace = str_at(obj, "/metadata/namespace")
-        .unwrap_or_default()
-        .to_string();
+    let (name, namespace) = name_and_namespace(obj);
     let object = object_name(Some(&namespace), &name);
     let login = (kind == VAULT_AUTH).then(|| {
         let method = str_at(obj, "/spec/method").unwrap_or("?");
