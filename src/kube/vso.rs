@@ -83,6 +83,8 @@ pub struct VaultStaticSecretInfo {
     pub kv_type: String,
     /// `spec.path`.
     pub path: String,
+    /// `spec.version`: a KV v2 version VSO reads instead of the latest; `None` for the latest.
+    pub pinned_version: Option<u64>,
     /// `spec.destination.name`.
     pub destination: String,
     /// `spec.destination.transformation.excludeRaw`: no `_raw` key.
@@ -157,6 +159,10 @@ pub fn vault_static_secret_info(obj: &Value) -> Result<VaultStaticSecretInfo, Ku
         mount: text(str_at(obj, "/spec/mount").unwrap_or_default()),
         kv_type: text(str_at(obj, "/spec/type").unwrap_or_default()),
         path: text(str_at(obj, "/spec/path").unwrap_or_default()),
+        pinned_version: obj
+            .pointer("/spec/version")
+            .and_then(Value::as_u64)
+            .filter(|v| *v > 0),
         destination: text(str_at(obj, "/spec/destination/name").unwrap_or_default()),
         exclude_raw: transformation
             .and_then(|t| t.get("excludeRaw"))

@@ -19,6 +19,8 @@ pub struct PathFacts {
     pub fields: BTreeMap<String, Status>,
     /// When the current version was created in Vault.
     pub created: Option<OffsetDateTime>,
+    /// The current KV v2 version (`None` on KV v1 or when unknown).
+    pub version: Option<u64>,
     /// The API path ESO reads (`secret/data/X` on KV v2, `kv/X` on KV v1).
     pub data_path: String,
     /// Capabilities ESO's policy lacks on that API path.
@@ -66,6 +68,7 @@ impl Facts {
                         .map(|f| (f.field.clone(), f.status))
                         .collect(),
                     created,
+                    version: p.version,
                     data_path,
                     policy_missing,
                     vso_policy_missing,

@@ -280,6 +280,14 @@ pub async fn check(
                 }
             }
         }
+        // `spec.version` pins a KV v2 version: VSO reads that one, never a newer value.
+        if let (Some(pin), Some(current)) = (v.pinned_version, path_facts.and_then(|f| f.version)) {
+            if pin != current {
+                problems.push(format!(
+                    "it reads version {pin} (`spec.version`), but the secret's current version in Vault is {current}: the destination Secret holds the pinned value"
+                ));
+            }
+        }
         if synced && latest(&v).is_none() {
             notes.push("VSO before 1.0 writes no conditions: freshness cannot be judged".into());
         }

@@ -858,3 +858,29 @@ path "sys/capabilities" { capabilities = ["update"] }
     w.bao.put_policy("vso-ask", VSO_POLICY);
     run(&[]).expect_code(0);
 }
+
+/// `spec.version` pins a KV v2 version: once Vault holds a newer one, the Secret is not fresh.
+#[test]
+fn a_pinned_version_older_than_vaults_is_not_fresh() {
+    let w = world(true, VSO_POLICY);
+    let mut obj = reconciled_at("vaultstaticsecret-synced.yaml", &later());
+    obj["spec"]["version"] = json!(1);
+    w.kube.put(obj.clone());
+    put_fixture(&w.kube, "destination-secret.yaml");
+    w.verify(&[]).expect_code(0);
+    // A person writes version 2 (a valid 32-byte masterkey).
+    w.bao.kv_put(
+        "secret",
+        PATH,
+        json!({"password": "0123456789abcdef0123456789abcdef"}),
+    );
+    for c in obj["status"]["conditions"].as_array_mut().unwrap() {
+        c["lastTransitionTime"] = json!(later());
+    }
+    w.kube.put(obj);
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    has(
+        &strings(&vss(&doc, "zitadel-masterkey")["problems"]),
+        "it reads version 1 (`spec.version`), but the secret's current version in Vault is 2",
+    );
+}
