@@ -39,18 +39,20 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
     (
         "verify",
         &[
-            "command", "env", "ok", "strict", "vault", "policy", "kube", "notes",
+            "command", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes",
         ],
         "A part not asked for is null; a part that could not be checked is {ok: false, error, \
          help}. vault.results: path, field, generator, status (valid, pending, missing, deleted, \
          invalid, denied, error, skipped), version, created_time, detail, provided_by. \
          kube.provided: the paths other applications provide (path, provided_by, ok, \
-         push_secret, ready, reason, message, event, explanations). policy: ESO's report (ok \
-         covers both operators) and policy.vso, VSO's report of the same shape (null without \
-         [vso]). kube.vault_static_secrets: namespace, name, ok, synced, ready, healthy, \
-         secret_synced, generation, last_generation, path, type, destination_secret, vault_auth, \
-         reconciled_at, message, problems, explanations, notes. kube.objects: stores, \
-         PushSecrets, VaultAuths, VaultConnections.",
+         push_secret, ready, reason, message, event, explanations). argocd (specs with \
+         [argocd]): apps (namespace, name, role, after, ok, exists, app_wave, parent, sync, \
+         health, operation, unhealthy, problems, notes), argocd_cm (namespace, name, ok, exists, \
+         key, problems). policy: ESO's report (ok covers both operators) and policy.vso, VSO's \
+         report of the same shape (null without [vso]). kube.vault_static_secrets: namespace, \
+         name, ok, synced, ready, healthy, secret_synced, generation, last_generation, path, \
+         type, destination_secret, vault_auth, reconciled_at, message, problems, explanations, \
+         notes. kube.objects: stores, PushSecrets, VaultAuths, VaultConnections.",
     ),
     (
         "set, rotate",

@@ -2,10 +2,11 @@
 //!
 //! It speaks the REST paths kube-rs requests (discovery, ESO kinds in `v1`, `v1beta1` and
 //! `v1alpha1`, VSO kinds in `secrets.hashicorp.com/v1beta1` (with lists across namespaces by
-//! field selector), core/v1 Secrets and Events with field selectors, JSON merge patches on
-//! ExternalSecrets and VaultStaticSecrets) and answers 404 with a real `Status` object for
-//! anything it does not serve. Objects are plain JSON shaped like `tests/fixtures/eso/` and
-//! `tests/fixtures/vso/`; the helpers below build or load them.
+//! field selector), core/v1 Secrets, ConfigMaps and Events with field selectors, JSON merge
+//! patches on ExternalSecrets and VaultStaticSecrets, Argo CD's `argoproj.io/v1alpha1`
+//! Applications) and answers 404 with a real `Status` object for anything it does not serve.
+//! Objects are plain JSON shaped like `tests/fixtures/eso/`, `tests/fixtures/vso/` and
+//! `tests/fixtures/argocd/`; the helpers below build or load them.
 //! [`FakeKube::start`] writes a real kubeconfig (bearer token, context `fake`) that the client
 //! under test reads; the server stops when dropped.
 //!
@@ -35,6 +36,8 @@ const VSO_RESOURCES: [(&str, &str, bool); 3] = [
     ("vaultauths", "VaultAuth", true),
     ("vaultconnections", "VaultConnection", true),
 ];
+/// Argo CD's API group (Applications in `v1alpha1`).
+pub const ARGOCD_GROUP: &str = "argoproj.io";
 
 /// A PATCH the server received.
 #[derive(Debug, Clone)]
@@ -274,6 +277,8 @@ fn plural_of(kind: &str) -> &'static str {
         "VaultStaticSecret" => "vaultstaticsecrets",
         "VaultAuth" => "vaultauths",
         "VaultConnection" => "vaultconnections",
+        "Application" => "applications",
+        "ConfigMap" => "configmaps",
         other => panic!("fake kube: unknown kind {other}"),
     }
 }
@@ -536,6 +541,25 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
         ["api", "v1", "namespaces", ns, "secrets", name] if get => {
             Some(get_object(st, "v1", "secrets", Some(ns), name))
         }
+        ["api", "v1", "namespaces", ns, "configmaps", name] if get => {
+            Some(get_object(st, "v1", "configmaps", Some(ns), name))
+        }
+        ["apis", ARGOCD_GROUP, "v1alpha1"] if get => Some((
+            200,
+            resource_list(
+                &format!("{ARGOCD_GROUP}/v1alpha1"),
+                &[("applications", "Application", true)],
+            ),
+        )),
+        ["apis", ARGOCD_GROUP, "v1alpha1", "namespaces", ns, "applications", name] if get => {
+            Some(get_object(
+                st,
+                &format!("{ARGOCD_GROUP}/v1alpha1"),
+                "applications",
+                Some(ns),
+                name,
+            ))
+        }
         ["api", "v1", "namespaces", ns, "events"] if get => {
             Some((200, list_events(st, ns, &req.query)))
         }
@@ -663,12 +687,11 @@ fn get_object(
 }
 
 fn not_found_object(plural: &str, name: &str) -> (u16, Value) {
-    let group = if plural == "secrets" {
-        ""
-    } else if VSO_RESOURCES.iter().any(|r| r.0 == plural) {
-        VSO_GROUP
-    } else {
-        ESO_GROUP
+    let group = match plural {
+        "secrets" | "configmaps" => "",
+        "applications" => ARGOCD_GROUP,
+        p if VSO_RESOURCES.iter().any(|r| r.0 == p) => VSO_GROUP,
+        _ => ESO_GROUP,
     };
     let resource = if group.is_empty() {
         plural.to_string()
@@ -1035,4 +1058,15 @@ fn fixture_in(folder: &str, file: &str) -> Vec<Value> {
             v
         })
         .collect()
+}
+
+/// The one object of a fixture file in `tests/fixtures/argocd/` (where each comes from:
+/// `tests/fixtures/argocd/README.md`): an Application or an argocd-cm, for [`FakeKube::put`].
+pub fn argocd_fixture(file: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/argocd")
+        .join(file);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("fixture {} cannot be read: {e}", path.display()));
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("fixture {file} is not YAML: {e}"))
 }
