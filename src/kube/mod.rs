@@ -275,20 +275,9 @@ impl EsoCluster {
     ) -> Result<Vec<EventInfo>, KubeError> {
         let api: Api<Event> = Api::namespaced(self.client.clone(), ns);
         let selector = format!("involvedObject.name={name},involvedObject.kind={kind}");
-        let list = api
-            .list(&ListParams::default().fields(&selector))
-            .await
-            .map_err(|e| {
-                self.error(
-                    e,
-                    Op {
-                        verb: "list",
-                        resource: "events".into(),
-                        namespace: Some(ns),
-                        name: &selector,
-                    },
-                )
-            })?;
+        let list = self
+            .list_fields(&api, &selector, "events".into(), Some(ns))
+            .await?;
         let mut events: Vec<(Option<OffsetDateTime>, EventInfo)> = list
             .items
             .into_iter()
@@ -412,20 +401,8 @@ impl EsoCluster {
         );
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
         let selector = format!("metadata.name={VSO_DEFAULT_NAME}");
-        let list = api
-            .list(&ListParams::default().fields(&selector))
-            .await
-            .map_err(|e| {
-                self.error(
-                    e,
-                    Op {
-                        verb: "list",
-                        resource: format!("{}.{VSO_GROUP}", kind.plural),
-                        namespace: None,
-                        name: &selector,
-                    },
-                )
-            })?;
+        let resource = format!("{}.{VSO_GROUP}", kind.plural);
+        let list = self.list_fields(&api, &selector, resource, None).await?;
         list.items
             .iter()
             .map(|obj| {
@@ -453,6 +430,33 @@ impl EsoCluster {
             VSO_FORCE_SYNC_ANNOTATION,
         )
         .await
+    }
+
+    /// List `api`'s objects that the field selector `selector` matches; an error names
+    /// `resource` and the selector.
+    async fn list_fields<K>(
+        &self,
+        api: &Api<K>,
+        selector: &str,
+        resource: String,
+        namespace: Option<&str>,
+    ) -> Result<::kube::core::ObjectList<K>, KubeError>
+    where
+        K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        api.list(&ListParams::default().fields(selector))
+            .await
+            .map_err(|e| {
+                self.error(
+                    e,
+                    Op {
+                        verb: "list",
+                        resource,
+                        namespace,
+                        name: selector,
+                    },
+                )
+            })
     }
 
     /// Get a VSO object (`v1beta1`). A 404 is followed by a look at the version's resource list:

@@ -188,6 +188,19 @@ fn grants(out: &mut String, style: &Style, p: &GrantsPart, title: &str, verbose:
     }
 }
 
+/// An object's problems, then why (`why:`), then notes (`note:`), under its line.
+fn details(out: &mut String, problems: &[String], why: &[String], notes: &[String]) {
+    for p in problems {
+        let _ = writeln!(out, "            {}", t(p));
+    }
+    for x in why {
+        let _ = writeln!(out, "            why: {}", t(x));
+    }
+    for n in notes {
+        let _ = writeln!(out, "            note: {}", t(n));
+    }
+}
+
 fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
     let _ = writeln!(
         out,
@@ -209,12 +222,7 @@ fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
             t(&es.namespace),
             t(&es.name)
         );
-        for p in &es.problems {
-            let _ = writeln!(out, "            {}", t(p));
-        }
-        for x in &es.explanations {
-            let _ = writeln!(out, "            why: {}", t(x));
-        }
+        details(out, &es.problems, &es.explanations, &[]);
     }
     for v in &k.vault_static_secrets {
         let state = match (v.synced, v.ready.or(v.healthy)) {
@@ -230,15 +238,7 @@ fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
             t(&v.namespace),
             t(&v.name)
         );
-        for p in &v.problems {
-            let _ = writeln!(out, "            {}", t(p));
-        }
-        for x in &v.explanations {
-            let _ = writeln!(out, "            why: {}", t(x));
-        }
-        for n in &v.notes {
-            let _ = writeln!(out, "            note: {}", t(n));
-        }
+        details(out, &v.problems, &v.explanations, &v.notes);
     }
     for p in k.eso.provided.iter().filter(|p| !p.ok) {
         let _ = writeln!(
