@@ -884,3 +884,21 @@ fn a_pinned_version_older_than_vaults_is_not_fresh() {
         "it reads version 1 (`spec.version`), but the secret's current version in Vault is 2",
     );
 }
+
+/// A cluster without VSO's CRDs: the kube part cannot be checked and says to install VSO.
+#[test]
+fn a_cluster_without_vso_says_so() {
+    let w = world(true, VSO_POLICY);
+    w.kube.without_vso();
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    assert_eq!(doc["kube"]["ok"], false);
+    has(doc["kube"]["error"].as_str().unwrap(), "VaultStaticSecret");
+    has(
+        doc["kube"]["error"].as_str().unwrap(),
+        "secrets.hashicorp.com",
+    );
+    assert_eq!(
+        doc["kube"]["help"],
+        "install the Vault Secrets Operator (its CRDs) or check the context"
+    );
+}

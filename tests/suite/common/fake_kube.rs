@@ -75,6 +75,8 @@ struct State {
     unknown: Vec<String>,
     /// Resources (plural) whose requests RBAC denies.
     denied: Vec<String>,
+    /// VSO's CRDs are not installed: `secrets.hashicorp.com` is not served.
+    no_vso: bool,
     resource_version: u64,
 }
 
@@ -154,6 +156,11 @@ impl FakeKube {
     /// (`&["v1beta1"]`: ESO before 0.16; `&["v1"]`: ESO 0.17 and later). Others answer 404.
     pub fn serve_versions(&self, versions: &[&str]) {
         self.state().es_versions = versions.iter().map(|v| v.to_string()).collect();
+    }
+
+    /// Serve no `secrets.hashicorp.com` kinds, as a cluster without VSO's CRDs.
+    pub fn without_vso(&self) {
+        self.state().no_vso = true;
     }
 
     /// Deny every request on this resource (`secrets`, `events`, `externalsecrets`...) with a
@@ -491,7 +498,10 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
         )),
         ["apis"] if get => Some((
             200,
-            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [eso_group(st), vso_group()]}),
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": if st.no_vso { vec![eso_group(st)] } else { vec![eso_group(st), vso_group()] }}),
+        )),
+        ["apis", VSO_GROUP, ..] if st.no_vso => Some(not_found(
+            "the server could not find the requested resource",
         )),
         ["apis", VSO_GROUP] if get => Some((200, vso_group())),
         ["apis", VSO_GROUP, "v1beta1"] if get => Some((
