@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::report::{ColorChoice, Format};
+use crate::vault::login::{self, Kind};
 
 const ABOUT: &str =
     "Bootstrap the Vault secrets a Kubernetes platform needs before its first GitOps sync.";
@@ -84,6 +85,73 @@ pub struct GlobalArgs {
     /// and tokens are never logged at any level.
     #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+
+    /// How to log in to Vault.
+    #[command(flatten)]
+    pub auth: AuthArgs,
+}
+
+/// How to log in to Vault, as `vault login -method=...` (src/vault/login.rs). Global: before or
+/// after the command's name. Under their own heading in `--help`.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Vault login")]
+pub struct AuthArgs {
+    /// How to log in to Vault; every method but `token` revokes its token at exit.
+    #[arg(long, global = true, env = "VAULT_SEED_AUTH", value_enum, default_value_t = Kind::Token, value_name = "METHOD")]
+    pub auth: Kind,
+    /// The auth method's role to log in as (kubernetes, jwt).
+    #[arg(long, global = true, env = "VAULT_SEED_ROLE", value_name = "ROLE")]
+    pub role: Option<String>,
+    /// Where the auth method is enabled, without `auth/` [default: the method's name].
+    #[arg(
+        long,
+        global = true,
+        env = "VAULT_SEED_AUTH_MOUNT",
+        value_name = "PATH"
+    )]
+    pub auth_mount: Option<String>,
+    /// File holding the JWT [kubernetes default:
+    /// /var/run/secrets/kubernetes.io/serviceaccount/token].
+    #[arg(long, global = true, env = "VAULT_SEED_JWT_FILE", value_name = "FILE")]
+    pub jwt_file: Option<PathBuf>,
+    /// Environment variable holding the JWT (`--auth jwt`; CI systems hand OIDC ID tokens over
+    /// this way).
+    #[arg(long, global = true, env = "VAULT_SEED_JWT_ENV", value_name = "VAR")]
+    pub jwt_env: Option<String>,
+    /// File holding the AppRole role-id.
+    #[arg(
+        long,
+        global = true,
+        env = "VAULT_SEED_ROLE_ID_FILE",
+        value_name = "FILE"
+    )]
+    pub role_id_file: Option<PathBuf>,
+    /// File holding the AppRole secret-id.
+    #[arg(
+        long,
+        global = true,
+        env = "VAULT_SEED_SECRET_ID_FILE",
+        value_name = "FILE"
+    )]
+    pub secret_id_file: Option<PathBuf>,
+    /// Do not revoke the login token at exit (it lives until its TTL).
+    #[arg(long, global = true, env = "VAULT_SEED_KEEP_TOKEN")]
+    pub keep_token: bool,
+}
+
+impl From<&AuthArgs> for login::Options {
+    fn from(a: &AuthArgs) -> login::Options {
+        login::Options {
+            kind: a.auth,
+            role: a.role.clone(),
+            mount: a.auth_mount.clone(),
+            jwt_file: a.jwt_file.clone(),
+            jwt_env: a.jwt_env.clone(),
+            role_id_file: a.role_id_file.clone(),
+            secret_id_file: a.secret_id_file.clone(),
+            keep_token: a.keep_token,
+        }
+    }
 }
 
 /// The commands.

@@ -346,6 +346,7 @@ mod tests {
             output: Format::Human,
             color: crate::report::ColorChoice::Never,
             verbose: 0,
+            auth: Default::default(),
         };
         assert_eq!(
             fail(

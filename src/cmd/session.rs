@@ -8,6 +8,7 @@ use crate::cli::{GlobalArgs, VaultArgs};
 use crate::exit::Exit;
 use crate::report::{self, Style};
 use crate::spec::{EnvPlan, Target};
+use crate::vault::login::{self, LoginError, Method, Revoker};
 use crate::vault::{KvMount, Settings, Vault, VaultError};
 
 /// A command's session with Vault for one environment.
@@ -20,6 +21,52 @@ pub(crate) struct Session {
     pub settings: Settings,
     /// The client.
     pub vault: Vault,
+    /// Revokes the login token when the session ends (`None`: a token from the environment,
+    /// never revoked).
+    _revoker: Option<Revoker>,
+}
+
+/// Log in by `method` (one request, before any other) and put the token into `settings`; the
+/// returned [`Revoker`] revokes it when dropped, unless `--keep-token`.
+fn log_in(
+    g: &GlobalArgs,
+    command: &str,
+    method: &Method,
+    settings: &mut Settings,
+) -> Result<Revoker, Exit> {
+    let credentials = method
+        .credentials()
+        .map_err(|e| login_failed(g, command, &e))?;
+    let config_failed = |e: VaultError| {
+        super::fail(g, command, &e);
+        Exit::Usage
+    };
+    let anonymous = Vault::new(settings).map_err(config_failed)?;
+    let logged_in = super::runtime()?
+        .block_on(login::login(&anonymous, &credentials))
+        .map_err(|e| login_failed(g, command, &e))?;
+    settings.token = logged_in.token.clone();
+    settings.token_source = logged_in.source.clone();
+    let own = Vault::new(settings).map_err(config_failed)?;
+    Ok(Revoker::new(own, &logged_in, g.auth.keep_token))
+}
+
+/// Report a login failure as every command reports a failure before its results; exit 2 when
+/// nothing was sent (options, credential files), else 1.
+fn login_failed(g: &GlobalArgs, command: &str, e: &LoginError) -> Exit {
+    super::fail(
+        g,
+        command,
+        &VaultError::Config {
+            message: e.to_string(),
+            help: e.help().unwrap_or_default(),
+        },
+    );
+    if e.is_usage() {
+        Exit::Usage
+    } else {
+        Exit::Failure
+    }
 }
 
 impl Session {
@@ -49,14 +96,25 @@ impl Session {
         vault_args: &VaultArgs,
     ) -> Result<Session, Exit> {
         let style = Style::stderr(g.color);
-        let settings = Settings::resolve(vault_args, plan.vault_addr(), plan.vault_namespace())
-            .map_err(|e| {
+        let method = login::Options::from(&g.auth)
+            .method()
+            .map_err(|e| login_failed(g, command, &e))?;
+        let resolve = match method {
+            Method::Token => Settings::resolve,
+            _ => Settings::resolve_without_token,
+        };
+        let mut settings =
+            resolve(vault_args, plan.vault_addr(), plan.vault_namespace()).map_err(|e| {
                 super::fail(g, command, &e);
                 Exit::Usage
             })?;
         if settings.skip_verify {
             report::warn(&style, "TLS verification is off (VAULT_SKIP_VERIFY): anyone on the path can read the token and the secrets");
         }
+        let revoker = match method {
+            Method::Token => None,
+            _ => Some(log_in(g, command, &method, &mut settings)?),
+        };
         let vault = Vault::new(&settings).map_err(|e| {
             super::fail(g, command, &e);
             Exit::Usage
@@ -66,6 +124,7 @@ impl Session {
             targets: plan.targets.clone(),
             settings,
             vault,
+            _revoker: revoker,
         })
     }
 

@@ -64,6 +64,35 @@ struct State {
     /// Resources (plural) whose requests RBAC denies.
     denied: Vec<String>,
     resource_version: u64,
+    /// How TokenReviews are answered (`None`: 404, as an API server without the API).
+    review: Option<Review>,
+    /// The TokenReview request bodies received.
+    reviews: Vec<Value>,
+}
+
+/// How the fake answers `POST /apis/authentication.k8s.io/v1/tokenreviews` (OpenBao's kubernetes
+/// auth asks it about every login's JWT).
+#[derive(Debug, Clone)]
+pub enum Review {
+    /// `status.authenticated: true` for `system:serviceaccount:<namespace>:<name>` with this
+    /// uid, and these audiences (`None`: the audiences the request asked about, as the API server
+    /// answers for a token valid for them).
+    Authenticated {
+        /// The service account's namespace.
+        namespace: String,
+        /// The service account's name.
+        name: String,
+        /// Its uid.
+        uid: String,
+        /// `status.audiences`.
+        audiences: Option<Vec<String>>,
+    },
+    /// `status.authenticated: false` with this `status.error` (a deleted service account, an
+    /// expired or revoked token).
+    Unauthenticated {
+        /// `status.error`.
+        error: String,
+    },
 }
 
 /// A running fake API server.
@@ -191,6 +220,16 @@ impl FakeKube {
             name.to_string(),
         );
         self.state().objects.get(&key).cloned()
+    }
+
+    /// Answer TokenReviews this way from now on.
+    pub fn answer_token_reviews(&self, review: Review) {
+        self.state().review = Some(review);
+    }
+
+    /// The TokenReview request bodies received, in order.
+    pub fn token_reviews(&self) -> Vec<Value> {
+        self.state().reviews.clone()
     }
 
     /// Add a core/v1 Event.
@@ -457,6 +496,9 @@ fn forbidden(segs: &[&str], denied: &[String], method: &str) -> Option<(u16, Val
 fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value)> {
     let get = req.method == "GET";
     match segs {
+        ["apis", "authentication.k8s.io", "v1", "tokenreviews"] if req.method == "POST" => {
+            Some(token_review(req, st))
+        }
         ["version"] if get => Some((
             200,
             json!({"major": "1", "minor": "30", "gitVersion": "v1.30.0-fake", "platform": "linux/amd64"}),
@@ -533,6 +575,45 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
         }
         _ => None,
     }
+}
+
+/// A TokenReview's answer, as the API server gives it (`authentication.k8s.io/v1`, 201).
+fn token_review(req: &HttpRequest, st: &mut State) -> (u16, Value) {
+    let body: Value = match serde_json::from_slice(&req.body) {
+        Ok(b) => b,
+        Err(e) => return (400, status_object(400, "BadRequest", &e.to_string())),
+    };
+    st.reviews.push(body.clone());
+    let Some(review) = st.review.clone() else {
+        return not_found("the server could not find the requested resource");
+    };
+    let status = match review {
+        Review::Authenticated {
+            namespace,
+            name,
+            uid,
+            audiences,
+        } => json!({
+            "authenticated": true,
+            "user": {
+                "username": format!("system:serviceaccount:{namespace}:{name}"),
+                "uid": uid,
+                "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{namespace}"), "system:authenticated"],
+            },
+            "audiences": audiences.map(Value::from).unwrap_or_else(|| body["spec"]["audiences"].clone()),
+        }),
+        Review::Unauthenticated { error } => json!({"user": {}, "error": error}),
+    };
+    (
+        201,
+        json!({
+            "kind": "TokenReview",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"creationTimestamp": null},
+            "spec": body["spec"],
+            "status": status,
+        }),
+    )
 }
 
 fn eso_resources(st: &State, version: &str) -> Vec<(&'static str, &'static str, bool)> {

@@ -6,6 +6,7 @@
 //! loudly when it is missing, it never skips.
 #![allow(dead_code)]
 
+pub mod jwt;
 pub mod proxy;
 
 use std::io::{Read, Write};
