@@ -343,6 +343,10 @@ pub struct VerifyArgs {
     /// Skip the Kubernetes part (Vault and policy only).
     #[arg(long)]
     pub skip_kube: bool,
+    /// Do not read the ExternalSecrets' target Secrets (their keys go unchecked), so verify needs
+    /// no `get` on Secrets, which would also let it read their values (a hook Job's Role).
+    #[arg(long, env = "VAULT_SEED_SKIP_TARGET_SECRETS")]
+    pub skip_target_secrets: bool,
     /// kubeconfig file; else KUBECONFIG, ~/.kube/config, in-cluster.
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,

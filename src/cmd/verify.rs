@@ -345,7 +345,14 @@ async fn kube_part(
     let mut wanted = Wanted {
         external_secrets: Vec::new(),
         push_secrets: Vec::new(),
+        skip_target_secrets: args.skip_target_secrets,
     };
+    if args.skip_target_secrets {
+        notes.push(
+            "target Secrets were not read (--skip-target-secrets): their keys were not checked"
+                .into(),
+        );
+    }
     let mut seen: HashMap<(String, String), ()> = HashMap::new();
     for (spec, env) in &plan.specs {
         let ns = env

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -95,10 +95,20 @@ pub enum Review {
     },
 }
 
+/// The server side of TLS: a certificate for `127.0.0.1` signed by a CA made for the server.
+struct Tls {
+    config: Arc<rustls::ServerConfig>,
+}
+
 /// A running fake API server.
 pub struct FakeKube {
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>`, or `https://` for [`FakeKube::start_tls`].
     pub addr: String,
+    /// The port it listens on.
+    pub port: u16,
+    /// The PEM certificate of the CA that signed its certificate (TLS servers only): a pod's
+    /// `ca.crt`.
+    pub ca_pem: Option<String>,
     /// The bearer token the kubeconfig carries and the server demands.
     pub token: String,
     state: Arc<Mutex<State>>,
@@ -111,9 +121,60 @@ impl FakeKube {
     /// Start a server serving `external-secrets.io` `v1` and `v1beta1` (ESO 0.16), and
     /// `v1alpha1` for PushSecrets; write its kubeconfig.
     pub fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// The same over HTTPS, as a cluster's API server (and kube-rs's in-cluster configuration,
+    /// which is always `https://`): its certificate names `127.0.0.1` and is signed by a CA made
+    /// here ([`FakeKube::ca_pem`]).
+    pub fn start_tls() -> Self {
+        let ca_key = rcgen::KeyPair::generate().expect("CA key");
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, "fake kubernetes CA");
+        let ca_cert = ca.self_signed(&ca_key).expect("CA");
+        let issuer = rcgen::Issuer::new(ca, ca_key);
+        let key = rcgen::KeyPair::generate().expect("server key");
+        let mut params = rcgen::CertificateParams::new(vec!["kubernetes.default.svc".to_string()])
+            .expect("params");
+        params
+            .subject_alt_names
+            .push(rcgen::SanType::IpAddress("127.0.0.1".parse().expect("ip")));
+        let cert = params.signed_by(&key, &issuer).expect("server certificate");
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
+        )
+        .expect("server config");
+        let mut kube = Self::start_with(Some(Tls {
+            config: Arc::new(config),
+        }));
+        kube.ca_pem = Some(ca_cert.pem());
+        // Its kubeconfig trusts the CA.
+        let yaml = kubeconfig_yaml(&kube.addr, &kube.token, "fake").replace(
+            "    server: ",
+            &format!(
+                "    certificate-authority-data: {}\n    server: ",
+                base64::engine::general_purpose::STANDARD.encode(ca_cert.pem())
+            ),
+        );
+        std::fs::write(kube.kubeconfig(), yaml).expect("write kubeconfig");
+        kube
+    }
+
+    fn start_with(tls: Option<Tls>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("local addr").port();
-        let addr = format!("http://127.0.0.1:{port}");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let addr = format!("{scheme}://127.0.0.1:{port}");
+        let tls = tls.map(Arc::new);
         let token = format!("fake-token-{port}");
         let state = Arc::new(Mutex::new(State {
             es_versions: vec!["v1".into(), "v1beta1".into()],
@@ -133,7 +194,10 @@ impl FakeKube {
                     let Ok(conn) = conn else { continue };
                     let state = Arc::clone(&state);
                     let token = token.clone();
-                    std::thread::spawn(move || serve_connection(conn, &state, &token));
+                    let tls = tls.clone();
+                    std::thread::spawn(move || {
+                        serve_connection(conn, &state, &token, tls.as_deref())
+                    });
                 }
             })
         };
@@ -145,6 +209,8 @@ impl FakeKube {
         .expect("write kubeconfig");
         FakeKube {
             addr,
+            port,
+            ca_pem: None,
             token,
             state,
             stop,
@@ -261,7 +327,7 @@ impl Drop for FakeKube {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         // Wake the accept loop so it sees the flag.
-        let _ = TcpStream::connect(self.addr.trim_start_matches("http://"));
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -340,11 +406,23 @@ impl HttpRequest {
     }
 }
 
-fn serve_connection(conn: TcpStream, state: &Mutex<State>, token: &str) {
-    let mut reader = BufReader::new(conn.try_clone().expect("clone stream"));
-    let mut conn = conn;
+fn serve_connection(conn: TcpStream, state: &Mutex<State>, token: &str, tls: Option<&Tls>) {
+    match tls {
+        None => serve_stream(conn, state, token),
+        Some(tls) => {
+            let Ok(session) = rustls::ServerConnection::new(tls.config.clone()) else {
+                return;
+            };
+            serve_stream(rustls::StreamOwned::new(session, conn), state, token);
+        }
+    }
+}
+
+fn serve_stream<S: Read + Write>(conn: S, state: &Mutex<State>, token: &str) {
+    let mut reader = BufReader::new(conn);
     // Keep-alive: hyper reuses connections; serve requests until the client closes.
     while let Some(req) = read_request(&mut reader) {
+        let conn = reader.get_mut();
         let (status, body) = handle(&req, state, token);
         let reason = match status {
             200 => "OK",
@@ -366,10 +444,9 @@ fn serve_connection(conn: TcpStream, state: &Mutex<State>, token: &str) {
         }
         let _ = conn.flush();
     }
-    let _ = conn.shutdown(Shutdown::Both);
 }
 
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<HttpRequest> {
+fn read_request<S: Read>(reader: &mut BufReader<S>) -> Option<HttpRequest> {
     let mut line = String::new();
     if reader.read_line(&mut line).ok()? == 0 {
         return None;

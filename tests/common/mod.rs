@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod jwt;
+pub mod pod;
 pub mod proxy;
 
 use std::io::{Read, Write};
