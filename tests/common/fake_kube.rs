@@ -68,6 +68,8 @@ struct State {
     review: Option<Review>,
     /// The TokenReview request bodies received.
     reviews: Vec<Value>,
+    /// Bearer tokens accepted besides the server's own (a pod's service-account token).
+    bearers: Vec<String>,
 }
 
 /// How the fake answers `POST /apis/authentication.k8s.io/v1/tokenreviews` (OpenBao's kubernetes
@@ -291,6 +293,12 @@ impl FakeKube {
     /// Answer TokenReviews this way from now on.
     pub fn answer_token_reviews(&self, review: Review) {
         self.state().review = Some(review);
+    }
+
+    /// Accept `token` as a bearer token too (a pod's service-account token, which the
+    /// in-cluster configuration sends).
+    pub fn accept_bearer(&self, token: &str) {
+        self.state().bearers.push(token.to_string());
     }
 
     /// The TokenReview request bodies received, in order.
@@ -524,7 +532,10 @@ fn handle(req: &HttpRequest, state: &Mutex<State>, token: &str) -> (u16, Value) 
         path: req.path.clone(),
         query: req.query.clone(),
     });
-    if req.header("authorization") != Some(&format!("Bearer {token}")) {
+    let bearer = req
+        .header("authorization")
+        .and_then(|h| h.strip_prefix("Bearer "));
+    if bearer != Some(token) && !st.bearers.iter().any(|b| Some(b.as_str()) == bearer) {
         return (401, status_object(401, "Unauthorized", "Unauthorized"));
     }
     let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();

@@ -79,22 +79,35 @@ impl Pod {
     }
 
     /// Mount `host` (a file or directory, readable by others) read-only at `in_pod`, which must
-    /// be under `/etc/`.
+    /// be under `/etc/` or `/var/run/` (both empty tmpfs in the pod).
     pub fn volume(mut self, host: &Path, in_pod: &str) -> Pod {
         assert!(
-            in_pod.starts_with("/etc/"),
-            "volumes go under /etc: {in_pod}"
+            in_pod.starts_with("/etc/") || in_pod.starts_with("/var/run/"),
+            "volumes go under /etc or /var/run: {in_pod}"
         );
         self.volumes.push((host.to_path_buf(), in_pod.to_string()));
         self
     }
 
-    /// A file with `content` mounted read-only at `in_pod` (under `/etc/`).
+    /// A file with `content` mounted read-only at `in_pod` (under `/etc/` or `/var/run/`).
     pub fn file(self, in_pod: &str, content: &str) -> Pod {
         let name = format!("file-{}", self.volumes.len());
         let host = self.dir.path().join(name);
         std::fs::write(&host, content).expect("volume file");
         readable(&host, 0o644);
+        self.volume(&host, in_pod)
+    }
+
+    /// A directory of files `(name, content)` mounted read-only at `in_pod` (a ConfigMap or
+    /// projected volume).
+    pub fn dir(self, in_pod: &str, files: &[(String, String)]) -> Pod {
+        let host = self.dir.path().join(format!("dir-{}", self.volumes.len()));
+        std::fs::create_dir(&host).expect("volume dir");
+        for (name, content) in files {
+            std::fs::write(host.join(name), content).expect("volume file");
+            readable(&host.join(name), 0o644);
+        }
+        readable(&host, 0o755);
         self.volume(&host, in_pod)
     }
 
