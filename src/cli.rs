@@ -5,8 +5,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::duration;
 use crate::report::{ColorChoice, Format};
 use crate::vault::login::{self, Kind};
+use crate::vault::ConnectOptions;
 
 const ABOUT: &str =
     "Bootstrap the Vault secrets a Kubernetes platform needs before its first GitOps sync.";
@@ -209,6 +211,25 @@ pub enum Command {
     Man(ManArgs),
 }
 
+impl Command {
+    /// The command's name as typed (`apply`); the JSON documents carry it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Lint => "lint",
+            Command::Gen(_) => "gen",
+            Command::Plan(_) => "plan",
+            Command::Apply(_) => "apply",
+            Command::Verify(_) => "verify",
+            Command::Set(_) => "set",
+            Command::Rotate(_) => "rotate",
+            Command::Policy(_) => "policy",
+            Command::Order(_) => "order",
+            Command::Completions(_) => "completions",
+            Command::Man(_) => "man",
+        }
+    }
+}
+
 /// `completions` options.
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
@@ -269,21 +290,39 @@ pub struct VaultArgs {
     #[arg(long, env = "VAULT_SKIP_VERIFY", value_parser = parse_bool_env, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     pub skip_verify: Option<bool>,
     /// Timeout of each request to Vault (`30s`, `2m`; a bare number is seconds).
-    #[arg(long, env = "VAULT_CLIENT_TIMEOUT", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, env = "VAULT_CLIENT_TIMEOUT", value_parser = duration::parse, value_name = "DURATION")]
     pub timeout: Option<std::time::Duration>,
     /// Time to open a connection to Vault [default: 5s].
-    #[arg(long, env = "VAULT_SEED_CONNECT_TIMEOUT", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, env = "VAULT_SEED_CONNECT_TIMEOUT", value_parser = duration::parse, value_name = "DURATION")]
     pub connect_timeout: Option<std::time::Duration>,
     /// Time from sending a request to the start of Vault's answer; past it the request is retried
     /// [default: 10s].
-    #[arg(long, env = "VAULT_SEED_ANSWER_TIMEOUT", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, env = "VAULT_SEED_ANSWER_TIMEOUT", value_parser = duration::parse, value_name = "DURATION")]
     pub answer_timeout: Option<std::time::Duration>,
     /// Time one request may take with its retries before vault-seed gives up [default: 1m].
-    #[arg(long, env = "VAULT_SEED_GIVE_UP_AFTER", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, env = "VAULT_SEED_GIVE_UP_AFTER", value_parser = duration::parse, value_name = "DURATION")]
     pub give_up_after: Option<std::time::Duration>,
     /// Allow sending the token over plain http:// to a non-loopback address.
     #[arg(long)]
     pub insecure_http: bool,
+}
+
+impl VaultArgs {
+    /// What vault/ needs to connect: the flags (clap has filled them from `VAULT_*`).
+    pub fn options(&self) -> ConnectOptions {
+        ConnectOptions {
+            address: self.address.clone(),
+            ca_cert: self.ca_cert.clone(),
+            ca_path: self.ca_path.clone(),
+            namespace: self.namespace.clone(),
+            skip_verify: self.skip_verify,
+            timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+            answer_timeout: self.answer_timeout,
+            give_up_after: self.give_up_after,
+            insecure_http: self.insecure_http,
+        }
+    }
 }
 
 /// `plan` and `apply` options.
@@ -335,7 +374,7 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub strict: bool,
     /// Poll until every ExternalSecret is Ready or this time is up (`5m`).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = duration::parse, value_name = "DURATION")]
     pub wait: Option<std::time::Duration>,
     /// Annotate the ExternalSecrets with `force-sync=<unix time>` so ESO refreshes now.
     #[arg(long)]
@@ -493,18 +532,6 @@ pub fn with_hints(mut e: clap::Error) -> clap::Error {
     e
 }
 
-/// A duration such as `30s`, `5m`, `1h30m`; a bare number is seconds.
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let s = s.trim();
-    if let Ok(secs) = s.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Ok(std::time::Duration::from_secs_f64(secs));
-        }
-    }
-    humantime::parse_duration(s)
-        .map_err(|e| format!("`{s}` is not a duration ({e}); e.g. `30s`, `5m`"))
-}
-
 /// VAULT_SKIP_VERIFY's values, as the vault CLI reads them.
 fn parse_bool_env(s: &str) -> Result<bool, String> {
     match s.trim().to_ascii_lowercase().as_str() {
@@ -522,6 +549,32 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// The name each JSON document (and failure) carries is the one clap parses.
+    #[test]
+    fn command_names_are_the_subcommands() {
+        let cmd = Cli::command();
+        let names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+        for args in [
+            vec!["lint"],
+            vec!["gen", "hex"],
+            vec!["plan", "e"],
+            vec!["apply", "e"],
+            vec!["verify", "e"],
+            vec!["set", "e", "S"],
+            vec!["rotate", "e", "S"],
+            vec!["policy", "e"],
+            vec!["order", "--app", "a=b"],
+            vec!["completions", "bash"],
+            vec!["man"],
+        ] {
+            let cli = Cli::try_parse_from(std::iter::once("vault-seed").chain(args.clone()))
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert_eq!(cli.command.name(), args[0]);
+            assert!(names.contains(&args[0]));
+        }
+        assert_eq!(names.len(), 11, "{names:?}");
     }
 
     #[test]
@@ -566,12 +619,5 @@ mod tests {
         let classes = crate::generate::CharClasses::default();
         let names: Vec<&str> = classes.classes().iter().map(|c| c.name()).collect();
         assert!(help("classes").contains(&format!("[default: {}]", names.join(","))));
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("30").unwrap().as_secs(), 30);
-        assert_eq!(parse_duration("5m").unwrap().as_secs(), 300);
-        assert!(parse_duration("soon").is_err());
     }
 }

@@ -8,7 +8,8 @@ pub enum Exit {
     /// The run completed but something is not right: an invalid or denied path, a failed request,
     /// a policy gap, an ExternalSecret not Ready, an unreachable or sealed server.
     Failure,
-    /// The command was not understood or a spec is invalid: nothing was sent to any server.
+    /// The command was not understood, a spec is invalid, or the request was refused (a value in
+    /// the wrong format, a `fixed` secret): nothing was sent, or nothing was written.
     Usage,
 }
 
@@ -22,12 +23,12 @@ impl Exit {
         }
     }
 
-    /// The worse of two outcomes (usage beats failure beats success).
-    pub fn worst(self, other: Exit) -> Exit {
-        if self.code() >= other.code() {
-            self
+    /// Success when `ok`, else failure.
+    pub fn of(ok: bool) -> Exit {
+        if ok {
+            Exit::Success
         } else {
-            other
+            Exit::Failure
         }
     }
 }
@@ -50,10 +51,8 @@ mod tests {
     }
 
     #[test]
-    fn worst_prefers_usage_then_failure() {
-        assert_eq!(Exit::Success.worst(Exit::Failure), Exit::Failure);
-        assert_eq!(Exit::Failure.worst(Exit::Usage), Exit::Usage);
-        assert_eq!(Exit::Usage.worst(Exit::Success), Exit::Usage);
-        assert_eq!(Exit::Success.worst(Exit::Success), Exit::Success);
+    fn a_report_is_success_exactly_when_ok() {
+        assert_eq!(Exit::of(true), Exit::Success);
+        assert_eq!(Exit::of(false), Exit::Failure);
     }
 }

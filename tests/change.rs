@@ -112,7 +112,8 @@ fn set_refuses_a_real_value_without_force() {
         &["set", "dev", "SALT"],
         Some(&"cd".repeat(32)),
     );
-    assert_eq!(out.status.code(), Some(1));
+    // A refused request: exit 2, as `rotate`'s refusals (issue 14.9).
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("holds a real value (version 1)"),
         "{}",
@@ -165,7 +166,8 @@ fn set_rejects_a_value_in_the_wrong_format_and_writes_nothing() {
         &["set", "dev", "FIXED_KEY", "--force"],
         Some(&"k".repeat(32)),
     );
-    assert_eq!(out.status.code(), Some(1));
+    // A refused request: exit 2, as `rotate` of a fixed secret (issue 14.9).
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("is fixed"),
         "{}",

@@ -429,7 +429,7 @@ async fn no_eso_crds_is_a_clear_error() {
     let err = cluster.external_secret(NS, "db").await.unwrap_err();
     assert!(matches!(err, KubeError::NotServed { .. }), "{err:?}");
     assert!(
-        err.to_string()
+        format!("{err}\n  {}", err.help().unwrap_or_default())
             .starts_with("the cluster serves no `ExternalSecret` in `external-secrets.io` v1 or v1beta1\n  install External Secrets Operator"),
         "{err}"
     );
@@ -457,7 +457,7 @@ async fn unreachable_cluster_is_a_clear_error() {
         }
         other => panic!("expected Unreachable, got {other:?}"),
     }
-    let text = err.to_string();
+    let text = format!("{err}\n  {}", err.help().unwrap_or_default());
     assert!(
         text.starts_with(&format!("cannot reach the Kubernetes API at `{server}`: ")),
         "{text}"
@@ -479,7 +479,7 @@ async fn unknown_context_is_a_clear_error() {
         matches!(&err, KubeError::UnknownContext { context, known, .. } if context == "prod" && known == &["fake"])
     );
     assert_eq!(
-        err.to_string(),
+        format!("{err}\n  {}", err.help().unwrap_or_default()),
         format!(
             "context `prod` is not in kubeconfig `{}`\n  known contexts: `fake`; list them with `kubectl config get-contexts`",
             kube.kubeconfig().display()
@@ -732,7 +732,7 @@ async fn rbac_denial_says_which_can_i_to_run() {
         matches!(&err, KubeError::Forbidden { verb: "get", resource, namespace: Some(ns), .. } if resource == "secrets" && ns == NS),
         "{err:?}"
     );
-    let text = err.to_string();
+    let text = format!("{err}\n  {}", err.help().unwrap_or_default());
     assert!(
         text.starts_with("forbidden to get `secrets` `core-service/db-credentials` (403): secrets is forbidden: User"),
         "{text}"

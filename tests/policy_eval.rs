@@ -11,7 +11,7 @@ use common::OpenBao;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::json;
-use vault_seed::policy::{self, Acl, KvVersion, MatchKind, Policy, Requirement};
+use vault_seed::acl::{self as policy, Acl, MatchKind, Policy, Requirement};
 
 /// A token holding exactly `policies`: no `default` policy, whose rules would blur the answer.
 fn token_without_default(bao: &OpenBao, policies: &[String]) -> String {
@@ -307,7 +307,7 @@ path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }
 fn core_service_requirements() -> Vec<Requirement> {
     let set = vault_seed::spec::load_dir(&common::repo_specs()).expect("repo specs load");
     let plan = set.plan("auh1-dev", &[]).expect("auh1-dev plan");
-    policy::requirements(&plan, KvVersion::V2)
+    policy::requirements(&plan, &|_| None)
 }
 
 /// Every requirement is granted by the server for a token holding `policy_text` alone.
@@ -356,7 +356,8 @@ fn runbook_policy_passes_and_without_metadata_fails() {
         report.suggestion_hcl(),
         "path \"secret/metadata/ask/core-service/*\" { capabilities = [\"read\", \"list\"] }\n"
     );
-    let text = report.render(
+    let text = vault_seed::report::gaps::render(
+        &report,
         &["eso-ask-push".to_string()],
         &vault_seed::report::Style::plain(),
         false,

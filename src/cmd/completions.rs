@@ -5,11 +5,11 @@ use clap::CommandFactory;
 use clap_complete::Shell;
 
 use crate::cli::{Cli, CompletionsArgs};
-use crate::exit::Exit;
+use crate::report::Text;
 
-/// Print the completion script.
-pub fn run(args: &CompletionsArgs) -> Exit {
-    super::write_stdout(script(args.shell).as_bytes())
+/// The completion script.
+pub fn run(args: &CompletionsArgs) -> Text {
+    Text(script(args.shell))
 }
 
 /// The completion script for `shell`.

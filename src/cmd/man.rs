@@ -8,9 +8,10 @@ use clap::CommandFactory;
 use clap_mangen::roff::{bold, roman, Roff};
 use clap_mangen::Man;
 
-use crate::cli::{Cli, GlobalArgs, ManArgs};
-use crate::exit::Exit;
-use crate::report::{self, Style};
+use crate::cli::{Cli, ManArgs};
+use crate::report::Text;
+
+use super::Failure;
 
 /// Each command's `-o json` document as the man page describes it: its top-level keys, then
 /// what the nested ones hold. `tests/cli.rs` checks the keys against real output.
@@ -65,8 +66,8 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
     (
         "lint",
         &["ok", "specs", "errors"],
-        "specs: file, name, environments, secrets, fields; errors: message, location (file, \
-         line, col), help.",
+        "specs: file, name, environments, secrets, fields; errors is empty (specs with problems \
+         are a failure, whose errors list them: message, location (file, line, col), help).",
     ),
     (
         "gen",
@@ -75,28 +76,20 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
     ),
 ];
 
-/// Print a page, or write them all.
-pub fn run(g: &GlobalArgs, args: &ManArgs) -> Exit {
-    let style = Style::stderr(g.color);
+/// A page, or every page written into a directory (their paths).
+pub fn run(args: &ManArgs) -> Result<Text, Failure> {
     let main = root_command();
     if let Some(dir) = &args.dir {
-        return write_all(&style, &main, dir);
+        return write_all(&main, dir);
     }
-    let page = match &args.command {
-        None => main_page(&main),
+    match &args.command {
+        None => Ok(Text(main_page(&main))),
         Some(name) => match main.find_subcommand(name) {
-            Some(sub) => render(sub),
-            None => {
-                report::error(
-                    &style,
-                    &format!("no command `{name}`"),
-                    Some(&format!("one of: {}", command_names(&main).join(", "))),
-                );
-                return Exit::Usage;
-            }
+            Some(sub) => Ok(Text(render(sub))),
+            None => Err(Failure::usage(format!("no command `{name}`"))
+                .help(format!("one of: {}", command_names(&main).join(", ")))),
         },
-    };
-    super::write_stdout(page.as_bytes())
+    }
 }
 
 /// The command tree as the pages show it: built (global options propagated, each subcommand
@@ -145,8 +138,9 @@ pub fn main_page(main: &clap::Command) -> String {
     roff.control("SH", ["JSON OUTPUT"]);
     roff.text([roman(
         "With -o json (--output json) a command prints one JSON document on stdout; diagnostics \
-         stay on stderr. ok is false exactly when the exit code is 1. A command that stops before \
-         it has results prints {command, ok: false, error, help}. Keys are only ever added; the \
+         stay on stderr. ok is false exactly when the exit code is 1. A command that fails (exit 1 \
+         or 2) prints {command, ok: false, error, help}, with errors when several problems are \
+         behind it (a spec's: message, location, help). Keys are only ever added; the \
          README describes each field in full. The top-level keys of each document, then what \
          the nested ones hold:",
     )]);
@@ -162,15 +156,11 @@ pub fn main_page(main: &clap::Command) -> String {
     page
 }
 
-fn write_all(style: &Style, main: &clap::Command, dir: &Path) -> Exit {
-    if let Err(e) = std::fs::create_dir_all(dir) {
-        report::error(
-            style,
-            &format!("cannot create `{}`: {e}", dir.display()),
-            Some("give `--dir` a directory you may write to"),
-        );
-        return Exit::Failure;
-    }
+fn write_all(main: &clap::Command, dir: &Path) -> Result<Text, Failure> {
+    let cannot =
+        |what: String| Failure::new(what).help("give `--dir` a directory you may write to");
+    std::fs::create_dir_all(dir)
+        .map_err(|e| cannot(format!("cannot create `{}`: {e}", dir.display())))?;
     let mut pages = vec![("vault-seed.1".to_string(), main_page(main))];
     for sub in main.get_subcommands().filter(|c| !c.is_hide_set()) {
         pages.push((format!("vault-seed-{}.1", sub.get_name()), render(sub)));
@@ -178,16 +168,10 @@ fn write_all(style: &Style, main: &clap::Command, dir: &Path) -> Exit {
     let mut written = Vec::new();
     for (name, text) in pages {
         let path = dir.join(name);
-        if let Err(e) = std::fs::write(&path, text) {
-            report::error(
-                style,
-                &format!("cannot write `{}`: {e}", path.display()),
-                Some("give `--dir` a directory you may write to"),
-            );
-            return Exit::Failure;
-        }
+        std::fs::write(&path, text)
+            .map_err(|e| cannot(format!("cannot write `{}`: {e}", path.display())))?;
         written.push(path.display().to_string());
     }
     written.push(String::new());
-    super::write_stdout(written.join("\n").as_bytes())
+    Ok(Text(written.join("\n")))
 }

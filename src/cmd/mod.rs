@@ -1,12 +1,13 @@
-//! One module per subcommand. `run` dispatches and maps outcomes to exit codes.
+//! One module per subcommand. Each turns its arguments into a call and returns a report or a
+//! [`Failure`]; none prints its result or its errors (`run.rs` does, in one place).
 
 mod apply;
-mod change;
 mod completions;
+mod failure;
 mod gen;
 mod lint;
-mod order;
 mod man;
+mod order;
 mod policy;
 mod prompt;
 mod rotate;
@@ -14,91 +15,54 @@ mod session;
 mod set;
 mod verify;
 
-use crate::cli::{Cli, Command, GlobalArgs};
-use crate::exit::Exit;
-use crate::report::{self, Style};
-use crate::spec::{self, LoadError, SpecSet};
-use crate::vault::VaultError;
+pub use failure::{Failure, Problem};
 
-/// Run a parsed command line.
-pub fn run(cli: Cli) -> Exit {
+use crate::cli::{Cli, Command, GlobalArgs};
+use crate::report::Report;
+use crate::spec::{self, SpecSet};
+
+/// Run a parsed command line: its report, or why it stopped.
+pub fn execute(cli: &Cli) -> Result<Box<dyn Report>, Failure> {
     let g = &cli.global;
+    fn boxed<R: Report + 'static>(r: R) -> Box<dyn Report> {
+        Box::new(r)
+    }
     match &cli.command {
-        Command::Lint => lint::run(g),
-        Command::Gen(args) => gen::run(g, args),
-        Command::Plan(args) => apply::run(g, args, apply::Mode::Plan),
+        Command::Lint => lint::run(g).map(boxed),
+        Command::Gen(args) => gen::run(args).map(boxed),
+        Command::Plan(args) => apply::run(g, args, apply::Mode::Plan).map(boxed),
         Command::Apply(args) => apply::run(
             g,
             &args.common,
             apply::Mode::Apply {
                 metadata: !args.no_metadata,
             },
-        ),
-        Command::Set(args) => set::run(g, args),
-        Command::Rotate(args) => rotate::run(g, args),
-        Command::Policy(args) => policy::run(g, args),
-        Command::Verify(args) => verify::run(g, args),
-        Command::Order(args) => order::run(g, args),
-        Command::Completions(args) => completions::run(args),
-        Command::Man(args) => man::run(g, args),
+        )
+        .map(boxed),
+        Command::Set(args) => set::run(g, args).map(boxed),
+        Command::Rotate(args) => rotate::run(g, args).map(boxed),
+        Command::Policy(args) => policy::run(g, args).map(boxed),
+        Command::Verify(args) => verify::run(g, args).map(boxed),
+        Command::Order(args) => order::run(g, args).map(boxed),
+        Command::Completions(args) => Ok(boxed(completions::run(args))),
+        Command::Man(args) => man::run(args).map(boxed),
     }
 }
 
-pub(crate) fn print_load_error(g: &GlobalArgs, e: &LoadError) {
-    let style = Style::stderr(g.color);
-    match e {
-        LoadError::Invalid(diags) => {
-            // The first problems in full, the rest counted: a hostile spec can have thousands.
-            for d in diags.iter().take(spec::diag::SHOWN_MAX) {
-                eprint!("{}", d.render(&style));
-            }
-            if let Some(more) = diags
-                .len()
-                .checked_sub(spec::diag::SHOWN_MAX)
-                .filter(|&n| n > 0)
-            {
-                eprintln!("… and {more} more problems (`vault-seed lint -o json` lists them all)");
-            }
-            eprintln!(
-                "{}: {} problem(s) in the specs under `{}`; nothing was sent to Vault",
-                style.error("error"),
-                diags.len(),
-                g.specs.display()
-            );
-        }
-        LoadError::Empty(dir) => report::error(
-            &style,
-            &format!("no spec files (`*.toml`) in `{}`", dir.display()),
-            Some("point `--specs` (or VAULT_SEED_SPECS) at the directory of your specs"),
-        ),
-        LoadError::Dir { .. } => report::error(
-            &style,
-            &e.to_string(),
-            Some("run from the repository that holds `secret-specs/`, or pass `--specs DIR`"),
-        ),
-    }
-}
-
-/// Load the specs, printing every problem on stderr; `Err(Exit::Usage)` when any.
-pub(crate) fn load_specs(g: &GlobalArgs) -> Result<SpecSet, Exit> {
-    spec::load_dir(&g.specs).map_err(|e| {
-        print_load_error(g, &e);
-        Exit::Usage
-    })
+/// Load the specs; every problem is in the failure (exit 2: nothing was sent).
+pub(crate) fn load_specs(g: &GlobalArgs) -> Result<SpecSet, Failure> {
+    spec::load_dir(&g.specs).map_err(|e| Failure::specs(e, &g.specs))
 }
 
 /// The tokio runtime for the commands that talk to servers: one thread. vault-seed waits on the
 /// network, not the CPU; a multi-threaded runtime spent about 60 % more CPU per request on
 /// waking its threads (measured with `perf` on a re-run of 10,000 paths), CPU that a local
 /// server on the same small machine then lacks.
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| {
-            eprintln!("error: cannot start the async runtime: {e}");
-            Exit::Failure
-        })
+        .map_err(|e| Failure::new(format!("cannot start the async runtime: {e}")))
 }
 
 /// Wait for a request to stop: SIGINT (Ctrl-C), SIGTERM (`kill`, a Job's deadline, a pod's
@@ -124,40 +88,5 @@ pub(crate) async fn stop_signal() -> Option<&'static str> {
     #[cfg(not(unix))]
     {
         tokio::signal::ctrl_c().await.ok().map(|()| "interrupted")
-    }
-}
-
-#[derive(serde::Serialize)]
-struct JsonFailure<'a> {
-    command: &'a str,
-    ok: bool,
-    error: String,
-    help: Option<String>,
-}
-
-/// Report an error that stopped a command before it had per-path results: on stderr, and as a
-/// JSON document on stdout with `--output json`.
-pub(crate) fn fail(g: &GlobalArgs, command: &str, e: &VaultError) {
-    report::error(&Style::stderr(g.color), &e.to_string(), e.help().as_deref());
-    if g.output == report::Format::Json {
-        let _ = report::print_json(&JsonFailure {
-            command,
-            ok: false,
-            error: e.to_string(),
-            help: e.help(),
-        });
-    }
-}
-
-/// Write a command's whole result to stdout; a closed stdout is an error, not a panic.
-pub(crate) fn write_stdout(bytes: &[u8]) -> Exit {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|()| out.flush()) {
-        Ok(()) => Exit::Success,
-        Err(e) => {
-            eprintln!("error: cannot write to stdout: {e}");
-            Exit::Failure
-        }
     }
 }

@@ -1,42 +1,13 @@
 //! `vault-seed order`: the Argo CD ordering check of rendered manifests (offline).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
-
 use crate::cli::{GlobalArgs, OrderArgs};
-use crate::exit::Exit;
 use crate::order::findings::clean;
-use crate::order::{self, Finding, Input, LoadError, Report, Rule, Severity, SpecEso};
-use crate::report::{self, Format, Style};
+use crate::order::{self, Input, LoadError, SpecEso};
+use crate::report::ordering::OrderReport;
 
-/// The `-o json` document: the report with the command's name.
-#[derive(Serialize)]
-struct OrderJson<'a> {
-    command: &'static str,
-    #[serde(flatten)]
-    report: &'a Report,
-}
-
-/// The `-o json` document when the input cannot be read (exit 2).
-#[derive(Serialize)]
-struct OrderFailure {
-    command: &'static str,
-    ok: bool,
-    error: String,
-    help: Option<String>,
-    errors: Vec<String>,
-}
-
-/// Exit code of a finished check: 0 when no finding is an error, else 1.
-fn exit_for(report: &Report) -> Exit {
-    if report.ok {
-        Exit::Success
-    } else {
-        Exit::Failure
-    }
-}
+use super::Failure;
 
 /// A problem with the command line or the input, with what to do.
 struct Bad {
@@ -53,34 +24,27 @@ impl From<&LoadError> for Bad {
     }
 }
 
-fn fail(g: &GlobalArgs, bad: &[Bad]) -> Exit {
-    let style = Style::stderr(g.color);
-    for (i, b) in bad.iter().enumerate() {
-        // One help line per kind of problem is enough.
-        let repeat = bad[..i].iter().any(|x| x.help == b.help);
-        report::error(&style, &b.error, (!repeat).then_some(b.help.as_str()));
-    }
-    eprintln!(
-        "{}: {} problem(s) in the input; nothing was checked",
-        style.error("error"),
-        bad.len()
-    );
-    if g.output == Format::Json {
-        let doc = OrderFailure {
-            command: "order",
-            ok: false,
-            error: bad.first().map(|b| b.error.clone()).unwrap_or_default(),
-            help: bad.first().map(|b| b.help.clone()),
-            errors: bad.iter().map(|b| b.error.clone()).collect(),
-        };
-        if let Err(e) = report::print_json(&doc) {
-            eprintln!("error: cannot write to stdout: {e}");
-        }
-    }
-    Exit::Usage
+/// Bad input: exit 2, nothing was checked. One help line per kind of problem is enough.
+fn fail(bad: Vec<Bad>) -> Failure {
+    let n = bad.len();
+    let mut helps: Vec<String> = Vec::new();
+    let problems = bad
+        .into_iter()
+        .map(|b| {
+            let repeat = helps.contains(&b.help);
+            if !repeat {
+                helps.push(b.help.clone());
+            }
+            (b.error, (!repeat).then_some(b.help))
+        })
+        .collect();
+    Failure::several(
+        problems,
+        format!("{n} problem(s) in the input; nothing was checked"),
+    )
 }
 
-pub(super) fn run(g: &GlobalArgs, args: &OrderArgs) -> Exit {
+pub(super) fn run(g: &GlobalArgs, args: &OrderArgs) -> Result<OrderReport, Failure> {
     let mut bad: Vec<Bad> = Vec::new();
     // `--app NAME=PATH`, grouped by name in the order first given.
     let mut apps: Vec<(String, Vec<&Path>)> = Vec::new();
@@ -124,7 +88,7 @@ pub(super) fn run(g: &GlobalArgs, args: &OrderArgs) -> Exit {
         }
     }
     if !bad.is_empty() {
-        return fail(g, &bad);
+        return Err(fail(bad));
     }
     let stdin = std::io::stdin();
     let mut stdin = stdin.lock();
@@ -147,20 +111,11 @@ pub(super) fn run(g: &GlobalArgs, args: &OrderArgs) -> Exit {
         }
     }
     if !bad.is_empty() {
-        return fail(g, &bad);
+        return Err(fail(bad));
     }
     if let Some(env) = &args.env {
-        let set = match super::load_specs(g) {
-            Ok(set) => set,
-            Err(exit) => return exit,
-        };
-        let plan = match set.plan(env, &[]) {
-            Ok(plan) => plan,
-            Err(d) => {
-                eprint!("{}", d.render(&Style::stderr(g.color)));
-                return Exit::Usage;
-            }
-        };
+        let set = super::load_specs(g)?;
+        let plan = set.plan(env, &[])?;
         for (spec, e) in &plan.specs {
             input.specs.push(SpecEso {
                 spec: spec.name.clone(),
@@ -181,149 +136,18 @@ pub(super) fn run(g: &GlobalArgs, args: &OrderArgs) -> Exit {
         findings = report.findings.len(),
         "order check done"
     );
-    match g.output {
-        Format::Json => {
-            if let Err(e) = report::print_json(&OrderJson {
-                command: "order",
-                report: &report,
-            }) {
-                eprintln!("error: cannot write to stdout: {e}");
-                return Exit::Failure;
-            }
-        }
-        Format::Human => print!("{}", render(&report, &Style::stdout(g.color))),
-    }
-    exit_for(&report)
-}
-
-fn severity_word(style: &Style, s: Severity) -> String {
-    match s {
-        Severity::Error => style.error("error"),
-        Severity::Warning => style.warn("warning"),
-        Severity::Note => style.bold("note"),
-    }
-}
-
-fn render_finding(out: &mut String, style: &Style, f: &Finding) {
-    use std::fmt::Write;
-    let _ = writeln!(out, "  {}: {}", severity_word(style, f.severity), f.message);
-    for d in &f.details {
-        let _ = writeln!(out, "      {d}");
-    }
-    // A missing object's details name every reader with its place already.
-    if let Some(c) = f.consumer.as_ref().filter(|_| f.rule != Rule::NoProducer) {
-        if let (Some(file), Some(line)) = (&c.file, c.line) {
-            let _ = writeln!(out, "    {} {}:{line}", style.dim("-->"), clean(file));
-        }
-    }
-    if let Some(b) = &f.bootstrap {
-        let _ = writeln!(
-            out,
-            "    {}: made by ExternalSecret {} of spec {}: `vault-seed apply {}` seeds its Vault paths, `vault-seed verify {}` checks it",
-            style.bold("bootstrap"),
-            clean(&b.external_secret),
-            clean(&b.spec),
-            clean(&b.env),
-            clean(&b.env)
-        );
-    }
-    if let Some(h) = &f.help {
-        let _ = writeln!(out, "    {}: {h}", style.help("help"));
-    }
-}
-
-/// Human output: findings grouped by app (Argo CD's configuration first), worst group first.
-fn render(report: &Report, style: &Style) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let objects: usize = report.apps.iter().map(|a| a.objects).sum();
-    let consumers: usize = report.apps.iter().map(|a| a.consumers).sum();
-    let references: usize = report.apps.iter().map(|a| a.references).sum();
-    let _ = writeln!(
-        out,
-        "vault-seed order: {} app(s), {objects} object(s), {consumers} workload(s) with {references} reference(s) to Secrets and ConfigMaps",
-        report.apps.len()
-    );
-    if let Some(cm) = &report.argocd_cm {
-        let _ = match &cm.key {
-            Some(key) => writeln!(
-                out,
-                "argocd-cm ({}): app waves wait for Healthy (`{}`)",
-                clean(&cm.file),
-                clean(key)
-            ),
-            None => writeln!(
-                out,
-                "argocd-cm ({}): no health check for argoproj.io/Application",
-                clean(&cm.file)
-            ),
-        };
-    }
-    let mut groups: BTreeMap<Option<&str>, Vec<&Finding>> = BTreeMap::new();
-    for f in &report.findings {
-        groups.entry(f.app.as_deref()).or_default().push(f);
-    }
-    let wave = |app: Option<&str>| {
-        app.and_then(|a| report.apps.iter().find(|x| x.name == a))
-            .and_then(|a| a.app_wave)
-    };
-    let mut order: Vec<(Option<&str>, Vec<&Finding>)> = groups.into_iter().collect();
-    order.sort_by_key(|(app, fs)| {
-        (
-            fs.iter().map(|f| f.severity).min(),
-            app.is_some(),
-            wave(*app).map_or((1, 0), |w| (0, w)),
-            *app,
-        )
-    });
-    for (app, findings) in &order {
-        let _ = writeln!(out);
-        let _ = match app {
-            None => writeln!(out, "{}", style.bold("Argo CD (all apps)")),
-            Some(a) => writeln!(
-                out,
-                "{}",
-                style.bold(&format!(
-                    "app {}{}",
-                    clean(a),
-                    wave(Some(a)).map_or(String::new(), |w| format!(" (app wave {w})"))
-                ))
-            ),
-        };
-        for f in findings {
-            render_finding(&mut out, style, f);
-        }
-    }
-    let quiet: Vec<String> = report
-        .apps
-        .iter()
-        .filter(|a| !order.iter().any(|(g, _)| *g == Some(a.name.as_str())))
-        .map(|a| clean(&a.name).into_owned())
-        .collect();
-    if !quiet.is_empty() {
-        let _ = writeln!(out, "\n{}: {}", style.ok("ok"), quiet.join(", "));
-    }
-    let s = &report.summary;
-    let verdict = if report.ok {
-        style.ok("the order holds")
-    } else {
-        style.error("a consumer may run before its producer")
-    };
-    let _ = writeln!(
-        out,
-        "\nresult: {} error(s), {} warning(s), {} note(s): {verdict}",
-        s.errors, s.warnings, s.notes
-    );
-    out
+    Ok(OrderReport(report))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::Exit;
     use crate::order::findings::Summary;
+    use crate::report::{Format, Report, Style, View};
 
-    fn report(errors: usize) -> Report {
-        Report {
+    fn report(errors: usize) -> crate::order::Report {
+        crate::order::Report {
             ok: errors == 0,
             apps: Vec::new(),
             argocd_cm: None,
@@ -338,32 +162,24 @@ mod tests {
 
     #[test]
     fn exit_codes_are_the_documented_ones() {
-        assert_eq!(exit_for(&report(0)).code(), 0);
-        assert_eq!(exit_for(&report(2)).code(), 1);
-        // Bad input is 2: `fail` is the only way out for it.
-        let g = GlobalArgs {
-            specs: "specs".into(),
-            output: Format::Human,
-            color: crate::report::ColorChoice::Never,
+        let view = View {
+            format: Format::Human,
+            out: Style::plain(),
+            err: Style::plain(),
             verbose: 0,
-            auth: Default::default(),
         };
+        let exit = |r| Exit::of(OrderReport(r).render(&view).ok);
+        assert_eq!(exit(report(0)).code(), 0);
+        assert_eq!(exit(report(2)).code(), 1);
+        // Bad input is 2: `fail` is the only way out for it.
         assert_eq!(
-            fail(
-                &g,
-                &[Bad {
-                    error: "x".into(),
-                    help: "y".into()
-                }]
-            )
+            fail(vec![Bad {
+                error: "x".into(),
+                help: "y".into()
+            }])
+            .exit
             .code(),
             2
         );
-    }
-
-    #[test]
-    fn a_report_without_findings_says_the_order_holds() {
-        let text = render(&report(0), &Style::plain());
-        assert!(text.contains("result: 0 error(s), 3 warning(s), 1 note(s): the order holds"));
     }
 }

@@ -1,79 +1,33 @@
 //! `vault-seed policy ENV`: print the minimal Vault policy ESO needs for an environment.
 
-use serde::Serialize;
-
+use crate::acl;
 use crate::cli::{GlobalArgs, PolicyArgs};
-use crate::exit::Exit;
-use crate::policy::{self, KvVersion, Rule};
-use crate::report::{self, Format, Style};
-use crate::spec;
+use crate::report::hcl::PolicyReport;
 
-/// `--output json`: `{"env", "policy", "rules": [{"path", "capabilities"}]}`.
-#[derive(Serialize)]
-struct PolicyJson<'a> {
-    env: &'a str,
-    policy: &'a str,
-    rules: &'a [Rule],
-}
+use super::Failure;
 
-pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Exit {
-    let set = match spec::load_dir(&g.specs) {
-        Ok(set) => set,
-        Err(e) => {
-            super::print_load_error(g, &e);
-            return Exit::Usage;
-        }
-    };
-    let plan = match set.plan(&args.env, &[]) {
-        Ok(plan) => plan,
-        Err(d) => {
-            eprint!("{}", d.render(&Style::stderr(g.color)));
-            return Exit::Usage;
-        }
-    };
+pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Failure> {
+    let set = super::load_specs(g)?;
+    let plan = set.plan(&args.env, &[])?;
     // No server is asked here: a spec without `kv_version` is taken as KV v2, as on `secret/`.
-    let requirements = policy::requirements(&plan, KvVersion::default());
-    let rules = policy::minimal_rules(&requirements);
+    let requirements = acl::requirements(&plan, &|_| None);
+    let rules = acl::minimal_rules(&requirements);
     if rules.is_empty() {
-        report::error(
-            &Style::stderr(g.color),
-            &format!(
-                "the specs of environment `{}` give ESO no access to any secret",
-                args.env
-            ),
-            Some("set `access = [\"read\"]` (or `push`, `list`) under `[eso]` in the spec"),
-        );
-        return Exit::Failure;
+        return Err(Failure::new(format!(
+            "the specs of environment `{}` give ESO no access to any secret",
+            args.env
+        ))
+        .help("set `access = [\"read\"]` (or `push`, `list`) under `[eso]` in the spec"));
     }
-    let hcl = policy::render_hcl(&rules);
-    match g.output {
-        Format::Human => {
-            let apps: Vec<String> = plan.specs.iter().map(|(s, _)| s.name.clone()).collect();
-            let policies: Vec<String> = plan
-                .specs
-                .iter()
-                .flat_map(|(s, _)| s.eso.policies.iter().cloned())
-                .collect();
-            println!(
-                "# vault-seed: minimal ESO policy for environment `{}` ({})",
-                args.env,
-                apps.join(", ")
-            );
-            if let Some(name) = policies.first() {
-                println!("# vault-seed: write it with `vault policy write {name} FILE`");
-            }
-            print!("{hcl}");
-        }
-        Format::Json => {
-            if let Err(e) = report::print_json(&PolicyJson {
-                env: &args.env,
-                policy: &hcl,
-                rules: &rules,
-            }) {
-                eprintln!("error: cannot write to stdout: {e}");
-                return Exit::Failure;
-            }
-        }
-    }
-    Exit::Success
+    Ok(PolicyReport {
+        env: args.env.clone(),
+        apps: plan.specs.iter().map(|(s, _)| s.name.clone()).collect(),
+        policy_name: plan
+            .specs
+            .iter()
+            .flat_map(|(s, _)| s.eso.policies.iter())
+            .next()
+            .cloned(),
+        rules,
+    })
 }

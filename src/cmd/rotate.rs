@@ -1,85 +1,82 @@
 //! `vault-seed rotate ENV SECRET[.FIELD] --yes`: a fresh value from the field's generator.
 
 use crate::cli::{GlobalArgs, RotateArgs};
-use crate::exit::Exit;
-use crate::report::{self, Style};
-use crate::seed::change::{self, ChangeError};
+use crate::replace::{self, ChangeError};
+use crate::report::{self, changes::ChangeReport};
 use crate::vault::VaultError;
 
-use super::change::{change_failed, mount_for, ChangeReport};
 use super::session::Session;
+use super::set::changed_meanwhile;
+use super::Failure;
 
-pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Exit {
-    let style = Style::stderr(g.color);
-    let session = match Session::open(g, "rotate", &args.env, &[], &args.vault) {
-        Ok(s) => s,
-        Err(exit) => return exit,
-    };
+pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Failure> {
+    let session = Session::open(g, &args.env, &[], &args.vault)?;
     let env = session.env.clone();
-    let (t, fields) = match change::select(&session.targets, &args.target) {
-        Ok((t, Some(f))) => (t.clone(), vec![f.clone()]),
-        Ok((t, None)) => (t.clone(), t.fields.clone()),
-        Err(e) => return change_failed(g, "rotate", &env, &e, Exit::Usage),
+    let (t, fields) = match replace::select(&session.targets, &args.target)? {
+        (t, Some(f)) => (t.clone(), vec![f.clone()]),
+        (t, None) => (t.clone(), t.fields.clone()),
     };
     let path = t.full_path();
-    // Refusals that need no server: nothing is sent.
+    // Refusals that need no server: nothing is sent (exit 2, as every refused request).
     if t.fixed {
-        report::error(&style, &format!("`{path}` is fixed: data is encrypted with it, so it never rotates"), Some("rotating it would make that data unreadable; remove `fixed = true` from the spec only if the application can re-encrypt"));
-        return Exit::Usage;
+        return Err(Failure::usage(format!("`{path}` is fixed: data is encrypted with it, so it never rotates"))
+            .help("rotating it would make that data unreadable; remove `fixed = true` from the spec only if the application can re-encrypt"));
     }
     if let Some(f) = fields.iter().find(|f| f.generator.is_placeholder()) {
-        report::error(&style, &format!("field `{}` of `{path}` is a placeholder: a person fills it in, vault-seed does not generate it", f.name), Some(&format!("store a new value with `vault-seed set {env} {}.{} < value.txt`", t.name, f.name)));
-        return Exit::Usage;
+        return Err(Failure::usage(format!("field `{}` of `{path}` is a placeholder: a person fills it in, vault-seed does not generate it", f.name))
+            .help(format!("store a new value with `vault-seed set {env} {}.{} < value.txt`", t.name, f.name)));
     }
     if !args.yes && !args.dry_run {
-        report::error(
-            &style,
-            &format!("rotating replaces the live value of `{path}`"),
-            Some("add --yes to do it, or --dry-run to see what would rotate"),
+        return Err(
+            Failure::usage(format!("rotating replaces the live value of `{path}`"))
+                .help("add --yes to do it, or --dry-run to see what would rotate"),
         );
-        return Exit::Usage;
     }
-    let runtime = match super::runtime() {
-        Ok(r) => r,
-        Err(exit) => return exit,
-    };
+    let runtime = super::runtime()?;
     let names: Vec<String> = fields.iter().map(|f| f.name.clone()).collect();
     runtime.block_on(async {
-        let mount = match mount_for(g, "rotate", &session, &t, &args.assume_kv_mount).await {
-            Ok(m) => m,
-            Err(exit) => return exit,
-        };
-        if mount.version != 2 {
-            report::error(&style, &format!("mount `{}` is KV v1, which keeps no history: rotating would lose the old value", mount.path), Some("rotate on a KV v2 mount, or by hand after saving the old value"));
-            return Exit::Failure;
+        let mount = session.mount_for(&t, &args.assume_kv_mount).await?;
+        if !mount.version.has_cas() {
+            return Err(Failure::usage(format!(
+                "mount `{}` is KV v1, which keeps no history: rotating would lose the old value",
+                mount.path
+            ))
+            .help("rotate on a KV v2 mount, or by hand after saving the old value"));
         }
-        let current = match change::read_current(&session.vault, &mount, &t).await {
-            Ok(p) => p,
-            Err(e) => return change_failed(g, "rotate", &env, &e, Exit::Failure),
+        let current = replace::read_current(&session.vault, &mount, &t, &env).await?;
+        let report = |outcome, new_version| ChangeReport {
+            command: "rotate",
+            env: env.clone(),
+            path: path.clone(),
+            fields: names.clone(),
+            outcome,
+            old_version: Some(current.version),
+            new_version,
+            ok: true,
         };
         if args.dry_run {
-            return ChangeReport { command: "rotate", env: &env, path, fields: names, outcome: "would-rotate", old_version: Some(current.version), new_version: Some(current.version + 1), ok: true }.print(g);
+            return Ok(report("would-rotate", Some(current.version + 1)));
         }
         let mut values = Vec::new();
         for f in &fields {
-            match f.generator.generate() {
-                Ok(v) => values.push((f.name.clone(), v)),
-                Err(e) => {
-                    report::error(&style, &e.to_string(), None);
-                    return Exit::Failure;
-                }
-            }
+            let v = f
+                .generator
+                .generate()
+                .map_err(|e| Failure::new(e.to_string()))?;
+            values.push((f.name.clone(), v));
         }
-        match change::write_fields(&session.vault, &mount, &t, &current, &values, "rotate").await {
+        match replace::write_fields(&session.vault, &mount, &t, &current, &values, "rotate").await {
             Ok(v) => {
-                eprintln!("version {} is kept in KV v2 history", current.version);
-                ChangeReport { command: "rotate", env: &env, path, fields: names, outcome: "rotated", old_version: Some(current.version), new_version: Some(v), ok: true }.print(g)
+                report::say(&format!(
+                    "version {} is kept in KV v2 history",
+                    current.version
+                ));
+                Ok(report("rotated", Some(v)))
             }
             Err(ChangeError::Vault(VaultError::CasMismatch { .. })) => {
-                report::error(&style, &format!("`{path}` changed after vault-seed read it (version {}); nothing was written", current.version), Some("someone else is changing it; look, then run the command again"));
-                Exit::Failure
+                Err(changed_meanwhile(&path, current.version))
             }
-            Err(e) => change_failed(g, "rotate", &env, &e, Exit::Failure),
+            Err(e) => Err(e.into()),
         }
     })
 }

@@ -6,102 +6,130 @@ use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
 use crate::cli::{GlobalArgs, SetArgs};
-use crate::exit::Exit;
-use crate::generate::Validity;
-use crate::report::{self, Style};
-use crate::seed::change::{self, ChangeError};
+use crate::generate::{Generator, Validity};
+use crate::replace::{self, ChangeError};
+use crate::report::{self, changes::ChangeReport};
 use crate::vault::{FieldValue, VaultError};
 
-use super::change::{change_failed, mount_for, ChangeReport};
 use super::prompt::HiddenTty;
 use super::session::Session;
+use super::Failure;
 
 /// The most bytes read from stdin: a token or a PEM bundle fits, a mistaken file does not.
 const MAX_VALUE_BYTES: u64 = 1 << 20;
 
-pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Exit {
-    let style = Style::stderr(g.color);
-    let session = match Session::open(g, "set", &args.env, &[], &args.vault) {
-        Ok(s) => s,
-        Err(exit) => return exit,
-    };
+pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failure> {
+    let session = Session::open(g, &args.env, &[], &args.vault)?;
     let env = session.env.clone();
-    let (t, field) = match change::select(&session.targets, &args.target) {
-        Ok((t, Some(f))) => (t.clone(), f.clone()),
-        Ok((t, None)) => {
-            let e = ChangeError::NotInSpec {
-                message: format!("secret `{}` has several fields; say which one", t.name),
-                help: format!(
-                    "e.g. `vault-seed set {env} {}.{}`",
-                    t.name, t.fields[0].name
-                ),
-            };
-            return change_failed(g, "set", &env, &e, Exit::Usage);
+    let (t, field) = match replace::select(&session.targets, &args.target)? {
+        (t, Some(f)) => (t.clone(), f.clone()),
+        (t, None) => {
+            return Err(Failure::usage(format!(
+                "secret `{}` has several fields; say which one",
+                t.name
+            ))
+            .help(format!(
+                "e.g. `vault-seed set {env} {}.{}`",
+                t.name, t.fields[0].name
+            )))
         }
-        Err(e) => return change_failed(g, "set", &env, &e, Exit::Usage),
     };
-    let runtime = match super::runtime() {
-        Ok(r) => r,
-        Err(exit) => return exit,
-    };
+    let runtime = super::runtime()?;
     runtime.block_on(async {
-        let mount = match mount_for(g, "set", &session, &t, &args.assume_kv_mount).await {
-            Ok(m) => m,
-            Err(exit) => return exit,
-        };
-        let current = match change::read_current(&session.vault, &mount, &t).await {
-            Ok(p) => p,
-            Err(e) => return change_failed(g, "set", &env, &e, Exit::Failure),
-        };
+        let mount = session.mount_for(&t, &args.assume_kv_mount).await?;
+        let current = replace::read_current(&session.vault, &mount, &t, &env).await?;
         let path = t.full_path();
-        // Decide before asking for the value: never ask for what would be refused.
+        // Decide before asking for the value: never ask for what would be refused. A refusal
+        // writes nothing: exit 2, as every refused request.
         let (replacing, outcome) = match current.fields.get(&field.name) {
             None => (false, "added"),
-            Some(FieldValue::Text(v)) if field.generator.validate(v) == Validity::Pending => (false, "replaced-placeholder"),
+            Some(FieldValue::Text(v)) if field.generator.validate(v) == Validity::Pending => {
+                (false, "replaced-placeholder")
+            }
             Some(_) if t.fixed => {
-                report::error(&style, &format!("`{path}` is fixed: data is encrypted with it, so vault-seed never changes it once written"), Some("if it really must change, do it by hand with the runbook for re-encrypting the data"));
-                return Exit::Failure;
+                return Err(Failure::usage(format!("`{path}` is fixed: data is encrypted with it, so vault-seed never changes it once written"))
+                    .help("if it really must change, do it by hand with the runbook for re-encrypting the data"));
             }
             Some(_) if !args.force => {
-                report::error(&style, &format!("field `{}` of `{path}` holds a real value (version {}), not a placeholder", field.name, current.version), Some("pass --force to replace it; the old value stays in KV v2 history"));
-                return Exit::Failure;
+                return Err(Failure::usage(format!(
+                    "field `{}` of `{path}` holds a real value (version {}), not a placeholder",
+                    field.name, current.version
+                ))
+                .help("pass --force to replace it; the old value stays in KV v2 history"));
             }
             Some(_) => (true, "set"),
         };
         if replacing {
-            eprintln!("replacing field `{}` of `{path}`: version {} -> {}", field.name, current.version, current.version + 1);
+            report::say(&format!(
+                "replacing field `{}` of `{path}`: version {} -> {}",
+                field.name,
+                current.version,
+                current.version + 1
+            ));
         }
-        eprintln!("reading the new value of `{path}` field `{}` from stdin (current version {})", field.name, current.version);
-        let value = match read_value() {
-            Ok(v) => v,
-            Err(msg) => {
-                report::error(&style, &msg, Some(&format!("e.g. `vault-seed set {env} {} < value.txt`", args.target)));
-                return Exit::Usage;
-            }
-        };
-        if let crate::generate::Generator::Placeholder { marker } = &field.generator {
+        report::say(&format!(
+            "reading the new value of `{path}` field `{}` from stdin (current version {})",
+            field.name, current.version
+        ));
+        let value = read_value().map_err(|msg| {
+            Failure::usage(msg).help(format!(
+                "e.g. `vault-seed set {env} {} < value.txt`",
+                args.target
+            ))
+        })?;
+        if let Generator::Placeholder { marker } = &field.generator {
             if value.expose_secret() == marker {
-                report::error(&style, "that is the placeholder marker itself", Some("give the real value"));
-                return Exit::Usage;
+                return Err(
+                    Failure::usage("that is the placeholder marker itself").help("give the real value")
+                );
             }
         } else if let Validity::Invalid(why) = field.generator.validate(&value) {
-            report::error(&style, &format!("the value {why}; nothing was written"), Some(&format!("field `{}` holds a {}", field.name, field.generator.describe())));
-            return Exit::Usage;
+            return Err(Failure::usage(format!("the value {why}; nothing was written")).help(
+                format!("field `{}` holds a {}", field.name, field.generator.describe()),
+            ));
         }
+        let report = |outcome, old_version, new_version| ChangeReport {
+            command: "set",
+            env: env.clone(),
+            path: path.clone(),
+            fields: vec![field.name.clone()],
+            outcome,
+            old_version,
+            new_version,
+            ok: true,
+        };
         if let Some(FieldValue::Text(old)) = current.fields.get(&field.name) {
             if old.expose_secret() == value.expose_secret() {
-                return ChangeReport { command: "set", env: &env, path, fields: vec![field.name.clone()], outcome: "unchanged", old_version: Some(current.version), new_version: None, ok: true }.print(g);
+                return Ok(report("unchanged", Some(current.version), None));
             }
         }
-        match change::write_fields(&session.vault, &mount, &t, &current, &[(field.name.clone(), value)], "set").await {
-            Ok(v) => ChangeReport { command: "set", env: &env, path, fields: vec![field.name.clone()], outcome, old_version: Some(current.version).filter(|v| *v > 0), new_version: Some(v).filter(|v| *v > 0), ok: true }.print(g),
-            Err(ChangeError::Vault(VaultError::CasMismatch { .. })) => {
-                report::error(&style, &format!("`{path}` changed after vault-seed read it (version {}); nothing was written", current.version), Some("someone else is changing it; look, then run the command again"));
-                Exit::Failure
-            }
-            Err(e) => change_failed(g, "set", &env, &e, Exit::Failure),
+        let written = replace::write_fields(
+            &session.vault,
+            &mount,
+            &t,
+            &current,
+            &[(field.name.clone(), value)],
+            "set",
+        )
+        .await;
+        match written {
+            Ok(v) => Ok(report(
+                outcome,
+                Some(current.version).filter(|v| *v > 0),
+                Some(v).filter(|v| *v > 0),
+            )),
+            Err(ChangeError::Vault(VaultError::CasMismatch { .. })) => Err(changed_meanwhile(&path, current.version)),
+            Err(e) => Err(e.into()),
         }
     })
+}
+
+/// Check-and-set refused the write: someone changed the secret after it was read (exit 1).
+pub(super) fn changed_meanwhile(path: &str, version: u64) -> Failure {
+    Failure::new(format!(
+        "`{path}` changed after vault-seed read it (version {version}); nothing was written"
+    ))
+    .help("someone else is changing it; look, then run the command again")
 }
 
 /// The value: a hidden prompt with confirmation on a terminal, else all of stdin (one trailing

@@ -98,12 +98,13 @@ pub(crate) async fn resolve(
             default_path,
         });
     }
-    // No kubeconfig anywhere: kube-rs tries the pod's service account.
-    let config = Config::infer()
-        .await
-        .map_err(|source| KubeError::NoConfig {
-            source: Box::new(source),
-        })?;
+    // No kubeconfig anywhere: the pod's service account, as kube-rs' `Config::infer` falls back
+    // to (kube-client `config/mod.rs`); the kubeconfig side it would try first was done above.
+    let mut config = Config::incluster().map_err(|source| KubeError::NoConfig {
+        default_path,
+        source: Box::new(source),
+    })?;
+    config.apply_debug_overrides();
     Ok((config, Source::Inferred))
 }
 

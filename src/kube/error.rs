@@ -1,7 +1,7 @@
 //! Why a question to the Kubernetes API could not be answered.
 //!
-//! Each message is one lowercase line naming the thing in backticks, then, where the user can
-//! act, a second line saying what to do.
+//! Each message is one lowercase line naming the thing in backticks; [`KubeError::help`] says
+//! what to do, where the user can act.
 
 use std::path::PathBuf;
 
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum KubeError {
     /// A kubeconfig file exists but cannot be read or parsed.
-    #[error("cannot read kubeconfig `{}`: {source}\n  fix the file, or point `--kubeconfig` / `KUBECONFIG` at another one", path.display())]
+    #[error("cannot read kubeconfig `{}`: {}", path.display(), cause(source))]
     ReadKubeconfig {
         /// The file (or `KUBECONFIG`'s value).
         path: PathBuf,
@@ -18,7 +18,7 @@ pub enum KubeError {
     },
 
     /// The context asked for (`--context` or the spec's `kube_context`) is not in the kubeconfig.
-    #[error("context `{context}` is not in kubeconfig `{}`\n  known contexts: {}; list them with `kubectl config get-contexts`", kubeconfig.display(), known_list(.known))]
+    #[error("context `{context}` is not in kubeconfig `{}`", kubeconfig.display())]
     UnknownContext {
         /// The context name asked for.
         context: String,
@@ -29,7 +29,7 @@ pub enum KubeError {
     },
 
     /// No context was asked for and the kubeconfig has no `current-context`.
-    #[error("kubeconfig `{}` sets no `current-context`\n  pass `--context` (known contexts: {})", kubeconfig.display(), known_list(.known))]
+    #[error("kubeconfig `{}` sets no `current-context`", kubeconfig.display())]
     NoCurrentContext {
         /// Where the kubeconfig came from.
         kubeconfig: PathBuf,
@@ -39,7 +39,7 @@ pub enum KubeError {
 
     /// The kubeconfig was read but its selected context is unusable (cluster missing, bad URL,
     /// unreadable certificate...).
-    #[error("kubeconfig `{}`, context `{context}`: {source}\n  check the context's cluster and user with `kubectl config view --minify --context {context}`", kubeconfig.display())]
+    #[error("kubeconfig `{}`, context `{context}`: {}", kubeconfig.display(), cause(source))]
     InvalidKubeconfig {
         /// Where the kubeconfig came from.
         kubeconfig: PathBuf,
@@ -50,7 +50,7 @@ pub enum KubeError {
     },
 
     /// A context was asked for but there is no kubeconfig to find it in.
-    #[error("context `{context}` was asked for but no kubeconfig was found (`KUBECONFIG` is unset and `{}` does not exist)\n  pass `--kubeconfig` or set `KUBECONFIG`", default_path.display())]
+    #[error("context `{context}` was asked for but no kubeconfig was found (`KUBECONFIG` is unset and `{}` does not exist)", default_path.display())]
     NoKubeconfigForContext {
         /// The context name asked for.
         context: String,
@@ -59,14 +59,16 @@ pub enum KubeError {
     },
 
     /// Neither a kubeconfig nor an in-cluster service account is available.
-    #[error("no Kubernetes configuration: {source}\n  pass `--kubeconfig`, set `KUBECONFIG`, or run inside a pod with a service account")]
+    #[error("no Kubernetes configuration: `KUBECONFIG` is unset, `{}` does not exist, and this is not a pod with a service account ({source})", default_path.display())]
     NoConfig {
-        /// Both reasons (kubeconfig and in-cluster), from kube-rs.
-        source: Box<::kube::config::InferConfigError>,
+        /// `~/.kube/config`.
+        default_path: PathBuf,
+        /// Why the in-cluster configuration cannot be used, from kube-rs.
+        source: Box<::kube::config::InClusterError>,
     },
 
     /// The client could not be built from the configuration (TLS material, proxy).
-    #[error("cannot build a Kubernetes client for `{server}`: {source}\n  check the cluster's certificate authority and proxy settings in the kubeconfig")]
+    #[error("cannot build a Kubernetes client for `{server}`: {source}")]
     Client {
         /// The API server URL.
         server: String,
@@ -75,7 +77,7 @@ pub enum KubeError {
     },
 
     /// The API server did not answer (connection refused, DNS, TLS handshake, timeout).
-    #[error("cannot reach the Kubernetes API at `{server}`: {detail}\n  check the cluster is up and the context is the right one: `kubectl cluster-info`")]
+    #[error("cannot reach the Kubernetes API at `{server}`: {detail}")]
     Unreachable {
         /// The API server URL.
         server: String,
@@ -84,7 +86,7 @@ pub enum KubeError {
     },
 
     /// The credentials could not be obtained (exec plugin, token file, expired login).
-    #[error("cannot get credentials for `{server}`: {source}\n  log in to the cluster again, then retry")]
+    #[error("cannot get credentials for `{server}`: {source}")]
     Credentials {
         /// The API server URL.
         server: String,
@@ -93,7 +95,7 @@ pub enum KubeError {
     },
 
     /// The API server rejected the credentials (HTTP 401).
-    #[error("the Kubernetes API at `{server}` rejected the credentials (401): {message}\n  log in to the cluster again or check the kubeconfig user")]
+    #[error("the Kubernetes API at `{server}` rejected the credentials (401): {message}")]
     Unauthorized {
         /// The API server URL.
         server: String,
@@ -102,7 +104,7 @@ pub enum KubeError {
     },
 
     /// RBAC denies the request (HTTP 403).
-    #[error("forbidden to {verb} `{resource}` `{object}` (403): {message}\n  check with `kubectl auth can-i {verb} {resource}{}`", ns_flag(.namespace))]
+    #[error("forbidden to {verb} `{resource}` `{object}` (403): {message}")]
     Forbidden {
         /// `get`, `list`, `patch`.
         verb: &'static str,
@@ -117,7 +119,7 @@ pub enum KubeError {
     },
 
     /// None of the API versions we know for a kind is served: its CRD is not installed.
-    #[error("the cluster serves no `{kind}` in `{group}` {}\n  install External Secrets Operator (its CRDs) or check the context", versions.join(" or "))]
+    #[error("the cluster serves no `{kind}` in `{group}` {}", versions.join(" or "))]
     NotServed {
         /// `ExternalSecret`, `PushSecret`, `SecretStore`, `ClusterSecretStore`.
         kind: &'static str,
@@ -171,6 +173,67 @@ pub enum KubeError {
     },
 }
 
+impl KubeError {
+    /// What the user can do about it; `None` when there is nothing better than the message.
+    pub fn help(&self) -> Option<String> {
+        Some(match self {
+            KubeError::ReadKubeconfig { .. } => {
+                "fix the file, or point `--kubeconfig` / `KUBECONFIG` at another one".into()
+            }
+            KubeError::UnknownContext { known, .. } => format!(
+                "known contexts: {}; list them with `kubectl config get-contexts`",
+                known_list(known)
+            ),
+            KubeError::NoCurrentContext { known, .. } => {
+                format!("pass `--context` (known contexts: {})", known_list(known))
+            }
+            KubeError::InvalidKubeconfig { context, .. } => format!(
+                "check the context's cluster and user with `kubectl config view --minify --context {context}`"
+            ),
+            KubeError::NoKubeconfigForContext { .. } => {
+                "pass `--kubeconfig` or set `KUBECONFIG`".into()
+            }
+            KubeError::NoConfig { .. } => "pass `--kubeconfig` or set `KUBECONFIG`".into(),
+            KubeError::Client { .. } => {
+                "check the cluster's certificate authority and proxy settings in the kubeconfig"
+                    .into()
+            }
+            KubeError::Unreachable { .. } => {
+                "check the cluster is up and the context is the right one: `kubectl cluster-info`"
+                    .into()
+            }
+            KubeError::Credentials { .. } => "log in to the cluster again, then retry".into(),
+            KubeError::Unauthorized { .. } => {
+                "log in to the cluster again or check the kubeconfig user".into()
+            }
+            KubeError::Forbidden {
+                verb,
+                resource,
+                namespace,
+                ..
+            } => format!(
+                "check with `kubectl auth can-i {verb} {resource}{}`",
+                ns_flag(namespace)
+            ),
+            KubeError::NotServed { .. } => {
+                "install External Secrets Operator (its CRDs) or check the context".into()
+            }
+            KubeError::Api { .. } | KubeError::Decode { .. } | KubeError::BadField { .. } => {
+                return None
+            }
+        })
+    }
+}
+
+/// kube-rs' reason, without the path it names again (`failed to read kubeconfig from
+/// '"/…/config"'`): the message names the file already.
+fn cause(e: &::kube::config::KubeconfigError) -> String {
+    match e {
+        ::kube::config::KubeconfigError::ReadConfig(io, _) => io.to_string(),
+        other => other.to_string(),
+    }
+}
+
 fn known_list(known: &[String]) -> String {
     if known.is_empty() {
         "none".to_string()
@@ -201,17 +264,13 @@ mod tests {
             kubeconfig: PathBuf::from("/tmp/kc"),
             known: vec!["dev".into(), "staging".into()],
         };
-        let text = e.to_string();
-        let mut lines = text.lines();
         assert_eq!(
-            lines.next(),
-            Some("context `prod` is not in kubeconfig `/tmp/kc`")
+            e.to_string(),
+            "context `prod` is not in kubeconfig `/tmp/kc`"
         );
         assert_eq!(
-            lines.next(),
-            Some(
-                "  known contexts: `dev`, `staging`; list them with `kubectl config get-contexts`"
-            )
+            e.help().as_deref(),
+            Some("known contexts: `dev`, `staging`; list them with `kubectl config get-contexts`")
         );
     }
 
@@ -224,9 +283,10 @@ mod tests {
             object: "demo/app".into(),
             message: "no".into(),
         };
-        assert!(e
-            .to_string()
-            .ends_with("\n  check with `kubectl auth can-i get secrets -n demo`"));
+        assert_eq!(
+            e.help().as_deref(),
+            Some("check with `kubectl auth can-i get secrets -n demo`")
+        );
         let cluster = KubeError::Forbidden {
             verb: "get",
             resource: "clustersecretstores.external-secrets.io".into(),
@@ -235,7 +295,8 @@ mod tests {
             message: "no".into(),
         };
         assert!(cluster
-            .to_string()
+            .help()
+            .unwrap()
             .ends_with("`kubectl auth can-i get clustersecretstores.external-secrets.io`"));
     }
 
@@ -246,8 +307,9 @@ mod tests {
             group: "external-secrets.io",
             versions: vec!["v1", "v1beta1"],
         };
-        assert!(e.to_string().starts_with(
-            "the cluster serves no `ExternalSecret` in `external-secrets.io` v1 or v1beta1\n"
-        ));
+        assert_eq!(
+            e.to_string(),
+            "the cluster serves no `ExternalSecret` in `external-secrets.io` v1 or v1beta1"
+        );
     }
 }

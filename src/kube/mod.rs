@@ -99,7 +99,8 @@ impl EsoCluster {
     ///
     /// `kubeconfig` is `--kubeconfig`; without it `KUBECONFIG`, then `~/.kube/config`, then the
     /// pod's service account are used. `context` picks a kubeconfig context, else its
-    /// `current-context`. Call [`crate::init_crypto`] first.
+    /// `current-context`. The process's rustls crypto provider must be installed first (the
+    /// entry point does it).
     pub async fn connect(
         kubeconfig: Option<&Path>,
         context: Option<&str>,

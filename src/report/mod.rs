@@ -1,10 +1,26 @@
 //! Output: human text or JSON on stdout, diagnostics on stderr, colour per `--color`/`NO_COLOR`.
+//!
+//! Each command's result is a [`Report`] (one module per document: [`seeding`] for `plan` and
+//! `apply`, [`verification`], [`changes`] for `set` and `rotate`, [`specs`] for `lint`, [`hcl`]
+//! for `policy`, [`ordering`], [`generated`] for `gen`), and the renderers of what the domain
+//! modules find ([`diagnostics`] for spec problems, [`gaps`] for ESO's policy gaps). Reports
+//! render; `run.rs` prints.
 
 use std::io::{IsTerminal, Write};
 
 use serde::Serialize;
+use zeroize::Zeroizing;
 
+pub mod changes;
+pub mod diagnostics;
+pub mod gaps;
+pub mod generated;
+pub mod hcl;
+pub mod ordering;
+pub mod seeding;
+pub mod specs;
 pub mod text;
+pub mod verification;
 
 /// `--output`: how results are printed on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
@@ -97,26 +113,117 @@ impl Style {
     }
 }
 
-/// Write a JSON document to stdout, followed by a newline; characters a terminal would act on
-/// are escaped ([`text::SafeJson`]).
-pub fn print_json<T: Serialize>(value: &T) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    value.serialize(&mut serde_json::Serializer::with_formatter(
-        &mut out,
-        text::SafeJson::new(),
-    ))?;
-    writeln!(out)
+/// How a result is to be shown: the format asked for, the styles of stdout and stderr, and how
+/// much to say.
+#[derive(Debug, Clone, Copy)]
+pub struct View {
+    /// `--output`.
+    pub format: Format,
+    /// Styling of stdout.
+    pub out: Style,
+    /// Styling of stderr.
+    pub err: Style,
+    /// The number of `-v`.
+    pub verbose: u8,
 }
 
-/// Print `warning: ...` on stderr.
-pub fn warn(style: &Style, msg: &str) {
-    eprintln!("{}: {msg}", style.warn("warning"));
+/// A command's result, shown by the one printing place (`run.rs`): people's text or one JSON
+/// document on stdout, diagnostics on stderr. A report renders; it never prints.
+pub trait Report {
+    /// The result as `view` asks for it.
+    fn render(&self, view: &View) -> Rendered;
 }
 
-/// Print `error: ...` and an optional `help:` line on stderr.
-pub fn error(style: &Style, msg: &str, help: Option<&str>) {
-    eprintln!("{}: {msg}", style.error("error"));
-    if let Some(h) = help {
-        eprintln!("  {}: {h}", style.help("help"));
+/// A rendered result.
+#[derive(Default)]
+pub struct Rendered {
+    /// Diagnostics for stderr, before the result (notes).
+    pub before: String,
+    /// The result for stdout; wiped on drop (`gen`'s holds a value).
+    pub stdout: Zeroizing<Vec<u8>>,
+    /// Diagnostics for stderr, after the result (what is left to do).
+    pub after: String,
+    /// Whether everything is right: exit 0, else 1.
+    pub ok: bool,
+}
+
+impl Rendered {
+    /// Text for stdout.
+    pub fn text(text: String, ok: bool) -> Rendered {
+        Rendered {
+            stdout: Zeroizing::new(text.into_bytes()),
+            ok,
+            ..Rendered::default()
+        }
     }
+
+    /// One JSON document for stdout.
+    pub fn json<T: Serialize>(value: &T, ok: bool) -> Rendered {
+        Rendered {
+            stdout: Zeroizing::new(json(value)),
+            ok,
+            ..Rendered::default()
+        }
+    }
+
+    /// The same, with `before` for stderr.
+    pub fn with_before(mut self, before: String) -> Rendered {
+        self.before = before;
+        self
+    }
+
+    /// The same, with `after` for stderr.
+    pub fn with_after(mut self, after: String) -> Rendered {
+        self.after = after;
+        self
+    }
+}
+
+/// A JSON document and a newline; characters a terminal would act on are escaped
+/// ([`text::SafeJson`]).
+pub fn json<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Our documents are maps of strings, numbers and lists: serialising them cannot fail.
+    if value
+        .serialize(&mut serde_json::Serializer::with_formatter(
+            &mut out,
+            text::SafeJson::new(),
+        ))
+        .is_err()
+    {
+        out.clear();
+        out.extend_from_slice(b"null");
+    }
+    out.push(b'\n');
+    out
+}
+
+/// Text for stdout that is the same in every format (a completion script, a manual page).
+pub struct Text(pub String);
+
+impl Report for Text {
+    fn render(&self, _: &View) -> Rendered {
+        Rendered::text(self.0.clone(), true)
+    }
+}
+
+/// `error: message` and, when there is one, `  help: what to do`: the one shape of every error
+/// vault-seed shows, spec problems included.
+pub fn error_text(style: &Style, message: &str, help: Option<&str>) -> String {
+    let mut out = format!("{}: {message}\n", style.error("error"));
+    if let Some(h) = help {
+        out.push_str(&format!("  {}: {h}\n", style.help("help")));
+    }
+    out
+}
+
+/// Print `warning: ...` on stderr while a command runs (a failed write to stderr is ignored:
+/// there is nowhere else to say it).
+pub fn warn(style: &Style, msg: &str) {
+    say(&format!("{}: {msg}", style.warn("warning")));
+}
+
+/// Print a line of progress on stderr while a command runs (what runs where, a retry, a wait).
+pub fn say(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }

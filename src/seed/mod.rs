@@ -6,7 +6,7 @@
 //! later gets that field with `cas=<current version>` (*extended*), its other fields unchanged.
 //! KV v1 has no check-and-set: read-then-write, reported as not race-free.
 
-pub mod change;
+mod inspect;
 mod outcome;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -17,9 +17,12 @@ use futures::stream::{self, StreamExt};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::generate::Validity;
+use crate::kv::{KvMount, KvVersion};
+use crate::mounts::Mounts;
 use crate::spec::Target;
-use crate::vault::{Existing, FieldValue, KvMount, Vault, VaultError, WriteFields};
+use crate::vault::{Existing, FieldValue, Vault, VaultError, WriteFields};
 
+pub use inspect::{inspect, FieldState, Inspection, PathState, Status};
 pub use outcome::{FieldResult, Outcome, PathResult, Summary};
 
 /// How to run.
@@ -60,16 +63,19 @@ enum Listing {
     Unavailable,
 }
 
-/// Seed `targets` (all on mounts already detected, given in `mounts` by mount path).
+/// Seed `targets`. Those on a mount `mounts` cannot use are reported as errors, with why, after
+/// the others.
 pub async fn run(
     vault: &Vault,
-    mounts: &HashMap<String, KvMount>,
-    targets: Vec<Target>,
+    detected: &Mounts,
+    targets: &[Target],
     opts: &Options,
     cancel: Arc<AtomicBool>,
     progress: &Progress,
 ) -> Run {
-    let mut notes = Vec::new();
+    let mounts = &detected.mounts;
+    let (targets, failed) = detected.partition(targets);
+    let mut notes = detected.notes.clone();
     let listings = discover(vault, mounts, &targets, opts.concurrency, &mut notes).await;
     let meta_warned = AtomicBool::new(false);
     let vault_down = AtomicBool::new(false);
@@ -128,15 +134,19 @@ pub async fn run(
     if meta_warned.load(Ordering::SeqCst) {
         notes.push("the token may not write metadata: secrets were written without vault-seed's custom_metadata (grant `update` on `<mount>/metadata/...`)".into());
     }
-    if mounts.values().any(|m| m.version == 1) && !opts.dry_run {
+    if mounts.values().any(|m| m.version == KvVersion::V1) && !opts.dry_run {
         notes.push("KV v1 has no check-and-set: paths on KV v1 mounts were written read-then-write, which is not race-free; each is reported created only when it read back as written".into());
     }
     let contested = contested.load(Ordering::SeqCst);
     if contested > 0 {
         notes.push(format!("KV v1: {contested} path(s) were contested (another writer wrote them at the same time as this run); they are judged as they stand, not claimed"));
     }
+    let mut paths: Vec<PathResult> = indexed.into_iter().map(|(_, r)| r).collect();
+    for (t, why) in failed {
+        paths.push(PathResult::all(&t, Outcome::Error, None, Some(why)));
+    }
     Run {
-        paths: indexed.into_iter().map(|(_, r)| r).collect(),
+        paths,
         notes,
         interrupted: cancel.load(Ordering::SeqCst),
     }
@@ -215,28 +225,41 @@ async fn discover(
     out
 }
 
-async fn seed_one(ctx: &Ctx<'_>, t: &Target) -> PathResult {
-    let Some(mount) = ctx.mounts.get(&t.mount) else {
-        return PathResult::all(
+/// What is at `t`'s path: absent without a request when its folder's listing lacks it, else
+/// read. `Err` is the target's result when its mount was not checked or the read failed.
+async fn existing<'m>(
+    vault: &Vault,
+    mounts: &'m HashMap<String, KvMount>,
+    listings: &HashMap<FolderKey, Listing>,
+    t: &Target,
+) -> Result<(&'m KvMount, Existing), PathResult> {
+    let Some(mount) = mounts.get(&t.mount) else {
+        return Err(PathResult::all(
             t,
             Outcome::Error,
             None,
             Some(format!("mount `{}` was not checked", t.mount)),
-        );
+        ));
     };
     let (folder, name) = parent(&t.path);
     let known_absent = matches!(
-        ctx.listings.get(&(t.mount.clone(), folder.to_string())),
+        listings.get(&(t.mount.clone(), folder.to_string())),
         Some(Listing::Names(names)) if !names.contains(name)
     );
     tracing::debug!(path = %t.full_path(), known_absent, "deciding");
-    let existing = if known_absent {
-        Existing::Absent
-    } else {
-        match ctx.vault.kv_read(mount, &t.path).await {
-            Ok(e) => e,
-            Err(e) => return PathResult::from_error(t, &e, false),
-        }
+    if known_absent {
+        return Ok((mount, Existing::Absent));
+    }
+    match vault.kv_read(mount, &t.path).await {
+        Ok(e) => Ok((mount, e)),
+        Err(e) => Err(PathResult::from_error(t, &e, false)),
+    }
+}
+
+async fn seed_one(ctx: &Ctx<'_>, t: &Target) -> PathResult {
+    let (mount, existing) = match existing(ctx.vault, ctx.mounts, ctx.listings, t).await {
+        Ok(found) => found,
+        Err(r) => return r,
     };
     match existing {
         Existing::Absent => create(ctx, mount, t, 0, BTreeMap::new(), Outcome::Created).await,
@@ -278,13 +301,13 @@ async fn create(
         Err(e) => return PathResult::all(t, Outcome::Error, None, Some(e)),
     };
     let fields = WriteFields(values.iter().map(|(k, v)| (k.as_str(), v)).collect());
-    let cas_opt = (mount.version == 2).then_some(cas);
+    let cas_opt = mount.cas(cas);
     match ctx
         .vault
         .kv_write(mount, &t.path, &fields, cas_opt, "create")
         .await
     {
-        Ok(version) if mount.version == 1 => {
+        Ok(version) if mount.version == KvVersion::V1 => {
             // No check-and-set on KV v1: another writer may have written between our read and
             // our write, or after it. The path is ours only if it reads back as what we wrote.
             match ctx.vault.kv_read(mount, &t.path).await {
@@ -461,7 +484,7 @@ async fn judge_or_extend(
         })
         .collect();
     all.extend(new_values.iter().map(|(k, v)| (k.as_str(), v)));
-    let cas = (mount.version == 2).then_some(p.version);
+    let cas = mount.cas(p.version);
     match ctx
         .vault
         .kv_write(mount, &t.path, &WriteFields(all), cas, "update")
@@ -526,7 +549,7 @@ async fn write_metadata(
     base: BTreeMap<String, String>,
     action: &str,
 ) {
-    if !ctx.opts.metadata || mount.version != 2 || ctx.meta_warned.load(Ordering::Relaxed) {
+    if !ctx.opts.metadata || !mount.version.has_cas() || ctx.meta_warned.load(Ordering::Relaxed) {
         return;
     }
     let meta = custom_metadata(t, action, base);

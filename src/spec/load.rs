@@ -15,6 +15,7 @@ use super::{
     SpecSet, VaultTarget, ENV_PLACEHOLDER,
 };
 use crate::generate::{Generator, Param, Params, Syntax, GENERATOR_NAMES};
+use crate::kv::KvVersion;
 use crate::suggest::suggest;
 
 /// Why the specs could not be loaded.
@@ -34,6 +35,21 @@ pub enum LoadError {
     /// One or more specs are invalid; every problem found is listed.
     #[error("{} problem(s) in the specs", .0.len())]
     Invalid(Vec<Diagnostic>),
+}
+
+impl LoadError {
+    /// What the user can do about it; `None` for invalid specs, whose every problem says it.
+    pub fn help(&self) -> Option<&'static str> {
+        match self {
+            LoadError::Dir { .. } => {
+                Some("run from the repository that holds `secret-specs/`, or pass `--specs DIR`")
+            }
+            LoadError::Empty(_) => {
+                Some("point `--specs` (or VAULT_SEED_SPECS) at the directory of your specs")
+            }
+            LoadError::Invalid(_) => None,
+        }
+    }
 }
 
 /// Load and validate every `*.toml` file of `dir` (not recursive), in file name order.
@@ -584,15 +600,14 @@ fn parse_vault(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<(VaultTarget, Span)>
     }
     cx.finish(th, CTX);
     let kv_version = match kv {
-        Some((n @ (1 | 2), _)) => Some(n as u8),
-        Some((n, span)) => {
+        Some((n, span)) => KvVersion::from_number(n).or_else(|| {
             cx.err(
                 span,
                 format!("`kv_version` must be 1 or 2, not {n}"),
                 Some("leave it out to detect the mount's version".into()),
             );
             None
-        }
+        }),
         None => None,
     };
     let (mount, mount_span) = mount?;

@@ -7,10 +7,11 @@
 pub mod diag;
 mod load;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::generate::Generator;
+use crate::kv::{KvMount, KvVersion};
 pub use diag::{Diagnostic, Location};
 pub use load::{load_dir, load_files, load_sources, LoadError};
 
@@ -50,8 +51,9 @@ pub struct VaultTarget {
     pub mount: String,
     /// The folder under the mount, with `{env}` (`ask/core-service/{env}`).
     pub path: String,
-    /// The KV version the spec expects (`1` or `2`); `None` lets vault-seed detect it.
-    pub kv_version: Option<u8>,
+    /// The KV version the spec expects (`kv_version = 1` or `2`); `None` lets vault-seed detect
+    /// it.
+    pub kv_version: Option<KvVersion>,
 }
 
 /// One environment an application can be applied to.
@@ -170,13 +172,22 @@ pub struct Target {
     /// Effective fields for this environment.
     pub fields: Vec<Field>,
     /// The KV version the spec expects, if it says.
-    pub kv_version: Option<u8>,
+    pub kv_version: Option<KvVersion>,
 }
 
 impl Target {
     /// `mount/path`, as people write it (`secret/ask/core-service/auh1-dev/X`).
     pub fn full_path(&self) -> String {
         format!("{}/{}", self.mount, self.path)
+    }
+
+    /// Its mount as a KV engine, at the version [`KvVersion::resolve`] gives from the spec's
+    /// `kv_version` and what `detected` reports.
+    pub fn kv_mount(&self, detected: &dyn Fn(&str) -> Option<KvVersion>) -> KvMount {
+        KvMount::new(
+            &self.mount,
+            KvVersion::resolve(self.kv_version, detected(&self.mount)),
+        )
     }
 }
 
@@ -243,6 +254,9 @@ pub struct EnvPlan<'a> {
     pub specs: Vec<(&'a Spec, &'a Environment)>,
     /// Every secret of those specs, resolved.
     pub targets: Vec<Target>,
+    /// Names that more than one secret of the environment has (in different applications),
+    /// counted before `--only`: `set` and `rotate` name those secrets by their path instead.
+    pub shared_names: BTreeSet<String>,
 }
 
 impl EnvPlan<'_> {
@@ -312,6 +326,12 @@ impl SpecSet {
             ))
             .with_help("give every spec the same `vault_addr` for one environment, or apply them one at a time with `--only FILE`")));
         }
+        let mut seen = HashSet::new();
+        let shared_names = targets
+            .iter()
+            .filter(|t| !seen.insert(t.name.as_str()))
+            .map(|t| t.name.clone())
+            .collect();
         if !only.is_empty() {
             let before = targets.len();
             targets.retain(|t| only.iter().any(|o| matches_only(t, o)));
@@ -328,6 +348,7 @@ impl SpecSet {
             env: env.to_string(),
             specs,
             targets,
+            shared_names,
         })
     }
 }

@@ -18,6 +18,7 @@
 //! vaultrs is not used: it cannot be told not to follow redirects, it reads a `VAULT_CACERT` that
 //! holds no PEM as no CA at all, and its request path keeps the token in a plain `String`.
 
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -188,7 +189,6 @@ fn method_name(m: &Method) -> &'static str {
 impl Vault {
     /// Build a client. Does not contact Vault.
     pub fn new(settings: &Settings) -> Result<Vault, VaultError> {
-        crate::init_crypto();
         let auth = Auth::new(&settings.token, settings.namespace.as_deref())?;
         let mut builder = reqwest::Client::builder()
             .tls_backend_rustls()
@@ -328,7 +328,11 @@ impl Vault {
             ),
             e => e.to_string(),
         };
-        eprintln!("warning: {what}; retrying {attempt}/{MAX_RETRIES}");
+        // A stderr that cannot take it (full, closed) must not stop the run.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "warning: {what}; retrying {attempt}/{MAX_RETRIES}"
+        );
     }
 
     fn request(&self, call: Call) -> reqwest::RequestBuilder {
@@ -698,6 +702,8 @@ mod tests {
     }
 
     fn test_vault(namespace: Option<&str>) -> Vault {
+        // The entry point installs the process's crypto provider; a unit test does it itself.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         Vault::new(&settings("s.tok-123", namespace)).unwrap()
     }
 
@@ -724,6 +730,7 @@ mod tests {
 
     #[test]
     fn a_token_that_cannot_be_a_header_is_refused_without_quoting_it() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let e = Vault::new(&settings("s.tok\n123", None))
             .err()
             .expect("refused");

@@ -11,7 +11,6 @@ use reqwest::Url;
 use secrecy::SecretString;
 
 use super::{address, VaultError};
-use crate::cli::VaultArgs;
 
 /// The default per-request timeout, as the vault CLI's.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -48,6 +47,7 @@ const CLAP_ENV: &[&str] = &[
     "VAULT_SEED_ROLE_ID_FILE",
     "VAULT_SEED_SECRET_ID_FILE",
     "VAULT_SEED_KEEP_TOKEN",
+    "VAULT_SEED_SKIP_TARGET_SECRETS",
 ];
 
 /// An empty (or blank) `VAULT_*` / `BAO_*` variable means unset, as the vault CLI reads them
@@ -60,6 +60,33 @@ pub fn unset_empty_env() {
             std::env::remove_var(name);
         }
     }
+}
+
+/// How to reach Vault as the operator asked, before the `BAO_*` twins, the spec and the defaults
+/// fill the gaps (kube-rs has `KubeConfigOptions` for the same role). The command line fills it
+/// from its flags, which clap reads from `VAULT_*` too.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectOptions {
+    /// Vault's address (`--address`, `VAULT_ADDR`).
+    pub address: Option<String>,
+    /// PEM file of CAs to trust (`--ca-cert`, `VAULT_CACERT`).
+    pub ca_cert: Option<PathBuf>,
+    /// Directory of PEM CA files (`--ca-path`, `VAULT_CAPATH`).
+    pub ca_path: Option<PathBuf>,
+    /// Namespace (`--namespace`, `VAULT_NAMESPACE`).
+    pub namespace: Option<String>,
+    /// Do not verify Vault's certificate (`--skip-verify`, `VAULT_SKIP_VERIFY`).
+    pub skip_verify: Option<bool>,
+    /// Per-request timeout (`--timeout`, `VAULT_CLIENT_TIMEOUT`).
+    pub timeout: Option<Duration>,
+    /// Time to open a connection (`--connect-timeout`).
+    pub connect_timeout: Option<Duration>,
+    /// Time from a request to the start of the answer (`--answer-timeout`).
+    pub answer_timeout: Option<Duration>,
+    /// Time one request may take with its retries (`--give-up-after`).
+    pub give_up_after: Option<Duration>,
+    /// Allow the token over plain http:// off loopback (`--insecure-http`).
+    pub insecure_http: bool,
 }
 
 /// Resolved connection settings. Holds the token: `Debug` is written by hand and redacts it.
@@ -121,10 +148,9 @@ fn config_err(message: impl Into<String>, help: impl Into<String>) -> VaultError
 }
 
 impl Settings {
-    /// Resolve from flags (which clap already filled from `VAULT_*`), the `BAO_*` twins, and the
-    /// spec's environment.
+    /// Resolve from the operator's options, the `BAO_*` twins, and the spec's environment.
     pub fn resolve(
-        args: &VaultArgs,
+        args: &ConnectOptions,
         spec_addr: Option<&str>,
         spec_namespace: Option<&str>,
     ) -> Result<Settings, VaultError> {
@@ -137,7 +163,7 @@ impl Settings {
     /// The same, without a token (an empty one): for a client that logs in
     /// ([`super::login`]), which never reads `VAULT_TOKEN` or `~/.vault-token`.
     pub fn resolve_without_token(
-        args: &VaultArgs,
+        args: &ConnectOptions,
         spec_addr: Option<&str>,
         spec_namespace: Option<&str>,
     ) -> Result<Settings, VaultError> {
@@ -190,7 +216,7 @@ impl Settings {
         let timeout = match args.timeout {
             Some(t) => t,
             None => match env("BAO_CLIENT_TIMEOUT") {
-                Some(v) => crate::cli::parse_duration(&v).map_err(|e| {
+                Some(v) => crate::duration::parse(&v).map_err(|e| {
                     config_err(
                         format!("BAO_CLIENT_TIMEOUT: {e}"),
                         "e.g. BAO_CLIENT_TIMEOUT=30s",

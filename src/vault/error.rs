@@ -8,7 +8,7 @@ use std::time::Duration;
 fn human(d: &Duration) -> String {
     let tenths = (d.as_millis() + 50) / 100;
     if tenths < 600 {
-        if tenths % 10 == 0 {
+        if tenths.is_multiple_of(10) {
             format!("{}s", tenths / 10)
         } else {
             format!("{}.{}s", tenths / 10, tenths % 10)

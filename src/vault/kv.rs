@@ -10,33 +10,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use super::client::{decode, Call, Reply};
 use super::{Vault, VaultError};
-
-/// A KV mount and its engine version.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KvMount {
-    /// Mount path without slashes (`secret`).
-    pub path: String,
-    /// 1 or 2.
-    pub version: u8,
-}
-
-impl KvMount {
-    /// API path of a secret's data (`secret/data/x` on v2, `secret/x` on v1).
-    pub fn data_path(&self, path: &str) -> String {
-        match self.version {
-            2 => format!("{}/data/{path}", self.path),
-            _ => format!("{}/{path}", self.path),
-        }
-    }
-
-    /// API path of a secret's metadata or folder listing (`secret/metadata/x` on v2).
-    pub fn metadata_path(&self, path: &str) -> String {
-        match self.version {
-            2 => format!("{}/metadata/{path}", self.path),
-            _ => format!("{}/{path}", self.path),
-        }
-    }
-}
+use crate::kv::{KvMount, KvVersion};
 
 /// One field's value as read from Vault.
 pub enum FieldValue {
@@ -188,7 +162,7 @@ impl Vault {
             #[serde(default)]
             keys: Vec<String>,
         }
-        let path = mount.metadata_path(folder);
+        let path = mount.list_path(folder);
         let reply = self.send(|| Call::list(&path), "list").await?;
         match reply {
             Reply::NotFound(_) => Ok(None),
@@ -204,7 +178,7 @@ impl Vault {
         let api = mount.data_path(path);
         let reply = self.send(|| Call::get(&api), "read").await?;
         match (mount.version, reply) {
-            (2, Reply::Ok(b)) => {
+            (KvVersion::V2, Reply::Ok(b)) => {
                 let env: Envelope<Kv2Data> = decode(&b, "GET", &api)?;
                 let d = env.data.ok_or_else(|| VaultError::Decode {
                     method: "GET",
@@ -231,7 +205,7 @@ impl Vault {
                     }),
                 }
             }
-            (2, Reply::NotFound(b)) => {
+            (KvVersion::V2, Reply::NotFound(b)) => {
                 // A soft-deleted or destroyed latest version answers 404 with its metadata.
                 let env: Option<Envelope<Kv2Data>> = serde_json::from_slice(&b).ok();
                 match env.and_then(|e| e.data).and_then(|d| d.metadata) {
@@ -272,7 +246,7 @@ impl Vault {
         capability: &'static str,
     ) -> Result<u64, VaultError> {
         let api = mount.data_path(path);
-        let payload = if mount.version == 2 {
+        let payload = if mount.version == KvVersion::V2 {
             #[derive(Serialize)]
             struct Opts {
                 #[serde(skip_serializing_if = "Option::is_none")]
@@ -294,7 +268,7 @@ impl Vault {
             .send(|| Call::post(&api, payload.to_vec()), capability)
             .await?;
         match (mount.version, reply) {
-            (2, Reply::Ok(b)) => {
+            (KvVersion::V2, Reply::Ok(b)) => {
                 #[derive(Deserialize)]
                 struct Written {
                     version: u64,
@@ -344,21 +318,5 @@ mod tests {
         assert!(matches!(m["e"], FieldValue::NotText("null")));
         assert!(matches!(m["f"], FieldValue::NotText("a boolean")));
         assert!(!format!("{:?}", m["a"]).contains("s3cr3t"));
-    }
-
-    #[test]
-    fn paths_per_version() {
-        let v2 = KvMount {
-            path: "secret".into(),
-            version: 2,
-        };
-        assert_eq!(v2.data_path("a/b"), "secret/data/a/b");
-        assert_eq!(v2.metadata_path("a"), "secret/metadata/a");
-        let v1 = KvMount {
-            path: "kv".into(),
-            version: 1,
-        };
-        assert_eq!(v1.data_path("a/b"), "kv/a/b");
-        assert_eq!(v1.metadata_path("a"), "kv/a");
     }
 }

@@ -14,8 +14,8 @@ pub mod sys;
 pub mod token;
 
 pub use client::{Vault, MAX_BODY, MAX_RETRIES};
-pub use connect::Settings;
+pub use connect::{ConnectOptions, Settings};
 pub use error::VaultError;
-pub use kv::{Existing, FieldValue, KvMount, Present, WriteFields};
+pub use kv::{Existing, FieldValue, Present, WriteFields};
 pub use sys::{MountInfo, TokenInfo};
 pub use token::{ProbeToken, RoleTokens};

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::client::{decode, Call, Reply};
-use super::kv::KvMount;
 use super::{Vault, VaultError};
+use crate::kv::KvVersion;
 
 /// What Vault says about the caller's token. Deliberately without the token's `id`.
 #[derive(Debug, Clone, Deserialize)]
@@ -44,7 +44,7 @@ pub struct MountInfo {
     /// Engine type (`kv`, `generic`, ...).
     pub kind: String,
     /// KV version from the mount options (1 when unset).
-    pub kv_version: u8,
+    pub kv_version: KvVersion,
     /// The mount's path as Vault names it, without slashes.
     pub path: String,
 }
@@ -99,12 +99,12 @@ impl Vault {
             .await
         {
             Ok(Some(raw)) => {
-                let version = raw
-                    .options
-                    .as_ref()
-                    .and_then(|o| o.get("version"))
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(1);
+                let version = KvVersion::from_mount_option(
+                    raw.options
+                        .as_ref()
+                        .and_then(|o| o.get("version"))
+                        .map(String::as_str),
+                );
                 Ok(Some(MountInfo {
                     kind: raw.kind,
                     kv_version: version,
@@ -115,21 +115,6 @@ impl Vault {
             // Vault answers 400 "no matching mount" for a path under no mount.
             Err(VaultError::Api { status: 400, .. }) => Ok(None),
             Err(e) => Err(e),
-        }
-    }
-
-    /// The KV mount at `mount`, checked to be a KV engine.
-    pub async fn kv_mount(&self, mount: &str) -> Result<KvMount, VaultError> {
-        match self.mount_info(mount).await? {
-            Some(info) if info.kind == "kv" || info.kind == "generic" => Ok(KvMount { path: mount.to_string(), version: info.kv_version }),
-            Some(info) => Err(VaultError::Config {
-                message: format!("mount `{mount}` is a `{}` engine, not KV", info.kind),
-                help: "point the spec's `[vault] mount` at a KV secrets engine".into(),
-            }),
-            None => Err(VaultError::Config {
-                message: format!("there is no secrets engine mounted at `{mount}/`"),
-                help: format!("enable one (`vault secrets enable -path={mount} kv-v2`) or fix the spec's `[vault] mount`"),
-            }),
         }
     }
 

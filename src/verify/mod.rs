@@ -1,4 +1,217 @@
-//! `verify`'s checks beyond Vault's own values: ESO's policy, and ESO's objects in Kubernetes.
+//! `verify`: is an environment's secret bootstrap done? One module per part, each returning a
+//! typed report that says whether it is ok:
+//!
+//! - [`values`], the part `vault`: each field's value in Vault, judged by its generator
+//!   (read only: [`crate::seed::inspect`]);
+//! - [`grants`], the part `policy`: do ESO's Vault policies grant what it needs on every path;
+//! - [`cluster`], the part `kube`: finds the cluster and the namespaces, waits while `--wait`
+//!   lasts, and runs the cluster checks: [`eso`] (ExternalSecrets Ready and fresh, their target
+//!   Secrets, PushSecrets and stores).
+//!
+//! [`facts`] carries what the Vault and policy parts found into the cluster checks'
+//! explanations. A new part (the Vault Secrets Operator's objects, Argo CD's Applications) is a
+//! module with its typed report implementing [`Part`], and a line in [`run`] (or, checked in the
+//! cluster, a field of [`cluster::ClusterPart`] and a line in its `check_once`).
 
-pub mod kube;
-pub mod policy;
+pub mod cluster;
+pub mod eso;
+pub mod facts;
+pub mod grants;
+pub mod values;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use secrecy::SecretString;
+use serde::Serialize;
+
+use crate::mounts::Mounts;
+use crate::spec::EnvPlan;
+use crate::vault::Vault;
+
+/// The parts `--only` can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartName {
+    /// Vault's values.
+    Vault,
+    /// ESO's policy.
+    Policy,
+    /// The cluster's objects.
+    Kube,
+}
+
+impl PartName {
+    /// Every part, in report order.
+    pub const ALL: [PartName; 3] = [PartName::Vault, PartName::Policy, PartName::Kube];
+
+    /// Its name on the command line and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartName::Vault => "vault",
+            PartName::Policy => "policy",
+            PartName::Kube => "kube",
+        }
+    }
+
+    /// The part named `name`.
+    pub fn parse(name: &str) -> Option<PartName> {
+        PartName::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+}
+
+/// What to verify, and how.
+pub struct Request {
+    /// Placeholders still unreplaced are failures.
+    pub strict: bool,
+    /// The parts asked for; empty for all.
+    pub parts: Vec<PartName>,
+    /// Leave the cluster out.
+    pub skip_kube: bool,
+    /// Poll the cluster until its checks are done or this time is up.
+    pub wait: Option<Duration>,
+    /// Ask ESO to sync the ExternalSecrets now.
+    pub force_sync: bool,
+    /// `--kubeconfig`.
+    pub kubeconfig: Option<PathBuf>,
+    /// `--context`.
+    pub context: Option<String>,
+    /// ESO's own token, to ask the server for its capabilities.
+    pub eso_token: Option<SecretString>,
+    /// Requests to Vault in flight at once.
+    pub concurrency: usize,
+    /// Read no target Secret (`--skip-target-secrets`): their keys go unchecked.
+    pub skip_target_secrets: bool,
+}
+
+impl Request {
+    /// Whether `part` is asked for.
+    pub fn wants(&self, part: PartName) -> bool {
+        (self.parts.is_empty() || self.parts.contains(&part))
+            && !(part == PartName::Kube && self.skip_kube)
+    }
+}
+
+/// A part's typed report.
+pub trait Part {
+    /// Whether everything the part checks is right.
+    fn ok(&self) -> bool;
+}
+
+/// A part's result: its report, or why it could not be checked.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Checked<T> {
+    /// Checked.
+    Done(T),
+    /// Not checked.
+    Failed(PartFailure),
+}
+
+/// Why a part could not be checked.
+#[derive(Debug, Serialize)]
+pub struct PartFailure {
+    /// Always false.
+    pub ok: bool,
+    /// What went wrong.
+    pub error: String,
+    /// What to do.
+    pub help: Option<String>,
+}
+
+impl<T: Part> Checked<T> {
+    /// A part that could not be checked.
+    pub fn failed(error: String, help: Option<String>) -> Checked<T> {
+        Checked::Failed(PartFailure {
+            ok: false,
+            error,
+            help,
+        })
+    }
+
+    /// Whether the part is ok (one not checked is not).
+    pub fn ok(&self) -> bool {
+        match self {
+            Checked::Done(t) => t.ok(),
+            Checked::Failed(_) => false,
+        }
+    }
+}
+
+/// Progress while the cluster part runs, for the command to show.
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'a> {
+    /// Something was done (an ExternalSecret annotated): also kept in the notes.
+    Did(&'a str),
+    /// Still waiting: how far, and the time left.
+    Waiting(&'a str),
+}
+
+/// The whole verification.
+#[derive(Debug, Serialize)]
+pub struct Verification {
+    /// The environment.
+    pub env: String,
+    /// Every part asked for is ok.
+    pub ok: bool,
+    /// Whether placeholders count as failures.
+    pub strict: bool,
+    /// Vault's values; `None` when not asked for.
+    pub vault: Option<Checked<values::ValuesPart>>,
+    /// ESO's policy; `None` when not asked for.
+    pub policy: Option<Checked<grants::GrantsPart>>,
+    /// The cluster's objects; `None` when not asked for.
+    pub kube: Option<Checked<cluster::ClusterPart>>,
+    /// What is not about one part (waiting ran out, ExternalSecrets annotated).
+    pub notes: Vec<String>,
+}
+
+fn ok_or_absent<T: Part>(part: &Option<Checked<T>>) -> bool {
+    part.as_ref().is_none_or(Checked::ok)
+}
+
+/// Verify `plan` with the mounts already detected. Vault's values are read even when the part
+/// `vault` is not asked for, and ESO's policy when the cluster is: their findings explain what
+/// the cluster shows.
+pub async fn run(
+    vault: &Vault,
+    plan: &EnvPlan<'_>,
+    mounts: &Mounts,
+    req: &Request,
+    progress: &dyn Fn(Progress<'_>),
+) -> Verification {
+    let inspection = crate::seed::inspect(vault, mounts, &plan.targets, req.concurrency).await;
+    let values = values::judge(&inspection, req.strict, &plan.shared_names);
+    let detected = |mount: &str| mounts.version(mount);
+    let policy = if req.wants(PartName::Policy) || req.wants(PartName::Kube) {
+        Some(
+            match grants::check(vault, plan, &detected, req.eso_token.as_ref()).await {
+                Ok(p) => Checked::Done(p),
+                Err(e) => Checked::failed(e.to_string(), e.help()),
+            },
+        )
+    } else {
+        None
+    };
+    let mut notes = Vec::new();
+    let kube = if req.wants(PartName::Kube) {
+        let facts = facts::Facts::gather(&inspection, policy.as_ref(), &detected);
+        Some(cluster::check(plan, &facts, req, progress, &mut notes).await)
+    } else {
+        None
+    };
+    let mut v = Verification {
+        env: plan.env.clone(),
+        ok: false,
+        strict: req.strict,
+        vault: req.wants(PartName::Vault).then_some(Checked::Done(values)),
+        policy: if req.wants(PartName::Policy) {
+            policy
+        } else {
+            None
+        },
+        kube,
+        notes,
+    };
+    v.ok = ok_or_absent(&v.vault) && ok_or_absent(&v.policy) && ok_or_absent(&v.kube);
+    v
+}

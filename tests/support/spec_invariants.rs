@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use vault_seed::report::Style;
+use vault_seed::report::{diagnostics, Style};
 use vault_seed::spec::{load_sources, Diagnostic, LoadError};
 
 /// The most bytes one rendered problem may take (message, location, a window of the source line,
@@ -39,7 +39,7 @@ pub fn check(data: &[u8]) -> Vec<Diagnostic> {
         assert!(loc.is_some(), "a problem without a location: {d}");
         let loc = loc.unwrap();
         assert!(loc.line >= 1 && loc.col >= 1, "{d}");
-        let shown = d.render(&style);
+        let shown = diagnostics::render(d, &style);
         assert!(
             shown.len() <= MAX_RENDERED,
             "a problem rendered in {} bytes: {}",

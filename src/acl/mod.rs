@@ -23,12 +23,12 @@ use std::fmt;
 use serde::Serialize;
 
 pub use check::{
-    check, minimal_policy, minimal_rules, render_hcl, undecidable, PathCheck, PolicyReport,
-    Unfixable,
+    check, minimal_policy, minimal_rules, render_hcl, undecidable, Fix, GapGroup, PathCheck,
+    PolicyReport, Unfixable,
 };
 pub use eval::{evaluate, Acl, Decision, Grant, MatchKind, Refusal};
 pub use parse::{parse, PolicyError};
-pub use required::{requirements, KvVersion, Param, Requirement, Use};
+pub use required::{requirements, Param, Requirement, Use};
 
 /// A capability a Vault policy rule can grant (or `deny`).
 ///
@@ -182,7 +182,7 @@ pub struct Policy {
 }
 
 /// `a`, `b` as "`a`, `b`".
-fn backticked<T: fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
+pub(crate) fn backticked<T: fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
     items
         .into_iter()
         .map(|i| format!("`{i}`"))

@@ -5,19 +5,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{Capabilities, Capability};
+use crate::kv::{KvMount, KvVersion};
 use crate::spec::{EnvPlan, Spec, ENV_PLACEHOLDER};
-
-/// The KV secrets engine's version, which decides the API paths.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum KvVersion {
-    /// KV v1: `<mount>/<path>`.
-    #[serde(rename = "1")]
-    V1,
-    /// KV v2: `<mount>/data/<path>` and `<mount>/metadata/<path>`.
-    #[default]
-    #[serde(rename = "2")]
-    V2,
-}
 
 /// Why ESO needs a capability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -83,9 +72,13 @@ impl Param {
 /// Each spec's `eso.access` decides: `read` needs `read` on `<mount>/data/<path>`; `push` needs
 /// `create`, `update`, `read` there and `read`, `list` on `<mount>/metadata/<path>`; `list`
 /// needs `list` on `<mount>/metadata/<folder>/`. On KV v1 the paths have no `data/` or
-/// `metadata/`. A spec's own `kv_version` wins; `kv_version` is for specs that do not say
-/// (pass what the mount reports, else [`KvVersion::default`], v2).
-pub fn requirements(plan: &EnvPlan<'_>, kv_version: KvVersion) -> Vec<Requirement> {
+/// `metadata/` ([`KvMount`]). Each spec's mount has its own version: the spec's `kv_version`
+/// when it says, else what `detected` reports for that mount (the server's answer), else KV v2
+/// ([`KvVersion::default`]), as on `secret/`.
+pub fn requirements(
+    plan: &EnvPlan<'_>,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
+) -> Vec<Requirement> {
     let mut by_path: BTreeMap<String, Requirement> = BTreeMap::new();
     let mut add =
         |path: String, caps: &[Capability], why: Use, folder_rule: &str, params: Vec<Param>| {
@@ -107,23 +100,16 @@ pub fn requirements(plan: &EnvPlan<'_>, kv_version: KvVersion) -> Vec<Requiremen
         };
     for (spec, env) in &plan.specs {
         let access = spec.eso.access;
-        let kv = match spec.vault.kv_version {
-            Some(1) => KvVersion::V1,
-            Some(_) => KvVersion::V2,
-            None => kv_version,
-        };
-        let mount = &spec.vault.mount;
+        let kv = KvVersion::resolve(spec.vault.kv_version, detected(&spec.vault.mount));
+        let mount = KvMount::new(&spec.vault.mount, kv);
         let base = rule_base(spec, &env.name);
-        let (data, meta) = match kv {
-            KvVersion::V1 => (format!("{mount}/"), format!("{mount}/")),
-            KvVersion::V2 => (format!("{mount}/data/"), format!("{mount}/metadata/")),
-        };
+        let (data, meta) = (mount.data_prefix(), mount.metadata_prefix());
         let data_rule = format!("{data}{base}*");
         let meta_rule = format!("{meta}{base}*");
         for t in plan.targets.iter().filter(|t| t.spec_file == spec.file) {
             if access.read {
                 add(
-                    format!("{data}{}", t.path),
+                    mount.data_path(&t.path),
                     &[Capability::Read],
                     Use::Read,
                     &data_rule,
@@ -146,7 +132,7 @@ pub fn requirements(plan: &EnvPlan<'_>, kv_version: KvVersion) -> Vec<Requiremen
                         .collect(),
                 };
                 add(
-                    format!("{data}{}", t.path),
+                    mount.data_path(&t.path),
                     &[Capability::Create, Capability::Update, Capability::Read],
                     Use::Push,
                     &data_rule,
@@ -154,7 +140,7 @@ pub fn requirements(plan: &EnvPlan<'_>, kv_version: KvVersion) -> Vec<Requiremen
                 );
                 if kv == KvVersion::V2 {
                     add(
-                        format!("{meta}{}", t.path),
+                        mount.metadata_path(&t.path),
                         &[Capability::Read, Capability::List],
                         Use::Push,
                         &meta_rule,
@@ -166,7 +152,7 @@ pub fn requirements(plan: &EnvPlan<'_>, kv_version: KvVersion) -> Vec<Requiremen
         if access.list {
             let folder = spec.folder(&env.name);
             add(
-                format!("{meta}{folder}/"),
+                format!("{}/", mount.list_path(&folder)),
                 &[Capability::List],
                 Use::List,
                 &meta_rule,
@@ -221,7 +207,7 @@ fields.value = { generator = "placeholder" }
     fn reqs(access: &str, kv: KvVersion) -> Vec<Requirement> {
         let (_d, set) = load(&SPEC.replace("\"ACCESS\"", access));
         let plan = set.plan("dev", &[]).unwrap();
-        requirements(&plan, kv)
+        requirements(&plan, &|_| Some(kv))
     }
 
     fn caps(c: &[Capability]) -> Capabilities {
@@ -308,7 +294,7 @@ fields.value = { generator = "placeholder" }
                 .replace("\"ACCESS\"", "\"read\"")
                 .replace("path = \"team", "kv_version = 2\npath = \"team"),
         );
-        let r = requirements(&set.plan("dev", &[]).unwrap(), KvVersion::V1);
+        let r = requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V1));
         assert_eq!(r[0].path, "kv/data/team/app/dev/A");
     }
 
@@ -319,7 +305,7 @@ fields.value = { generator = "placeholder" }
                 .replace("\"ACCESS\"", "\"read\"")
                 .replace("team/app/{env}", "team/{env}/app"),
         );
-        let r = requirements(&set.plan("dev", &[]).unwrap(), KvVersion::V2);
+        let r = requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V2));
         assert_eq!(r[0].path, "kv/data/team/dev/app/A");
         assert_eq!(r[0].folder_rule, "kv/data/team/dev/app/*");
     }

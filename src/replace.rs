@@ -2,10 +2,13 @@
 //! write the new value with `cas=<that version>` so a concurrent change is detected, not
 //! overwritten, and record who changed it in the custom metadata.
 
+use std::collections::BTreeSet;
+
 use secrecy::SecretString;
 
+use crate::kv::{KvMount, KvVersion};
 use crate::spec::{Field, Target};
-use crate::vault::{Existing, FieldValue, KvMount, Present, Vault, VaultError, WriteFields};
+use crate::vault::{Existing, FieldValue, Present, Vault, VaultError, WriteFields};
 
 /// Why a change cannot be made. Each says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +37,8 @@ pub enum ChangeError {
     Absent {
         /// The full path.
         path: String,
+        /// The environment, for what to do.
+        env: String,
     },
     /// The secret holds a field that is not a string; rewriting it would change its type.
     #[error("field `{field}` of `{path}` is {kind}, not a string; vault-seed writes strings only")]
@@ -52,13 +57,13 @@ pub enum ChangeError {
 
 impl ChangeError {
     /// What the user can do.
-    pub fn help(&self, env: &str) -> Option<String> {
+    pub fn help(&self) -> Option<String> {
         match self {
             ChangeError::NotInSpec { help, .. } => Some(help.clone()),
             ChangeError::Ambiguous { example, .. } => Some(format!(
                 "name it by its path under the mount, e.g. `{example}`, or by its full path"
             )),
-            ChangeError::Absent { .. } => {
+            ChangeError::Absent { env, .. } => {
                 Some(format!("create it first with `vault-seed apply {env}`"))
             }
             ChangeError::NotText { .. } => {
@@ -141,11 +146,29 @@ pub fn select<'a>(
     })
 }
 
-/// The secret's live version, or why there is none.
+/// How `set` and `rotate` name `field` of `t`, so that [`select`] picks exactly it: the secret's
+/// name, or its path under the mount when another secret of the environment has the same name
+/// (`shared_names`, see [`crate::spec::EnvPlan::shared_names`]); with `.FIELD` when the secret
+/// has several fields. `apply`'s and `verify`'s "fill in" hints are built with it.
+pub fn selector(t: &Target, field: &str, shared_names: &BTreeSet<String>) -> String {
+    let secret = if shared_names.contains(&t.name) {
+        &t.path
+    } else {
+        &t.name
+    };
+    if t.fields.len() > 1 {
+        format!("{secret}.{field}")
+    } else {
+        secret.clone()
+    }
+}
+
+/// The secret's live version in environment `env`, or why there is none.
 pub async fn read_current(
     vault: &Vault,
     mount: &KvMount,
     t: &Target,
+    env: &str,
 ) -> Result<Present, ChangeError> {
     match vault.kv_read(mount, &t.path).await? {
         Existing::Present(p) => {
@@ -163,6 +186,7 @@ pub async fn read_current(
         }
         Existing::Absent | Existing::Deleted { .. } => Err(ChangeError::Absent {
             path: t.full_path(),
+            env: env.to_string(),
         }),
     }
 }
@@ -187,12 +211,12 @@ pub async fn write_fields(
         })
         .collect();
     all.extend(replacements.iter().map(|(k, v)| (k.as_str(), v)));
-    let cas = (mount.version == 2).then_some(current.version);
+    let cas = mount.cas(current.version);
     let version = vault
         .kv_write(mount, &t.path, &WriteFields(all), cas, "update")
         .await?;
-    if mount.version == 2 {
-        let meta = super::custom_metadata(t, action, current.custom_metadata.clone());
+    if mount.version == KvVersion::V2 {
+        let meta = crate::seed::custom_metadata(t, action, current.custom_metadata.clone());
         if let Err(e) = vault.kv_set_custom_metadata(mount, &t.path, &meta).await {
             tracing::warn!(path = %t.full_path(), error = %e, "could not record the change in custom_metadata");
         }
@@ -222,7 +246,7 @@ mod tests {
                     generator: Generator::Uuid,
                 })
                 .collect(),
-            kv_version: Some(2),
+            kv_version: Some(KvVersion::V2),
         }
     }
 
@@ -256,6 +280,46 @@ mod tests {
         assert!(select(&ts, "NOPE").is_err());
     }
 
+    /// The name `apply` and `verify` print for `set` is one `select` resolves to that very field:
+    /// for a secret with several fields, a nested name (`a/b`), and a name two applications use.
+    #[test]
+    fn the_selector_of_each_field_selects_that_field() {
+        let ts = [
+            target("app", "SALT", &["password"]),
+            target("app", "PAT", &["value", "note"]),
+            target("app", "db/ROOT", &["password"]),
+            target("app", "db/USERS", &["alice", "bob"]),
+            target("other", "SALT", &["password"]),
+        ];
+        let shared: BTreeSet<String> = ["SALT".to_string()].into();
+        let mut shown = Vec::new();
+        for t in &ts {
+            for f in &t.fields {
+                let name = selector(t, &f.name, &shared);
+                let (got, field) = select(&ts, &name).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(std::ptr::eq(got, t), "{name} picked {}", got.full_path());
+                assert_eq!(
+                    field.map(|f| f.name.as_str()),
+                    Some(f.name.as_str()),
+                    "{name}"
+                );
+                shown.push(name);
+            }
+        }
+        assert_eq!(
+            shown,
+            [
+                "app/dev/SALT",
+                "PAT.value",
+                "PAT.note",
+                "db/ROOT",
+                "db/USERS.alice",
+                "db/USERS.bob",
+                "other/dev/SALT"
+            ]
+        );
+    }
+
     /// Found by the probe: a name that fit two secrets picked one silently.
     #[test]
     fn a_name_that_fits_two_secrets_or_fields_is_refused_naming_both() {
@@ -272,9 +336,9 @@ mod tests {
                 format!("`{name}` names 2 secrets: `secret/app/dev/SALT` (field `password`) and `secret/other/dev/SALT` (field `password`)")
             );
             assert!(
-                e.help("dev").unwrap().contains("`app/dev/SALT"),
+                e.help().unwrap().contains("`app/dev/SALT"),
                 "{:?}",
-                e.help("dev")
+                e.help()
             );
         }
         assert_eq!(picked(&ts, "other/dev/SALT").0, "secret/other/dev/SALT");

@@ -498,7 +498,7 @@ pub fn evaluate(policies: &[Policy], path: &str) -> Grant {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::parse;
+    use crate::acl::parse;
     use Capability::*;
 
     fn policy(name: &str, hcl: &str) -> Policy {

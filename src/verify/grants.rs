@@ -1,4 +1,4 @@
-//! The policy part of `verify`: do ESO's Vault policies grant what it needs on every path?
+//! The part `policy` of `verify`: do ESO's Vault policies grant what it needs on every path?
 //!
 //! ESO's policies are the spec's `policies`, the `token_policies` of its auth role, and `default`
 //! unless the role sets `token_no_default_policy`. vault-seed reads them
@@ -19,9 +19,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use secrecy::SecretString;
 use serde::Serialize;
 
-use crate::policy::{
+use crate::acl::{
     self, Capabilities, Capability, PathCheck, Policy, PolicyReport, Requirement, Rule,
 };
+use crate::kv::KvVersion;
 use crate::spec::EnvPlan;
 use crate::vault::{Vault, VaultError};
 
@@ -63,7 +64,7 @@ impl Method {
 
 /// The policy part's result.
 #[derive(Debug, Serialize)]
-pub struct PolicyPart {
+pub struct GrantsPart {
     /// Every required capability is granted and nothing went wrong.
     pub ok: bool,
     /// How the answer was found.
@@ -79,6 +80,12 @@ pub struct PolicyPart {
     pub notes: Vec<String>,
     /// What to do when the part cannot be decided; `null` otherwise.
     pub help: Option<String>,
+}
+
+impl super::Part for GrantsPart {
+    fn ok(&self) -> bool {
+        self.ok
+    }
 }
 
 /// ESO's policies as far as vault-seed can tell.
@@ -105,18 +112,18 @@ impl EsoPolicies {
     }
 }
 
-/// Check ESO's access for `plan`. `kv_version` is what the mounts report.
+/// Check ESO's access for `plan`. `detected` is each mount's KV version as the server reports it.
 pub async fn check(
     vault: &Vault,
     plan: &EnvPlan<'_>,
-    kv_version: policy::KvVersion,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
     eso_token: Option<&SecretString>,
-) -> Result<PolicyPart, VaultError> {
-    let requirements = policy::requirements(plan, kv_version);
+) -> Result<GrantsPart, VaultError> {
+    let requirements = acl::requirements(plan, detected);
     let mut errors = Vec::new();
     let mut notes = Vec::new();
     let eso = eso_policies(vault, plan, &mut errors, &mut notes).await?;
-    let part = |method, report: PolicyReport, errors: Vec<String>, notes, help| PolicyPart {
+    let part = |method, report: PolicyReport, errors: Vec<String>, notes, help| GrantsPart {
         ok: report.ok && errors.is_empty() && method != Method::Unknown,
         method,
         policies: eso.names.clone(),
@@ -151,7 +158,7 @@ pub async fn check(
     let mut unreadable = Vec::new();
     for name in &eso.all() {
         match vault.read_policy(name).await {
-            Ok(Some(text)) => match policy::parse(name, &text) {
+            Ok(Some(text)) => match acl::parse(name, &text) {
                 Ok(p) => policies.push(p),
                 Err(e) => {
                     notes.push(format!("cannot evaluate policy `{name}` here: {e}"));
@@ -168,7 +175,7 @@ pub async fn check(
         }
     }
     let templated = if unreadable.is_empty() {
-        policy::undecidable(&policies, &requirements)
+        acl::undecidable(&policies, &requirements)
     } else {
         None
     };
@@ -176,7 +183,7 @@ pub async fn check(
         None if unreadable.is_empty() => {
             return Ok(part(
                 Method::Policies,
-                policy::check(&policies, &requirements),
+                acl::check(&policies, &requirements),
                 errors,
                 notes,
                 None,

@@ -1,26 +1,17 @@
-//! The Kubernetes part of `verify`: are the spec's ExternalSecrets Ready, synced after seeding,
+//! The ESO check of `verify`'s cluster part: are the spec's ExternalSecrets Ready, synced after seeding,
 //! with every key in their target Secret, reading only paths the spec knows? When one is not
 //! Ready, say why from what vault-seed sees itself and from its Warning events, since ESO's
 //! condition message is generic ("could not get secret data from provider").
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::Serialize;
 use time::OffsetDateTime;
 
+use super::facts::Facts;
 use crate::kube::{EsoCluster, KubeError, StoreKind};
+use crate::seed::Status;
 use crate::spec::Target;
-
-/// What the Vault and policy parts found about one path, for explanations.
-#[derive(Debug, Clone, Default)]
-pub struct PathFacts {
-    /// Field name to its verify outcome (`valid`, `pending`, `missing`, ...).
-    pub fields: BTreeMap<String, String>,
-    /// When the current version was created in Vault.
-    pub created: Option<OffsetDateTime>,
-    /// Capabilities the policy check found missing on the data path.
-    pub policy_missing: Vec<String>,
-}
 
 /// One ExternalSecret's check.
 #[derive(Debug, Clone, Serialize)]
@@ -67,19 +58,29 @@ pub struct ObjectCheck {
     pub problems: Vec<String>,
 }
 
-/// The Kubernetes part's result.
+/// The ESO check's result (in the JSON of the part `kube`).
 #[derive(Debug, Clone, Serialize)]
-pub struct KubePart {
-    /// All checks passed.
-    pub ok: bool,
-    /// The API server.
-    pub server: String,
-    /// The kubeconfig context.
-    pub context: Option<String>,
+pub struct EsoReport {
     /// ExternalSecrets.
     pub external_secrets: Vec<EsCheck>,
     /// PushSecrets and the stores the ExternalSecrets use.
     pub objects: Vec<ObjectCheck>,
+}
+
+impl EsoReport {
+    /// Every ExternalSecret, PushSecret and store is right.
+    pub fn ok(&self) -> bool {
+        self.external_secrets.iter().all(|e| e.ok) && self.objects.iter().all(|o| o.ok)
+    }
+
+    /// ExternalSecrets done, of all, for progress while waiting.
+    pub fn progress(&self) -> String {
+        format!(
+            "{}/{} ExternalSecret(s) done",
+            self.external_secrets.iter().filter(|e| e.ok).count(),
+            self.external_secrets.len()
+        )
+    }
 }
 
 /// The ExternalSecrets and PushSecrets to check, per namespace.
@@ -118,8 +119,8 @@ pub async fn check(
     cluster: &EsoCluster,
     wanted: &Wanted,
     targets: &[Target],
-    facts: &BTreeMap<String, PathFacts>,
-) -> Result<KubePart, KubeError> {
+    facts: &Facts,
+) -> Result<EsoReport, KubeError> {
     let mut external_secrets = Vec::new();
     let mut stores: BTreeSet<(Option<String>, StoreKind, String)> = BTreeSet::new();
     for (ns, name) in &wanted.external_secrets {
@@ -172,9 +173,9 @@ pub async fn check(
                         None => t.fields.iter().map(|f| &f.name).collect(),
                     };
                     for field in fields {
-                        match f.fields.get(field).map(String::as_str) {
-                            Some("valid") | None => {}
-                            Some("pending") => explanations.push(format!(
+                        match f.fields.get(field) {
+                            Some(Status::Valid) | None => {}
+                            Some(Status::Pending) => explanations.push(format!(
                                 "`{}` field `{field}` is still a placeholder",
                                 t.full_path()
                             )),
@@ -185,11 +186,12 @@ pub async fn check(
                         }
                     }
                     if !f.policy_missing.is_empty() {
+                        let missing: Vec<&str> =
+                            f.policy_missing.iter().map(|c| c.as_str()).collect();
                         explanations.push(format!(
-                            "ESO's policy does not grant `{}` on `{}/data/{}`",
-                            f.policy_missing.join("`, `"),
-                            t.mount,
-                            t.path
+                            "ESO's policy does not grant `{}` on `{}`",
+                            missing.join("`, `"),
+                            f.data_path
                         ));
                     }
                 }
@@ -353,11 +355,7 @@ pub async fn check(
     for o in &mut objects {
         bound(&mut o.problems);
     }
-    let ok = external_secrets.iter().all(|e| e.ok) && objects.iter().all(|o| o.ok);
-    Ok(KubePart {
-        ok,
-        server: cluster.server().to_string(),
-        context: cluster.context().map(str::to_string),
+    Ok(EsoReport {
         external_secrets,
         objects,
     })

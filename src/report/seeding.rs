@@ -1,0 +1,191 @@
+//! `plan`'s and `apply`'s report: a table of every path and field with its outcome and a
+//! summary, or the JSON document `{"command", "env", "vault_addr", "dry_run", "interrupted",
+//! "ok", "results", "notes", "summary"}`.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::{error_text, Format, Rendered, Report, Style, View};
+use crate::replace::selector;
+use crate::seed::{Outcome, Run, Summary};
+
+/// The report of a `plan` or `apply` run.
+pub struct SeedReport {
+    /// `plan` or `apply`.
+    pub command: &'static str,
+    /// The environment.
+    pub env: String,
+    /// Vault's address.
+    pub vault_addr: String,
+    /// `plan`: nothing was written.
+    pub dry_run: bool,
+    /// What the run found and did.
+    pub run: Run,
+    /// Secret names more than one application of the environment uses (for the `set` hints).
+    pub shared_names: BTreeSet<String>,
+}
+
+/// One row of the JSON report: a path and field.
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    path: String,
+    mount: &'a str,
+    spec: String,
+    field: &'a str,
+    generator: &'a str,
+    outcome: &'static str,
+    version: Option<u64>,
+    written: bool,
+    detail: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    command: &'a str,
+    env: &'a str,
+    vault_addr: &'a str,
+    dry_run: bool,
+    interrupted: bool,
+    ok: bool,
+    results: Vec<JsonRow<'a>>,
+    notes: &'a [String],
+    summary: Summary,
+}
+
+impl Report for SeedReport {
+    fn render(&self, view: &View) -> Rendered {
+        let run = &self.run;
+        let summary = Summary::of(&run.paths);
+        let ok = !summary.failed() && !run.interrupted;
+        let before: String = run
+            .notes
+            .iter()
+            .map(|n| format!("{}: {n}\n", view.err.help("note")))
+            .collect();
+        let after = if run.interrupted {
+            error_text(
+                &view.err,
+                "interrupted: some paths were not attempted",
+                Some("run the same command again to finish; nothing is written twice"),
+            )
+        } else {
+            String::new()
+        };
+        let rendered = match view.format {
+            Format::Json => {
+                let results = run
+                    .paths
+                    .iter()
+                    .flat_map(|p| {
+                        p.fields.iter().map(move |f| JsonRow {
+                            path: p.target.full_path(),
+                            mount: &p.target.mount,
+                            spec: p.target.spec_file.display().to_string(),
+                            field: &f.field,
+                            generator: &f.generator,
+                            outcome: f.outcome.label(self.dry_run),
+                            version: p.version,
+                            written: p.written,
+                            detail: f.detail.as_deref().or(p.detail.as_deref()),
+                        })
+                    })
+                    .collect();
+                Rendered::json(
+                    &JsonReport {
+                        command: self.command,
+                        env: &self.env,
+                        vault_addr: &self.vault_addr,
+                        dry_run: self.dry_run,
+                        interrupted: run.interrupted,
+                        ok,
+                        results,
+                        notes: &run.notes,
+                        summary,
+                    },
+                    ok,
+                )
+            }
+            Format::Human => Rendered::text(self.table(&view.out, &summary), ok),
+        };
+        rendered.with_before(before).with_after(after)
+    }
+}
+
+impl SeedReport {
+    fn table(&self, style: &Style, s: &Summary) -> String {
+        let dry_run = self.dry_run;
+        let rows: Vec<(Outcome, String, &str, &str, String, String)> = self
+            .run
+            .paths
+            .iter()
+            .flat_map(|p| {
+                p.fields.iter().map(move |f| {
+                    let version = p.version.map(|v| format!("v{v}")).unwrap_or_default();
+                    let placeholder_hint = f.generator == "placeholder"
+                        && matches!(f.outcome, Outcome::Created | Outcome::Pending);
+                    let detail = f.detail.clone().or_else(|| p.detail.clone()).or_else(|| {
+                        placeholder_hint.then(|| {
+                            format!(
+                                "fill in after deploy: vault-seed set {} {} < value.txt",
+                                self.env,
+                                selector(&p.target, &f.field, &self.shared_names)
+                            )
+                        })
+                    });
+                    (
+                        f.outcome,
+                        p.target.full_path(),
+                        f.field.as_str(),
+                        f.generator.as_str(),
+                        version,
+                        detail.unwrap_or_default(),
+                    )
+                })
+            })
+            .collect();
+        let w_path = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
+        let w_field = rows.iter().map(|r| r.2.len()).max().unwrap_or(0);
+        let w_gen = rows.iter().map(|r| r.3.len()).max().unwrap_or(0);
+        let mut out = String::new();
+        for (o, path, field, gen, version, detail) in &rows {
+            let label = format!("{:<9}", o.label(dry_run));
+            let label = if o.is_failure() {
+                style.error(&label)
+            } else if *o == Outcome::Pending {
+                style.warn(&label)
+            } else if matches!(o, Outcome::Exists) {
+                label
+            } else {
+                style.ok(&label)
+            };
+            let line = format!(
+                "{label} {path:<w_path$}  {field:<w_field$}  {gen:<w_gen$}  {version:<4} {detail}"
+            );
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+        let verb =
+            |n: usize, done: &str, todo: &str| format!("{n} {}", if dry_run { todo } else { done });
+        let _ = writeln!(
+            out,
+            "{}: {} path(s), {} field(s): {}, {} exist, {} pending, {}, {}, {} invalid, {} denied, {} error(s){}",
+            style.bold(if dry_run { "plan" } else { "summary" }),
+            s.paths,
+            s.fields,
+            verb(s.created, "created", "to create"),
+            s.exists,
+            s.pending,
+            verb(s.recreated, "recreated", "to recreate"),
+            verb(s.extended, "extended", "to extend"),
+            s.invalid,
+            s.denied,
+            s.error,
+            if s.skipped > 0 { format!(", {} skipped", s.skipped) } else { String::new() }
+        );
+        if dry_run {
+            let _ = writeln!(out, "nothing was written (plan)");
+        }
+        out
+    }
+}

@@ -1,0 +1,204 @@
+//! `verify`'s report: each part's verdict and what to do, or the JSON document
+//! `{"command": "verify", "env", "ok", "strict", "vault", "policy", "kube", "notes"}`.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::text::for_terminal as t;
+use super::{gaps, Format, Rendered, Report, Style, View};
+use crate::seed::Status;
+use crate::verify::cluster::ClusterPart;
+use crate::verify::grants::GrantsPart;
+use crate::verify::values::ValuesPart;
+use crate::verify::{Checked, PartFailure, Verification};
+
+/// The report of a verification.
+pub struct VerifyReport(pub Verification);
+
+#[derive(Serialize)]
+struct Doc<'a> {
+    command: &'static str,
+    #[serde(flatten)]
+    verification: &'a Verification,
+}
+
+impl Report for VerifyReport {
+    fn render(&self, view: &View) -> Rendered {
+        let v = &self.0;
+        if view.format == Format::Json {
+            return Rendered::json(
+                &Doc {
+                    command: "verify",
+                    verification: v,
+                },
+                v.ok,
+            );
+        }
+        let style = &view.out;
+        let mut out = String::new();
+        match &v.vault {
+            Some(Checked::Done(p)) => values(&mut out, style, &v.env, p),
+            Some(Checked::Failed(f)) => failed(&mut out, style, "vault", f),
+            None => {}
+        }
+        match &v.policy {
+            Some(Checked::Done(p)) => policy(&mut out, style, p, view.verbose > 0),
+            Some(Checked::Failed(f)) => failed(&mut out, style, "policy", f),
+            None => {}
+        }
+        match &v.kube {
+            Some(Checked::Done(k)) => cluster(&mut out, style, k),
+            Some(Checked::Failed(f)) => failed(&mut out, style, "kube", f),
+            None => {}
+        }
+        let _ = writeln!(
+            out,
+            "verify {}: {}",
+            v.env,
+            if v.ok {
+                style.ok("done")
+            } else {
+                style.error("NOT done")
+            }
+        );
+        let notes: String = v
+            .notes
+            .iter()
+            .map(|n| format!("note: {}\n", t(n)))
+            .collect();
+        Rendered::text(out, v.ok).with_after(notes)
+    }
+}
+
+fn mark(style: &Style, ok: bool) -> String {
+    if ok {
+        style.ok("ok  ")
+    } else {
+        style.error("FAIL")
+    }
+}
+
+// Every string that comes from a server or the cluster goes through `t` (control characters
+// out, length capped) before it reaches the terminal.
+
+fn failed(out: &mut String, style: &Style, name: &str, f: &PartFailure) {
+    // Our messages may hold a second line: keep it, each line cleaned.
+    let mut lines = f.error.lines().map(t);
+    let _ = writeln!(
+        out,
+        "{} {name}: {}",
+        mark(style, false),
+        lines.next().unwrap_or_default()
+    );
+    for line in lines {
+        let _ = writeln!(out, "     {line}");
+    }
+    if let Some(h) = &f.help {
+        let _ = writeln!(out, "     {}: {}", style.help("help"), t(h));
+    }
+}
+
+fn values(out: &mut String, style: &Style, env: &str, v: &ValuesPart) {
+    let counts: Vec<String> = v.counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let _ = writeln!(
+        out,
+        "{} vault: {} field(s): {}",
+        mark(style, v.ok),
+        v.results.len(),
+        counts.join(", ")
+    );
+    for row in v.results.iter().filter(|x| x.status != Status::Valid) {
+        let hint = match row.status {
+            Status::Pending => format!("fill in: vault-seed set {env} {} < value.txt", row.set_as),
+            Status::Missing | Status::Deleted => format!("run: vault-seed apply {env}"),
+            _ => t(row.detail.as_deref().unwrap_or_default()),
+        };
+        let _ = writeln!(
+            out,
+            "       {:<8} {}  {}  {hint}",
+            row.status.as_str(),
+            row.path,
+            row.field
+        );
+    }
+}
+
+fn policy(out: &mut String, style: &Style, p: &GrantsPart, verbose: bool) {
+    let _ = writeln!(
+        out,
+        "{} policy: {} ({})",
+        mark(style, p.ok),
+        if p.policies.is_empty() {
+            "no policy".to_string()
+        } else {
+            t(&format!("`{}`", p.policies.join("`, `")))
+        },
+        p.method.describe()
+    );
+    for n in &p.notes {
+        let _ = writeln!(out, "       note: {}", t(n));
+    }
+    for e in &p.errors {
+        let _ = writeln!(out, "       {}: {}", style.error("error"), t(e));
+    }
+    if let Some(h) = &p.help {
+        let _ = writeln!(out, "       {}: {}", style.help("help"), t(h));
+    }
+    if !p.report.ok {
+        for line in gaps::render(&p.report, &p.policies, style, verbose).lines() {
+            if line.is_empty() {
+                let _ = writeln!(out);
+            } else {
+                let _ = writeln!(out, "       {line}");
+            }
+        }
+    }
+}
+
+fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
+    let _ = writeln!(
+        out,
+        "{} kube: {} ({})",
+        mark(style, k.ok),
+        t(&k.server),
+        t(k.context.as_deref().unwrap_or("in-cluster"))
+    );
+    for es in &k.eso.external_secrets {
+        let state = match (es.ready, &es.reason) {
+            (Some(true), Some(reason)) => format!("Ready ({})", t(reason)),
+            (_, Some(reason)) => format!("not Ready ({})", t(reason)),
+            _ => "no status".into(),
+        };
+        let _ = writeln!(
+            out,
+            "     {} ExternalSecret {}/{}: {state}",
+            mark(style, es.ok),
+            t(&es.namespace),
+            t(&es.name)
+        );
+        for p in &es.problems {
+            let _ = writeln!(out, "            {}", t(p));
+        }
+        for x in &es.explanations {
+            let _ = writeln!(out, "            why: {}", t(x));
+        }
+    }
+    for o in &k.eso.objects {
+        let _ = writeln!(
+            out,
+            "     {} {} {}{}: {}",
+            mark(style, o.ok),
+            o.kind,
+            t(&o.namespace
+                .as_ref()
+                .map(|n| format!("{n}/"))
+                .unwrap_or_default()),
+            t(&o.name),
+            t(o.reason.as_deref().unwrap_or_default())
+        );
+        for p in &o.problems {
+            let _ = writeln!(out, "            {}", t(p));
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! Read and judge, never write: what is in Vault for each target, as `verify` reports it.
+//!
+//! The same discovery (one `LIST` per folder) and the same judgement of a live value as the
+//! engine's, with no write anywhere on the path: a target absent, deleted or missing a field is
+//! reported so, not planned for.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures::stream::{self, StreamExt};
+use serde::Serialize;
+
+use super::{discover, existing, judge, FolderKey, Listing, Outcome, PathResult};
+use crate::mounts::Mounts;
+use crate::spec::Target;
+use crate::vault::{Existing, FieldValue, Vault};
+
+/// What is in Vault for one field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Present and in its generator's format.
+    Valid,
+    /// A placeholder still holding its marker.
+    Pending,
+    /// Not there: the path is absent, or the secret lacks the field.
+    Missing,
+    /// The latest version was soft-deleted or destroyed.
+    Deleted,
+    /// Present but not in its generator's format.
+    Invalid,
+    /// The token may not read it (HTTP 403).
+    Denied,
+    /// Anything else that failed, or a mount that cannot be used.
+    Error,
+    /// Not looked at: Vault stopped answering.
+    Skipped,
+}
+
+impl Status {
+    /// The word for reports and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Valid => "valid",
+            Status::Pending => "pending",
+            Status::Missing => "missing",
+            Status::Deleted => "deleted",
+            Status::Invalid => "invalid",
+            Status::Denied => "denied",
+            Status::Error => "error",
+            Status::Skipped => "skipped",
+        }
+    }
+
+    /// Whether the field is as the bootstrap wants it: valid, or a placeholder not yet filled
+    /// in unless `strict`.
+    pub fn is_done(self, strict: bool) -> bool {
+        self == Status::Valid || (self == Status::Pending && !strict)
+    }
+
+    fn of(o: Outcome) -> Status {
+        match o {
+            Outcome::Exists => Status::Valid,
+            Outcome::Pending => Status::Pending,
+            Outcome::Created | Outcome::Extended | Outcome::Missing => Status::Missing,
+            Outcome::Recreated => Status::Deleted,
+            Outcome::Invalid => Status::Invalid,
+            Outcome::Denied => Status::Denied,
+            Outcome::Error => Status::Error,
+            Outcome::Skipped => Status::Skipped,
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One field's state.
+#[derive(Debug, Clone)]
+pub struct FieldState {
+    /// The field's name.
+    pub field: String,
+    /// Its generator (`hex(bytes=32)`).
+    pub generator: String,
+    /// What is there.
+    pub status: Status,
+    /// Why, when there is more to say (never a value).
+    pub detail: Option<String>,
+}
+
+/// One path's state.
+#[derive(Debug, Clone)]
+pub struct PathState {
+    /// The target.
+    pub target: Target,
+    /// The secret's current version (KV v2), when read.
+    pub version: Option<u64>,
+    /// Per field.
+    pub fields: Vec<FieldState>,
+    /// A note about the whole path.
+    pub detail: Option<String>,
+    /// When the current version was created (RFC 3339), when read.
+    pub created_time: Option<String>,
+}
+
+impl PathState {
+    fn from(r: PathResult) -> PathState {
+        PathState {
+            fields: r
+                .fields
+                .into_iter()
+                .map(|f| FieldState {
+                    field: f.field,
+                    generator: f.generator,
+                    status: Status::of(f.outcome),
+                    detail: f.detail,
+                })
+                .collect(),
+            target: r.target,
+            version: r.version,
+            detail: r.detail,
+            created_time: r.created_time,
+        }
+    }
+}
+
+/// What [`inspect`] found.
+#[derive(Debug)]
+pub struct Inspection {
+    /// One state per target, in spec order.
+    pub paths: Vec<PathState>,
+    /// Things that are not about one path (a `list` fallback, Vault gone part way).
+    pub notes: Vec<String>,
+}
+
+/// Read every target and judge what is there; write nothing. Targets on a mount `mounts` cannot
+/// use are reported as errors, with why.
+pub async fn inspect(
+    vault: &Vault,
+    mounts: &Mounts,
+    targets: &[Target],
+    concurrency: usize,
+) -> Inspection {
+    let (ready, failed) = mounts.partition(targets);
+    let mut notes = Vec::new();
+    let listings = discover(vault, &mounts.mounts, &ready, concurrency, &mut notes).await;
+    let vault_down = AtomicBool::new(false);
+    let mut indexed: Vec<(usize, PathResult)> = stream::iter(ready.into_iter().enumerate())
+        .map(|(i, t)| {
+            let (listings, vault_down) = (&listings, &vault_down);
+            async move {
+                let r = if vault_down.load(Ordering::SeqCst) {
+                    PathResult::all(
+                        &t,
+                        Outcome::Skipped,
+                        None,
+                        Some("not attempted: Vault stopped answering".into()),
+                    )
+                } else {
+                    let r = read_one(vault, mounts, listings, &t).await;
+                    if r.vault_unavailable {
+                        vault_down.store(true, Ordering::SeqCst);
+                    }
+                    r
+                };
+                (i, r)
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    indexed.sort_by_key(|(i, _)| *i);
+    if vault_down.load(Ordering::SeqCst) {
+        notes.push("Vault stopped answering part way: the paths not read are marked `skipped`; run the same command again when it is back".into());
+    }
+    let mut paths: Vec<PathState> = indexed
+        .into_iter()
+        .map(|(_, r)| PathState::from(r))
+        .collect();
+    for (t, why) in failed {
+        paths.push(PathState::from(PathResult::all(
+            &t,
+            Outcome::Error,
+            None,
+            Some(why),
+        )));
+    }
+    Inspection { paths, notes }
+}
+
+/// One target, read and judged.
+async fn read_one(
+    vault: &Vault,
+    mounts: &Mounts,
+    listings: &HashMap<FolderKey, Listing>,
+    t: &Target,
+) -> PathResult {
+    match existing(vault, &mounts.mounts, listings, t).await {
+        Err(r) => r,
+        Ok((_, Existing::Absent)) => PathResult::all(t, Outcome::Missing, None, None),
+        Ok((_, Existing::Deleted { .. })) => PathResult::all(t, Outcome::Recreated, None, None),
+        Ok((_, Existing::Present(p))) => {
+            let mut r = judge(t, &p);
+            // A missing field that `apply` could not add either: an existing field is not a
+            // string.
+            if let Some((k, kind)) = p.fields.iter().find_map(|(k, v)| match v {
+                FieldValue::NotText(kind) => Some((k, *kind)),
+                FieldValue::Text(_) => None,
+            }) {
+                for f in r
+                    .fields
+                    .iter_mut()
+                    .filter(|f| f.outcome == Outcome::Missing)
+                {
+                    f.outcome = Outcome::Error;
+                    f.detail = Some(format!("cannot add the field: existing field `{k}` is {kind}, and vault-seed writes strings only"));
+                }
+            }
+            r
+        }
+    }
+}

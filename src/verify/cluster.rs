@@ -1,0 +1,152 @@
+//! The part `kube`: find the cluster as kubectl does, resolve the namespace of each object the
+//! specs name, then run the cluster checks ([`super::eso`]) once, or again every few seconds
+//! until they are done or `--wait` runs out.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::eso::{self, EsoReport, Wanted};
+use super::facts::Facts;
+use super::{Checked, Part, Progress, Request};
+use crate::kube::{EsoCluster, KubeError};
+use crate::spec::EnvPlan;
+
+/// How often the cluster is asked again while waiting.
+const POLL: Duration = Duration::from_secs(2);
+
+/// The part's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterPart {
+    /// Every cluster check passed.
+    pub ok: bool,
+    /// The API server.
+    pub server: String,
+    /// The kubeconfig context; `None` in a pod.
+    pub context: Option<String>,
+    /// ESO's objects (`external_secrets`, `objects`).
+    #[serde(flatten)]
+    pub eso: EsoReport,
+}
+
+impl Part for ClusterPart {
+    fn ok(&self) -> bool {
+        self.ok
+    }
+}
+
+/// The ExternalSecrets and PushSecrets of `plan`, each in its namespace: the environment's
+/// `kube_namespace`, else the spec's `[eso] namespace`, else the context's namespace.
+pub fn wanted(plan: &EnvPlan<'_>, default_namespace: &str) -> Wanted {
+    let mut wanted = Wanted {
+        external_secrets: Vec::new(),
+        push_secrets: Vec::new(),
+        skip_target_secrets: false,
+    };
+    let mut seen = HashSet::new();
+    for (spec, env) in &plan.specs {
+        let ns = env
+            .kube_namespace
+            .clone()
+            .or_else(|| spec.eso.namespace.clone())
+            .unwrap_or_else(|| default_namespace.to_string());
+        for name in &spec.eso.external_secrets {
+            if seen.insert((ns.clone(), name.clone())) {
+                wanted.external_secrets.push((ns.clone(), name.clone()));
+            }
+        }
+        for name in &spec.eso.push_secrets {
+            wanted.push_secrets.push((ns.clone(), name.clone()));
+        }
+    }
+    wanted
+}
+
+/// Connect, then check (and wait). What was done and whether waiting ran out go to `notes`.
+pub async fn check(
+    plan: &EnvPlan<'_>,
+    facts: &Facts,
+    req: &Request,
+    progress: &dyn Fn(Progress<'_>),
+    notes: &mut Vec<String>,
+) -> Checked<ClusterPart> {
+    let context = req
+        .context
+        .clone()
+        .or_else(|| plan.specs.iter().find_map(|(_, e)| e.kube_context.clone()));
+    let cluster = match EsoCluster::connect(req.kubeconfig.as_deref(), context.as_deref()).await {
+        Ok(c) => c,
+        Err(e) => {
+            // One help line: what fixes the connection, or leaving the cluster out.
+            let help = match e.help() {
+                Some(h) => format!("{h}; or run with --skip-kube"),
+                None => "run with --skip-kube to check Vault and the policy only".into(),
+            };
+            return Checked::failed(e.to_string(), Some(help));
+        }
+    };
+    let mut wanted = wanted(plan, cluster.default_namespace());
+    if req.skip_target_secrets {
+        // A Role without `get secrets` (which would also grant their values) suffices.
+        wanted.skip_target_secrets = true;
+        notes.push(
+            "target Secrets were not read (--skip-target-secrets): their keys were not checked"
+                .into(),
+        );
+    }
+    if req.force_sync {
+        for line in eso::force_sync(&cluster, &wanted).await {
+            progress(Progress::Did(&line));
+            notes.push(line);
+        }
+    }
+    let deadline = req.wait.map(|w| Instant::now() + w);
+    loop {
+        let result = check_once(&cluster, &wanted, plan, facts).await;
+        let done = matches!(&result, Ok(k) if k.ok);
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        match left {
+            Some(left) if !done && !left.is_zero() => {
+                let how_far = match &result {
+                    Ok(k) => k.eso.progress(),
+                    Err(e) => format!("cluster error: {e}"),
+                };
+                progress(Progress::Waiting(&format!(
+                    "waiting: {how_far}, {} left",
+                    humantime::format_duration(Duration::from_secs(left.as_secs()))
+                )));
+                tokio::time::sleep(POLL.min(left)).await;
+            }
+            _ => {
+                if let (Some(wait), false) = (req.wait, done) {
+                    notes.push(format!(
+                        "waited {} and not everything was Ready",
+                        humantime::format_duration(wait)
+                    ));
+                }
+                return match result {
+                    Ok(k) => Checked::Done(k),
+                    Err(e) => Checked::failed(e.to_string(), e.help()),
+                };
+            }
+        }
+    }
+}
+
+/// Every cluster check, once. A new check (VSO's VaultStaticSecrets) is a field of
+/// [`ClusterPart`] and a line here.
+async fn check_once(
+    cluster: &EsoCluster,
+    wanted: &Wanted,
+    plan: &EnvPlan<'_>,
+    facts: &Facts,
+) -> Result<ClusterPart, KubeError> {
+    let eso = eso::check(cluster, wanted, &plan.targets, facts).await?;
+    Ok(ClusterPart {
+        ok: eso.ok(),
+        server: cluster.server().to_string(),
+        context: cluster.context().map(str::to_string),
+        eso,
+    })
+}
