@@ -5,7 +5,7 @@
 # The final stage is distroless (glibc and CA roots, no shell, no package manager) and runs as
 # its `nonroot` user (65532). vault-seed writes nothing to disk and reads no HOME, so it runs on a
 # read-only root filesystem; the specs are mounted at /etc/vault-seed/secret-specs (a ConfigMap)
-# and Vault's CA at the path VAULT_CACERT names. tests/deploy.rs builds the binary with this
+# and Vault's CA at the path VAULT_CACERT names. tests/suite/deploy.rs builds the binary with this
 # file's cargo command and runs it as that user, read-only, with only VAULT_CACERT to trust.
 
 # The toolchain: at least the lock file's rust-version (Cargo.toml).

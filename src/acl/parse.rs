@@ -832,7 +832,7 @@ path "secret/data/x" { capabilities = ["read"] required_parameters = ["x"] max_w
 
     #[test]
     fn quirks_as_openbao_reads_them() {
-        // Checked against OpenBao 2.7.2 (tests/policy_eval.rs holds the differential test).
+        // Checked against OpenBao 2.7.2 (tests/suite/policy_eval.rs holds the differential test).
         let p = parse("p", r#"path { capabilities = ["read"] }"#).unwrap();
         assert_eq!(
             p.rules,

@@ -241,7 +241,10 @@ mod tests {
             vec![("a".into(), None), ("b".into(), Some("h".into()))],
             "2 problems".into(),
         );
-        assert_eq!((two.message.as_str(), two.help.as_deref()), ("2 problems", None));
+        assert_eq!(
+            (two.message.as_str(), two.help.as_deref()),
+            ("2 problems", None)
+        );
         assert_eq!(two.problems.len(), 2);
         assert!(!two.is_its_one_problem());
     }

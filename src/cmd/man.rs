@@ -14,7 +14,7 @@ use crate::report::Text;
 use super::Failure;
 
 /// Each command's `-o json` document as the man page describes it: its top-level keys, then
-/// what the nested ones hold. `tests/cli.rs` checks the keys against real output.
+/// what the nested ones hold. `tests/suite/cli.rs` checks the keys against real output.
 pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
     (
         "plan, apply",

@@ -1,5 +1,5 @@
 //! What the spec loader promises for any input, checked by the property tests
-//! (`tests/spec_props.rs`) and by the fuzz target (`fuzz/fuzz_targets/spec_loader.rs`), so that
+//! (`tests/suite/spec_props.rs`) and by the fuzz target (`fuzz/fuzz_targets/spec_loader.rs`), so that
 //! `cargo test` and `cargo fuzz` hold it to the same rules:
 //!
 //! - it never panics, whatever the bytes;

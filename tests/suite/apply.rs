@@ -1,0 +1,1127 @@
+//! `vault-seed plan` and `apply` against a real OpenBao server: idempotent, race-free seeding.
+
+use crate::common;
+
+use base64::Engine as _;
+use common::proxy::{FaultProxy, Hook, Verdict};
+use common::{OpenBao, Run};
+use serde_json::{json, Value};
+
+const ENV: &str = "auh1-dev";
+const FOLDER: &str = "ask/core-service/auh1-dev";
+const REAL: &[(&str, &str)] = &[
+    ("SECURITY__API_KEY_SALT", "password"),
+    ("SECURITY__MASTER_ENCRYPTION_KEY", "password"),
+    ("APP__CORE_SERVICES_MACHINE_TOKEN", "password"),
+    ("ZITADEL_MASTERKEY", "password"),
+    ("IAM_SERVICE__PAT", "value"),
+    ("HATCHET__CLIENT_TOKEN", "value"),
+];
+
+fn outcomes(doc: &Value) -> Vec<(String, String)> {
+    doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["path"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_string(),
+                r["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn outcome_of(doc: &Value, name: &str) -> String {
+    outcomes(doc)
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, o)| o)
+        .unwrap_or_else(|| panic!("{name} not in report: {doc}"))
+}
+
+/// A spec directory with one file; `{addr}` in `body` is replaced by the server's address.
+fn spec_dir(bao: &OpenBao, body: &str) -> tempfile::TempDir {
+    common::spec_dir(&body.replace("{addr}", &bao.addr))
+}
+
+fn assert_formats(bao: &OpenBao) {
+    for (name, field) in REAL {
+        let (data, version) = bao
+            .kv_get("secret", &format!("{FOLDER}/{name}"))
+            .unwrap_or_else(|| panic!("{name} missing"));
+        assert_eq!(version, 1, "{name}");
+        let v = data[*field].as_str().unwrap();
+        match *name {
+            "SECURITY__API_KEY_SALT" | "APP__CORE_SERVICES_MACHINE_TOKEN" => {
+                assert_eq!(v.len(), 64);
+                assert!(v.bytes().all(|b| b.is_ascii_hexdigit()));
+            }
+            "SECURITY__MASTER_ENCRYPTION_KEY" => {
+                assert_eq!(v.len(), 44);
+                assert_eq!(
+                    base64::engine::general_purpose::URL_SAFE
+                        .decode(v)
+                        .unwrap()
+                        .len(),
+                    32
+                );
+            }
+            "ZITADEL_MASTERKEY" => assert_eq!(v.len(), 32),
+            _ => assert_eq!(v, "placeholder"),
+        }
+    }
+}
+
+#[test]
+fn first_apply_creates_every_path_in_its_format_and_second_writes_nothing() {
+    let bao = OpenBao::dev();
+    let out = Run::new(&bao)
+        .real_specs()
+        .args(["apply", ENV, "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
+    assert_eq!(doc["ok"], true);
+    assert_eq!(doc["summary"]["created"], 6);
+    assert!(outcomes(&doc).iter().all(|(_, o)| o == "created"), "{doc}");
+    assert_formats(&bao);
+    // Custom metadata marks the path as vault-seed's, never external-secrets'.
+    let (_, meta) = bao.api(
+        "GET",
+        &format!("secret/metadata/{FOLDER}/ZITADEL_MASTERKEY"),
+        None,
+    );
+    let custom = &meta["data"]["custom_metadata"];
+    assert_eq!(custom["managed-by"], "vault-seed");
+    assert_eq!(custom["vault-seed/generators"], "password=masterkey");
+    assert_eq!(custom["vault-seed/spec"], "core-service.toml");
+
+    let again = Run::new(&bao)
+        .real_specs()
+        .args(["apply", ENV, "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = again.json();
+    assert_eq!(doc["summary"]["written_paths"], 0);
+    assert_eq!(doc["summary"]["exists"], 4);
+    assert_eq!(doc["summary"]["pending"], 2);
+    for (name, _) in REAL {
+        assert_eq!(
+            bao.kv_version("secret", &format!("{FOLDER}/{name}")),
+            Some(1),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn hand_made_values_are_left_alone_and_invalid_ones_fail_the_run() {
+    let bao = OpenBao::dev();
+    // As the runbook did by hand: a valid salt, and a masterkey of the wrong length.
+    let salt = "ab".repeat(32);
+    bao.kv_put(
+        "secret",
+        &format!("{FOLDER}/SECURITY__API_KEY_SALT"),
+        json!({ "password": salt }),
+    );
+    bao.kv_put(
+        "secret",
+        &format!("{FOLDER}/ZITADEL_MASTERKEY"),
+        json!({ "password": "x".repeat(31) }),
+    );
+    let out = Run::new(&bao)
+        .real_specs()
+        .args(["apply", ENV, "-o", "json"])
+        .output()
+        .expect_code(1);
+    let doc = out.json();
+    assert_eq!(outcome_of(&doc, "SECURITY__API_KEY_SALT"), "exists");
+    assert_eq!(outcome_of(&doc, "ZITADEL_MASTERKEY"), "invalid");
+    let row = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"].as_str().unwrap().ends_with("ZITADEL_MASTERKEY"))
+        .unwrap();
+    assert!(
+        row["detail"].as_str().unwrap().contains("31 bytes"),
+        "{row}"
+    );
+    // Untouched: same value, still version 1.
+    let (d, v) = bao
+        .kv_get("secret", &format!("{FOLDER}/SECURITY__API_KEY_SALT"))
+        .unwrap();
+    assert_eq!((d["password"].as_str().unwrap(), v), (salt.as_str(), 1));
+    let (d, v) = bao
+        .kv_get("secret", &format!("{FOLDER}/ZITADEL_MASTERKEY"))
+        .unwrap();
+    assert_eq!((d["password"].as_str().unwrap().len(), v), (31, 1));
+    // The others were created.
+    assert_eq!(
+        outcome_of(&doc, "SECURITY__MASTER_ENCRYPTION_KEY"),
+        "created"
+    );
+    // Human output names the problem and exits 1 too.
+    let human = Run::new(&bao).real_specs().args(["apply", ENV]).output();
+    assert_eq!(human.status.code(), Some(1));
+    assert!(
+        human.stdout_text().contains("invalid"),
+        "{}",
+        human.stdout_text()
+    );
+}
+
+const MANY: usize = 120;
+
+fn many_secrets_spec() -> String {
+    let mut s = String::from("[vault]\nmount = \"secret\"\npath = \"race/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n");
+    for i in 0..MANY {
+        let g = ["hex32", "fernet", "masterkey", "uuid"][i % 4];
+        s.push_str(&format!(
+            "[secrets.S{i:03}]\ndescription = \"s\"\nfields.password = {{ generator = \"{g}\" }}\n"
+        ));
+    }
+    s
+}
+
+#[test]
+fn eight_concurrent_applies_leave_every_path_at_version_one() {
+    let bao = OpenBao::dev();
+    let dir = spec_dir(&bao, &many_secrets_spec());
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            Run::new(&bao)
+                .specs(dir.path())
+                .args(["apply", "dev", "-o", "json", "--concurrency", "8"])
+                .spawn()
+        })
+        .collect();
+    let mut created = 0;
+    for child in children {
+        let out = common::Out::from(child.wait_with_output().unwrap());
+        assert_eq!(out.status.code(), Some(0), "{}", out.stderr_text());
+        created += out.json()["summary"]["created"].as_u64().unwrap();
+    }
+    // Each path was created by exactly one of the eight runs.
+    assert_eq!(created, MANY as u64);
+    for i in 0..MANY {
+        assert_eq!(
+            bao.kv_version("secret", &format!("race/dev/S{i:03}")),
+            Some(1),
+            "S{i:03}"
+        );
+    }
+}
+
+/// A proxy in front of `bao` that, just before the first request whose start is `trigger`
+/// reaches the server (and only after a request starting with `after` went through, when
+/// given), writes `competing` at `path` straight to the server. Forces a race that concurrent
+/// runs hit only by chance.
+fn competing_writer(
+    bao: &OpenBao,
+    after: Option<&'static str>,
+    trigger: &'static str,
+    path: &'static str,
+    competing: Value,
+) -> FaultProxy {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let seen = Arc::new(AtomicBool::new(after.is_none()));
+    let done = Arc::new(AtomicBool::new(false));
+    let (addr, token) = (bao.addr.clone(), bao.token.clone());
+    let body = competing.to_string();
+    let hook: Hook = Arc::new(move |chunk: &[u8]| {
+        if after.is_some_and(|a| chunk.starts_with(a.as_bytes())) {
+            seen.store(true, Ordering::SeqCst);
+        } else if chunk.starts_with(trigger.as_bytes())
+            && seen.load(Ordering::SeqCst)
+            && !done.swap(true, Ordering::SeqCst)
+        {
+            let (status, text) = common::raw_http(
+                &addr,
+                "POST",
+                &format!("/v1/{path}"),
+                Some(&token),
+                Some(&body),
+            )
+            .expect("competing write");
+            assert!(status < 300, "competing write: {status} {text}");
+        }
+        Verdict::Forward
+    });
+    FaultProxy::with_hook(&bao.addr, hook)
+}
+
+#[test]
+fn a_competing_create_between_discovery_and_write_is_never_overwritten() {
+    let bao = OpenBao::dev();
+    // The competitor's cas=0 write lands after vault-seed listed the folder (and found the path
+    // absent) and just before vault-seed's own cas=0 write reaches the server.
+    let theirs = "c".repeat(64);
+    let proxy = competing_writer(
+        &bao,
+        None,
+        "POST /v1/secret/data/race1/dev/A ",
+        "secret/data/race1/dev/A",
+        json!({"options": {"cas": 0}, "data": {"password": theirs}}),
+    );
+    let spec = "[vault]\nmount = \"secret\"\npath = \"race1/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n";
+    let dir = spec_dir(&bao, spec);
+    let out = Run::new(&bao)
+        .addr(&proxy.addr)
+        .env("VAULT_SEED_SPECS", dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
+    assert_eq!(outcome_of(&doc, "A"), "exists", "{doc}");
+    assert_eq!(doc["summary"]["created"], 0, "{doc}");
+    assert!(
+        doc["results"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("created concurrently"),
+        "{doc}"
+    );
+    let (data, version) = bao.kv_get("secret", "race1/dev/A").unwrap();
+    assert_eq!(version, 1, "nothing written over the competitor's version");
+    assert_eq!(data["password"], theirs.as_str());
+}
+
+#[test]
+fn kv_v1_reports_created_only_when_the_value_reads_back_and_counts_contested_paths() {
+    let bao = OpenBao::dev();
+    bao.mount_kv("kv1", 1);
+    // KV v1 cannot refuse: the competitor writes between vault-seed's write and its read-back.
+    let theirs = "d".repeat(64);
+    let proxy = competing_writer(
+        &bao,
+        Some("POST /v1/kv1/app/dev/A "),
+        "GET /v1/kv1/app/dev/A ",
+        "kv1/app/dev/A",
+        json!({"password": theirs}),
+    );
+    let dir = spec_dir(&bao, "[vault]\nmount = \"kv1\"\npath = \"app/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n[secrets.B]\ndescription = \"b\"\nfields.password = { generator = \"hex32\" }\n");
+    let out = Run::new(&bao)
+        .addr(&proxy.addr)
+        .env("VAULT_SEED_SPECS", dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
+    assert_eq!(outcome_of(&doc, "A"), "exists", "{doc}");
+    assert_eq!(outcome_of(&doc, "B"), "created", "{doc}");
+    assert_eq!(doc["summary"]["created"], 1, "{doc}");
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("1 path(s) were contested"), "{notes}");
+    let (_, body) = bao.api("GET", "kv1/app/dev/A", None);
+    assert_eq!(body["data"]["password"], theirs.as_str());
+}
+
+#[test]
+fn nothing_is_written_to_a_mount_whose_type_cannot_be_read_unless_the_operator_names_it() {
+    let bao = OpenBao::dev();
+    bao.mount_kv("kv9", 2);
+    // A token with nothing on `kv9`: OpenBao then answers `sys/internal/ui/mounts/kv9` with 403
+    // (as it does for `auth`, even for root), so vault-seed cannot see that it is a KV engine.
+    bao.put_policy(
+        "elsewhere",
+        "path \"secret/data/x\" { capabilities = [\"read\"] }\n",
+    );
+    let token = bao.token_with_policies(&["elsewhere"]);
+    let dir = spec_dir(&bao, "[vault]\nmount = \"kv9\"\npath = \"app/{env}\"\nkv_version = 2\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n");
+    let as_token = |args: &[&str]| {
+        Run::new(&bao)
+            .token(&token)
+            .specs(dir.path())
+            .args(args)
+            .output()
+    };
+    let out = as_token(&["apply", "dev", "-o", "json", "-v"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr_text());
+    let doc = out.json();
+    assert_eq!(outcome_of(&doc, "A"), "error", "{doc}");
+    let detail = doc["results"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("--assume-kv-mount kv9"), "{detail}");
+    assert!(detail.contains("nothing was written"), "{detail}");
+    // Token check and mount detection only: no LIST, no write was sent.
+    assert_eq!(out.requests_sent(), 2, "{}", out.stderr_text());
+    // `plan` shows the same refusal before anyone runs apply.
+    let plan = as_token(&["plan", "dev", "-o", "json"]).json();
+    assert_eq!(outcome_of(&plan, "A"), "error", "{plan}");
+    // Named for this run, the mount is taken at the spec's kv_version, and the report says so
+    // (here the token then lacks the capability, which is reported as usual).
+    let out = as_token(&["apply", "dev", "-o", "json", "--assume-kv-mount", "kv9"]);
+    let doc = out.json();
+    assert_eq!(outcome_of(&doc, "A"), "denied", "{doc}");
+    assert!(
+        doc["notes"].to_string().contains("on the operator's word"),
+        "{doc}"
+    );
+    let plan = as_token(&["plan", "dev", "-o", "json", "--assume-kv-mount", "kv9"]).json();
+    assert!(
+        plan["notes"].to_string().contains("--assume-kv-mount kv9"),
+        "{plan}"
+    );
+}
+
+#[test]
+fn a_path_under_a_mount_is_not_taken_for_a_mount() {
+    let bao = OpenBao::dev();
+    // `secret/foo` is not a mount: writes would land under `secret/` at other API paths.
+    let dir = spec_dir(&bao, "[vault]\nmount = \"secret/foo\"\npath = \"app/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n");
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json", "-v"])
+        .output()
+        .expect_code(1);
+    let doc = out.json();
+    let detail = doc["results"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("`secret/foo` is not a mount"), "{detail}");
+    assert_eq!(out.requests_sent(), 2, "{}", out.stderr_text());
+    let (s, body) = bao.api("LIST", "secret/metadata", None);
+    assert_eq!(s, 404, "nothing was written under secret/: {body}");
+}
+
+#[test]
+fn soft_deleted_and_destroyed_paths_are_recreated() {
+    let bao = OpenBao::dev();
+    assert_eq!(
+        Run::new(&bao)
+            .real_specs()
+            .args(["apply", ENV])
+            .output()
+            .status
+            .code(),
+        Some(0)
+    );
+    let salt = format!("{FOLDER}/SECURITY__API_KEY_SALT");
+    let token = format!("{FOLDER}/APP__CORE_SERVICES_MACHINE_TOKEN");
+    let (s, b) = bao.api("DELETE", &format!("secret/data/{salt}"), None);
+    assert_eq!(s, 204, "{b}");
+    let (s, b) = bao.api(
+        "PUT",
+        &format!("secret/destroy/{token}"),
+        Some(&json!({ "versions": [1] })),
+    );
+    assert_eq!(s, 204, "{b}");
+    let plan = Run::new(&bao)
+        .real_specs()
+        .args(["plan", ENV, "-o", "json"])
+        .json();
+    assert_eq!(outcome_of(&plan, "SECURITY__API_KEY_SALT"), "recreate");
+    let out = Run::new(&bao)
+        .real_specs()
+        .args(["apply", ENV, "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
+    assert_eq!(outcome_of(&doc, "SECURITY__API_KEY_SALT"), "recreated");
+    assert_eq!(
+        outcome_of(&doc, "APP__CORE_SERVICES_MACHINE_TOKEN"),
+        "recreated"
+    );
+    assert_eq!(bao.kv_get("secret", &salt).unwrap().1, 2);
+    assert_eq!(bao.kv_get("secret", &token).unwrap().1, 2);
+    assert_eq!(
+        bao.kv_version("secret", &format!("{FOLDER}/ZITADEL_MASTERKEY")),
+        Some(1)
+    );
+}
+
+#[test]
+fn kv_v1_mount_falls_back_to_read_then_write_and_says_so() {
+    let bao = OpenBao::dev();
+    bao.mount_kv("kv1", 1);
+    let dir = spec_dir(&bao, "[vault]\nmount = \"kv1\"\npath = \"app/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n");
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
+    assert_eq!(outcome_of(&doc, "A"), "created");
+    assert!(
+        out.stderr_text().contains("not race-free"),
+        "{}",
+        out.stderr_text()
+    );
+    let (s, body) = bao.api("GET", "kv1/app/dev/A", None);
+    assert_eq!(s, 200);
+    assert_eq!(body["data"]["password"].as_str().unwrap().len(), 64);
+    let again = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output();
+    assert_eq!(outcome_of(&again.json(), "A"), "exists");
+}
+
+#[test]
+fn cas_required_mount_works_unchanged() {
+    let bao = OpenBao::dev();
+    bao.mount_kv("strict", 2);
+    let (s, b) = bao.api(
+        "POST",
+        "strict/config",
+        Some(&json!({ "cas_required": true })),
+    );
+    assert!(s == 200 || s == 204, "{b}");
+    let dir = spec_dir(&bao, "[vault]\nmount = \"strict\"\npath = \"app/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"fernet\" }\n");
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .expect_code(0);
+    assert_eq!(outcome_of(&out.json(), "A"), "created");
+    assert_eq!(bao.kv_version("strict", "app/dev/A"), Some(1));
+}
+
+const ONE_FIELD: &str = "[vault]\nmount = \"secret\"\npath = \"grow/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.DB]\ndescription = \"db\"\nfields.password = { generator = \"hex32\" }\n";
+
+#[test]
+fn a_field_added_to_the_spec_later_extends_the_secret_only() {
+    let bao = OpenBao::dev();
+    let dir = spec_dir(&bao, ONE_FIELD);
+    assert_eq!(
+        Run::new(&bao)
+            .specs(dir.path())
+            .args(["apply", "dev"])
+            .output()
+            .status
+            .code(),
+        Some(0)
+    );
+    let (before, _) = bao.kv_get("secret", "grow/dev/DB").unwrap();
+    std::fs::write(
+        dir.path().join("app.toml"),
+        format!(
+            "{}fields.username = {{ generator = \"uuid\" }}\n",
+            ONE_FIELD.replace("{addr}", &bao.addr)
+        ),
+    )
+    .unwrap();
+    let plan = Run::new(&bao)
+        .specs(dir.path())
+        .args(["plan", "dev", "-o", "json"])
+        .json();
+    let rows = plan["results"].clone();
+    assert_eq!(rows[0]["outcome"], "exists");
+    assert_eq!(rows[1]["outcome"], "extend");
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
+    assert_eq!(doc["results"][0]["outcome"], "exists");
+    assert_eq!(doc["results"][1]["outcome"], "extended");
+    let (after, version) = bao.kv_get("secret", "grow/dev/DB").unwrap();
+    assert_eq!(version, 2);
+    assert_eq!(
+        after["password"], before["password"],
+        "the existing field is unchanged"
+    );
+    assert_eq!(after["username"].as_str().unwrap().len(), 36);
+}
+
+#[test]
+fn token_without_update_or_without_access_is_denied_with_path_and_capability() {
+    let bao = OpenBao::dev();
+    let dir = spec_dir(&bao, ONE_FIELD);
+    // Create-only: may create new paths and read, but not update an existing one.
+    bao.put_policy(
+        "create-only",
+        r#"
+path "secret/data/grow/*"     { capabilities = ["create", "read"] }
+path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
+"#,
+    );
+    let create_only = bao.token_with_policies(&["create-only"]);
+    let out = Run::new(&bao)
+        .token(&create_only)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .expect_code(0);
+    assert!(
+        out.stderr_text().contains("custom_metadata"),
+        "metadata warning expected: {}",
+        out.stderr_text()
+    );
+    std::fs::write(
+        dir.path().join("app.toml"),
+        format!(
+            "{}fields.username = {{ generator = \"uuid\" }}\n",
+            ONE_FIELD.replace("{addr}", &bao.addr)
+        ),
+    )
+    .unwrap();
+    let out = Run::new(&bao)
+        .token(&create_only)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output();
+    assert_eq!(out.status.code(), Some(1));
+    let doc = out.json();
+    let row = &doc["results"][1];
+    assert_eq!(row["outcome"], "denied", "{doc}");
+    assert!(
+        row["detail"]
+            .as_str()
+            .unwrap()
+            .contains("lacks `update` on `secret/data/grow/dev/DB`"),
+        "{row}"
+    );
+    assert_eq!(bao.kv_version("secret", "grow/dev/DB"), Some(1));
+
+    // No access at all (only the default policy): Vault hides even the mount's version, and
+    // vault-seed refuses to guess it.
+    let nobody = bao.token_with_policies(&["default"]);
+    let out = Run::new(&bao)
+        .token(&nobody)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output();
+    assert_eq!(out.status.code(), Some(1));
+    let doc = out.json();
+    assert_eq!(doc["results"][0]["outcome"], "error");
+    assert!(
+        doc["results"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("set `kv_version` in the spec"),
+        "{doc}"
+    );
+    // With the version in the spec, vault-seed still writes nothing to a mount it has not seen
+    // to be KV, unless the operator names it for this run; then the read itself is denied,
+    // named with the path.
+    let spec = std::fs::read_to_string(dir.path().join("app.toml")).unwrap();
+    std::fs::write(
+        dir.path().join("app.toml"),
+        spec.replace(
+            "path = \"grow/{env}\"",
+            "path = \"grow/{env}\"\nkv_version = 2",
+        ),
+    )
+    .unwrap();
+    let out = Run::new(&bao)
+        .token(&nobody)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .output();
+    assert_eq!(out.status.code(), Some(1));
+    let doc = out.json();
+    assert_eq!(doc["results"][0]["outcome"], "error");
+    assert!(
+        doc["results"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("--assume-kv-mount secret"),
+        "{doc}"
+    );
+    let out = Run::new(&bao)
+        .token(&nobody)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json", "--assume-kv-mount", "secret"])
+        .output();
+    assert_eq!(out.status.code(), Some(1));
+    let doc = out.json();
+    assert_eq!(doc["results"][0]["outcome"], "denied");
+    assert!(
+        doc["results"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("lacks `read` on `secret/data/grow/dev/DB`"),
+        "{doc}"
+    );
+    assert!(
+        out.stderr_text().contains("may not `list`"),
+        "{}",
+        out.stderr_text()
+    );
+}
+
+#[test]
+fn plan_writes_nothing() {
+    let bao = OpenBao::dev();
+    bao.kv_put(
+        "secret",
+        &format!("{FOLDER}/ZITADEL_MASTERKEY"),
+        json!({ "password": "m".repeat(32) }),
+    );
+    let (_, meta_before) = bao.api(
+        "GET",
+        &format!("secret/metadata/{FOLDER}/ZITADEL_MASTERKEY"),
+        None,
+    );
+    let out = Run::new(&bao)
+        .real_specs()
+        .args(["plan", ENV, "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
+    assert_eq!(doc["dry_run"], true);
+    assert_eq!(outcome_of(&doc, "ZITADEL_MASTERKEY"), "exists");
+    assert_eq!(outcome_of(&doc, "SECURITY__API_KEY_SALT"), "create");
+    let (_, meta_after) = bao.api(
+        "GET",
+        &format!("secret/metadata/{FOLDER}/ZITADEL_MASTERKEY"),
+        None,
+    );
+    assert_eq!(meta_before["data"], meta_after["data"], "metadata changed");
+    for (name, _) in REAL.iter().filter(|(n, _)| *n != "ZITADEL_MASTERKEY") {
+        assert_eq!(
+            bao.kv_version("secret", &format!("{FOLDER}/{name}")),
+            None,
+            "{name} was written"
+        );
+    }
+    let human = Run::new(&bao).real_specs().args(["plan", ENV]).output();
+    assert!(human.stdout_text().contains("nothing was written (plan)"));
+}
+
+/// No secret (the token, a generated value, a hand-made one, a value typed at `set`, a rotated
+/// one) appears in what any command prints, at any verbosity: apply (human and JSON), plan, set,
+/// rotate, verify and policy, each quiet, with -v, -vv, -vvv, and at trace level. Every run is
+/// checked to have done its work, so the search covers real output, not early failures.
+#[test]
+fn no_value_appears_in_any_output_at_any_verbosity() {
+    let bao = OpenBao::dev();
+    // Hand-made and invalid (31 bytes, not 32): reported by apply and verify, never echoed.
+    let hand_made = "hand-made-masterkey-value-31byt";
+    bao.kv_put(
+        "secret",
+        &format!("{FOLDER}/ZITADEL_MASTERKEY"),
+        json!({ "password": hand_made }),
+    );
+    let policy = Run::offline()
+        .real_specs()
+        .args(["policy", ENV])
+        .output()
+        .expect_code(0)
+        .stdout_text();
+    bao.eso_role(&policy);
+    // (flags, RUST_LOG=trace, what each run against Vault then logs, what one of them logs)
+    let levels: [(&[&str], bool, &str, &str); 5] = [
+        (&[], false, "", ""),
+        (&["-v"], false, " INFO vault_seed", " INFO vault_seed"),
+        (&["-vv"], false, " INFO vault_seed", " DEBUG vault_seed"),
+        (&["-vvv"], false, " INFO vault_seed", " DEBUG vault_seed"),
+        (&["-vvv"], true, " INFO vault_seed", " DEBUG vault_seed"),
+    ];
+    let mut outputs = Vec::new();
+    let mut typed = Vec::new();
+    for (i, (flags, trace, logs, some_log)) in levels.into_iter().enumerate() {
+        let before = outputs.len();
+        let run = |args: &[&str]| {
+            let run = Run::new(&bao).real_specs().args(args).args(flags);
+            if trace {
+                run.env("RUST_LOG", "trace")
+            } else {
+                run
+            }
+        };
+        // Keep what a run printed, having checked that it logged at this level.
+        let mut seen = |out: common::Out| {
+            assert!(
+                out.stderr_text().contains(logs),
+                "{flags:?}: no {logs:?} in {}",
+                out.stderr_text()
+            );
+            outputs.push(out.all_text());
+            out
+        };
+        // apply creates what is missing (the first time) and fails on the invalid masterkey.
+        let out = seen(run(&["apply", ENV]).output().expect_code(1));
+        assert!(
+            out.stdout_text().contains("invalid"),
+            "{}",
+            out.stdout_text()
+        );
+        let doc = seen(run(&["apply", ENV, "-o", "json"]).output().expect_code(1)).json();
+        assert_eq!(outcome_of(&doc, "ZITADEL_MASTERKEY"), "invalid", "{doc}");
+        assert_eq!(
+            outcome_of(&doc, "SECURITY__API_KEY_SALT"),
+            "exists",
+            "{doc}"
+        );
+        seen(run(&["plan", ENV]).output().expect_code(1));
+        let value = format!("typed-pat-{i}-3c9e1d77");
+        seen(
+            run(&["set", ENV, "IAM_SERVICE__PAT", "--force"])
+                .stdin(format!("{value}\n"))
+                .output()
+                .expect_code(0),
+        );
+        let (pat, _) = bao
+            .kv_get("secret", &format!("{FOLDER}/IAM_SERVICE__PAT"))
+            .unwrap();
+        assert_eq!(pat["value"], value.as_str(), "set did its work");
+        typed.push(value);
+        seen(
+            run(&["rotate", ENV, "SECURITY__API_KEY_SALT", "--yes"])
+                .output()
+                .expect_code(0),
+        );
+        assert_eq!(
+            bao.kv_version("secret", &format!("{FOLDER}/SECURITY__API_KEY_SALT")),
+            Some(i as u64 + 2),
+            "rotate did its work"
+        );
+        // verify reads every value (and ESO's policy, granted): only the masterkey fails.
+        let out = seen(run(&["verify", ENV, "--skip-kube"]).output().expect_code(1));
+        assert!(
+            out.stdout_text().contains("ZITADEL_MASTERKEY"),
+            "{}",
+            out.stdout_text()
+        );
+        assert!(
+            outputs[before..].iter().any(|o| o.contains(some_log)),
+            "{flags:?}: no {some_log:?} logged"
+        );
+        // policy is offline: it has nothing to log.
+        let out = run(&["policy", ENV]).output().expect_code(0);
+        assert_eq!(out.stdout_text(), policy);
+        outputs.push(out.all_text());
+    }
+    let all = outputs.join("\n");
+    // Every value each secret ever held: the salt's rotated versions too.
+    let mut secrets = vec![bao.token.clone(), hand_made.to_string()];
+    secrets.extend(typed);
+    for (name, field) in REAL {
+        let path = format!("{FOLDER}/{name}");
+        for version in 1..=bao.kv_version("secret", &path).unwrap() {
+            let (s, body) = bao.api(
+                "GET",
+                &format!("secret/data/{path}?version={version}"),
+                None,
+            );
+            assert_eq!(s, 200, "{path} v{version}: {body}");
+            let v = body["data"]["data"][*field].as_str().unwrap().to_string();
+            if v != "placeholder" {
+                secrets.push(v);
+            }
+        }
+    }
+    // The token, the hand-made value, the 5 typed PATs; read back: the hand-made value, the 5
+    // PATs, the 3 generated values and the salt's 5 rotations.
+    assert_eq!(secrets.len(), 2 + 5 + (1 + 5 + 3 + 5), "{}", secrets.len());
+    for s in &secrets {
+        assert!(!all.contains(s.as_str()), "a secret leaked into the output");
+    }
+}
+
+#[test]
+fn connection_problems_are_clear() {
+    // Unreachable server: exit 1, named.
+    let port = common::free_port();
+    let out = Run::offline()
+        .addr(&format!("http://127.0.0.1:{port}"))
+        .token("t")
+        .env("VAULT_CLIENT_TIMEOUT", "2s")
+        .real_specs()
+        .args(["apply", ENV])
+        .output();
+    assert_eq!(out.status.code(), Some(1));
+    let err = out.stderr_text();
+    assert!(
+        err.contains(&format!("cannot reach Vault at `http://127.0.0.1:{port}`")),
+        "{err}"
+    );
+    // No token anywhere: usage error, nothing sent.
+    let out = Run::offline()
+        .addr("http://127.0.0.1:1")
+        .real_specs()
+        .args(["apply", ENV])
+        .output();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out.stderr_text().contains("no Vault token"),
+        "{}",
+        out.stderr_text()
+    );
+    // A bad token: exit 1 and says so.
+    let bao = OpenBao::dev();
+    let out = Run::new(&bao)
+        .token("not-a-token")
+        .real_specs()
+        .args(["apply", ENV])
+        .output();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stderr_text().contains("rejected the token"),
+        "{}",
+        out.stderr_text()
+    );
+    // Plain http to a non-loopback host is refused before anything is sent.
+    let out = Run::offline()
+        .addr("http://vault.example:8200")
+        .token("t")
+        .real_specs()
+        .args(["apply", ENV])
+        .output();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out.stderr_text()
+            .contains("refusing to send the Vault token over plain http://"),
+        "{}",
+        out.stderr_text()
+    );
+    // An unknown environment is a usage error.
+    let out = Run::new(&bao).real_specs().args(["apply", "nope"]).output();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out.stderr_text().contains("known environments: `auh1-dev`"),
+        "{}",
+        out.stderr_text()
+    );
+}
+
+#[test]
+fn token_from_vault_token_file_and_bao_twins() {
+    let bao = OpenBao::dev();
+    std::fs::write(
+        bao.home.path().join(".vault-token"),
+        format!("{}\n", bao.token),
+    )
+    .unwrap();
+    let out = Run::home(bao.home.path())
+        .env("BAO_ADDR", &bao.addr)
+        .real_specs()
+        .args(["plan", ENV])
+        .output()
+        .expect_code(0);
+    assert!(
+        out.stderr_text().contains("token from ~/.vault-token"),
+        "{}",
+        out.stderr_text()
+    );
+    // BAO_TOKEN, VAULT_TOKEN's twin, comes before ~/.vault-token (here made wrong), and after
+    // VAULT_TOKEN: each time the run names where its token came from, and a wrong token used
+    // would have been rejected.
+    std::fs::write(bao.home.path().join(".vault-token"), "not-a-token\n").unwrap();
+    let run = |vars: &[(&str, &str)]| {
+        let mut run = Run::home(bao.home.path()).env("BAO_ADDR", &bao.addr);
+        for (k, v) in vars {
+            run = run.env(k, v);
+        }
+        run.real_specs().args(["plan", ENV]).output()
+    };
+    let out = run(&[("BAO_TOKEN", &bao.token)]).expect_code(0);
+    assert!(
+        out.stderr_text().contains("(token from BAO_TOKEN)"),
+        "{}",
+        out.stderr_text()
+    );
+    let out = run(&[("VAULT_TOKEN", &bao.token), ("BAO_TOKEN", "not-a-token")]).expect_code(0);
+    assert!(
+        out.stderr_text().contains("(token from VAULT_TOKEN)"),
+        "{}",
+        out.stderr_text()
+    );
+    let out = run(&[("VAULT_TOKEN", "not-a-token"), ("BAO_TOKEN", &bao.token)]).expect_code(1);
+    assert!(
+        out.stderr_text().contains("rejected the token"),
+        "{}",
+        out.stderr_text()
+    );
+    let out = run(&[]).expect_code(1);
+    assert!(
+        out.stderr_text().contains("(token from ~/.vault-token)"),
+        "{}",
+        out.stderr_text()
+    );
+}
+
+#[test]
+fn hostile_values_in_vault_are_judged_not_trusted() {
+    let bao = OpenBao::dev();
+    let huge = "h".repeat(2 << 20);
+    bao.kv_put(
+        "secret",
+        &format!("{FOLDER}/SECURITY__API_KEY_SALT"),
+        json!({ "password": 12345 }),
+    );
+    bao.kv_put(
+        "secret",
+        &format!("{FOLDER}/APP__CORE_SERVICES_MACHINE_TOKEN"),
+        json!({ "password": huge }),
+    );
+    bao.kv_put(
+        "secret",
+        &format!("{FOLDER}/SECURITY__MASTER_ENCRYPTION_KEY"),
+        json!({ "password": ["a", {"b": null}] }),
+    );
+    bao.kv_put(
+        "secret",
+        &format!("{FOLDER}/ZITADEL_MASTERKEY"),
+        json!({ "other": "x" }),
+    );
+    let out = Run::new(&bao)
+        .real_specs()
+        .args(["apply", ENV, "-o", "json"])
+        .output()
+        .expect_code(1);
+    let doc = out.json();
+    let detail = |name: &str| {
+        doc["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"].as_str().unwrap().ends_with(name))
+            .unwrap()["detail"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(outcome_of(&doc, "SECURITY__API_KEY_SALT"), "invalid");
+    assert!(detail("SECURITY__API_KEY_SALT").contains("is a number, not a string"));
+    assert_eq!(
+        outcome_of(&doc, "APP__CORE_SERVICES_MACHINE_TOKEN"),
+        "invalid"
+    );
+    assert_eq!(
+        outcome_of(&doc, "SECURITY__MASTER_ENCRYPTION_KEY"),
+        "invalid"
+    );
+    assert!(detail("SECURITY__MASTER_ENCRYPTION_KEY").contains("is a list"));
+    // A secret missing the spec's field gets it added; the hand-made field stays.
+    assert_eq!(outcome_of(&doc, "ZITADEL_MASTERKEY"), "extended");
+    let (d, v) = bao
+        .kv_get("secret", &format!("{FOLDER}/ZITADEL_MASTERKEY"))
+        .unwrap();
+    assert_eq!(
+        (d["other"].as_str(), d["password"].as_str().map(str::len), v),
+        (Some("x"), Some(32), 2)
+    );
+    // Nothing hostile was overwritten, and the huge value never reaches the output.
+    assert_eq!(
+        bao.kv_version("secret", &format!("{FOLDER}/SECURITY__API_KEY_SALT")),
+        Some(1)
+    );
+    assert!(!out.stdout_text().contains("hhhhhhhhhh") && !out.stderr_text().contains("hhhhhhhhhh"));
+}
+
+/// Concurrent applies of placeholder-only secrets: each path is reported created by exactly one
+/// run (a marker is the same in every run, so it cannot prove who wrote it).
+#[test]
+fn concurrent_applies_of_placeholders_claim_each_path_once() {
+    let bao = OpenBao::dev();
+    let mut spec = String::from("[vault]\nmount = \"secret\"\npath = \"ph/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n");
+    for i in 0..60 {
+        spec.push_str(&format!("[secrets.P{i:02}]\ndescription = \"p\"\nfields.value = {{ generator = \"placeholder\" }}\n"));
+    }
+    let dir = spec_dir(&bao, &spec);
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            Run::new(&bao)
+                .specs(dir.path())
+                .args(["apply", "dev", "-o", "json"])
+                .spawn()
+        })
+        .collect();
+    let mut created = 0;
+    for child in children {
+        let out = common::Out::from(child.wait_with_output().unwrap());
+        assert_eq!(out.status.code(), Some(0), "{}", out.stderr_text());
+        created += out.json()["summary"]["created"].as_u64().unwrap();
+    }
+    assert_eq!(created, 60);
+}
+
+#[test]
+fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
+    let bao = OpenBao::dev();
+    // Two environments of the same 120 secrets, in two folders.
+    let spec = many_secrets_spec().replace(
+        "[environments.dev]\n",
+        "[environments.dev]\nvault_addr = \"{addr}\"\n[environments.dev2]\n",
+    );
+    let dir = spec_dir(&bao, &spec);
+    let with = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json", "-v"])
+        .output()
+        .expect_code(0);
+    let without = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev2", "--no-metadata", "-o", "json", "-v"])
+        .output()
+        .expect_code(0);
+    let doc = without.json();
+    assert_eq!(doc["summary"]["created"], MANY as u64, "{doc}");
+    assert!(
+        doc["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("--no-metadata")),
+        "{doc}"
+    );
+    assert_eq!(with.json()["notes"], json!([]));
+    // Exactly the custom_metadata writes are saved: one per created path.
+    assert_eq!(
+        with.requests_sent() - without.requests_sent(),
+        MANY as u64,
+        "with: {}, without: {}",
+        with.requests_sent(),
+        without.requests_sent()
+    );
+    for i in [0, 57, MANY - 1] {
+        let (_, marked) = bao.api("GET", &format!("secret/metadata/race/dev/S{i:03}"), None);
+        assert_eq!(
+            marked["data"]["custom_metadata"]["managed-by"],
+            "vault-seed"
+        );
+        let (_, bare) = bao.api("GET", &format!("secret/metadata/race/dev2/S{i:03}"), None);
+        assert_eq!(bare["data"]["custom_metadata"], Value::Null, "{bare}");
+        assert_eq!(
+            bao.kv_version("secret", &format!("race/dev2/S{i:03}")),
+            Some(1)
+        );
+    }
+    // A re-run claims none of the unmarked paths: they exist, "present, not marked"; the
+    // marked ones carry no such remark.
+    let again = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev2", "-o", "json"])
+        .output();
+    let doc = again.json();
+    assert_eq!(doc["summary"]["exists"], MANY as u64, "{doc}");
+    assert_eq!(doc["summary"]["created"], 0, "{doc}");
+    for row in doc["results"].as_array().unwrap() {
+        assert_eq!(row["outcome"], "exists", "{row}");
+        assert!(
+            row["detail"]
+                .as_str()
+                .unwrap_or("")
+                .contains("present, not marked"),
+            "{row}"
+        );
+    }
+    let marked = Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .json();
+    assert!(
+        marked["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["detail"].is_null()),
+        "{marked}"
+    );
+    // `plan` has no such flag: it writes nothing.
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["plan", "dev", "--no-metadata"])
+        .output()
+        .expect_code(2);
+}

@@ -1,0 +1,244 @@
+//! `Run`: the built `vault-seed` as the tests run it, with a clean environment (only PATH, a
+//! scratch HOME, NO_COLOR, and what the test adds), and `Out`, what it printed.
+//!
+//! ```ignore
+//! let doc = Run::new(&bao).specs(dir.path()).args(["apply", "dev", "-o", "json"]).json();
+//! let out = Run::offline().args(["gen", "hex32"]).output();
+//! ```
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+use super::OpenBao;
+
+/// The `vault-seed` binary cargo built for these tests.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_vault-seed"))
+}
+
+/// One run of `vault-seed`, built up and then run with [`Run::output`], [`Run::json`] or
+/// [`Run::spawn`].
+pub struct Run {
+    cmd: Command,
+    stdin: Option<Vec<u8>>,
+    /// Where stdout goes instead of being captured.
+    stdout: Option<Stdio>,
+    /// The scratch HOME of a run that has no server's, removed after the run.
+    _home: Option<tempfile::TempDir>,
+}
+
+impl Run {
+    /// `vault-seed` against `bao`: `VAULT_ADDR` and `VAULT_TOKEN` are the server's, HOME is its
+    /// scratch directory (no `~/.vault-token` of the machine's reaches the run).
+    pub fn new(bao: &OpenBao) -> Run {
+        Run::home(bao.home.path())
+            .env("VAULT_ADDR", &bao.addr)
+            .env("VAULT_TOKEN", &bao.token)
+    }
+
+    /// `vault-seed` with no server: no `VAULT_*`, `BAO_*` or `KUBECONFIG`, a scratch HOME.
+    pub fn offline() -> Run {
+        let home = tempfile::tempdir().expect("scratch HOME");
+        let mut run = Run::home(home.path());
+        run._home = Some(home);
+        run
+    }
+
+    /// `vault-seed` with no server and HOME at `home`.
+    pub fn home(home: impl AsRef<Path>) -> Run {
+        let mut cmd = Command::new(bin());
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.as_ref())
+            .env("NO_COLOR", "1");
+        Run {
+            cmd,
+            stdin: None,
+            stdout: None,
+            _home: None,
+        }
+    }
+
+    /// `--specs DIR`.
+    pub fn specs(self, dir: impl AsRef<OsStr>) -> Run {
+        self.arg("--specs").arg(dir)
+    }
+
+    /// `--specs` the repository's own spec directory.
+    pub fn real_specs(self) -> Run {
+        self.specs(super::repo_specs())
+    }
+
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Run {
+        self.cmd.arg(arg);
+        self
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.cmd.args(args);
+        self
+    }
+
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Run {
+        self.cmd.env(key, value);
+        self
+    }
+
+    /// Run with `VAULT_TOKEN` set to `token`.
+    pub fn token(self, token: &str) -> Run {
+        self.env("VAULT_TOKEN", token)
+    }
+
+    /// Run with `VAULT_ADDR` set to `addr` (a proxy or stand-in in front of the server).
+    pub fn addr(self, addr: &str) -> Run {
+        self.env("VAULT_ADDR", addr)
+    }
+
+    /// Run in `dir`.
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Run {
+        self.cmd.current_dir(dir);
+        self
+    }
+
+    /// Give the run these bytes on stdin (else stdin is empty).
+    pub fn stdin(mut self, bytes: impl AsRef<[u8]>) -> Run {
+        self.stdin = Some(bytes.as_ref().to_vec());
+        self
+    }
+
+    /// Send stdout to `sink` (a full device, a closed pipe) instead of capturing it.
+    pub fn stdout_to(mut self, sink: impl Into<Stdio>) -> Run {
+        self.stdout = Some(sink.into());
+        self
+    }
+
+    /// Run to the end; what it printed (stdout empty when sent elsewhere) and its exit status.
+    pub fn output(mut self) -> Out {
+        let stdin = self.stdin.take();
+        let stdout = self.stdout.take().unwrap_or_else(Stdio::piped);
+        let mut child = self
+            .cmd
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run vault-seed");
+        let writer = stdin.map(|bytes| {
+            let mut pipe = child.stdin.take().expect("stdin");
+            // A run that exits without reading stdin closes the pipe: not the test's concern.
+            std::thread::spawn(move || {
+                let _ = pipe.write_all(&bytes);
+            })
+        });
+        let output = child.wait_with_output().expect("wait for vault-seed");
+        if let Some(w) = writer {
+            let _ = w.join();
+        }
+        Out(output)
+    }
+
+    /// Run to the end and parse stdout as one JSON document (else fail showing both streams).
+    pub fn json(self) -> Value {
+        self.output().json()
+    }
+
+    /// Start the run and return at once, stdin, stdout and stderr piped: to run several at
+    /// once, to talk to it while it runs, or to signal it.
+    pub fn spawn(mut self) -> Child {
+        self.cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn vault-seed")
+    }
+}
+
+/// What a run printed, and how it ended (derefs to [`Output`]).
+#[derive(Clone)]
+pub struct Out(pub Output);
+
+impl From<Output> for Out {
+    fn from(output: Output) -> Out {
+        Out(output)
+    }
+}
+
+impl Deref for Out {
+    type Target = Output;
+    fn deref(&self) -> &Output {
+        &self.0
+    }
+}
+
+impl Out {
+    /// The exit code; -1 when a signal ended the run.
+    pub fn code(&self) -> i32 {
+        self.status.code().unwrap_or(-1)
+    }
+
+    pub fn stdout_text(&self) -> String {
+        text(&self.stdout)
+    }
+
+    pub fn stderr_text(&self) -> String {
+        text(&self.stderr)
+    }
+
+    /// stdout, then stderr: everything a person would see.
+    pub fn all_text(&self) -> String {
+        self.stdout_text() + &self.stderr_text()
+    }
+
+    /// stdout as one JSON document; else fail showing both streams.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON document ({e}):\n{}\nstderr:\n{}",
+                self.stdout_text(),
+                self.stderr_text()
+            )
+        })
+    }
+
+    /// Fail, showing both streams, unless the run exited with `code`; then the run.
+    #[track_caller]
+    pub fn expect_code(self, code: i32) -> Out {
+        assert_eq!(
+            self.code(),
+            code,
+            "exit code\nstdout:\n{}\nstderr:\n{}",
+            self.stdout_text(),
+            self.stderr_text()
+        );
+        self
+    }
+
+    /// The request count that `vault-seed -v` logs at the end of a run (`requests=N`).
+    pub fn requests_sent(&self) -> u64 {
+        let err = self.stderr_text();
+        err.split("requests=")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no request count in -v output: {err}"))
+    }
+}
+
+/// Bytes as text, invalid UTF-8 replaced.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

@@ -1,0 +1,647 @@
+//! Hostile addresses and hostile servers: what reaches a host off loopback, redirects, server
+//! text that echoes secrets, answers too large to hold. The servers here are small stand-ins on
+//! loopback (OpenBao would not misbehave this way); what is measured is what vault-seed sends to
+//! them and what it shows.
+
+use crate::common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use common::{Out, Run};
+use serde_json::{json, Value};
+
+/// One request as a stand-in received it.
+#[derive(Debug, Clone)]
+struct Req {
+    method: String,
+    path: String,
+    token: Option<String>,
+    body: String,
+}
+
+/// How a stand-in answers.
+enum Answer {
+    /// A JSON body with this status.
+    Json(u16, Value),
+    /// A status and headers, no body (a redirect).
+    Head(u16, Vec<(String, String)>),
+    /// 200 with a body of about this many bytes, streamed without holding it: chunked, or with
+    /// `Content-Length` given up front.
+    Huge { bytes: u64, chunked: bool },
+}
+
+/// A loopback (or any address) HTTP/1.1 stand-in: one request per connection.
+struct Stub {
+    addr: String,
+    connections: Arc<AtomicU64>,
+    requests: Arc<Mutex<Vec<Req>>>,
+    /// Bytes of `Huge` bodies written so far.
+    sent: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Stub {
+    fn start(bind: &str, answer: impl Fn(&Req) -> Answer + Send + Sync + 'static) -> Stub {
+        let listener = TcpListener::bind(bind).unwrap_or_else(|e| panic!("bind {bind}: {e}"));
+        listener.set_nonblocking(true).unwrap();
+        let local = listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicU64::new(0));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let sent = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let answer = Arc::new(answer);
+        let thread = {
+            let (connections, requests, sent, stop) = (
+                connections.clone(),
+                requests.clone(),
+                sent.clone(),
+                stop.clone(),
+            );
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    match listener.accept() {
+                        Ok((conn, _)) => {
+                            connections.fetch_add(1, Ordering::SeqCst);
+                            let (requests, sent, answer) =
+                                (requests.clone(), sent.clone(), answer.clone());
+                            std::thread::spawn(move || {
+                                serve(conn, &requests, &sent, &*answer);
+                            });
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                    }
+                }
+            })
+        };
+        Stub {
+            addr: format!("http://{local}"),
+            connections,
+            requests,
+            sent,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn connections(&self) -> u64 {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    fn requests(&self) -> Vec<Req> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Stub {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn read_req(conn: &TcpStream) -> Option<Req> {
+    conn.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let mut r = BufReader::new(conn);
+    let mut line = String::new();
+    r.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let (mut len, mut token) = (0usize, None);
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h).ok()?;
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        let (k, v) = h.split_once(':')?;
+        match k.trim().to_ascii_lowercase().as_str() {
+            "content-length" => len = v.trim().parse().ok()?,
+            "x-vault-token" => token = Some(v.trim().to_string()),
+            _ => {}
+        }
+    }
+    let mut body = vec![0; len];
+    r.read_exact(&mut body).ok()?;
+    Some(Req {
+        method,
+        path,
+        token,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+fn serve(
+    mut conn: TcpStream,
+    requests: &Mutex<Vec<Req>>,
+    sent: &AtomicU64,
+    answer: &dyn Fn(&Req) -> Answer,
+) {
+    let Some(req) = read_req(&conn) else {
+        return;
+    };
+    requests.lock().unwrap().push(req.clone());
+    match answer(&req) {
+        Answer::Json(status, body) => {
+            let body = body.to_string();
+            let _ = write!(
+                conn,
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+        Answer::Head(status, headers) => {
+            let mut head =
+                format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\nConnection: close\r\n");
+            for (k, v) in headers {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = conn.write_all(head.as_bytes());
+        }
+        Answer::Huge { bytes, chunked } => {
+            let head = if chunked {
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".to_string()
+            } else {
+                format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {bytes}\r\n\r\n")
+            };
+            if conn.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            // A valid token lookup once complete (an object, then whitespace, then its closing
+            // brace), so only its size can stop a reader.
+            let (open, close) = (&br#"{"data":{"ttl":0}"#[..], &b"}"[..]);
+            let block = vec![b' '; 64 * 1024];
+            let mut left = bytes - (open.len() + close.len()) as u64;
+            let mut pieces = vec![open];
+            loop {
+                for piece in pieces.drain(..) {
+                    let n = piece.len();
+                    let ok = if chunked {
+                        write!(conn, "{n:x}\r\n").is_ok()
+                            && conn.write_all(piece).is_ok()
+                            && conn.write_all(b"\r\n").is_ok()
+                    } else {
+                        conn.write_all(piece).is_ok()
+                    };
+                    if !ok {
+                        return;
+                    }
+                    sent.fetch_add(n as u64, Ordering::SeqCst);
+                }
+                if left == 0 {
+                    break;
+                }
+                let n = left.min(block.len() as u64) as usize;
+                left -= n as u64;
+                pieces.push(&block[..n]);
+                if left == 0 {
+                    pieces.push(close);
+                }
+            }
+            if chunked {
+                let _ = conn.write_all(b"0\r\n\r\n");
+            }
+        }
+    }
+    let _ = conn.flush();
+    let _ = conn.shutdown(Shutdown::Write);
+}
+
+/// A spec directory with one environment `dev` whose `vault_addr` is `addr` (a TOML literal
+/// string: backslashes stay), and `n` secrets under `hostile/dev`.
+fn spec_dir(addr: &str, n: usize) -> tempfile::TempDir {
+    let mut s = format!(
+        "[vault]\nmount = \"secret\"\npath = \"hostile/{{env}}\"\nkv_version = 2\n[environments.dev]\nvault_addr = '{addr}'\n"
+    );
+    for i in 0..n {
+        s.push_str(&format!(
+            "[secrets.K{i}]\ndescription = \"k\"\nfields.password = {{ generator = \"hex32\" }}\n"
+        ));
+    }
+    common::spec_dir(&s)
+}
+
+/// `vault-seed --specs DIR ARGS` with a clean environment and this token.
+fn vault_seed(home: &Path, specs: &Path, token: &str) -> Run {
+    Run::home(home).token(token).specs(specs)
+}
+
+/// What a KV v2 server answers to the set-up requests every run makes.
+fn setup_answer(req: &Req) -> Option<Answer> {
+    match (req.method.as_str(), req.path.as_str()) {
+        ("GET", "/v1/auth/token/lookup-self") => Some(Answer::Json(
+            200,
+            json!({"data": {"display_name": "root", "policies": ["root"], "ttl": 0}}),
+        )),
+        ("GET", p) if p.starts_with("/v1/sys/internal/ui/mounts/") => Some(Answer::Json(
+            200,
+            json!({"data": {"type": "kv", "options": {"version": "2"}, "path": "secret/"}}),
+        )),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. The plain-http guard, inside a private network namespace.
+
+/// Set in the copy of this test binary that runs inside the namespace.
+const IN_NETNS: &str = "VAULT_SEED_TEST_IN_NETNS";
+const OFF_LOOPBACK: &str = "192.0.2.1";
+const TOKEN: &str = "hvs.guard-token-must-stay-home";
+
+/// Every spelling that once passed, or might pass, a loopback check while pointing at
+/// 192.0.2.1 (TEST-NET-1). `{p}` is the port.
+const BYPASSES: &[&str] = &[
+    "http://192.0.2.1:{p}\\@127.0.0.1:{p}",
+    "http://192.0.2.1:{p}?@127.0.0.1:{p}",
+    "http://192.0.2.1:{p}#@127.0.0.1:{p}",
+    "http://127.0.0.1:{p}@192.0.2.1:{p}",
+    "http://192.0.2.1:{p}/@127.0.0.1:{p}",
+    "http://3221225985:{p}/",
+    "http://0300.0.2.1:{p}/",
+    "http://0xc0.0.2.1:{p}/",
+    "http://192.0.2.1.:{p}/",
+    "HTTP://192.0.2.1:{p}/",
+    "http://[::ffff:192.0.2.1]:{p}/",
+    "http://192.0.2.1:{p}",
+];
+
+#[test]
+fn plain_http_guard_sends_nothing_off_loopback_whatever_the_spelling() {
+    if std::env::var_os(IN_NETNS).is_some() {
+        return guard_inside_netns();
+    }
+    // A private network namespace: 192.0.2.1 is a local address there, nothing leaves the
+    // machine, and a listener on it counts what vault-seed would have sent.
+    let exe = common::this_binary();
+    let out = Command::new("unshare")
+        .args([
+            "-n",
+            "sh",
+            "-c",
+            "ip link set lo up && ip addr add 192.0.2.1/32 dev lo && exec \"$@\"",
+            "sh",
+        ])
+        .arg(&exe)
+        .args(common::rerun(
+            module_path!(),
+            "plain_http_guard_sends_nothing_off_loopback_whatever_the_spelling",
+        ))
+        .env(IN_NETNS, "1")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run `unshare` (util-linux) to make a private network namespace: {e}")
+        });
+    let (stdout, stderr) = (common::text(&out.stdout), common::text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "inside the private network namespace (`unshare -n`, needs root or CAP_SYS_ADMIN and `ip`):\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("1 passed") && stdout.contains("guard: checked"),
+        "the check did not run inside the namespace:\n{stdout}\n{stderr}"
+    );
+}
+
+fn guard_inside_netns() {
+    let home = tempfile::tempdir().unwrap();
+    // The same port on both addresses, so a spelling that mixes them is unambiguous.
+    let loopback = Stub::start("127.0.0.1:0", |_| {
+        Answer::Json(403, json!({"errors": ["permission denied"]}))
+    });
+    let port = loopback.addr.rsplit(':').next().unwrap().to_string();
+    let off = Stub::start(&format!("{OFF_LOOPBACK}:{port}"), |_| {
+        Answer::Json(403, json!({"errors": ["permission denied"]}))
+    });
+
+    // The listener works: with --insecure-http, vault-seed does reach it (with the token).
+    let specs = spec_dir("https://unused.example", 1);
+    let out = vault_seed(home.path(), specs.path(), TOKEN)
+        .env("VAULT_ADDR", format!("http://{OFF_LOOPBACK}:{port}"))
+        .args(["plan", "dev", "--insecure-http"])
+        .output();
+    assert!(off.connections() > 0, "control: {}", out.all_text());
+    assert_eq!(off.requests()[0].token.as_deref(), Some(TOKEN));
+    let control = off.connections();
+
+    let mut checked = 0;
+    for spelling in BYPASSES {
+        let addr = spelling.replace("{p}", &port);
+        // Through VAULT_ADDR; then through the spec's vault_addr with VAULT_ADDR unset (refused
+        // by the spec check or by the address check: nothing is sent either way).
+        for (route, env_addr, spec_addr) in [
+            ("VAULT_ADDR", Some(addr.as_str()), "https://unused.example"),
+            ("vault_addr", None, addr.as_str()),
+        ] {
+            let specs = spec_dir(spec_addr, 1);
+            let mut run = vault_seed(home.path(), specs.path(), TOKEN);
+            if let Some(a) = env_addr {
+                run = run.addr(a);
+            }
+            let out = run.args(["apply", "dev"]).output();
+            assert_eq!(
+                off.connections(),
+                control,
+                "{route} {addr} reached {OFF_LOOPBACK}: {}",
+                out.all_text()
+            );
+            assert_eq!(out.status.code(), Some(2), "{addr}: {}", out.all_text());
+            assert!(!out.all_text().contains(TOKEN));
+        }
+        checked += 1;
+    }
+
+    // A proxy from the environment never sees plain http to loopback (the token would cross
+    // the network in clear).
+    let vault = Stub::start("127.0.0.1:0", |req| {
+        setup_answer(req).unwrap_or(Answer::Json(404, json!({"errors": []})))
+    });
+    let proxy = format!("http://{OFF_LOOPBACK}:{port}");
+    for var in ["HTTP_PROXY", "http_proxy", "ALL_PROXY"] {
+        let out = vault_seed(home.path(), specs.path(), TOKEN)
+            .env("VAULT_ADDR", &vault.addr)
+            .env(var, &proxy)
+            .args(["plan", "dev"])
+            .output();
+        assert_eq!(off.connections(), control, "{var}: {}", out.all_text());
+        assert_eq!(out.status.code(), Some(0), "{var}: {}", out.all_text());
+    }
+    assert!(vault.connections() > 0);
+    drop(loopback);
+    println!("guard: checked {checked} spellings twice, and 3 proxy variables");
+}
+
+/// `lint` refuses the spellings that have no place in an address, with file:line:col, using the
+/// same parser as `apply`.
+#[test]
+fn lint_refuses_userinfo_query_fragment_and_backslash_in_vault_addr() {
+    let home = tempfile::tempdir().unwrap();
+    for (addr, why) in [
+        ("http://192.0.2.1:8200\\@127.0.0.1:8200", "has a backslash"),
+        ("http://192.0.2.1:8200?@127.0.0.1:8200", "has a query"),
+        ("http://192.0.2.1:8200#@127.0.0.1:8200", "has a fragment"),
+        (
+            "http://127.0.0.1:8200@192.0.2.1:8200",
+            "has a user name or password",
+        ),
+        ("https://u:p@vault.example", "has a user name or password"),
+    ] {
+        let out = lint(home.path(), addr);
+        assert_eq!(out.status.code(), Some(2), "{addr}: {}", out.all_text());
+        let err = out.stderr_text();
+        assert!(err.contains(why), "{addr}: {err}");
+        assert!(err.contains("app.toml:6:15"), "{addr}: {err}");
+    }
+    // Plain http off loopback is a run-time decision (--insecure-http), not a spec error.
+    let out = lint(home.path(), "http://vault.internal:8200");
+    assert_eq!(out.status.code(), Some(0), "{}", out.all_text());
+}
+
+/// `vault-seed lint` of a spec whose `vault_addr` is `addr`.
+fn lint(home: &Path, addr: &str) -> Out {
+    let specs = spec_dir(addr, 1);
+    Run::home(home).specs(specs.path()).arg("lint").output()
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Redirects are not followed.
+
+#[test]
+fn a_redirect_is_not_followed_and_names_where_it_pointed() {
+    let home = tempfile::tempdir().unwrap();
+    let elsewhere = Stub::start("127.0.0.1:0", |req| {
+        setup_answer(req).unwrap_or(Answer::Json(404, json!({"errors": []})))
+    });
+    let target = elsewhere.addr.clone();
+    let redirector = Stub::start("127.0.0.1:0", move |req| {
+        Answer::Head(
+            307,
+            vec![("Location".into(), format!("{target}{}", req.path))],
+        )
+    });
+    let specs = spec_dir("https://unused.example", 2);
+    for args in [&["plan", "dev"][..], &["apply", "dev", "-o", "json"][..]] {
+        let out = vault_seed(home.path(), specs.path(), TOKEN)
+            .env("VAULT_ADDR", &redirector.addr)
+            .args(args)
+            .output();
+        assert_eq!(out.status.code(), Some(1), "{}", out.all_text());
+        let err = out.stderr_text();
+        assert!(
+            err.contains(&format!(
+                "answered GET `auth/token/lookup-self` with HTTP 307, a redirect to `{}`",
+                elsewhere.addr
+            )),
+            "{err}"
+        );
+        assert!(err.contains("does not follow redirects"), "{err}");
+        assert!(!out.all_text().contains(TOKEN));
+    }
+    assert!(redirector.connections() > 0);
+    assert_eq!(elsewhere.connections(), 0, "the redirect was followed");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Server text is redacted and capped.
+
+#[test]
+fn server_text_echoing_the_token_and_values_is_redacted_and_capped() {
+    let home = tempfile::tempdir().unwrap();
+    let token = "hvs.echoed-token-9d2c41";
+    // A value that exists (read by vault-seed, then echoed back) and is a valid hex32.
+    let existing = "5e".repeat(32);
+    let existing_answer = existing.clone();
+    let vault = Stub::start("127.0.0.1:0", move |req| {
+        if let Some(a) = setup_answer(req) {
+            return a;
+        }
+        match req.method.as_str() {
+            "LIST" => Answer::Json(200, json!({"data": {"keys": ["K0"]}})),
+            "GET" if req.path.ends_with("/K0") => Answer::Json(
+                200,
+                json!({"data": {"data": {"password": existing_answer},
+                       "metadata": {"version": 1, "created_time": "2024-01-01T00:00:00Z"}}}),
+            ),
+            // Echo everything it holds: the token, the request body (generated values), and to
+            // `rotate` of K0 (which read it first) the value before; then 50 KB of noise.
+            _ => {
+                let was = if req.path.ends_with("/K0") {
+                    format!(" (was {existing_answer})")
+                } else {
+                    String::new()
+                };
+                Answer::Json(
+                    400,
+                    json!({"errors": [format!(
+                        "invalid request with token {} and body {}{was} {}",
+                        req.token.clone().unwrap_or_default(),
+                        req.body,
+                        "x".repeat(50_000)
+                    ), "second", "third", "fourth", "fifth", "sixth"]}),
+                )
+            }
+        }
+    });
+    let specs = spec_dir("https://unused.example", 3);
+    let runs = [
+        vec!["apply", "dev", "-o", "json"],
+        vec!["apply", "dev"],
+        vec!["apply", "dev", "-vvv"],
+        vec!["rotate", "dev", "K0", "--yes"],
+    ];
+    for args in runs {
+        let out = vault_seed(home.path(), specs.path(), token)
+            .env("VAULT_ADDR", &vault.addr)
+            .args(&args)
+            .output();
+        assert_eq!(out.status.code(), Some(1), "{}", out.all_text());
+        let all = out.all_text();
+        // The server did echo them: the requests carried the token and the new values.
+        let writes: Vec<Req> = vault
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "POST")
+            .collect();
+        assert!(!writes.is_empty());
+        let mut secrets = vec![token.to_string(), existing.clone()];
+        for w in &writes {
+            let body: Value = serde_json::from_str(&w.body).unwrap();
+            secrets.push(body["data"]["password"].as_str().unwrap().to_string());
+        }
+        for s in &secrets {
+            assert!(
+                !all.contains(s.as_str()),
+                "{args:?}: a secret was shown:\n{all}"
+            );
+        }
+        assert!(
+            all.contains("invalid request with token [redacted] and body"),
+            "{all}"
+        );
+        if args[0] == "rotate" {
+            assert!(all.contains("(was [redacted])"), "{all}");
+        }
+        // Capped: no 50 KB message, at most four of the server's errors.
+        assert!(all.contains("more characters)"), "{all}");
+        assert!(all.contains("and 2 more"), "{all}");
+        assert!(!all.contains("sixth"), "{all}");
+        if args.contains(&"json") {
+            let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let failed: Vec<&Value> = doc["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["outcome"] == "error")
+                .collect();
+            assert_eq!(failed.len(), 2, "{doc}");
+            for r in failed {
+                let detail = r["detail"].as_str().unwrap();
+                assert!(detail.contains("[redacted]"), "{detail}");
+                assert!(detail.len() < 2_000, "{} bytes", detail.len());
+            }
+        }
+    }
+
+    // A token check that echoes the token.
+    let rude = Stub::start("127.0.0.1:0", |req| {
+        Answer::Json(
+            400,
+            json!({"errors": [format!("bad token {}\u{1b}]0;owned\u{7}", req.token.clone().unwrap_or_default())]}),
+        )
+    });
+    let out = vault_seed(home.path(), specs.path(), token)
+        .env("VAULT_ADDR", &rude.addr)
+        .args(["plan", "dev", "-o", "json"])
+        .output();
+    assert_eq!(out.status.code(), Some(1), "{}", out.all_text());
+    let all = out.all_text();
+    assert!(!all.contains(token), "{all}");
+    assert!(all.contains("bad token [redacted]"), "{all}");
+    // Control characters from the server are shown, not sent to the terminal.
+    assert!(!all.contains('\u{1b}'), "{all}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10. Answers larger than vault-seed reads.
+
+/// Peak resident memory of a process (kB), while it runs.
+fn vm_hwm(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+#[test]
+fn an_answer_larger_than_the_cap_fails_clearly_without_being_held() {
+    const BODY: u64 = 256 * 1024 * 1024;
+    let home = tempfile::tempdir().unwrap();
+    let specs = spec_dir("https://unused.example", 1);
+    for chunked in [true, false] {
+        let pid = Arc::new(AtomicU32::new(0));
+        let peak = Arc::new(AtomicU64::new(0));
+        let vault = {
+            let (pid, peak) = (pid.clone(), peak.clone());
+            Stub::start("127.0.0.1:0", move |_| {
+                // Sample the client's peak memory now and again while the body streams.
+                let (pid, peak) = (pid.clone(), peak.clone());
+                std::thread::spawn(move || {
+                    let start = Instant::now();
+                    while start.elapsed() < Duration::from_secs(60) {
+                        let p = pid.load(Ordering::SeqCst);
+                        match (p != 0).then(|| vm_hwm(p)).flatten() {
+                            Some(kb) => {
+                                peak.fetch_max(kb, Ordering::SeqCst);
+                            }
+                            None if p != 0 => return,
+                            None => {}
+                        }
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                });
+                Answer::Huge {
+                    bytes: BODY,
+                    chunked,
+                }
+            })
+        };
+        let child = vault_seed(home.path(), specs.path(), TOKEN)
+            .addr(&vault.addr)
+            .args(["plan", "dev"])
+            .spawn();
+        pid.store(child.id(), Ordering::SeqCst);
+        let out = Out::from(child.wait_with_output().unwrap());
+        assert_eq!(out.status.code(), Some(1), "{}", out.all_text());
+        let err = out.stderr_text();
+        assert!(
+            err.contains("Vault's answer to GET `auth/token/lookup-self` is larger than 8 MiB"),
+            "{err}"
+        );
+        // vault-seed stopped reading at the cap: far less than the body was sent (socket
+        // buffers hold a few MiB), and its memory stayed low.
+        let sent = vault.sent.load(Ordering::SeqCst);
+        assert!(sent < BODY / 4, "chunked={chunked}: {sent} bytes were read");
+        let peak_kb = peak.load(Ordering::SeqCst);
+        println!(
+            "chunked={chunked}: {sent} bytes sent of {BODY}, vault-seed's peak RSS {peak_kb} kB"
+        );
+        assert!(
+            peak_kb < 80 * 1024,
+            "chunked={chunked}: vault-seed's peak RSS reached {peak_kb} kB"
+        );
+        assert_eq!(vault.connections(), 1, "not retried");
+    }
+}

