@@ -189,7 +189,8 @@ pub enum Command {
     /// Replace a secret's value with a fresh one from its generator (old one kept in KV history).
     Rotate(RotateArgs),
 
-    /// Print the minimal Vault policy (HCL) that ESO needs for an environment.
+    /// Print the minimal Vault policy (HCL) that ESO, or vault-seed itself, needs for an
+    /// environment.
     Policy(PolicyArgs),
 
     /// Check offline that Secrets and ConfigMaps exist before their consumers run (Argo CD order).
@@ -456,6 +457,18 @@ pub struct PolicyArgs {
     /// The environment.
     #[arg(value_name = "ENV")]
     pub env: String,
+    /// Whose policy to print.
+    #[arg(long = "for", value_enum, default_value_t = PolicyFor::Eso, value_name = "WHO")]
+    pub holder: PolicyFor,
+}
+
+/// Whose policy `policy` prints (`--for`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PolicyFor {
+    /// External Secrets Operator: what its ExternalSecrets and PushSecrets need.
+    Eso,
+    /// vault-seed itself: what `apply`, `verify` and `set`/`rotate` need.
+    Seeder,
 }
 
 /// `order` options.

@@ -1,16 +1,42 @@
-//! `vault-seed policy ENV`: print the minimal Vault policy ESO needs for an environment.
+//! `vault-seed policy ENV [--for eso|seeder]`: print the minimal Vault policy ESO (or vault-seed
+//! itself) needs for an environment.
 
 use crate::acl;
-use crate::cli::{GlobalArgs, PolicyArgs};
+use crate::cli::{GlobalArgs, PolicyArgs, PolicyFor};
 use crate::report::hcl::PolicyReport;
+use crate::spec::EnvPlan;
 
 use super::Failure;
 
 pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Failure> {
     let set = super::load_specs(g)?;
     let plan = set.plan(&args.env, &[])?;
+    match args.holder {
+        PolicyFor::Eso => eso(args, &plan),
+        PolicyFor::Seeder => Ok(seeder(args, &plan)),
+    }
+}
+
+/// vault-seed's own policy: never empty (it always checks its token and its mounts).
+fn seeder(args: &PolicyArgs, plan: &EnvPlan<'_>) -> PolicyReport {
+    PolicyReport {
+        env: args.env.clone(),
+        apps: plan.specs.iter().map(|(s, _)| s.name.clone()).collect(),
+        holder: "vault-seed",
+        policy_name: Some("vault-seed".into()),
+        notes: std::iter::once(
+            "what `apply`, `verify`, `set` and `rotate` send, on each application's folder only"
+                .to_string(),
+        )
+        .chain(acl::seeder_notes(plan))
+        .collect(),
+        rules: acl::seeder_rules(plan),
+    }
+}
+
+fn eso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
     // No server is asked here: a spec without `kv_version` is taken as KV v2, as on `secret/`.
-    let requirements = acl::requirements(&plan, &|_| None);
+    let requirements = acl::requirements(plan, &|_| None);
     let rules = acl::minimal_rules(&requirements);
     if rules.is_empty() {
         return Err(Failure::new(format!(
@@ -22,6 +48,8 @@ pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Fai
     Ok(PolicyReport {
         env: args.env.clone(),
         apps: plan.specs.iter().map(|(s, _)| s.name.clone()).collect(),
+        holder: "ESO",
+        notes: Vec::new(),
         policy_name: plan
             .specs
             .iter()

@@ -907,16 +907,6 @@ path "secret/data/ask/core-service/*"     { capabilities = ["create", "update", 
 path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }
 "#;
 
-/// The seeder's grants, until `vault-seed policy --for seeder` prints them.
-const SEEDER_POLICY: &str = r#"
-path "secret/data/ask/*"                  { capabilities = ["create", "read", "update"] }
-path "secret/metadata/ask/*"              { capabilities = ["read", "list", "update"] }
-path "sys/internal/ui/mounts/*"           { capabilities = ["read"] }
-path "sys/policies/acl/eso-ask-push"      { capabilities = ["read"] }
-path "sys/policies/acl/default"           { capabilities = ["read"] }
-path "auth/kubernetes/role/eso"           { capabilities = ["read"] }
-"#;
-
 const K8S_AUD: &str = "https://kubernetes.default.svc.cluster.local";
 
 /// A cluster and a Vault, wired as the runbook's: OpenBao's kubernetes auth asks this API
@@ -939,7 +929,8 @@ impl Cluster {
             audiences: None,
         });
         let bao = OpenBao::dev();
-        bao.put_policy("vault-seed", SEEDER_POLICY);
+        // The Vault side as the README has it: `vault-seed policy ENV --for seeder`'s policy.
+        bao.put_policy("vault-seed", &crate::seeder_policy::printed("seeder").0);
         bao.put_policy("eso-ask-push", ESO_POLICY);
         let call = |path: &str, body: Value| {
             let (s, b) = bao.api("POST", path, Some(&body));
