@@ -418,17 +418,20 @@ fn hooks_run_in_the_right_phase_and_what_the_presync_job_needs_exists_before_it(
     // run (`vault-seed order`, with the external CA bundle named as existing).
     let dir = tempfile::tempdir().unwrap();
     let rendered = dir.path().join("secrets-app.yaml");
-    let yaml: Vec<String> = objs
-        .iter()
-        .map(|o| serde_yaml::to_string(o).unwrap())
-        .collect();
-    std::fs::write(&rendered, yaml.join("---\n")).unwrap();
-    let out = Run::home(dir.path())
-        .arg("order")
-        .arg("--app")
-        .arg(format!("core-service-secrets={}", rendered.display()))
-        .args(["--exists", "ConfigMap/ask/vault-ca"])
-        .output();
+    let order = |objs: &[Value]| {
+        let yaml: Vec<String> = objs
+            .iter()
+            .map(|o| serde_yaml::to_string(o).unwrap())
+            .collect();
+        std::fs::write(&rendered, yaml.join("---\n")).unwrap();
+        Run::home(dir.path())
+            .arg("order")
+            .arg("--app")
+            .arg(format!("core-service-secrets={}", rendered.display()))
+            .args(["--exists", "ConfigMap/ask/vault-ca"])
+            .output()
+    };
+    let out = order(&objs);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -443,17 +446,7 @@ fn hooks_run_in_the_right_phase_and_what_the_presync_job_needs_exists_before_it(
             o["metadata"]["annotations"] = json!({});
         }
     }
-    let yaml: Vec<String> = broken
-        .iter()
-        .map(|o| serde_yaml::to_string(o).unwrap())
-        .collect();
-    std::fs::write(&rendered, yaml.join("---\n")).unwrap();
-    let out = Run::home(dir.path())
-        .arg("order")
-        .arg("--app")
-        .arg(format!("core-service-secrets={}", rendered.display()))
-        .args(["--exists", "ConfigMap/ask/vault-ca"])
-        .output();
+    let out = order(&broken);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     has(&text(&out.stdout), "vault-seed-specs");
 }
@@ -953,7 +946,7 @@ impl Cluster {
             kube,
             bao,
             signer: Signer::new(),
-            vault_ca: some_ca(),
+            vault_ca: fake_kube::some_ca_pem(),
         }
     }
 
@@ -1048,13 +1041,6 @@ impl Cluster {
         );
         out
     }
-}
-
-fn some_ca() -> String {
-    let key = rcgen::KeyPair::generate().unwrap();
-    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca.self_signed(&key).unwrap().pem()
 }
 
 fn later() -> String {
@@ -1160,36 +1146,10 @@ fn the_hook_jobs_seed_and_verify_as_pods_and_rbac_is_exactly_what_verify_reads()
 
     // Sync: the ExternalSecrets appear, one not synced yet (ESO retries after seeding).
     let kube = &cluster.kube;
-    kube.put(fake_kube::secret_store(
-        "ask",
-        "vault-backend",
-        true,
-        "Valid",
-        "store validated",
-    ));
+    kube.put(fake_kube::real_spec_store());
+    kube.put(fake_kube::real_spec_external_secret("core-service-secret").ready_synced(&later()));
     kube.put(
-        fake_kube::external_secret(
-            "ask",
-            "core-service-secret",
-            &[(
-                "SECURITY__API_KEY_SALT",
-                "ask/core-service/auh1-dev/SECURITY__API_KEY_SALT",
-                Some("password"),
-            )],
-        )
-        .ready_synced(&later()),
-    );
-    kube.put(
-        fake_kube::external_secret(
-            "ask",
-            "zitadel-secret",
-            &[(
-                "masterkey",
-                "ask/core-service/auh1-dev/ZITADEL_MASTERKEY",
-                Some("password"),
-            )],
-        )
-        .sync_error("2026-01-01T00:00:00Z"),
+        fake_kube::real_spec_external_secret("zitadel-secret").sync_error("2026-01-01T00:00:00Z"),
     );
     kube.add_event(fake_kube::event(
         "ask",

@@ -48,37 +48,10 @@ fn ready_cluster() -> FakeKube {
     let later = (time::OffsetDateTime::now_utc() + time::Duration::minutes(1))
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap();
-    kube.put(fake_kube::secret_store(
-        "ask",
-        "vault-backend",
-        true,
-        "Valid",
-        "store validated",
-    ));
-    kube.put(
-        fake_kube::external_secret(
-            "ask",
-            "core-service-secret",
-            &[(
-                "SECURITY__API_KEY_SALT",
-                "ask/core-service/auh1-dev/SECURITY__API_KEY_SALT",
-                Some("password"),
-            )],
-        )
-        .ready_synced(&later),
-    );
-    kube.put(
-        fake_kube::external_secret(
-            "ask",
-            "zitadel-secret",
-            &[(
-                "masterkey",
-                "ask/core-service/auh1-dev/ZITADEL_MASTERKEY",
-                Some("password"),
-            )],
-        )
-        .ready_synced(&later),
-    );
+    kube.put(fake_kube::real_spec_store());
+    for name in ["core-service-secret", "zitadel-secret"] {
+        kube.put(fake_kube::real_spec_external_secret(name).ready_synced(&later));
+    }
     kube
 }
 

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::{Arc, Mutex};
 
-use common::fake_kube::{FakeKube, Review};
+use common::fake_kube::{self, FakeKube, Review};
 use common::jwt::{self, Signer};
 use common::proxy::{Fault, FaultProxy, Verdict};
 use common::{has, text, OpenBao, Run};
@@ -171,15 +171,6 @@ fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
     p
 }
 
-/// A self-made CA certificate (PEM): OpenBao wants `kubernetes_ca_cert` outside a pod; the fake
-/// API server is plain http, so any CA does.
-fn some_ca_pem() -> String {
-    let key = rcgen::KeyPair::generate().unwrap();
-    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca.self_signed(&key).unwrap().pem()
-}
-
 /// OpenBao with the seeder policy, and kubernetes auth at `auth/kubernetes` asking the API
 /// server at `kube_host` (with `reviewer` as its TokenReview bearer); role `vault-seed` bound
 /// to service account `ask/vault-seed`.
@@ -197,7 +188,7 @@ fn kubernetes_auth(kube_host: &str, reviewer: &str) -> OpenBao {
         "auth/kubernetes/config",
         Some(&json!({
             "kubernetes_host": kube_host,
-            "kubernetes_ca_cert": some_ca_pem(),
+            "kubernetes_ca_cert": fake_kube::some_ca_pem(),
             "disable_local_ca_jwt": true,
             "token_reviewer_jwt": reviewer,
         })),
@@ -859,18 +850,10 @@ fn the_login_happens_in_the_namespace() {
 /// read-only (a pod's `readOnlyRootFilesystem`). We run the tests as root; a machine where the
 /// namespace cannot be made fails here, saying why, instead of skipping.
 fn read_only_root(program: &Path) -> std::process::Command {
-    let mut c = std::process::Command::new("unshare");
-    c.args([
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
+    common::pod::in_private_mounts(
         "mount -o remount,bind,ro / || { echo 'cannot make / read-only in a private mount namespace (the test needs root and unshare -m)' >&2; exit 97; }; exec \"$@\"",
-        "sh",
-    ])
-    .arg(program);
-    c
+        program,
+    )
 }
 
 #[test]

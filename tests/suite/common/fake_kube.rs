@@ -1113,3 +1113,29 @@ pub fn fixture(file: &str) -> Vec<Value> {
         })
         .collect()
 }
+
+/// The real spec's SecretStore (`secret-specs/core-service.toml`): `ask/vault-backend`, Valid.
+pub fn real_spec_store() -> Value {
+    secret_store("ask", "vault-backend", true, "Valid", "store validated")
+}
+
+/// One of the real spec's ExternalSecrets in `ask` for `auh1-dev`, reading one key:
+/// `core-service-secret` (the API key salt) or `zitadel-secret` (the masterkey).
+pub fn real_spec_external_secret(name: &str) -> ExternalSecret {
+    let (key, secret) = match name {
+        "core-service-secret" => ("SECURITY__API_KEY_SALT", "SECURITY__API_KEY_SALT"),
+        "zitadel-secret" => ("masterkey", "ZITADEL_MASTERKEY"),
+        _ => panic!("the real spec has no ExternalSecret `{name}`"),
+    };
+    let path = format!("ask/core-service/auh1-dev/{secret}");
+    external_secret("ask", name, &[(key, &path, Some("password"))])
+}
+
+/// A self-made CA certificate (PEM), signing nothing: what OpenBao's kubernetes auth wants as
+/// `kubernetes_ca_cert` outside a pod when the API server is this plain-http fake.
+pub fn some_ca_pem() -> String {
+    let key = rcgen::KeyPair::generate().expect("CA key");
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.self_signed(&key).expect("CA").pem()
+}

@@ -152,24 +152,30 @@ impl Pod {
         script.push_str(&format!(
             "exec setpriv --reuid={UID} --regid={UID} --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- \"$@\"\n"
         ));
-        let mut c = Command::new("unshare");
-        c.args([
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            &script,
-            "sh",
-        ])
-        .arg(program)
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin");
+        let mut c = in_private_mounts(&script, program);
+        c.env_clear().env("PATH", "/usr/local/bin:/usr/bin:/bin");
         for (k, v) in &self.env {
             c.env(k, v);
         }
         c
     }
+}
+
+/// `sh -c SCRIPT sh PROGRAM` in a private mount namespace (`unshare --mount`): `SCRIPT` sets up
+/// the mounts and ends with `exec "$@"`.
+pub fn in_private_mounts(script: &str, program: &Path) -> Command {
+    let mut c = Command::new("unshare");
+    c.args([
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        "sh",
+    ])
+    .arg(program);
+    c
 }
 
 /// chmod, so the pod's unprivileged user can read what root wrote.
