@@ -189,8 +189,7 @@ pub enum Command {
     /// Replace a secret's value with a fresh one from its generator (old one kept in KV history).
     Rotate(RotateArgs),
 
-    /// Print the minimal Vault policy (HCL) that ESO, or vault-seed itself, needs for an
-    /// environment.
+    /// Print the minimal Vault policy (HCL) ESO or vault-seed needs for an environment.
     Policy(PolicyArgs),
 
     /// Check offline that Secrets and ConfigMaps exist before their consumers run (Argo CD order).
