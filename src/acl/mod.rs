@@ -30,7 +30,7 @@ pub use check::{
 };
 pub use eval::{evaluate, Acl, Decision, Grant, MatchKind, Refusal};
 pub use parse::{parse, PolicyError};
-pub use required::{requirements, Param, Requirement, Use};
+pub use required::{provided_read, requirements, Param, Requirement, Use};
 pub use seeder::{seeder_notes, seeder_rules};
 
 /// A capability a Vault policy rule can grant (or `deny`).

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{Capabilities, Capability};
 use crate::kv::{KvMount, KvVersion};
-use crate::spec::{EnvPlan, Spec, ENV_PLACEHOLDER};
+use crate::spec::{EnvPlan, Spec, Target, ENV_PLACEHOLDER};
 
 /// Why ESO needs a capability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -107,6 +107,20 @@ pub fn requirements(
         let data_rule = format!("{data}{base}*");
         let meta_rule = format!("{meta}{base}*");
         for t in plan.targets.iter().filter(|t| t.spec_file == spec.file) {
+            // A path another application provides: ESO reads it; writing it is the provider's
+            // business (its own PushSecret and policy), so nothing more is required here.
+            if t.provided.is_some() {
+                if let (true, Some(r)) = (access.read, provided_read(spec, t, detected)) {
+                    add(
+                        r.path,
+                        &[Capability::Read],
+                        Use::Read,
+                        &r.folder_rule,
+                        Vec::new(),
+                    );
+                }
+                continue;
+            }
             if access.read {
                 add(
                     mount.data_path(&t.path),
@@ -163,6 +177,33 @@ pub fn requirements(
     by_path.into_values().collect()
 }
 
+/// What a reader needs on a path another application provides (`t.provided`): `read` on its
+/// data path, under a rule for the provider's folder (`secret/data/ask/postgresql/*`); `None` for
+/// a target vault-seed seeds. Never more: writing it is the provider's business. ESO's
+/// requirements above use it; so should any other reader's requirements (the Vault Secrets
+/// Operator's `policy --for vso`: read; vault-seed's own `policy --for seeder`: read only, since
+/// `apply` reads a provided path and never writes it).
+pub fn provided_read(
+    spec: &Spec,
+    t: &Target,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
+) -> Option<Requirement> {
+    let p = t.provided.as_ref()?;
+    let mount = t.kv_mount(detected);
+    let template = p
+        .path
+        .clone()
+        .unwrap_or_else(|| format!("{}/{}", spec.vault.path.trim_matches('/'), t.name));
+    let folder = template.rsplit_once('/').map_or("", |(f, _)| f);
+    Some(Requirement {
+        path: mount.data_path(&t.path),
+        capabilities: [Capability::Read].into_iter().collect(),
+        uses: vec![Use::Read],
+        folder_rule: format!("{}{}*", mount.data_prefix(), folder_base(folder, &t.path)),
+        params: Vec::new(),
+    })
+}
+
 /// The folder a rule covers, with a trailing `/` (empty for the whole mount): the application's
 /// folder above `{env}` when the template ends with it, so one rule covers every environment as
 /// the runbook's does; else the environment's folder itself.
@@ -171,6 +212,19 @@ pub(super) fn rule_base(spec: &Spec, env: &str) -> String {
     match template.strip_suffix(ENV_PLACEHOLDER) {
         Some(above) if above.is_empty() || above.ends_with('/') => above.to_string(),
         _ => format!("{}/", spec.folder(env).trim_matches('/')),
+    }
+}
+
+/// [`rule_base`] for a provided path: `folder` is its template's folder (`ask/postgresql/{env}`),
+/// `path` the path resolved for the environment.
+fn folder_base(folder: &str, path: &str) -> String {
+    let folder = folder.trim_matches('/');
+    match folder.strip_suffix(ENV_PLACEHOLDER) {
+        Some(above) if above.is_empty() || above.ends_with('/') => above.to_string(),
+        _ => match path.rsplit_once('/') {
+            Some((f, _)) => format!("{f}/"),
+            None => String::new(),
+        },
     }
 }
 
@@ -296,6 +350,33 @@ fields.value = { generator = "placeholder" }
         );
         let r = requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V1));
         assert_eq!(r[0].path, "kv/data/team/app/dev/A");
+    }
+
+    /// Issue 15: a path another application provides is read by ESO (`read` on its data path,
+    /// under a rule for the provider's folder) and never pushed or listed from this spec.
+    #[test]
+    fn a_provided_path_needs_read_only() {
+        let spec = SPEC.replace("\"ACCESS\"", "\"read\", \"push\", \"list\"")
+            + r#"
+[secrets.db-password]
+description = "d"
+provided_by = "db: pushed by PushSecret db-password"
+path = "team/db/{env}/db-password"
+fields.password = {}
+"#;
+        let (_d, set) = load(&spec);
+        let r = requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V2));
+        let db: Vec<_> = r
+            .iter()
+            .filter(|r| r.path.contains("db-password"))
+            .collect();
+        assert_eq!(db.len(), 1, "{r:?}");
+        assert_eq!(db[0].path, "kv/data/team/db/dev/db-password");
+        assert_eq!(db[0].capabilities, caps(&[Read]));
+        assert_eq!(db[0].uses, [Use::Read]);
+        assert_eq!(db[0].folder_rule, "kv/data/team/db/*");
+        // The spec's own secrets keep their push and list grants.
+        assert!(r.iter().any(|r| r.path == "kv/metadata/team/app/dev/A"));
     }
 
     #[test]

@@ -18,6 +18,9 @@
 //! - KV v2 `<mount>/metadata/<folder>/*`: `list` (one LIST per folder, `seed/mod.rs`), `update`
 //!   (vault-seed's `custom_metadata`). Nothing reads metadata by itself: a data read carries it.
 //! - KV v1 `<mount>/<folder>/*`: the data capabilities and `list`; v1 has no metadata.
+//! - A path another application provides (`provided_by`): `read` only, under the provider's
+//!   folder ([`super::provided_read`]): `apply` and `verify` read and judge it, nothing writes it.
+//!   Its folder is not listed either: `apply` notes that it read each such path instead.
 //! - `verify`'s policy part (`verify/grants.rs`): `read` on `sys/policies/acl/<name>` of each
 //!   policy the spec names for ESO and of `default`, and on ESO's auth role
 //!   `auth/<mount>/role/<name>`, whose `token_policies` it also reads (those are not known
@@ -39,19 +42,35 @@ pub fn seeder_rules(plan: &EnvPlan<'_>) -> Vec<Rule> {
     let mut folders: BTreeMap<String, Capabilities> = BTreeMap::new();
     let mut eso: Vec<String> = Vec::new();
     for (spec, env) in &plan.specs {
-        if !plan.targets.iter().any(|t| t.spec_file == spec.file) {
+        let targets: Vec<_> = plan
+            .targets
+            .iter()
+            .filter(|t| t.spec_file == spec.file)
+            .collect();
+        if targets.is_empty() {
             continue;
         }
+        let mut grant = |pattern: String, caps: &[Capability]| {
+            folders.entry(pattern).or_default().extend(caps);
+        };
         // No server is asked: a spec without `kv_version` is taken as KV v2, as `policy --for
         // eso` takes it.
+        let detected = |_: &str| None;
+        // A path another application provides is read (`apply` and `verify` judge it), never
+        // written: `read` on its data path, under the provider's folder, as ESO's read of it.
+        for t in &targets {
+            if let Some(r) = super::provided_read(spec, t, &detected) {
+                grant(r.folder_rule, &[Read]);
+            }
+        }
+        if targets.iter().all(|t| t.provided.is_some()) {
+            continue;
+        }
         let mount = KvMount::new(
             &spec.vault.mount,
             KvVersion::resolve(spec.vault.kv_version, None),
         );
         let base = super::required::rule_base(spec, &env.name);
-        let mut grant = |pattern: String, caps: &[Capability]| {
-            folders.entry(pattern).or_default().extend(caps);
-        };
         grant(
             format!("{}{base}*", mount.data_prefix()),
             &[Create, Update, Read],
@@ -185,6 +204,35 @@ fields.password = { generator = "hex32" }
             "{got:?}"
         );
         assert_eq!(got.len(), 4, "{got:?}");
+    }
+
+    #[test]
+    fn a_provided_path_is_only_read_under_its_providers_folder() {
+        let provided = r#"
+[secrets.DB]
+description = "d"
+provided_by = "db app"
+path = "team/db/{env}/DB"
+fields.password = {}
+"#;
+        let app = APP.replace("NAME", "api") + provided;
+        let got = rules(&app, "dev");
+        assert_eq!(
+            got[..3],
+            owned(&[
+                ("secret/data/team/api/*", &["create", "update", "read"]),
+                ("secret/data/team/db/*", &["read"]),
+                ("secret/metadata/team/api/*", &["update", "list"]),
+            ])
+        );
+        // An application whose every secret is provided writes nothing: no folder of its own.
+        let only = APP.replace("NAME", "api").replace(
+            "[secrets.A]\ndescription = \"a\"\nfields.password = { generator = \"hex32\" }\n",
+            provided,
+        );
+        let got = rules(&only, "dev");
+        assert_eq!(got[0], owned(&[("secret/data/team/db/*", &["read"])])[0]);
+        assert!(!got.iter().any(|(p, _)| p.contains("team/api")), "{got:?}");
     }
 
     #[test]

@@ -31,9 +31,10 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
         ],
         "results: one object per path and field, in spec order: path, mount, spec, field, \
          generator, outcome (created, exists, pending, recreated, extended, invalid, denied, \
-         error, skipped; with dry_run: create, recreate, extend), version (the KV v2 version \
-         after the run, or null), written, detail (a reason, never a value). summary counts the \
-         outcomes.",
+         error, skipped; with dry_run: create, recreate, extend; on a path another application \
+         provides: provided-present, provided-absent), version (the KV v2 version after the \
+         run, or null), written, detail (a reason, never a value), provided_by (the provider, or \
+         null). summary counts the outcomes.",
     ),
     (
         "verify",
@@ -42,7 +43,9 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
         ],
         "A part not asked for is null; a part that could not be checked is {ok: false, error, \
          help}. vault.results: path, field, generator, status (valid, pending, missing, deleted, \
-         invalid, denied, error, skipped), version, created_time, detail.",
+         invalid, denied, error, skipped), version, created_time, detail, provided_by. \
+         kube.provided: the paths other applications provide (path, provided_by, ok, \
+         push_secret, ready, reason, message, event, explanations).",
     ),
     (
         "set, rotate",

@@ -109,9 +109,19 @@ fn values(out: &mut String, style: &Style, env: &str, v: &ValuesPart) {
         counts.join(", ")
     );
     for row in v.results.iter().filter(|x| x.status != Status::Valid) {
-        let hint = match row.status {
-            Status::Pending => format!("fill in: vault-seed set {env} {} < value.txt", row.set_as),
-            Status::Missing | Status::Deleted => format!("run: vault-seed apply {env}"),
+        let hint = match (row.status, &row.provided_by) {
+            (Status::Missing | Status::Deleted, Some(by)) => {
+                format!("waiting for {}: vault-seed never writes it", t(by))
+            }
+            (Status::Invalid, Some(by)) => format!(
+                "{}; provided by {}: vault-seed never changes it",
+                t(row.detail.as_deref().unwrap_or_default()),
+                t(by)
+            ),
+            (Status::Pending, _) => {
+                format!("fill in: vault-seed set {env} {} < value.txt", row.set_as)
+            }
+            (Status::Missing | Status::Deleted, None) => format!("run: vault-seed apply {env}"),
             _ => t(row.detail.as_deref().unwrap_or_default()),
         };
         let _ = writeln!(
@@ -181,6 +191,18 @@ fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
             let _ = writeln!(out, "            {}", t(p));
         }
         for x in &es.explanations {
+            let _ = writeln!(out, "            why: {}", t(x));
+        }
+    }
+    for p in k.eso.provided.iter().filter(|p| !p.ok) {
+        let _ = writeln!(
+            out,
+            "     {} provided {}: waiting for {}",
+            style.warn("wait"),
+            t(&p.path),
+            t(&p.provided_by)
+        );
+        for x in &p.explanations {
             let _ = writeln!(out, "            why: {}", t(x));
         }
     }

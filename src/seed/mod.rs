@@ -8,6 +8,7 @@
 
 mod inspect;
 mod outcome;
+mod provided;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -73,6 +74,10 @@ pub async fn run(
     cancel: Arc<AtomicBool>,
     progress: &Progress,
 ) -> Run {
+    // A provided path is another application's: never written (provided.rs reads and judges it).
+    if targets.iter().any(|t| t.provided.is_some()) {
+        return provided::run(vault, detected, targets, opts, cancel, progress).await;
+    }
     let mounts = &detected.mounts;
     let (targets, failed) = detected.partition(targets);
     let mut notes = detected.notes.clone();

@@ -11,8 +11,8 @@ use toml_span::{de_helpers::TableHelper, ErrorKind, Span, Value};
 
 use super::diag::{is_unshowable, shown, Diagnostic, SourceFile, SHOWN_MAX};
 use super::{
-    backticked, few, AuthRole, Environment, Eso, EsoAccess, Field, Secret, SecretOverride, Spec,
-    SpecSet, VaultTarget, ENV_PLACEHOLDER,
+    backticked, few, AuthRole, Environment, Eso, EsoAccess, Field, Provided, Secret,
+    SecretOverride, Spec, SpecSet, VaultTarget, ENV_PLACEHOLDER,
 };
 use crate::generate::{Generator, Param, Params, Syntax, GENERATOR_NAMES};
 use crate::kv::KvVersion;
@@ -497,8 +497,9 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
         Some((_, v)) => parse_eso(cx, v).unwrap_or_default(),
         None => Eso::default(),
     };
+    let env_names: Vec<String> = environments.keys().cloned().collect();
     let secrets = match th.take("secrets") {
-        Some((k, v)) => parse_secrets(cx, v, k.span),
+        Some((k, v)) => parse_secrets(cx, v, k.span, &env_names),
         None => {
             cx.err(
                 root_span,
@@ -857,7 +858,7 @@ fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
     })
 }
 
-fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
+fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span, envs: &[String]) -> Vec<Secret> {
     let mut out = Vec::new();
     let entries = cx.entries(v, "`[secrets]`");
     if entries.is_empty() {
@@ -884,11 +885,37 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
         if description.is_none() && !th.contains("description") {
             cx.err(key.span, format!("secret `{}` has no `description`", shown(&name)), Some("people read specs: say what the secret is for, e.g. `description = \"Fernet key encrypting stored credentials\"`".into()));
         }
-        let fixed = cx.take_bool(&mut th, "fixed", &ctx).unwrap_or(false);
+        let fixed_span = th.take("fixed").map(|(k, mut v)| {
+            let span = k.span;
+            let b = match v.take() {
+                ValueInner::Boolean(b) => Some(b),
+                other => {
+                    cx.err(
+                        v.span,
+                        format!(
+                            "`fixed` in {ctx} must be `true` or `false`, found {}",
+                            other.type_str()
+                        ),
+                        None,
+                    );
+                    None
+                }
+            };
+            (b.unwrap_or(false), span)
+        });
+        let fixed = fixed_span.is_some_and(|(b, _)| b);
+        let provided = parse_provided(cx, &mut th, &ctx, envs);
+        if let (Some(_), Some((true, span))) = (&provided, fixed_span) {
+            cx.err(
+                span,
+                format!("provided secret `{}` cannot be `fixed`", shown(&name)),
+                Some("`fixed` stops vault-seed rotating what it wrote; vault-seed never writes a provided secret at all: remove `fixed`".into()),
+            );
+        }
         let fields = match th.take("fields") {
             Some((fk, f)) => {
                 let declared = f.has_keys();
-                let fields = parse_fields(cx, f, &ctx);
+                let fields = parse_fields_of(cx, f, &ctx, provided.is_some());
                 if !declared {
                     cx.err(
                         fk.span,
@@ -914,6 +941,7 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
             description: description.unwrap_or_default(),
             fixed,
             fields,
+            provided,
             location: super::Location {
                 file: cx.src.path.clone(),
                 line,
@@ -925,6 +953,12 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
 }
 
 fn parse_fields(cx: &mut Cx<'_>, v: Value<'_>, secret_ctx: &str) -> Vec<Field> {
+    parse_fields_of(cx, v, secret_ctx, false)
+}
+
+/// The fields of a secret; a provided secret's fields may leave the generator out (`{}`: any
+/// non-empty text), and its generator only validates.
+fn parse_fields_of(cx: &mut Cx<'_>, v: Value<'_>, secret_ctx: &str, provided: bool) -> Vec<Field> {
     let mut out = Vec::new();
     for (key, val) in cx.entries(v, &format!("`fields` of {secret_ctx}")) {
         let name = key.name.to_string();
@@ -936,13 +970,150 @@ fn parse_fields(cx: &mut Cx<'_>, v: Value<'_>, secret_ctx: &str) -> Vec<Field> {
             );
             continue;
         }
-        if let Some(generator) =
-            parse_generator(cx, val, &format!("field `{name}` of {secret_ctx}"))
-        {
+        let ctx = format!("field `{name}` of {secret_ctx}");
+        let span = val.span;
+        let generator = if provided && val.as_table().is_some_and(|t| t.is_empty()) {
+            Some(crate::generate::Generator::Any)
+        } else {
+            parse_generator(cx, val, &ctx)
+        };
+        if let Some(generator) = generator {
+            if provided && generator.is_placeholder() {
+                cx.err(
+                    span,
+                    format!("{ctx} is provided by another application: a placeholder cannot validate it"),
+                    Some("a placeholder accepts any value but its marker; give a generator that checks the value's format, or `{}` to accept any non-empty text".into()),
+                );
+                continue;
+            }
             out.push(Field { name, generator });
         }
     }
     out
+}
+
+/// `provided_by`, `push_secret`, `mount`, `path` of a secret: a provided secret, or `None`. The
+/// last three without `provided_by` are problems: a secret vault-seed seeds lives under
+/// `[vault]`.
+fn parse_provided(
+    cx: &mut Cx<'_>,
+    th: &mut TableHelper<'_>,
+    ctx: &str,
+    envs: &[String],
+) -> Option<Provided> {
+    // Present but invalid still makes the secret provided: its other keys are not misreported.
+    let has_by = th.contains("provided_by");
+    let by = cx.take_checked(
+        th,
+        "provided_by",
+        ctx,
+        check_words,
+        "name the provider in words, e.g. `provided_by = \"ask-db: CNPG password pushed by PushSecret core-service-db-password\"`",
+    );
+    let push_secret = cx.take_string(th, "push_secret", ctx).and_then(|(p, span)| {
+        match check_push_secret(&p) {
+            Ok(()) => p
+                .split_once('/')
+                .map(|(n, m)| ((n.to_string(), m.to_string()), span)),
+            Err(why) => {
+                cx.err(
+                    span,
+                    format!("`push_secret` `{}` {why}", shown(&p)),
+                    Some("the provider's PushSecret as `NAMESPACE/NAME`, e.g. `push_secret = \"ask/core-service-db-password\"`".into()),
+                );
+                None
+            }
+        }
+    });
+    let mount = cx.take_string(th, "mount", ctx);
+    let path = cx.take_string(th, "path", ctx);
+    if !has_by {
+        for (key, span) in [
+            ("push_secret", push_secret.as_ref().map(|p| p.1)),
+            ("mount", mount.as_ref().map(|m| m.1)),
+            ("path", path.as_ref().map(|p| p.1)),
+        ] {
+            if let Some(span) = span {
+                cx.err(
+                    span,
+                    format!("`{key}` in {ctx} is for a secret another application provides"),
+                    Some("add `provided_by = \"<the provider, in words>\"`; a secret vault-seed seeds lives under `[vault]`".into()),
+                );
+            }
+        }
+        return None;
+    }
+    let mut mount_ok = None;
+    if let Some((m, span)) = mount {
+        if let Err(why) = check_path(&m) {
+            cx.err(
+                span,
+                format!("mount `{}` {why}", shown(&m)),
+                Some("write the mount without slashes, e.g. `mount = \"secret\"`".into()),
+            );
+        } else if let Err((why, help)) = check_kv_mount(&m) {
+            cx.err(span, format!("mount `{m}` {why}"), Some(help));
+        } else {
+            mount_ok = Some(m);
+        }
+    }
+    let mut path_ok = None;
+    if let Some((p, span)) = path {
+        let leftover = p.replace(ENV_PLACEHOLDER, "");
+        if let Err(why) = check_path(&p.replace(ENV_PLACEHOLDER, "env")) {
+            cx.err(
+                span,
+                format!("path `{}` {why}", shown(&p)),
+                Some(format!("the provided secret's full path under the mount, e.g. `path = \"ask/postgresql/{ENV_PLACEHOLDER}/core-service-db-password\"`; {SEGMENT_HELP}")),
+            );
+        } else if leftover.contains('{') || leftover.contains('}') {
+            cx.err(
+                span,
+                format!("path `{}` has an unknown placeholder", shown(&p)),
+                Some(format!("only `{ENV_PLACEHOLDER}` is replaced")),
+            );
+        } else {
+            let before = cx.diags.len();
+            check_kv_endpoint_folder(cx, &p, span, envs.iter());
+            if cx.diags.len() == before {
+                path_ok = Some(p);
+            }
+        }
+    }
+    Some(Provided {
+        // An invalid `provided_by` was reported; the spec is not used.
+        by: by.unwrap_or_default(),
+        push_secret: push_secret.map(|p| p.0),
+        mount: mount_ok,
+        path: path_ok,
+    })
+}
+
+/// Words for people (`provided_by`): not empty, nothing that acts on a terminal.
+fn check_words(s: &str) -> Result<(), String> {
+    check_context(s)
+}
+
+/// `NAMESPACE/NAME` of a Kubernetes object.
+fn check_push_secret(s: &str) -> Result<(), String> {
+    let Some((ns, name)) = s.split_once('/') else {
+        return Err("is not `NAMESPACE/NAME`".into());
+    };
+    check_k8s_namespace(ns)?;
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "has `{}`, which is not a valid Kubernetes name",
+            shown(name)
+        )),
+    }
 }
 
 fn parse_generator(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> Option<Generator> {

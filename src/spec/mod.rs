@@ -93,8 +93,28 @@ pub struct Secret {
     pub fixed: bool,
     /// Its fields, in file order.
     pub fields: Vec<Field>,
+    /// Another application provides it (`provided_by`): vault-seed reads and judges it, never
+    /// writes it.
+    pub provided: Option<Provided>,
     /// Where it is defined.
     pub location: Location,
+}
+
+/// A secret the application reads but another application writes (ask-db's database
+/// passwords, pushed by its PushSecrets): declared so that `verify` can wait for it and explain
+/// its absence, ESO's policy covers it, and `apply`, `set` and `rotate` never write it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Provided {
+    /// Who provides it, in words (`provided_by`, e.g. `ask-db: CNPG password pushed by
+    /// PushSecret core-service-db-password`).
+    pub by: String,
+    /// The provider's PushSecret (`push_secret = "NAMESPACE/NAME"`): `verify` shows its Ready
+    /// condition and latest Warning event while the path is absent.
+    pub push_secret: Option<(String, String)>,
+    /// Its KV mount (`mount`), when not the spec's `[vault] mount`.
+    pub mount: Option<String>,
+    /// Its path under the mount, with `{env}` (`path`); else the spec's folder and its name.
+    pub path: Option<String>,
 }
 
 /// One field of a secret and how its value is made.
@@ -173,6 +193,8 @@ pub struct Target {
     pub fields: Vec<Field>,
     /// The KV version the spec expects, if it says.
     pub kv_version: Option<KvVersion>,
+    /// Provided by another application: read and judged, never written.
+    pub provided: Option<Provided>,
 }
 
 impl Target {
@@ -232,15 +254,25 @@ impl Spec {
                 }
             }
         }
+        let provided = s.provided.as_ref();
+        let mount = provided
+            .and_then(|p| p.mount.clone())
+            .unwrap_or_else(|| self.vault.mount.clone());
+        let path = match provided.and_then(|p| p.path.as_deref()) {
+            Some(template) => template.replace(ENV_PLACEHOLDER, &env.name),
+            None => format!("{}/{}", self.folder(&env.name), s.name),
+        };
         Some(Target {
             spec_file: self.file.clone(),
             app: self.name.clone(),
-            mount: self.vault.mount.clone(),
-            path: format!("{}/{}", self.folder(&env.name), s.name),
+            // The spec's `kv_version` is about its own mount.
+            kv_version: self.vault.kv_version.filter(|_| mount == self.vault.mount),
+            mount,
+            path,
             name: s.name.clone(),
             fixed: s.fixed,
             fields,
-            kv_version: self.vault.kv_version,
+            provided: s.provided.clone(),
         })
     }
 }

@@ -102,6 +102,7 @@ mod tests {
                     generator: Generator::Uuid,
                 }],
                 kv_version: None,
+                provided: None,
             },
             version: None,
             fields: vec![FieldState {

@@ -895,11 +895,6 @@ fn the_release_binary_runs_as_the_image_user_read_only_trusting_only_vault_cacer
 
 // ----- the hook Jobs, run -----
 
-const ESO_POLICY: &str = r#"
-path "secret/data/ask/core-service/*"     { capabilities = ["create", "update", "read"] }
-path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }
-"#;
-
 const K8S_AUD: &str = "https://kubernetes.default.svc.cluster.local";
 
 /// A cluster and a Vault, wired as the runbook's: OpenBao's kubernetes auth asks this API
@@ -924,7 +919,9 @@ impl Cluster {
         let bao = OpenBao::dev();
         // The Vault side as the README has it: `vault-seed policy ENV --for seeder`'s policy.
         bao.put_policy("vault-seed", &crate::seeder_policy::printed("seeder").0);
-        bao.put_policy("eso-ask-push", ESO_POLICY);
+        bao.put_policy("eso-ask-push", &crate::seeder_policy::printed("eso").0);
+        // ask-db (an app wave before the secrets app) has pushed the paths it provides.
+        bao.ask_db_pushes();
         let call = |path: &str, body: Value| {
             let (s, b) = bao.api("POST", path, Some(&body));
             assert!((200..300).contains(&s), "{path}: {s} {b}");

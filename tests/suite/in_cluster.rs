@@ -10,34 +10,18 @@ use std::path::Path;
 use common::fake_kube::{self, FakeKube};
 use common::pod::{Pod, ServiceAccount, SETUP_FAILED};
 use common::{has, text, OpenBao, Run};
-use serde_json::json;
 
-const ESO_POLICY: &str = r#"
-path "secret/data/ask/core-service/*"     { capabilities = ["create", "update", "read"] }
-path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }
-"#;
-
-/// OpenBao with the real spec applied and ESO's role and policy as the runbook has them.
+/// OpenBao with the real spec applied, the paths ask-db provides pushed, and ESO's role with the
+/// policy `vault-seed policy ENV` prints.
 fn seeded_vault() -> OpenBao {
     let bao = OpenBao::dev();
+    bao.ask_db_pushes();
     let out = Run::new(&bao)
         .real_specs()
         .args(["apply", "auh1-dev"])
         .output();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    bao.put_policy("eso-ask-push", ESO_POLICY);
-    let (s, b) = bao.api(
-        "POST",
-        "sys/auth/kubernetes",
-        Some(&json!({"type": "kubernetes"})),
-    );
-    assert!(s == 204 || s == 200, "{b}");
-    let (s, b) = bao.api(
-        "POST",
-        "auth/kubernetes/role/eso",
-        Some(&json!({"bound_service_account_names": ["external-secrets"], "bound_service_account_namespaces": ["external-secrets"], "token_policies": ["eso-ask-push"]})),
-    );
-    assert!(s == 204 || s == 200, "{b}");
+    bao.eso_role(&crate::seeder_policy::printed("eso").0);
     bao
 }
 

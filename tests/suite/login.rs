@@ -584,6 +584,8 @@ fn jwt_auth(signer: &Signer) -> OpenBao {
 fn jwt_login_with_a_gitlab_id_token_from_the_environment_or_a_file() {
     let signer = Signer::new();
     let bao = jwt_auth(&signer);
+    // What ask-db provides exists, so that `verify --only vault` can be done.
+    bao.ask_db_pushes();
     let id_token = signer.sign(&jwt::gitlab_claims(
         "https://vault.example.invalid",
         "platform/secret-specs",

@@ -24,6 +24,7 @@ mod mixed_kv;
 mod order;
 mod policy_eval;
 mod project;
+mod provided;
 mod seeder_policy;
 mod set_hints;
 mod spec_props;

@@ -488,6 +488,18 @@ impl OpenBao {
         assert!(s == 204 || s == 200, "{b}");
     }
 
+    /// What ask-db's PushSecrets write (issue 15): the database passwords the real spec declares
+    /// as provided, each a 32-character password of letters and digits, as its validator wants.
+    pub fn ask_db_pushes(&self) {
+        for (name, value) in ASK_DB_PASSWORDS {
+            self.kv_put(
+                "secret",
+                &format!("ask/postgresql/auh1-dev/{name}"),
+                serde_json::json!({ "password": value }),
+            );
+        }
+    }
+
     /// Mount a KV engine (`version` 1 or 2) at `path`, with options.
     pub fn mount_kv(&self, path: &str, version: u8) {
         let (status, body) = self.api(
@@ -523,6 +535,17 @@ impl Drop for OpenBao {
         self.stop();
     }
 }
+
+/// The real spec's provided paths (under `secret/ask/postgresql/auh1-dev/`) and the values
+/// [`OpenBao::ask_db_pushes`] writes there (test values, not secrets of any system).
+pub const ASK_DB_PASSWORDS: [(&str, &str); 3] = [
+    (
+        "core-service-db-password",
+        "Cs0dbPassw0rdFromAskDbPushSecret",
+    ),
+    ("zitadel-db-password", "Zt0dbPassw0rdFromAskDbPushSecret"),
+    ("core-pg-superuser", "Pg0superuserPassw0rdFromCnpg0001"),
+];
 
 /// A scratch spec directory holding one file, `app.toml`, with this text.
 pub fn spec_dir(app_toml: &str) -> tempfile::TempDir {
