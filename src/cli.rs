@@ -367,19 +367,20 @@ pub struct VerifyArgs {
     /// The environment.
     #[arg(value_name = "ENV")]
     pub env: String,
-    /// Only these parts: vault, policy, kube (repeat or comma-separate).
+    /// Only these parts: vault, policy, kube, argocd (repeat or comma-separate).
     #[arg(long, value_delimiter = ',', value_name = "PART")]
     pub only: Vec<String>,
     /// Placeholders still unreplaced are failures, not warnings.
     #[arg(long)]
     pub strict: bool,
-    /// Poll until every ExternalSecret is Ready or this time is up (`5m`).
+    /// Poll until every ExternalSecret is Ready and the secrets app Healthy, or this time is up
+    /// (`5m`).
     #[arg(long, value_parser = duration::parse, value_name = "DURATION")]
     pub wait: Option<std::time::Duration>,
     /// Annotate the ExternalSecrets with `force-sync=<unix time>` so ESO refreshes now.
     #[arg(long)]
     pub force_sync: bool,
-    /// Skip the Kubernetes part (Vault and policy only).
+    /// Skip the Kubernetes parts, kube and argocd (Vault and policy only).
     #[arg(long)]
     pub skip_kube: bool,
     /// Do not read the ExternalSecrets' target Secrets (their keys go unchecked), so verify needs

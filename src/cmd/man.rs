@@ -39,13 +39,16 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
     (
         "verify",
         &[
-            "command", "env", "ok", "strict", "vault", "policy", "kube", "notes",
+            "command", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes",
         ],
         "A part not asked for is null; a part that could not be checked is {ok: false, error, \
          help}. vault.results: path, field, generator, status (valid, pending, missing, deleted, \
          invalid, denied, error, skipped), version, created_time, detail, provided_by. \
          kube.provided: the paths other applications provide (path, provided_by, ok, \
-         push_secret, ready, reason, message, event, explanations).",
+         push_secret, ready, reason, message, event, explanations). argocd (specs with \
+         [argocd]): apps (namespace, name, role, after, ok, exists, app_wave, parent, sync, \
+         health, operation, unhealthy, problems, notes), argocd_cm (namespace, name, ok, exists, \
+         key, problems).",
     ),
     (
         "set, rotate",

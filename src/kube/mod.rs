@@ -10,6 +10,7 @@
 //! to `v1beta1` when the cluster does not serve v1 (ESO before 0.16, or a chart that re-enables
 //! v1beta1 only). Secret values never leave this module: only a Secret's keys are returned.
 
+mod argocd;
 mod config;
 mod error;
 mod status;
@@ -28,6 +29,7 @@ use k8s_openapi::api::core::v1::{Event, Secret};
 use serde::de::IgnoredAny;
 use time::OffsetDateTime;
 
+pub use argocd::{AppLookup, AppResource, ApplicationInfo, OperationInfo, ARGOCD_GROUP};
 pub use error::KubeError;
 pub use status::{
     EventInfo, ExternalSecretInfo, PushSecretInfo, ReadyCondition, RemoteRef, SecretStoreInfo,

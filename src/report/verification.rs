@@ -1,5 +1,5 @@
 //! `verify`'s report: each part's verdict and what to do, or the JSON document
-//! `{"command": "verify", "env", "ok", "strict", "vault", "policy", "kube", "notes"}`.
+//! `{"command": "verify", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes"}`.
 
 use std::fmt::Write;
 
@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::text::for_terminal as t;
 use super::{gaps, Format, Rendered, Report, Style, View};
 use crate::seed::Status;
+use crate::verify::argocd::ArgocdPart;
 use crate::verify::cluster::ClusterPart;
 use crate::verify::grants::GrantsPart;
 use crate::verify::values::ValuesPart;
@@ -50,6 +51,11 @@ impl Report for VerifyReport {
         match &v.kube {
             Some(Checked::Done(k)) => cluster(&mut out, style, k),
             Some(Checked::Failed(f)) => failed(&mut out, style, "kube", f),
+            None => {}
+        }
+        match &v.argocd {
+            Some(Checked::Done(a)) => argocd(&mut out, style, a),
+            Some(Checked::Failed(f)) => failed(&mut out, style, "argocd", f),
             None => {}
         }
         let _ = writeln!(
@@ -222,5 +228,84 @@ fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
         for p in &o.problems {
             let _ = writeln!(out, "            {}", t(p));
         }
+    }
+}
+
+fn argocd(out: &mut String, style: &Style, a: &ArgocdPart) {
+    let _ = writeln!(
+        out,
+        "{} argocd: {} ({})",
+        mark(style, a.ok),
+        t(&a.server),
+        t(a.context.as_deref().unwrap_or("in-cluster"))
+    );
+    let problems = |out: &mut String, problems: &[crate::verify::argocd::Problem]| {
+        for p in problems {
+            let _ = writeln!(
+                out,
+                "            {}: {}",
+                style.error("error"),
+                t(&p.message)
+            );
+            let _ = writeln!(out, "              {}: {}", style.help("help"), t(&p.help));
+        }
+    };
+    for app in &a.apps {
+        let role = match (app.role, app.app_wave) {
+            ("secrets", Some(w)) => format!("secrets app, app wave {w}"),
+            ("secrets", None) => "secrets app".to_string(),
+            (_, Some(w)) => format!("app wave {w}, after {}", app.after.join(", ")),
+            (_, None) => format!("after {}", app.after.join(", ")),
+        };
+        let state = if app.exists {
+            format!(
+                "{}, {}",
+                app.sync.as_deref().unwrap_or("no sync status"),
+                app.health.as_deref().unwrap_or("no health")
+            )
+        } else {
+            "does not exist".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "     {} Application {}/{} ({}): {}",
+            mark(style, app.ok),
+            t(&app.namespace),
+            t(&app.name),
+            t(&role),
+            t(&state)
+        );
+        for r in &app.unhealthy {
+            let _ = writeln!(
+                out,
+                "            {} {}/{}: {}{}",
+                t(&r.kind),
+                t(&r.namespace),
+                t(&r.name),
+                t(r.health.as_deref().unwrap_or_default()),
+                r.health_message
+                    .as_deref()
+                    .map(|m| format!(": {}", t(m)))
+                    .unwrap_or_default()
+            );
+        }
+        for n in &app.notes {
+            let _ = writeln!(out, "            note: {}", t(n));
+        }
+        problems(out, &app.problems);
+    }
+    for cm in &a.argocd_cm {
+        let state = match &cm.key {
+            Some(key) => format!("app waves wait for Healthy (`{}`)", t(key)),
+            None => "no health check for argoproj.io/Application".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "     {} ConfigMap {}/{}: {state}",
+            mark(style, cm.ok),
+            t(&cm.namespace),
+            cm.name
+        );
+        problems(out, &cm.problems);
     }
 }

@@ -11,7 +11,7 @@ use toml_span::{de_helpers::TableHelper, ErrorKind, Span, Value};
 
 use super::diag::{is_unshowable, shown, Diagnostic, SourceFile, SHOWN_MAX};
 use super::{
-    backticked, few, AuthRole, Environment, Eso, EsoAccess, Field, Provided, Secret,
+    backticked, few, Argocd, AuthRole, Environment, Eso, EsoAccess, Field, Provided, Secret,
     SecretOverride, Spec, SpecSet, VaultTarget, ENV_PLACEHOLDER,
 };
 use crate::generate::{Generator, Param, Params, Syntax, GENERATOR_NAMES};
@@ -497,6 +497,9 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
         Some((_, v)) => parse_eso(cx, v).unwrap_or_default(),
         None => Eso::default(),
     };
+    let argocd = th
+        .take("argocd")
+        .and_then(|(_, v)| parse_argocd(cx, v, &environments));
     let env_names: Vec<String> = environments.keys().cloned().collect();
     let secrets = match th.take("secrets") {
         Some((k, v)) => parse_secrets(cx, v, k.span, &env_names),
@@ -574,6 +577,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
             })
             .collect(),
         eso,
+        argocd,
         secrets,
     })
 }
@@ -774,13 +778,7 @@ fn parse_overrides(
 fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
     const CTX: &str = "`[eso]`";
     let mut th = cx.table(&mut v, CTX)?;
-    let namespace = cx.take_checked(
-        &mut th,
-        "namespace",
-        CTX,
-        check_k8s_namespace,
-        K8S_NAMESPACE_HELP,
-    );
+    let namespace = take_k8s_namespace(cx, &mut th, CTX);
     let names = |cx: &mut Cx<'_>, th: &mut TableHelper<'_>, key: &'static str| -> Vec<String> {
         cx.take_strings(th, key, CTX)
             .unwrap_or_default()
@@ -855,6 +853,80 @@ fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
         policies,
         auth_role,
         access,
+    })
+}
+
+/// `[argocd]`: Argo CD's namespace (default `argocd`), the secrets app and its consumers. Each
+/// Application name, with `{env}` replaced by every environment's name, must be a Kubernetes
+/// object name (Argo CD's `metadata.name`: a DNS-1123 subdomain).
+fn parse_argocd(
+    cx: &mut Cx<'_>,
+    mut v: Value<'_>,
+    environments: &BTreeMap<String, EnvEntry>,
+) -> Option<Argocd> {
+    const CTX: &str = "`[argocd]`";
+    let table_span = v.span;
+    let mut th = cx.table(&mut v, CTX)?;
+    let before = cx.diags.len();
+    let namespace = take_k8s_namespace(cx, &mut th, CTX);
+    let app_name = |cx: &mut Cx<'_>, name: &str, span: Span, what: &str| {
+        if environments.is_empty() || !name.contains(ENV_PLACEHOLDER) {
+            return check_k8s_name(cx, name, span, what);
+        }
+        environments.keys().all(|env| {
+            check_k8s_name(
+                cx,
+                &name.replace(ENV_PLACEHOLDER, env),
+                span,
+                &format!("{what} in environment `{env}`"),
+            )
+        })
+    };
+    let secrets_app = match cx.take_string(&mut th, "secrets_app", CTX) {
+        Some((name, span)) => app_name(cx, &name, span, "`secrets_app`").then_some(name),
+        None => {
+            if !th.contains("secrets_app") {
+                cx.err(
+                    table_span,
+                    "missing key `secrets_app` in `[argocd]`",
+                    Some("the Argo CD Application that creates the ExternalSecrets, e.g. `secrets_app = \"core-service-secrets\"`".into()),
+                );
+            }
+            None
+        }
+    };
+    let mut consumers = Vec::new();
+    for (name, span) in cx
+        .take_strings(&mut th, "consumers", CTX)
+        .unwrap_or_default()
+    {
+        if !app_name(cx, &name, span, "an item of `consumers`") {
+            continue;
+        }
+        if secrets_app.as_deref() == Some(name.as_str()) {
+            cx.err(
+                span,
+                format!("`{}` is the secrets app and one of its consumers", shown(&name)),
+                Some("a consumer is an Application that reads the secrets and must sync after the secrets app".into()),
+            );
+        } else if consumers.contains(&name) {
+            cx.err(
+                span,
+                format!("consumer `{}` is listed twice", shown(&name)),
+                Some("list each Application once".into()),
+            );
+        } else {
+            consumers.push(name);
+        }
+    }
+    cx.finish(th, CTX);
+    if cx.diags.len() > before {
+        return None;
+    }
+    Some(Argocd {
+        namespace: namespace.unwrap_or_else(|| "argocd".into()),
+        secrets_app: secrets_app?,
+        consumers,
     })
 }
 
@@ -1494,6 +1566,17 @@ fn check_k8s_namespace(n: &str) -> Result<(), String> {
         true => Ok(()),
         false => Err("is not a valid Kubernetes namespace name".into()),
     }
+}
+
+/// The key `namespace` of a table, a Kubernetes namespace.
+fn take_k8s_namespace(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> Option<String> {
+    cx.take_checked(
+        th,
+        "namespace",
+        ctx,
+        check_k8s_namespace,
+        K8S_NAMESPACE_HELP,
+    )
 }
 
 /// The address as `apply` will parse it (plain http off loopback is decided at run time, where

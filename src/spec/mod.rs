@@ -40,6 +40,8 @@ pub struct Spec {
     pub environments: BTreeMap<String, Environment>,
     /// How External Secrets Operator consumes the secrets.
     pub eso: Eso,
+    /// How Argo CD deploys the secrets and their consumers (`[argocd]`), for `verify`.
+    pub argocd: Option<Argocd>,
     /// The secrets, in file order.
     pub secrets: Vec<Secret>,
 }
@@ -141,6 +143,33 @@ pub struct Eso {
     pub auth_role: Option<AuthRole>,
     /// What ESO does with the paths.
     pub access: EsoAccess,
+}
+
+/// The Argo CD layout of the runbook's fix (`[argocd]`): a secrets Application that makes the
+/// ExternalSecrets, synced at a lower app wave than the Applications that read them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Argocd {
+    /// Argo CD's namespace, where the Application objects and `argocd-cm` live (`argocd`).
+    pub namespace: String,
+    /// The secrets Application (`core-service-secrets`); `{env}` is replaced.
+    pub secrets_app: String,
+    /// The Applications that read the secrets (`core-service`); `{env}` is replaced.
+    pub consumers: Vec<String>,
+}
+
+impl Argocd {
+    /// The secrets app's name in `env`.
+    pub fn secrets_app(&self, env: &str) -> String {
+        self.secrets_app.replace(ENV_PLACEHOLDER, env)
+    }
+
+    /// The consumers' names in `env`.
+    pub fn consumers(&self, env: &str) -> Vec<String> {
+        self.consumers
+            .iter()
+            .map(|c| c.replace(ENV_PLACEHOLDER, env))
+            .collect()
+    }
 }
 
 /// A Vault auth role (`auth/<mount>/role/<name>`).

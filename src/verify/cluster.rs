@@ -3,6 +3,7 @@
 //! until they are done or `--wait` runs out.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -63,6 +64,13 @@ pub fn wanted(plan: &EnvPlan<'_>, default_namespace: &str) -> Wanted {
     wanted
 }
 
+/// The kubeconfig context: `--context`, else the first `kube_context` the specs give.
+pub fn context(plan: &EnvPlan<'_>, req: &Request) -> Option<String> {
+    req.context
+        .clone()
+        .or_else(|| plan.specs.iter().find_map(|(_, e)| e.kube_context.clone()))
+}
+
 /// Connect, then check (and wait). What was done and whether waiting ran out go to `notes`.
 pub async fn check(
     plan: &EnvPlan<'_>,
@@ -71,20 +79,9 @@ pub async fn check(
     progress: &dyn Fn(Progress<'_>),
     notes: &mut Vec<String>,
 ) -> Checked<ClusterPart> {
-    let context = req
-        .context
-        .clone()
-        .or_else(|| plan.specs.iter().find_map(|(_, e)| e.kube_context.clone()));
-    let cluster = match EsoCluster::connect(req.kubeconfig.as_deref(), context.as_deref()).await {
+    let cluster = match connect(plan, req).await {
         Ok(c) => c,
-        Err(e) => {
-            // One help line: what fixes the connection, or leaving the cluster out.
-            let help = match e.help() {
-                Some(h) => format!("{h}; or run with --skip-kube"),
-                None => "run with --skip-kube to check Vault and the policy only".into(),
-            };
-            return Checked::failed(e.to_string(), Some(help));
-        }
+        Err((error, help)) => return Checked::failed(error, Some(help)),
     };
     let mut wanted = wanted(plan, cluster.default_namespace());
     if req.skip_target_secrets {
@@ -102,14 +99,59 @@ pub async fn check(
         }
     }
     let deadline = req.wait.map(|w| Instant::now() + w);
+    let (result, ran_out) = poll(
+        deadline,
+        progress,
+        || check_once(&cluster, &wanted, plan, facts),
+        |k| !k.ok,
+        |k| k.eso.progress(),
+    )
+    .await;
+    if let (Some(wait), true) = (req.wait, ran_out) {
+        notes.push(format!(
+            "waited {} and not everything was Ready",
+            humantime::format_duration(wait)
+        ));
+    }
+    match result {
+        Ok(k) => Checked::Done(k),
+        Err(e) => Checked::failed(e.to_string(), e.help()),
+    }
+}
+
+/// Connect to the cluster of `plan` (see [`context`]); else the error and one help line: what
+/// fixes the connection, or leaving the cluster out.
+pub async fn connect(plan: &EnvPlan<'_>, req: &Request) -> Result<EsoCluster, (String, String)> {
+    let context = context(plan, req);
+    EsoCluster::connect(req.kubeconfig.as_deref(), context.as_deref())
+        .await
+        .map_err(|e| {
+            let help = match e.help() {
+                Some(h) => format!("{h}; or run with --skip-kube"),
+                None => "run with --skip-kube to check Vault and the policy only".into(),
+            };
+            (e.to_string(), help)
+        })
+}
+
+/// Run `check` once; with a `deadline`, again every [`POLL`] while it fails or `waiting` says
+/// time may help and time is left, telling `progress` how far (`how_far`). Returns the last
+/// result and whether the time ran out while still waiting.
+pub async fn poll<T, F: Future<Output = Result<T, KubeError>>>(
+    deadline: Option<Instant>,
+    progress: &dyn Fn(Progress<'_>),
+    check: impl Fn() -> F,
+    waiting: impl Fn(&T) -> bool,
+    how_far: impl Fn(&T) -> String,
+) -> (Result<T, KubeError>, bool) {
     loop {
-        let result = check_once(&cluster, &wanted, plan, facts).await;
-        let done = matches!(&result, Ok(k) if k.ok);
+        let result = check().await;
+        let wait = result.as_ref().map_or(true, &waiting);
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         match left {
-            Some(left) if !done && !left.is_zero() => {
+            Some(left) if wait && !left.is_zero() => {
                 let how_far = match &result {
-                    Ok(k) => k.eso.progress(),
+                    Ok(t) => how_far(t),
                     Err(e) => format!("cluster error: {e}"),
                 };
                 progress(Progress::Waiting(&format!(
@@ -118,18 +160,7 @@ pub async fn check(
                 )));
                 tokio::time::sleep(POLL.min(left)).await;
             }
-            _ => {
-                if let (Some(wait), false) = (req.wait, done) {
-                    notes.push(format!(
-                        "waited {} and not everything was Ready",
-                        humantime::format_duration(wait)
-                    ));
-                }
-                return match result {
-                    Ok(k) => Checked::Done(k),
-                    Err(e) => Checked::failed(e.to_string(), e.help()),
-                };
-            }
+            _ => return (result, deadline.is_some() && wait),
         }
     }
 }

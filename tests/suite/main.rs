@@ -7,6 +7,7 @@
 mod common;
 
 mod apply;
+mod argocd;
 mod change;
 mod cli;
 mod deploy;

@@ -10,7 +10,7 @@ use common::{OpenBao, Out, Run};
 use serde_json::{json, Value};
 
 /// The runbook's grant, and ESO's read of the database passwords ask-db pushes (issue 15).
-const RUNBOOK_POLICY: &str = r#"
+pub(crate) const RUNBOOK_POLICY: &str = r#"
 path "secret/data/ask/core-service/*"     { capabilities = ["create", "update", "read"] }
 path "secret/data/ask/postgresql/*"       { capabilities = ["read"] }
 path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }
@@ -24,7 +24,7 @@ fn has(out: &str, wanted: impl AsRef<str>) {
 }
 
 /// OpenBao with the real spec applied, ESO's role `kubernetes/eso` carrying `policy`.
-fn vault_with(policy: &str) -> OpenBao {
+pub(crate) fn vault_with(policy: &str) -> OpenBao {
     let bao = OpenBao::dev();
     Run::new(&bao)
         .real_specs()
@@ -72,7 +72,7 @@ const ZITADEL_KEYS: &[(&str, &str, Option<&str>)] = &[(
 
 /// The cluster as it is once the bootstrap is done: store Valid, both ExternalSecrets Ready
 /// after seeding, target Secrets with every key.
-fn healthy_cluster() -> FakeKube {
+pub(crate) fn healthy_cluster() -> FakeKube {
     let kube = FakeKube::start();
     kube.put(fake_kube::secret_store(
         "ask",

@@ -1,9 +1,10 @@
 //! A fake Kubernetes API server on loopback, for the client code that cannot meet a real one here.
 //!
 //! It speaks the REST paths kube-rs requests (discovery, ESO kinds in `v1`, `v1beta1` and
-//! `v1alpha1`, core/v1 Secrets and Events with field selectors, JSON merge patches on
-//! ExternalSecrets) and answers 404 with a real `Status` object for anything it does not serve.
-//! Objects are plain JSON shaped like `tests/fixtures/eso/`; the helpers below build them.
+//! `v1alpha1`, core/v1 Secrets, ConfigMaps and Events with field selectors, JSON merge patches on
+//! ExternalSecrets, Argo CD's `argoproj.io/v1alpha1` Applications) and answers 404 with a real `Status` object for anything it does not serve.
+//! Objects are plain JSON shaped like `tests/fixtures/eso/` and `tests/fixtures/argocd/`; the
+//! helpers below build them.
 //! [`FakeKube::start`] writes a real kubeconfig (bearer token, context `fake`) that the client
 //! under test reads; the server stops when dropped.
 //!
@@ -26,6 +27,8 @@ use serde_json::{json, Value};
 
 /// The ESO API group.
 pub const ESO_GROUP: &str = "external-secrets.io";
+/// Argo CD's API group (Applications in `v1alpha1`).
+pub const ARGOCD_GROUP: &str = "argoproj.io";
 
 /// A PATCH the server received.
 #[derive(Debug, Clone)]
@@ -375,6 +378,8 @@ fn plural_of(kind: &str) -> &'static str {
         "ClusterSecretStore" => "clustersecretstores",
         "Secret" => "secrets",
         "Event" => "events",
+        "Application" => "applications",
+        "ConfigMap" => "configmaps",
         other => panic!("fake kube: unknown kind {other}"),
     }
 }
@@ -623,6 +628,25 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
         ["api", "v1", "namespaces", ns, "secrets", name] if get => {
             Some(get_object(st, "v1", "secrets", Some(ns), name))
         }
+        ["api", "v1", "namespaces", ns, "configmaps", name] if get => {
+            Some(get_object(st, "v1", "configmaps", Some(ns), name))
+        }
+        ["apis", ARGOCD_GROUP, "v1alpha1"] if get => Some((
+            200,
+            resource_list(
+                &format!("{ARGOCD_GROUP}/v1alpha1"),
+                &[("applications", "Application", true)],
+            ),
+        )),
+        ["apis", ARGOCD_GROUP, "v1alpha1", "namespaces", ns, "applications", name] if get => {
+            Some(get_object(
+                st,
+                &format!("{ARGOCD_GROUP}/v1alpha1"),
+                "applications",
+                Some(ns),
+                name,
+            ))
+        }
         ["api", "v1", "namespaces", ns, "events"] if get => {
             Some((200, list_events(st, ns, &req.query)))
         }
@@ -763,7 +787,11 @@ fn get_object(
 }
 
 fn not_found_object(plural: &str, name: &str) -> (u16, Value) {
-    let group = if plural == "secrets" { "" } else { ESO_GROUP };
+    let group = match plural {
+        "secrets" | "configmaps" => "",
+        "applications" => ARGOCD_GROUP,
+        _ => ESO_GROUP,
+    };
     let resource = if group.is_empty() {
         plural.to_string()
     } else {
@@ -1138,4 +1166,15 @@ pub fn some_ca_pem() -> String {
     let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
     ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     ca.self_signed(&key).expect("CA").pem()
+}
+
+/// The one object of a fixture file in `tests/fixtures/argocd/` (where each comes from:
+/// `tests/fixtures/argocd/README.md`): an Application or an argocd-cm, for [`FakeKube::put`].
+pub fn argocd_fixture(file: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/argocd")
+        .join(file);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("fixture {} cannot be read: {e}", path.display()));
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("fixture {file} is not YAML: {e}"))
 }
