@@ -166,7 +166,7 @@ impl OpenBao {
                 home,
                 log,
             };
-            if bao.wait_ready(Duration::from_secs(30)) {
+            if bao.wait_ready(Duration::from_secs(30)) && bao.wait_kv_v2("secret") {
                 return bao;
             }
             last = bao.log_text();
@@ -349,6 +349,20 @@ impl OpenBao {
                 }
             }
             if let Some((200, _)) = raw_http(&self.addr, "GET", "/v1/sys/health", None, None) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// Wait until the KV v2 mount at `mount` answers: a new KV v2 mount, the dev server's
+    /// `secret/` included, upgrades in the background and refuses requests meanwhile ("Upgrading
+    /// from non-versioned to versioned data"), which made a test's first write fail under load.
+    fn wait_kv_v2(&self, mount: &str) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(30) {
+            if self.api("GET", &format!("{mount}/config"), None).0 == 200 {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(50));
