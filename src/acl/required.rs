@@ -248,7 +248,7 @@ pub fn provided_read(
 /// The folder a rule covers, with a trailing `/` (empty for the whole mount): the application's
 /// folder above `{env}` when the template ends with it, so one rule covers every environment as
 /// the runbook's does; else the environment's folder itself.
-fn rule_base(spec: &Spec, env: &str) -> String {
+pub(super) fn rule_base(spec: &Spec, env: &str) -> String {
     let template = spec.vault.path.trim_matches('/');
     match template.strip_suffix(ENV_PLACEHOLDER) {
         Some(above) if above.is_empty() || above.ends_with('/') => above.to_string(),

@@ -1,20 +1,43 @@
-//! `vault-seed policy ENV [--for eso|vso]`: print the minimal Vault policy ESO (or VSO) needs
-//! for an environment.
+//! `vault-seed policy ENV [--for eso|seeder|vso]`: print the minimal Vault policy ESO, vault-seed
+//! itself or the Vault Secrets Operator needs for an environment.
 
 use crate::acl;
 use crate::cli::{GlobalArgs, PolicyArgs, PolicyFor};
 use crate::report::hcl::PolicyReport;
+use crate::spec::EnvPlan;
 
 use super::Failure;
 
 pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Failure> {
     let set = super::load_specs(g)?;
     let plan = set.plan(&args.env, &[])?;
-    // No server is asked here: a spec without `kv_version` is taken as KV v2, as on `secret/`.
-    if args.for_ == PolicyFor::Vso {
-        return vso(args, &plan);
+    match args.holder {
+        PolicyFor::Eso => eso(args, &plan),
+        PolicyFor::Seeder => Ok(seeder(args, &plan)),
+        PolicyFor::Vso => vso(args, &plan),
     }
-    let requirements = acl::requirements(&plan, &|_| None);
+}
+
+/// vault-seed's own policy: never empty (it always checks its token and its mounts).
+fn seeder(args: &PolicyArgs, plan: &EnvPlan<'_>) -> PolicyReport {
+    PolicyReport {
+        env: args.env.clone(),
+        apps: plan.specs.iter().map(|(s, _)| s.name.clone()).collect(),
+        holder: "vault-seed",
+        policy_name: Some("vault-seed".into()),
+        notes: std::iter::once(
+            "what `apply`, `verify`, `set` and `rotate` send: each application's folder, and `read` on the paths other applications provide"
+                .to_string(),
+        )
+        .chain(acl::seeder_notes(plan))
+        .collect(),
+        rules: acl::seeder_rules(plan),
+    }
+}
+
+fn eso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
+    // No server is asked here: a spec without `kv_version` is taken as KV v2, as on `secret/`.
+    let requirements = acl::requirements(plan, &|_| None);
     let rules = acl::minimal_rules(&requirements);
     if rules.is_empty() {
         return Err(Failure::new(format!(
@@ -24,9 +47,10 @@ pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Fai
         .help("set `access = [\"read\"]` (or `push`, `list`) under `[eso]` in the spec"));
     }
     Ok(PolicyReport {
-        operator: "ESO",
         env: args.env.clone(),
         apps: plan.specs.iter().map(|(s, _)| s.name.clone()).collect(),
+        holder: "ESO",
+        notes: Vec::new(),
         policy_name: plan
             .specs
             .iter()
@@ -38,7 +62,7 @@ pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Fai
 }
 
 /// VSO's policy: `read` on each path's data (never metadata), for the specs with `[vso]`.
-fn vso(args: &PolicyArgs, plan: &crate::spec::EnvPlan<'_>) -> Result<PolicyReport, Failure> {
+fn vso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
     let rules = acl::minimal_rules(&acl::vso_requirements(plan, &|_| None));
     if rules.is_empty() {
         return Err(Failure::new(format!(
@@ -48,7 +72,6 @@ fn vso(args: &PolicyArgs, plan: &crate::spec::EnvPlan<'_>) -> Result<PolicyRepor
         .help("add `[vso]` with `static_secrets = [...]` to the specs whose secrets VSO reads"));
     }
     Ok(PolicyReport {
-        operator: "VSO",
         env: args.env.clone(),
         apps: plan
             .specs
@@ -56,6 +79,8 @@ fn vso(args: &PolicyArgs, plan: &crate::spec::EnvPlan<'_>) -> Result<PolicyRepor
             .filter(|(s, _)| s.vso.is_some())
             .map(|(s, _)| s.name.clone())
             .collect(),
+        holder: "VSO",
+        notes: Vec::new(),
         policy_name: plan
             .specs
             .iter()

@@ -48,6 +48,7 @@ pub fn wanted(plan: &EnvPlan<'_>, default_namespace: &str) -> Wanted {
         external_secrets: Vec::new(),
         push_secrets: Vec::new(),
         static_secrets: Vec::new(),
+        skip_target_secrets: false,
     };
     let mut seen = HashSet::new();
     for (spec, env) in &plan.specs {
@@ -99,7 +100,15 @@ pub async fn check(
         Ok(c) => c,
         Err((error, help)) => return Checked::failed(error, Some(help)),
     };
-    let wanted = wanted(plan, cluster.default_namespace());
+    let mut wanted = wanted(plan, cluster.default_namespace());
+    if req.skip_target_secrets {
+        // A Role without `get secrets` (which would also grant their values) suffices.
+        wanted.skip_target_secrets = true;
+        notes.push(
+            "target Secrets were not read (--skip-target-secrets): their keys were not checked"
+                .into(),
+        );
+    }
     if req.force_sync {
         let mut lines = eso::force_sync(&cluster, &wanted).await;
         lines.extend(vso::force_sync(&cluster, &wanted.static_secrets).await);
@@ -195,7 +204,14 @@ async fn check_once(
     facts: &Facts,
 ) -> Result<ClusterPart, KubeError> {
     let mut eso = eso::check(cluster, wanted, &plan.targets, facts).await?;
-    let vso = vso::check(cluster, &wanted.static_secrets, &plan.targets, facts).await?;
+    let vso = vso::check(
+        cluster,
+        &wanted.static_secrets,
+        wanted.skip_target_secrets,
+        &plan.targets,
+        facts,
+    )
+    .await?;
     let ok = eso.ok() && vso.ok();
     eso.objects.extend(vso.objects);
     Ok(ClusterPart {

@@ -92,6 +92,8 @@ pub struct Request {
     pub eso_token: Option<SecretString>,
     /// Requests to Vault in flight at once.
     pub concurrency: usize,
+    /// Read no target Secret (`--skip-target-secrets`): their keys go unchecked.
+    pub skip_target_secrets: bool,
 }
 
 impl Request {

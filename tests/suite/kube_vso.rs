@@ -902,3 +902,24 @@ fn a_cluster_without_vso_says_so() {
         "install the Vault Secrets Operator (its CRDs) or check the context"
     );
 }
+
+/// `--skip-target-secrets`: the destination Secret is not read (a Role without `get secrets`).
+#[test]
+fn skip_target_secrets_leaves_the_destination_unread() {
+    let w = world(true, VSO_POLICY);
+    w.kube
+        .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
+    w.kube.deny("secrets");
+    let doc = w
+        .verify(&["--skip-target-secrets", "-o", "json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(vss(&doc, "zitadel-masterkey")["ok"], true);
+    assert!(
+        !w.kube
+            .requests()
+            .iter()
+            .any(|r| r.path.contains("/secrets/")),
+        "a Secret was read"
+    );
+}
