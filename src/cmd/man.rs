@@ -48,7 +48,11 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          push_secret, ready, reason, message, event, explanations). argocd (specs with \
          [argocd]): apps (namespace, name, role, after, ok, exists, app_wave, parent, sync, \
          health, operation, unhealthy, problems, notes), argocd_cm (namespace, name, ok, exists, \
-         key, problems).",
+         key, problems). policy: ESO's report (ok covers both operators) and policy.vso, VSO's \
+         report of the same shape (null without [vso]). kube.vault_static_secrets: namespace, \
+         name, ok, synced, ready, healthy, secret_synced, generation, last_generation, path, \
+         type, destination_secret, vault_auth, reconciled_at, message, problems, explanations, \
+         notes. kube.objects: stores, PushSecrets, VaultAuths, VaultConnections.",
     ),
     (
         "set, rotate",

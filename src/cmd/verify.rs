@@ -70,6 +70,7 @@ fn request(args: &VerifyArgs) -> Result<Request, Failure> {
         context: args.context.clone(),
         eso_token: None,
         concurrency: usize::from(args.concurrency),
+        skip_target_secrets: args.skip_target_secrets,
     };
     if args.force_sync && !req.wants(PartName::Kube) {
         return Err(Failure::usage("--force-sync needs the Kubernetes part")

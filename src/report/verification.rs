@@ -10,7 +10,7 @@ use super::{gaps, Format, Rendered, Report, Style, View};
 use crate::seed::Status;
 use crate::verify::argocd::ArgocdPart;
 use crate::verify::cluster::ClusterPart;
-use crate::verify::grants::GrantsPart;
+use crate::verify::grants::{GrantsPart, PolicyPart};
 use crate::verify::values::ValuesPart;
 use crate::verify::{Checked, PartFailure, Verification};
 
@@ -140,17 +140,33 @@ fn values(out: &mut String, style: &Style, env: &str, v: &ValuesPart) {
     }
 }
 
-fn policy(out: &mut String, style: &Style, p: &GrantsPart, verbose: bool) {
+/// ESO's grants, then VSO's, each under its own line (`policy:` alone when only ESO counts, as
+/// before VSO was known).
+fn policy(out: &mut String, style: &Style, p: &PolicyPart, verbose: bool) {
+    let mut operators = p.operators().peekable();
+    if operators.peek().is_none() {
+        grants(out, style, &p.eso, "policy", verbose);
+    }
+    for g in operators {
+        let title = match (&p.vso, g.operator) {
+            (None, _) => "policy".to_string(),
+            (Some(_), who) => format!("policy ({})", who.name()),
+        };
+        grants(out, style, g, &title, verbose);
+    }
+}
+
+fn grants(out: &mut String, style: &Style, p: &GrantsPart, title: &str, verbose: bool) {
     let _ = writeln!(
         out,
-        "{} policy: {} ({})",
+        "{} {title}: {} ({})",
         mark(style, p.ok),
         if p.policies.is_empty() {
             "no policy".to_string()
         } else {
             t(&format!("`{}`", p.policies.join("`, `")))
         },
-        p.method.describe()
+        p.method.describe(p.operator)
     );
     for n in &p.notes {
         let _ = writeln!(out, "       note: {}", t(n));
@@ -169,6 +185,19 @@ fn policy(out: &mut String, style: &Style, p: &GrantsPart, verbose: bool) {
                 let _ = writeln!(out, "       {line}");
             }
         }
+    }
+}
+
+/// An object's problems, then why (`why:`), then notes (`note:`), under its line.
+fn details(out: &mut String, problems: &[String], why: &[String], notes: &[String]) {
+    for p in problems {
+        let _ = writeln!(out, "            {}", t(p));
+    }
+    for x in why {
+        let _ = writeln!(out, "            why: {}", t(x));
+    }
+    for n in notes {
+        let _ = writeln!(out, "            note: {}", t(n));
     }
 }
 
@@ -193,12 +222,23 @@ fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
             t(&es.namespace),
             t(&es.name)
         );
-        for p in &es.problems {
-            let _ = writeln!(out, "            {}", t(p));
-        }
-        for x in &es.explanations {
-            let _ = writeln!(out, "            why: {}", t(x));
-        }
+        details(out, &es.problems, &es.explanations, &[]);
+    }
+    for v in &k.vault_static_secrets {
+        let state = match (v.synced, v.ready.or(v.healthy)) {
+            (true, _) => "synced".to_string(),
+            (false, Some(_)) if v.generation > v.last_generation => "not reconciled".into(),
+            (false, Some(_)) => "not synced".into(),
+            (false, None) => "no status".into(),
+        };
+        let _ = writeln!(
+            out,
+            "     {} VaultStaticSecret {}/{}: {state}",
+            mark(style, v.ok),
+            t(&v.namespace),
+            t(&v.name)
+        );
+        details(out, &v.problems, &v.explanations, &v.notes);
     }
     for p in k.eso.provided.iter().filter(|p| !p.ok) {
         let _ = writeln!(

@@ -12,7 +12,7 @@ use toml_span::{de_helpers::TableHelper, ErrorKind, Span, Value};
 use super::diag::{is_unshowable, shown, Diagnostic, SourceFile, SHOWN_MAX};
 use super::{
     backticked, few, Argocd, AuthRole, Environment, Eso, EsoAccess, Field, Provided, Secret,
-    SecretOverride, Spec, SpecSet, VaultTarget, ENV_PLACEHOLDER,
+    SecretOverride, Spec, SpecSet, VaultTarget, Vso, ENV_PLACEHOLDER,
 };
 use crate::generate::{Generator, Param, Params, Syntax, GENERATOR_NAMES};
 use crate::kv::KvVersion;
@@ -493,8 +493,21 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
             BTreeMap::new()
         }
     };
+    let vso = th
+        .take("vso")
+        .map(|(_, v)| parse_vso(cx, v).unwrap_or_default());
     let eso = match th.take("eso") {
         Some((_, v)) => parse_eso(cx, v).unwrap_or_default(),
+        // A spec for VSO alone gives ESO nothing; without either section, ESO's default (the
+        // runbook's read and push) as before.
+        None if vso.is_some() => Eso {
+            access: EsoAccess {
+                read: false,
+                push: false,
+                list: false,
+            },
+            ..Eso::default()
+        },
         None => Eso::default(),
     };
     let argocd = th
@@ -577,6 +590,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
             })
             .collect(),
         eso,
+        vso,
         argocd,
         secrets,
     })
@@ -779,53 +793,9 @@ fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
     const CTX: &str = "`[eso]`";
     let mut th = cx.table(&mut v, CTX)?;
     let namespace = take_k8s_namespace(cx, &mut th, CTX);
-    let names = |cx: &mut Cx<'_>, th: &mut TableHelper<'_>, key: &'static str| -> Vec<String> {
-        cx.take_strings(th, key, CTX)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|(n, s)| check_k8s_name(cx, n, *s, &format!("an item of `{key}`")))
-            .map(|(n, _)| n)
-            .collect()
-    };
-    let external_secrets = names(cx, &mut th, "external_secrets");
-    let push_secrets = names(cx, &mut th, "push_secrets");
-    // Policy and role names go into request paths (`sys/policies/acl/<name>`,
-    // `auth/<mount>/role/<name>`): one plain segment each, as vault-seed's own names.
-    let policies: Vec<String> = cx
-        .take_strings(&mut th, "policies", CTX)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|(p, span)| match check_segment(&p) {
-            Ok(()) => Some(p),
-            Err(why) => {
-                cx.err(
-                    span,
-                    format!("an item of `policies` `{}` {why}", shown(&p)),
-                    Some(format!("a Vault policy's name; {SEGMENT_HELP}")),
-                );
-                None
-            }
-        })
-        .collect();
-    let auth_mount = cx.take_checked(
-        &mut th,
-        "auth_mount",
-        CTX,
-        check_path,
-        "the path of ESO's auth method under `auth/`, e.g. `kubernetes`",
-    );
-    let auth_role = cx
-        .take_checked(
-            &mut th,
-            "auth_role",
-            CTX,
-            check_segment,
-            "the name of ESO's role in that auth method, e.g. `eso`",
-        )
-        .map(|name| AuthRole {
-            mount: auth_mount.clone().unwrap_or_else(|| "kubernetes".into()),
-            name,
-        });
+    let external_secrets = take_k8s_names(cx, &mut th, "external_secrets", CTX);
+    let push_secrets = take_k8s_names(cx, &mut th, "push_secrets", CTX);
+    let (policies, auth_role) = take_policies_and_role(cx, &mut th, CTX, "ESO", "eso");
     let access = match cx.take_strings(&mut th, "access", CTX) {
         Some(items) => {
             let mut a = EsoAccess {
@@ -853,6 +823,86 @@ fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
         policies,
         auth_role,
         access,
+    })
+}
+
+/// A list of Kubernetes object names (`external_secrets`, `static_secrets`), each checked.
+fn take_k8s_names(
+    cx: &mut Cx<'_>,
+    th: &mut TableHelper<'_>,
+    key: &'static str,
+    ctx: &str,
+) -> Vec<String> {
+    cx.take_strings(th, key, ctx)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(n, s)| check_k8s_name(cx, n, *s, &format!("an item of `{key}`")))
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// `policies`, `auth_mount` and `auth_role` of `[eso]` or `[vso]` (`who` names the operator,
+/// `role_example` a typical role name).
+fn take_policies_and_role(
+    cx: &mut Cx<'_>,
+    th: &mut TableHelper<'_>,
+    ctx: &'static str,
+    who: &str,
+    role_example: &str,
+) -> (Vec<String>, Option<AuthRole>) {
+    // Policy and role names go into request paths (`sys/policies/acl/<name>`,
+    // `auth/<mount>/role/<name>`): one plain segment each, as vault-seed's own names.
+    let policies: Vec<String> = cx
+        .take_strings(th, "policies", ctx)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(p, span)| match check_segment(&p) {
+            Ok(()) => Some(p),
+            Err(why) => {
+                cx.err(
+                    span,
+                    format!("an item of `policies` `{}` {why}", shown(&p)),
+                    Some(format!("a Vault policy's name; {SEGMENT_HELP}")),
+                );
+                None
+            }
+        })
+        .collect();
+    let auth_mount = cx.take_checked(
+        th,
+        "auth_mount",
+        ctx,
+        check_path,
+        &format!("the path of {who}'s auth method under `auth/`, e.g. `kubernetes`"),
+    );
+    let auth_role = cx
+        .take_checked(
+            th,
+            "auth_role",
+            ctx,
+            check_segment,
+            &format!("the name of {who}'s role in that auth method, e.g. `{role_example}`"),
+        )
+        .map(|name| AuthRole {
+            mount: auth_mount.clone().unwrap_or_else(|| "kubernetes".into()),
+            name,
+        });
+    (policies, auth_role)
+}
+
+/// `[vso]`: the Vault Secrets Operator's VaultStaticSecrets, policies and auth role.
+fn parse_vso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Vso> {
+    const CTX: &str = "`[vso]`";
+    let mut th = cx.table(&mut v, CTX)?;
+    let namespace = take_k8s_namespace(cx, &mut th, CTX);
+    let static_secrets = take_k8s_names(cx, &mut th, "static_secrets", CTX);
+    let (policies, auth_role) = take_policies_and_role(cx, &mut th, CTX, "VSO", "vso");
+    cx.finish(th, CTX);
+    Some(Vso {
+        namespace,
+        static_secrets,
+        policies,
+        auth_role,
     })
 }
 

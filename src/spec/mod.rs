@@ -40,6 +40,9 @@ pub struct Spec {
     pub environments: BTreeMap<String, Environment>,
     /// How External Secrets Operator consumes the secrets.
     pub eso: Eso,
+    /// How the Vault Secrets Operator consumes them (`[vso]`); `None` when the spec has no
+    /// such section.
+    pub vso: Option<Vso>,
     /// How Argo CD deploys the secrets and their consumers (`[argocd]`), for `verify`.
     pub argocd: Option<Argocd>,
     /// The secrets, in file order.
@@ -143,6 +146,20 @@ pub struct Eso {
     pub auth_role: Option<AuthRole>,
     /// What ESO does with the paths.
     pub access: EsoAccess,
+}
+
+/// How the Vault Secrets Operator (VSO) reaches the secrets: VaultStaticSecrets, each reading
+/// one KV path (`read` on `<mount>/data/<path>`; VSO never reads metadata).
+#[derive(Debug, Clone, Default)]
+pub struct Vso {
+    /// The Kubernetes namespace of the VaultStaticSecrets.
+    pub namespace: Option<String>,
+    /// VaultStaticSecrets that read these paths.
+    pub static_secrets: Vec<String>,
+    /// Vault policies VSO's token carries.
+    pub policies: Vec<String>,
+    /// The Vault auth role of the VaultAuth VSO logs in with, whose `token_policies` count too.
+    pub auth_role: Option<AuthRole>,
 }
 
 /// The Argo CD layout of the runbook's fix (`[argocd]`): a secrets Application that makes the

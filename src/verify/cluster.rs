@@ -1,6 +1,6 @@
 //! The part `kube`: find the cluster as kubectl does, resolve the namespace of each object the
-//! specs name, then run the cluster checks ([`super::eso`]) once, or again every few seconds
-//! until they are done or `--wait` runs out.
+//! specs name, then run the cluster checks ([`super::eso`], [`super::vso`]) once, or again every
+//! few seconds until they are done or `--wait` runs out.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::eso::{self, EsoReport, Wanted};
 use super::facts::Facts;
+use super::vso::{self, VssCheck};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::{EsoCluster, KubeError};
 use crate::spec::EnvPlan;
@@ -26,9 +27,12 @@ pub struct ClusterPart {
     pub server: String,
     /// The kubeconfig context; `None` in a pod.
     pub context: Option<String>,
-    /// ESO's objects (`external_secrets`, `objects`).
+    /// ESO's objects (`external_secrets`, `objects`); VSO's VaultAuths and VaultConnections join
+    /// `objects`.
     #[serde(flatten)]
     pub eso: EsoReport,
+    /// VSO's VaultStaticSecrets.
+    pub vault_static_secrets: Vec<VssCheck>,
 }
 
 impl Part for ClusterPart {
@@ -43,6 +47,8 @@ pub fn wanted(plan: &EnvPlan<'_>, default_namespace: &str) -> Wanted {
     let mut wanted = Wanted {
         external_secrets: Vec::new(),
         push_secrets: Vec::new(),
+        static_secrets: Vec::new(),
+        skip_target_secrets: false,
     };
     let mut seen = HashSet::new();
     for (spec, env) in &plan.specs {
@@ -58,6 +64,18 @@ pub fn wanted(plan: &EnvPlan<'_>, default_namespace: &str) -> Wanted {
         }
         for name in &spec.eso.push_secrets {
             wanted.push_secrets.push((ns.clone(), name.clone()));
+        }
+        if let Some(v) = &spec.vso {
+            let ns = env
+                .kube_namespace
+                .clone()
+                .or_else(|| v.namespace.clone())
+                .unwrap_or_else(|| default_namespace.to_string());
+            for name in &v.static_secrets {
+                if !wanted.static_secrets.contains(&(ns.clone(), name.clone())) {
+                    wanted.static_secrets.push((ns.clone(), name.clone()));
+                }
+            }
         }
     }
     wanted
@@ -82,9 +100,19 @@ pub async fn check(
         Ok(c) => c,
         Err((error, help)) => return Checked::failed(error, Some(help)),
     };
-    let wanted = wanted(plan, cluster.default_namespace());
+    let mut wanted = wanted(plan, cluster.default_namespace());
+    if req.skip_target_secrets {
+        // A Role without `get secrets` (which would also grant their values) suffices.
+        wanted.skip_target_secrets = true;
+        notes.push(
+            "target Secrets were not read (--skip-target-secrets): their keys were not checked"
+                .into(),
+        );
+    }
     if req.force_sync {
-        for line in eso::force_sync(&cluster, &wanted).await {
+        let mut lines = eso::force_sync(&cluster, &wanted).await;
+        lines.extend(vso::force_sync(&cluster, &wanted.static_secrets).await);
+        for line in lines {
             progress(Progress::Did(&line));
             notes.push(line);
         }
@@ -95,7 +123,18 @@ pub async fn check(
         progress,
         || check_once(&cluster, &wanted, plan, facts),
         |k| !k.ok,
-        |k| k.eso.progress(),
+        |k| match (
+            wanted.external_secrets.is_empty(),
+            wanted.static_secrets.is_empty(),
+        ) {
+            (false, true) | (true, true) => k.eso.progress(),
+            (true, false) => progress_of_vso(&k.vault_static_secrets),
+            (false, false) => format!(
+                "{}, {}",
+                k.eso.progress(),
+                progress_of_vso(&k.vault_static_secrets)
+            ),
+        },
     )
     .await;
     if let (Some(wait), true) = (req.wait, ran_out) {
@@ -164,11 +203,30 @@ async fn check_once(
     plan: &EnvPlan<'_>,
     facts: &Facts,
 ) -> Result<ClusterPart, KubeError> {
-    let eso = eso::check(cluster, wanted, &plan.targets, facts).await?;
+    let mut eso = eso::check(cluster, wanted, &plan.targets, facts).await?;
+    let vso = vso::check(
+        cluster,
+        &wanted.static_secrets,
+        wanted.skip_target_secrets,
+        &plan.targets,
+        facts,
+    )
+    .await?;
+    let ok = eso.ok() && vso.ok();
+    eso.objects.extend(vso.objects);
     Ok(ClusterPart {
-        ok: eso.ok(),
+        ok,
         server: cluster.server().to_string(),
         context: cluster.context().map(str::to_string),
         eso,
+        vault_static_secrets: vso.vault_static_secrets,
     })
+}
+
+fn progress_of_vso(checks: &[VssCheck]) -> String {
+    format!(
+        "{}/{} VaultStaticSecret(s) done",
+        checks.iter().filter(|v| v.ok).count(),
+        checks.len()
+    )
 }

@@ -116,6 +116,10 @@ pub struct Wanted {
     pub external_secrets: Vec<(String, String)>,
     /// (namespace, name) of each PushSecret.
     pub push_secrets: Vec<(String, String)>,
+    /// (namespace, name) of each VSO VaultStaticSecret.
+    pub static_secrets: Vec<(String, String)>,
+    /// Do not read target Secrets (`--skip-target-secrets`): their keys are not checked.
+    pub skip_target_secrets: bool,
 }
 
 /// Annotate each wanted ExternalSecret with `force-sync=<unix time>`; returns what was done.
@@ -253,13 +257,20 @@ pub async fn check(
                         }
                     }
                 }
-                // The target Secret exists and has every key the ExternalSecret maps.
-                match cluster.secret_keys(ns, &es.target_secret).await? {
-                    None => problems.push(format!(
+                // The target Secret exists and has every key the ExternalSecret maps; unless
+                // reading Secrets is not allowed (a Role without `get secrets`).
+                let keys = if wanted.skip_target_secrets {
+                    None
+                } else {
+                    Some(cluster.secret_keys(ns, &es.target_secret).await?)
+                };
+                match keys {
+                    None => {}
+                    Some(None) => problems.push(format!(
                         "target Secret `{ns}/{}` does not exist",
                         es.target_secret
                     )),
-                    Some(keys) => {
+                    Some(Some(keys)) => {
                         let missing: Vec<&str> = es
                             .data
                             .iter()

@@ -6,7 +6,8 @@
 //! - [`grants`], the part `policy`: do ESO's Vault policies grant what it needs on every path;
 //! - [`cluster`], the part `kube`: finds the cluster and the namespaces, waits while `--wait`
 //!   lasts, and runs the cluster checks: [`eso`] (ExternalSecrets Ready and fresh, their target
-//!   Secrets, PushSecrets and stores);
+//!   Secrets, PushSecrets and stores) and [`vso`] (VaultStaticSecrets synced and fresh, their
+//!   destination Secrets, VaultAuths and VaultConnections);
 //! - [`argocd`], the part `argocd` (specs with `[argocd]`): the secrets app Synced and Healthy,
 //!   each consumer Application at a later app wave, argocd-cm's Application health check.
 //!
@@ -21,6 +22,7 @@ pub mod eso;
 pub mod facts;
 pub mod grants;
 pub mod values;
+pub mod vso;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -90,6 +92,8 @@ pub struct Request {
     pub eso_token: Option<SecretString>,
     /// Requests to Vault in flight at once.
     pub concurrency: usize,
+    /// Read no target Secret (`--skip-target-secrets`): their keys go unchecked.
+    pub skip_target_secrets: bool,
 }
 
 impl Request {
@@ -167,7 +171,7 @@ pub struct Verification {
     /// Vault's values; `None` when not asked for.
     pub vault: Option<Checked<values::ValuesPart>>,
     /// ESO's policy; `None` when not asked for.
-    pub policy: Option<Checked<grants::GrantsPart>>,
+    pub policy: Option<Checked<grants::PolicyPart>>,
     /// The cluster's objects; `None` when not asked for.
     pub kube: Option<Checked<cluster::ClusterPart>>,
     /// Argo CD's Applications; `None` when not asked for or no spec has `[argocd]`.

@@ -291,7 +291,7 @@ fn bash_completion_parses_and_completes_commands_and_their_options() {
     );
     assert_eq!(
         complete(&["vault-seed", "verify", "--skip-"]),
-        ["--skip-kube", "--skip-verify"]
+        ["--skip-kube", "--skip-target-secrets", "--skip-verify"]
     );
     assert_eq!(complete(&["vault-seed", "completions", "f"]), ["fish"]);
     // No flag that --help does not show (apply has no --dry-run).

@@ -708,7 +708,7 @@ fn verify_policy_as(bao: &OpenBao, token: &str, args: &[&str]) -> Out {
 }
 
 /// Find the probe tokens vault-seed created that still exist.
-fn live_probe_tokens(bao: &OpenBao) -> usize {
+pub(crate) fn live_probe_tokens(bao: &OpenBao) -> usize {
     let (status, body) = bao.api("LIST", "auth/token/accessors", None);
     assert_eq!(status, 200, "{body}");
     body["data"]["keys"]

@@ -6,6 +6,8 @@
 //! loudly when it is missing, it never skips.
 
 pub mod fake_kube;
+pub mod jwt;
+pub mod pod;
 pub mod proxy;
 pub mod run;
 
@@ -164,7 +166,7 @@ impl OpenBao {
                 home,
                 log,
             };
-            if bao.wait_ready(Duration::from_secs(30)) {
+            if bao.wait_ready(Duration::from_secs(30)) && bao.wait_kv_v2("secret") {
                 return bao;
             }
             last = bao.log_text();
@@ -347,6 +349,20 @@ impl OpenBao {
                 }
             }
             if let Some((200, _)) = raw_http(&self.addr, "GET", "/v1/sys/health", None, None) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// Wait until the KV v2 mount at `mount` answers: a new KV v2 mount, the dev server's
+    /// `secret/` included, upgrades in the background and refuses requests meanwhile ("Upgrading
+    /// from non-versioned to versioned data"), which made a test's first write fail under load.
+    fn wait_kv_v2(&self, mount: &str) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(30) {
+            if self.api("GET", &format!("{mount}/config"), None).0 == 200 {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -607,4 +623,11 @@ fn dechunk(mut s: &str) -> String {
         s = rest[n..].trim_start_matches("\r\n");
     }
     out
+}
+
+/// Fail, showing `out`, unless it contains `wanted`.
+#[track_caller]
+pub fn has(out: &str, wanted: impl AsRef<str>) {
+    let wanted = wanted.as_ref();
+    assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
 }
