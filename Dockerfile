@@ -1,4 +1,4 @@
-# vault-seed as an image for Argo CD hook Jobs and CI (deploy/, README "Run it inside the sync").
+# vault-seed as an image for Argo CD hook Jobs and CI (deploy/, docs/in-the-sync.md).
 #
 # Build:  docker build -t harbor.cl1.sq4.aegis.internal/platform/vault-seed:0.1.0 .
 #

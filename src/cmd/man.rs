@@ -1,6 +1,6 @@
 //! `vault-seed man`: the manual pages (roff, clap_mangen), from the same command definition as
 //! `--help`. The main page adds what someone who has only the binary needs: the `-o json`
-//! documents (JSON OUTPUT); the README has the full reference.
+//! documents (JSON OUTPUT); docs/ has the full reference.
 
 use std::path::Path;
 
@@ -151,7 +151,7 @@ pub fn main_page(main: &clap::Command) -> String {
          stay on stderr. ok is false exactly when the exit code is 1. A command that fails (exit 1 \
          or 2) prints {command, ok: false, error, help}, with errors when several problems are \
          behind it (a spec's: message, location, help). Keys are only ever added; the \
-         README describes each field in full. The top-level keys of each document, then what \
+         documentation (docs/ in the repository: each command's page) describes each field in full. The top-level keys of each document, then what \
          the nested ones hold:",
     )]);
     for (commands, keys, details) in JSON_DOCUMENTS {

@@ -25,7 +25,7 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Fai
             "no spec of environment `{}` has an `[argocd]` section",
             args.env
         ))
-        .help("add `[argocd]` with `secrets_app` and `consumers` to the spec (see the README's spec example), or leave `argocd` out of --only"));
+        .help("add `[argocd]` with `secrets_app` and `consumers` to the spec (docs/spec.md has an example), or leave `argocd` out of --only"));
     }
     let session = Session::from_plan(g, &plan, &args.vault)?;
     let runtime = super::runtime()?;

@@ -917,7 +917,7 @@ impl Cluster {
             audiences: None,
         });
         let bao = OpenBao::dev();
-        // The Vault side as the README has it: `vault-seed policy ENV --for seeder`'s policy.
+        // The Vault side as docs/in-the-sync.md has it: `vault-seed policy ENV --for seeder`'s policy.
         bao.put_policy("vault-seed", &crate::seeder_policy::printed("seeder").0);
         bao.put_policy("eso-ask-push", &crate::seeder_policy::printed("eso").0);
         // ask-db (an app wave before the secrets app) has pushed the paths it provides.
