@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::duration;
 use crate::report::{ColorChoice, Format};
+use crate::vault::login::{self, Kind};
 use crate::vault::ConnectOptions;
 
 const ABOUT: &str =
@@ -86,6 +87,73 @@ pub struct GlobalArgs {
     /// and tokens are never logged at any level.
     #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+
+    /// How to log in to Vault.
+    #[command(flatten)]
+    pub auth: AuthArgs,
+}
+
+/// How to log in to Vault, as `vault login -method=...` (src/vault/login.rs). Global: before or
+/// after the command's name. Under their own heading in `--help`.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Vault login")]
+pub struct AuthArgs {
+    /// How to log in to Vault; every method but `token` revokes its token at exit.
+    #[arg(long, global = true, env = "VAULT_SEED_AUTH", value_enum, default_value_t = Kind::Token, value_name = "METHOD")]
+    pub auth: Kind,
+    /// The auth method's role to log in as (kubernetes, jwt).
+    #[arg(long, global = true, env = "VAULT_SEED_ROLE", value_name = "ROLE")]
+    pub role: Option<String>,
+    /// Where the auth method is enabled, without `auth/` [default: the method's name].
+    #[arg(
+        long,
+        global = true,
+        env = "VAULT_SEED_AUTH_MOUNT",
+        value_name = "PATH"
+    )]
+    pub auth_mount: Option<String>,
+    /// File holding the JWT [kubernetes default:
+    /// /var/run/secrets/kubernetes.io/serviceaccount/token].
+    #[arg(long, global = true, env = "VAULT_SEED_JWT_FILE", value_name = "FILE")]
+    pub jwt_file: Option<PathBuf>,
+    /// Environment variable holding the JWT (`--auth jwt`; CI systems hand OIDC ID tokens over
+    /// this way).
+    #[arg(long, global = true, env = "VAULT_SEED_JWT_ENV", value_name = "VAR")]
+    pub jwt_env: Option<String>,
+    /// File holding the AppRole role-id.
+    #[arg(
+        long,
+        global = true,
+        env = "VAULT_SEED_ROLE_ID_FILE",
+        value_name = "FILE"
+    )]
+    pub role_id_file: Option<PathBuf>,
+    /// File holding the AppRole secret-id.
+    #[arg(
+        long,
+        global = true,
+        env = "VAULT_SEED_SECRET_ID_FILE",
+        value_name = "FILE"
+    )]
+    pub secret_id_file: Option<PathBuf>,
+    /// Do not revoke the login token at exit (it lives until its TTL).
+    #[arg(long, global = true, env = "VAULT_SEED_KEEP_TOKEN")]
+    pub keep_token: bool,
+}
+
+impl From<&AuthArgs> for login::Options {
+    fn from(a: &AuthArgs) -> login::Options {
+        login::Options {
+            kind: a.auth,
+            role: a.role.clone(),
+            mount: a.auth_mount.clone(),
+            jwt_file: a.jwt_file.clone(),
+            jwt_env: a.jwt_env.clone(),
+            role_id_file: a.role_id_file.clone(),
+            secret_id_file: a.secret_id_file.clone(),
+            keep_token: a.keep_token,
+        }
+    }
 }
 
 /// The commands.
@@ -109,8 +177,8 @@ pub enum Command {
     /// someone else created meanwhile.
     Apply(ApplyCmd),
 
-    /// Check that the bootstrap is done: values valid, ESO's policy sufficient, ExternalSecrets
-    /// Ready.
+    /// Check that the bootstrap is done: values valid, ESO's (and VSO's) policy sufficient,
+    /// ExternalSecrets Ready, VaultStaticSecrets synced.
     Verify(VerifyArgs),
 
     /// Store a value read from stdin (a PAT, a client token) in a secret's field.
@@ -121,7 +189,7 @@ pub enum Command {
     /// Replace a secret's value with a fresh one from its generator (old one kept in KV history).
     Rotate(RotateArgs),
 
-    /// Print the minimal Vault policy (HCL) that ESO needs for an environment.
+    /// Print the minimal Vault policy (HCL) ESO, VSO or vault-seed needs for an environment.
     Policy(PolicyArgs),
 
     /// Check offline that Secrets and ConfigMaps exist before their consumers run (Argo CD order).
@@ -299,21 +367,30 @@ pub struct VerifyArgs {
     /// The environment.
     #[arg(value_name = "ENV")]
     pub env: String,
-    /// Only these parts: vault, policy, kube (repeat or comma-separate).
+    /// Only these parts: vault, policy, kube, argocd (repeat or comma-separate).
     #[arg(long, value_delimiter = ',', value_name = "PART")]
     pub only: Vec<String>,
     /// Placeholders still unreplaced are failures, not warnings.
     #[arg(long)]
     pub strict: bool,
-    /// Poll until every ExternalSecret is Ready or this time is up (`5m`).
+    /// Poll until every ExternalSecret is Ready, every VaultStaticSecret synced and the secrets
+    /// app Healthy, or this time is up (`5m`).
     #[arg(long, value_parser = duration::parse, value_name = "DURATION")]
     pub wait: Option<std::time::Duration>,
-    /// Annotate the ExternalSecrets with `force-sync=<unix time>` so ESO refreshes now.
+    /// Annotate the ExternalSecrets with `force-sync=<unix time>` so ESO refreshes now, and the
+    /// VaultStaticSecrets with `vault-seed/force-sync=<unix time>`: VSO reads no resync
+    /// annotation, but reconciles a VaultStaticSecret at once when its annotations change (it
+    /// re-reads Vault and rewrites the Secret only if the data differs).
     #[arg(long)]
     pub force_sync: bool,
-    /// Skip the Kubernetes part (Vault and policy only).
+    /// Skip the Kubernetes parts, kube and argocd (Vault and policy only).
     #[arg(long)]
     pub skip_kube: bool,
+    /// Do not read the target Secrets of ExternalSecrets and VaultStaticSecrets (their keys go
+    /// unchecked), so verify needs no `get` on Secrets, which would also let it read their values
+    /// (a hook Job's Role).
+    #[arg(long, env = "VAULT_SEED_SKIP_TARGET_SECRETS")]
+    pub skip_target_secrets: bool,
     /// kubeconfig file; else KUBECONFIG, ~/.kube/config, in-cluster.
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
@@ -384,6 +461,21 @@ pub struct PolicyArgs {
     /// The environment.
     #[arg(value_name = "ENV")]
     pub env: String,
+    /// Whose policy to print.
+    #[arg(long = "for", value_enum, default_value_t = PolicyFor::Eso, value_name = "WHO")]
+    pub holder: PolicyFor,
+}
+
+/// Whose policy `policy` prints (`--for`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PolicyFor {
+    /// External Secrets Operator: what its ExternalSecrets and PushSecrets need.
+    Eso,
+    /// vault-seed itself: what `apply`, `verify` and `set`/`rotate` need.
+    Seeder,
+    /// Vault Secrets Operator: what its VaultStaticSecrets read (`read` on each path's data,
+    /// from `[vso]`).
+    Vso,
 }
 
 /// `order` options.

@@ -1,4 +1,4 @@
-//! Process exit codes, documented in the README and tested here.
+//! Process exit codes, documented in the README (exit codes) and tested here.
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -247,6 +247,7 @@ mod tests {
                 })
                 .collect(),
             kv_version: Some(KvVersion::V2),
+            provided: None,
         }
     }
 

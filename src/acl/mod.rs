@@ -8,6 +8,7 @@
 //! - [`requirements`] says what ESO needs on which path, from the spec's `eso.access`.
 //! - [`check`] compares the two and proposes the HCL to add, one rule per folder;
 //!   [`minimal_policy`] prints the smallest policy that satisfies a spec.
+//! - [`seeder_rules`] is the smallest policy vault-seed itself needs on an environment.
 //!
 //! No Vault client code lives here: reading policies from a server is the caller's business.
 
@@ -16,6 +17,7 @@ mod eval;
 mod hcl1;
 mod parse;
 mod required;
+mod seeder;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -28,7 +30,8 @@ pub use check::{
 };
 pub use eval::{evaluate, Acl, Decision, Grant, MatchKind, Refusal};
 pub use parse::{parse, PolicyError};
-pub use required::{requirements, Param, Requirement, Use};
+pub use required::{provided_read, requirements, vso_requirements, Param, Requirement, Use};
+pub use seeder::{seeder_notes, seeder_rules};
 
 /// A capability a Vault policy rule can grant (or `deny`).
 ///

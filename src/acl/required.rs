@@ -1,4 +1,5 @@
-//! What ESO needs on which Vault path, from the spec's `eso.access` and an environment's secrets.
+//! What ESO needs on which Vault path, from the spec's `eso.access` and an environment's secrets;
+//! and what the Vault Secrets Operator needs, from the spec's `[vso]`.
 
 use std::collections::BTreeMap;
 
@@ -6,7 +7,7 @@ use serde::Serialize;
 
 use super::{Capabilities, Capability};
 use crate::kv::{KvMount, KvVersion};
-use crate::spec::{EnvPlan, Spec, ENV_PLACEHOLDER};
+use crate::spec::{EnvPlan, Spec, Target, ENV_PLACEHOLDER};
 
 /// Why ESO needs a capability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -18,6 +19,9 @@ pub enum Use {
     Push,
     /// `dataFrom.find` lists the folder.
     List,
+    /// A VSO VaultStaticSecret reads the value.
+    #[serde(rename = "vault-static-secret")]
+    StaticSecret,
 }
 
 impl Use {
@@ -27,6 +31,7 @@ impl Use {
             Use::Read => "ExternalSecret read",
             Use::Push => "PushSecret",
             Use::List => "dataFrom.find",
+            Use::StaticSecret => "VaultStaticSecret read",
         }
     }
 }
@@ -107,6 +112,20 @@ pub fn requirements(
         let data_rule = format!("{data}{base}*");
         let meta_rule = format!("{meta}{base}*");
         for t in plan.targets.iter().filter(|t| t.spec_file == spec.file) {
+            // A path another application provides: ESO reads it; writing it is the provider's
+            // business (its own PushSecret and policy), so nothing more is required here.
+            if t.provided.is_some() {
+                if let (true, Some(r)) = (access.read, provided_read(spec, t, detected)) {
+                    add(
+                        r.path,
+                        &[Capability::Read],
+                        Use::Read,
+                        &r.folder_rule,
+                        Vec::new(),
+                    );
+                }
+                continue;
+            }
             if access.read {
                 add(
                     mount.data_path(&t.path),
@@ -163,14 +182,90 @@ pub fn requirements(
     by_path.into_values().collect()
 }
 
+/// Everything the Vault Secrets Operator needs for the secrets of `plan`'s specs that have a
+/// `[vso]` section, one entry per API path, sorted by path: `read` on `<mount>/data/<path>` on
+/// KV v2, `read` on `<mount>/<path>` on KV v1. VSO reads a KV v2 secret with one `GET` on the
+/// data path (`spec.version` is a query parameter of it), never lists and never reads metadata
+/// (vault-secrets-operator `vault/requests.go` `kvV2RequestV2`, `vault/utils.go` `JoinPath`;
+/// its own test policies in `test/integration/vaultstaticsecret/terraform/main.tf`).
+pub fn vso_requirements(
+    plan: &EnvPlan<'_>,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
+) -> Vec<Requirement> {
+    let mut by_path: BTreeMap<String, Requirement> = BTreeMap::new();
+    for (spec, env) in plan.specs.iter().filter(|(s, _)| s.vso.is_some()) {
+        let kv = KvVersion::resolve(spec.vault.kv_version, detected(&spec.vault.mount));
+        let mount = KvMount::new(&spec.vault.mount, kv);
+        let data_rule = format!("{}{}*", mount.data_prefix(), rule_base(spec, &env.name));
+        for t in plan.targets.iter().filter(|t| t.spec_file == spec.file) {
+            // A path another application provides is read under the provider's folder rule.
+            let r = match provided_read(spec, t, detected) {
+                Some(r) => r,
+                None => Requirement {
+                    path: mount.data_path(&t.path),
+                    capabilities: [Capability::Read].into(),
+                    uses: Vec::new(),
+                    folder_rule: data_rule.clone(),
+                    params: Vec::new(),
+                },
+            };
+            by_path.entry(r.path.clone()).or_insert(Requirement {
+                uses: vec![Use::StaticSecret],
+                ..r
+            });
+        }
+    }
+    by_path.into_values().collect()
+}
+
+/// What a reader needs on a path another application provides (`t.provided`): `read` on its
+/// data path, under a rule for the provider's folder (`secret/data/ask/postgresql/*`); `None` for
+/// a target vault-seed seeds. Never more: writing it is the provider's business. ESO's
+/// requirements above use it; so should any other reader's requirements (the Vault Secrets
+/// Operator's `policy --for vso`: read; vault-seed's own `policy --for seeder`: read only, since
+/// `apply` reads a provided path and never writes it).
+pub fn provided_read(
+    spec: &Spec,
+    t: &Target,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
+) -> Option<Requirement> {
+    let p = t.provided.as_ref()?;
+    let mount = t.kv_mount(detected);
+    let template = p
+        .path
+        .clone()
+        .unwrap_or_else(|| format!("{}/{}", spec.vault.path.trim_matches('/'), t.name));
+    let folder = template.rsplit_once('/').map_or("", |(f, _)| f);
+    Some(Requirement {
+        path: mount.data_path(&t.path),
+        capabilities: [Capability::Read].into_iter().collect(),
+        uses: vec![Use::Read],
+        folder_rule: format!("{}{}*", mount.data_prefix(), folder_base(folder, &t.path)),
+        params: Vec::new(),
+    })
+}
+
 /// The folder a rule covers, with a trailing `/` (empty for the whole mount): the application's
 /// folder above `{env}` when the template ends with it, so one rule covers every environment as
 /// the runbook's does; else the environment's folder itself.
-fn rule_base(spec: &Spec, env: &str) -> String {
+pub(super) fn rule_base(spec: &Spec, env: &str) -> String {
     let template = spec.vault.path.trim_matches('/');
     match template.strip_suffix(ENV_PLACEHOLDER) {
         Some(above) if above.is_empty() || above.ends_with('/') => above.to_string(),
         _ => format!("{}/", spec.folder(env).trim_matches('/')),
+    }
+}
+
+/// [`rule_base`] for a provided path: `folder` is its template's folder (`ask/postgresql/{env}`),
+/// `path` the path resolved for the environment.
+fn folder_base(folder: &str, path: &str) -> String {
+    let folder = folder.trim_matches('/');
+    match folder.strip_suffix(ENV_PLACEHOLDER) {
+        Some(above) if above.is_empty() || above.ends_with('/') => above.to_string(),
+        _ => match path.rsplit_once('/') {
+            Some((f, _)) => format!("{f}/"),
+            None => String::new(),
+        },
     }
 }
 
@@ -210,6 +305,28 @@ fields.value = { generator = "placeholder" }
         requirements(&plan, &|_| Some(kv))
     }
 
+    /// A secret another application provides (issue 15), to append to [`SPEC`].
+    const PROVIDED: &str = r#"
+[secrets.db-password]
+description = "d"
+provided_by = "db: pushed by PushSecret db-password"
+path = "team/db/{env}/db-password"
+fields.password = {}
+"#;
+
+    /// (path, capabilities, folder rule) of each requirement.
+    fn triples(r: &[Requirement]) -> Vec<(&str, Capabilities, &str)> {
+        r.iter()
+            .map(|r| {
+                (
+                    r.path.as_str(),
+                    r.capabilities.clone(),
+                    r.folder_rule.as_str(),
+                )
+            })
+            .collect()
+    }
+
     fn caps(c: &[Capability]) -> Capabilities {
         c.iter().copied().collect()
     }
@@ -227,16 +344,7 @@ fields.value = { generator = "placeholder" }
     #[test]
     fn push_and_list_on_kv_v2() {
         let r = reqs("\"read\", \"push\", \"list\"", KvVersion::V2);
-        let got: Vec<(&str, Capabilities, &str)> = r
-            .iter()
-            .map(|r| {
-                (
-                    r.path.as_str(),
-                    r.capabilities.clone(),
-                    r.folder_rule.as_str(),
-                )
-            })
-            .collect();
+        let got = triples(&r);
         assert_eq!(
             got,
             vec![
@@ -296,6 +404,74 @@ fields.value = { generator = "placeholder" }
         );
         let r = requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V1));
         assert_eq!(r[0].path, "kv/data/team/app/dev/A");
+    }
+
+    /// VSO reads the data path only, on each mount at its version; a spec without `[vso]`
+    /// gives it nothing, and `[vso]` alone gives ESO nothing.
+    #[test]
+    fn vso_reads_the_data_path_only() {
+        let vso_spec = SPEC.replace(
+            "[eso]\naccess = [\"ACCESS\"]",
+            "[vso]\nstatic_secrets = [\"a\"]",
+        );
+        let (_d, set) = load(&vso_spec);
+        let plan = set.plan("dev", &[]).unwrap();
+        let v2 = vso_requirements(&plan, &|_| Some(KvVersion::V2));
+        let got = triples(&v2);
+        assert_eq!(
+            got,
+            [
+                (
+                    "kv/data/team/app/dev/A",
+                    caps(&[Read]),
+                    "kv/data/team/app/*"
+                ),
+                (
+                    "kv/data/team/app/dev/B",
+                    caps(&[Read]),
+                    "kv/data/team/app/*"
+                ),
+            ]
+        );
+        assert!(v2.iter().all(|r| r.uses == [Use::StaticSecret]));
+        let v1 = vso_requirements(&plan, &|_| Some(KvVersion::V1));
+        assert_eq!(v1[0].path, "kv/team/app/dev/A");
+        assert_eq!(v1[0].folder_rule, "kv/team/app/*");
+        assert!(requirements(&plan, &|_| Some(KvVersion::V2)).is_empty());
+        let (_d, eso_only) = load(&SPEC.replace("\"ACCESS\"", "\"read\""));
+        assert!(vso_requirements(&eso_only.plan("dev", &[]).unwrap(), &|_| None).is_empty());
+        // A path another application provides: read under the provider's folder (issue 15).
+        let (_d, set) = load(&(vso_spec + PROVIDED));
+        let r = vso_requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V2));
+        let db = r.iter().find(|r| r.path.contains("db-password")).unwrap();
+        assert_eq!(
+            (db.path.as_str(), db.folder_rule.as_str()),
+            ("kv/data/team/db/dev/db-password", "kv/data/team/db/*")
+        );
+        assert_eq!(
+            (db.capabilities.clone(), db.uses.clone()),
+            (caps(&[Read]), vec![Use::StaticSecret])
+        );
+    }
+
+    /// Issue 15: a path another application provides is read by ESO (`read` on its data path,
+    /// under a rule for the provider's folder) and never pushed or listed from this spec.
+    #[test]
+    fn a_provided_path_needs_read_only() {
+        let spec = SPEC.replace("\"ACCESS\"", "\"read\", \"push\", \"list\"") + PROVIDED;
+        let (_d, set) = load(&spec);
+        let r = requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V2));
+        let db: Vec<_> = r
+            .iter()
+            .filter(|r| r.path.contains("db-password"))
+            .collect();
+        assert_eq!(db.len(), 1, "{r:?}");
+        assert_eq!(db[0].path, "kv/data/team/db/dev/db-password");
+        assert_eq!(db[0].capabilities, caps(&[Read]));
+        assert_eq!(db[0].uses, [Use::Read]);
+        assert_eq!(db[0].folder_rule, "kv/data/team/db/*");
+        // The spec's own secrets keep their push and list grants.
+        assert!(r.iter().any(|r| r.path == "kv/metadata/team/app/dev/A"));
     }
 
     #[test]

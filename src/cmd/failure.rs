@@ -134,6 +134,19 @@ impl From<VaultError> for Failure {
     }
 }
 
+impl From<crate::vault::login::LoginError> for Failure {
+    /// Exit 2 when nothing was sent (login options, an unreadable credential); 1 when Vault
+    /// refused the login or could not be asked.
+    fn from(e: crate::vault::login::LoginError) -> Failure {
+        let exit = if e.is_usage() {
+            Exit::Usage
+        } else {
+            Exit::Failure
+        };
+        Failure::new(e.to_string()).maybe_help(e.help()).exit(exit)
+    }
+}
+
 impl From<KubeError> for Failure {
     /// Exit 1: the cluster cannot be reached or read.
     fn from(e: KubeError) -> Failure {
@@ -228,7 +241,10 @@ mod tests {
             vec![("a".into(), None), ("b".into(), Some("h".into()))],
             "2 problems".into(),
         );
-        assert_eq!((two.message.as_str(), two.help.as_deref()), ("2 problems", None));
+        assert_eq!(
+            (two.message.as_str(), two.help.as_deref()),
+            ("2 problems", None)
+        );
         assert_eq!(two.problems.len(), 2);
         assert!(!two.is_its_one_problem());
     }

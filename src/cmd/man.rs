@@ -1,6 +1,6 @@
 //! `vault-seed man`: the manual pages (roff, clap_mangen), from the same command definition as
 //! `--help`. The main page adds what someone who has only the binary needs: the `-o json`
-//! documents (JSON OUTPUT); the README has the full reference.
+//! documents (JSON OUTPUT); docs/ has the full reference.
 
 use std::path::Path;
 
@@ -31,18 +31,28 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
         ],
         "results: one object per path and field, in spec order: path, mount, spec, field, \
          generator, outcome (created, exists, pending, recreated, extended, invalid, denied, \
-         error, skipped; with dry_run: create, recreate, extend), version (the KV v2 version \
-         after the run, or null), written, detail (a reason, never a value). summary counts the \
-         outcomes.",
+         error, skipped; with dry_run: create, recreate, extend; on a path another application \
+         provides: provided-present, provided-absent), version (the KV v2 version after the \
+         run, or null), written, detail (a reason, never a value), provided_by (the provider, or \
+         null). summary counts the outcomes.",
     ),
     (
         "verify",
         &[
-            "command", "env", "ok", "strict", "vault", "policy", "kube", "notes",
+            "command", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes",
         ],
         "A part not asked for is null; a part that could not be checked is {ok: false, error, \
          help}. vault.results: path, field, generator, status (valid, pending, missing, deleted, \
-         invalid, denied, error, skipped), version, created_time, detail.",
+         invalid, denied, error, skipped), version, created_time, detail, provided_by. \
+         kube.provided: the paths other applications provide (path, provided_by, ok, \
+         push_secret, ready, reason, message, event, explanations). argocd (specs with \
+         [argocd]): apps (namespace, name, role, after, ok, exists, app_wave, parent, sync, \
+         health, operation, unhealthy, problems, notes), argocd_cm (namespace, name, ok, exists, \
+         key, problems). policy: ESO's report (ok covers both operators) and policy.vso, VSO's \
+         report of the same shape (null without [vso]). kube.vault_static_secrets: namespace, \
+         name, ok, synced, ready, healthy, secret_synced, generation, last_generation, path, \
+         type, destination_secret, vault_auth, reconciled_at, message, problems, explanations, \
+         notes. kube.objects: stores, PushSecrets, VaultAuths, VaultConnections.",
     ),
     (
         "set, rotate",
@@ -141,7 +151,7 @@ pub fn main_page(main: &clap::Command) -> String {
          stay on stderr. ok is false exactly when the exit code is 1. A command that fails (exit 1 \
          or 2) prints {command, ok: false, error, help}, with errors when several problems are \
          behind it (a spec's: message, location, help). Keys are only ever added; the \
-         README describes each field in full. The top-level keys of each document, then what \
+         documentation (docs/ in the repository: each command's page) describes each field in full. The top-level keys of each document, then what \
          the nested ones hold:",
     )]);
     for (commands, keys, details) in JSON_DOCUMENTS {

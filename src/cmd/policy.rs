@@ -1,16 +1,43 @@
-//! `vault-seed policy ENV`: print the minimal Vault policy ESO needs for an environment.
+//! `vault-seed policy ENV [--for eso|seeder|vso]`: print the minimal Vault policy ESO, vault-seed
+//! itself or the Vault Secrets Operator needs for an environment.
 
 use crate::acl;
-use crate::cli::{GlobalArgs, PolicyArgs};
+use crate::cli::{GlobalArgs, PolicyArgs, PolicyFor};
 use crate::report::hcl::PolicyReport;
+use crate::spec::EnvPlan;
 
 use super::Failure;
 
 pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Failure> {
     let set = super::load_specs(g)?;
     let plan = set.plan(&args.env, &[])?;
+    match args.holder {
+        PolicyFor::Eso => eso(args, &plan),
+        PolicyFor::Seeder => Ok(seeder(args, &plan)),
+        PolicyFor::Vso => vso(args, &plan),
+    }
+}
+
+/// vault-seed's own policy: never empty (it always checks its token and its mounts).
+fn seeder(args: &PolicyArgs, plan: &EnvPlan<'_>) -> PolicyReport {
+    PolicyReport {
+        env: args.env.clone(),
+        apps: plan.specs.iter().map(|(s, _)| s.name.clone()).collect(),
+        holder: "vault-seed",
+        policy_name: Some("vault-seed".into()),
+        notes: std::iter::once(
+            "what `apply`, `verify`, `set` and `rotate` send: each application's folder, and `read` on the paths other applications provide"
+                .to_string(),
+        )
+        .chain(acl::seeder_notes(plan))
+        .collect(),
+        rules: acl::seeder_rules(plan),
+    }
+}
+
+fn eso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
     // No server is asked here: a spec without `kv_version` is taken as KV v2, as on `secret/`.
-    let requirements = acl::requirements(&plan, &|_| None);
+    let requirements = acl::requirements(plan, &|_| None);
     let rules = acl::minimal_rules(&requirements);
     if rules.is_empty() {
         return Err(Failure::new(format!(
@@ -22,10 +49,43 @@ pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Fai
     Ok(PolicyReport {
         env: args.env.clone(),
         apps: plan.specs.iter().map(|(s, _)| s.name.clone()).collect(),
+        holder: "ESO",
+        notes: Vec::new(),
         policy_name: plan
             .specs
             .iter()
             .flat_map(|(s, _)| s.eso.policies.iter())
+            .next()
+            .cloned(),
+        rules,
+    })
+}
+
+/// VSO's policy: `read` on each path's data (never metadata), for the specs with `[vso]`.
+fn vso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
+    let rules = acl::minimal_rules(&acl::vso_requirements(plan, &|_| None));
+    if rules.is_empty() {
+        return Err(Failure::new(format!(
+            "no spec of environment `{}` has a `[vso]` section",
+            args.env
+        ))
+        .help("add `[vso]` with `static_secrets = [...]` to the specs whose secrets VSO reads"));
+    }
+    Ok(PolicyReport {
+        env: args.env.clone(),
+        apps: plan
+            .specs
+            .iter()
+            .filter(|(s, _)| s.vso.is_some())
+            .map(|(s, _)| s.name.clone())
+            .collect(),
+        holder: "VSO",
+        notes: Vec::new(),
+        policy_name: plan
+            .specs
+            .iter()
+            .filter_map(|(s, _)| s.vso.as_ref())
+            .flat_map(|v| v.policies.iter())
             .next()
             .cloned(),
         rules,

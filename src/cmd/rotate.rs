@@ -6,7 +6,7 @@ use crate::report::{self, changes::ChangeReport};
 use crate::vault::VaultError;
 
 use super::session::Session;
-use super::set::changed_meanwhile;
+use super::set::{changed_meanwhile, refuse_provided};
 use super::Failure;
 
 pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Failure> {
@@ -17,6 +17,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
         (t, None) => (t.clone(), t.fields.clone()),
     };
     let path = t.full_path();
+    refuse_provided(&t, "rotate", &env)?;
     // Refusals that need no server: nothing is sent (exit 2, as every refused request).
     if t.fixed {
         return Err(Failure::usage(format!("`{path}` is fixed: data is encrypted with it, so it never rotates"))

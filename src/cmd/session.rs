@@ -9,6 +9,7 @@ use crate::kv::KvMount;
 use crate::mounts::{self, MountTrust};
 use crate::report::{self, Style};
 use crate::spec::{EnvPlan, Target};
+use crate::vault::login::{self, Method, Revoker};
 use crate::vault::{Settings, Vault};
 
 use super::Failure;
@@ -27,6 +28,23 @@ pub(crate) struct Session {
     pub vault: Vault,
     /// Styling of stderr, for what the session says while it runs.
     pub style: Style,
+    /// Revokes the login token when the session ends (`None`: a token from the environment,
+    /// never revoked).
+    _revoker: Option<Revoker>,
+}
+
+/// Log in by `method` (one request, before any other) and put the token into `settings`; the
+/// returned [`Revoker`] revokes it when dropped, unless `--keep-token`. A failure is exit 2 when
+/// nothing was sent (options, credential files), else 1.
+fn log_in(g: &GlobalArgs, method: &Method, settings: &mut Settings) -> Result<Revoker, Failure> {
+    let usage = |e| Failure::from(e).exit(Exit::Usage);
+    let credentials = method.credentials()?;
+    let anonymous = Vault::new(settings).map_err(usage)?;
+    let logged_in = super::runtime()?.block_on(login::login(&anonymous, &credentials))?;
+    settings.token = logged_in.token.clone();
+    settings.token_source = logged_in.source.clone();
+    let own = Vault::new(settings).map_err(usage)?;
+    Ok(Revoker::new(own, &logged_in, g.auth.keep_token))
 }
 
 impl Session {
@@ -51,7 +69,12 @@ impl Session {
     ) -> Result<Session, Failure> {
         let style = Style::stderr(g.color);
         let usage = |e| Failure::from(e).exit(Exit::Usage);
-        let settings = Settings::resolve(
+        let method = login::Options::from(&g.auth).method()?;
+        let resolve = match method {
+            Method::Token => Settings::resolve,
+            _ => Settings::resolve_without_token,
+        };
+        let mut settings = resolve(
             &vault_args.options(),
             plan.vault_addr(),
             plan.vault_namespace(),
@@ -60,6 +83,10 @@ impl Session {
         if settings.skip_verify {
             report::warn(&style, "TLS verification is off (VAULT_SKIP_VERIFY): anyone on the path can read the token and the secrets");
         }
+        let revoker = match method {
+            Method::Token => None,
+            _ => Some(log_in(g, &method, &mut settings)?),
+        };
         let vault = Vault::new(&settings).map_err(usage)?;
         Ok(Session {
             env: plan.env.clone(),
@@ -68,6 +95,7 @@ impl Session {
             settings,
             vault,
             style,
+            _revoker: revoker,
         })
     }
 

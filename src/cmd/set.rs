@@ -9,6 +9,7 @@ use crate::cli::{GlobalArgs, SetArgs};
 use crate::generate::{Generator, Validity};
 use crate::replace::{self, ChangeError};
 use crate::report::{self, changes::ChangeReport};
+use crate::spec::Target;
 use crate::vault::{FieldValue, VaultError};
 
 use super::prompt::HiddenTty;
@@ -34,6 +35,7 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             )))
         }
     };
+    refuse_provided(&t, "set", &env)?;
     let runtime = super::runtime()?;
     runtime.block_on(async {
         let mount = session.mount_for(&t, &args.assume_kv_mount).await?;
@@ -122,6 +124,22 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             Err(e) => Err(e.into()),
         }
     })
+}
+
+/// A path another application provides is never written: a refused request, before anything is
+/// sent (exit 2).
+pub(super) fn refuse_provided(t: &Target, command: &str, env: &str) -> Result<(), Failure> {
+    match &t.provided {
+        None => Ok(()),
+        Some(p) => Err(Failure::usage(format!(
+            "`{}` is provided by another application ({}): vault-seed never writes it; nothing was sent",
+            t.full_path(),
+            p.by
+        ))
+        .help(format!(
+            "its provider makes and changes it, not `{command}`; `vault-seed verify {env}` shows whether it is there and valid"
+        ))),
+    }
 }
 
 /// Check-and-set refused the write: someone changed the secret after it was read (exit 1).

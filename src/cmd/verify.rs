@@ -20,6 +20,13 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Fai
     let req = request(args)?;
     let set = super::load_specs(g)?;
     let plan = set.plan(&args.env, &[])?;
+    if req.parts.contains(&PartName::Argocd) && !verify::argocd::configured(&plan) {
+        return Err(Failure::usage(format!(
+            "no spec of environment `{}` has an `[argocd]` section",
+            args.env
+        ))
+        .help("add `[argocd]` with `secrets_app` and `consumers` to the spec (docs/spec.md has an example), or leave `argocd` out of --only"));
+    }
     let session = Session::from_plan(g, &plan, &args.vault)?;
     let runtime = super::runtime()?;
     runtime.block_on(async {
@@ -63,6 +70,7 @@ fn request(args: &VerifyArgs) -> Result<Request, Failure> {
         context: args.context.clone(),
         eso_token: None,
         concurrency: usize::from(args.concurrency),
+        skip_target_secrets: args.skip_target_secrets,
     };
     if args.force_sync && !req.wants(PartName::Kube) {
         return Err(Failure::usage("--force-sync needs the Kubernetes part")

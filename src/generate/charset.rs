@@ -108,7 +108,7 @@ impl CharClasses {
                 let mut chunk = Zeroizing::new(vec![0u8; (length - out.len()) * 2 + 8]);
                 SysRng
                     .try_fill_bytes(&mut chunk)
-                    .map_err(|e| RngError(e.to_string()))?;
+                    .map_err(|e| RngError::Failed(e.to_string()))?;
                 for &b in chunk.iter() {
                     if (b as usize) < limit && out.len() < length {
                         out.push(alphabet[b as usize % alphabet.len()]);

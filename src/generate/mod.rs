@@ -66,6 +66,10 @@ pub enum Generator {
     },
     /// A random UUID, version 4.
     Uuid,
+    /// Not a generator: the field of a provided secret (`provided_by`) declared without one.
+    /// Another application makes the value; any non-empty text is accepted and nothing is ever
+    /// generated (no spec or `gen` can name it).
+    Any,
 }
 
 /// The names a spec or `vault-seed gen` may use for a generator.
@@ -92,10 +96,16 @@ pub enum Validity {
     Invalid(String),
 }
 
-/// The operating system's random number generator failed.
+/// No value could be made.
 #[derive(Debug, thiserror::Error)]
-#[error("the operating system's random number generator failed: {0}")]
-pub struct RngError(String);
+pub enum RngError {
+    /// The operating system's random number generator failed.
+    #[error("the operating system's random number generator failed: {0}")]
+    Failed(String),
+    /// The field's value is made by another application ([`Generator::Any`]).
+    #[error("the value is made by another application; vault-seed generates none")]
+    NotGenerated,
+}
 
 impl Generator {
     /// The generator's name as written in specs and in reports (`hex`, `fernet`, ...).
@@ -111,6 +121,7 @@ impl Generator {
             Generator::Base64 { url_safe: true, .. } => "base64url",
             Generator::Password { .. } => "password",
             Generator::Uuid => "uuid",
+            Generator::Any => "any",
         }
     }
 
@@ -143,6 +154,7 @@ impl Generator {
                 zeroize::Zeroize::zeroize(&mut b);
                 id.hyphenated().to_string()
             }
+            Generator::Any => return Err(RngError::NotGenerated),
         };
         let value = SecretString::from(value);
         if !self.is_placeholder() {
@@ -211,6 +223,8 @@ impl Generator {
                 Ok(_) => Validity::Valid,
                 Err(_) => Validity::Invalid("is not a UUID".to_string()),
             },
+            Generator::Any if v.is_empty() => Validity::Invalid("is empty".to_string()),
+            Generator::Any => Validity::Valid,
         }
     }
 
@@ -235,6 +249,7 @@ impl Generator {
                 format!("{length}-char password from {classes}")
             }
             Generator::Uuid => "random UUID v4".into(),
+            Generator::Any => "any non-empty text, made by another application".into(),
         }
     }
 }
@@ -265,7 +280,7 @@ pub(crate) fn random_bytes(n: usize) -> Result<Zeroizing<Vec<u8>>, RngError> {
     let mut buf = Zeroizing::new(vec![0u8; n]);
     SysRng
         .try_fill_bytes(&mut buf)
-        .map_err(|e| RngError(e.to_string()))?;
+        .map_err(|e| RngError::Failed(e.to_string()))?;
     Ok(buf)
 }
 

@@ -69,6 +69,7 @@ proptest! {
                 prop_assert_eq!(id.get_version_num(), 4);
                 prop_assert_eq!(v.len(), 36);
             }
+            Generator::Any => unreachable!("not among the generators drawn"),
         }
     }
 
@@ -189,4 +190,20 @@ fn uuid_validation() {
 fn debug_of_generator_shows_format_only() {
     let g = Generator::Hex { bytes: 32 };
     assert_eq!(format!("{g:?}"), "32 random bytes as hex (64 chars)");
+}
+
+/// `any` (a provided field without a validator) accepts any non-empty text and never makes a
+/// value: a provided path is never written, and this holds even if a caller forgets that.
+#[test]
+fn any_validates_non_empty_text_and_generates_nothing() {
+    assert_eq!(Generator::Any.validate(&s("x")), Validity::Valid);
+    assert!(matches!(
+        Generator::Any.validate(&s("")),
+        Validity::Invalid(_)
+    ));
+    assert!(matches!(
+        Generator::Any.generate(),
+        Err(RngError::NotGenerated)
+    ));
+    assert!(!GENERATOR_NAMES.contains(&Generator::Any.name()));
 }

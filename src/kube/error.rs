@@ -215,6 +215,9 @@ impl KubeError {
                 "check with `kubectl auth can-i {verb} {resource}{}`",
                 ns_flag(namespace)
             ),
+            KubeError::NotServed { group, .. } if *group == super::VSO_GROUP => {
+                "install the Vault Secrets Operator (its CRDs) or check the context".into()
+            }
             KubeError::NotServed { .. } => {
                 "install External Secrets Operator (its CRDs) or check the context".into()
             }

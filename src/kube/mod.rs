@@ -10,9 +10,11 @@
 //! to `v1beta1` when the cluster does not serve v1 (ESO before 0.16, or a chart that re-enables
 //! v1beta1 only). Secret values never leave this module: only a Secret's keys are returned.
 
+mod argocd;
 mod config;
 mod error;
 mod status;
+mod vso;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -28,10 +30,16 @@ use k8s_openapi::api::core::v1::{Event, Secret};
 use serde::de::IgnoredAny;
 use time::OffsetDateTime;
 
+pub use argocd::{AppLookup, AppResource, ApplicationInfo, OperationInfo, ARGOCD_GROUP};
 pub use error::KubeError;
 pub use status::{
     EventInfo, ExternalSecretInfo, PushSecretInfo, ReadyCondition, RemoteRef, SecretStoreInfo,
     StoreKind, StoreRef, ESO_GROUP,
+};
+
+pub use vso::{
+    parse_ref, Condition, VaultStaticSecretInfo, VsoKind, VsoObjectInfo, VAULT_AUTH,
+    VAULT_CONNECTION, VAULT_STATIC_SECRET, VSO_DEFAULT_NAME, VSO_GROUP, VSO_VERSION,
 };
 
 use status::object_name;
@@ -43,6 +51,14 @@ pub const PUSH_SECRET_VERSIONS: [&str; 1] = ["v1alpha1"];
 
 /// The annotation that makes ESO refresh an ExternalSecret at once.
 pub const FORCE_SYNC_ANNOTATION: &str = "force-sync";
+
+/// The annotation vault-seed sets on a VaultStaticSecret to make VSO reconcile it at once. VSO
+/// has no resync annotation that it reads (`consts.AnnotationResync` is defined and never used in
+/// v1.4.1), but any change of a VaultStaticSecret's annotations re-queues it
+/// (`controllers/predicates.go` `annotationChangedPredicate`, installed as the event filter in
+/// `SetupWithManager`): the reconcile reads Vault, rewrites the Secret if the data differs, and
+/// rewrites `Ready`/`Healthy` either way.
+pub const VSO_FORCE_SYNC_ANNOTATION: &str = "vault-seed/force-sync";
 
 /// Connecting never waits longer than this for a TCP/TLS handshake.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -259,20 +275,9 @@ impl EsoCluster {
     ) -> Result<Vec<EventInfo>, KubeError> {
         let api: Api<Event> = Api::namespaced(self.client.clone(), ns);
         let selector = format!("involvedObject.name={name},involvedObject.kind={kind}");
-        let list = api
-            .list(&ListParams::default().fields(&selector))
-            .await
-            .map_err(|e| {
-                self.error(
-                    e,
-                    Op {
-                        verb: "list",
-                        resource: "events".into(),
-                        namespace: Some(ns),
-                        name: &selector,
-                    },
-                )
-            })?;
+        let list = self
+            .list_fields(&api, &selector, "events".into(), Some(ns))
+            .await?;
         let mut events: Vec<(Option<OffsetDateTime>, EventInfo)> = list
             .items
             .into_iter()
@@ -315,16 +320,34 @@ impl EsoCluster {
             .strip_prefix(ESO_GROUP)
             .and_then(|v| v.strip_prefix('/'))
             .unwrap_or(api_version);
-        // Whole seconds: the annotation holds a unix time and refreshTime has no fraction.
+        let gvk = GroupVersionKind::gvk(ESO_GROUP, version, EXTERNAL_SECRET.kind);
+        self.annotate_now(
+            &gvk,
+            EXTERNAL_SECRET.plural,
+            ns,
+            name,
+            FORCE_SYNC_ANNOTATION,
+        )
+        .await
+    }
+
+    /// Set annotation `key` of a namespaced object to the unix time now (JSON merge patch);
+    /// returns that time, in whole seconds (the annotation holds a unix time, and ESO's
+    /// `refreshTime` and VSO's condition times have no fraction).
+    async fn annotate_now(
+        &self,
+        gvk: &GroupVersionKind,
+        plural: &str,
+        ns: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<OffsetDateTime, KubeError> {
         let now = OffsetDateTime::now_utc();
         let now = now.replace_nanosecond(0).unwrap_or(now);
         let patch = serde_json::json!({
-            "metadata": { "annotations": { FORCE_SYNC_ANNOTATION: now.unix_timestamp().to_string() } }
+            "metadata": { "annotations": { key: now.unix_timestamp().to_string() } }
         });
-        let ar = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(ESO_GROUP, version, EXTERNAL_SECRET.kind),
-            EXTERNAL_SECRET.plural,
-        );
+        let ar = ApiResource::from_gvk_with_plural(gvk, plural);
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
         api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -333,14 +356,145 @@ impl EsoCluster {
                     e,
                     Op {
                         verb: "patch",
-                        resource: format!("{}.{ESO_GROUP}", EXTERNAL_SECRET.plural),
+                        resource: format!("{plural}.{}", gvk.group),
                         namespace: Some(ns),
                         name,
                     },
                 )
             })?;
-        tracing::debug!(%ns, %name, at = now.unix_timestamp(), "force-sync annotation set");
+        tracing::debug!(%ns, %name, %key, at = now.unix_timestamp(), "annotation set");
         Ok(now)
+    }
+
+    /// A VaultStaticSecret; `None` when it does not exist.
+    pub async fn vault_static_secret(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<VaultStaticSecretInfo>, KubeError> {
+        match self.get_vso(VAULT_STATIC_SECRET, ns, name).await? {
+            Some(obj) => vso::vault_static_secret_info(&obj).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A VaultAuth or VaultConnection; `None` when it does not exist.
+    pub async fn vso_object(
+        &self,
+        kind: VsoKind,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<VsoObjectInfo>, KubeError> {
+        match self.get_vso(kind, ns, name).await? {
+            Some(obj) => vso::vso_object_info(&obj, kind).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The VaultAuths (or VaultConnections) named `default` in any namespace: VSO's default is the
+    /// one in its own namespace, which vault-seed does not know (a list across namespaces with
+    /// the field selector `metadata.name=default`).
+    pub async fn vso_defaults(&self, kind: VsoKind) -> Result<Vec<VsoObjectInfo>, KubeError> {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(VSO_GROUP, VSO_VERSION, kind.kind),
+            kind.plural,
+        );
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+        let selector = format!("metadata.name={VSO_DEFAULT_NAME}");
+        let resource = format!("{}.{VSO_GROUP}", kind.plural);
+        let list = self.list_fields(&api, &selector, resource, None).await?;
+        list.items
+            .iter()
+            .map(|obj| {
+                let value = serde_json::to_value(obj).map_err(|e| KubeError::Decode {
+                    verb: "list",
+                    resource: format!("{}.{VSO_GROUP}", kind.plural),
+                    object: selector.clone(),
+                    detail: e.to_string(),
+                })?;
+                vso::vso_object_info(&value, kind)
+            })
+            .collect()
+    }
+
+    /// Annotate a VaultStaticSecret with `vault-seed/force-sync=<unix time>` (JSON merge patch):
+    /// VSO reconciles an object whose annotations changed at once ([`VSO_FORCE_SYNC_ANNOTATION`]).
+    /// Returns the time written; a `Ready` condition written later comes from that reconcile.
+    pub async fn force_sync_vso(&self, ns: &str, name: &str) -> Result<OffsetDateTime, KubeError> {
+        let gvk = GroupVersionKind::gvk(VSO_GROUP, VSO_VERSION, VAULT_STATIC_SECRET.kind);
+        self.annotate_now(
+            &gvk,
+            VAULT_STATIC_SECRET.plural,
+            ns,
+            name,
+            VSO_FORCE_SYNC_ANNOTATION,
+        )
+        .await
+    }
+
+    /// List `api`'s objects that the field selector `selector` matches; an error names
+    /// `resource` and the selector.
+    async fn list_fields<K>(
+        &self,
+        api: &Api<K>,
+        selector: &str,
+        resource: String,
+        namespace: Option<&str>,
+    ) -> Result<::kube::core::ObjectList<K>, KubeError>
+    where
+        K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        api.list(&ListParams::default().fields(selector))
+            .await
+            .map_err(|e| {
+                self.error(
+                    e,
+                    Op {
+                        verb: "list",
+                        resource,
+                        namespace,
+                        name: selector,
+                    },
+                )
+            })
+    }
+
+    /// Get a VSO object (`v1beta1`). A 404 is followed by a look at the version's resource list:
+    /// if the cluster serves the kind, the object is absent; if not, VSO is not installed.
+    async fn get_vso(
+        &self,
+        kind: VsoKind,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<serde_json::Value>, KubeError> {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(VSO_GROUP, VSO_VERSION, kind.kind),
+            kind.plural,
+        );
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
+        let op = || Op {
+            verb: "get",
+            resource: format!("{}.{VSO_GROUP}", kind.plural),
+            namespace: Some(ns),
+            name,
+        };
+        match api.get(name).await {
+            Ok(obj) => serde_json::to_value(&obj)
+                .map(Some)
+                .map_err(|e| self.decode_error(&op(), e.to_string())),
+            Err(::kube::Error::Api(ErrorResponse { code: 404, .. })) => {
+                if self.serves(VSO_GROUP, kind.plural, VSO_VERSION).await? {
+                    Ok(None)
+                } else {
+                    Err(KubeError::NotServed {
+                        kind: kind.kind,
+                        group: VSO_GROUP,
+                        versions: vec![VSO_VERSION],
+                    })
+                }
+            }
+            Err(e) => Err(self.error(e, op())),
+        }
     }
 
     /// Get an ESO object, trying its versions in order. A 404 on a version is followed by a
@@ -386,7 +540,7 @@ impl EsoCluster {
                     return Ok(Some((value, api_version)));
                 }
                 Err(::kube::Error::Api(ErrorResponse { code: 404, .. })) => {
-                    if self.serves(kind.plural, version).await? {
+                    if self.serves(ESO_GROUP, kind.plural, version).await? {
                         return Ok(None);
                     }
                     tracing::debug!(kind = kind.kind, %version, "not served, trying the next version");
@@ -401,8 +555,13 @@ impl EsoCluster {
         })
     }
 
-    /// Whether `external-secrets.io/<version>` lists `plural` (discovery, remembered).
-    async fn serves(&self, plural: &'static str, version: &'static str) -> Result<bool, KubeError> {
+    /// Whether `<group>/<version>` lists `plural` (discovery, remembered).
+    async fn serves(
+        &self,
+        group: &str,
+        plural: &'static str,
+        version: &'static str,
+    ) -> Result<bool, KubeError> {
         if let Some(known) = self
             .served
             .lock()
@@ -411,7 +570,7 @@ impl EsoCluster {
         {
             return Ok(known);
         }
-        let group_version = format!("{ESO_GROUP}/{version}");
+        let group_version = format!("{group}/{version}");
         let served = match self.client.list_api_group_resources(&group_version).await {
             Ok(list) => list.resources.iter().any(|r| r.name == plural),
             Err(::kube::Error::Api(ErrorResponse { code: 404, .. })) => false,

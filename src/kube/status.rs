@@ -167,6 +167,12 @@ pub struct EventInfo {
     pub count: u32,
 }
 
+/// An object's `metadata.name` and `metadata.namespace` (empty when absent).
+pub(crate) fn name_and_namespace(obj: &Value) -> (String, String) {
+    let at = |p| str_at(obj, p).unwrap_or_default().to_string();
+    (at("/metadata/name"), at("/metadata/namespace"))
+}
+
 /// `namespace/name`, the way errors name an object.
 pub(crate) fn object_name(namespace: Option<&str>, name: &str) -> String {
     match namespace {
@@ -204,15 +210,26 @@ pub fn ready_condition(
     kind: &'static str,
     object: &str,
 ) -> Result<ReadyCondition, KubeError> {
+    Ok(condition(obj, "Ready", kind, object)?.unwrap_or_default())
+}
+
+/// Read the condition of type `type_` (`Ready`, VSO's `Healthy`, `SecretSynced`); `None` when
+/// the object has none. Its status is in [`ReadyCondition::ready`] whatever the type.
+pub fn condition(
+    obj: &Value,
+    type_: &str,
+    kind: &'static str,
+    object: &str,
+) -> Result<Option<ReadyCondition>, KubeError> {
     let Some(cond) = obj
         .pointer("/status/conditions")
         .and_then(Value::as_array)
         .and_then(|cs| {
             cs.iter()
-                .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+                .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
         })
     else {
-        return Ok(ReadyCondition::default());
+        return Ok(None);
     };
     let ready = match cond.get("status").and_then(Value::as_str) {
         Some("True") => Some(true),
@@ -222,12 +239,12 @@ pub fn ready_condition(
     // Text from the cluster is capped where it enters (control characters are removed where
     // it is shown to people).
     let text = |s: &str| crate::report::text::cap(s).into_owned();
-    Ok(ReadyCondition {
+    Ok(Some(ReadyCondition {
         ready,
         reason: str_at(cond, "/reason").map(text),
         message: str_at(cond, "/message").map(text),
         last_transition_time: time_at(cond, "/lastTransitionTime", kind, object)?,
-    })
+    }))
 }
 
 /// Read an ExternalSecret (its whole JSON: metadata, spec, status).

@@ -1,4 +1,4 @@
-//! `policy`'s report: the minimal ESO policy as HCL with a comment naming the environment, or
+//! `policy`'s report: the minimal ESO (or vault-seed) policy as HCL with a comment naming the environment, or
 //! the JSON document `{"env", "policy", "rules"}`.
 
 use serde::Serialize;
@@ -12,6 +12,10 @@ pub struct PolicyReport {
     pub env: String,
     /// Its applications.
     pub apps: Vec<String>,
+    /// Whose policy it is, for the header (`ESO`).
+    pub holder: &'static str,
+    /// Comment lines above the rules (text output only).
+    pub notes: Vec<String>,
     /// The policy the specs name first, to write it under that name.
     pub policy_name: Option<String>,
     /// The rules.
@@ -40,10 +44,14 @@ impl Report for PolicyReport {
             );
         }
         let mut out = format!(
-            "# vault-seed: minimal ESO policy for environment `{}` ({})\n",
+            "# vault-seed: minimal {} policy for environment `{}` ({})\n",
+            self.holder,
             self.env,
             self.apps.join(", ")
         );
+        for note in &self.notes {
+            out.push_str(&format!("# vault-seed: {note}\n"));
+        }
         if let Some(name) = &self.policy_name {
             out.push_str(&format!(
                 "# vault-seed: write it with `vault policy write {name} FILE`\n"

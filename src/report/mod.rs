@@ -28,7 +28,7 @@ pub enum Format {
     /// Tables and sentences for people.
     #[default]
     Human,
-    /// One JSON document; its schema: `vault-seed man` (JSON OUTPUT), or the README.
+    /// One JSON document; its schema: `vault-seed man` (JSON OUTPUT), or docs/ in the repository.
     Json,
 }
 

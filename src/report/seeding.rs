@@ -39,6 +39,8 @@ struct JsonRow<'a> {
     version: Option<u64>,
     written: bool,
     detail: Option<&'a str>,
+    /// The provider, in words, of a path another application provides; else null.
+    provided_by: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -89,6 +91,7 @@ impl Report for SeedReport {
                             version: p.version,
                             written: p.written,
                             detail: f.detail.as_deref().or(p.detail.as_deref()),
+                            provided_by: p.target.provided.as_ref().map(|x| x.by.as_str()),
                         })
                     })
                     .collect();
@@ -125,15 +128,33 @@ impl SeedReport {
                     let version = p.version.map(|v| format!("v{v}")).unwrap_or_default();
                     let placeholder_hint = f.generator == "placeholder"
                         && matches!(f.outcome, Outcome::Created | Outcome::Pending);
-                    let detail = f.detail.clone().or_else(|| p.detail.clone()).or_else(|| {
-                        placeholder_hint.then(|| {
-                            format!(
-                                "fill in after deploy: vault-seed set {} {} < value.txt",
-                                self.env,
-                                selector(&p.target, &f.field, &self.shared_names)
-                            )
-                        })
-                    });
+                    let provided = p.target.provided.as_ref().map(|x| x.by.as_str());
+                    let detail = match (f.outcome, provided) {
+                        (Outcome::ProvidedPresent, _) => Some(format!(
+                            "provided: {}",
+                            f.detail.as_deref().unwrap_or("present")
+                        )),
+                        (Outcome::ProvidedAbsent, Some(by)) => Some(format!(
+                            "provided: absent (waiting for {by}){}",
+                            f.detail
+                                .as_deref()
+                                .map(|d| format!("; {d}"))
+                                .unwrap_or_default()
+                        )),
+                        _ => None,
+                    };
+                    let detail = detail
+                        .or_else(|| f.detail.clone())
+                        .or_else(|| p.detail.clone())
+                        .or_else(|| {
+                            placeholder_hint.then(|| {
+                                format!(
+                                    "fill in after deploy: vault-seed set {} {} < value.txt",
+                                    self.env,
+                                    selector(&p.target, &f.field, &self.shared_names)
+                                )
+                            })
+                        });
                     (
                         f.outcome,
                         p.target.full_path(),
@@ -150,12 +171,16 @@ impl SeedReport {
         let w_gen = rows.iter().map(|r| r.3.len()).max().unwrap_or(0);
         let mut out = String::new();
         for (o, path, field, gen, version, detail) in &rows {
-            let label = format!("{:<9}", o.label(dry_run));
+            let word = match o {
+                Outcome::ProvidedPresent | Outcome::ProvidedAbsent => "provided",
+                o => o.label(dry_run),
+            };
+            let label = format!("{word:<9}");
             let label = if o.is_failure() {
                 style.error(&label)
-            } else if *o == Outcome::Pending {
+            } else if matches!(o, Outcome::Pending | Outcome::ProvidedAbsent) {
                 style.warn(&label)
-            } else if matches!(o, Outcome::Exists) {
+            } else if matches!(o, Outcome::Exists | Outcome::ProvidedPresent) {
                 label
             } else {
                 style.ok(&label)
@@ -183,6 +208,26 @@ impl SeedReport {
             s.error,
             if s.skipped > 0 { format!(", {} skipped", s.skipped) } else { String::new() }
         );
+        if s.provided_present + s.provided_absent > 0 {
+            let _ = writeln!(
+                out,
+                "provided by other applications (never written): {} field(s) present, {} absent",
+                s.provided_present, s.provided_absent
+            );
+        }
+        for p in self.run.paths.iter().filter(|p| {
+            p.fields
+                .iter()
+                .any(|f| f.outcome == Outcome::ProvidedAbsent)
+        }) {
+            let by = p.target.provided.as_ref().map_or("", |x| x.by.as_str());
+            let _ = writeln!(
+                out,
+                "  {}: {} (provided by {by})",
+                style.warn("waiting"),
+                p.target.full_path()
+            );
+        }
         if dry_run {
             let _ = writeln!(out, "nothing was written (plan)");
         }

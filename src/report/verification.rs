@@ -1,5 +1,5 @@
 //! `verify`'s report: each part's verdict and what to do, or the JSON document
-//! `{"command": "verify", "env", "ok", "strict", "vault", "policy", "kube", "notes"}`.
+//! `{"command": "verify", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes"}`.
 
 use std::fmt::Write;
 
@@ -8,8 +8,9 @@ use serde::Serialize;
 use super::text::for_terminal as t;
 use super::{gaps, Format, Rendered, Report, Style, View};
 use crate::seed::Status;
+use crate::verify::argocd::ArgocdPart;
 use crate::verify::cluster::ClusterPart;
-use crate::verify::grants::GrantsPart;
+use crate::verify::grants::{GrantsPart, PolicyPart};
 use crate::verify::values::ValuesPart;
 use crate::verify::{Checked, PartFailure, Verification};
 
@@ -50,6 +51,11 @@ impl Report for VerifyReport {
         match &v.kube {
             Some(Checked::Done(k)) => cluster(&mut out, style, k),
             Some(Checked::Failed(f)) => failed(&mut out, style, "kube", f),
+            None => {}
+        }
+        match &v.argocd {
+            Some(Checked::Done(a)) => argocd(&mut out, style, a),
+            Some(Checked::Failed(f)) => failed(&mut out, style, "argocd", f),
             None => {}
         }
         let _ = writeln!(
@@ -109,9 +115,19 @@ fn values(out: &mut String, style: &Style, env: &str, v: &ValuesPart) {
         counts.join(", ")
     );
     for row in v.results.iter().filter(|x| x.status != Status::Valid) {
-        let hint = match row.status {
-            Status::Pending => format!("fill in: vault-seed set {env} {} < value.txt", row.set_as),
-            Status::Missing | Status::Deleted => format!("run: vault-seed apply {env}"),
+        let hint = match (row.status, &row.provided_by) {
+            (Status::Missing | Status::Deleted, Some(by)) => {
+                format!("waiting for {}: vault-seed never writes it", t(by))
+            }
+            (Status::Invalid, Some(by)) => format!(
+                "{}; provided by {}: vault-seed never changes it",
+                t(row.detail.as_deref().unwrap_or_default()),
+                t(by)
+            ),
+            (Status::Pending, _) => {
+                format!("fill in: vault-seed set {env} {} < value.txt", row.set_as)
+            }
+            (Status::Missing | Status::Deleted, None) => format!("run: vault-seed apply {env}"),
             _ => t(row.detail.as_deref().unwrap_or_default()),
         };
         let _ = writeln!(
@@ -124,17 +140,33 @@ fn values(out: &mut String, style: &Style, env: &str, v: &ValuesPart) {
     }
 }
 
-fn policy(out: &mut String, style: &Style, p: &GrantsPart, verbose: bool) {
+/// ESO's grants, then VSO's, each under its own line (`policy:` alone when only ESO counts, as
+/// before VSO was known).
+fn policy(out: &mut String, style: &Style, p: &PolicyPart, verbose: bool) {
+    let mut operators = p.operators().peekable();
+    if operators.peek().is_none() {
+        grants(out, style, &p.eso, "policy", verbose);
+    }
+    for g in operators {
+        let title = match (&p.vso, g.operator) {
+            (None, _) => "policy".to_string(),
+            (Some(_), who) => format!("policy ({})", who.name()),
+        };
+        grants(out, style, g, &title, verbose);
+    }
+}
+
+fn grants(out: &mut String, style: &Style, p: &GrantsPart, title: &str, verbose: bool) {
     let _ = writeln!(
         out,
-        "{} policy: {} ({})",
+        "{} {title}: {} ({})",
         mark(style, p.ok),
         if p.policies.is_empty() {
             "no policy".to_string()
         } else {
             t(&format!("`{}`", p.policies.join("`, `")))
         },
-        p.method.describe()
+        p.method.describe(p.operator)
     );
     for n in &p.notes {
         let _ = writeln!(out, "       note: {}", t(n));
@@ -153,6 +185,19 @@ fn policy(out: &mut String, style: &Style, p: &GrantsPart, verbose: bool) {
                 let _ = writeln!(out, "       {line}");
             }
         }
+    }
+}
+
+/// An object's problems, then why (`why:`), then notes (`note:`), under its line.
+fn details(out: &mut String, problems: &[String], why: &[String], notes: &[String]) {
+    for p in problems {
+        let _ = writeln!(out, "            {}", t(p));
+    }
+    for x in why {
+        let _ = writeln!(out, "            why: {}", t(x));
+    }
+    for n in notes {
+        let _ = writeln!(out, "            note: {}", t(n));
     }
 }
 
@@ -177,10 +222,33 @@ fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
             t(&es.namespace),
             t(&es.name)
         );
-        for p in &es.problems {
-            let _ = writeln!(out, "            {}", t(p));
-        }
-        for x in &es.explanations {
+        details(out, &es.problems, &es.explanations, &[]);
+    }
+    for v in &k.vault_static_secrets {
+        let state = match (v.synced, v.ready.or(v.healthy)) {
+            (true, _) => "synced".to_string(),
+            (false, Some(_)) if v.generation > v.last_generation => "not reconciled".into(),
+            (false, Some(_)) => "not synced".into(),
+            (false, None) => "no status".into(),
+        };
+        let _ = writeln!(
+            out,
+            "     {} VaultStaticSecret {}/{}: {state}",
+            mark(style, v.ok),
+            t(&v.namespace),
+            t(&v.name)
+        );
+        details(out, &v.problems, &v.explanations, &v.notes);
+    }
+    for p in k.eso.provided.iter().filter(|p| !p.ok) {
+        let _ = writeln!(
+            out,
+            "     {} provided {}: waiting for {}",
+            style.warn("wait"),
+            t(&p.path),
+            t(&p.provided_by)
+        );
+        for x in &p.explanations {
             let _ = writeln!(out, "            why: {}", t(x));
         }
     }
@@ -200,5 +268,84 @@ fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
         for p in &o.problems {
             let _ = writeln!(out, "            {}", t(p));
         }
+    }
+}
+
+fn argocd(out: &mut String, style: &Style, a: &ArgocdPart) {
+    let _ = writeln!(
+        out,
+        "{} argocd: {} ({})",
+        mark(style, a.ok),
+        t(&a.server),
+        t(a.context.as_deref().unwrap_or("in-cluster"))
+    );
+    let problems = |out: &mut String, problems: &[crate::verify::argocd::Problem]| {
+        for p in problems {
+            let _ = writeln!(
+                out,
+                "            {}: {}",
+                style.error("error"),
+                t(&p.message)
+            );
+            let _ = writeln!(out, "              {}: {}", style.help("help"), t(&p.help));
+        }
+    };
+    for app in &a.apps {
+        let role = match (app.role, app.app_wave) {
+            ("secrets", Some(w)) => format!("secrets app, app wave {w}"),
+            ("secrets", None) => "secrets app".to_string(),
+            (_, Some(w)) => format!("app wave {w}, after {}", app.after.join(", ")),
+            (_, None) => format!("after {}", app.after.join(", ")),
+        };
+        let state = if app.exists {
+            format!(
+                "{}, {}",
+                app.sync.as_deref().unwrap_or("no sync status"),
+                app.health.as_deref().unwrap_or("no health")
+            )
+        } else {
+            "does not exist".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "     {} Application {}/{} ({}): {}",
+            mark(style, app.ok),
+            t(&app.namespace),
+            t(&app.name),
+            t(&role),
+            t(&state)
+        );
+        for r in &app.unhealthy {
+            let _ = writeln!(
+                out,
+                "            {} {}/{}: {}{}",
+                t(&r.kind),
+                t(&r.namespace),
+                t(&r.name),
+                t(r.health.as_deref().unwrap_or_default()),
+                r.health_message
+                    .as_deref()
+                    .map(|m| format!(": {}", t(m)))
+                    .unwrap_or_default()
+            );
+        }
+        for n in &app.notes {
+            let _ = writeln!(out, "            note: {}", t(n));
+        }
+        problems(out, &app.problems);
+    }
+    for cm in &a.argocd_cm {
+        let state = match &cm.key {
+            Some(key) => format!("app waves wait for Healthy (`{}`)", t(key)),
+            None => "no health check for argoproj.io/Application".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "     {} ConfigMap {}/{}: {state}",
+            mark(style, cm.ok),
+            t(&cm.namespace),
+            cm.name
+        );
+        problems(out, &cm.problems);
     }
 }

@@ -61,9 +61,11 @@ impl Status {
 
     fn of(o: Outcome) -> Status {
         match o {
-            Outcome::Exists => Status::Valid,
+            Outcome::Exists | Outcome::ProvidedPresent => Status::Valid,
             Outcome::Pending => Status::Pending,
-            Outcome::Created | Outcome::Extended | Outcome::Missing => Status::Missing,
+            Outcome::Created | Outcome::Extended | Outcome::Missing | Outcome::ProvidedAbsent => {
+                Status::Missing
+            }
             Outcome::Recreated => Status::Deleted,
             Outcome::Invalid => Status::Invalid,
             Outcome::Denied => Status::Denied,

@@ -8,7 +8,9 @@
 
 mod inspect;
 mod outcome;
+mod provided;
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::rc::Rc;
@@ -84,13 +86,30 @@ pub async fn run(
     cancel: Arc<AtomicBool>,
     progress: &Progress,
 ) -> Run {
+    // A provided path is another application's: never written (provided.rs reads and judges it).
+    if targets.iter().any(|t| t.provided.is_some()) {
+        let detected = gate.await;
+        return provided::run(vault, &detected, targets, opts, cancel, progress).await;
+    }
+    pipeline(vault, gate, targets, opts, cancel, progress).await
+}
+
+/// [`run`]'s engine for targets vault-seed owns; `gate` gives the mounts (owned or borrowed).
+pub(super) async fn pipeline<D: Borrow<Mounts>>(
+    vault: &Vault,
+    gate: impl Future<Output = D>,
+    targets: &[Target],
+    opts: &Options,
+    cancel: Arc<AtomicBool>,
+    progress: &Progress,
+) -> Run {
     let conc = opts.concurrency.max(1);
     let mut folders = folders(targets);
     let meta_warned = AtomicBool::new(false);
     let vault_down = AtomicBool::new(false);
     let contested = AtomicUsize::new(0);
     let mut gate = std::pin::pin!(gate);
-    let mut detected: Option<Mounts> = None;
+    let mut detected: Option<D> = None;
     let mut running: FuturesUnordered<LocalBoxFuture<'_, Done<'_>>> = FuturesUnordered::new();
     // Paths whose folder is listed (or is not to be), waiting for a slot.
     let mut ready: VecDeque<(usize, &Target, Rc<Listing>)> = VecDeque::new();
@@ -108,7 +127,9 @@ pub async fn run(
     loop {
         let stop = cancel.load(Ordering::SeqCst) || vault_down.load(Ordering::SeqCst);
         while running.len() < conc {
-            let Some(d) = &detected else { break };
+            let Some(d) = detected.as_ref().map(|d| -> &Mounts { d.borrow() }) else {
+                break;
+            };
             // A folder's LIST while fewer paths wait than there are slots; else a path.
             if ready.len() < conc {
                 if let Some(f) = folders.pop_front() {
@@ -164,7 +185,7 @@ pub async fn run(
                 if r.vault_unavailable {
                     vault_down.store(true, Ordering::SeqCst);
                 }
-                Done::Path(i, r)
+                Done::Path(i, Box::new(r))
             }));
         }
         if running.is_empty() && detected.is_some() {
@@ -194,13 +215,14 @@ pub async fn run(
                     ready.extend(members.into_iter().map(|(i, t)| (i, t, listing.clone())));
                 }
                 Done::Path(i, r) => {
-                    results.push((false, i, r));
+                    results.push((false, i, *r));
                     progress();
                 }
             },
         }
     }
-    let detected = detected.unwrap_or_default();
+    let empty = Mounts::default();
+    let detected: &Mounts = detected.as_ref().map_or(&empty, |d| d.borrow());
     let mut notes = detected.notes.clone();
     if !denied.is_empty() {
         denied.sort();
@@ -280,7 +302,7 @@ enum Done<'t> {
     /// A folder's LIST, with the paths that wait for it.
     Listed(Vec<(usize, &'t Target)>, ListResult),
     /// A path's result, with its place in spec order.
-    Path(usize, PathResult),
+    Path(usize, Box<PathResult>),
 }
 
 struct Ctx<'a> {

@@ -9,6 +9,13 @@ use crate::vault::VaultError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
+    /// A path another application provides, present: read and judged, never written.
+    #[serde(rename = "provided-present")]
+    ProvidedPresent,
+    /// A path another application provides, absent: not vault-seed's to make; waiting for its
+    /// provider (does not fail `apply`).
+    #[serde(rename = "provided-absent")]
+    ProvidedAbsent,
     /// Written where nothing was (`plan`: would be).
     Created,
     /// Present and valid: left alone.
@@ -49,6 +56,8 @@ impl Outcome {
             (Outcome::Error, _) => "error",
             (Outcome::Skipped, _) => "skipped",
             (Outcome::Missing, _) => "missing",
+            (Outcome::ProvidedPresent, _) => "provided-present",
+            (Outcome::ProvidedAbsent, _) => "provided-absent",
         }
     }
 
@@ -184,6 +193,10 @@ pub struct Summary {
     pub skipped: usize,
     /// Paths written in this run.
     pub written_paths: usize,
+    /// Fields of provided paths (another application's) that are present.
+    pub provided_present: usize,
+    /// Fields of provided paths that are absent: waiting for their provider.
+    pub provided_absent: usize,
 }
 
 impl Summary {
@@ -207,6 +220,8 @@ impl Summary {
                     Outcome::Denied => s.denied += 1,
                     Outcome::Error | Outcome::Missing => s.error += 1,
                     Outcome::Skipped => s.skipped += 1,
+                    Outcome::ProvidedPresent => s.provided_present += 1,
+                    Outcome::ProvidedAbsent => s.provided_absent += 1,
                 }
             }
         }
@@ -231,6 +246,8 @@ mod tests {
             Outcome::Pending,
             Outcome::Recreated,
             Outcome::Extended,
+            Outcome::ProvidedPresent,
+            Outcome::ProvidedAbsent,
         ] {
             assert!(!o.is_failure(), "{o:?}");
         }
@@ -241,6 +258,18 @@ mod tests {
             Outcome::Skipped,
         ] {
             assert!(o.is_failure(), "{o:?}");
+        }
+    }
+
+    #[test]
+    fn provided_outcomes_have_their_json_names() {
+        for (o, name) in [
+            (Outcome::ProvidedPresent, "provided-present"),
+            (Outcome::ProvidedAbsent, "provided-absent"),
+        ] {
+            assert_eq!(serde_json::to_value(o).unwrap(), name);
+            assert_eq!(o.label(true), name);
+            assert_eq!(o.label(false), name);
         }
     }
 

@@ -11,8 +11,8 @@ use toml_span::{de_helpers::TableHelper, ErrorKind, Span, Value};
 
 use super::diag::{is_unshowable, shown, Diagnostic, SourceFile, SHOWN_MAX};
 use super::{
-    backticked, few, AuthRole, Environment, Eso, EsoAccess, Field, Secret, SecretOverride, Spec,
-    SpecSet, VaultTarget, ENV_PLACEHOLDER,
+    backticked, few, Argocd, AuthRole, Environment, Eso, EsoAccess, Field, Provided, Secret,
+    SecretOverride, Spec, SpecSet, VaultTarget, Vso, ENV_PLACEHOLDER,
 };
 use crate::generate::{Generator, Param, Params, Syntax, GENERATOR_NAMES};
 use crate::kv::KvVersion;
@@ -493,12 +493,29 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
             BTreeMap::new()
         }
     };
+    let vso = th
+        .take("vso")
+        .map(|(_, v)| parse_vso(cx, v).unwrap_or_default());
     let eso = match th.take("eso") {
         Some((_, v)) => parse_eso(cx, v).unwrap_or_default(),
+        // A spec for VSO alone gives ESO nothing; without either section, ESO's default (the
+        // runbook's read and push) as before.
+        None if vso.is_some() => Eso {
+            access: EsoAccess {
+                read: false,
+                push: false,
+                list: false,
+            },
+            ..Eso::default()
+        },
         None => Eso::default(),
     };
+    let argocd = th
+        .take("argocd")
+        .and_then(|(_, v)| parse_argocd(cx, v, &environments));
+    let env_names: Vec<String> = environments.keys().cloned().collect();
     let secrets = match th.take("secrets") {
-        Some((k, v)) => parse_secrets(cx, v, k.span),
+        Some((k, v)) => parse_secrets(cx, v, k.span, &env_names),
         None => {
             cx.err(
                 root_span,
@@ -573,6 +590,8 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
             })
             .collect(),
         eso,
+        vso,
+        argocd,
         secrets,
     })
 }
@@ -773,60 +792,10 @@ fn parse_overrides(
 fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
     const CTX: &str = "`[eso]`";
     let mut th = cx.table(&mut v, CTX)?;
-    let namespace = cx.take_checked(
-        &mut th,
-        "namespace",
-        CTX,
-        check_k8s_namespace,
-        K8S_NAMESPACE_HELP,
-    );
-    let names = |cx: &mut Cx<'_>, th: &mut TableHelper<'_>, key: &'static str| -> Vec<String> {
-        cx.take_strings(th, key, CTX)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|(n, s)| check_k8s_name(cx, n, *s, &format!("an item of `{key}`")))
-            .map(|(n, _)| n)
-            .collect()
-    };
-    let external_secrets = names(cx, &mut th, "external_secrets");
-    let push_secrets = names(cx, &mut th, "push_secrets");
-    // Policy and role names go into request paths (`sys/policies/acl/<name>`,
-    // `auth/<mount>/role/<name>`): one plain segment each, as vault-seed's own names.
-    let policies: Vec<String> = cx
-        .take_strings(&mut th, "policies", CTX)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|(p, span)| match check_segment(&p) {
-            Ok(()) => Some(p),
-            Err(why) => {
-                cx.err(
-                    span,
-                    format!("an item of `policies` `{}` {why}", shown(&p)),
-                    Some(format!("a Vault policy's name; {SEGMENT_HELP}")),
-                );
-                None
-            }
-        })
-        .collect();
-    let auth_mount = cx.take_checked(
-        &mut th,
-        "auth_mount",
-        CTX,
-        check_path,
-        "the path of ESO's auth method under `auth/`, e.g. `kubernetes`",
-    );
-    let auth_role = cx
-        .take_checked(
-            &mut th,
-            "auth_role",
-            CTX,
-            check_segment,
-            "the name of ESO's role in that auth method, e.g. `eso`",
-        )
-        .map(|name| AuthRole {
-            mount: auth_mount.clone().unwrap_or_else(|| "kubernetes".into()),
-            name,
-        });
+    let namespace = take_k8s_namespace(cx, &mut th, CTX);
+    let external_secrets = take_k8s_names(cx, &mut th, "external_secrets", CTX);
+    let push_secrets = take_k8s_names(cx, &mut th, "push_secrets", CTX);
+    let (policies, auth_role) = take_policies_and_role(cx, &mut th, CTX, "ESO", "eso");
     let access = match cx.take_strings(&mut th, "access", CTX) {
         Some(items) => {
             let mut a = EsoAccess {
@@ -857,7 +826,161 @@ fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
     })
 }
 
-fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
+/// A list of Kubernetes object names (`external_secrets`, `static_secrets`), each checked.
+fn take_k8s_names(
+    cx: &mut Cx<'_>,
+    th: &mut TableHelper<'_>,
+    key: &'static str,
+    ctx: &str,
+) -> Vec<String> {
+    cx.take_strings(th, key, ctx)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(n, s)| check_k8s_name(cx, n, *s, &format!("an item of `{key}`")))
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// `policies`, `auth_mount` and `auth_role` of `[eso]` or `[vso]` (`who` names the operator,
+/// `role_example` a typical role name).
+fn take_policies_and_role(
+    cx: &mut Cx<'_>,
+    th: &mut TableHelper<'_>,
+    ctx: &'static str,
+    who: &str,
+    role_example: &str,
+) -> (Vec<String>, Option<AuthRole>) {
+    // Policy and role names go into request paths (`sys/policies/acl/<name>`,
+    // `auth/<mount>/role/<name>`): one plain segment each, as vault-seed's own names.
+    let policies: Vec<String> = cx
+        .take_strings(th, "policies", ctx)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(p, span)| match check_segment(&p) {
+            Ok(()) => Some(p),
+            Err(why) => {
+                cx.err(
+                    span,
+                    format!("an item of `policies` `{}` {why}", shown(&p)),
+                    Some(format!("a Vault policy's name; {SEGMENT_HELP}")),
+                );
+                None
+            }
+        })
+        .collect();
+    let auth_mount = cx.take_checked(
+        th,
+        "auth_mount",
+        ctx,
+        check_path,
+        &format!("the path of {who}'s auth method under `auth/`, e.g. `kubernetes`"),
+    );
+    let auth_role = cx
+        .take_checked(
+            th,
+            "auth_role",
+            ctx,
+            check_segment,
+            &format!("the name of {who}'s role in that auth method, e.g. `{role_example}`"),
+        )
+        .map(|name| AuthRole {
+            mount: auth_mount.clone().unwrap_or_else(|| "kubernetes".into()),
+            name,
+        });
+    (policies, auth_role)
+}
+
+/// `[vso]`: the Vault Secrets Operator's VaultStaticSecrets, policies and auth role.
+fn parse_vso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Vso> {
+    const CTX: &str = "`[vso]`";
+    let mut th = cx.table(&mut v, CTX)?;
+    let namespace = take_k8s_namespace(cx, &mut th, CTX);
+    let static_secrets = take_k8s_names(cx, &mut th, "static_secrets", CTX);
+    let (policies, auth_role) = take_policies_and_role(cx, &mut th, CTX, "VSO", "vso");
+    cx.finish(th, CTX);
+    Some(Vso {
+        namespace,
+        static_secrets,
+        policies,
+        auth_role,
+    })
+}
+
+/// `[argocd]`: Argo CD's namespace (default `argocd`), the secrets app and its consumers. Each
+/// Application name, with `{env}` replaced by every environment's name, must be a Kubernetes
+/// object name (Argo CD's `metadata.name`: a DNS-1123 subdomain).
+fn parse_argocd(
+    cx: &mut Cx<'_>,
+    mut v: Value<'_>,
+    environments: &BTreeMap<String, EnvEntry>,
+) -> Option<Argocd> {
+    const CTX: &str = "`[argocd]`";
+    let table_span = v.span;
+    let mut th = cx.table(&mut v, CTX)?;
+    let before = cx.diags.len();
+    let namespace = take_k8s_namespace(cx, &mut th, CTX);
+    let app_name = |cx: &mut Cx<'_>, name: &str, span: Span, what: &str| {
+        if environments.is_empty() || !name.contains(ENV_PLACEHOLDER) {
+            return check_k8s_name(cx, name, span, what);
+        }
+        environments.keys().all(|env| {
+            check_k8s_name(
+                cx,
+                &name.replace(ENV_PLACEHOLDER, env),
+                span,
+                &format!("{what} in environment `{env}`"),
+            )
+        })
+    };
+    let secrets_app = match cx.take_string(&mut th, "secrets_app", CTX) {
+        Some((name, span)) => app_name(cx, &name, span, "`secrets_app`").then_some(name),
+        None => {
+            if !th.contains("secrets_app") {
+                cx.err(
+                    table_span,
+                    "missing key `secrets_app` in `[argocd]`",
+                    Some("the Argo CD Application that creates the ExternalSecrets, e.g. `secrets_app = \"core-service-secrets\"`".into()),
+                );
+            }
+            None
+        }
+    };
+    let mut consumers = Vec::new();
+    for (name, span) in cx
+        .take_strings(&mut th, "consumers", CTX)
+        .unwrap_or_default()
+    {
+        if !app_name(cx, &name, span, "an item of `consumers`") {
+            continue;
+        }
+        if secrets_app.as_deref() == Some(name.as_str()) {
+            cx.err(
+                span,
+                format!("`{}` is the secrets app and one of its consumers", shown(&name)),
+                Some("a consumer is an Application that reads the secrets and must sync after the secrets app".into()),
+            );
+        } else if consumers.contains(&name) {
+            cx.err(
+                span,
+                format!("consumer `{}` is listed twice", shown(&name)),
+                Some("list each Application once".into()),
+            );
+        } else {
+            consumers.push(name);
+        }
+    }
+    cx.finish(th, CTX);
+    if cx.diags.len() > before {
+        return None;
+    }
+    Some(Argocd {
+        namespace: namespace.unwrap_or_else(|| "argocd".into()),
+        secrets_app: secrets_app?,
+        consumers,
+    })
+}
+
+fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span, envs: &[String]) -> Vec<Secret> {
     let mut out = Vec::new();
     let entries = cx.entries(v, "`[secrets]`");
     if entries.is_empty() {
@@ -884,11 +1007,37 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
         if description.is_none() && !th.contains("description") {
             cx.err(key.span, format!("secret `{}` has no `description`", shown(&name)), Some("people read specs: say what the secret is for, e.g. `description = \"Fernet key encrypting stored credentials\"`".into()));
         }
-        let fixed = cx.take_bool(&mut th, "fixed", &ctx).unwrap_or(false);
+        let fixed_span = th.take("fixed").map(|(k, mut v)| {
+            let span = k.span;
+            let b = match v.take() {
+                ValueInner::Boolean(b) => Some(b),
+                other => {
+                    cx.err(
+                        v.span,
+                        format!(
+                            "`fixed` in {ctx} must be `true` or `false`, found {}",
+                            other.type_str()
+                        ),
+                        None,
+                    );
+                    None
+                }
+            };
+            (b.unwrap_or(false), span)
+        });
+        let fixed = fixed_span.is_some_and(|(b, _)| b);
+        let provided = parse_provided(cx, &mut th, &ctx, envs);
+        if let (Some(_), Some((true, span))) = (&provided, fixed_span) {
+            cx.err(
+                span,
+                format!("provided secret `{}` cannot be `fixed`", shown(&name)),
+                Some("`fixed` stops vault-seed rotating what it wrote; vault-seed never writes a provided secret at all: remove `fixed`".into()),
+            );
+        }
         let fields = match th.take("fields") {
             Some((fk, f)) => {
                 let declared = f.has_keys();
-                let fields = parse_fields(cx, f, &ctx);
+                let fields = parse_fields_of(cx, f, &ctx, provided.is_some());
                 if !declared {
                     cx.err(
                         fk.span,
@@ -914,6 +1063,7 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
             description: description.unwrap_or_default(),
             fixed,
             fields,
+            provided,
             location: super::Location {
                 file: cx.src.path.clone(),
                 line,
@@ -925,6 +1075,12 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span) -> Vec<Secret> {
 }
 
 fn parse_fields(cx: &mut Cx<'_>, v: Value<'_>, secret_ctx: &str) -> Vec<Field> {
+    parse_fields_of(cx, v, secret_ctx, false)
+}
+
+/// The fields of a secret; a provided secret's fields may leave the generator out (`{}`: any
+/// non-empty text), and its generator only validates.
+fn parse_fields_of(cx: &mut Cx<'_>, v: Value<'_>, secret_ctx: &str, provided: bool) -> Vec<Field> {
     let mut out = Vec::new();
     for (key, val) in cx.entries(v, &format!("`fields` of {secret_ctx}")) {
         let name = key.name.to_string();
@@ -936,13 +1092,150 @@ fn parse_fields(cx: &mut Cx<'_>, v: Value<'_>, secret_ctx: &str) -> Vec<Field> {
             );
             continue;
         }
-        if let Some(generator) =
-            parse_generator(cx, val, &format!("field `{name}` of {secret_ctx}"))
-        {
+        let ctx = format!("field `{name}` of {secret_ctx}");
+        let span = val.span;
+        let generator = if provided && val.as_table().is_some_and(|t| t.is_empty()) {
+            Some(crate::generate::Generator::Any)
+        } else {
+            parse_generator(cx, val, &ctx)
+        };
+        if let Some(generator) = generator {
+            if provided && generator.is_placeholder() {
+                cx.err(
+                    span,
+                    format!("{ctx} is provided by another application: a placeholder cannot validate it"),
+                    Some("a placeholder accepts any value but its marker; give a generator that checks the value's format, or `{}` to accept any non-empty text".into()),
+                );
+                continue;
+            }
             out.push(Field { name, generator });
         }
     }
     out
+}
+
+/// `provided_by`, `push_secret`, `mount`, `path` of a secret: a provided secret, or `None`. The
+/// last three without `provided_by` are problems: a secret vault-seed seeds lives under
+/// `[vault]`.
+fn parse_provided(
+    cx: &mut Cx<'_>,
+    th: &mut TableHelper<'_>,
+    ctx: &str,
+    envs: &[String],
+) -> Option<Provided> {
+    // Present but invalid still makes the secret provided: its other keys are not misreported.
+    let has_by = th.contains("provided_by");
+    let by = cx.take_checked(
+        th,
+        "provided_by",
+        ctx,
+        check_words,
+        "name the provider in words, e.g. `provided_by = \"ask-db: CNPG password pushed by PushSecret core-service-db-password\"`",
+    );
+    let push_secret = cx.take_string(th, "push_secret", ctx).and_then(|(p, span)| {
+        match check_push_secret(&p) {
+            Ok(()) => p
+                .split_once('/')
+                .map(|(n, m)| ((n.to_string(), m.to_string()), span)),
+            Err(why) => {
+                cx.err(
+                    span,
+                    format!("`push_secret` `{}` {why}", shown(&p)),
+                    Some("the provider's PushSecret as `NAMESPACE/NAME`, e.g. `push_secret = \"ask/core-service-db-password\"`".into()),
+                );
+                None
+            }
+        }
+    });
+    let mount = cx.take_string(th, "mount", ctx);
+    let path = cx.take_string(th, "path", ctx);
+    if !has_by {
+        for (key, span) in [
+            ("push_secret", push_secret.as_ref().map(|p| p.1)),
+            ("mount", mount.as_ref().map(|m| m.1)),
+            ("path", path.as_ref().map(|p| p.1)),
+        ] {
+            if let Some(span) = span {
+                cx.err(
+                    span,
+                    format!("`{key}` in {ctx} is for a secret another application provides"),
+                    Some("add `provided_by = \"<the provider, in words>\"`; a secret vault-seed seeds lives under `[vault]`".into()),
+                );
+            }
+        }
+        return None;
+    }
+    let mut mount_ok = None;
+    if let Some((m, span)) = mount {
+        if let Err(why) = check_path(&m) {
+            cx.err(
+                span,
+                format!("mount `{}` {why}", shown(&m)),
+                Some("write the mount without slashes, e.g. `mount = \"secret\"`".into()),
+            );
+        } else if let Err((why, help)) = check_kv_mount(&m) {
+            cx.err(span, format!("mount `{m}` {why}"), Some(help));
+        } else {
+            mount_ok = Some(m);
+        }
+    }
+    let mut path_ok = None;
+    if let Some((p, span)) = path {
+        let leftover = p.replace(ENV_PLACEHOLDER, "");
+        if let Err(why) = check_path(&p.replace(ENV_PLACEHOLDER, "env")) {
+            cx.err(
+                span,
+                format!("path `{}` {why}", shown(&p)),
+                Some(format!("the provided secret's full path under the mount, e.g. `path = \"ask/postgresql/{ENV_PLACEHOLDER}/core-service-db-password\"`; {SEGMENT_HELP}")),
+            );
+        } else if leftover.contains('{') || leftover.contains('}') {
+            cx.err(
+                span,
+                format!("path `{}` has an unknown placeholder", shown(&p)),
+                Some(format!("only `{ENV_PLACEHOLDER}` is replaced")),
+            );
+        } else {
+            let before = cx.diags.len();
+            check_kv_endpoint_folder(cx, &p, span, envs.iter());
+            if cx.diags.len() == before {
+                path_ok = Some(p);
+            }
+        }
+    }
+    Some(Provided {
+        // An invalid `provided_by` was reported; the spec is not used.
+        by: by.unwrap_or_default(),
+        push_secret: push_secret.map(|p| p.0),
+        mount: mount_ok,
+        path: path_ok,
+    })
+}
+
+/// Words for people (`provided_by`): not empty, nothing that acts on a terminal.
+fn check_words(s: &str) -> Result<(), String> {
+    check_context(s)
+}
+
+/// `NAMESPACE/NAME` of a Kubernetes object.
+fn check_push_secret(s: &str) -> Result<(), String> {
+    let Some((ns, name)) = s.split_once('/') else {
+        return Err("is not `NAMESPACE/NAME`".into());
+    };
+    check_k8s_namespace(ns)?;
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "has `{}`, which is not a valid Kubernetes name",
+            shown(name)
+        )),
+    }
 }
 
 fn parse_generator(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> Option<Generator> {
@@ -1323,6 +1616,17 @@ fn check_k8s_namespace(n: &str) -> Result<(), String> {
         true => Ok(()),
         false => Err("is not a valid Kubernetes namespace name".into()),
     }
+}
+
+/// The key `namespace` of a table, a Kubernetes namespace.
+fn take_k8s_namespace(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> Option<String> {
+    cx.take_checked(
+        th,
+        "namespace",
+        ctx,
+        check_k8s_namespace,
+        K8S_NAMESPACE_HELP,
+    )
 }
 
 /// The address as `apply` will parse it (plain http off loopback is decided at run time, where

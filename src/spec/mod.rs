@@ -40,6 +40,11 @@ pub struct Spec {
     pub environments: BTreeMap<String, Environment>,
     /// How External Secrets Operator consumes the secrets.
     pub eso: Eso,
+    /// How the Vault Secrets Operator consumes them (`[vso]`); `None` when the spec has no
+    /// such section.
+    pub vso: Option<Vso>,
+    /// How Argo CD deploys the secrets and their consumers (`[argocd]`), for `verify`.
+    pub argocd: Option<Argocd>,
     /// The secrets, in file order.
     pub secrets: Vec<Secret>,
 }
@@ -93,8 +98,28 @@ pub struct Secret {
     pub fixed: bool,
     /// Its fields, in file order.
     pub fields: Vec<Field>,
+    /// Another application provides it (`provided_by`): vault-seed reads and judges it, never
+    /// writes it.
+    pub provided: Option<Provided>,
     /// Where it is defined.
     pub location: Location,
+}
+
+/// A secret the application reads but another application writes (ask-db's database
+/// passwords, pushed by its PushSecrets): declared so that `verify` can wait for it and explain
+/// its absence, ESO's policy covers it, and `apply`, `set` and `rotate` never write it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Provided {
+    /// Who provides it, in words (`provided_by`, e.g. `ask-db: CNPG password pushed by
+    /// PushSecret core-service-db-password`).
+    pub by: String,
+    /// The provider's PushSecret (`push_secret = "NAMESPACE/NAME"`): `verify` shows its Ready
+    /// condition and latest Warning event while the path is absent.
+    pub push_secret: Option<(String, String)>,
+    /// Its KV mount (`mount`), when not the spec's `[vault] mount`.
+    pub mount: Option<String>,
+    /// Its path under the mount, with `{env}` (`path`); else the spec's folder and its name.
+    pub path: Option<String>,
 }
 
 /// One field of a secret and how its value is made.
@@ -121,6 +146,47 @@ pub struct Eso {
     pub auth_role: Option<AuthRole>,
     /// What ESO does with the paths.
     pub access: EsoAccess,
+}
+
+/// How the Vault Secrets Operator (VSO) reaches the secrets: VaultStaticSecrets, each reading
+/// one KV path (`read` on `<mount>/data/<path>`; VSO never reads metadata).
+#[derive(Debug, Clone, Default)]
+pub struct Vso {
+    /// The Kubernetes namespace of the VaultStaticSecrets.
+    pub namespace: Option<String>,
+    /// VaultStaticSecrets that read these paths.
+    pub static_secrets: Vec<String>,
+    /// Vault policies VSO's token carries.
+    pub policies: Vec<String>,
+    /// The Vault auth role of the VaultAuth VSO logs in with, whose `token_policies` count too.
+    pub auth_role: Option<AuthRole>,
+}
+
+/// The Argo CD layout of the runbook's fix (`[argocd]`): a secrets Application that makes the
+/// ExternalSecrets, synced at a lower app wave than the Applications that read them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Argocd {
+    /// Argo CD's namespace, where the Application objects and `argocd-cm` live (`argocd`).
+    pub namespace: String,
+    /// The secrets Application (`core-service-secrets`); `{env}` is replaced.
+    pub secrets_app: String,
+    /// The Applications that read the secrets (`core-service`); `{env}` is replaced.
+    pub consumers: Vec<String>,
+}
+
+impl Argocd {
+    /// The secrets app's name in `env`.
+    pub fn secrets_app(&self, env: &str) -> String {
+        self.secrets_app.replace(ENV_PLACEHOLDER, env)
+    }
+
+    /// The consumers' names in `env`.
+    pub fn consumers(&self, env: &str) -> Vec<String> {
+        self.consumers
+            .iter()
+            .map(|c| c.replace(ENV_PLACEHOLDER, env))
+            .collect()
+    }
 }
 
 /// A Vault auth role (`auth/<mount>/role/<name>`).
@@ -173,6 +239,8 @@ pub struct Target {
     pub fields: Vec<Field>,
     /// The KV version the spec expects, if it says.
     pub kv_version: Option<KvVersion>,
+    /// Provided by another application: read and judged, never written.
+    pub provided: Option<Provided>,
 }
 
 impl Target {
@@ -232,15 +300,25 @@ impl Spec {
                 }
             }
         }
+        let provided = s.provided.as_ref();
+        let mount = provided
+            .and_then(|p| p.mount.clone())
+            .unwrap_or_else(|| self.vault.mount.clone());
+        let path = match provided.and_then(|p| p.path.as_deref()) {
+            Some(template) => template.replace(ENV_PLACEHOLDER, &env.name),
+            None => format!("{}/{}", self.folder(&env.name), s.name),
+        };
         Some(Target {
             spec_file: self.file.clone(),
             app: self.name.clone(),
-            mount: self.vault.mount.clone(),
-            path: format!("{}/{}", self.folder(&env.name), s.name),
+            // The spec's `kv_version` is about its own mount.
+            kv_version: self.vault.kv_version.filter(|_| mount == self.vault.mount),
+            mount,
+            path,
             name: s.name.clone(),
             fixed: s.fixed,
             fields,
-            kv_version: self.vault.kv_version,
+            provided: s.provided.clone(),
         })
     }
 }

@@ -93,8 +93,10 @@ impl Auth {
     fn headers(&self) -> HeaderMap {
         let mut headers = HeaderMap::with_capacity(3);
         headers.insert("X-Vault-Request", HeaderValue::from_static("true"));
-        // Checked in `Auth::new`: cannot fail.
-        if let Ok(mut token) = HeaderValue::from_str(self.token.expose_secret()) {
+        // Checked in `Auth::new`: cannot fail. A client made to log in has no token, and sends
+        // no header.
+        let token = Some(self.token.expose_secret()).filter(|t| !t.is_empty());
+        if let Some(Ok(mut token)) = token.map(HeaderValue::from_str) {
             token.set_sensitive(true);
             headers.insert("X-Vault-Token", token);
         }
@@ -149,6 +151,18 @@ impl Call {
         }
         url
     }
+}
+
+/// Vault's answer to a login ([`Vault::send_login`]): its status; the body when it succeeded
+/// (it holds the new token: parse it straight into a `SecretString` and wipe it); else Vault's
+/// `errors`, redacted and capped.
+pub(crate) struct Answer {
+    /// HTTP status.
+    pub status: u16,
+    /// The body of a 2xx answer; empty otherwise.
+    pub body: Vec<u8>,
+    /// Vault's `errors` of a refusal, as shown.
+    pub errors: Vec<String>,
 }
 
 /// Vault's answer to a request that succeeded or found nothing.
@@ -259,13 +273,31 @@ impl Vault {
         make: impl Fn() -> Call,
         capability: &'static str,
     ) -> Result<Reply, VaultError> {
+        self.retrying(|| self.send_once(make(), capability)).await
+    }
+
+    /// Send a login request (`auth/<mount>/login`, no token), retried as [`Vault::send`] retries.
+    /// Vault's refusal comes back as an [`Answer`] with its status and `errors` (redacted), for
+    /// the login to explain: a login's 403 says why (`service account name not authorized`) where
+    /// [`Vault::send`] would only say "denied", and a login's 500 (an auth method without its
+    /// configuration) is not retried.
+    pub(crate) async fn send_login(&self, make: impl Fn() -> Call) -> Result<Answer, VaultError> {
+        self.retrying(|| self.login_once(make())).await
+    }
+
+    /// Run `attempt` until it succeeds or fails for good: transient failures are retried with
+    /// capped exponential backoff and jitter, for at most `--give-up-after` in all.
+    async fn retrying<T, F>(&self, attempt_once: impl Fn() -> F) -> Result<T, VaultError>
+    where
+        F: std::future::Future<Output = Result<T, VaultError>>,
+    {
         let start = Instant::now();
         // The longest one attempt waits for an answer; a retry that could not get it within
         // --give-up-after is not started.
         let longest = self.answer_timeout.min(self.client_timeout);
         let mut attempt = 0;
         loop {
-            let e = match self.send_once(make(), capability).await {
+            let e = match attempt_once().await {
                 Err(e) if e.is_transient() => e,
                 other => return other,
             };
@@ -333,6 +365,43 @@ impl Vault {
 
     /// One attempt: an answer within the answer timeout, then a body of at most [`MAX_BODY`].
     async fn send_once(&self, call: Call, capability: &'static str) -> Result<Reply, VaultError> {
+        let (status, body, method, path) = self.exchange(call).await?;
+        if status.is_success() {
+            return Ok(Reply::Ok(body));
+        }
+        if status == StatusCode::NOT_FOUND {
+            return Ok(Reply::NotFound(body));
+        }
+        Err(self.classify(status, &body, method, path, capability))
+    }
+
+    /// One attempt of a login: any answer but a transient one (429, 502, 503, 504) or a sealed
+    /// Vault comes back as it is.
+    async fn login_once(&self, call: Call) -> Result<Answer, VaultError> {
+        let (status, body, method, path) = self.exchange(call).await?;
+        if status.is_success() {
+            return Ok(Answer {
+                status: status.as_u16(),
+                body,
+                errors: Vec::new(),
+            });
+        }
+        match status.as_u16() {
+            429 | 502 | 503 | 504 => Err(self.classify(status, &body, method, path, "update")),
+            code => Ok(Answer {
+                status: code,
+                body: Vec::new(),
+                errors: shown_errors(&vault_errors(&body)),
+            }),
+        }
+    }
+
+    /// Send one request and read its answer: within the answer timeout, no redirect, a body of
+    /// at most [`MAX_BODY`]. Returns the status, the body, and the method and path for errors.
+    async fn exchange(
+        &self,
+        call: Call,
+    ) -> Result<(StatusCode, Vec<u8>, &'static str, String), VaultError> {
         let method = method_name(&call.method);
         let path = call.path.clone();
         self.requests.fetch_add(1, Ordering::Relaxed);
@@ -381,13 +450,7 @@ impl Vault {
             }
             body.extend_from_slice(&chunk);
         }
-        if status.is_success() {
-            return Ok(Reply::Ok(body));
-        }
-        if status == StatusCode::NOT_FOUND {
-            return Ok(Reply::NotFound(body));
-        }
-        Err(self.classify(status, &body, method, path, capability))
+        Ok((status, body, method, path))
     }
 
     /// A 3xx: where it points (scheme, host and port, redacted), never followed.

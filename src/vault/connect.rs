@@ -39,6 +39,15 @@ const CLAP_ENV: &[&str] = &[
     "VAULT_SEED_CONNECT_TIMEOUT",
     "VAULT_SEED_ANSWER_TIMEOUT",
     "VAULT_SEED_GIVE_UP_AFTER",
+    "VAULT_SEED_AUTH",
+    "VAULT_SEED_ROLE",
+    "VAULT_SEED_AUTH_MOUNT",
+    "VAULT_SEED_JWT_FILE",
+    "VAULT_SEED_JWT_ENV",
+    "VAULT_SEED_ROLE_ID_FILE",
+    "VAULT_SEED_SECRET_ID_FILE",
+    "VAULT_SEED_KEEP_TOKEN",
+    "VAULT_SEED_SKIP_TARGET_SECRETS",
 ];
 
 /// An empty (or blank) `VAULT_*` / `BAO_*` variable means unset, as the vault CLI reads them
@@ -145,6 +154,19 @@ impl Settings {
         spec_addr: Option<&str>,
         spec_namespace: Option<&str>,
     ) -> Result<Settings, VaultError> {
+        let mut settings = Settings::resolve_without_token(args, spec_addr, spec_namespace)?;
+        (settings.token, settings.token_source) = resolve_token()?;
+        crate::redact::register(&settings.token);
+        Ok(settings)
+    }
+
+    /// The same, without a token (an empty one): for a client that logs in
+    /// ([`super::login`]), which never reads `VAULT_TOKEN` or `~/.vault-token`.
+    pub fn resolve_without_token(
+        args: &ConnectOptions,
+        spec_addr: Option<&str>,
+        spec_namespace: Option<&str>,
+    ) -> Result<Settings, VaultError> {
         let addr = args
             .address
             .clone()
@@ -169,9 +191,6 @@ impl Settings {
             }
             _ => config_err(format!("the Vault address `{}` {e}", addr.trim()), e.help()),
         })?;
-
-        let (token, token_source) = resolve_token()?;
-        crate::redact::register(&token);
 
         let ca_cert = args
             .ca_cert
@@ -226,8 +245,8 @@ impl Settings {
         Ok(Settings {
             addr: address::display(&url),
             url,
-            token,
-            token_source,
+            token: SecretString::from(String::new()),
+            token_source: String::new(),
             ca_cert,
             ca_path,
             skip_verify,

@@ -9,6 +9,7 @@ mod client;
 pub mod connect;
 mod error;
 pub mod kv;
+pub mod login;
 pub mod sys;
 pub mod token;
 

@@ -1,14 +1,16 @@
 //! The part `kube`: find the cluster as kubectl does, resolve the namespace of each object the
-//! specs name, then run the cluster checks ([`super::eso`]) once, or again every few seconds
-//! until they are done or `--wait` runs out.
+//! specs name, then run the cluster checks ([`super::eso`], [`super::vso`]) once, or again every
+//! few seconds until they are done or `--wait` runs out.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use super::eso::{self, EsoReport, Wanted};
 use super::facts::Facts;
+use super::vso::{self, VssCheck};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::{EsoCluster, KubeError};
 use crate::spec::EnvPlan;
@@ -25,9 +27,12 @@ pub struct ClusterPart {
     pub server: String,
     /// The kubeconfig context; `None` in a pod.
     pub context: Option<String>,
-    /// ESO's objects (`external_secrets`, `objects`).
+    /// ESO's objects (`external_secrets`, `objects`); VSO's VaultAuths and VaultConnections join
+    /// `objects`.
     #[serde(flatten)]
     pub eso: EsoReport,
+    /// VSO's VaultStaticSecrets.
+    pub vault_static_secrets: Vec<VssCheck>,
 }
 
 impl Part for ClusterPart {
@@ -42,6 +47,8 @@ pub fn wanted(plan: &EnvPlan<'_>, default_namespace: &str) -> Wanted {
     let mut wanted = Wanted {
         external_secrets: Vec::new(),
         push_secrets: Vec::new(),
+        static_secrets: Vec::new(),
+        skip_target_secrets: false,
     };
     let mut seen = HashSet::new();
     for (spec, env) in &plan.specs {
@@ -58,8 +65,27 @@ pub fn wanted(plan: &EnvPlan<'_>, default_namespace: &str) -> Wanted {
         for name in &spec.eso.push_secrets {
             wanted.push_secrets.push((ns.clone(), name.clone()));
         }
+        if let Some(v) = &spec.vso {
+            let ns = env
+                .kube_namespace
+                .clone()
+                .or_else(|| v.namespace.clone())
+                .unwrap_or_else(|| default_namespace.to_string());
+            for name in &v.static_secrets {
+                if !wanted.static_secrets.contains(&(ns.clone(), name.clone())) {
+                    wanted.static_secrets.push((ns.clone(), name.clone()));
+                }
+            }
+        }
     }
     wanted
+}
+
+/// The kubeconfig context: `--context`, else the first `kube_context` the specs give.
+pub fn context(plan: &EnvPlan<'_>, req: &Request) -> Option<String> {
+    req.context
+        .clone()
+        .or_else(|| plan.specs.iter().find_map(|(_, e)| e.kube_context.clone()))
 }
 
 /// Connect, then check (and wait). What was done and whether waiting ran out go to `notes`.
@@ -70,37 +96,92 @@ pub async fn check(
     progress: &dyn Fn(Progress<'_>),
     notes: &mut Vec<String>,
 ) -> Checked<ClusterPart> {
-    let context = req
-        .context
-        .clone()
-        .or_else(|| plan.specs.iter().find_map(|(_, e)| e.kube_context.clone()));
-    let cluster = match EsoCluster::connect(req.kubeconfig.as_deref(), context.as_deref()).await {
+    let cluster = match connect(plan, req).await {
         Ok(c) => c,
-        Err(e) => {
-            // One help line: what fixes the connection, or leaving the cluster out.
-            let help = match e.help() {
-                Some(h) => format!("{h}; or run with --skip-kube"),
-                None => "run with --skip-kube to check Vault and the policy only".into(),
-            };
-            return Checked::failed(e.to_string(), Some(help));
-        }
+        Err((error, help)) => return Checked::failed(error, Some(help)),
     };
-    let wanted = wanted(plan, cluster.default_namespace());
+    let mut wanted = wanted(plan, cluster.default_namespace());
+    if req.skip_target_secrets {
+        // A Role without `get secrets` (which would also grant their values) suffices.
+        wanted.skip_target_secrets = true;
+        notes.push(
+            "target Secrets were not read (--skip-target-secrets): their keys were not checked"
+                .into(),
+        );
+    }
     if req.force_sync {
-        for line in eso::force_sync(&cluster, &wanted).await {
+        let mut lines = eso::force_sync(&cluster, &wanted).await;
+        lines.extend(vso::force_sync(&cluster, &wanted.static_secrets).await);
+        for line in lines {
             progress(Progress::Did(&line));
             notes.push(line);
         }
     }
     let deadline = req.wait.map(|w| Instant::now() + w);
+    let (result, ran_out) = poll(
+        deadline,
+        progress,
+        || check_once(&cluster, &wanted, plan, facts),
+        |k| !k.ok,
+        |k| match (
+            wanted.external_secrets.is_empty(),
+            wanted.static_secrets.is_empty(),
+        ) {
+            (false, true) | (true, true) => k.eso.progress(),
+            (true, false) => progress_of_vso(&k.vault_static_secrets),
+            (false, false) => format!(
+                "{}, {}",
+                k.eso.progress(),
+                progress_of_vso(&k.vault_static_secrets)
+            ),
+        },
+    )
+    .await;
+    if let (Some(wait), true) = (req.wait, ran_out) {
+        notes.push(format!(
+            "waited {} and not everything was Ready",
+            humantime::format_duration(wait)
+        ));
+    }
+    match result {
+        Ok(k) => Checked::Done(k),
+        Err(e) => Checked::failed(e.to_string(), e.help()),
+    }
+}
+
+/// Connect to the cluster of `plan` (see [`context`]); else the error and one help line: what
+/// fixes the connection, or leaving the cluster out.
+pub async fn connect(plan: &EnvPlan<'_>, req: &Request) -> Result<EsoCluster, (String, String)> {
+    let context = context(plan, req);
+    EsoCluster::connect(req.kubeconfig.as_deref(), context.as_deref())
+        .await
+        .map_err(|e| {
+            let help = match e.help() {
+                Some(h) => format!("{h}; or run with --skip-kube"),
+                None => "run with --skip-kube to check Vault and the policy only".into(),
+            };
+            (e.to_string(), help)
+        })
+}
+
+/// Run `check` once; with a `deadline`, again every [`POLL`] while it fails or `waiting` says
+/// time may help and time is left, telling `progress` how far (`how_far`). Returns the last
+/// result and whether the time ran out while still waiting.
+pub async fn poll<T, F: Future<Output = Result<T, KubeError>>>(
+    deadline: Option<Instant>,
+    progress: &dyn Fn(Progress<'_>),
+    check: impl Fn() -> F,
+    waiting: impl Fn(&T) -> bool,
+    how_far: impl Fn(&T) -> String,
+) -> (Result<T, KubeError>, bool) {
     loop {
-        let result = check_once(&cluster, &wanted, plan, facts).await;
-        let done = matches!(&result, Ok(k) if k.ok);
+        let result = check().await;
+        let wait = result.as_ref().map_or(true, &waiting);
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         match left {
-            Some(left) if !done && !left.is_zero() => {
+            Some(left) if wait && !left.is_zero() => {
                 let how_far = match &result {
-                    Ok(k) => k.eso.progress(),
+                    Ok(t) => how_far(t),
                     Err(e) => format!("cluster error: {e}"),
                 };
                 progress(Progress::Waiting(&format!(
@@ -109,18 +190,7 @@ pub async fn check(
                 )));
                 tokio::time::sleep(POLL.min(left)).await;
             }
-            _ => {
-                if let (Some(wait), false) = (req.wait, done) {
-                    notes.push(format!(
-                        "waited {} and not everything was Ready",
-                        humantime::format_duration(wait)
-                    ));
-                }
-                return match result {
-                    Ok(k) => Checked::Done(k),
-                    Err(e) => Checked::failed(e.to_string(), e.help()),
-                };
-            }
+            _ => return (result, deadline.is_some() && wait),
         }
     }
 }
@@ -133,11 +203,30 @@ async fn check_once(
     plan: &EnvPlan<'_>,
     facts: &Facts,
 ) -> Result<ClusterPart, KubeError> {
-    let eso = eso::check(cluster, wanted, &plan.targets, facts).await?;
+    let mut eso = eso::check(cluster, wanted, &plan.targets, facts).await?;
+    let vso = vso::check(
+        cluster,
+        &wanted.static_secrets,
+        wanted.skip_target_secrets,
+        &plan.targets,
+        facts,
+    )
+    .await?;
+    let ok = eso.ok() && vso.ok();
+    eso.objects.extend(vso.objects);
     Ok(ClusterPart {
-        ok: eso.ok(),
+        ok,
         server: cluster.server().to_string(),
         context: cluster.context().map(str::to_string),
         eso,
+        vault_static_secrets: vso.vault_static_secrets,
     })
+}
+
+fn progress_of_vso(checks: &[VssCheck]) -> String {
+    format!(
+        "{}/{} VaultStaticSecret(s) done",
+        checks.iter().filter(|v| v.ok).count(),
+        checks.len()
+    )
 }

@@ -58,6 +58,30 @@ pub struct ObjectCheck {
     pub problems: Vec<String>,
 }
 
+/// A path another application provides (a spec's `provided_by`), and, while it is absent or
+/// invalid, what its provider's PushSecret says.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProvidedCheck {
+    /// The full path (`secret/ask/postgresql/auh1-dev/core-service-db-password`).
+    pub path: String,
+    /// The provider, in words.
+    pub provided_by: String,
+    /// Present and valid in Vault.
+    pub ok: bool,
+    /// The provider's PushSecret (`namespace/name`), when the spec declares it.
+    pub push_secret: Option<String>,
+    /// Its Ready condition's status, when it was looked at and has one.
+    pub ready: Option<bool>,
+    /// Its Ready condition's reason (`Errored`).
+    pub reason: Option<String>,
+    /// Its Ready condition's message.
+    pub message: Option<String>,
+    /// Its latest Warning event, `REASON: message` (a 403 from Vault: the provider's policy).
+    pub event: Option<String>,
+    /// The cause, in one sentence per finding.
+    pub explanations: Vec<String>,
+}
+
 /// The ESO check's result (in the JSON of the part `kube`).
 #[derive(Debug, Clone, Serialize)]
 pub struct EsoReport {
@@ -65,6 +89,8 @@ pub struct EsoReport {
     pub external_secrets: Vec<EsCheck>,
     /// PushSecrets and the stores the ExternalSecrets use.
     pub objects: Vec<ObjectCheck>,
+    /// The paths other applications provide, and why each absent one is.
+    pub provided: Vec<ProvidedCheck>,
 }
 
 impl EsoReport {
@@ -90,6 +116,10 @@ pub struct Wanted {
     pub external_secrets: Vec<(String, String)>,
     /// (namespace, name) of each PushSecret.
     pub push_secrets: Vec<(String, String)>,
+    /// (namespace, name) of each VSO VaultStaticSecret.
+    pub static_secrets: Vec<(String, String)>,
+    /// Do not read target Secrets (`--skip-target-secrets`): their keys are not checked.
+    pub skip_target_secrets: bool,
 }
 
 /// Annotate each wanted ExternalSecret with `force-sync=<unix time>`; returns what was done.
@@ -119,6 +149,7 @@ pub async fn check(
     targets: &[Target],
     facts: &Facts,
 ) -> Result<EsoReport, KubeError> {
+    let provided = provided_checks(cluster, targets, facts).await;
     let mut external_secrets = Vec::new();
     let mut stores: BTreeSet<(Option<String>, StoreKind, String)> = BTreeSet::new();
     for (ns, name) in &wanted.external_secrets {
@@ -183,6 +214,10 @@ pub async fn check(
                             )),
                         }
                     }
+                    // A provided path not yet right: who makes it, and what its PushSecret says.
+                    if let Some(pc) = provided.iter().find(|p| !p.ok && p.path == t.full_path()) {
+                        explanations.extend(pc.explanations.iter().cloned());
+                    }
                     if !f.policy_missing.is_empty() {
                         let missing: Vec<&str> =
                             f.policy_missing.iter().map(|c| c.as_str()).collect();
@@ -222,13 +257,20 @@ pub async fn check(
                         }
                     }
                 }
-                // The target Secret exists and has every key the ExternalSecret maps.
-                match cluster.secret_keys(ns, &es.target_secret).await? {
-                    None => problems.push(format!(
+                // The target Secret exists and has every key the ExternalSecret maps; unless
+                // reading Secrets is not allowed (a Role without `get secrets`).
+                let keys = if wanted.skip_target_secrets {
+                    None
+                } else {
+                    Some(cluster.secret_keys(ns, &es.target_secret).await?)
+                };
+                match keys {
+                    None => {}
+                    Some(None) => problems.push(format!(
                         "target Secret `{ns}/{}` does not exist",
                         es.target_secret
                     )),
-                    Some(keys) => {
+                    Some(Some(keys)) => {
                         let missing: Vec<&str> = es
                             .data
                             .iter()
@@ -349,7 +391,117 @@ pub async fn check(
     Ok(EsoReport {
         external_secrets,
         objects,
+        provided,
     })
+}
+
+/// Each provided path, judged from what Vault holds; for one absent or invalid, its provider
+/// named and, when the spec declares the provider's PushSecret, that PushSecret's Ready condition
+/// and latest Warning event. A failed push sets Ready=False, reason `Errored`, message
+/// `set secret failed: could not write remote ref ...: <the store's error>` and records the same
+/// as a Warning event (external-secrets `pkg/controllers/pushsecret/pushsecret_controller.go`,
+/// `Reconcile`, `errFailedSetSecret`): there Vault's 403 shows when the provider's own policy lacks
+/// a grant. A PushSecret that cannot be read is said, never fatal: it is an explanation.
+async fn provided_checks(
+    cluster: &EsoCluster,
+    targets: &[Target],
+    facts: &Facts,
+) -> Vec<ProvidedCheck> {
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for t in targets {
+        let Some(p) = &t.provided else { continue };
+        let path = t.full_path();
+        if !seen.insert(path.clone()) {
+            continue;
+        }
+        let f = facts.get(&path).cloned().unwrap_or_default();
+        let wrong: Vec<(&String, Status)> = f
+            .fields
+            .iter()
+            .filter(|(_, s)| !matches!(s, Status::Valid | Status::Pending))
+            .map(|(k, s)| (k, *s))
+            .collect();
+        let mut check = ProvidedCheck {
+            path: path.clone(),
+            provided_by: p.by.clone(),
+            ok: wrong.is_empty() && !f.fields.is_empty(),
+            push_secret: p.push_secret.as_ref().map(|(n, m)| format!("{n}/{m}")),
+            ready: None,
+            reason: None,
+            message: None,
+            event: None,
+            explanations: Vec::new(),
+        };
+        if check.ok {
+            out.push(check);
+            continue;
+        }
+        let state = match wrong.first() {
+            Some((_, Status::Invalid)) => "is invalid in Vault",
+            Some((_, Status::Denied)) => "cannot be read by vault-seed",
+            _ => "is not in Vault yet",
+        };
+        check
+            .explanations
+            .push(format!("`{path}` {state}: it is provided by {}", p.by));
+        if let Some((ns, name)) = &p.push_secret {
+            match cluster.push_secret(ns, name).await {
+                Ok(None) => check.explanations.push(format!(
+                    "PushSecret `{ns}/{name}` does not exist (has its app synced?)"
+                )),
+                Ok(Some(ps)) => {
+                    check.ready = ps.condition.ready;
+                    check.reason = ps.condition.reason.clone();
+                    check.message = ps.condition.message.clone();
+                    let state = match ps.condition.ready {
+                        Some(true) => "Ready".to_string(),
+                        Some(false) => "not Ready".to_string(),
+                        None => "no Ready condition yet".to_string(),
+                    };
+                    check.explanations.push(format!(
+                        "PushSecret `{ns}/{name}`: {state}{}{}",
+                        ps.condition
+                            .reason
+                            .map(|r| format!(" ({r})"))
+                            .unwrap_or_default(),
+                        ps.condition
+                            .message
+                            .map(|m| format!(": {m}"))
+                            .unwrap_or_default()
+                    ));
+                }
+                Err(e) => check
+                    .explanations
+                    .push(format!("cannot read PushSecret `{ns}/{name}`: {e}")),
+            }
+            match cluster.warning_events(ns, "PushSecret", name).await {
+                Ok(events) => {
+                    if let Some(ev) = events.into_iter().next() {
+                        let line = format!(
+                            "{}: {}",
+                            ev.reason.unwrap_or_default(),
+                            ev.message.unwrap_or_default()
+                        );
+                        check.explanations.push(format!(
+                            "PushSecret `{ns}/{name}` latest Warning event {line}"
+                        ));
+                        check.event = Some(line);
+                    }
+                }
+                Err(e) => check.explanations.push(format!(
+                    "cannot read the events of PushSecret `{ns}/{name}`: {e}"
+                )),
+            }
+        }
+        for line in check.explanations.iter_mut() {
+            if let std::borrow::Cow::Owned(c) = crate::report::text::cap(line) {
+                *line = c;
+            }
+        }
+        out.push(check);
+    }
+    out
 }
 
 fn rfc3339(t: OffsetDateTime) -> String {

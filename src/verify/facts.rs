@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use time::OffsetDateTime;
 
-use super::grants::GrantsPart;
+use super::grants::{GrantsPart, PolicyPart};
 use super::Checked;
 use crate::acl::Capability;
 use crate::kv::KvVersion;
@@ -19,10 +19,14 @@ pub struct PathFacts {
     pub fields: BTreeMap<String, Status>,
     /// When the current version was created in Vault.
     pub created: Option<OffsetDateTime>,
+    /// The current KV v2 version (`None` on KV v1 or when unknown).
+    pub version: Option<u64>,
     /// The API path ESO reads (`secret/data/X` on KV v2, `kv/X` on KV v1).
     pub data_path: String,
     /// Capabilities ESO's policy lacks on that API path.
     pub policy_missing: Vec<Capability>,
+    /// Capabilities VSO's policy lacks on that API path (VSO reads the same one).
+    pub vso_policy_missing: Vec<Capability>,
 }
 
 /// Every path's facts, by full path (`secret/ask/core-service/auh1-dev/X`).
@@ -34,7 +38,7 @@ impl Facts {
     /// each mount's KV version as the server reports it.
     pub fn gather(
         inspection: &Inspection,
-        grants: Option<&Checked<GrantsPart>>,
+        grants: Option<&Checked<PolicyPart>>,
         detected: &dyn Fn(&str) -> Option<KvVersion>,
     ) -> Facts {
         let mut out = BTreeMap::new();
@@ -44,15 +48,16 @@ impl Facts {
             let created = p.created_time.as_deref().and_then(|c| {
                 OffsetDateTime::parse(c, &time::format_description::well_known::Rfc3339).ok()
             });
-            let policy_missing = match grants {
-                Some(Checked::Done(part)) => part
-                    .report
-                    .paths
-                    .iter()
+            let missing = |part: Option<&GrantsPart>| -> Vec<Capability> {
+                part.into_iter()
+                    .flat_map(|p| p.report.paths.iter())
                     .filter(|c| c.path == data_path)
                     .flat_map(|c| c.missing.iter().copied())
-                    .collect(),
-                _ => Vec::new(),
+                    .collect()
+            };
+            let (policy_missing, vso_policy_missing) = match grants {
+                Some(Checked::Done(part)) => (missing(Some(&part.eso)), missing(part.vso.as_ref())),
+                _ => (Vec::new(), Vec::new()),
             };
             out.insert(
                 t.full_path(),
@@ -63,8 +68,10 @@ impl Facts {
                         .map(|f| (f.field.clone(), f.status))
                         .collect(),
                     created,
+                    version: p.version,
                     data_path,
                     policy_missing,
+                    vso_policy_missing,
                 },
             );
         }
@@ -86,7 +93,7 @@ mod tests {
     use crate::generate::Generator;
     use crate::seed::{FieldState, PathState};
     use crate::spec::{Field, Target};
-    use crate::verify::grants::Method;
+    use crate::verify::grants::{Method, Operator};
 
     fn state(mount: &str) -> PathState {
         PathState {
@@ -102,6 +109,7 @@ mod tests {
                     generator: Generator::Uuid,
                 }],
                 kv_version: None,
+                provided: None,
             },
             version: None,
             fields: vec![FieldState {
@@ -133,7 +141,9 @@ mod tests {
             decided_by: None,
             fix: None,
         };
-        let grants = Checked::Done(GrantsPart {
+        let eso = GrantsPart {
+            operator: Operator::Eso,
+            used: true,
             ok: false,
             method: Method::Policies,
             policies: Vec::new(),
@@ -146,7 +156,8 @@ mod tests {
             errors: Vec::new(),
             notes: Vec::new(),
             help: None,
-        });
+        };
+        let grants = Checked::Done(PolicyPart { eso, vso: None });
         let detected = |m: &str| match m {
             "kv" => Some(KvVersion::V1),
             _ => Some(KvVersion::V2),

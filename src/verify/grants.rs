@@ -1,4 +1,6 @@
-//! The part `policy` of `verify`: do ESO's Vault policies grant what it needs on every path?
+//! The part `policy` of `verify`: do ESO's Vault policies grant what it needs on every path? And
+//! the Vault Secrets Operator's (VSO), for specs with `[vso]`: the same evaluator and the same
+//! server fallbacks, each operator reported on its own ([`PolicyPart`]).
 //!
 //! ESO's policies are the spec's `policies`, the `token_policies` of its auth role, and `default`
 //! unless the role sets `token_no_default_policy`. vault-seed reads them
@@ -26,6 +28,33 @@ use crate::kv::KvVersion;
 use crate::spec::EnvPlan;
 use crate::vault::{Vault, VaultError};
 
+/// Whose policies are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Operator {
+    /// External Secrets Operator (`[eso]`).
+    Eso,
+    /// Vault Secrets Operator (`[vso]`).
+    Vso,
+}
+
+impl Operator {
+    /// Its short name, for people (`ESO`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Operator::Eso => "ESO",
+            Operator::Vso => "VSO",
+        }
+    }
+
+    fn section(self) -> &'static str {
+        match self {
+            Operator::Eso => "[eso]",
+            Operator::Vso => "[vso]",
+        }
+    }
+}
+
 /// How the granted capabilities were found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -44,27 +73,70 @@ pub enum Method {
 }
 
 impl Method {
-    /// For people.
-    pub fn describe(self) -> &'static str {
+    /// For people, about `who`'s policies.
+    pub fn describe(self, who: Operator) -> String {
+        let who = who.name();
         match self {
-            Method::Policies => "read ESO's policies from Vault and evaluated them",
+            Method::Policies => format!("read {who}'s policies from Vault and evaluated them"),
             Method::ServerEsoToken => {
-                "asked Vault (`sys/capabilities`) for ESO's token from --eso-token-file"
+                "asked Vault (`sys/capabilities`) for ESO's token from --eso-token-file".into()
             }
-            Method::ServerProbeToken => {
-                "asked Vault (`sys/capabilities`) for a short-lived token with exactly ESO's policies, revoked at once"
-            }
-            Method::ServerSelf => {
-                "asked Vault (`sys/capabilities-self`): this token carries exactly ESO's policies"
-            }
-            Method::Unknown => "cannot be decided",
+            Method::ServerProbeToken => format!(
+                "asked Vault (`sys/capabilities`) for a short-lived token with exactly {who}'s policies, revoked at once"
+            ),
+            Method::ServerSelf => format!(
+                "asked Vault (`sys/capabilities-self`): this token carries exactly {who}'s policies"
+            ),
+            Method::Unknown => "cannot be decided".into(),
         }
     }
 }
 
-/// The policy part's result.
+/// The part `policy`: ESO's grants, and VSO's when a spec has `[vso]`. In JSON, ESO's report
+/// keeps its place at the top (as before VSO was known), `ok` covers both, and `vso` holds VSO's
+/// report of the same shape (`null` when no spec has `[vso]`).
+#[derive(Debug)]
+pub struct PolicyPart {
+    /// ESO's grants.
+    pub eso: GrantsPart,
+    /// VSO's grants; `None` when no spec has `[vso]`.
+    pub vso: Option<GrantsPart>,
+}
+
+impl PolicyPart {
+    /// Each operator's report that has something to say: ESO's when a spec gives it access or
+    /// names its policies, VSO's when a spec has `[vso]`.
+    pub fn operators(&self) -> impl Iterator<Item = &GrantsPart> {
+        std::iter::once(&self.eso)
+            .filter(|e| e.used)
+            .chain(self.vso.as_ref())
+    }
+}
+
+impl super::Part for PolicyPart {
+    fn ok(&self) -> bool {
+        self.eso.ok && self.vso.as_ref().is_none_or(|v| v.ok)
+    }
+}
+
+impl Serialize for PolicyPart {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error as _;
+        let mut doc = serde_json::to_value(&self.eso).map_err(S::Error::custom)?;
+        doc["ok"] = super::Part::ok(self).into();
+        doc["vso"] = serde_json::to_value(&self.vso).map_err(S::Error::custom)?;
+        doc.serialize(serializer)
+    }
+}
+
+/// One operator's grants.
 #[derive(Debug, Serialize)]
 pub struct GrantsPart {
+    /// Whose policies: `eso` or `vso`.
+    pub operator: Operator,
+    /// Whether the specs give this operator anything to do (else the report is empty and ok).
+    #[serde(skip)]
+    pub used: bool,
     /// Every required capability is granted and nothing went wrong.
     pub ok: bool,
     /// How the answer was found.
@@ -82,13 +154,7 @@ pub struct GrantsPart {
     pub help: Option<String>,
 }
 
-impl super::Part for GrantsPart {
-    fn ok(&self) -> bool {
-        self.ok
-    }
-}
-
-/// ESO's policies as far as vault-seed can tell.
+/// An operator's policies as far as vault-seed can tell.
 struct EsoPolicies {
     /// The spec's and the roles', without `default` and `root`.
     names: Vec<String>,
@@ -112,18 +178,61 @@ impl EsoPolicies {
     }
 }
 
-/// Check ESO's access for `plan`. `detected` is each mount's KV version as the server reports it.
+/// Check ESO's access for `plan`, and VSO's when a spec has `[vso]`. `detected` is each mount's
+/// KV version as the server reports it.
 pub async fn check(
     vault: &Vault,
     plan: &EnvPlan<'_>,
     detected: &dyn Fn(&str) -> Option<KvVersion>,
     eso_token: Option<&SecretString>,
+) -> Result<PolicyPart, VaultError> {
+    let eso = check_for(Operator::Eso, vault, plan, detected, eso_token).await?;
+    let vso = if plan.specs.iter().any(|(s, _)| s.vso.is_some()) {
+        Some(check_for(Operator::Vso, vault, plan, detected, None).await?)
+    } else {
+        None
+    };
+    Ok(PolicyPart { eso, vso })
+}
+
+/// Check one operator's access. `own_token` is that operator's own token, when given.
+async fn check_for(
+    who: Operator,
+    vault: &Vault,
+    plan: &EnvPlan<'_>,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
+    own_token: Option<&SecretString>,
 ) -> Result<GrantsPart, VaultError> {
-    let requirements = acl::requirements(plan, detected);
+    let requirements = match who {
+        Operator::Eso => acl::requirements(plan, detected),
+        Operator::Vso => acl::vso_requirements(plan, detected),
+    };
+    let (name, section) = (who.name(), who.section());
     let mut errors = Vec::new();
     let mut notes = Vec::new();
-    let eso = eso_policies(vault, plan, &mut errors, &mut notes).await?;
+    let named = plan.specs.iter().any(|(s, _)| {
+        let (policies, role) = access_of(who, s);
+        !policies.is_empty() || role.is_some()
+    });
+    let used = !requirements.is_empty() || named || who == Operator::Vso;
+    if !used {
+        // No spec gives this operator anything: nothing to ask Vault.
+        return Ok(GrantsPart {
+            operator: who,
+            used,
+            ok: true,
+            method: Method::Policies,
+            policies: Vec::new(),
+            report: acl::check(&[], &requirements),
+            errors,
+            notes,
+            help: None,
+        });
+    }
+    let eso = eso_policies(who, vault, plan, &mut errors, &mut notes).await?;
     let part = |method, report: PolicyReport, errors: Vec<String>, notes, help| GrantsPart {
+        operator: who,
+        used,
         ok: report.ok && errors.is_empty() && method != Method::Unknown,
         method,
         policies: eso.names.clone(),
@@ -133,13 +242,14 @@ pub async fn check(
         help,
     };
     if eso.names.is_empty() && !eso.root && !requirements.is_empty() {
-        errors.push(
-            "the spec names no ESO policy (`[eso] policies`) and no auth role (`[eso] auth_role`)"
-                .into(),
-        );
+        errors.push(format!(
+            "the spec names no {name} policy (`{section} policies`) and no auth role (`{section} auth_role`)"
+        ));
     }
     if eso.root {
-        notes.push("ESO's policies include `root`: it may do anything".into());
+        notes.push(format!(
+            "{name}'s policies include `root`: it may do anything"
+        ));
         let answer = requirements
             .iter()
             .map(|r| (r.path.clone(), vec!["root".to_string()]))
@@ -189,8 +299,8 @@ pub async fn check(
                 None,
             ))
         }
-        Some((name, pattern)) => notes.push(format!(
-            "policy `{name}` has the templated rule `{pattern}`: what it matches depends on ESO's identity, which only ESO's own token carries"
+        Some((policy, pattern)) => notes.push(format!(
+            "policy `{policy}` has the templated rule `{pattern}`: what it matches depends on {name}'s identity, which only {name}'s own token carries"
         )),
         None => {}
     }
@@ -199,9 +309,9 @@ pub async fn check(
             .into(),
     );
 
-    // Ask the server, for ESO's token or one with exactly its policies.
+    // Ask the server, for the operator's token or one with exactly its policies.
     let paths: Vec<String> = requirements.iter().map(|r| r.path.clone()).collect();
-    if let Some(t) = eso_token {
+    if let Some(t) = own_token {
         match vault.capabilities_of(t, &paths).await {
             Ok(answer) => {
                 return Ok(part(
@@ -245,7 +355,7 @@ pub async fn check(
         ));
     }
     notes.push(format!(
-        "this token carries {}, not ESO's policies: `sys/capabilities-self` would answer for it, not for ESO",
+        "this token carries {}, not {name}'s policies: `sys/capabilities-self` would answer for it, not for {name}",
         if own_policies.is_empty() {
             "no policy".to_string()
         } else {
@@ -255,52 +365,66 @@ pub async fn check(
             )
         }
     ));
-    errors.push(
-        "cannot decide whether ESO's policies grant what it needs: vault-seed could neither evaluate them nor ask Vault for a token holding exactly them"
-            .into(),
-    );
+    errors.push(format!(
+        "cannot decide whether {name}'s policies grant what it needs: vault-seed could neither evaluate them nor ask Vault for a token holding exactly them"
+    ));
     let report = PolicyReport {
         ok: false,
         paths: Vec::new(),
         add: Vec::new(),
         unfixable: Vec::new(),
     };
-    let help = if templated.is_some() {
-        "pass --eso-token-file with ESO's own token (a templated rule needs ESO's identity)"
-    } else {
-        "run verify with a token that may read `sys/policies/acl/<name>` of ESO's policies, or that may create a token with them (`auth/token/create`) and use `sys/capabilities`; or pass --eso-token-file with ESO's own token"
+    let help = match (who, templated.is_some()) {
+        (Operator::Eso, true) => {
+            "pass --eso-token-file with ESO's own token (a templated rule needs ESO's identity)"
+                .to_string()
+        }
+        (Operator::Eso, false) => "run verify with a token that may read `sys/policies/acl/<name>` of ESO's policies, or that may create a token with them (`auth/token/create`) and use `sys/capabilities`; or pass --eso-token-file with ESO's own token".into(),
+        (Operator::Vso, true) => "replace the templated rule of VSO's policy by plain paths: vault-seed cannot evaluate it without VSO's identity".into(),
+        (Operator::Vso, false) => "run verify with a token that may read `sys/policies/acl/<name>` of VSO's policies, or that may create a token with them (`auth/token/create`) and use `sys/capabilities`".into(),
     };
-    Ok(part(
-        Method::Unknown,
-        report,
-        errors,
-        notes,
-        Some(help.into()),
-    ))
+    Ok(part(Method::Unknown, report, errors, notes, Some(help)))
 }
 
-/// ESO's policies: the spec's, and those of each auth role; `default` unless every role readable
-/// sets `token_no_default_policy`.
+/// The policies and auth role a spec names for `who`.
+fn access_of(
+    who: Operator,
+    spec: &crate::spec::Spec,
+) -> (&[String], Option<&crate::spec::AuthRole>) {
+    match who {
+        Operator::Eso => (&spec.eso.policies, spec.eso.auth_role.as_ref()),
+        Operator::Vso => match &spec.vso {
+            Some(v) => (&v.policies, v.auth_role.as_ref()),
+            None => (&[], None),
+        },
+    }
+}
+
+/// An operator's policies: the spec's, and those of each auth role; `default` unless every role
+/// readable sets `token_no_default_policy`.
 async fn eso_policies(
+    who: Operator,
     vault: &Vault,
     plan: &EnvPlan<'_>,
     errors: &mut Vec<String>,
     notes: &mut Vec<String>,
 ) -> Result<EsoPolicies, VaultError> {
+    let name = who.name();
     let mut names: Vec<String> = Vec::new();
     let mut roles = Vec::new();
     for (spec, _) in &plan.specs {
-        names.extend(spec.eso.policies.iter().cloned());
-        if let Some(role) = &spec.eso.auth_role {
+        let (policies, role) = access_of(who, spec);
+        names.extend(policies.iter().cloned());
+        if let Some(role) = role {
             let role_path = format!("auth/{}/role/{}", role.mount, role.name);
             match vault.role_tokens(&role.mount, &role.name).await {
                 Ok(Some(r)) => {
                     names.extend(r.policies.iter().cloned());
                     roles.push(r);
                 }
-                Ok(None) => errors.push(format!("ESO's auth role `{role_path}` does not exist")),
+                Ok(None) => errors.push(format!("{name}'s auth role `{role_path}` does not exist")),
                 Err(VaultError::Denied { .. }) => notes.push(format!(
-                    "this token may not read `{role_path}`: the spec's `policies` are taken as all of ESO's"
+                    "this token may not read `{role_path}`: the spec's `policies` are taken as all of {name}'s"
                 )),
                 Err(e) => return Err(e),
             }
@@ -332,7 +456,7 @@ async fn probe(
     let probe = vault
         .create_probe_token(&eso.names, !eso.default)
         .await
-        .map_err(|e| format!("this token may not create a token with ESO's policies ({e})"))?;
+        .map_err(|e| format!("this token may not create a token with those policies ({e})"))?;
     let answer = vault.capabilities_of(&probe.token, paths).await;
     if let Err(e) = vault.revoke_accessor(&probe.accessor).await {
         notes.push(format!(

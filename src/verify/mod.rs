@@ -6,18 +6,23 @@
 //! - [`grants`], the part `policy`: do ESO's Vault policies grant what it needs on every path;
 //! - [`cluster`], the part `kube`: finds the cluster and the namespaces, waits while `--wait`
 //!   lasts, and runs the cluster checks: [`eso`] (ExternalSecrets Ready and fresh, their target
-//!   Secrets, PushSecrets and stores).
+//!   Secrets, PushSecrets and stores) and [`vso`] (VaultStaticSecrets synced and fresh, their
+//!   destination Secrets, VaultAuths and VaultConnections);
+//! - [`argocd`], the part `argocd` (specs with `[argocd]`): the secrets app Synced and Healthy,
+//!   each consumer Application at a later app wave, argocd-cm's Application health check.
 //!
 //! [`facts`] carries what the Vault and policy parts found into the cluster checks'
 //! explanations. A new part (the Vault Secrets Operator's objects, Argo CD's Applications) is a
 //! module with its typed report implementing [`Part`], and a line in [`run`] (or, checked in the
 //! cluster, a field of [`cluster::ClusterPart`] and a line in its `check_once`).
 
+pub mod argocd;
 pub mod cluster;
 pub mod eso;
 pub mod facts;
 pub mod grants;
 pub mod values;
+pub mod vso;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -38,11 +43,18 @@ pub enum PartName {
     Policy,
     /// The cluster's objects.
     Kube,
+    /// Argo CD's Applications and argocd-cm.
+    Argocd,
 }
 
 impl PartName {
     /// Every part, in report order.
-    pub const ALL: [PartName; 3] = [PartName::Vault, PartName::Policy, PartName::Kube];
+    pub const ALL: [PartName; 4] = [
+        PartName::Vault,
+        PartName::Policy,
+        PartName::Kube,
+        PartName::Argocd,
+    ];
 
     /// Its name on the command line and in JSON.
     pub fn as_str(self) -> &'static str {
@@ -50,6 +62,7 @@ impl PartName {
             PartName::Vault => "vault",
             PartName::Policy => "policy",
             PartName::Kube => "kube",
+            PartName::Argocd => "argocd",
         }
     }
 
@@ -79,13 +92,15 @@ pub struct Request {
     pub eso_token: Option<SecretString>,
     /// Requests to Vault in flight at once.
     pub concurrency: usize,
+    /// Read no target Secret (`--skip-target-secrets`): their keys go unchecked.
+    pub skip_target_secrets: bool,
 }
 
 impl Request {
     /// Whether `part` is asked for.
     pub fn wants(&self, part: PartName) -> bool {
         (self.parts.is_empty() || self.parts.contains(&part))
-            && !(part == PartName::Kube && self.skip_kube)
+            && !(matches!(part, PartName::Kube | PartName::Argocd) && self.skip_kube)
     }
 }
 
@@ -156,9 +171,11 @@ pub struct Verification {
     /// Vault's values; `None` when not asked for.
     pub vault: Option<Checked<values::ValuesPart>>,
     /// ESO's policy; `None` when not asked for.
-    pub policy: Option<Checked<grants::GrantsPart>>,
+    pub policy: Option<Checked<grants::PolicyPart>>,
     /// The cluster's objects; `None` when not asked for.
     pub kube: Option<Checked<cluster::ClusterPart>>,
+    /// Argo CD's Applications; `None` when not asked for or no spec has `[argocd]`.
+    pub argocd: Option<Checked<argocd::ArgocdPart>>,
     /// What is not about one part (waiting ran out, ExternalSecrets annotated).
     pub notes: Vec<String>,
 }
@@ -191,9 +208,16 @@ pub async fn run(
         None
     };
     let mut notes = Vec::new();
+    // One `--wait` for the cluster's parts together, counted from here.
+    let deadline = req.wait.map(|w| std::time::Instant::now() + w);
     let kube = if req.wants(PartName::Kube) {
         let facts = facts::Facts::gather(&inspection, policy.as_ref(), &detected);
         Some(cluster::check(plan, &facts, req, progress, &mut notes).await)
+    } else {
+        None
+    };
+    let argocd = if req.wants(PartName::Argocd) && argocd::configured(plan) {
+        Some(argocd::check(plan, req, deadline, progress, &mut notes).await)
     } else {
         None
     };
@@ -208,8 +232,12 @@ pub async fn run(
             None
         },
         kube,
+        argocd,
         notes,
     };
-    v.ok = ok_or_absent(&v.vault) && ok_or_absent(&v.policy) && ok_or_absent(&v.kube);
+    v.ok = ok_or_absent(&v.vault)
+        && ok_or_absent(&v.policy)
+        && ok_or_absent(&v.kube)
+        && ok_or_absent(&v.argocd);
     v
 }

@@ -25,6 +25,9 @@ pub struct ValueRow {
     pub created_time: Option<String>,
     /// Why, when there is more to say (never a value).
     pub detail: Option<String>,
+    /// The provider, in words, of a path another application provides (never written by
+    /// vault-seed); else null.
+    pub provided_by: Option<String>,
     /// How `set` names this field (`NAME`, `NAME.FIELD`, or the path when names clash).
     #[serde(skip)]
     pub set_as: String,
@@ -64,7 +67,12 @@ pub fn judge(inspection: &Inspection, strict: bool, shared_names: &BTreeSet<Stri
                 status: f.status,
                 version: p.version,
                 created_time: p.created_time.clone(),
-                detail: f.detail.clone().or_else(|| p.detail.clone()),
+                detail: f.detail.clone().or_else(|| match &p.target.provided {
+                    // vault-seed's marks are not expected on another application's path.
+                    Some(_) => None,
+                    None => p.detail.clone(),
+                }),
+                provided_by: p.target.provided.as_ref().map(|x| x.by.clone()),
                 set_as: selector(&p.target, &f.field, shared_names),
             });
         }

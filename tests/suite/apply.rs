@@ -90,7 +90,14 @@ fn first_apply_creates_every_path_in_its_format_and_second_writes_nothing() {
     let doc = out.json();
     assert_eq!(doc["ok"], true);
     assert_eq!(doc["summary"]["created"], 6);
-    assert!(outcomes(&doc).iter().all(|(_, o)| o == "created"), "{doc}");
+    // ask-db's database passwords are provided: absent here, waiting, never written.
+    assert_eq!(doc["summary"]["provided_absent"], 3);
+    assert!(
+        outcomes(&doc)
+            .iter()
+            .all(|(_, o)| o == "created" || o == "provided-absent"),
+        "{doc}"
+    );
     assert_formats(&bao);
     // Custom metadata marks the path as vault-seed's, never external-secrets'.
     let (_, meta) = bao.api(

@@ -291,7 +291,7 @@ fn bash_completion_parses_and_completes_commands_and_their_options() {
     );
     assert_eq!(
         complete(&["vault-seed", "verify", "--skip-"]),
-        ["--skip-kube", "--skip-verify"]
+        ["--skip-kube", "--skip-target-secrets", "--skip-verify"]
     );
     assert_eq!(complete(&["vault-seed", "completions", "f"]), ["fish"]);
     // No flag that --help does not show (apply has no --dry-run).
@@ -579,8 +579,8 @@ fn json_documents_have_the_keys_the_man_page_lists() {
     let doc = apply.json();
     let mut values = Vec::new();
     for row in doc["results"].as_array().unwrap() {
-        if row["generator"] == "placeholder" {
-            continue; // a marker, not a secret
+        if row["generator"] == "placeholder" || row["provided_by"].is_string() {
+            continue; // a marker, not a secret; or another application's path, never written
         }
         let mount = row["mount"].as_str().unwrap();
         let path = row["path"].as_str().unwrap();

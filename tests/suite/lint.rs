@@ -53,7 +53,7 @@ fn real_spec_passes() {
         out.stderr_text()
     );
     assert!(
-        stdout.contains("`core-service`, 6 secret(s), 6 field(s), environments: auh1-dev"),
+        stdout.contains("`core-service`, 9 secret(s), 9 field(s), environments: auh1-dev"),
         "{stdout}"
     );
 }

@@ -7,20 +7,27 @@
 mod common;
 
 mod apply;
+mod argocd;
 mod change;
 mod cli;
+mod deploy;
 mod faults;
 mod gen;
 mod harness;
 mod hostile;
+mod in_cluster;
 mod json_failures;
 mod kube_eso;
 mod kube_logs;
+mod kube_vso;
 mod lint;
+mod login;
 mod mixed_kv;
 mod order;
 mod policy_eval;
 mod project;
+mod provided;
+mod seeder_policy;
 mod set_hints;
 mod spec_props;
 mod stdout_errors;

@@ -299,8 +299,11 @@ fn evaluator_agrees_with_the_server_on_random_policies() {
 
 // ---- the real spec, the runbook's policy, and `vault-seed policy` ---------------------------
 
+/// The runbook's grant, and ESO's read of the database passwords ask-db pushes (issue 15: the
+/// spec's provided paths, under `ask/postgresql/`).
 const RUNBOOK: &str = r#"
 path "secret/data/ask/core-service/*"     { capabilities = ["create", "update", "read"] }
+path "secret/data/ask/postgresql/*"       { capabilities = ["read"] }
 path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }
 "#;
 
@@ -324,8 +327,9 @@ fn server_grants_all(bao: &OpenBao, name: &str, policy_text: &str, reqs: &[Requi
 #[test]
 fn runbook_policy_passes_and_without_metadata_fails() {
     let reqs = core_service_requirements();
-    // 6 secrets: data and metadata paths of each (access = read, push).
-    assert_eq!(reqs.len(), 12);
+    // 6 secrets: data and metadata paths of each (access = read, push); 3 provided: read on
+    // their data paths only.
+    assert_eq!(reqs.len(), 15);
 
     let full = policy::parse("eso-ask-push", RUNBOOK).unwrap();
     let report = policy::check(&[full], &reqs);
@@ -427,6 +431,7 @@ fn vault_seed_policy_json_output() {
         v["rules"],
         json!([
             {"path": "secret/data/ask/core-service/*", "capabilities": ["create", "update", "read"]},
+            {"path": "secret/data/ask/postgresql/*", "capabilities": ["read"]},
             {"path": "secret/metadata/ask/core-service/*", "capabilities": ["read", "list"]},
         ])
     );

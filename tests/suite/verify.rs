@@ -9,8 +9,10 @@ use common::fake_kube::{self, FakeKube};
 use common::{OpenBao, Out, Run};
 use serde_json::{json, Value};
 
-const RUNBOOK_POLICY: &str = r#"
+/// The runbook's grant, and ESO's read of the database passwords ask-db pushes (issue 15).
+pub(crate) const RUNBOOK_POLICY: &str = r#"
 path "secret/data/ask/core-service/*"     { capabilities = ["create", "update", "read"] }
+path "secret/data/ask/postgresql/*"       { capabilities = ["read"] }
 path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }
 "#;
 const FOLDER: &str = "ask/core-service/auh1-dev";
@@ -22,13 +24,14 @@ fn has(out: &str, wanted: impl AsRef<str>) {
 }
 
 /// OpenBao with the real spec applied, ESO's role `kubernetes/eso` carrying `policy`.
-fn vault_with(policy: &str) -> OpenBao {
+pub(crate) fn vault_with(policy: &str) -> OpenBao {
     let bao = OpenBao::dev();
     Run::new(&bao)
         .real_specs()
         .args(["apply", "auh1-dev"])
         .output()
         .expect_code(0);
+    bao.ask_db_pushes();
     bao.eso_role(policy);
     bao
 }
@@ -69,7 +72,7 @@ const ZITADEL_KEYS: &[(&str, &str, Option<&str>)] = &[(
 
 /// The cluster as it is once the bootstrap is done: store Valid, both ExternalSecrets Ready
 /// after seeding, target Secrets with every key.
-fn healthy_cluster() -> FakeKube {
+pub(crate) fn healthy_cluster() -> FakeKube {
     let kube = FakeKube::start();
     kube.put(fake_kube::secret_store(
         "ask",
@@ -128,7 +131,8 @@ fn the_whole_chain_is_done() {
     );
     let doc = out.json();
     assert_eq!(doc["ok"], true);
-    assert_eq!(doc["vault"]["counts"]["valid"], 4);
+    // 4 generated, and ask-db's 3 provided database passwords.
+    assert_eq!(doc["vault"]["counts"]["valid"], 7);
     assert_eq!(
         doc["vault"]["counts"]["pending"], 2,
         "placeholders are a warning, not a failure"
@@ -169,18 +173,20 @@ fn runbook_policy_without_the_metadata_rule_is_a_gap_with_the_rule_to_add() {
     assert_eq!(out.status.code(), Some(0), "{}", out.stdout_text());
 }
 
-/// Twelve gaps closed by two rules are two errors, each with its rule and the number of paths
-/// it covers; `-v` lists the paths; JSON keeps every path with the rule that closes it.
+/// Fifteen gaps closed by three rules are three errors, each with its rule and the number of
+/// paths it covers (the third: ESO's read of ask-db's provided database passwords); `-v` lists
+/// the paths; JSON keeps every path with the rule that closes it.
 #[test]
 fn gaps_are_grouped_by_the_rule_that_closes_them() {
     let bao = vault_with(r#"path "nothing/*" { capabilities = ["read"] }"#);
     let out = verify(&bao, None, &["--only", "policy"]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = out.stdout_text();
-    assert_eq!(stdout.matches("error:").count(), 2, "{stdout}");
-    assert_eq!(stdout.matches("  add: ").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches("error:").count(), 3, "{stdout}");
+    assert_eq!(stdout.matches("  add: ").count(), 3, "{stdout}");
     has(&stdout, format!("does not grant `create`, `update`, `read` on 6 paths under `secret/data/{FOLDER}/` (ExternalSecret read, PushSecret; granted: nothing; -v lists them)"));
     has(&stdout, format!("does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/` (PushSecret; granted: nothing; -v lists them)"));
+    has(&stdout, "does not grant `read` on 3 paths under `secret/data/ask/postgresql/auh1-dev/` (ExternalSecret read; granted: nothing; -v lists them)");
     assert!(
         !stdout.contains("ZITADEL_MASTERKEY"),
         "paths are listed only with -v:\n{stdout}"
@@ -190,7 +196,7 @@ fn gaps_are_grouped_by_the_rule_that_closes_them() {
 
     let out = verify(&bao, None, &["--only", "policy", "-v"]);
     let stdout = out.stdout_text();
-    assert_eq!(stdout.matches("error:").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches("error:").count(), 3, "{stdout}");
     for name in [
         "ZITADEL_MASTERKEY",
         "IAM_SERVICE__PAT",
@@ -208,10 +214,12 @@ fn gaps_are_grouped_by_the_rule_that_closes_them() {
 
     let doc = verify(&bao, None, &["--only", "policy", "-o", "json"]).json();
     let paths = doc["policy"]["report"]["paths"].as_array().unwrap();
-    assert_eq!(paths.len(), 12);
+    assert_eq!(paths.len(), 15);
     for p in paths {
         let path = p["path"].as_str().unwrap();
-        let fix = if path.starts_with("secret/data/") {
+        let fix = if path.starts_with("secret/data/ask/postgresql/") {
+            "secret/data/ask/postgresql/*"
+        } else if path.starts_with("secret/data/") {
             "secret/data/ask/core-service/*"
         } else {
             "secret/metadata/ask/core-service/*"
@@ -220,7 +228,7 @@ fn gaps_are_grouped_by_the_rule_that_closes_them() {
         assert_eq!(p["missing"], p["required"], "{p}");
         assert_eq!(p["refused"], json!([]), "{p}");
     }
-    assert_eq!(doc["policy"]["report"]["add"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["policy"]["report"]["add"].as_array().unwrap().len(), 3);
 }
 
 #[test]
@@ -285,7 +293,8 @@ fn policies_unreadable_falls_back_to_asking_the_server() {
     // Run as ESO's own token: sys/capabilities-self, and a gap is found the same way.
     bao.put_policy(
         "eso-ask-push",
-        r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] }"#,
+        r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] }
+path "secret/data/ask/postgresql/*" { capabilities = ["read"] }"#,
     );
     let out = Run::new(&bao)
         .token(&eso)
@@ -608,7 +617,7 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
 /// as OpenBao reads it and evaluated here, with the server's verdict.
 #[test]
 fn a_policy_in_hcl1_one_line_form_is_evaluated_here() {
-    let hcl1 = r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"], } path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"], }"#;
+    let hcl1 = r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"], } path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"], } path "secret/data/ask/postgresql/*" { capabilities = ["read",] }"#;
     let bao = vault_with(hcl1);
     let out = verify(&bao, None, &["--only", "policy", "-o", "json"]);
     assert_eq!(
@@ -699,7 +708,7 @@ fn verify_policy_as(bao: &OpenBao, token: &str, args: &[&str]) -> Out {
 }
 
 /// Find the probe tokens vault-seed created that still exist.
-fn live_probe_tokens(bao: &OpenBao) -> usize {
+pub(crate) fn live_probe_tokens(bao: &OpenBao) -> usize {
     let (status, body) = bao.api("LIST", "auth/token/accessors", None);
     assert_eq!(status, 200, "{body}");
     body["data"]["keys"]
@@ -724,7 +733,8 @@ fn live_probe_tokens(bao: &OpenBao) -> usize {
 #[test]
 fn unreadable_policies_are_checked_with_a_probe_token_that_is_revoked() {
     let bao = vault_with(
-        r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] }"#,
+        r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] }
+path "secret/data/ask/postgresql/*" { capabilities = ["read"] }"#,
     );
     bao.put_policy(
         "prober",

@@ -1,9 +1,12 @@
 //! A fake Kubernetes API server on loopback, for the client code that cannot meet a real one here.
 //!
 //! It speaks the REST paths kube-rs requests (discovery, ESO kinds in `v1`, `v1beta1` and
-//! `v1alpha1`, core/v1 Secrets and Events with field selectors, JSON merge patches on
-//! ExternalSecrets) and answers 404 with a real `Status` object for anything it does not serve.
-//! Objects are plain JSON shaped like `tests/fixtures/eso/`; the helpers below build them.
+//! `v1alpha1`, VSO kinds in `secrets.hashicorp.com/v1beta1` (with lists across namespaces by
+//! field selector), core/v1 Secrets, ConfigMaps and Events with field selectors, JSON merge
+//! patches on ExternalSecrets and VaultStaticSecrets, Argo CD's `argoproj.io/v1alpha1`
+//! Applications) and answers 404 with a real `Status` object for anything it does not serve.
+//! Objects are plain JSON shaped like `tests/fixtures/eso/`, `tests/fixtures/vso/` and
+//! `tests/fixtures/argocd/`; the helpers below build or load them.
 //! [`FakeKube::start`] writes a real kubeconfig (bearer token, context `fake`) that the client
 //! under test reads; the server stops when dropped.
 //!
@@ -15,7 +18,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,6 +29,15 @@ use serde_json::{json, Value};
 
 /// The ESO API group.
 pub const ESO_GROUP: &str = "external-secrets.io";
+/// The VSO API group (served in `v1beta1`).
+pub const VSO_GROUP: &str = "secrets.hashicorp.com";
+const VSO_RESOURCES: [(&str, &str, bool); 3] = [
+    ("vaultstaticsecrets", "VaultStaticSecret", true),
+    ("vaultauths", "VaultAuth", true),
+    ("vaultconnections", "VaultConnection", true),
+];
+/// Argo CD's API group (Applications in `v1alpha1`).
+pub const ARGOCD_GROUP: &str = "argoproj.io";
 
 /// A PATCH the server received.
 #[derive(Debug, Clone)]
@@ -63,13 +75,56 @@ struct State {
     unknown: Vec<String>,
     /// Resources (plural) whose requests RBAC denies.
     denied: Vec<String>,
+    /// VSO's CRDs are not installed: `secrets.hashicorp.com` is not served.
+    no_vso: bool,
     resource_version: u64,
+    /// How TokenReviews are answered (`None`: 404, as an API server without the API).
+    review: Option<Review>,
+    /// The TokenReview request bodies received.
+    reviews: Vec<Value>,
+    /// Bearer tokens accepted besides the server's own (a pod's service-account token).
+    bearers: Vec<String>,
+}
+
+/// How the fake answers `POST /apis/authentication.k8s.io/v1/tokenreviews` (OpenBao's kubernetes
+/// auth asks it about every login's JWT).
+#[derive(Debug, Clone)]
+pub enum Review {
+    /// `status.authenticated: true` for `system:serviceaccount:<namespace>:<name>` with this
+    /// uid, and these audiences (`None`: the audiences the request asked about, as the API server
+    /// answers for a token valid for them).
+    Authenticated {
+        /// The service account's namespace.
+        namespace: String,
+        /// The service account's name.
+        name: String,
+        /// Its uid.
+        uid: String,
+        /// `status.audiences`.
+        audiences: Option<Vec<String>>,
+    },
+    /// `status.authenticated: false` with this `status.error` (a deleted service account, an
+    /// expired or revoked token).
+    Unauthenticated {
+        /// `status.error`.
+        error: String,
+    },
+}
+
+/// The server side of TLS: a certificate for `127.0.0.1` signed by a CA made for the server.
+struct Tls {
+    config: Arc<rustls::ServerConfig>,
 }
 
 /// A running fake API server.
 pub struct FakeKube {
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>`, or `https://` for [`FakeKube::start_tls`].
     pub addr: String,
+    /// The port it listens on.
+    pub port: u16,
+    /// The PEM certificate of the CA that signed its certificate (TLS servers only): a pod's
+    /// `ca.crt`.
+    pub ca_pem: Option<String>,
     /// The bearer token the kubeconfig carries and the server demands.
     pub token: String,
     state: Arc<Mutex<State>>,
@@ -82,9 +137,60 @@ impl FakeKube {
     /// Start a server serving `external-secrets.io` `v1` and `v1beta1` (ESO 0.16), and
     /// `v1alpha1` for PushSecrets; write its kubeconfig.
     pub fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// The same over HTTPS, as a cluster's API server (and kube-rs's in-cluster configuration,
+    /// which is always `https://`): its certificate names `127.0.0.1` and is signed by a CA made
+    /// here ([`FakeKube::ca_pem`]).
+    pub fn start_tls() -> Self {
+        let ca_key = rcgen::KeyPair::generate().expect("CA key");
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, "fake kubernetes CA");
+        let ca_cert = ca.self_signed(&ca_key).expect("CA");
+        let issuer = rcgen::Issuer::new(ca, ca_key);
+        let key = rcgen::KeyPair::generate().expect("server key");
+        let mut params = rcgen::CertificateParams::new(vec!["kubernetes.default.svc".to_string()])
+            .expect("params");
+        params
+            .subject_alt_names
+            .push(rcgen::SanType::IpAddress("127.0.0.1".parse().expect("ip")));
+        let cert = params.signed_by(&key, &issuer).expect("server certificate");
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
+        )
+        .expect("server config");
+        let mut kube = Self::start_with(Some(Tls {
+            config: Arc::new(config),
+        }));
+        kube.ca_pem = Some(ca_cert.pem());
+        // Its kubeconfig trusts the CA.
+        let yaml = kubeconfig_yaml(&kube.addr, &kube.token, "fake").replace(
+            "    server: ",
+            &format!(
+                "    certificate-authority-data: {}\n    server: ",
+                base64::engine::general_purpose::STANDARD.encode(ca_cert.pem())
+            ),
+        );
+        std::fs::write(kube.kubeconfig(), yaml).expect("write kubeconfig");
+        kube
+    }
+
+    fn start_with(tls: Option<Tls>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("local addr").port();
-        let addr = format!("http://127.0.0.1:{port}");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let addr = format!("{scheme}://127.0.0.1:{port}");
+        let tls = tls.map(Arc::new);
         let token = format!("fake-token-{port}");
         let state = Arc::new(Mutex::new(State {
             es_versions: vec!["v1".into(), "v1beta1".into()],
@@ -104,7 +210,10 @@ impl FakeKube {
                     let Ok(conn) = conn else { continue };
                     let state = Arc::clone(&state);
                     let token = token.clone();
-                    std::thread::spawn(move || serve_connection(conn, &state, &token));
+                    let tls = tls.clone();
+                    std::thread::spawn(move || {
+                        serve_connection(conn, &state, &token, tls.as_deref())
+                    });
                 }
             })
         };
@@ -116,6 +225,8 @@ impl FakeKube {
         .expect("write kubeconfig");
         FakeKube {
             addr,
+            port,
+            ca_pem: None,
             token,
             state,
             stop,
@@ -142,6 +253,11 @@ impl FakeKube {
     /// (`&["v1beta1"]`: ESO before 0.16; `&["v1"]`: ESO 0.17 and later). Others answer 404.
     pub fn serve_versions(&self, versions: &[&str]) {
         self.state().es_versions = versions.iter().map(|v| v.to_string()).collect();
+    }
+
+    /// Serve no `secrets.hashicorp.com` kinds, as a cluster without VSO's CRDs.
+    pub fn without_vso(&self) {
+        self.state().no_vso = true;
     }
 
     /// Deny every request on this resource (`secrets`, `events`, `externalsecrets`...) with a
@@ -193,6 +309,22 @@ impl FakeKube {
         self.state().objects.get(&key).cloned()
     }
 
+    /// Answer TokenReviews this way from now on.
+    pub fn answer_token_reviews(&self, review: Review) {
+        self.state().review = Some(review);
+    }
+
+    /// Accept `token` as a bearer token too (a pod's service-account token, which the
+    /// in-cluster configuration sends).
+    pub fn accept_bearer(&self, token: &str) {
+        self.state().bearers.push(token.to_string());
+    }
+
+    /// The TokenReview request bodies received, in order.
+    pub fn token_reviews(&self) -> Vec<Value> {
+        self.state().reviews.clone()
+    }
+
     /// Add a core/v1 Event.
     pub fn add_event(&self, event: impl Into<Value>) {
         self.put(event.into());
@@ -222,7 +354,7 @@ impl Drop for FakeKube {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         // Wake the accept loop so it sees the flag.
-        let _ = TcpStream::connect(self.addr.trim_start_matches("http://"));
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -262,6 +394,11 @@ fn plural_of(kind: &str) -> &'static str {
         "ClusterSecretStore" => "clustersecretstores",
         "Secret" => "secrets",
         "Event" => "events",
+        "VaultStaticSecret" => "vaultstaticsecrets",
+        "VaultAuth" => "vaultauths",
+        "VaultConnection" => "vaultconnections",
+        "Application" => "applications",
+        "ConfigMap" => "configmaps",
         other => panic!("fake kube: unknown kind {other}"),
     }
 }
@@ -301,11 +438,23 @@ impl HttpRequest {
     }
 }
 
-fn serve_connection(conn: TcpStream, state: &Mutex<State>, token: &str) {
-    let mut reader = BufReader::new(conn.try_clone().expect("clone stream"));
-    let mut conn = conn;
+fn serve_connection(conn: TcpStream, state: &Mutex<State>, token: &str, tls: Option<&Tls>) {
+    match tls {
+        None => serve_stream(conn, state, token),
+        Some(tls) => {
+            let Ok(session) = rustls::ServerConnection::new(tls.config.clone()) else {
+                return;
+            };
+            serve_stream(rustls::StreamOwned::new(session, conn), state, token);
+        }
+    }
+}
+
+fn serve_stream<S: Read + Write>(conn: S, state: &Mutex<State>, token: &str) {
+    let mut reader = BufReader::new(conn);
     // Keep-alive: hyper reuses connections; serve requests until the client closes.
     while let Some(req) = read_request(&mut reader) {
+        let conn = reader.get_mut();
         let (status, body) = handle(&req, state, token);
         let reason = match status {
             200 => "OK",
@@ -327,10 +476,9 @@ fn serve_connection(conn: TcpStream, state: &Mutex<State>, token: &str) {
         }
         let _ = conn.flush();
     }
-    let _ = conn.shutdown(Shutdown::Both);
 }
 
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<HttpRequest> {
+fn read_request<S: Read>(reader: &mut BufReader<S>) -> Option<HttpRequest> {
     let mut line = String::new();
     if reader.read_line(&mut line).ok()? == 0 {
         return None;
@@ -408,7 +556,10 @@ fn handle(req: &HttpRequest, state: &Mutex<State>, token: &str) -> (u16, Value) 
         path: req.path.clone(),
         query: req.query.clone(),
     });
-    if req.header("authorization") != Some(&format!("Bearer {token}")) {
+    let bearer = req
+        .header("authorization")
+        .and_then(|h| h.strip_prefix("Bearer "));
+    if bearer != Some(token) && !st.bearers.iter().any(|b| Some(b.as_str()) == bearer) {
         return (401, status_object(401, "Unauthorized", "Unauthorized"));
     }
     let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();
@@ -457,6 +608,9 @@ fn forbidden(segs: &[&str], denied: &[String], method: &str) -> Option<(u16, Val
 fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value)> {
     let get = req.method == "GET";
     match segs {
+        ["apis", "authentication.k8s.io", "v1", "tokenreviews"] if req.method == "POST" => {
+            Some(token_review(req, st))
+        }
         ["version"] if get => Some((
             200,
             json!({"major": "1", "minor": "30", "gitVersion": "v1.30.0-fake", "platform": "linux/amd64"}),
@@ -474,8 +628,42 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
         )),
         ["apis"] if get => Some((
             200,
-            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [eso_group(st)]}),
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": if st.no_vso { vec![eso_group(st)] } else { vec![eso_group(st), vso_group()] }}),
         )),
+        ["apis", VSO_GROUP, ..] if st.no_vso => Some(not_found(
+            "the server could not find the requested resource",
+        )),
+        ["apis", VSO_GROUP] if get => Some((200, vso_group())),
+        ["apis", VSO_GROUP, "v1beta1"] if get => Some((
+            200,
+            resource_list(&format!("{VSO_GROUP}/v1beta1"), &VSO_RESOURCES),
+        )),
+        ["apis", VSO_GROUP, "v1beta1", plural] if get => {
+            if !VSO_RESOURCES.iter().any(|r| r.0 == *plural) {
+                return Some(not_found(
+                    "the server could not find the requested resource",
+                ));
+            }
+            Some((200, list_all(st, plural, &req.query)))
+        }
+        ["apis", VSO_GROUP, "v1beta1", "namespaces", ns, plural, name] => {
+            if !VSO_RESOURCES.iter().any(|r| r.0 == *plural) {
+                return Some(not_found(
+                    "the server could not find the requested resource",
+                ));
+            }
+            let api_version = format!("{VSO_GROUP}/v1beta1");
+            match req.method.as_str() {
+                "GET" => Some(get_object(st, &api_version, plural, Some(ns), name)),
+                "PATCH" if *plural == "vaultstaticsecrets" => {
+                    Some(patch_object(st, req, &api_version, plural, ns, name))
+                }
+                _ => Some((
+                    405,
+                    status_object(405, "MethodNotAllowed", "method not allowed"),
+                )),
+            }
+        }
         ["apis", ESO_GROUP] if get => Some((200, eso_group(st))),
         ["apis", ESO_GROUP, version] if get => {
             let resources = eso_resources(st, version);
@@ -492,6 +680,25 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
         }
         ["api", "v1", "namespaces", ns, "secrets", name] if get => {
             Some(get_object(st, "v1", "secrets", Some(ns), name))
+        }
+        ["api", "v1", "namespaces", ns, "configmaps", name] if get => {
+            Some(get_object(st, "v1", "configmaps", Some(ns), name))
+        }
+        ["apis", ARGOCD_GROUP, "v1alpha1"] if get => Some((
+            200,
+            resource_list(
+                &format!("{ARGOCD_GROUP}/v1alpha1"),
+                &[("applications", "Application", true)],
+            ),
+        )),
+        ["apis", ARGOCD_GROUP, "v1alpha1", "namespaces", ns, "applications", name] if get => {
+            Some(get_object(
+                st,
+                &format!("{ARGOCD_GROUP}/v1alpha1"),
+                "applications",
+                Some(ns),
+                name,
+            ))
         }
         ["api", "v1", "namespaces", ns, "events"] if get => {
             Some((200, list_events(st, ns, &req.query)))
@@ -535,6 +742,45 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
     }
 }
 
+/// A TokenReview's answer, as the API server gives it (`authentication.k8s.io/v1`, 201).
+fn token_review(req: &HttpRequest, st: &mut State) -> (u16, Value) {
+    let body: Value = match serde_json::from_slice(&req.body) {
+        Ok(b) => b,
+        Err(e) => return (400, status_object(400, "BadRequest", &e.to_string())),
+    };
+    st.reviews.push(body.clone());
+    let Some(review) = st.review.clone() else {
+        return not_found("the server could not find the requested resource");
+    };
+    let status = match review {
+        Review::Authenticated {
+            namespace,
+            name,
+            uid,
+            audiences,
+        } => json!({
+            "authenticated": true,
+            "user": {
+                "username": format!("system:serviceaccount:{namespace}:{name}"),
+                "uid": uid,
+                "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{namespace}"), "system:authenticated"],
+            },
+            "audiences": audiences.map(Value::from).unwrap_or_else(|| body["spec"]["audiences"].clone()),
+        }),
+        Review::Unauthenticated { error } => json!({"user": {}, "error": error}),
+    };
+    (
+        201,
+        json!({
+            "kind": "TokenReview",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"creationTimestamp": null},
+            "spec": body["spec"],
+            "status": status,
+        }),
+    )
+}
+
 fn eso_resources(st: &State, version: &str) -> Vec<(&'static str, &'static str, bool)> {
     if version == "v1alpha1" {
         return vec![("pushsecrets", "PushSecret", true)];
@@ -559,6 +805,32 @@ fn eso_group(st: &State) -> Value {
     json!({
         "kind": "APIGroup", "apiVersion": "v1", "name": ESO_GROUP,
         "versions": versions, "preferredVersion": versions[0],
+    })
+}
+
+fn vso_group() -> Value {
+    let v = json!({"groupVersion": format!("{VSO_GROUP}/v1beta1"), "version": "v1beta1"});
+    json!({
+        "kind": "APIGroup", "apiVersion": "v1", "name": VSO_GROUP,
+        "versions": [v.clone()], "preferredVersion": v,
+    })
+}
+
+/// Every stored object of `plural` in all namespaces that the `fieldSelector` (e.g.
+/// `metadata.name=default`) matches, as a list.
+fn list_all(st: &State, plural: &str, query: &str) -> Value {
+    let selector = query_param(query, "fieldSelector").unwrap_or_default();
+    let items: Vec<Value> = st
+        .objects
+        .iter()
+        .filter(|((p, _, _), _)| p == plural)
+        .map(|(_, o)| o.clone())
+        .filter(|o| field_selector_matches(o, &selector))
+        .collect();
+    json!({
+        "kind": "List", "apiVersion": format!("{VSO_GROUP}/v1beta1"),
+        "metadata": {"resourceVersion": st.resource_version.to_string()},
+        "items": items,
     })
 }
 
@@ -594,7 +866,12 @@ fn get_object(
 }
 
 fn not_found_object(plural: &str, name: &str) -> (u16, Value) {
-    let group = if plural == "secrets" { "" } else { ESO_GROUP };
+    let group = match plural {
+        "secrets" | "configmaps" => "",
+        "applications" => ARGOCD_GROUP,
+        p if VSO_RESOURCES.iter().any(|r| r.0 == p) => VSO_GROUP,
+        _ => ESO_GROUP,
+    };
     let resource = if group.is_empty() {
         plural.to_string()
     } else {
@@ -931,8 +1208,25 @@ impl From<Event> for Value {
 /// The objects of a fixture file in `tests/fixtures/eso/` (multi-document YAML; where each
 /// comes from: `tests/fixtures/eso/README.md`).
 pub fn fixture(file: &str) -> Vec<Value> {
+    fixture_in("eso", file)
+}
+
+/// The objects of a fixture file in `tests/fixtures/vso/`: a `kind: List` (the events files, as
+/// kubectl prints them) gives its items, which the server then lists as an `EventList`.
+pub fn vso_fixture(file: &str) -> Vec<Value> {
+    fixture_in("vso", file)
+        .into_iter()
+        .flat_map(|v| match v["kind"].as_str() {
+            Some("List") => v["items"].as_array().cloned().unwrap_or_default(),
+            _ => vec![v],
+        })
+        .collect()
+}
+
+fn fixture_in(folder: &str, file: &str) -> Vec<Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/eso")
+        .join("tests/fixtures")
+        .join(folder)
         .join(file);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("fixture {} cannot be read: {e}", path.display()));
@@ -943,4 +1237,41 @@ pub fn fixture(file: &str) -> Vec<Value> {
             v
         })
         .collect()
+}
+
+/// The real spec's SecretStore (`secret-specs/core-service.toml`): `ask/vault-backend`, Valid.
+pub fn real_spec_store() -> Value {
+    secret_store("ask", "vault-backend", true, "Valid", "store validated")
+}
+
+/// One of the real spec's ExternalSecrets in `ask` for `auh1-dev`, reading one key:
+/// `core-service-secret` (the API key salt) or `zitadel-secret` (the masterkey).
+pub fn real_spec_external_secret(name: &str) -> ExternalSecret {
+    let (key, secret) = match name {
+        "core-service-secret" => ("SECURITY__API_KEY_SALT", "SECURITY__API_KEY_SALT"),
+        "zitadel-secret" => ("masterkey", "ZITADEL_MASTERKEY"),
+        _ => panic!("the real spec has no ExternalSecret `{name}`"),
+    };
+    let path = format!("ask/core-service/auh1-dev/{secret}");
+    external_secret("ask", name, &[(key, &path, Some("password"))])
+}
+
+/// A self-made CA certificate (PEM), signing nothing: what OpenBao's kubernetes auth wants as
+/// `kubernetes_ca_cert` outside a pod when the API server is this plain-http fake.
+pub fn some_ca_pem() -> String {
+    let key = rcgen::KeyPair::generate().expect("CA key");
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.self_signed(&key).expect("CA").pem()
+}
+
+/// The one object of a fixture file in `tests/fixtures/argocd/` (where each comes from:
+/// `tests/fixtures/argocd/README.md`): an Application or an argocd-cm, for [`FakeKube::put`].
+pub fn argocd_fixture(file: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/argocd")
+        .join(file);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("fixture {} cannot be read: {e}", path.display()));
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("fixture {file} is not YAML: {e}"))
 }

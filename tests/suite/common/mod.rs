@@ -6,6 +6,8 @@
 //! loudly when it is missing, it never skips.
 
 pub mod fake_kube;
+pub mod jwt;
+pub mod pod;
 pub mod proxy;
 pub mod run;
 
@@ -164,7 +166,7 @@ impl OpenBao {
                 home,
                 log,
             };
-            if bao.wait_ready(Duration::from_secs(30)) {
+            if bao.wait_ready(Duration::from_secs(30)) && bao.wait_kv_v2("secret") {
                 return bao;
             }
             last = bao.log_text();
@@ -354,6 +356,20 @@ impl OpenBao {
         false
     }
 
+    /// Wait until the KV v2 mount at `mount` answers: a new KV v2 mount, the dev server's
+    /// `secret/` included, upgrades in the background and refuses requests meanwhile ("Upgrading
+    /// from non-versioned to versioned data"), which made a test's first write fail under load.
+    fn wait_kv_v2(&self, mount: &str) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(30) {
+            if self.api("GET", &format!("{mount}/config"), None).0 == 200 {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
     /// Stop the server (SIGKILL) and wait for it.
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -486,6 +502,18 @@ impl OpenBao {
         assert!(s == 204 || s == 200, "{b}");
     }
 
+    /// What ask-db's PushSecrets write (issue 15): the database passwords the real spec declares
+    /// as provided, each a 32-character password of letters and digits, as its validator wants.
+    pub fn ask_db_pushes(&self) {
+        for (name, value) in ASK_DB_PASSWORDS {
+            self.kv_put(
+                "secret",
+                &format!("ask/postgresql/auh1-dev/{name}"),
+                serde_json::json!({ "password": value }),
+            );
+        }
+    }
+
     /// Mount a KV engine (`version` 1 or 2) at `path`, with options.
     pub fn mount_kv(&self, path: &str, version: u8) {
         let (status, body) = self.api(
@@ -521,6 +549,17 @@ impl Drop for OpenBao {
         self.stop();
     }
 }
+
+/// The real spec's provided paths (under `secret/ask/postgresql/auh1-dev/`) and the values
+/// [`OpenBao::ask_db_pushes`] writes there (test values, not secrets of any system).
+pub const ASK_DB_PASSWORDS: [(&str, &str); 3] = [
+    (
+        "core-service-db-password",
+        "Cs0dbPassw0rdFromAskDbPushSecret",
+    ),
+    ("zitadel-db-password", "Zt0dbPassw0rdFromAskDbPushSecret"),
+    ("core-pg-superuser", "Pg0superuserPassw0rdFromCnpg0001"),
+];
 
 /// A scratch spec directory holding one file, `app.toml`, with this text.
 pub fn spec_dir(app_toml: &str) -> tempfile::TempDir {
@@ -584,4 +623,11 @@ fn dechunk(mut s: &str) -> String {
         s = rest[n..].trim_start_matches("\r\n");
     }
     out
+}
+
+/// Fail, showing `out`, unless it contains `wanted`.
+#[track_caller]
+pub fn has(out: &str, wanted: impl AsRef<str>) {
+    let wanted = wanted.as_ref();
+    assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
 }

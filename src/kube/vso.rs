@@ -1,0 +1,328 @@
+//! What vault-seed reads from the Vault Secrets Operator's objects (`secrets.hashicorp.com/v1beta1`),
+//! and how it is read from their JSON. Kept apart from fetching so it is tested on the objects
+//! VSO v1.4.1 writes (`tests/fixtures/vso/`, whose README says which source file each fact comes
+//! from).
+//!
+//! VSO's rules, from hashicorp/vault-secrets-operator v1.4.1:
+//! - a VaultStaticSecret's conditions are `SecretSynced`, `Healthy` and (from v1.3.0) `Ready`
+//!   (`consts/types.go`); `Healthy`/`Ready` describe the latest reconcile, `SecretSynced` only
+//!   moves when the Secret is (re)written or a sync fails (`controllers/vaultstaticsecret_controller.go`,
+//!   issue #1225), so it can stay False after a recovery;
+//! - `status.lastGeneration` is written on every status update, failed or not, so it says
+//!   whether VSO processed the current spec, not whether it succeeded;
+//! - `status.secretMAC` is set once the Secret was written (with `hmacSecretData`, default true);
+//! - `spec.vaultAuthRef` is `name` or `namespace/name`; empty means the VaultAuth `default` in the
+//!   operator's namespace, and a VaultAuth's empty `vaultConnectionRef` the VaultConnection
+//!   `default` there (`common/common.go` `ParseResourceRef`, `setVaultConnectionRef`).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::status::{condition, name_and_namespace, object_name};
+use super::KubeError;
+
+/// The group of every VSO kind.
+pub const VSO_GROUP: &str = "secrets.hashicorp.com";
+/// The version vault-seed reads (the only one VSO v1.x serves).
+pub const VSO_VERSION: &str = "v1beta1";
+/// The name VSO gives the default VaultAuth and VaultConnection (`consts.NameDefault`).
+pub const VSO_DEFAULT_NAME: &str = "default";
+
+/// One VSO kind: its kind and its REST plural.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VsoKind {
+    /// `VaultStaticSecret`.
+    pub kind: &'static str,
+    /// `vaultstaticsecrets`.
+    pub plural: &'static str,
+}
+
+/// `VaultStaticSecret`.
+pub const VAULT_STATIC_SECRET: VsoKind = VsoKind {
+    kind: "VaultStaticSecret",
+    plural: "vaultstaticsecrets",
+};
+/// `VaultAuth`.
+pub const VAULT_AUTH: VsoKind = VsoKind {
+    kind: "VaultAuth",
+    plural: "vaultauths",
+};
+/// `VaultConnection`.
+pub const VAULT_CONNECTION: VsoKind = VsoKind {
+    kind: "VaultConnection",
+    plural: "vaultconnections",
+};
+
+/// One `metav1.Condition` of a VSO object (its status in `ready`, whatever its type).
+pub type Condition = super::ReadyCondition;
+
+/// What vault-seed needs to know about one VaultStaticSecret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VaultStaticSecretInfo {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    /// `status.lastGeneration`: the generation VSO last processed.
+    pub last_generation: Option<i64>,
+    /// The `Ready` condition (VSO >= 1.3).
+    pub ready: Option<Condition>,
+    /// The `Healthy` condition (VSO >= 1.0).
+    pub healthy: Option<Condition>,
+    /// The `SecretSynced` condition.
+    pub secret_synced: Option<Condition>,
+    /// `status.secretMAC` is set.
+    pub has_secret_mac: bool,
+    /// `spec.hmacSecretData` (default true).
+    pub hmac: bool,
+    /// `spec.mount`.
+    pub mount: String,
+    /// `spec.type`: `kv-v1` or `kv-v2`.
+    pub kv_type: String,
+    /// `spec.path`.
+    pub path: String,
+    /// `spec.version`: a KV v2 version VSO reads instead of the latest; `None` for the latest.
+    pub pinned_version: Option<u64>,
+    /// `spec.destination.name`.
+    pub destination: String,
+    /// `spec.destination.transformation.excludeRaw`: no `_raw` key.
+    pub exclude_raw: bool,
+    /// A transformation that renames, filters or templates keys: the Secret's keys are not the
+    /// KV fields.
+    pub keys_transformed: bool,
+    /// `spec.vaultAuthRef` as written; `None` when empty (the default VaultAuth).
+    pub vault_auth_ref: Option<String>,
+}
+
+/// What vault-seed needs to know about a VaultAuth or a VaultConnection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VsoObjectInfo {
+    /// `VaultAuth` or `VaultConnection`.
+    pub kind: &'static str,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// `status.valid`.
+    pub valid: Option<bool>,
+    /// `status.error` (VaultAuth), when set.
+    pub error: Option<String>,
+    /// The `Healthy` condition.
+    pub healthy: Option<Condition>,
+    /// A VaultAuth's `spec.vaultConnectionRef`; `None` when empty.
+    pub connection_ref: Option<String>,
+    /// A VaultAuth's `spec.method`/`spec.mount`/`spec.kubernetes.role` as `method auth/<mount>
+    /// role <role>`, for people.
+    pub login: Option<String>,
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str)
+}
+
+/// Text from the cluster, capped where it enters.
+fn text(s: &str) -> String {
+    crate::report::text::cap(s).into_owned()
+}
+
+/// Read a VaultStaticSecret (its whole JSON).
+pub fn vault_static_secret_info(obj: &Value) -> Result<VaultStaticSecretInfo, KubeError> {
+    const KIND: &str = "VaultStaticSecret";
+    let (name, namespace) = name_and_namespace(obj);
+    let object = object_name(Some(&namespace), &name);
+    let transformation = obj.pointer("/spec/destination/transformation");
+    let non_empty = |p: &str| {
+        transformation
+            .and_then(|t| t.pointer(p))
+            .is_some_and(|v| match v {
+                Value::Array(a) => !a.is_empty(),
+                Value::Object(o) => !o.is_empty(),
+                Value::Null => false,
+                _ => true,
+            })
+    };
+    Ok(VaultStaticSecretInfo {
+        generation: obj.pointer("/metadata/generation").and_then(Value::as_i64),
+        last_generation: obj
+            .pointer("/status/lastGeneration")
+            .and_then(Value::as_i64),
+        ready: condition(obj, "Ready", KIND, &object)?,
+        healthy: condition(obj, "Healthy", KIND, &object)?,
+        secret_synced: condition(obj, "SecretSynced", KIND, &object)?,
+        has_secret_mac: str_at(obj, "/status/secretMAC").is_some_and(|m| !m.is_empty()),
+        hmac: obj
+            .pointer("/spec/hmacSecretData")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+        mount: text(str_at(obj, "/spec/mount").unwrap_or_default()),
+        kv_type: text(str_at(obj, "/spec/type").unwrap_or_default()),
+        path: text(str_at(obj, "/spec/path").unwrap_or_default()),
+        pinned_version: obj
+            .pointer("/spec/version")
+            .and_then(Value::as_u64)
+            .filter(|v| *v > 0),
+        destination: text(str_at(obj, "/spec/destination/name").unwrap_or_default()),
+        exclude_raw: transformation
+            .and_then(|t| t.get("excludeRaw"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        keys_transformed: [
+            "/templates",
+            "/includes",
+            "/excludes",
+            "/transformationRefs",
+        ]
+        .iter()
+        .any(|p| non_empty(p)),
+        vault_auth_ref: str_at(obj, "/spec/vaultAuthRef")
+            .filter(|r| !r.is_empty())
+            .map(text),
+        namespace,
+        name,
+    })
+}
+
+/// Read a VaultAuth or a VaultConnection.
+pub fn vso_object_info(obj: &Value, kind: VsoKind) -> Result<VsoObjectInfo, KubeError> {
+    let (name, namespace) = name_and_namespace(obj);
+    let object = object_name(Some(&namespace), &name);
+    let login = (kind == VAULT_AUTH).then(|| {
+        let method = str_at(obj, "/spec/method").unwrap_or("?");
+        let mount = str_at(obj, "/spec/mount").unwrap_or("?");
+        match obj
+            .pointer(&format!("/spec/{method}/role"))
+            .and_then(Value::as_str)
+        {
+            Some(role) => text(&format!("{method} auth/{mount} role {role}")),
+            None => text(&format!("{method} auth/{mount}")),
+        }
+    });
+    Ok(VsoObjectInfo {
+        kind: kind.kind,
+        valid: obj.pointer("/status/valid").and_then(Value::as_bool),
+        error: str_at(obj, "/status/error")
+            .filter(|e| !e.is_empty())
+            .map(text),
+        healthy: condition(obj, "Healthy", kind.kind, &object)?,
+        connection_ref: (kind == VAULT_AUTH)
+            .then(|| str_at(obj, "/spec/vaultConnectionRef"))
+            .flatten()
+            .filter(|r| !r.is_empty())
+            .map(text),
+        login,
+        namespace,
+        name,
+    })
+}
+
+/// Where a reference (`vaultAuthRef`, `vaultConnectionRef`) points: `(namespace, name)`, the
+/// namespace being `default_namespace` when the reference has none. `None` for an empty
+/// reference (the operator's default, in a namespace vault-seed does not know) and `Err` for one
+/// with more than one `/` (VSO refuses it: `common/common.go` `ParseResourceRef`).
+pub fn parse_ref(
+    reference: Option<&str>,
+    default_namespace: &str,
+) -> Result<Option<(String, String)>, String> {
+    let Some(r) = reference.filter(|r| !r.is_empty()) else {
+        return Ok(None);
+    };
+    let parts: Vec<&str> = r.split('/').collect();
+    match parts.as_slice() {
+        [name] => Ok(Some((default_namespace.to_string(), name.to_string()))),
+        [ns, name] => Ok(Some((ns.to_string(), name.to_string()))),
+        _ => Err(format!("invalid name: {r}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(file: &str) -> Value {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/vso")
+            .join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        serde_yaml::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn a_synced_vault_static_secret_reads_as_vso_wrote_it() {
+        let v = vault_static_secret_info(&fixture("vaultstaticsecret-synced.yaml")).unwrap();
+        assert_eq!(
+            (v.namespace.as_str(), v.name.as_str()),
+            ("ask", "zitadel-masterkey")
+        );
+        assert_eq!((v.generation, v.last_generation), (Some(2), Some(2)));
+        assert_eq!(v.ready.as_ref().unwrap().ready, Some(true));
+        assert_eq!(v.healthy.as_ref().unwrap().ready, Some(true));
+        assert_eq!(v.secret_synced.as_ref().unwrap().ready, Some(true));
+        assert_eq!(
+            v.ready
+                .as_ref()
+                .unwrap()
+                .last_transition_time
+                .unwrap()
+                .unix_timestamp(),
+            1_787_220_877 // 2026-08-20T10:14:37Z
+        );
+        assert!(v.has_secret_mac && v.hmac && !v.exclude_raw && !v.keys_transformed);
+        assert_eq!(
+            (v.mount.as_str(), v.kv_type.as_str(), v.path.as_str()),
+            (
+                "secret",
+                "kv-v2",
+                "ask/core-service/auh1-dev/ZITADEL_MASTERKEY"
+            )
+        );
+        assert_eq!(v.destination, "zitadel-masterkey");
+        assert_eq!(v.vault_auth_ref.as_deref(), Some("vault-auth"));
+    }
+
+    #[test]
+    fn a_denied_one_failed_although_its_generations_agree() {
+        let v = vault_static_secret_info(&fixture("vaultstaticsecret-denied.yaml")).unwrap();
+        assert_eq!((v.generation, v.last_generation), (Some(2), Some(2)));
+        assert_eq!(v.ready.as_ref().unwrap().ready, Some(false));
+        assert!(!v.has_secret_mac);
+        assert!(v
+            .secret_synced
+            .unwrap()
+            .message
+            .unwrap()
+            .contains("Code: 403"));
+    }
+
+    #[test]
+    fn vault_auth_and_connection() {
+        let a = vso_object_info(&fixture("vaultauth.yaml"), VAULT_AUTH).unwrap();
+        assert_eq!(a.valid, Some(true));
+        assert_eq!(a.connection_ref.as_deref(), Some("vault"));
+        assert_eq!(
+            a.login.as_deref(),
+            Some("kubernetes auth/kubernetes role ask-core-service")
+        );
+        let c = vso_object_info(&fixture("vaultconnection.yaml"), VAULT_CONNECTION).unwrap();
+        assert_eq!(
+            (c.valid, c.connection_ref, c.login),
+            (Some(true), None, None)
+        );
+    }
+
+    #[test]
+    fn references_as_vso_parses_them() {
+        assert_eq!(
+            parse_ref(Some("a"), "ns"),
+            Ok(Some(("ns".into(), "a".into())))
+        );
+        assert_eq!(
+            parse_ref(Some("x/a"), "ns"),
+            Ok(Some(("x".into(), "a".into())))
+        );
+        assert_eq!(parse_ref(Some(""), "ns"), Ok(None));
+        assert_eq!(parse_ref(None, "ns"), Ok(None));
+        assert!(parse_ref(Some("a/b/c"), "ns").is_err());
+    }
+}

@@ -1,0 +1,925 @@
+//! `verify` and `policy` for the Vault Secrets Operator: real OpenBao, and VSO's objects
+//! (`tests/fixtures/vso/`, as VSO v1.4.1 writes them) served by the fake Kubernetes API server
+//! to the real kube-rs client. Every case checks its exit code, the explanation it shows, and
+//! that no value (Vault's, or the fixtures' destination Secrets') appears in any output.
+
+use crate::common;
+
+use common::fake_kube::{self, vso_fixture, FakeKube};
+use common::{spec_dir, OpenBao, Out, Run};
+use serde_json::{json, Value};
+
+const PATH: &str = "ask/core-service/auh1-dev/ZITADEL_MASTERKEY";
+const MULTI: &str = "ask/core-service/auh1-dev/zitadel-secret-kv";
+
+/// The runbook's VSO shape: one path per VaultStaticSecret; `zitadel-secret-kv` holds the three
+/// fields one Secret needs; a placeholder the person fills in later.
+const SPEC: &str = r#"
+name = "core-service"
+[vault]
+mount = "secret"
+path = "ask/core-service/{env}"
+[environments.auh1-dev]
+[vso]
+namespace = "ask"
+static_secrets = ["zitadel-masterkey"]
+auth_mount = "kubernetes"
+auth_role = "ask-core-service"
+[secrets.ZITADEL_MASTERKEY]
+description = "Zitadel masterkey"
+fixed = true
+fields.password = { generator = "masterkey" }
+[secrets.zitadel-secret-kv]
+description = "Zitadel's Secret: one path, three fields"
+fields.ADMIN_PASSWORD = { generator = "password" }
+fields.DATABASE__PASSWORD = { generator = "password" }
+fields.masterkey = { generator = "masterkey" }
+[secrets.IAM_SERVICE__PAT]
+description = "Zitadel PAT, created by a person after deploy"
+fields.value = { generator = "placeholder" }
+"#;
+
+const VSO_SECTION: &str = r#"[vso]
+namespace = "ask"
+static_secrets = ["zitadel-masterkey"]
+auth_mount = "kubernetes"
+auth_role = "ask-core-service"
+"#;
+
+const VSO_POLICY: &str = r#"path "secret/data/ask/core-service/*" { capabilities = ["read"] }"#;
+
+/// Values the fixtures' destination Secrets hold (decoded and as the API sends them).
+const FIXTURE_VALUES: &[&str] = &[
+    "ccefdc63b8e823bff7f62980f3b5f14b",
+    "Y2NlZmRjNjNiOGU4MjNiZmY3ZjYyOTgwZjNiNWYxNGI=",
+    "Zqumpm08hsE8JNpjJOQGa2rb",
+    "19FlY0mG1ylvuhfJXqIEnomef2mSJ5CM",
+    "236a23e238e3b1c77fc4c011f1bd38f1",
+];
+
+struct World {
+    bao: OpenBao,
+    specs: tempfile::TempDir,
+    kube: FakeKube,
+}
+
+/// OpenBao with the spec applied (unless `seed` is false), VSO's role `kubernetes/ask-core-service`
+/// carrying policy `vso-ask` with `policy`; a fake cluster with the VaultAuth and VaultConnection.
+fn world(seed: bool, policy: &str) -> World {
+    let bao = OpenBao::dev();
+    let specs = spec_dir(SPEC);
+    if seed {
+        Run::new(&bao)
+            .specs(specs.path())
+            .args(["apply", "auh1-dev"])
+            .output()
+            .expect_code(0);
+    }
+    bao.put_policy("vso-ask", policy);
+    let (s, b) = bao.api(
+        "POST",
+        "sys/auth/kubernetes",
+        Some(&json!({ "type": "kubernetes" })),
+    );
+    assert!(s == 204 || s == 200, "{b}");
+    let (s, b) = bao.api(
+        "POST",
+        "auth/kubernetes/role/ask-core-service",
+        Some(&json!({ "bound_service_account_names": ["vso-auth"], "bound_service_account_namespaces": ["ask"], "token_policies": ["vso-ask"] })),
+    );
+    assert!(s == 204 || s == 200, "{b}");
+    let kube = FakeKube::start();
+    for f in ["vaultauth.yaml", "vaultconnection.yaml"] {
+        for obj in vso_fixture(f) {
+            kube.put(obj);
+        }
+    }
+    World { bao, specs, kube }
+}
+
+fn put_fixture(kube: &FakeKube, file: &str) {
+    for obj in vso_fixture(file) {
+        kube.put(obj);
+    }
+}
+
+/// A fixture's object with its `Ready`/`Healthy` conditions rewritten at `at` (a reconcile after
+/// this test seeded Vault: the fixtures' own times are from 2026-08).
+fn reconciled_at(file: &str, at: &str) -> Value {
+    let mut obj = vso_fixture(file).remove(0);
+    for c in obj["status"]["conditions"].as_array_mut().unwrap() {
+        if c["type"] == "Ready" || c["type"] == "Healthy" {
+            c["lastTransitionTime"] = json!(at);
+        }
+    }
+    obj
+}
+
+fn later() -> String {
+    let t = time::OffsetDateTime::now_utc() + time::Duration::minutes(1);
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
+}
+
+impl World {
+    fn verify(&self, args: &[&str]) -> Out {
+        let out = Run::new(&self.bao)
+            .specs(self.specs.path())
+            .args(["verify", "auh1-dev", "--kubeconfig"])
+            .arg(self.kube.kubeconfig())
+            .args(args)
+            .output();
+        self.no_value_in(&out);
+        out
+    }
+
+    /// Neither Vault's values nor the fixtures' Secret values appear in the output.
+    fn no_value_in(&self, out: &Out) {
+        let all = out.all_text();
+        let mut values: Vec<String> = FIXTURE_VALUES.iter().map(|v| v.to_string()).collect();
+        for path in [PATH, MULTI] {
+            if let Some((data, _)) = self.bao.kv_get("secret", path) {
+                values.extend(data.values().filter_map(|v| v.as_str()).map(str::to_string));
+            }
+        }
+        for v in values {
+            assert!(!all.contains(&v), "a value leaked into the output:\n{all}");
+        }
+    }
+}
+
+fn vss<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["kube"]["vault_static_secrets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("no VaultStaticSecret {name} in {doc:#}"))
+}
+
+fn has(out: &str, wanted: impl AsRef<str>) {
+    let wanted = wanted.as_ref();
+    assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
+}
+
+fn strings(v: &Value) -> String {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn synced() {
+    let w = world(true, VSO_POLICY);
+    w.kube
+        .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
+    put_fixture(&w.kube, "destination-secret.yaml");
+    put_fixture(&w.kube, "events-synced.yaml");
+    let out = w.verify(&["-o", "json"]).expect_code(0);
+    let doc = out.json();
+    let v = vss(&doc, "zitadel-masterkey");
+    assert_eq!(v["ok"], true, "{v:#}");
+    assert_eq!(v["synced"], true);
+    assert_eq!(
+        (v["generation"].as_i64(), v["last_generation"].as_i64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(v["path"], format!("secret/{PATH}"));
+    assert_eq!(v["type"], "kv-v2");
+    assert_eq!(v["destination_secret"], "zitadel-masterkey");
+    assert_eq!(v["vault_auth"], "ask/vault-auth");
+    assert_eq!(v["problems"], json!([]));
+    // VaultAuth and VaultConnection join the objects, valid.
+    let kinds: Vec<(&str, bool)> = doc["kube"]["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["kind"].as_str().unwrap(), o["ok"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(kinds, [("VaultAuth", true), ("VaultConnection", true)]);
+    // VSO's policy: evaluated from Vault, reported beside ESO's (which the spec does not use).
+    assert_eq!(doc["policy"]["ok"], true);
+    assert_eq!(doc["policy"]["vso"]["operator"], "vso");
+    assert_eq!(doc["policy"]["vso"]["method"], "policies");
+    assert_eq!(doc["policy"]["vso"]["policies"], json!(["vso-ask"]));
+    assert_eq!(doc["policy"]["vso"]["report"]["ok"], true);
+    assert_eq!(doc["kube"]["external_secrets"], json!([]));
+
+    let human = w.verify(&[]).expect_code(0);
+    let text = human.stdout_text();
+    has(
+        &text,
+        "ok   VaultStaticSecret ask/zitadel-masterkey: synced",
+    );
+    has(
+        &text,
+        "ok   policy (VSO): `vso-ask` (read VSO's policies from Vault and evaluated them)",
+    );
+    has(
+        &text,
+        "ok   VaultAuth ask/vault-auth: valid, kubernetes auth/kubernetes role ask-core-service",
+    );
+}
+
+/// VSO #1225: `SecretSynced` stays False after a recovery while Ready/Healthy are True: synced,
+/// with a note (and the old error is not a problem).
+#[test]
+fn a_stale_secret_synced_condition_after_a_recovery_is_synced() {
+    let w = world(true, VSO_POLICY);
+    w.kube.put(reconciled_at(
+        "vaultstaticsecret-recovered-syncedcondition-stale.yaml",
+        &later(),
+    ));
+    put_fixture(&w.kube, "destination-secret.yaml");
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let v = vss(&doc, "zitadel-masterkey");
+    assert_eq!(
+        (v["ok"].as_bool(), v["secret_synced"].as_bool()),
+        (Some(true), Some(false))
+    );
+    has(&strings(&v["notes"]), "VSO issue #1225");
+}
+
+#[test]
+fn denied_by_policy() {
+    // VSO's policy grants another folder only: Vault answers its read with 403.
+    let w = world(
+        true,
+        r#"path "secret/data/other/*" { capabilities = ["read"] }"#,
+    );
+    put_fixture(&w.kube, "vaultstaticsecret-denied.yaml");
+    put_fixture(&w.kube, "events-denied.yaml");
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let v = vss(&doc, "zitadel-masterkey");
+    assert_eq!(
+        (v["ok"].as_bool(), v["synced"].as_bool()),
+        (Some(false), Some(false))
+    );
+    let problems = strings(&v["problems"]);
+    has(
+        &problems,
+        "not synced: Ready is not True: Failed to sync the secret",
+    );
+    has(
+        &problems,
+        "destination Secret `ask/zitadel-masterkey` does not exist",
+    );
+    let why = strings(&v["explanations"]);
+    has(
+        &why,
+        format!("VSO's policy does not grant `read` on `secret/data/{PATH}`"),
+    );
+    has(&why, "event VaultClientError (reading Vault failed): Failed to read Vault secret: Error making API request. URL: GET");
+    has(&why, "Code: 403");
+    // The policy part says the same, with the rule that closes the gap.
+    assert_eq!(doc["policy"]["ok"], false);
+    assert_eq!(doc["policy"]["vso"]["report"]["ok"], false);
+    assert_eq!(
+        doc["policy"]["vso"]["report"]["add"],
+        json!([{"path": "secret/data/ask/core-service/*", "capabilities": ["read"]}])
+    );
+
+    let text = w.verify(&[]).expect_code(1).stdout_text();
+    has(
+        &text,
+        "FAIL VaultStaticSecret ask/zitadel-masterkey: not synced",
+    );
+    has(&text, "why: VSO's policy does not grant `read`");
+    has(&text, "FAIL policy (VSO): `vso-ask`");
+    has(
+        &text,
+        r#"add: path "secret/data/ask/core-service/*" { capabilities = ["read"] }"#,
+    );
+}
+
+#[test]
+fn path_missing() {
+    let w = world(false, VSO_POLICY);
+    put_fixture(&w.kube, "vaultstaticsecret-missing-path.yaml");
+    put_fixture(&w.kube, "events-missing-path.yaml");
+    let doc = w
+        .verify(&["-o", "json", "--only", "kube"])
+        .expect_code(1)
+        .json();
+    let v = vss(&doc, "zitadel-masterkey");
+    assert_eq!(v["ok"], false);
+    let why = strings(&v["explanations"]);
+    has(
+        &why,
+        format!("`secret/{PATH}` field `password` is missing in Vault"),
+    );
+    has(&why, "event VaultClientError (reading Vault failed): Failed to read Vault secret: empty response from Vault");
+    let text = w.verify(&["--only", "kube"]).expect_code(1).stdout_text();
+    has(&text, "why: `secret/ask/core-service/auh1-dev/ZITADEL_MASTERKEY` field `password` is missing in Vault");
+}
+
+/// A VaultStaticSecret of the PAT that has not synced: the placeholder is named; once it syncs,
+/// the Secret holds the marker, which is a note (the vault part reports it pending).
+#[test]
+fn placeholder_still_pending() {
+    let w = world(true, VSO_POLICY);
+    let pat = |file: &str| {
+        let mut obj = vso_fixture(file).remove(0);
+        obj["metadata"]["name"] = json!("iam-service-pat");
+        obj["spec"]["path"] = json!("ask/core-service/auh1-dev/IAM_SERVICE__PAT");
+        obj["spec"]["destination"]["name"] = json!("iam-service-pat");
+        obj
+    };
+    let specs = spec_dir(&SPEC.replace(
+        r#"static_secrets = ["zitadel-masterkey"]"#,
+        r#"static_secrets = ["iam-service-pat"]"#,
+    ));
+    let w = World { specs, ..w };
+    let mut failing = pat("vaultstaticsecret-denied.yaml");
+    failing["status"]["conditions"][0]["message"] = json!(
+        "Failed to sync the secret, horizon=30s, err=Failed setting up SecretTransformationOption"
+    );
+    w.kube.put(failing);
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let v = vss(&doc, "iam-service-pat");
+    has(
+        &strings(&v["explanations"]),
+        "`secret/ask/core-service/auh1-dev/IAM_SERVICE__PAT` field `value` is still a placeholder",
+    );
+
+    let mut synced = pat("vaultstaticsecret-synced.yaml");
+    for c in synced["status"]["conditions"].as_array_mut().unwrap() {
+        c["lastTransitionTime"] = json!(later());
+    }
+    w.kube.put(synced);
+    w.kube.put(fake_kube::secret(
+        "ask",
+        "iam-service-pat",
+        &[("value", "placeholder"), ("_raw", "{}")],
+    ));
+    let out = w.verify(&["-o", "json"]).expect_code(0);
+    let v = vss(&out.json(), "iam-service-pat").clone();
+    assert_eq!(v["ok"], true);
+    has(
+        &strings(&v["notes"]),
+        "field `value` is still a placeholder: the destination Secret holds the marker",
+    );
+    // With --strict the pending placeholder fails the run (the vault part's verdict).
+    w.verify(&["--strict"]).expect_code(1);
+}
+
+/// `lastGeneration` behind `generation`: VSO has not processed the current spec.
+#[test]
+fn stale() {
+    let w = world(true, VSO_POLICY);
+    w.kube
+        .put(reconciled_at("vaultstaticsecret-stale.yaml", &later()));
+    put_fixture(&w.kube, "destination-secret.yaml");
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let v = vss(&doc, "zitadel-masterkey");
+    assert_eq!(
+        (v["synced"].as_bool(), v["ready"].as_bool()),
+        (Some(false), Some(true))
+    );
+    has(
+        &strings(&v["problems"]),
+        "not reconciled: generation 3 but VSO last processed generation 2",
+    );
+    let text = w.verify(&[]).expect_code(1).stdout_text();
+    has(
+        &text,
+        "FAIL VaultStaticSecret ask/zitadel-masterkey: not reconciled",
+    );
+}
+
+/// Synced, but the reconcile VSO records ran before this value was written to Vault.
+#[test]
+fn synced_before_the_value_was_written_is_not_fresh() {
+    let w = world(true, VSO_POLICY);
+    put_fixture(&w.kube, "vaultstaticsecret-synced.yaml"); // Ready at 2026-08-20, before seeding
+    put_fixture(&w.kube, "destination-secret.yaml");
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let v = vss(&doc, "zitadel-masterkey");
+    assert_eq!(v["synced"], true);
+    has(
+        &strings(&v["problems"]),
+        "synced, but last reconciled at 2026-08-20T10:14:37Z — before the secret's current version was written to Vault",
+    );
+}
+
+/// The runbook's one-path-three-fields Secret, missing one of its keys.
+#[test]
+fn destination_secret_missing_a_key() {
+    let w = world(true, VSO_POLICY);
+    let specs = spec_dir(&SPEC.replace(
+        r#"static_secrets = ["zitadel-masterkey"]"#,
+        r#"static_secrets = ["zitadel-secret-kv"]"#,
+    ));
+    let w = World { specs, ..w };
+    w.kube.put(reconciled_at(
+        "vaultstaticsecret-multifield-synced.yaml",
+        &later(),
+    ));
+    let mut secret = vso_fixture("destination-secret-multifield.yaml").remove(0);
+    secret["data"].as_object_mut().unwrap().remove("masterkey");
+    w.kube.put(secret);
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let v = vss(&doc, "zitadel-secret-kv");
+    assert_eq!(v["synced"], true);
+    assert_eq!(
+        v["problems"],
+        json!(["destination Secret `ask/zitadel-secret-kv` lacks key(s) `masterkey`"])
+    );
+    // With every key (and `_raw`) it is done.
+    put_fixture(&w.kube, "destination-secret-multifield.yaml");
+    w.verify(&[]).expect_code(0);
+}
+
+#[test]
+fn vault_auth_invalid() {
+    let w = world(true, VSO_POLICY);
+    w.kube.update("VaultAuth", Some("ask"), "vault-auth", |a| {
+        a["status"]["valid"] = json!(false);
+        a["status"]["error"] = json!("serviceaccounts \"vso-auth\" not found");
+        a["status"]["conditions"][0]["status"] = json!("False");
+    });
+    put_fixture(&w.kube, "vaultstaticsecret-denied.yaml");
+    w.kube.add_event(
+        fake_kube::event(
+            "ask",
+            "VaultStaticSecret",
+            "zitadel-masterkey",
+            "Warning",
+            "VaultClientConfigError",
+            "Failed to get Vault auth login: serviceaccounts \"vso-auth\" not found",
+        )
+        .seen(&later(), 12),
+    );
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let auth = doc["kube"]["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "VaultAuth")
+        .unwrap();
+    assert_eq!(auth["ok"], false);
+    has(
+        &strings(&auth["problems"]),
+        r#"not valid (`status.valid` is false): serviceaccounts "vso-auth" not found"#,
+    );
+    let why = strings(&vss(&doc, "zitadel-masterkey")["explanations"]);
+    has(&why, "event VaultClientConfigError (login to Vault failed");
+    has(&why, "its VaultAuth `ask/vault-auth` is not valid");
+    let text = w.verify(&[]).expect_code(1).stdout_text();
+    has(&text, "FAIL VaultAuth ask/vault-auth: invalid");
+}
+
+/// No `vaultAuthRef`: VSO's default VaultAuth, `default` in its own namespace, is looked for
+/// in every namespace; missing, it is a problem.
+#[test]
+fn the_default_vault_auth_is_found_by_name() {
+    let w = world(true, VSO_POLICY);
+    let mut obj = reconciled_at("vaultstaticsecret-synced.yaml", &later());
+    obj["spec"].as_object_mut().unwrap().remove("vaultAuthRef");
+    w.kube.put(obj);
+    put_fixture(&w.kube, "destination-secret.yaml");
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    has(
+        &serde_json::to_string(&doc["kube"]["objects"]).unwrap(),
+        "no VaultAuth named `default` exists",
+    );
+    let mut default = vso_fixture("vaultauth.yaml").remove(0);
+    default["metadata"]["name"] = json!("default");
+    default["metadata"]["namespace"] = json!("vault-secrets-operator-system");
+    w.kube.put(default);
+    let mut conn = vso_fixture("vaultconnection.yaml").remove(0);
+    conn["metadata"]["namespace"] = json!("vault-secrets-operator-system");
+    w.kube.put(conn);
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    assert_eq!(
+        vss(&doc, "zitadel-masterkey")["vault_auth"],
+        "vault-secrets-operator-system/default"
+    );
+    let names: Vec<String> = doc["kube"]["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            format!(
+                "{} {}/{}",
+                o["kind"].as_str().unwrap(),
+                o["namespace"].as_str().unwrap(),
+                o["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "VaultAuth vault-secrets-operator-system/default",
+            "VaultConnection vault-secrets-operator-system/vault"
+        ]
+    );
+}
+
+#[test]
+fn spec_names_a_vault_static_secret_that_does_not_exist() {
+    let w = world(true, VSO_POLICY);
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let v = vss(&doc, "zitadel-masterkey");
+    assert_eq!(
+        v["problems"],
+        json!([
+            "VaultStaticSecret `ask/zitadel-masterkey` does not exist (is the secrets app synced?)"
+        ])
+    );
+    let text = w.verify(&[]).expect_code(1).stdout_text();
+    has(
+        &text,
+        "FAIL VaultStaticSecret ask/zitadel-masterkey: no status",
+    );
+}
+
+#[test]
+fn a_vault_static_secret_reading_a_path_the_spec_does_not_know() {
+    let w = world(true, VSO_POLICY);
+    let mut obj = reconciled_at("vaultstaticsecret-synced.yaml", &later());
+    obj["spec"]["path"] = json!("ask/core-service/auh1-dev/ZITADEL_MASTER_KEY");
+    w.kube.put(obj);
+    put_fixture(&w.kube, "destination-secret.yaml");
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    has(
+        &strings(&vss(&doc, "zitadel-masterkey")["problems"]),
+        "it reads `secret/ask/core-service/auh1-dev/ZITADEL_MASTER_KEY` (mount `secret`, path `ask/core-service/auh1-dev/ZITADEL_MASTER_KEY`), which is not a path of the spec",
+    );
+    // And a `type` that does not fit the mount.
+    let mut obj = reconciled_at("vaultstaticsecret-synced.yaml", &later());
+    obj["spec"]["type"] = json!("kv-v1");
+    w.kube.put(obj);
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    has(
+        &strings(&vss(&doc, "zitadel-masterkey")["problems"]),
+        "its `type` is `kv-v1` but mount `secret` is KV v2",
+    );
+}
+
+/// `--wait` polls until the VaultStaticSecret syncs: it is made synced after the first look at
+/// it (counted by requests, not by time).
+#[test]
+fn wait_waits_for_the_vault_static_secret() {
+    let w = world(true, VSO_POLICY);
+    put_fixture(&w.kube, "vaultstaticsecret-stale.yaml");
+    put_fixture(&w.kube, "destination-secret.yaml");
+    let kube = &w.kube;
+    let looked = || {
+        kube.requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/vaultstaticsecrets/zitadel-masterkey"))
+            .count()
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while looked() < 1 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            kube.put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
+        });
+        let out = w.verify(&["--wait", "2m", "-o", "json"]).expect_code(0);
+        assert_eq!(vss(&out.json(), "zitadel-masterkey")["ok"], true);
+    });
+    assert!(looked() >= 2);
+}
+
+/// `--force-sync` annotates the VaultStaticSecret (VSO reconciles on an annotation change).
+#[test]
+fn force_sync_annotates_the_vault_static_secret() {
+    let w = world(true, VSO_POLICY);
+    w.kube
+        .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
+    put_fixture(&w.kube, "destination-secret.yaml");
+    let out = w.verify(&["--force-sync", "-o", "json"]).expect_code(0);
+    let patches = w.kube.patches();
+    assert_eq!(patches.len(), 1, "{patches:?}");
+    assert_eq!(
+        patches[0].path,
+        "/apis/secrets.hashicorp.com/v1beta1/namespaces/ask/vaultstaticsecrets/zitadel-masterkey"
+    );
+    assert_eq!(patches[0].content_type, "application/merge-patch+json");
+    let at = patches[0].body["metadata"]["annotations"]["vault-seed/force-sync"]
+        .as_str()
+        .unwrap();
+    assert!(at.parse::<i64>().unwrap() > 1_700_000_000);
+    has(
+        &strings(&out.json()["notes"]),
+        "annotated VaultStaticSecret `ask/zitadel-masterkey` with vault-seed/force-sync",
+    );
+}
+
+#[test]
+fn policy_for_vso_prints_read_on_data_only() {
+    let dir = spec_dir(SPEC);
+    let out = Run::offline()
+        .specs(dir.path())
+        .args(["policy", "auh1-dev", "--for", "vso"])
+        .output()
+        .expect_code(0);
+    let text = out.stdout_text();
+    has(
+        &text,
+        "# vault-seed: minimal VSO policy for environment `auh1-dev` (core-service)",
+    );
+    has(&text, r#"path "secret/data/ask/core-service/*""#);
+    assert!(!text.contains("metadata"), "{text}");
+    let doc = Run::offline()
+        .specs(dir.path())
+        .args(["policy", "auh1-dev", "--for", "vso", "-o", "json"])
+        .json();
+    assert_eq!(
+        doc["rules"],
+        json!([{"path": "secret/data/ask/core-service/*", "capabilities": ["read"]}])
+    );
+    // A spec without [vso] has nothing for VSO: exit 1, and says what to add.
+    let eso_only = spec_dir(&SPEC.replace(VSO_SECTION, "[eso]\naccess = [\"read\"]\n"));
+    let out = Run::offline()
+        .specs(eso_only.path())
+        .args(["policy", "auh1-dev", "--for", "vso"])
+        .output();
+    assert_ne!(out.code(), 0);
+    has(
+        &out.stderr_text(),
+        "no spec of environment `auh1-dev` has a `[vso]` section",
+    );
+}
+
+/// `[vso]` is linted like the rest, each problem at its file:line:col.
+#[test]
+fn vso_section_is_linted() {
+    let dir = spec_dir(
+        &SPEC
+            .replace(
+                r#"namespace = "ask""#,
+                "namespace = \"Ask\"\nstatic_secret = [\"x\"]",
+            )
+            .replace(r#"auth_role = "ask-core-service""#, r#"auth_role = "a/b""#),
+    );
+    let out = Run::offline()
+        .specs(dir.path())
+        .arg("lint")
+        .output()
+        .expect_code(2);
+    let err = out.stderr_text();
+    has(&err, "`namespace` `Ask` is not");
+    has(&err, "app.toml:8:14");
+    has(&err, "app.toml:9:1");
+    has(&err, "app.toml:12:14");
+    has(&err, "static_secret");
+    has(&err, "`auth_role` `a/b`");
+}
+
+/// A hostile cluster: escape sequences and a megabyte in VSO's condition, event, path and
+/// VaultAuth error reach neither the terminal raw nor the output unbounded.
+#[test]
+fn hostile_vso_objects_are_clean_and_bounded() {
+    let w = world(true, VSO_POLICY);
+    let mut obj = vso_fixture("vaultstaticsecret-denied.yaml").remove(0);
+    obj["spec"]["path"] = json!("ask/\x1b]0;pwned\x07x\u{202e}");
+    obj["status"]["conditions"][0]["message"] =
+        json!(format!("\x1b[2Jcleared\r\x1b[1A{}", "B".repeat(1 << 20)));
+    w.kube.put(obj);
+    w.kube.add_event(fake_kube::event(
+        "ask",
+        "VaultStaticSecret",
+        "zitadel-masterkey",
+        "Warning",
+        "VaultClientError\x1b[5m",
+        &format!("\u{9b}31mred{}", "A".repeat(1 << 20)),
+    ));
+    w.kube.update("VaultAuth", Some("ask"), "vault-auth", |a| {
+        a["status"]["valid"] = json!(false);
+        a["status"]["error"] = json!("\x1b]2;title\x1b\\bad");
+    });
+    let clean = |bytes: &[u8], what: &str| {
+        let s = String::from_utf8_lossy(bytes);
+        for bad in ['\x1b', '\x07', '\r', '\u{9b}', '\u{202e}'] {
+            assert!(!s.contains(bad), "{what} holds {bad:?}");
+        }
+        assert!(bytes.len() < 64 * 1024, "{what} is {} bytes", bytes.len());
+    };
+    let out = w.verify(&[]).expect_code(1);
+    clean(&out.stdout, "stdout");
+    clean(&out.stderr, "stderr");
+    has(&out.stdout_text(), "more characters)");
+    let out = w.verify(&["-o", "json"]).expect_code(1);
+    assert!(
+        out.stdout.len() < 64 * 1024,
+        "JSON is {} bytes",
+        out.stdout.len()
+    );
+    let v = vss(&out.json(), "zitadel-masterkey").clone();
+    has(&strings(&v["problems"]), "which is not a path of the spec");
+}
+
+/// Trace-level logs of a whole VSO verify (kube-rs' and vault-seed's) hold no value.
+#[test]
+fn no_value_at_trace_level() {
+    let w = world(true, VSO_POLICY);
+    w.kube
+        .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
+    put_fixture(&w.kube, "destination-secret.yaml");
+    let out = Run::new(&w.bao)
+        .specs(w.specs.path())
+        .args(["verify", "auh1-dev", "--kubeconfig"])
+        .arg(w.kube.kubeconfig())
+        .env("RUST_LOG", "trace")
+        .output()
+        .expect_code(0);
+    w.no_value_in(&out);
+    // The run did read the VaultStaticSecret and its Secret, and logged at trace level.
+    has(&out.stderr_text(), "vault_seed::kube");
+    let asked: Vec<String> = w.kube.requests().iter().map(|r| r.path.clone()).collect();
+    assert!(
+        asked
+            .iter()
+            .any(|p| p.ends_with("/secrets/zitadel-masterkey")),
+        "{asked:?}"
+    );
+}
+
+/// A spec with `[eso]` and `[vso]` (a platform moving from one operator to the other): each
+/// operator's policy is judged and reported on its own; one failing fails the part.
+#[test]
+fn both_operators_are_reported_separately() {
+    let w = world(true, VSO_POLICY);
+    let both = SPEC.replace(
+        VSO_SECTION,
+        &format!("{VSO_SECTION}[eso]\nnamespace = \"ask\"\npolicies = [\"eso-ask\"]\naccess = [\"read\"]\n"),
+    );
+    let w = World {
+        specs: spec_dir(&both),
+        ..w
+    };
+    // ESO may read one folder only: its gap is ESO's, VSO's policy is fine.
+    w.bao.put_policy(
+        "eso-ask",
+        r#"path "secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY" { capabilities = ["read"] }"#,
+    );
+    let out = w.verify(&["--only", "policy", "-o", "json"]).expect_code(1);
+    let doc = out.json();
+    let p = &doc["policy"];
+    assert_eq!(
+        (p["ok"].as_bool(), p["operator"].as_str()),
+        (Some(false), Some("eso"))
+    );
+    assert_eq!(p["report"]["ok"], false);
+    assert_eq!(p["policies"], json!(["eso-ask"]));
+    assert_eq!(
+        (p["vso"]["ok"].as_bool(), p["vso"]["policies"].clone()),
+        (Some(true), json!(["vso-ask"]))
+    );
+    let text = w.verify(&["--only", "policy"]).expect_code(1).stdout_text();
+    has(
+        &text,
+        "FAIL policy (ESO): `eso-ask` (read ESO's policies from Vault and evaluated them)",
+    );
+    has(
+        &text,
+        "ok   policy (VSO): `vso-ask` (read VSO's policies from Vault and evaluated them)",
+    );
+    // `policy` prints each operator's grant on request (both read the same folder here).
+    for who in ["eso", "vso"] {
+        let out = Run::offline()
+            .specs(w.specs.path())
+            .args(["policy", "auh1-dev", "--for", who])
+            .output()
+            .expect_code(0);
+        has(
+            &out.stdout_text(),
+            format!("minimal {} policy", who.to_uppercase()),
+        );
+        has(
+            &out.stdout_text(),
+            r#"path "secret/data/ask/core-service/*""#,
+        );
+    }
+}
+
+/// VSO's policy that the running token may not read is judged by the server for a short-lived
+/// token with exactly VSO's policies (revoked at once), as ESO's is; never by the caller's own.
+#[test]
+fn an_unreadable_vso_policy_is_asked_of_the_server_for_a_probe_token() {
+    let w = world(
+        true,
+        r#"path "secret/data/other/*" { capabilities = ["read"] }"#,
+    );
+    w.bao.put_policy(
+        "prober",
+        r#"
+path "secret/*" { capabilities = ["read", "list"] }
+path "sys/internal/ui/mounts/*" { capabilities = ["read"] }
+path "auth/kubernetes/role/*" { capabilities = ["read"] }
+path "auth/token/create" { capabilities = ["update", "sudo"] }
+path "auth/token/revoke-accessor" { capabilities = ["update"] }
+path "sys/capabilities" { capabilities = ["update"] }
+"#,
+    );
+    let caller = w.bao.token_with_policies(&["prober"]);
+    let run = |args: &[&str]| {
+        let out = Run::new(&w.bao)
+            .token(&caller)
+            .specs(w.specs.path())
+            .args(["verify", "auh1-dev", "--only", "policy"])
+            .args(args)
+            .output();
+        w.no_value_in(&out);
+        assert!(
+            !out.all_text().contains(&caller),
+            "the caller's token leaked"
+        );
+        out
+    };
+    let doc = run(&["-o", "json"]).expect_code(1).json();
+    let vso = &doc["policy"]["vso"];
+    assert_eq!(vso["method"], "server-probe-token", "{doc:#}");
+    assert_eq!(
+        vso["report"]["add"],
+        json!([{"path": "secret/data/ask/core-service/*", "capabilities": ["read"]}])
+    );
+    has(
+        &vso["notes"].to_string(),
+        "may not read `sys/policies/acl/vso-ask`",
+    );
+    assert_eq!(
+        crate::verify::live_probe_tokens(&w.bao),
+        0,
+        "the probe token was revoked"
+    );
+    has(
+        &run(&[]).expect_code(1).stdout_text(),
+        "asked Vault (`sys/capabilities`) for a short-lived token with exactly VSO's policies, revoked at once",
+    );
+    w.bao.put_policy("vso-ask", VSO_POLICY);
+    run(&[]).expect_code(0);
+}
+
+/// `spec.version` pins a KV v2 version: once Vault holds a newer one, the Secret is not fresh.
+#[test]
+fn a_pinned_version_older_than_vaults_is_not_fresh() {
+    let w = world(true, VSO_POLICY);
+    let mut obj = reconciled_at("vaultstaticsecret-synced.yaml", &later());
+    obj["spec"]["version"] = json!(1);
+    w.kube.put(obj.clone());
+    put_fixture(&w.kube, "destination-secret.yaml");
+    w.verify(&[]).expect_code(0);
+    // A person writes version 2 (a valid 32-byte masterkey).
+    w.bao.kv_put(
+        "secret",
+        PATH,
+        json!({"password": "0123456789abcdef0123456789abcdef"}),
+    );
+    for c in obj["status"]["conditions"].as_array_mut().unwrap() {
+        c["lastTransitionTime"] = json!(later());
+    }
+    w.kube.put(obj);
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    has(
+        &strings(&vss(&doc, "zitadel-masterkey")["problems"]),
+        "it reads version 1 (`spec.version`), but the secret's current version in Vault is 2",
+    );
+}
+
+/// A cluster without VSO's CRDs: the kube part cannot be checked and says to install VSO.
+#[test]
+fn a_cluster_without_vso_says_so() {
+    let w = world(true, VSO_POLICY);
+    w.kube.without_vso();
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    assert_eq!(doc["kube"]["ok"], false);
+    has(doc["kube"]["error"].as_str().unwrap(), "VaultStaticSecret");
+    has(
+        doc["kube"]["error"].as_str().unwrap(),
+        "secrets.hashicorp.com",
+    );
+    assert_eq!(
+        doc["kube"]["help"],
+        "install the Vault Secrets Operator (its CRDs) or check the context"
+    );
+}
+
+/// `--skip-target-secrets`: the destination Secret is not read (a Role without `get secrets`).
+#[test]
+fn skip_target_secrets_leaves_the_destination_unread() {
+    let w = world(true, VSO_POLICY);
+    w.kube
+        .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
+    w.kube.deny("secrets");
+    let doc = w
+        .verify(&["--skip-target-secrets", "-o", "json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(vss(&doc, "zitadel-masterkey")["ok"], true);
+    assert!(
+        !w.kube
+            .requests()
+            .iter()
+            .any(|r| r.path.contains("/secrets/")),
+        "a Secret was read"
+    );
+}

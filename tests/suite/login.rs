@@ -1,0 +1,907 @@
+//! Logging in without a token: `--auth kubernetes|jwt|approle` against a real OpenBao with the
+//! auth methods enabled. Kubernetes auth asks the TokenReview API of the fake Kubernetes API
+//! server (tests/suite/common/fake_kube.rs) about each JWT.
+//!
+//! vault-seed runs behind a recording proxy (tests/suite/common/proxy.rs), so each test sees every
+//! request it sends and the token it sends them with: the login is one request without a token,
+//! a refused login is the only request, and the token it logged in with is revoked at the end
+//! (Vault no longer knows it, and the token accessors are those from before the run).
+
+use crate::common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::{Arc, Mutex};
+
+use common::fake_kube::{self, FakeKube, Review};
+use common::jwt::{self, Signer};
+use common::proxy::{Fault, FaultProxy, Verdict};
+use common::{has, text, OpenBao, Run};
+use serde_json::{json, Value};
+
+const FOLDER: &str = "ask/core-service/auh1-dev";
+
+/// Enough for `apply` and `verify --skip-kube` of the real spec (the seeder policy of
+/// `vault-seed policy --for seeder` is tested on its own).
+const SEEDER: &str = r#"
+path "secret/data/ask/*"         { capabilities = ["create", "read", "update"] }
+path "secret/metadata/ask/*"     { capabilities = ["read", "list", "update"] }
+path "sys/internal/ui/mounts/*"  { capabilities = ["read"] }
+"#;
+
+fn ok(status: u16, body: &Value, what: &str) {
+    assert!((200..300).contains(&status), "{what}: HTTP {status} {body}");
+}
+
+/// A proxy in front of OpenBao that keeps every byte vault-seed sends.
+struct Recorder {
+    proxy: FaultProxy,
+    sent: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Recorder {
+    fn start(bao: &OpenBao) -> Recorder {
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let keep = sent.clone();
+        let proxy = FaultProxy::start(&bao.addr, move |_| {
+            let keep = keep.clone();
+            Fault::Requests(Arc::new(move |chunk: &[u8]| {
+                keep.lock().unwrap().extend_from_slice(chunk);
+                Verdict::Forward
+            }))
+        });
+        Recorder { proxy, sent }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        text(&self.sent.lock().unwrap())
+            .split("\r\n")
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Request lines: `POST /v1/auth/kubernetes/login`.
+    fn requests(&self) -> Vec<String> {
+        // A request line may follow the previous request's body on the same line.
+        self.lines()
+            .into_iter()
+            .filter_map(|l| {
+                let l = l.strip_suffix(" HTTP/1.1")?;
+                let start = ["GET", "POST", "PUT", "LIST", "DELETE"]
+                    .iter()
+                    .filter_map(|m| l.rfind(&format!("{m} /v1/")))
+                    .max()?;
+                Some(l[start..].to_string())
+            })
+            .collect()
+    }
+
+    /// Every `X-Vault-Token` value sent.
+    fn tokens(&self) -> BTreeSet<String> {
+        self.lines()
+            .into_iter()
+            .filter_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("x-vault-token")
+                    .then(|| value.trim().to_string())
+            })
+            .collect()
+    }
+
+    fn count(&self, request: &str) -> usize {
+        self.requests().iter().filter(|r| *r == request).count()
+    }
+}
+
+/// `vault-seed` with no Vault token anywhere: HOME is an empty directory, no VAULT_TOKEN.
+fn seed(rec: &Recorder, home: &Path) -> Run {
+    Run::home(home).addr(&rec.proxy.addr).real_specs()
+}
+
+/// The token accessors Vault holds now.
+fn accessors(bao: &OpenBao) -> BTreeSet<String> {
+    accessors_at(bao, "")
+}
+
+/// The token accessors of namespace `ns` (`team/`), or of the root namespace (``).
+fn accessors_at(bao: &OpenBao, ns: &str) -> BTreeSet<String> {
+    let (status, body) = bao.api("LIST", &format!("{ns}auth/token/accessors"), None);
+    if status == 404 {
+        return BTreeSet::new();
+    }
+    ok(status, &body, "list accessors");
+    body["data"]["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Whether Vault still knows `token`.
+fn token_alive(bao: &OpenBao, token: &str) -> bool {
+    let (status, _) = bao.api(
+        "POST",
+        "auth/token/lookup",
+        Some(&json!({ "token": token })),
+    );
+    status == 200
+}
+
+/// Every value of the real spec's paths, read back with the root token (not the placeholders'
+/// marker, which is no secret).
+fn values(bao: &OpenBao) -> Vec<String> {
+    let (status, body) = bao.api("LIST", &format!("secret/metadata/{FOLDER}"), None);
+    if status != 200 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for k in body["data"]["keys"].as_array().unwrap() {
+        let (data, _) = bao
+            .kv_get("secret", &format!("{FOLDER}/{}", k.as_str().unwrap()))
+            .unwrap();
+        out.extend(
+            data.values()
+                .map(|v| v.as_str().unwrap().to_string())
+                .filter(|v| v != "placeholder"),
+        );
+    }
+    out
+}
+
+/// Nothing was written: the spec's folder does not exist.
+fn nothing_written(bao: &OpenBao) {
+    let (status, body) = bao.api("LIST", &format!("secret/metadata/{FOLDER}"), None);
+    assert_eq!(status, 404, "something was written: {body}");
+}
+
+/// None of `secrets` in stdout or stderr.
+fn never_shown(out: &Output, secrets: &[&str]) {
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    for (i, s) in secrets.iter().enumerate() {
+        assert!(s.len() >= 8, "a secret too short to search for: {s:?}");
+        assert!(!all.contains(s), "secret {i} appears in the output:\n{all}");
+    }
+}
+
+fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, content).unwrap();
+    p
+}
+
+/// OpenBao with the seeder policy, and kubernetes auth at `auth/kubernetes` asking the API
+/// server at `kube_host` (with `reviewer` as its TokenReview bearer); role `vault-seed` bound
+/// to service account `ask/vault-seed`.
+fn kubernetes_auth(kube_host: &str, reviewer: &str) -> OpenBao {
+    let bao = OpenBao::dev();
+    bao.put_policy("vault-seed", SEEDER);
+    let (s, b) = bao.api(
+        "POST",
+        "sys/auth/kubernetes",
+        Some(&json!({"type": "kubernetes"})),
+    );
+    ok(s, &b, "enable kubernetes auth");
+    let (s, b) = bao.api(
+        "POST",
+        "auth/kubernetes/config",
+        Some(&json!({
+            "kubernetes_host": kube_host,
+            "kubernetes_ca_cert": fake_kube::some_ca_pem(),
+            "disable_local_ca_jwt": true,
+            "token_reviewer_jwt": reviewer,
+        })),
+    );
+    ok(s, &b, "kubernetes auth config");
+    let (s, b) = bao.api(
+        "POST",
+        "auth/kubernetes/role/vault-seed",
+        Some(&json!({
+            "bound_service_account_names": ["vault-seed"],
+            "bound_service_account_namespaces": ["ask"],
+            "token_policies": ["vault-seed"],
+            "token_ttl": "15m",
+        })),
+    );
+    ok(s, &b, "kubernetes role");
+    bao
+}
+
+const SA_UID: &str = "3f6c0d2a-7b1e-4c5d-9e8f-0a1b2c3d4e5f";
+const K8S_AUD: &str = "https://kubernetes.default.svc.cluster.local";
+
+fn authenticated(name: &str) -> Review {
+    Review::Authenticated {
+        namespace: "ask".into(),
+        name: name.into(),
+        uid: SA_UID.into(),
+        audiences: None,
+    }
+}
+
+#[test]
+fn kubernetes_login_seeds_the_spec_and_revokes_its_token() {
+    let kube = FakeKube::start();
+    kube.answer_token_reviews(authenticated("vault-seed"));
+    let bao = kubernetes_auth(&kube.addr, &kube.token);
+    let signer = Signer::new();
+    let sa_jwt = signer.sign(&jwt::service_account_claims(
+        "ask",
+        "vault-seed",
+        SA_UID,
+        &[K8S_AUD],
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let jwt_file = write(dir.path(), "token", &format!("{sa_jwt}\n"));
+    let before = accessors(&bao);
+    let rec = Recorder::start(&bao);
+    let out = seed(&rec, dir.path())
+        .env("RUST_LOG", "trace")
+        .args([
+            "apply",
+            "auh1-dev",
+            "--auth",
+            "kubernetes",
+            "--role",
+            "vault-seed",
+        ])
+        .arg("--jwt-file")
+        .arg(&jwt_file)
+        .output();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    has(
+        &stderr,
+        "token from kubernetes login at `auth/kubernetes` as role `vault-seed`",
+    );
+    // It did its work: every path of the spec exists.
+    let written = values(&bao);
+    assert_eq!(written.len(), 4, "{stderr}");
+    // One login, first, without a token; one revoke-self, last.
+    let requests = rec.requests();
+    assert_eq!(
+        requests[0], "POST /v1/auth/kubernetes/login",
+        "{requests:?}"
+    );
+    assert_eq!(rec.count("POST /v1/auth/kubernetes/login"), 1);
+    assert_eq!(
+        requests.last().map(String::as_str),
+        Some("POST /v1/auth/token/revoke-self"),
+        "{requests:?}"
+    );
+    let tokens = rec.tokens();
+    assert_eq!(tokens.len(), 1, "one token for the whole run: {tokens:?}");
+    let token = tokens.iter().next().unwrap();
+    assert!(!token_alive(&bao, token), "the login token is still valid");
+    assert_eq!(
+        accessors(&bao),
+        before,
+        "the login token's accessor is left"
+    );
+    // OpenBao asked TokenReview about exactly this JWT.
+    let reviews = kube.token_reviews();
+    assert_eq!(reviews.len(), 1, "{reviews:?}");
+    assert_eq!(reviews[0]["spec"]["token"], sa_jwt.as_str());
+    // At trace level: neither the JWT, the client token nor a value.
+    let mut secrets = vec![sa_jwt.as_str(), token.as_str()];
+    secrets.extend(written.iter().map(String::as_str).filter(|v| v.len() >= 8));
+    never_shown(&out, &secrets);
+}
+
+#[test]
+fn keep_token_leaves_the_login_token_alive_and_names_only_its_accessor() {
+    let kube = FakeKube::start();
+    kube.answer_token_reviews(authenticated("vault-seed"));
+    let bao = kubernetes_auth(&kube.addr, &kube.token);
+    let sa_jwt = Signer::new().sign(&jwt::service_account_claims(
+        "ask",
+        "vault-seed",
+        SA_UID,
+        &[K8S_AUD],
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let jwt_file = write(dir.path(), "token", &sa_jwt);
+    let rec = Recorder::start(&bao);
+    // The environment's spelling of every option, and `--keep-token` before the command.
+    let out = seed(&rec, dir.path())
+        .env("VAULT_SEED_AUTH", "kubernetes")
+        .env("VAULT_SEED_ROLE", "vault-seed")
+        .env("VAULT_SEED_JWT_FILE", &jwt_file)
+        .env("RUST_LOG", "trace")
+        .args(["--keep-token", "verify", "auh1-dev", "--skip-kube"])
+        .output();
+    let stderr = text(&out.stderr);
+    // Nothing is seeded yet: verify says not done, after logging in.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    has(&text(&out.stdout), "missing");
+    assert_eq!(rec.count("POST /v1/auth/token/revoke-self"), 0);
+    let token = rec.tokens().into_iter().next().expect("a token was used");
+    assert!(token_alive(&bao, &token));
+    let (s, body) = bao.api(
+        "POST",
+        "auth/token/lookup",
+        Some(&json!({ "token": token })),
+    );
+    ok(s, &body, "lookup");
+    let accessor = body["data"]["accessor"].as_str().unwrap();
+    has(
+        &stderr,
+        format!("the login token is kept (--keep-token): accessor `{accessor}`"),
+    );
+    assert_eq!(body["data"]["meta"]["service_account_name"], "vault-seed");
+    never_shown(&out, &[sa_jwt.as_str(), token.as_str()]);
+}
+
+/// Run `apply` with a kubernetes login that must be refused: exit 1, the login named with
+/// Vault's reason and what to do, the login the only request, nothing written.
+fn refused(bao: &OpenBao, jwt: &str, role: &str, reason: &str, help: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let jwt_file = write(dir.path(), "token", jwt);
+    let rec = Recorder::start(bao);
+    let out = seed(&rec, dir.path())
+        .env("RUST_LOG", "trace")
+        .args(["apply", "auh1-dev", "--auth", "kubernetes", "--role", role])
+        .arg("--jwt-file")
+        .arg(&jwt_file)
+        .output();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    has(
+        &stderr,
+        format!("error: kubernetes login at `auth/kubernetes` as role `{role}` was refused"),
+    );
+    has(&stderr, reason);
+    has(&stderr, help);
+    assert_eq!(
+        rec.requests(),
+        vec!["POST /v1/auth/kubernetes/login".to_string()]
+    );
+    assert!(
+        rec.tokens().is_empty(),
+        "a token was sent: {:?}",
+        rec.tokens()
+    );
+    nothing_written(bao);
+    never_shown(&out, &[jwt]);
+    stderr
+}
+
+#[test]
+fn kubernetes_refusals_name_the_login_give_the_reason_and_write_nothing() {
+    let kube = FakeKube::start();
+    kube.answer_token_reviews(authenticated("vault-seed"));
+    let bao = kubernetes_auth(&kube.addr, &kube.token);
+    let signer = Signer::new();
+    let sa = |ns: &str, name: &str, aud: &str| {
+        signer.sign(&jwt::service_account_claims(ns, name, SA_UID, &[aud]))
+    };
+    let good = sa("ask", "vault-seed", K8S_AUD);
+
+    // A service account the role is not bound to.
+    let stderr = refused(
+        &bao,
+        &sa("ask", "ci-runner", K8S_AUD),
+        "vault-seed",
+        "(HTTP 403): service account name not authorized",
+        "role `vault-seed` is not bound to service account `ask/ci-runner`",
+    );
+    has(&stderr, "`bound_service_account_names`");
+    refused(
+        &bao,
+        &sa("default", "vault-seed", K8S_AUD),
+        "vault-seed",
+        "namespace not authorized",
+        "`bound_service_account_namespaces`",
+    );
+
+    // A role that does not exist.
+    refused(
+        &bao,
+        &good,
+        "seeder",
+        "(HTTP 400): invalid role name \"seeder\"",
+        "role `seeder` does not exist at `auth/kubernetes`: create it (`bao write auth/kubernetes/role/seeder",
+    );
+
+    // The role wants an audience the token does not carry.
+    let (s, b) = bao.api(
+        "POST",
+        "auth/kubernetes/role/vault-seed-aud",
+        Some(&json!({
+            "bound_service_account_names": ["vault-seed"],
+            "bound_service_account_namespaces": ["ask"],
+            "token_policies": ["vault-seed"],
+            "audience": "vault",
+        })),
+    );
+    ok(s, &b, "role with audience");
+    refused(
+        &bao,
+        &good,
+        "vault-seed-aud",
+        "(HTTP 403): invalid audience (aud) claim",
+        &format!("the service-account token's audience (`{K8S_AUD}`) is not role `vault-seed-aud`'s `audience`"),
+    );
+
+    // TokenReview says the token is not valid (a deleted service account).
+    kube.answer_token_reviews(Review::Unauthenticated {
+        error: "[invalid bearer token, service account ask/vault-seed has been deleted]".into(),
+    });
+    let reviews = kube.token_reviews().len();
+    refused(
+        &bao,
+        &good,
+        "vault-seed",
+        "(HTTP 403): permission denied",
+        "Kubernetes did not confirm it: OpenBao asks the TokenReview API at the `kubernetes_host` of `auth/kubernetes/config`",
+    );
+    assert_eq!(
+        kube.token_reviews().len(),
+        reviews + 1,
+        "TokenReview was asked"
+    );
+
+    // TokenReview cannot be reached: the API server is gone.
+    let addr = kube.addr.clone();
+    drop(kube);
+    assert!(
+        std::net::TcpStream::connect(addr.trim_start_matches("http://")).is_err(),
+        "the fake API server still listens"
+    );
+    refused(
+        &bao,
+        &good,
+        "vault-seed",
+        "(HTTP 403): permission denied",
+        "or could not be reached",
+    );
+}
+
+#[test]
+fn a_refused_login_is_one_json_failure_document() {
+    let bao = kubernetes_auth("http://127.0.0.1:9", "reviewer");
+    let dir = tempfile::tempdir().unwrap();
+    let sa_jwt = Signer::new().sign(&jwt::service_account_claims(
+        "ask",
+        "other",
+        SA_UID,
+        &[K8S_AUD],
+    ));
+    let jwt_file = write(dir.path(), "token", &sa_jwt);
+    let rec = Recorder::start(&bao);
+    let out = seed(&rec, dir.path())
+        .args(["-o", "json", "apply", "auh1-dev", "--auth", "kubernetes"])
+        .args(["--role", "vault-seed", "--jwt-file"])
+        .arg(&jwt_file)
+        .output();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["command"], "apply");
+    let error = doc["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("kubernetes login at `auth/kubernetes` as role `vault-seed` was refused (HTTP 403): service account name not authorized"),
+        "{error}"
+    );
+    assert!(doc["help"]
+        .as_str()
+        .unwrap()
+        .contains("bound_service_account_names"));
+    nothing_written(&bao);
+}
+
+#[test]
+fn options_that_make_no_login_send_nothing() {
+    let bao = OpenBao::dev();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Recorder::start(&bao);
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["apply", "auh1-dev", "--auth", "kubernetes"],
+            "`--auth kubernetes` needs `--role`",
+        ),
+        (
+            // The default path, which does not exist outside a pod.
+            &["apply", "auh1-dev", "--auth", "kubernetes", "--role", "r"],
+            "cannot read the service-account token `/var/run/secrets/kubernetes.io/serviceaccount/token`",
+        ),
+        (
+            &["apply", "auh1-dev", "--auth", "jwt", "--role", "ci", "--jwt-env", "NOT_SET_HERE"],
+            "environment variable `NOT_SET_HERE` (`--jwt-env`) is not set or empty",
+        ),
+        (
+            &["plan", "auh1-dev", "--auth", "approle", "--role-id-file", "x"],
+            "`--auth approle` needs `--role-id-file` and `--secret-id-file`",
+        ),
+        (
+            &["plan", "auh1-dev", "--role", "vault-seed"],
+            "`--role` is not used by `--auth token`",
+        ),
+        (
+            &["plan", "auh1-dev", "--auth", "kubernetes", "--role", "r", "--auth-mount", "auth/kubernetes"],
+            "`--auth-mount auth/kubernetes` starts with `auth/`",
+        ),
+    ];
+    for (args, message) in cases {
+        let out = seed(&rec, dir.path()).args(*args).output();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        has(&stderr, message);
+        has(&stderr, "help:");
+    }
+    assert_eq!(
+        rec.proxy
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0
+    );
+    // clap refuses a method it does not know, naming the ones it does.
+    let out = seed(&rec, dir.path())
+        .args(["plan", "auh1-dev", "--auth", "userpass"])
+        .output();
+    assert_eq!(out.status.code(), Some(2));
+    has(
+        &text(&out.stderr),
+        "[possible values: token, kubernetes, jwt, approle]",
+    );
+}
+
+/// OpenBao with jwt auth at `auth/jwt` checking `signer`'s key, and role `ci` shaped like
+/// GitLab's: bound audience, `user_claim`, `bound_claims` on `project_path` and `ref`.
+fn jwt_auth(signer: &Signer) -> OpenBao {
+    let bao = OpenBao::dev();
+    bao.put_policy("vault-seed", SEEDER);
+    let (s, b) = bao.api("POST", "sys/auth/jwt", Some(&json!({"type": "jwt"})));
+    ok(s, &b, "enable jwt auth");
+    let (s, b) = bao.api(
+        "POST",
+        "auth/jwt/config",
+        Some(&json!({
+            "jwt_validation_pubkeys": [signer.public_pem],
+            "bound_issuer": "https://gitlab.example.invalid",
+        })),
+    );
+    ok(s, &b, "jwt config");
+    let (s, b) = bao.api(
+        "POST",
+        "auth/jwt/role/ci",
+        Some(&json!({
+            "role_type": "jwt",
+            "bound_audiences": ["https://vault.example.invalid"],
+            "user_claim": "user_email",
+            "bound_claims_type": "glob",
+            "bound_claims": {"project_path": "platform/secret-specs", "ref": "main"},
+            "token_policies": ["vault-seed"],
+            "token_ttl": "10m",
+        })),
+    );
+    ok(s, &b, "jwt role");
+    bao
+}
+
+#[test]
+fn jwt_login_with_a_gitlab_id_token_from_the_environment_or_a_file() {
+    let signer = Signer::new();
+    let bao = jwt_auth(&signer);
+    // What ask-db provides exists, so that `verify --only vault` can be done.
+    bao.ask_db_pushes();
+    let id_token = signer.sign(&jwt::gitlab_claims(
+        "https://vault.example.invalid",
+        "platform/secret-specs",
+        "main",
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let before = accessors(&bao);
+    let rec = Recorder::start(&bao);
+    let out = seed(&rec, dir.path())
+        .env("VAULT_ID_TOKEN", &id_token)
+        .env("RUST_LOG", "trace")
+        .args(["apply", "auh1-dev", "--auth", "jwt", "--role", "ci"])
+        .args(["--jwt-env", "VAULT_ID_TOKEN"])
+        .output();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    has(&stderr, "token from jwt login at `auth/jwt` as role `ci`");
+    let written = values(&bao);
+    assert_eq!(written.len(), 4);
+    let token = rec.tokens().into_iter().next().expect("a token");
+    assert!(!token_alive(&bao, &token));
+    assert_eq!(accessors(&bao), before);
+    let mut secrets = vec![id_token.as_str(), token.as_str()];
+    secrets.extend(written.iter().map(String::as_str).filter(|v| v.len() >= 8));
+    never_shown(&out, &secrets);
+
+    // The same token from a file, `verify --skip-kube`: done.
+    let file = write(dir.path(), "id_token", &id_token);
+    let rec = Recorder::start(&bao);
+    let out = seed(&rec, dir.path())
+        .args([
+            "verify", "auh1-dev", "--only", "vault", "--auth", "jwt", "--role", "ci",
+        ])
+        .arg("--jwt-file")
+        .arg(&file)
+        .output();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(rec.count("POST /v1/auth/jwt/login"), 1);
+    assert_eq!(rec.count("POST /v1/auth/token/revoke-self"), 1);
+    assert_eq!(accessors(&bao), before);
+}
+
+#[test]
+fn jwt_refusals_say_which_check_failed_and_write_nothing() {
+    let signer = Signer::new();
+    let bao = jwt_auth(&signer);
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            jwt::gitlab_claims("https://other.example.invalid", "platform/secret-specs", "main"),
+            "invalid audience (aud) claim",
+            "the JWT's audience (`https://other.example.invalid`) is not among role `ci`'s `bound_audiences`",
+        ),
+        (
+            jwt::gitlab_claims("https://vault.example.invalid", "platform/secret-specs", "feature-x"),
+            "error validating claims",
+            "the JWT's claims do not match role `ci`'s `bound_claims`",
+        ),
+    ];
+    for (claims, reason, help) in cases {
+        let id_token = signer.sign(&claims);
+        let rec = Recorder::start(&bao);
+        let out = seed(&rec, dir.path())
+            .env("CI_JOB_JWT", &id_token)
+            .args(["apply", "auh1-dev", "--auth", "jwt", "--role", "ci"])
+            .args(["--jwt-env", "CI_JOB_JWT"])
+            .output();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        has(
+            &stderr,
+            "error: jwt login at `auth/jwt` as role `ci` was refused (HTTP 400)",
+        );
+        has(&stderr, reason);
+        has(&stderr, help);
+        assert_eq!(rec.requests(), vec!["POST /v1/auth/jwt/login".to_string()]);
+        never_shown(&out, &[id_token.as_str()]);
+    }
+    // A token signed by another key.
+    let forged = Signer::new().sign(&jwt::gitlab_claims(
+        "https://vault.example.invalid",
+        "platform/secret-specs",
+        "main",
+    ));
+    let rec = Recorder::start(&bao);
+    let out = seed(&rec, dir.path())
+        .env("CI_JOB_JWT", &forged)
+        .args([
+            "apply",
+            "auh1-dev",
+            "--auth",
+            "jwt",
+            "--role",
+            "ci",
+            "--jwt-env",
+            "CI_JOB_JWT",
+        ])
+        .output();
+    assert_eq!(out.status.code(), Some(1));
+    has(
+        &text(&out.stderr),
+        "does not verify against `auth/jwt/config`",
+    );
+    nothing_written(&bao);
+}
+
+/// OpenBao with approle at `auth/<mount>` (in namespace `ns` when given), role `seeder`;
+/// returns (role-id, secret-id).
+fn approle(bao: &OpenBao, ns: Option<&str>, mount: &str) -> (String, String) {
+    let call = |method: &str, path: &str, body: Option<Value>| {
+        let path = match ns {
+            Some(ns) => format!("{ns}/{path}"),
+            None => path.to_string(),
+        };
+        let (s, b) = bao.api(method, &path, body.as_ref());
+        ok(s, &b, &path);
+        b
+    };
+    call(
+        "PUT",
+        "sys/policies/acl/vault-seed",
+        Some(json!({ "policy": SEEDER })),
+    );
+    call(
+        "POST",
+        &format!("sys/auth/{mount}"),
+        Some(json!({"type": "approle"})),
+    );
+    call(
+        "POST",
+        &format!("auth/{mount}/role/seeder"),
+        Some(
+            json!({"token_policies": ["vault-seed"], "token_ttl": "10m", "secret_id_num_uses": 0}),
+        ),
+    );
+    let role_id = call("GET", &format!("auth/{mount}/role/seeder/role-id"), None)["data"]
+        ["role_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let secret_id = call("POST", &format!("auth/{mount}/role/seeder/secret-id"), None)["data"]
+        ["secret_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (role_id, secret_id)
+}
+
+#[test]
+fn approle_login_from_files_and_a_wrong_secret_id_refused_unshown() {
+    let bao = OpenBao::dev();
+    let (role_id, secret_id) = approle(&bao, None, "approle");
+    let dir = tempfile::tempdir().unwrap();
+    let role_file = write(dir.path(), "role-id", &role_id);
+    let secret_file = write(dir.path(), "secret-id", &format!("{secret_id}\n"));
+    let before = accessors(&bao);
+    let rec = Recorder::start(&bao);
+    let out = seed(&rec, dir.path())
+        .env("RUST_LOG", "trace")
+        .env("VAULT_SEED_AUTH", "approle")
+        .env("VAULT_SEED_ROLE_ID_FILE", &role_file)
+        .env("VAULT_SEED_SECRET_ID_FILE", &secret_file)
+        .args(["apply", "auh1-dev"])
+        .output();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let token = rec.tokens().into_iter().next().expect("a token");
+    assert!(!token_alive(&bao, &token));
+    assert_eq!(accessors(&bao), before);
+    let written = values(&bao);
+    let mut secrets = vec![secret_id.as_str(), token.as_str()];
+    secrets.extend(written.iter().map(String::as_str).filter(|v| v.len() >= 8));
+    never_shown(&out, &secrets);
+
+    let wrong = "0a1b2c3d-wrong-4e5f-8a9b-secretid0001";
+    let wrong_file = write(dir.path(), "wrong", wrong);
+    let rec = Recorder::start(&bao);
+    let out = seed(&rec, dir.path())
+        .env("RUST_LOG", "trace")
+        .args([
+            "set",
+            "auh1-dev",
+            "IAM_SERVICE__PAT",
+            "--auth",
+            "approle",
+            "--role",
+            "seeder",
+        ])
+        .arg("--role-id-file")
+        .arg(&role_file)
+        .arg("--secret-id-file")
+        .arg(&wrong_file)
+        .stdin("a-real-pat-value-1234")
+        .output();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    has(
+        &stderr,
+        "error: approle login at `auth/approle` as role `seeder` was refused (HTTP 400): invalid role or secret ID",
+    );
+    has(
+        &stderr,
+        "issue a new one (`bao write -f auth/approle/role/seeder/secret-id`)",
+    );
+    assert_eq!(
+        rec.requests(),
+        vec!["POST /v1/auth/approle/login".to_string()]
+    );
+    never_shown(&out, &[wrong, secret_id.as_str(), "a-real-pat-value-1234"]);
+}
+
+#[test]
+fn the_login_happens_in_the_namespace() {
+    let bao = OpenBao::dev();
+    let (s, b) = bao.api("POST", "sys/namespaces/team", Some(&json!({})));
+    ok(s, &b, "create namespace");
+    let (s, b) = bao.api(
+        "POST",
+        "team/sys/mounts/secret",
+        Some(&json!({"type": "kv", "options": {"version": "2"}})),
+    );
+    ok(s, &b, "mount kv in the namespace");
+    let (role_id, secret_id) = approle(&bao, Some("team"), "ci/approle");
+    let dir = tempfile::tempdir().unwrap();
+    let role_file = write(dir.path(), "role-id", &role_id);
+    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    let before = accessors_at(&bao, "team/");
+    let rec = Recorder::start(&bao);
+    let out = seed(&rec, dir.path())
+        .env("VAULT_NAMESPACE", "team")
+        .args([
+            "apply",
+            "auh1-dev",
+            "--auth",
+            "approle",
+            "--auth-mount",
+            "ci/approle",
+        ])
+        .arg("--role-id-file")
+        .arg(&role_file)
+        .arg("--secret-id-file")
+        .arg(&secret_file)
+        .output();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(rec.requests()[0], "POST /v1/auth/ci/approle/login");
+    // Written in the namespace, not at the root.
+    let (s, _) = bao.api(
+        "GET",
+        &format!("team/secret/data/{FOLDER}/ZITADEL_MASTERKEY"),
+        None,
+    );
+    assert_eq!(s, 200);
+    nothing_written(&bao);
+    let token = rec.tokens().into_iter().next().unwrap();
+    let (s, _) = bao.api(
+        "POST",
+        "team/auth/token/lookup",
+        Some(&json!({ "token": token })),
+    );
+    assert_ne!(s, 200, "the namespace's login token is still valid");
+    assert_eq!(accessors_at(&bao, "team/"), before);
+}
+
+/// `sh -c 'mount -o remount,bind,ro / && exec "$@"'`: a private mount namespace whose root is
+/// read-only (a pod's `readOnlyRootFilesystem`). We run the tests as root; a machine where the
+/// namespace cannot be made fails here, saying why, instead of skipping.
+fn read_only_root(program: &Path) -> std::process::Command {
+    common::pod::in_private_mounts(
+        "mount -o remount,bind,ro / || { echo 'cannot make / read-only in a private mount namespace (the test needs root and unshare -m)' >&2; exit 97; }; exec \"$@\"",
+        program,
+    )
+}
+
+#[test]
+fn logs_in_and_seeds_with_no_home_on_a_read_only_root() {
+    let bao = OpenBao::dev();
+    let (role_id, secret_id) = approle(&bao, None, "approle");
+    let dir = tempfile::tempdir().unwrap();
+    let role_file = write(dir.path(), "role-id", &role_id);
+    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    let rec = Recorder::start(&bao);
+    let bin = common::run::bin();
+    let out = read_only_root(&bin)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .env("VAULT_ADDR", &rec.proxy.addr)
+        .arg("--specs")
+        .arg(common::repo_specs())
+        .args(["apply", "auh1-dev", "--auth", "approle"])
+        .arg("--role-id-file")
+        .arg(&role_file)
+        .arg("--secret-id-file")
+        .arg(&secret_file)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(97), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(values(&bao).len(), 4);
+    assert_eq!(rec.count("POST /v1/auth/token/revoke-self"), 1);
+    // The root really was read-only for it.
+    let probe = read_only_root(Path::new("touch"))
+        .arg(dir.path().join("probe"))
+        .output()
+        .unwrap();
+    assert!(!probe.status.success() && !dir.path().join("probe").exists());
+    has(&text(&probe.stderr), "Read-only file system");
+    // With `--auth token` and no HOME, the missing token is named: no ~/.vault-token is read.
+    let out = read_only_root(&bin)
+        .env_clear()
+        .env("VAULT_ADDR", &rec.proxy.addr)
+        .arg("--specs")
+        .arg(common::repo_specs())
+        .args(["plan", "auh1-dev"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    has(&text(&out.stderr), "error: no Vault token");
+}
