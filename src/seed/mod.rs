@@ -87,17 +87,29 @@ pub async fn run(
     progress: &Progress,
 ) -> Run {
     // A provided path is another application's: never written (provided.rs reads and judges it).
-    if targets.iter().any(|t| t.provided.is_some()) {
-        let detected = gate.await;
+    let provided_count = targets.iter().filter(|t| t.provided.is_some()).count();
+    if provided_count > 0 {
+        // provided.rs seeds the owned targets, then reads the provided ones: at most the larger
+        // of the two at once.
+        let most = provided_count.max(targets.len() - provided_count);
+        let warm = opts.concurrency.max(1).min(most);
+        // The gate polled first, so that it takes the token check's idle connection.
+        let (detected, _) = futures::join!(
+            gate,
+            futures::future::join_all((1..warm).map(|_| vault.warm_connection()))
+        );
         return provided::run(vault, &detected, targets, opts, cancel, progress).await;
     }
-    pipeline(vault, gate, targets, opts, cancel, progress).await
+    let warm = opts.concurrency.max(1).min(targets.len());
+    pipeline(vault, gate, warm, targets, opts, cancel, progress).await
 }
 
 /// [`run`]'s engine for targets vault-seed owns; `gate` gives the mounts (owned or borrowed).
+/// `warm`: the connections to have open when the gate is in (see [`Vault::warm_connection`]).
 pub(super) async fn pipeline<D: Borrow<Mounts>>(
     vault: &Vault,
     gate: impl Future<Output = D>,
+    warm: usize,
     targets: &[Target],
     opts: &Options,
     cancel: Arc<AtomicBool>,
@@ -118,7 +130,7 @@ pub(super) async fn pipeline<D: Borrow<Mounts>>(
     // Over a network a new connection costs a round trip (two with TLS) before its first
     // request: open those the requests after the gate will use now, alongside the gate's, rather
     // than after it.
-    for _ in 1..conc.min(targets.len()) {
+    for _ in 1..warm {
         running.push(Box::pin(async {
             vault.warm_connection().await;
             Done::Warm

@@ -33,6 +33,7 @@ pub(super) async fn run(
         Box::pin(super::pipeline(
             vault,
             std::future::ready(detected),
+            0,
             &own,
             opts,
             cancel.clone(),
