@@ -175,8 +175,9 @@ new_mount() {
   exit 1
 }
 
-# gen_specs DIR MOUNT COPIES: COPIES copies of secret-specs/core-service.toml (the real spec:
-# six paths in one folder), each its own application `core-service-NNNN` at
+# gen_specs DIR MOUNT COPIES: COPIES copies of secret-specs/core-service.toml (the real spec's
+# six paths in one folder, without the three another application provides), each its own
+# application `core-service-NNNN` at
 # `ask/core-service-NNNN/{env}` on MOUNT, environment `bench`.
 gen_specs() {
   rm -rf "$1"
@@ -185,6 +186,9 @@ gen_specs() {
 import re, sys
 d, mount, copies = sys.argv[1], sys.argv[2], int(sys.argv[3])
 src = open("secret-specs/core-service.toml").read()
+# The paths another application provides (ask-db's passwords) are the same in every copy and
+# are never written: the bench seeds the six paths vault-seed owns.
+src = "".join(t for t in re.split(r"(?m)^(?=\[)", src) if "provided_by = " not in t)
 src = re.sub(r'(?m)^mount = "secret"$', f'mount = "{mount}"', src)
 src = src.replace("[environments.auh1-dev]", "[environments.bench]")
 src = re.sub(r'(?m)^vault_addr = .*\n', "", src)

@@ -103,6 +103,7 @@ pub fn requirements(
                 r.uses.sort();
             }
         };
+    let by_spec = plan.targets_by_spec();
     for (spec, env) in &plan.specs {
         let access = spec.eso.access;
         let kv = KvVersion::resolve(spec.vault.kv_version, detected(&spec.vault.mount));
@@ -111,7 +112,7 @@ pub fn requirements(
         let (data, meta) = (mount.data_prefix(), mount.metadata_prefix());
         let data_rule = format!("{data}{base}*");
         let meta_rule = format!("{meta}{base}*");
-        for t in plan.targets.iter().filter(|t| t.spec_file == spec.file) {
+        for &t in by_spec.get(spec.file.as_path()).into_iter().flatten() {
             // A path another application provides: ESO reads it; writing it is the provider's
             // business (its own PushSecret and policy), so nothing more is required here.
             if t.provided.is_some() {
@@ -193,11 +194,12 @@ pub fn vso_requirements(
     detected: &dyn Fn(&str) -> Option<KvVersion>,
 ) -> Vec<Requirement> {
     let mut by_path: BTreeMap<String, Requirement> = BTreeMap::new();
+    let by_spec = plan.targets_by_spec();
     for (spec, env) in plan.specs.iter().filter(|(s, _)| s.vso.is_some()) {
         let kv = KvVersion::resolve(spec.vault.kv_version, detected(&spec.vault.mount));
         let mount = KvMount::new(&spec.vault.mount, kv);
         let data_rule = format!("{}{}*", mount.data_prefix(), rule_base(spec, &env.name));
-        for t in plan.targets.iter().filter(|t| t.spec_file == spec.file) {
+        for &t in by_spec.get(spec.file.as_path()).into_iter().flatten() {
             // A path another application provides is read under the provider's folder rule.
             let r = match provided_read(spec, t, detected) {
                 Some(r) => r,

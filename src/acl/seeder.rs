@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 
 use super::{Capabilities, Capability, Rule};
 use crate::kv::{KvMount, KvVersion};
-use crate::spec::EnvPlan;
+use crate::spec::{EnvPlan, Target};
 
 /// The rules, in the order they are printed: each application's data and metadata folders, the
 /// token's own paths, then what `verify` reads of ESO's policy.
@@ -41,12 +41,12 @@ pub fn seeder_rules(plan: &EnvPlan<'_>) -> Vec<Rule> {
     use Capability::{Create, List, Read, Update};
     let mut folders: BTreeMap<String, Capabilities> = BTreeMap::new();
     let mut eso: Vec<String> = Vec::new();
+    let by_spec = plan.targets_by_spec();
     for (spec, env) in &plan.specs {
-        let targets: Vec<_> = plan
-            .targets
-            .iter()
-            .filter(|t| t.spec_file == spec.file)
-            .collect();
+        let targets: Vec<&Target> = by_spec
+            .get(spec.file.as_path())
+            .cloned()
+            .unwrap_or_default();
         if targets.is_empty() {
             continue;
         }

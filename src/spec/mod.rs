@@ -338,6 +338,16 @@ pub struct EnvPlan<'a> {
 }
 
 impl EnvPlan<'_> {
+    /// The targets of each spec file, in plan order: one pass over the targets, where a filter
+    /// per spec would be quadratic (`policy` at 50,000 paths in 8,000 files took 83 s).
+    pub fn targets_by_spec(&self) -> HashMap<&Path, Vec<&Target>> {
+        let mut by: HashMap<&Path, Vec<&Target>> = HashMap::new();
+        for t in &self.targets {
+            by.entry(t.spec_file.as_path()).or_default().push(t);
+        }
+        by
+    }
+
     /// The Vault address the specs give for this environment (the first that says one).
     pub fn vault_addr(&self) -> Option<&str> {
         self.specs.iter().find_map(|(_, e)| e.vault_addr.as_deref())
@@ -420,7 +430,8 @@ impl SpecSet {
                 ))
                 .with_help("give a spec file (`secret-specs/core-service.toml`), an application name, a secret name, or a path under the mount (`ask/core-service/auh1-dev/ZITADEL_MASTERKEY`)")));
             }
-            specs.retain(|(s, _)| targets.iter().any(|t| t.spec_file == s.file));
+            let kept: HashSet<&Path> = targets.iter().map(|t| t.spec_file.as_path()).collect();
+            specs.retain(|(s, _)| kept.contains(s.file.as_path()));
         }
         Ok(EnvPlan {
             env: env.to_string(),
