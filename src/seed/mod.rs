@@ -211,18 +211,7 @@ pub(super) async fn pipeline<D: Borrow<Mounts>>(
             Some(done) = running.next() => match done {
                 Done::Warm => {}
                 Done::Listed(members, r) => {
-                    let listing = match r {
-                        Ok(Some(names)) => Listing::Names(names.into_iter().collect()),
-                        Ok(None) => Listing::Names(HashSet::new()),
-                        Err(VaultError::Denied { path, .. }) => {
-                            denied.push(path);
-                            Listing::Unavailable
-                        }
-                        Err(e) => {
-                            tracing::debug!(error = %e, "LIST failed; reading each path instead");
-                            Listing::Unavailable
-                        }
-                    };
+                    let listing = listing_of(r, &mut denied);
                     let listing = Rc::new(listing);
                     ready.extend(members.into_iter().map(|(i, t)| (i, t, listing.clone())));
                 }
@@ -329,6 +318,23 @@ fn parent(path: &str) -> (&str, &str) {
     path.rsplit_once('/').unwrap_or(("", path))
 }
 
+/// What a folder's LIST says: its names, or (denied, noted in `denied`; or failed) that each
+/// path is read instead.
+fn listing_of(r: ListResult, denied: &mut Vec<String>) -> Listing {
+    match r {
+        Ok(Some(names)) => Listing::Names(names.into_iter().collect()),
+        Ok(None) => Listing::Names(HashSet::new()),
+        Err(VaultError::Denied { path, .. }) => {
+            denied.push(path);
+            Listing::Unavailable
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "LIST failed; reading each path instead");
+            Listing::Unavailable
+        }
+    }
+}
+
 /// One LIST per folder, concurrently. A denied or failed LIST falls back to reading each path.
 async fn discover(
     vault: &Vault,
@@ -358,18 +364,7 @@ async fn discover(
     let mut out = HashMap::new();
     let mut denied = Vec::new();
     for (key, r) in results {
-        let listing = match r {
-            Ok(Some(names)) => Listing::Names(names.into_iter().collect()),
-            Ok(None) => Listing::Names(HashSet::new()),
-            Err(VaultError::Denied { path, .. }) => {
-                denied.push(path);
-                Listing::Unavailable
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "LIST failed; reading each path instead");
-                Listing::Unavailable
-            }
-        };
+        let listing = listing_of(r, &mut denied);
         out.insert(key, listing);
     }
     if !denied.is_empty() {
