@@ -30,6 +30,16 @@ struct PolicyJson<'a> {
     rules: &'a [Rule],
 }
 
+/// The applications a policy is for, as the header's comment names them: the first eight, then
+/// how many more (a platform's whole set can be thousands: one line, not a page).
+fn applications(apps: &[String]) -> String {
+    const SHOWN: usize = 8;
+    match apps.len().saturating_sub(SHOWN) {
+        0 => apps.join(", "),
+        more => format!("{} and {more} more", apps[..SHOWN].join(", ")),
+    }
+}
+
 impl Report for PolicyReport {
     fn render(&self, view: &View) -> Rendered {
         let hcl = render_hcl(&self.rules);
@@ -47,7 +57,7 @@ impl Report for PolicyReport {
             "# vault-seed: minimal {} policy for environment `{}` ({})\n",
             self.holder,
             self.env,
-            self.apps.join(", ")
+            applications(&self.apps)
         );
         for note in &self.notes {
             out.push_str(&format!("# vault-seed: {note}\n"));
@@ -59,5 +69,21 @@ impl Report for PolicyReport {
         }
         out.push_str(&hcl);
         Rendered::text(out, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::applications;
+
+    #[test]
+    fn the_header_names_eight_applications_then_counts_the_rest() {
+        let apps: Vec<String> = (1..=10).map(|i| format!("app-{i}")).collect();
+        assert_eq!(applications(&apps[..2]), "app-1, app-2");
+        assert_eq!(applications(&apps[..8]), apps[..8].join(", "));
+        assert_eq!(
+            applications(&apps),
+            "app-1, app-2, app-3, app-4, app-5, app-6, app-7, app-8 and 2 more"
+        );
     }
 }
