@@ -86,7 +86,7 @@ pub fn select<'a>(
     let mut found: Vec<(&Target, Option<&Field>, String)> = Vec::new();
     for t in targets {
         let full = t.full_path();
-        for whole in [t.name.as_str(), t.path.as_str(), full.as_str()] {
+        for whole in [&*t.name, t.path.as_str(), full.as_str()] {
             let fit = if name == whole {
                 let only = (t.fields.len() == 1).then(|| &t.fields[0]);
                 Some((only, t.path.clone()))
@@ -124,9 +124,16 @@ pub fn select<'a>(
             });
         }
     }
-    let names = || crate::spec::few(&targets.iter().map(|t| t.name.clone()).collect::<Vec<_>>());
+    let names = || {
+        crate::spec::few(
+            &targets
+                .iter()
+                .map(|t| t.name.to_string())
+                .collect::<Vec<_>>(),
+        )
+    };
     if let Some((secret, field)) = name.rsplit_once('.') {
-        if let Some(t) = targets.iter().find(|t| t.name == secret) {
+        if let Some(t) = targets.iter().find(|t| &*t.name == secret) {
             return Err(ChangeError::NotInSpec {
                 message: format!("secret `{secret}` has no field `{field}`"),
                 help: format!(
@@ -151,7 +158,7 @@ pub fn select<'a>(
 /// (`shared_names`, see [`crate::spec::EnvPlan::shared_names`]); with `.FIELD` when the secret
 /// has several fields. `apply`'s and `verify`'s "fill in" hints are built with it.
 pub fn selector(t: &Target, field: &str, shared_names: &BTreeSet<String>) -> String {
-    let secret = if shared_names.contains(&t.name) {
+    let secret: &str = if shared_names.contains(&*t.name) {
         &t.path
     } else {
         &t.name
@@ -159,7 +166,7 @@ pub fn selector(t: &Target, field: &str, shared_names: &BTreeSet<String>) -> Str
     if t.fields.len() > 1 {
         format!("{secret}.{field}")
     } else {
-        secret.clone()
+        secret.to_string()
     }
 }
 
@@ -233,7 +240,7 @@ mod tests {
 
     fn target(folder: &str, name: &str, fields: &[&str]) -> Target {
         Target {
-            spec_file: PathBuf::from(format!("specs/{folder}.toml")),
+            spec_file: PathBuf::from(format!("specs/{folder}.toml")).into(),
             app: folder.into(),
             mount: "secret".into(),
             path: format!("{folder}/dev/{name}"),
@@ -295,7 +302,7 @@ mod tests {
         let shared: BTreeSet<String> = ["SALT".to_string()].into();
         let mut shown = Vec::new();
         for t in &ts {
-            for f in &t.fields {
+            for f in t.fields.iter() {
                 let name = selector(t, &f.name, &shared);
                 let (got, field) = select(&ts, &name).unwrap_or_else(|e| panic!("{name}: {e}"));
                 assert!(std::ptr::eq(got, t), "{name} picked {}", got.full_path());

@@ -112,7 +112,7 @@ pub fn requirements(
         let (data, meta) = (mount.data_prefix(), mount.metadata_prefix());
         let data_rule = format!("{data}{base}*");
         let meta_rule = format!("{meta}{base}*");
-        for &t in by_spec.get(spec.file.as_path()).into_iter().flatten() {
+        for &t in by_spec.get(&*spec.file).into_iter().flatten() {
             // A path another application provides: ESO reads it; writing it is the provider's
             // business (its own PushSecret and policy), so nothing more is required here.
             if t.provided.is_some() {
@@ -199,7 +199,7 @@ pub fn vso_requirements(
         let kv = KvVersion::resolve(spec.vault.kv_version, detected(&spec.vault.mount));
         let mount = KvMount::new(&spec.vault.mount, kv);
         let data_rule = format!("{}{}*", mount.data_prefix(), rule_base(spec, &env.name));
-        for &t in by_spec.get(spec.file.as_path()).into_iter().flatten() {
+        for &t in by_spec.get(&*spec.file).into_iter().flatten() {
             // A path another application provides is read under the provider's folder rule.
             let r = match provided_read(spec, t, detected) {
                 Some(r) => r,

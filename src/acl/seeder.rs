@@ -43,10 +43,7 @@ pub fn seeder_rules(plan: &EnvPlan<'_>) -> Vec<Rule> {
     let mut eso: Vec<String> = Vec::new();
     let by_spec = plan.targets_by_spec();
     for (spec, env) in &plan.specs {
-        let targets: Vec<&Target> = by_spec
-            .get(spec.file.as_path())
-            .cloned()
-            .unwrap_or_default();
+        let targets: Vec<&Target> = by_spec.get(&*spec.file).cloned().unwrap_or_default();
         if targets.is_empty() {
             continue;
         }

@@ -118,7 +118,7 @@ pub(super) fn run(g: &GlobalArgs, args: &OrderArgs) -> Result<OrderReport, Failu
         let plan = set.plan(env, &[])?;
         for (spec, e) in &plan.specs {
             input.specs.push(SpecEso {
-                spec: spec.name.clone(),
+                spec: spec.name.to_string(),
                 env: env.clone(),
                 namespace: e
                     .kube_namespace

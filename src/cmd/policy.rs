@@ -22,7 +22,7 @@ pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Fai
 fn seeder(args: &PolicyArgs, plan: &EnvPlan<'_>) -> PolicyReport {
     PolicyReport {
         env: args.env.clone(),
-        apps: plan.specs.iter().map(|(s, _)| s.name.clone()).collect(),
+        apps: plan.specs.iter().map(|(s, _)| s.name.to_string()).collect(),
         holder: "vault-seed",
         policy_name: Some("vault-seed".into()),
         notes: std::iter::once(
@@ -48,7 +48,7 @@ fn eso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
     }
     Ok(PolicyReport {
         env: args.env.clone(),
-        apps: plan.specs.iter().map(|(s, _)| s.name.clone()).collect(),
+        apps: plan.specs.iter().map(|(s, _)| s.name.to_string()).collect(),
         holder: "ESO",
         notes: Vec::new(),
         policy_name: plan
@@ -77,7 +77,7 @@ fn vso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
             .specs
             .iter()
             .filter(|(s, _)| s.vso.is_some())
-            .map(|(s, _)| s.name.clone())
+            .map(|(s, _)| s.name.to_string())
             .collect(),
         holder: "VSO",
         notes: Vec::new(),

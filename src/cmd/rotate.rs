@@ -14,7 +14,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
     let env = session.env.clone();
     let (t, fields) = match replace::select(&session.targets, &args.target)? {
         (t, Some(f)) => (t.clone(), vec![f.clone()]),
-        (t, None) => (t.clone(), t.fields.clone()),
+        (t, None) => (t.clone(), t.fields.to_vec()),
     };
     let path = t.full_path();
     refuse_provided(&t, "rotate", &env)?;

@@ -42,7 +42,7 @@ impl LintReport {
                 .iter()
                 .map(|s| SpecSummary {
                     file: s.file.display().to_string(),
-                    name: s.name.clone(),
+                    name: s.name.to_string(),
                     environments: s.environments.keys().cloned().collect(),
                     secrets: s.secrets.len(),
                     fields: s.secrets.iter().map(|x| x.fields.len()).sum(),

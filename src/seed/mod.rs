@@ -160,7 +160,7 @@ pub(super) async fn pipeline<D: Borrow<Mounts>>(
                 break;
             };
             let Some(mount) = d.get(&t.mount).cloned() else {
-                let why = d.errors.get(&t.mount).cloned().unwrap_or_default();
+                let why = d.errors.get(&*t.mount).cloned().unwrap_or_default();
                 results.push((true, i, PathResult::all(t, Outcome::Error, None, Some(why))));
                 progress();
                 continue;
@@ -273,7 +273,7 @@ fn folders(targets: &[Target]) -> VecDeque<Folder<'_>> {
     let mut index: HashMap<FolderKey, usize> = HashMap::new();
     let mut out: Vec<Folder<'_>> = Vec::new();
     for (i, t) in targets.iter().enumerate() {
-        let key = (t.mount.clone(), parent(&t.path).0.to_string());
+        let key = (t.mount.to_string(), parent(&t.path).0.to_string());
         let at = *index.entry(key.clone()).or_insert_with(|| {
             out.push(Folder {
                 key,
@@ -345,7 +345,7 @@ async fn discover(
 ) -> HashMap<FolderKey, Listing> {
     let mut folders: Vec<(String, String)> = targets
         .iter()
-        .map(|t| (t.mount.clone(), parent(&t.path).0.to_string()))
+        .map(|t| (t.mount.to_string(), parent(&t.path).0.to_string()))
         .collect();
     folders.sort();
     folders.dedup();
@@ -389,7 +389,7 @@ async fn existing<'m>(
     listings: &HashMap<FolderKey, Listing>,
     t: &Target,
 ) -> Result<(&'m KvMount, Existing), PathResult> {
-    let Some(mount) = mounts.get(&t.mount) else {
+    let Some(mount) = mounts.get(&*t.mount) else {
         return Err(PathResult::all(
             t,
             Outcome::Error,
@@ -399,7 +399,7 @@ async fn existing<'m>(
     };
     let (folder, name) = parent(&t.path);
     let known_absent = matches!(
-        listings.get(&(t.mount.clone(), folder.to_string())),
+        listings.get(&(t.mount.to_string(), folder.to_string())),
         Some(Listing::Names(names)) if !names.contains(name)
     );
     tracing::debug!(path = %t.full_path(), known_absent, "deciding");

@@ -1,7 +1,8 @@
 //! Diagnostics for spec files: `file:line:col`, the source line, a caret, and a hint.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
 use serde::Serialize;
 use toml_span::Span;
@@ -10,11 +11,17 @@ use toml_span::Span;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Location {
     /// The spec file.
-    pub file: PathBuf,
+    #[serde(serialize_with = "as_path")]
+    pub file: Arc<Path>,
     /// Line, from 1.
     pub line: usize,
     /// Column in characters, from 1.
     pub col: usize,
+}
+
+/// A location's file as JSON shows it: the path, as a string.
+fn as_path<S: serde::Serializer>(file: &Arc<Path>, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&**file, s)
 }
 
 impl fmt::Display for Location {
@@ -164,8 +171,9 @@ const CHAR_CHECKPOINT: usize = 1024;
 
 /// A spec file's text, to turn byte spans into line and column.
 pub struct SourceFile {
-    /// The path, as given (relative paths stay relative, as users typed them).
-    pub path: PathBuf,
+    /// The path, as given (relative paths stay relative, as users typed them); shared by
+    /// every location in the file.
+    pub path: Arc<Path>,
     /// The file's contents.
     pub text: String,
     line_starts: Vec<usize>,
@@ -187,7 +195,7 @@ impl SourceFile {
             }
         }
         SourceFile {
-            path: path.to_path_buf(),
+            path: path.into(),
             text,
             line_starts,
             char_checkpoints,

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use toml_span::value::{Key, ValueInner};
 use toml_span::{de_helpers::TableHelper, ErrorKind, Span, Value};
@@ -122,42 +123,52 @@ pub fn load_files(files: &[PathBuf]) -> Result<SpecSet, LoadError> {
     read_and_load(files, Vec::new())
 }
 
-/// Read each file (a file that cannot be read is a problem) and load them, after `diags`.
+/// Read each file (a file that cannot be read is a problem) and load them, after `diags`: one
+/// file at a time, so that only one file's text is held at once (a platform's whole set of
+/// specs can be tens of megabytes).
 fn read_and_load(files: &[PathBuf], mut diags: Vec<Diagnostic>) -> Result<SpecSet, LoadError> {
-    let mut sources = Vec::new();
+    let mut specs = Vec::new();
     for path in files {
         match std::fs::read(path) {
-            Ok(bytes) => sources.push((path.clone(), bytes)),
+            Ok(bytes) => load_one(path, bytes, &mut specs, &mut diags),
             Err(e) => diags.push(unreadable(path, &e)),
         }
     }
-    load_sources(sources, diags)
+    finish(specs, diags)
 }
 
 /// Load and validate spec files given as (path, bytes): the in-memory entry point, used by
-/// [`load_files`], the property tests and the fuzz target. Never panics, whatever the bytes.
+/// the property tests and the fuzz target. Never panics, whatever the bytes.
 pub fn load_sources(
     sources: Vec<(PathBuf, Vec<u8>)>,
     mut diags: Vec<Diagnostic>,
 ) -> Result<SpecSet, LoadError> {
     let mut specs = Vec::new();
     for (path, bytes) in sources {
-        match String::from_utf8(bytes) {
-            Ok(text) => {
-                let src = SourceFile::new(&path, text);
-                let mut cx = Cx {
-                    src: &src,
-                    diags: &mut diags,
-                };
-                if let Some(spec) = parse_spec(&mut cx) {
-                    specs.push(spec);
-                }
-            }
-            Err(e) => diags.push(not_utf8(&path, e)),
-        }
+        load_one(&path, bytes, &mut specs, &mut diags);
     }
+    finish(specs, diags)
+}
+
+/// Parse and validate one file: its spec joins `specs`, its problems `diags`.
+fn load_one(path: &Path, bytes: Vec<u8>, specs: &mut Vec<Spec>, diags: &mut Vec<Diagnostic>) {
+    match String::from_utf8(bytes) {
+        Ok(text) => {
+            let src = SourceFile::new(path, text);
+            let mut cx = Cx { src: &src, diags };
+            if let Some(spec) = parse_spec(&mut cx) {
+                specs.push(spec);
+            }
+        }
+        Err(e) => diags.push(not_utf8(path, e)),
+    }
+}
+
+/// The checks across files, then the set or every problem found.
+fn finish(mut specs: Vec<Spec>, mut diags: Vec<Diagnostic>) -> Result<SpecSet, LoadError> {
     check_environments(&specs, &mut diags);
     if diags.is_empty() {
+        specs.shrink_to_fit();
         Ok(SpecSet { specs })
     } else {
         Err(LoadError::Invalid(diags))
@@ -178,7 +189,7 @@ fn not_utf8(path: &Path, e: std::string::FromUtf8Error) -> Diagnostic {
         + 1;
     Diagnostic::at(
         super::Location {
-            file: path.to_path_buf(),
+            file: path.into(),
             line,
             col,
         },
@@ -435,8 +446,8 @@ impl Cx<'_> {
 const ROOT_KEYS_CTX: &str = "the spec";
 
 fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
-    let text = cx.src.text.clone();
-    let mut root = match toml_span::parse(&text) {
+    let text = &cx.src.text;
+    let mut root = match toml_span::parse(text) {
         Ok(v) => v,
         Err(e) => {
             cx.toml_error(e, ROOT_KEYS_CTX);
@@ -544,7 +555,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     check_kv_endpoint_folder(cx, &vault.0.path, vault.1, environments.keys());
     // Overrides must name secrets and fields that exist. By a set of names, not a search per
     // override; and "did you mean" (an edit distance to every name) only for the first few.
-    let known: HashSet<&str> = secrets.iter().map(|s| s.name.as_str()).collect();
+    let known: HashSet<&str> = secrets.iter().map(|s| &*s.name).collect();
     let mut suggestions_left = SHOWN_MAX;
     let mut names: Option<Vec<String>> = None;
     for env in environments.values() {
@@ -553,7 +564,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
                 continue;
             }
             let names =
-                names.get_or_insert_with(|| secrets.iter().map(|s| s.name.clone()).collect());
+                names.get_or_insert_with(|| secrets.iter().map(|s| s.name.to_string()).collect());
             let suggestion = if suggestions_left > 0 {
                 suggestions_left -= 1;
                 suggest(secret, names)
@@ -578,15 +589,15 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
         return None;
     }
     Some(Spec {
-        file: cx.src.path.clone(),
-        name,
+        file: Arc::clone(&cx.src.path),
+        name: name.into(),
         description,
         vault: vault.0,
         environments: environments
             .into_iter()
             .map(|(k, (mut e, ov))| {
                 e.overrides = ov.into_iter().map(|(n, (_, o))| (n, o)).collect();
-                (k, e)
+                (k, Box::new(e))
             })
             .collect(),
         eso,
@@ -667,7 +678,7 @@ fn parse_vault(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<(VaultTarget, Span)>
     }
     ok.then_some((
         VaultTarget {
-            mount,
+            mount: mount.into(),
             path,
             kv_version,
         },
@@ -1059,13 +1070,13 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span, envs: &[String])
         cx.finish(th, &ctx);
         let (line, col) = cx.src.line_col(key.span.start);
         out.push(Secret {
-            name,
+            name: name.into(),
             description: description.unwrap_or_default(),
             fixed,
-            fields,
-            provided,
+            fields: fields.into(),
+            provided: provided.map(Arc::new),
             location: super::Location {
-                file: cx.src.path.clone(),
+                file: Arc::clone(&cx.src.path),
                 line,
                 col,
             },

@@ -8,7 +8,8 @@ pub mod diag;
 mod load;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
 use crate::generate::Generator;
 use crate::kv::{KvMount, KvVersion};
@@ -29,15 +30,15 @@ pub struct SpecSet {
 #[derive(Debug, Clone)]
 pub struct Spec {
     /// The file it came from.
-    pub file: PathBuf,
+    pub file: Arc<Path>,
     /// The application's name (`name`, else the file stem).
-    pub name: String,
+    pub name: Arc<str>,
     /// What the application is, for people reading reports.
     pub description: Option<String>,
     /// Where in Vault its secrets live.
     pub vault: VaultTarget,
     /// The environments it may be applied to, by name.
-    pub environments: BTreeMap<String, Environment>,
+    pub environments: BTreeMap<String, Box<Environment>>,
     /// How External Secrets Operator consumes the secrets.
     pub eso: Eso,
     /// How the Vault Secrets Operator consumes them (`[vso]`); `None` when the spec has no
@@ -53,7 +54,7 @@ pub struct Spec {
 #[derive(Debug, Clone)]
 pub struct VaultTarget {
     /// The KV secrets engine's mount path, without slashes (`secret`).
-    pub mount: String,
+    pub mount: Arc<str>,
     /// The folder under the mount, with `{env}` (`ask/core-service/{env}`).
     pub path: String,
     /// The KV version the spec expects (`kv_version = 1` or `2`); `None` lets vault-seed detect
@@ -91,16 +92,16 @@ pub struct SecretOverride {
 #[derive(Debug, Clone)]
 pub struct Secret {
     /// Its name: the last path segments under the application's folder.
-    pub name: String,
+    pub name: Arc<str>,
     /// What it is for.
     pub description: String,
     /// Never rotated once written (data is encrypted with it).
     pub fixed: bool,
     /// Its fields, in file order.
-    pub fields: Vec<Field>,
+    pub fields: Arc<[Field]>,
     /// Another application provides it (`provided_by`): vault-seed reads and judges it, never
     /// writes it.
-    pub provided: Option<Provided>,
+    pub provided: Option<Arc<Provided>>,
     /// Where it is defined.
     pub location: Location,
 }
@@ -221,26 +222,29 @@ impl Default for EsoAccess {
 }
 
 /// A secret resolved for one environment: its full path and effective fields.
+///
+/// Cloned once per path by every part that keeps one (a result, a judgement, a report line),
+/// so what it shares with its spec is shared, not copied: a clone allocates only its path.
 #[derive(Debug, Clone)]
 pub struct Target {
     /// The spec file it comes from.
-    pub spec_file: PathBuf,
+    pub spec_file: Arc<Path>,
     /// The application's name.
-    pub app: String,
+    pub app: Arc<str>,
     /// The KV mount.
-    pub mount: String,
+    pub mount: Arc<str>,
     /// The path under the mount (`ask/core-service/auh1-dev/ZITADEL_MASTERKEY`).
     pub path: String,
     /// The secret's name in the spec.
-    pub name: String,
+    pub name: Arc<str>,
     /// Never rotated once written.
     pub fixed: bool,
     /// Effective fields for this environment.
-    pub fields: Vec<Field>,
+    pub fields: Arc<[Field]>,
     /// The KV version the spec expects, if it says.
     pub kv_version: Option<KvVersion>,
     /// Provided by another application: read and judged, never written.
-    pub provided: Option<Provided>,
+    pub provided: Option<Arc<Provided>>,
 }
 
 impl Target {
@@ -275,47 +279,51 @@ impl Spec {
 
     /// One secret of this spec resolved for `env`; `None` when `env` skips it.
     pub fn target(&self, env: &Environment, s: &Secret) -> Option<Target> {
-        let ov = env.overrides.get(&s.name);
+        let ov = env.overrides.get(&*s.name);
         if ov.is_some_and(|o| o.skip) {
             return None;
         }
-        let mut fields = s.fields.clone();
-        if let Some(ov) = ov.filter(|o| !o.fields.is_empty()) {
-            // By name through a map: a hostile spec may give thousands of fields.
-            let mut at: HashMap<String, usize> = fields
-                .iter()
-                .enumerate()
-                .map(|(i, f)| (f.name.clone(), i))
-                .collect();
-            for (name, generator) in &ov.fields {
-                match at.get(name) {
-                    Some(&i) => fields[i].generator = generator.clone(),
-                    None => {
-                        at.insert(name.clone(), fields.len());
-                        fields.push(Field {
-                            name: name.clone(),
-                            generator: generator.clone(),
-                        });
+        let fields = match ov.filter(|o| !o.fields.is_empty()) {
+            None => Arc::clone(&s.fields),
+            Some(ov) => {
+                let mut fields = s.fields.to_vec();
+                // By name through a map: a hostile spec may give thousands of fields.
+                let mut at: HashMap<String, usize> = fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| (f.name.clone(), i))
+                    .collect();
+                for (name, generator) in &ov.fields {
+                    match at.get(name) {
+                        Some(&i) => fields[i].generator = generator.clone(),
+                        None => {
+                            at.insert(name.clone(), fields.len());
+                            fields.push(Field {
+                                name: name.clone(),
+                                generator: generator.clone(),
+                            });
+                        }
                     }
                 }
+                fields.into()
             }
-        }
+        };
         let provided = s.provided.as_ref();
         let mount = provided
-            .and_then(|p| p.mount.clone())
-            .unwrap_or_else(|| self.vault.mount.clone());
+            .and_then(|p| p.mount.as_deref())
+            .map_or_else(|| Arc::clone(&self.vault.mount), Arc::from);
         let path = match provided.and_then(|p| p.path.as_deref()) {
             Some(template) => template.replace(ENV_PLACEHOLDER, &env.name),
             None => format!("{}/{}", self.folder(&env.name), s.name),
         };
         Some(Target {
-            spec_file: self.file.clone(),
-            app: self.name.clone(),
+            spec_file: Arc::clone(&self.file),
+            app: Arc::clone(&self.name),
             // The spec's `kv_version` is about its own mount.
             kv_version: self.vault.kv_version.filter(|_| mount == self.vault.mount),
             mount,
             path,
-            name: s.name.clone(),
+            name: Arc::clone(&s.name),
             fixed: s.fixed,
             fields,
             provided: s.provided.clone(),
@@ -343,7 +351,7 @@ impl EnvPlan<'_> {
     pub fn targets_by_spec(&self) -> HashMap<&Path, Vec<&Target>> {
         let mut by: HashMap<&Path, Vec<&Target>> = HashMap::new();
         for t in &self.targets {
-            by.entry(t.spec_file.as_path()).or_default().push(t);
+            by.entry(&*t.spec_file).or_default().push(t);
         }
         by
     }
@@ -385,7 +393,7 @@ impl SpecSet {
             let Some(e) = spec.environments.get(env) else {
                 continue;
             };
-            specs.push((spec, e));
+            specs.push((spec, &**e));
             targets.extend(spec.targets(e));
         }
         if specs.is_empty() {
@@ -403,7 +411,7 @@ impl SpecSet {
         }
         let addrs: Vec<(&Path, &str)> = specs
             .iter()
-            .filter_map(|(s, e)| e.vault_addr.as_deref().map(|a| (s.file.as_path(), a)))
+            .filter_map(|(s, e)| e.vault_addr.as_deref().map(|a| (&*s.file, a)))
             .collect();
         if let Some((file, addr)) = addrs.iter().find(|(_, a)| *a != addrs[0].1) {
             return Err(Box::new(Diagnostic::global(format!(
@@ -417,8 +425,8 @@ impl SpecSet {
         let mut seen = HashSet::new();
         let shared_names = targets
             .iter()
-            .filter(|t| !seen.insert(t.name.as_str()))
-            .map(|t| t.name.clone())
+            .filter(|t| !seen.insert(&*t.name))
+            .map(|t| t.name.to_string())
             .collect();
         if !only.is_empty() {
             let before = targets.len();
@@ -430,8 +438,8 @@ impl SpecSet {
                 ))
                 .with_help("give a spec file (`secret-specs/core-service.toml`), an application name, a secret name, or a path under the mount (`ask/core-service/auh1-dev/ZITADEL_MASTERKEY`)")));
             }
-            let kept: HashSet<&Path> = targets.iter().map(|t| t.spec_file.as_path()).collect();
-            specs.retain(|(s, _)| kept.contains(s.file.as_path()));
+            let kept: HashSet<&Path> = targets.iter().map(|t| &*t.spec_file).collect();
+            specs.retain(|(s, _)| kept.contains(&*s.file));
         }
         Ok(EnvPlan {
             env: env.to_string(),
@@ -445,10 +453,10 @@ impl SpecSet {
 fn matches_only(t: &Target, only: &str) -> bool {
     let only_trimmed = only.trim_matches('/');
     let as_path = Path::new(only);
-    t.spec_file == as_path
+    *t.spec_file == *as_path
         || t.spec_file.file_name() == as_path.file_name() && as_path.extension().is_some()
-        || t.app == only
-        || t.name == only
+        || &*t.app == only
+        || &*t.name == only
         || t.path == only_trimmed
         || t.full_path() == only_trimmed
         || t.path.starts_with(&format!("{only_trimmed}/"))

@@ -98,7 +98,7 @@ mod tests {
     fn state(mount: &str) -> PathState {
         PathState {
             target: Target {
-                spec_file: PathBuf::from("specs/app.toml"),
+                spec_file: PathBuf::from("specs/app.toml").into(),
                 app: "app".into(),
                 mount: mount.into(),
                 path: "app/dev/A".into(),
@@ -107,7 +107,8 @@ mod tests {
                 fields: vec![Field {
                     name: "value".into(),
                     generator: Generator::Uuid,
-                }],
+                }]
+                .into(),
                 kv_version: None,
                 provided: None,
             },

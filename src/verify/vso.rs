@@ -179,7 +179,7 @@ pub async fn check(
         let full = format!("{}/{}", v.mount.trim_matches('/'), v.path.trim_matches('/'));
         let target = targets
             .iter()
-            .find(|t| t.mount == v.mount.trim_matches('/') && t.path == v.path.trim_matches('/'));
+            .find(|t| *t.mount == *v.mount.trim_matches('/') && t.path == v.path.trim_matches('/'));
         let path_facts = target.and_then(|t| facts.get(&t.full_path()));
         match (target, path_facts) {
             (None, _) => problems.push(format!(
@@ -272,7 +272,7 @@ pub async fn check(
             }
         }
         if let (true, Some(t), Some(f)) = (synced, target, path_facts) {
-            for field in &t.fields {
+            for field in t.fields.iter() {
                 if f.fields.get(&field.name) == Some(&Status::Pending) {
                     notes.push(format!(
                         "`{}` field `{}` is still a placeholder: the destination Secret holds the marker until it is filled in (`vault-seed set`)",
@@ -339,7 +339,7 @@ pub async fn check(
         // Why it is not synced: what vault-seed sees, then VSO's own Warning events.
         if !synced {
             if let (Some(t), Some(f)) = (target, path_facts) {
-                for field in &t.fields {
+                for field in t.fields.iter() {
                     match f.fields.get(&field.name) {
                         Some(Status::Valid) | None => {}
                         Some(Status::Pending) => explanations.push(format!(
