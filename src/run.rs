@@ -10,7 +10,7 @@ use std::io::{self, Write};
 
 use crate::cmd::{self, Failure, Problem};
 use crate::exit::Exit;
-use crate::report::{self, diagnostics, Format, Report, Style, View};
+use crate::report::{self, diagnostics, Body, Format, Report, Style, View};
 use crate::{cli, logging, vault};
 
 /// Install rustls' `ring` crypto provider for the process (idempotent). The Vault and
@@ -42,7 +42,14 @@ pub fn main() -> std::process::ExitCode {
 pub fn show(r: &dyn Report, view: &View) -> Exit {
     let out = r.render(view);
     to_stderr(&out.before);
-    if let Err(e) = to_stdout(&out.stdout) {
+    let written = match &out.stdout {
+        Body::Bytes(bytes) => to_stdout(bytes),
+        Body::Stream(write) => {
+            let mut stdout = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
+            write(&mut stdout).and_then(|()| stdout.flush())
+        }
+    };
+    if let Err(e) = written {
         return stdout_failed(&e, view);
     }
     to_stderr(&out.after);

@@ -27,7 +27,7 @@ pub struct ChangeReport {
 }
 
 impl Report for ChangeReport {
-    fn render(&self, view: &View) -> Rendered {
+    fn render(&self, view: &View) -> Rendered<'_> {
         if view.format == Format::Json {
             return Rendered::json(self, true);
         }

@@ -17,7 +17,7 @@ pub struct Generated {
 }
 
 impl Report for Generated {
-    fn render(&self, view: &View) -> Rendered {
+    fn render(&self, view: &View) -> Rendered<'_> {
         let mut out = Zeroizing::new(Vec::new());
         let value = self.value.expose_secret();
         // Writing into memory cannot fail.
@@ -33,7 +33,7 @@ impl Report for Generated {
             Format::Human => writeln!(out, "{value}"),
         };
         Rendered {
-            stdout: out,
+            stdout: super::Body::Bytes(out),
             ok: true,
             ..Rendered::default()
         }

@@ -41,7 +41,7 @@ fn applications(apps: &[String]) -> String {
 }
 
 impl Report for PolicyReport {
-    fn render(&self, view: &View) -> Rendered {
+    fn render(&self, view: &View) -> Rendered<'_> {
         let hcl = render_hcl(&self.rules);
         if view.format == Format::Json {
             return Rendered::json(

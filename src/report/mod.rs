@@ -131,52 +131,106 @@ pub struct View {
 /// document on stdout, diagnostics on stderr. A report renders; it never prints.
 pub trait Report {
     /// The result as `view` asks for it.
-    fn render(&self, view: &View) -> Rendered;
+    fn render(&self, view: &View) -> Rendered<'_>;
+}
+
+/// What a report puts on stdout.
+pub enum Body<'a> {
+    /// Bytes made whole; wiped on drop (`gen`'s hold a value).
+    Bytes(Zeroizing<Vec<u8>>),
+    /// Written as it is made, for results that grow with the paths (a table or a JSON list of
+    /// 100,000 rows): the printing place hands it stdout, so the whole text is never held.
+    /// Never used for text that holds a value.
+    Stream(Box<dyn Fn(&mut dyn Write) -> std::io::Result<()> + 'a>),
+}
+
+impl Default for Body<'_> {
+    fn default() -> Self {
+        Body::Bytes(Zeroizing::new(Vec::new()))
+    }
+}
+
+impl Body<'_> {
+    /// The whole body, made in memory (tests; the streamed bodies write the same bytes).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Body::Bytes(b) => b.to_vec(),
+            Body::Stream(write) => {
+                let mut out = Vec::new();
+                // Writing to a Vec cannot fail.
+                let _ = write(&mut out);
+                out
+            }
+        }
+    }
 }
 
 /// A rendered result.
 #[derive(Default)]
-pub struct Rendered {
+pub struct Rendered<'a> {
     /// Diagnostics for stderr, before the result (notes).
     pub before: String,
-    /// The result for stdout; wiped on drop (`gen`'s holds a value).
-    pub stdout: Zeroizing<Vec<u8>>,
+    /// The result for stdout.
+    pub stdout: Body<'a>,
     /// Diagnostics for stderr, after the result (what is left to do).
     pub after: String,
     /// Whether everything is right: exit 0, else 1.
     pub ok: bool,
 }
 
-impl Rendered {
+impl<'a> Rendered<'a> {
     /// Text for stdout.
-    pub fn text(text: String, ok: bool) -> Rendered {
+    pub fn text(text: String, ok: bool) -> Rendered<'a> {
         Rendered {
-            stdout: Zeroizing::new(text.into_bytes()),
+            stdout: Body::Bytes(Zeroizing::new(text.into_bytes())),
             ok,
             ..Rendered::default()
         }
     }
 
     /// One JSON document for stdout.
-    pub fn json<T: Serialize>(value: &T, ok: bool) -> Rendered {
+    pub fn json<T: Serialize>(value: &T, ok: bool) -> Rendered<'a> {
         Rendered {
-            stdout: Zeroizing::new(json(value)),
+            stdout: Body::Bytes(Zeroizing::new(json(value))),
+            ok,
+            ..Rendered::default()
+        }
+    }
+
+    /// A result written to stdout as it is made ([`Body::Stream`]).
+    pub fn stream(
+        write: impl Fn(&mut dyn Write) -> std::io::Result<()> + 'a,
+        ok: bool,
+    ) -> Rendered<'a> {
+        Rendered {
+            stdout: Body::Stream(Box::new(write)),
             ok,
             ..Rendered::default()
         }
     }
 
     /// The same, with `before` for stderr.
-    pub fn with_before(mut self, before: String) -> Rendered {
+    pub fn with_before(mut self, before: String) -> Rendered<'a> {
         self.before = before;
         self
     }
 
     /// The same, with `after` for stderr.
-    pub fn with_after(mut self, after: String) -> Rendered {
+    pub fn with_after(mut self, after: String) -> Rendered<'a> {
         self.after = after;
         self
     }
+}
+
+/// [`json`], written to `out` as it is serialised: a JSON document and a newline.
+pub fn json_to<T: Serialize>(value: &T, out: &mut dyn Write) -> std::io::Result<()> {
+    value
+        .serialize(&mut serde_json::Serializer::with_formatter(
+            &mut *out,
+            text::SafeJson::new(),
+        ))
+        .map_err(std::io::Error::from)?; // keeps an I/O error's kind (a closed pipe)
+    out.write_all(b"\n")
 }
 
 /// A JSON document and a newline; characters a terminal would act on are escaped
@@ -202,7 +256,7 @@ pub fn json<T: Serialize>(value: &T) -> Vec<u8> {
 pub struct Text(pub String);
 
 impl Report for Text {
-    fn render(&self, _: &View) -> Rendered {
+    fn render(&self, _: &View) -> Rendered<'_> {
         Rendered::text(self.0.clone(), true)
     }
 }

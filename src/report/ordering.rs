@@ -22,7 +22,7 @@ struct OrderJson<'a> {
 
 impl Report for OrderReport {
     /// Ok (exit 0) when no finding is an error.
-    fn render(&self, view: &View) -> Rendered {
+    fn render(&self, view: &View) -> Rendered<'_> {
         match view.format {
             Format::Json => Rendered::json(
                 &OrderJson {

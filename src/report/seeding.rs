@@ -3,13 +3,14 @@
 //! "ok", "results", "notes", "summary"}`.
 
 use std::collections::BTreeSet;
-use std::fmt::Write;
+use std::fmt::Write as _;
+use std::io;
 
 use serde::Serialize;
 
 use super::{error_text, Format, Rendered, Report, Style, View};
 use crate::replace::selector;
-use crate::seed::{Outcome, Run, Summary};
+use crate::seed::{FieldResult, Outcome, PathResult, Run, Summary};
 
 /// The report of a `plan` or `apply` run.
 pub struct SeedReport {
@@ -51,13 +52,36 @@ struct JsonReport<'a> {
     dry_run: bool,
     interrupted: bool,
     ok: bool,
-    results: Vec<JsonRow<'a>>,
+    results: Rows<'a>,
     notes: &'a [String],
     summary: Summary,
 }
 
+/// The rows of the JSON report, serialised one at a time as stdout takes them.
+struct Rows<'a>(&'a SeedReport);
+
+impl Serialize for Rows<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let report = self.0;
+        s.collect_seq(report.run.paths.iter().flat_map(|p| {
+            p.fields.iter().map(move |f| JsonRow {
+                path: p.target.full_path(),
+                mount: &p.target.mount,
+                spec: p.target.spec_file.display().to_string(),
+                field: &f.field,
+                generator: &f.generator,
+                outcome: f.outcome.label(report.dry_run),
+                version: p.version,
+                written: p.written,
+                detail: f.detail.as_deref().or(p.detail.as_deref()),
+                provided_by: p.target.provided.as_ref().map(|x| x.by.as_str()),
+            })
+        }))
+    }
+}
+
 impl Report for SeedReport {
-    fn render(&self, view: &View) -> Rendered {
+    fn render(&self, view: &View) -> Rendered<'_> {
         let run = &self.run;
         let summary = Summary::of(&run.paths);
         let ok = !summary.failed() && !run.interrupted;
@@ -76,101 +100,100 @@ impl Report for SeedReport {
             String::new()
         };
         let rendered = match view.format {
-            Format::Json => {
-                let results = run
-                    .paths
-                    .iter()
-                    .flat_map(|p| {
-                        p.fields.iter().map(move |f| JsonRow {
-                            path: p.target.full_path(),
-                            mount: &p.target.mount,
-                            spec: p.target.spec_file.display().to_string(),
-                            field: &f.field,
-                            generator: &f.generator,
-                            outcome: f.outcome.label(self.dry_run),
-                            version: p.version,
-                            written: p.written,
-                            detail: f.detail.as_deref().or(p.detail.as_deref()),
-                            provided_by: p.target.provided.as_ref().map(|x| x.by.as_str()),
-                        })
-                    })
-                    .collect();
-                Rendered::json(
-                    &JsonReport {
-                        command: self.command,
-                        env: &self.env,
-                        vault_addr: &self.vault_addr,
-                        dry_run: self.dry_run,
-                        interrupted: run.interrupted,
-                        ok,
-                        results,
-                        notes: &run.notes,
-                        summary,
-                    },
-                    ok,
-                )
+            Format::Json => Rendered::stream(
+                move |out| {
+                    super::json_to(
+                        &JsonReport {
+                            command: self.command,
+                            env: &self.env,
+                            vault_addr: &self.vault_addr,
+                            dry_run: self.dry_run,
+                            interrupted: run.interrupted,
+                            ok,
+                            results: Rows(self),
+                            notes: &run.notes,
+                            summary: summary.clone(),
+                        },
+                        out,
+                    )
+                },
+                ok,
+            ),
+            Format::Human => {
+                let style = view.out.clone();
+                Rendered::stream(move |out| self.table(&style, &summary, out), ok)
             }
-            Format::Human => Rendered::text(self.table(&view.out, &summary), ok),
         };
         rendered.with_before(before).with_after(after)
     }
 }
 
 impl SeedReport {
-    fn table(&self, style: &Style, s: &Summary) -> String {
-        let dry_run = self.dry_run;
-        let rows: Vec<(Outcome, String, &str, &str, String, String)> = self
-            .run
-            .paths
-            .iter()
-            .flat_map(|p| {
-                p.fields.iter().map(move |f| {
-                    let version = p.version.map(|v| format!("v{v}")).unwrap_or_default();
-                    let placeholder_hint = f.generator == "placeholder"
-                        && matches!(f.outcome, Outcome::Created | Outcome::Pending);
-                    let provided = p.target.provided.as_ref().map(|x| x.by.as_str());
-                    let detail = match (f.outcome, provided) {
-                        (Outcome::ProvidedPresent, _) => Some(format!(
-                            "provided: {}",
-                            f.detail.as_deref().unwrap_or("present")
-                        )),
-                        (Outcome::ProvidedAbsent, Some(by)) => Some(format!(
-                            "provided: absent (waiting for {by}){}",
-                            f.detail
-                                .as_deref()
-                                .map(|d| format!("; {d}"))
-                                .unwrap_or_default()
-                        )),
-                        _ => None,
-                    };
-                    let detail = detail
-                        .or_else(|| f.detail.clone())
-                        .or_else(|| p.detail.clone())
-                        .or_else(|| {
-                            placeholder_hint.then(|| {
-                                format!(
-                                    "fill in after deploy: vault-seed set {} {} < value.txt",
-                                    self.env,
-                                    selector(&p.target, &f.field, &self.shared_names)
-                                )
-                            })
-                        });
-                    (
-                        f.outcome,
-                        p.target.full_path(),
-                        f.field.as_str(),
-                        f.generator.as_str(),
-                        version,
-                        detail.unwrap_or_default(),
+    /// One row of the table for a path's field: outcome, path, field, generator, version,
+    /// detail.
+    fn row<'a>(
+        &self,
+        p: &'a PathResult,
+        f: &'a FieldResult,
+    ) -> (Outcome, String, &'a str, &'a str, String, String) {
+        let version = p.version.map(|v| format!("v{v}")).unwrap_or_default();
+        let placeholder_hint = f.generator == "placeholder"
+            && matches!(f.outcome, Outcome::Created | Outcome::Pending);
+        let provided = p.target.provided.as_ref().map(|x| x.by.as_str());
+        let detail = match (f.outcome, provided) {
+            (Outcome::ProvidedPresent, _) => Some(format!(
+                "provided: {}",
+                f.detail.as_deref().unwrap_or("present")
+            )),
+            (Outcome::ProvidedAbsent, Some(by)) => Some(format!(
+                "provided: absent (waiting for {by}){}",
+                f.detail
+                    .as_deref()
+                    .map(|d| format!("; {d}"))
+                    .unwrap_or_default()
+            )),
+            _ => None,
+        };
+        let detail = detail
+            .or_else(|| f.detail.clone())
+            .or_else(|| p.detail.clone())
+            .or_else(|| {
+                placeholder_hint.then(|| {
+                    format!(
+                        "fill in after deploy: vault-seed set {} {} < value.txt",
+                        self.env,
+                        selector(&p.target, &f.field, &self.shared_names)
                     )
                 })
-            })
-            .collect();
-        let w_path = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
-        let w_field = rows.iter().map(|r| r.2.len()).max().unwrap_or(0);
-        let w_gen = rows.iter().map(|r| r.3.len()).max().unwrap_or(0);
-        let mut out = String::new();
-        for (o, path, field, gen, version, detail) in &rows {
+            });
+        (
+            f.outcome,
+            p.target.full_path(),
+            f.field.as_str(),
+            f.generator.as_str(),
+            version,
+            detail.unwrap_or_default(),
+        )
+    }
+
+    /// The table, written row by row: a first pass measures the columns, a second writes
+    /// them, so no row is held (100,000 paths are a few megabytes of text).
+    fn table(&self, style: &Style, s: &Summary, out: &mut dyn io::Write) -> io::Result<()> {
+        let dry_run = self.dry_run;
+        let fields = || {
+            self.run
+                .paths
+                .iter()
+                .flat_map(|p| p.fields.iter().map(move |f| (p, f)))
+        };
+        let (mut w_path, mut w_field, mut w_gen) = (0, 0, 0);
+        for (p, f) in fields() {
+            w_path = w_path.max(p.target.mount.len() + 1 + p.target.path.len());
+            w_field = w_field.max(f.field.len());
+            w_gen = w_gen.max(f.generator.len());
+        }
+        for (p, f) in fields() {
+            let (o, path, field, gen, version, detail) = self.row(p, f);
             let word = match o {
                 Outcome::ProvidedPresent | Outcome::ProvidedAbsent => "provided",
                 o => o.label(dry_run),
@@ -188,12 +211,13 @@ impl SeedReport {
             let line = format!(
                 "{label} {path:<w_path$}  {field:<w_field$}  {gen:<w_gen$}  {version:<4} {detail}"
             );
-            let _ = writeln!(out, "{}", line.trim_end());
+            writeln!(out, "{}", line.trim_end())?;
         }
+        let mut tail = String::new();
         let verb =
             |n: usize, done: &str, todo: &str| format!("{n} {}", if dry_run { todo } else { done });
         let _ = writeln!(
-            out,
+            tail,
             "{}: {} path(s), {} field(s): {}, {} exist, {} pending, {}, {}, {} invalid, {} denied, {} error(s){}",
             style.bold(if dry_run { "plan" } else { "summary" }),
             s.paths,
@@ -210,7 +234,7 @@ impl SeedReport {
         );
         if s.provided_present + s.provided_absent > 0 {
             let _ = writeln!(
-                out,
+                tail,
                 "provided by other applications (never written): {} field(s) present, {} absent",
                 s.provided_present, s.provided_absent
             );
@@ -222,15 +246,15 @@ impl SeedReport {
         }) {
             let by = p.target.provided.as_ref().map_or("", |x| x.by.as_str());
             let _ = writeln!(
-                out,
+                tail,
                 "  {}: {} (provided by {by})",
                 style.warn("waiting"),
                 p.target.full_path()
             );
         }
         if dry_run {
-            let _ = writeln!(out, "nothing was written (plan)");
+            let _ = writeln!(tail, "nothing was written (plan)");
         }
-        out
+        out.write_all(tail.as_bytes())
     }
 }

@@ -54,7 +54,7 @@ impl LintReport {
 }
 
 impl Report for LintReport {
-    fn render(&self, view: &View) -> Rendered {
+    fn render(&self, view: &View) -> Rendered<'_> {
         if view.format == Format::Json {
             return Rendered::json(self, true);
         }

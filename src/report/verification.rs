@@ -25,13 +25,19 @@ struct Doc<'a> {
 }
 
 impl Report for VerifyReport {
-    fn render(&self, view: &View) -> Rendered {
+    fn render(&self, view: &View) -> Rendered<'_> {
         let v = &self.0;
         if view.format == Format::Json {
-            return Rendered::json(
-                &Doc {
-                    command: "verify",
-                    verification: v,
+            // Written as it is serialised: the document lists every path and field.
+            return Rendered::stream(
+                move |out| {
+                    super::json_to(
+                        &Doc {
+                            command: "verify",
+                            verification: v,
+                        },
+                        out,
+                    )
                 },
                 v.ok,
             );

@@ -120,12 +120,46 @@ impl super::Part for PolicyPart {
 }
 
 impl Serialize for PolicyPart {
+    /// ESO's report with `ok` covering both operators and `vso` beside it, serialised as it is
+    /// written (it lists every path: held whole as a `serde_json::Value`, it took 25 MB at
+    /// 10,000 paths). The top-level keys keep the sorted order they had as a `Value`.
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::Error as _;
-        let mut doc = serde_json::to_value(&self.eso).map_err(S::Error::custom)?;
-        doc["ok"] = super::Part::ok(self).into();
-        doc["vso"] = serde_json::to_value(&self.vso).map_err(S::Error::custom)?;
-        doc.serialize(serializer)
+        #[derive(Serialize)]
+        struct Doc<'a> {
+            errors: &'a [String],
+            help: &'a Option<String>,
+            method: &'a Method,
+            notes: &'a [String],
+            ok: bool,
+            operator: &'a Operator,
+            policies: &'a [String],
+            report: &'a PolicyReport,
+            vso: &'a Option<GrantsPart>,
+        }
+        // Every field named: one added to `GrantsPart` must be placed here too.
+        let GrantsPart {
+            operator,
+            used: _,
+            ok: _,
+            method,
+            policies,
+            report,
+            errors,
+            notes,
+            help,
+        } = &self.eso;
+        Doc {
+            errors,
+            help,
+            method,
+            notes,
+            ok: super::Part::ok(self),
+            operator,
+            policies,
+            report,
+            vso: &self.vso,
+        }
+        .serialize(serializer)
     }
 }
 
