@@ -134,6 +134,9 @@ pub trait Report {
     fn render(&self, view: &View) -> Rendered<'_>;
 }
 
+/// Writes a streamed result to the writer it is given.
+pub type WriteFn<'a> = dyn Fn(&mut dyn Write) -> std::io::Result<()> + 'a;
+
 /// What a report puts on stdout.
 pub enum Body<'a> {
     /// Bytes made whole; wiped on drop (`gen`'s hold a value).
@@ -141,7 +144,7 @@ pub enum Body<'a> {
     /// Written as it is made, for results that grow with the paths (a table or a JSON list of
     /// 100,000 rows): the printing place hands it stdout, so the whole text is never held.
     /// Never used for text that holds a value.
-    Stream(Box<dyn Fn(&mut dyn Write) -> std::io::Result<()> + 'a>),
+    Stream(Box<WriteFn<'a>>),
 }
 
 impl Default for Body<'_> {

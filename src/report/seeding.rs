@@ -120,7 +120,7 @@ impl Report for SeedReport {
                 ok,
             ),
             Format::Human => {
-                let style = view.out.clone();
+                let style = view.out;
                 Rendered::stream(move |out| self.table(&style, &summary, out), ok)
             }
         };
