@@ -153,21 +153,6 @@ impl Default for Body<'_> {
     }
 }
 
-impl Body<'_> {
-    /// The whole body, made in memory (tests; the streamed bodies write the same bytes).
-    pub fn to_bytes(&self) -> Vec<u8> {
-        match self {
-            Body::Bytes(b) => b.to_vec(),
-            Body::Stream(write) => {
-                let mut out = Vec::new();
-                // Writing to a Vec cannot fail.
-                let _ = write(&mut out);
-                out
-            }
-        }
-    }
-}
-
 /// A rendered result.
 #[derive(Default)]
 pub struct Rendered<'a> {
