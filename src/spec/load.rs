@@ -475,9 +475,8 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
         }
         None => stem,
     };
-    let description = cx
-        .take_string(&mut th, "description", ROOT_KEYS_CTX)
-        .map(|d| d.0);
+    // Checked (a string), not kept: see [`Spec`].
+    let _description = cx.take_string(&mut th, "description", ROOT_KEYS_CTX);
     let root_span = Span::new(0, 0);
     let vault = match th.take("vault") {
         Some((_, v)) => parse_vault(cx, v),
@@ -591,7 +590,6 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     Some(Spec {
         file: Arc::clone(&cx.src.path),
         name: name.into(),
-        description,
         vault: vault.0,
         environments: environments
             .into_iter()
@@ -1014,7 +1012,7 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span, envs: &[String])
         let Some(mut th) = cx.table(&mut val, &ctx) else {
             continue;
         };
-        let description = cx.take_string(&mut th, "description", &ctx).map(|d| d.0);
+        let description = cx.take_string(&mut th, "description", &ctx);
         if description.is_none() && !th.contains("description") {
             cx.err(key.span, format!("secret `{}` has no `description`", shown(&name)), Some("people read specs: say what the secret is for, e.g. `description = \"Fernet key encrypting stored credentials\"`".into()));
         }
@@ -1071,7 +1069,6 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span, envs: &[String])
         let (line, col) = cx.src.line_col(key.span.start);
         out.push(Secret {
             name: name.into(),
-            description: description.unwrap_or_default(),
             fixed,
             fields: fields.into(),
             provided: provided.map(Arc::new),
@@ -1332,16 +1329,19 @@ fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
             }
         };
     for env in env_names {
-        let mut targets = Vec::new();
-        for (si, spec) in specs.iter().enumerate() {
-            let Some(e) = spec.environments.get(env) else {
-                continue;
-            };
-            for (ki, s) in spec.secrets.iter().enumerate() {
-                targets.extend(spec.target(e, s).map(|t| ((si, ki), t)));
-            }
-        }
-        let paths = targets.iter().map(|(o, t)| (t.full_path(), *o));
+        // The environment's targets, made as each pass goes and not held: at 100,000 paths a
+        // list of them was the largest thing loading held.
+        let targets = || {
+            specs.iter().enumerate().flat_map(move |(si, spec)| {
+                spec.environments.get(env).into_iter().flat_map(move |e| {
+                    spec.secrets
+                        .iter()
+                        .enumerate()
+                        .filter_map(move |(ki, s)| spec.target(e, s).map(|t| ((si, ki), t)))
+                })
+            })
+        };
+        let paths = targets().map(|(o, t)| (t.full_path(), o));
         for (first, later, path) in first_claims(paths) {
             note((true, first, later), &|| {
                 Diagnostic::at(
@@ -1357,21 +1357,42 @@ fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
         // What `set`/`rotate` accept for a secret: its path (the whole secret), and its path, a
         // dot and a field. Two different secrets answering to one name are ambiguous; a path
         // claimed twice is the duplicate above.
-        let names = targets.iter().flat_map(|(o, t)| {
+        let names = targets().flat_map(|(o, t)| {
             let full = t.full_path();
-            std::iter::once((full.clone(), (*o, None))).chain(
-                t.fields
-                    .iter()
-                    .map(move |f| (format!("{full}.{}", f.name), (*o, Some(f.name.as_str())))),
+            let fields: Vec<String> = t
+                .fields
+                .iter()
+                .map(|f| format!("{full}.{}", f.name))
+                .collect();
+            std::iter::once((full, (o, None))).chain(
+                fields
+                    .into_iter()
+                    .enumerate()
+                    .map(move |(i, n)| (n, (o, Some(i)))),
             )
         });
+        // A field by its index in the secret's fields for `env` (overrides included).
+        let field_name = |(si, ki): Owner, i: usize| {
+            let spec = &specs[si];
+            spec.environments
+                .get(env)
+                .and_then(|e| spec.target(e, &spec.secrets[ki]))
+                .and_then(|t| t.fields.get(i).map(|f| f.name.clone()))
+                .unwrap_or_default()
+        };
         for ((first, ff), (later, lf), name) in first_claims(names) {
             // The same field (or none) on both sides means the same path: a duplicate, above.
-            if first == later || ff == lf {
+            if first == later
+                || ff.map(|i| field_name(first, i)) == lf.map(|i| field_name(later, i))
+            {
                 continue;
             }
-            let what = |o: Owner, f: Option<&str>| match f {
-                Some(f) => format!("secret `{}` field `{}`", shown(&secret(o).name), shown(f)),
+            let what = |o: Owner, f: Option<usize>| match f {
+                Some(i) => format!(
+                    "secret `{}` field `{}`",
+                    shown(&secret(o).name),
+                    shown(&field_name(o, i))
+                ),
                 None => format!("secret `{}`", shown(&secret(o).name)),
             };
             note((false, first, later), &|| {

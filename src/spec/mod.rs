@@ -26,15 +26,14 @@ pub struct SpecSet {
     pub specs: Vec<Spec>,
 }
 
-/// One application's spec (one file).
+/// One application's spec (one file). The descriptions (`description`) are for people reading
+/// the file: checked, not kept (at 100,000 paths they were megabytes nothing read).
 #[derive(Debug, Clone)]
 pub struct Spec {
     /// The file it came from.
     pub file: Arc<Path>,
     /// The application's name (`name`, else the file stem).
     pub name: Arc<str>,
-    /// What the application is, for people reading reports.
-    pub description: Option<String>,
     /// Where in Vault its secrets live.
     pub vault: VaultTarget,
     /// The environments it may be applied to, by name.
@@ -93,8 +92,6 @@ pub struct SecretOverride {
 pub struct Secret {
     /// Its name: the last path segments under the application's folder.
     pub name: Arc<str>,
-    /// What it is for.
-    pub description: String,
     /// Never rotated once written (data is encrypted with it).
     pub fixed: bool,
     /// Its fields, in file order.
