@@ -42,9 +42,9 @@ pub struct Spec {
     pub eso: Eso,
     /// How the Vault Secrets Operator consumes them (`[vso]`); `None` when the spec has no
     /// such section.
-    pub vso: Option<Vso>,
+    pub vso: Option<Box<Vso>>,
     /// How Argo CD deploys the secrets and their consumers (`[argocd]`), for `verify`.
-    pub argocd: Option<Argocd>,
+    pub argocd: Option<Box<Argocd>>,
     /// The secrets, in file order.
     pub secrets: Vec<Secret>,
 }
