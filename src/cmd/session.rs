@@ -57,8 +57,13 @@ impl Session {
         vault_args: &VaultArgs,
     ) -> Result<Session, Failure> {
         let set = super::load_specs(g)?;
-        let plan = set.plan(env, only)?;
-        Session::from_plan(g, &plan, vault_args)
+        let mut plan = set.plan(env, only)?;
+        // The session takes the targets over: moved, not copied (a copy of 100,000 was the
+        // largest thing held at the start of a run).
+        let targets = std::mem::take(&mut plan.targets);
+        let mut session = Session::from_plan(g, &plan, vault_args)?;
+        session.targets = targets;
+        Ok(session)
     }
 
     /// The same, for a caller that keeps the resolved plan.

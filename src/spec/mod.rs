@@ -385,7 +385,8 @@ impl SpecSet {
     /// specs disagree on the environment's Vault address.
     pub fn plan(&self, env: &str, only: &[String]) -> Result<EnvPlan<'_>, Box<Diagnostic>> {
         let mut specs = Vec::new();
-        let mut targets = Vec::new();
+        // Sized once for the most it can hold: growing by doubling held up to twice the list.
+        let mut targets = Vec::with_capacity(self.specs.iter().map(|s| s.secrets.len()).sum());
         for spec in &self.specs {
             let Some(e) = spec.environments.get(env) else {
                 continue;
@@ -438,6 +439,7 @@ impl SpecSet {
             let kept: HashSet<&Path> = targets.iter().map(|t| &*t.spec_file).collect();
             specs.retain(|(s, _)| kept.contains(&*s.file));
         }
+        targets.shrink_to_fit();
         Ok(EnvPlan {
             env: env.to_string(),
             specs,
