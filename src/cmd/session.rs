@@ -1,7 +1,11 @@
 //! What every command that talks to Vault does first: load the specs, resolve the environment,
-//! resolve the connection, build the client; then, inside the runtime, check the token.
+//! resolve the connection, build the client; then, inside the runtime, check the token (at the
+//! same time as the mount detection: [`Session::checked`]).
 
 use std::collections::BTreeSet;
+use std::future::Future;
+
+use futures::FutureExt;
 
 use crate::cli::{GlobalArgs, VaultArgs};
 use crate::exit::Exit;
@@ -128,16 +132,28 @@ impl Session {
         Ok(())
     }
 
+    /// Check the token while `detection` (the mount detection, [`mounts::detect`]) runs: both
+    /// requests go out at once, to the same server with the same token (the token goes there
+    /// either way), so over a network they cost one round trip, not two. `detection`'s answer is
+    /// given only once the token is known good; a failed token check is the error, whatever
+    /// the detection found, and returns at once (the detection, still out, is dropped). Nothing
+    /// that depends on either answer (a LIST, a read, a write) is sent before this returns.
+    pub async fn checked<T>(&self, detection: impl Future<Output = T>) -> Result<T, Failure> {
+        let detection = detection.map(Ok::<T, Failure>);
+        let ((), found) = futures::future::try_join(self.check_token(), detection).await?;
+        Ok(found)
+    }
+
     /// Check the token and reach `t`'s mount, to change `t` (`set`, `rotate`): a mount not seen
     /// to be KV is used only when named in `assumed` (`--assume-kv-mount`).
     pub async fn mount_for(&self, t: &Target, assumed: &[String]) -> Result<KvMount, Failure> {
-        self.check_token().await?;
-        let mut detected = mounts::detect(
-            &self.vault,
-            std::slice::from_ref(t),
-            MountTrust::Write { assumed },
-        )
-        .await;
+        let mut detected = self
+            .checked(mounts::detect(
+                &self.vault,
+                std::slice::from_ref(t),
+                MountTrust::Write { assumed },
+            ))
+            .await?;
         for n in &detected.notes {
             report::say(&format!("{}: {n}", self.style.help("note")));
         }

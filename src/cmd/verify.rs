@@ -31,8 +31,14 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Fai
     let runtime = super::runtime()?;
     runtime.block_on(async {
         session.announce("verify");
-        session.check_token().await?;
-        let detected = mounts::detect(&session.vault, &plan.targets, MountTrust::Read).await;
+        // The token check and the mount detection at once; nothing is read before both are in.
+        let detected = session
+            .checked(mounts::detect(
+                &session.vault,
+                &plan.targets,
+                MountTrust::Read,
+            ))
+            .await?;
         let spinner = wait_spinner(args.wait.is_some() && g.output == Format::Human);
         let progress = |p: Progress<'_>| match (p, &spinner) {
             (Progress::Waiting(line), Some(s)) => s.set_message(t(line)),
