@@ -38,9 +38,15 @@ pub(crate) struct Session {
 }
 
 /// Log in by `method` (one request, before any other) and put the token into `settings`; the
-/// returned [`Revoker`] revokes it when dropped, unless `--keep-token`. A failure is exit 2 when
-/// nothing was sent (options, credential files), else 1.
-fn log_in(g: &GlobalArgs, method: &Method, settings: &mut Settings) -> Result<Revoker, Failure> {
+/// returned [`Revoker`] revokes it when dropped, unless `--keep-token`. Also returns the client
+/// for the session: the login's, with the new token, so that the requests after the login reuse
+/// its connection (the command's runtime is the login's: [`super::runtime`]). A failure is exit 2
+/// when nothing was sent (options, credential files), else 1.
+fn log_in(
+    g: &GlobalArgs,
+    method: &Method,
+    settings: &mut Settings,
+) -> Result<(Revoker, Vault), Failure> {
     let usage = |e| Failure::from(e).exit(Exit::Usage);
     let credentials = method.credentials()?;
     let anonymous = Vault::new(settings).map_err(usage)?;
@@ -48,7 +54,10 @@ fn log_in(g: &GlobalArgs, method: &Method, settings: &mut Settings) -> Result<Re
     settings.token = logged_in.token.clone();
     settings.token_source = logged_in.source.clone();
     let own = Vault::new(settings).map_err(usage)?;
-    Ok(Revoker::new(own, &logged_in, g.auth.keep_token))
+    let session = anonymous
+        .with_token(&settings.token, settings.namespace.as_deref())
+        .map_err(usage)?;
+    Ok((Revoker::new(own, &logged_in, g.auth.keep_token), session))
 }
 
 impl Session {
@@ -87,11 +96,13 @@ impl Session {
         if settings.skip_verify {
             report::warn(&style, "TLS verification is off (VAULT_SKIP_VERIFY): anyone on the path can read the token and the secrets");
         }
-        let revoker = match method {
-            Method::Token => None,
-            _ => Some(log_in(g, &method, &mut settings)?),
+        let (revoker, vault) = match method {
+            Method::Token => (None, Vault::new(&settings).map_err(usage)?),
+            _ => {
+                let (revoker, vault) = log_in(g, &method, &mut settings)?;
+                (Some(revoker), vault)
+            }
         };
-        let vault = Vault::new(&settings).map_err(usage)?;
         Ok(Session {
             env: plan.env.clone(),
             targets: plan.targets.clone(),
