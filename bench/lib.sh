@@ -212,8 +212,8 @@ eso_setup() {
 # gen_requests FILE MODE MOUNT COPIES [CONCURRENCY]: the requests vault-seed sends for one case on
 # the specs of `gen_specs`, one a line (`METHOD PATH BODY`, BODY `-` or compact JSON), for wrk
 # (bench/wrk/seed.lua) and the reqwest ceiling (examples/bench_ceiling.rs). Every case starts with
-# the token lookup, then mount detection with a `HEAD sys/health` per connection vault-seed opens
-# ahead (CONCURRENCY - 1, 16 by default: src/seed's warm-up), then:
+# the token lookup and the mount detection (sent together), with a `HEAD sys/health` per
+# connection vault-seed opens ahead (CONCURRENCY - 2, 16 by default: src/seed's warm-up), then:
 #   apply         a LIST per folder, then per path the `cas=0` data
 #                 write and the custom_metadata write (KV v2 takes custom_metadata only at
 #                 `<mount>/metadata/<path>`: a second request)
@@ -240,7 +240,9 @@ j = lambda v: json.dumps(v, separators=(",", ":"))
 lines = ["GET auth/token/lookup-self -", f"GET sys/internal/ui/mounts/{mount} -"]
 # BENCH_NO_WARMUP=1: for a vault-seed from before the warm-up (before 9efad7a), to compare.
 if os.environ.get("BENCH_NO_WARMUP") != "1":
-    lines += ["HEAD sys/health -"] * (min(conc, copies * len(secrets)) - 1)
+    # The token check's and the mount detection's connections, both out at once, and one per
+    # warm-up up to the concurrency (src/seed's `run`).
+    lines += ["HEAD sys/health -"] * (min(conc, copies * len(secrets)) - 2)
 folders = [f"ask/core-service-{i:04}/bench" for i in range(1, copies + 1)]
 lines += [f"LIST {mount}/metadata/{f} -" for f in folders]
 pending = []

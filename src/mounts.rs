@@ -35,8 +35,11 @@ pub async fn detect(vault: &Vault, targets: &[Target], trust: MountTrust<'_>) ->
     let mut out = Mounts::default();
     let mut names: Vec<_> = wanted.into_iter().collect();
     names.sort();
-    for (mount, expected) in names {
-        match vault.mount_info(&mount).await {
+    // Every mount's detection at once (over a network, one round trip for them all); judged in
+    // name order, as before.
+    let answers = futures::future::join_all(names.iter().map(|(m, _)| vault.mount_info(m))).await;
+    for ((mount, expected), answer) in names.into_iter().zip(answers) {
+        match answer {
             Ok(Some(info)) if info.path != mount => {
                 out.errors.insert(mount.clone(), format!("`{mount}` is not a mount: it is a path under mount `{}/`; nothing was written", info.path));
             }

@@ -29,28 +29,34 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Result<SeedRe
     let runtime = super::runtime()?;
     runtime.block_on(async {
         session.announce(command);
-        // The token check first, alone: a token that fails it sends nothing else.
-        session.check_token().await?;
         let vault = &session.vault;
-        let detected = mounts::detect(
-            vault,
-            &session.targets,
-            MountTrust::Write {
-                assumed: &args.assume_kv_mount,
-            },
-        );
         let cancel = Arc::new(AtomicBool::new(false));
-        {
-            let cancel = cancel.clone();
-            tokio::spawn(async move {
-                if let Some(signal) = super::stop_signal().await {
-                    cancel.store(true, Ordering::SeqCst);
-                    report::say(&format!(
-                        "{signal}: finishing requests in flight, starting no new ones"
-                    ));
-                }
-            });
-        }
+        // The token check and the mount detection go out together (`Session::checked`); the
+        // engine sends no LIST, read or write before both are in and good. A stop signal is
+        // handled from then on: before, nothing was sent that needs finishing.
+        let gate = {
+            let (session, cancel) = (&session, cancel.clone());
+            async move {
+                let detected = session
+                    .checked(mounts::detect(
+                        vault,
+                        &session.targets,
+                        MountTrust::Write {
+                            assumed: &args.assume_kv_mount,
+                        },
+                    ))
+                    .await?;
+                tokio::spawn(async move {
+                    if let Some(signal) = super::stop_signal().await {
+                        cancel.store(true, Ordering::SeqCst);
+                        report::say(&format!(
+                            "{signal}: finishing requests in flight, starting no new ones"
+                        ));
+                    }
+                });
+                Ok::<_, Failure>(detected)
+            }
+        };
         let bar = progress_bar(session.targets.len());
         let tick = {
             let bar = bar.clone();
@@ -61,7 +67,7 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Result<SeedRe
             concurrency: usize::from(args.concurrency),
             metadata: matches!(mode, Mode::Apply { metadata: true }),
         };
-        let run = seed::run(vault, detected, &session.targets, &opts, cancel, &tick).await;
+        let run = seed::run(vault, gate, &session.targets, &opts, cancel, &tick).await?;
         bar.finish_and_clear();
         tracing::info!(requests = vault.requests(), "requests sent to Vault");
         Ok(SeedReport {

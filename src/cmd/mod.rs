@@ -58,11 +58,25 @@ pub(crate) fn load_specs(g: &GlobalArgs) -> Result<SpecSet, Failure> {
 /// network, not the CPU; a multi-threaded runtime spent about 60 % more CPU per request on
 /// waking its threads (measured with `perf` on a re-run of 10,000 paths), CPU that a local
 /// server on the same small machine then lacks.
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::new(format!("cannot start the async runtime: {e}")))
+///
+/// One per thread, the same for each call: a login's connection (opened in the runtime of the
+/// login, [`session`]) is still open for the command's requests after it, instead of a new one
+/// (a round trip over a network).
+pub(crate) fn runtime() -> Result<std::rc::Rc<tokio::runtime::Runtime>, Failure> {
+    thread_local! {
+        static RUNTIME: std::cell::OnceCell<std::rc::Rc<tokio::runtime::Runtime>> =
+            const { std::cell::OnceCell::new() };
+    }
+    RUNTIME.with(|cell| {
+        if let Some(r) = cell.get() {
+            return Ok(r.clone());
+        }
+        let r = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Failure::new(format!("cannot start the async runtime: {e}")))?;
+        Ok(cell.get_or_init(|| std::rc::Rc::new(r)).clone())
+    })
 }
 
 /// Wait for a request to stop: SIGINT (Ctrl-C), SIGTERM (`kill`, a Job's deadline, a pod's

@@ -1,7 +1,11 @@
 //! What every command that talks to Vault does first: load the specs, resolve the environment,
-//! resolve the connection, build the client; then, inside the runtime, check the token.
+//! resolve the connection, build the client; then, inside the runtime, check the token (at the
+//! same time as the mount detection: [`Session::checked`]).
 
 use std::collections::BTreeSet;
+use std::future::Future;
+
+use futures::FutureExt;
 
 use crate::cli::{GlobalArgs, VaultArgs};
 use crate::exit::Exit;
@@ -34,9 +38,15 @@ pub(crate) struct Session {
 }
 
 /// Log in by `method` (one request, before any other) and put the token into `settings`; the
-/// returned [`Revoker`] revokes it when dropped, unless `--keep-token`. A failure is exit 2 when
-/// nothing was sent (options, credential files), else 1.
-fn log_in(g: &GlobalArgs, method: &Method, settings: &mut Settings) -> Result<Revoker, Failure> {
+/// returned [`Revoker`] revokes it when dropped, unless `--keep-token`. Also returns the client
+/// for the session: the login's, with the new token, so that the requests after the login reuse
+/// its connection (the command's runtime is the login's: [`super::runtime`]). A failure is exit 2
+/// when nothing was sent (options, credential files), else 1.
+fn log_in(
+    g: &GlobalArgs,
+    method: &Method,
+    settings: &mut Settings,
+) -> Result<(Revoker, Vault), Failure> {
     let usage = |e| Failure::from(e).exit(Exit::Usage);
     let credentials = method.credentials()?;
     let anonymous = Vault::new(settings).map_err(usage)?;
@@ -44,7 +54,10 @@ fn log_in(g: &GlobalArgs, method: &Method, settings: &mut Settings) -> Result<Re
     settings.token = logged_in.token.clone();
     settings.token_source = logged_in.source.clone();
     let own = Vault::new(settings).map_err(usage)?;
-    Ok(Revoker::new(own, &logged_in, g.auth.keep_token))
+    let session = anonymous
+        .with_token(&settings.token, settings.namespace.as_deref())
+        .map_err(usage)?;
+    Ok((Revoker::new(own, &logged_in, g.auth.keep_token), session))
 }
 
 impl Session {
@@ -88,11 +101,13 @@ impl Session {
         if settings.skip_verify {
             report::warn(&style, "TLS verification is off (VAULT_SKIP_VERIFY): anyone on the path can read the token and the secrets");
         }
-        let revoker = match method {
-            Method::Token => None,
-            _ => Some(log_in(g, &method, &mut settings)?),
+        let (revoker, vault) = match method {
+            Method::Token => (None, Vault::new(&settings).map_err(usage)?),
+            _ => {
+                let (revoker, vault) = log_in(g, &method, &mut settings)?;
+                (Some(revoker), vault)
+            }
         };
-        let vault = Vault::new(&settings).map_err(usage)?;
         Ok(Session {
             env: plan.env.clone(),
             targets: plan.targets.clone(),
@@ -133,16 +148,28 @@ impl Session {
         Ok(())
     }
 
+    /// Check the token while `detection` (the mount detection, [`mounts::detect`]) runs: both
+    /// requests go out at once, to the same server with the same token (the token goes there
+    /// either way), so over a network they cost one round trip, not two. `detection`'s answer is
+    /// given only once the token is known good; a failed token check is the error, whatever
+    /// the detection found, and returns at once (the detection, still out, is dropped). Nothing
+    /// that depends on either answer (a LIST, a read, a write) is sent before this returns.
+    pub async fn checked<T>(&self, detection: impl Future<Output = T>) -> Result<T, Failure> {
+        let detection = detection.map(Ok::<T, Failure>);
+        let ((), found) = futures::future::try_join(self.check_token(), detection).await?;
+        Ok(found)
+    }
+
     /// Check the token and reach `t`'s mount, to change `t` (`set`, `rotate`): a mount not seen
     /// to be KV is used only when named in `assumed` (`--assume-kv-mount`).
     pub async fn mount_for(&self, t: &Target, assumed: &[String]) -> Result<KvMount, Failure> {
-        self.check_token().await?;
-        let mut detected = mounts::detect(
-            &self.vault,
-            std::slice::from_ref(t),
-            MountTrust::Write { assumed },
-        )
-        .await;
+        let mut detected = self
+            .checked(mounts::detect(
+                &self.vault,
+                std::slice::from_ref(t),
+                MountTrust::Write { assumed },
+            ))
+            .await?;
         for n in &detected.notes {
             report::say(&format!("{}: {n}", self.style.help("note")));
         }

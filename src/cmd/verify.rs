@@ -11,6 +11,7 @@ use crate::mounts::{self, MountTrust};
 use crate::report::text::for_terminal as t;
 use crate::report::verification::VerifyReport;
 use crate::report::{self, Format};
+use crate::seed;
 use crate::verify::{self, PartName, Progress, Request};
 
 use super::session::Session;
@@ -31,8 +32,28 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Fai
     let runtime = super::runtime()?;
     runtime.block_on(async {
         session.announce("verify");
-        session.check_token().await?;
-        let detected = mounts::detect(&session.vault, &plan.targets, MountTrust::Read).await;
+        // The token check and the mount detection at once, with the connections the reads
+        // after them use (`HEAD sys/health`, no token); nothing is read before both are in.
+        let vault = &session.vault;
+        let mut ahead = seed::connections_ahead(&plan.targets, req.concurrency);
+        if req.wants(verify::PartName::Policy) || req.wants(verify::PartName::Kube) {
+            // The policy part's reads go with the values' (`verify::run`): one per policy the
+            // specs name for ESO, and `default`.
+            ahead += 1 + plan
+                .specs
+                .iter()
+                .map(|(s, _)| s.eso.policies.len())
+                .sum::<usize>();
+        }
+        let detected = session
+            .checked(async {
+                let (detected, _) = futures::join!(
+                    mounts::detect(vault, &plan.targets, MountTrust::Read),
+                    futures::future::join_all((0..ahead).map(|_| vault.warm_connection()))
+                );
+                detected
+            })
+            .await?;
         let spinner = wait_spinner(args.wait.is_some() && g.output == Format::Human);
         let progress = |p: Progress<'_>| match (p, &spinner) {
             (Progress::Waiting(line), Some(s)) => s.set_message(t(line)),

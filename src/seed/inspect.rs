@@ -12,6 +12,7 @@ use futures::stream::{self, StreamExt};
 use serde::Serialize;
 
 use super::{discover, existing, judge, FolderKey, Listing, Outcome, PathResult};
+use crate::kv::KvMount;
 use crate::mounts::Mounts;
 use crate::spec::Target;
 use crate::vault::{Existing, FieldValue, Vault};
@@ -110,7 +111,7 @@ pub struct PathState {
 }
 
 impl PathState {
-    fn from(r: PathResult) -> PathState {
+    pub(super) fn from(r: PathResult) -> PathState {
         PathState {
             fields: r
                 .fields
@@ -203,9 +204,33 @@ async fn read_one(
 ) -> PathResult {
     match existing(vault, &mounts.mounts, listings, t).await {
         Err(r) => r,
-        Ok((_, Existing::Absent)) => PathResult::all(t, Outcome::Missing, None, None),
-        Ok((_, Existing::Deleted { .. })) => PathResult::all(t, Outcome::Recreated, None, None),
-        Ok((_, Existing::Present(p))) => {
+        Ok((_, e)) => judged(t, e),
+    }
+}
+
+/// One target on its (usable) mount, read and judged: absent without a request when its
+/// folder's LIST lacks it (the engine's pipeline, for provided paths).
+pub(super) async fn read_known(
+    vault: &Vault,
+    mount: &KvMount,
+    t: &Target,
+    known_absent: bool,
+) -> PathResult {
+    if known_absent {
+        return judged(t, Existing::Absent);
+    }
+    match vault.kv_read(mount, &t.path).await {
+        Ok(e) => judged(t, e),
+        Err(e) => PathResult::from_error(t, &e, false),
+    }
+}
+
+/// What is at `t`'s path, judged.
+fn judged(t: &Target, existing: Existing) -> PathResult {
+    match existing {
+        Existing::Absent => PathResult::all(t, Outcome::Missing, None, None),
+        Existing::Deleted { .. } => PathResult::all(t, Outcome::Recreated, None, None),
+        Existing::Present(p) => {
             let mut r = judge(t, &p);
             // A missing field that `apply` could not add either: an existing field is not a
             // string.

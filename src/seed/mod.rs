@@ -10,7 +10,6 @@ mod inspect;
 mod outcome;
 mod provided;
 
-use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::rc::Rc;
@@ -68,60 +67,62 @@ enum Listing {
     Unavailable,
 }
 
-/// Seed `targets`, once `gate` (the mount detection, [`crate::mounts::detect`]) says where they
-/// may be written. Targets on a mount the gate's [`Mounts`] cannot use are reported as errors,
-/// with why, after the others.
+/// Seed `targets`, once `gate` (the token check and the mount detection, both out at once:
+/// [`crate::mounts::detect`]) says where they may be written; a gate that fails (the token was
+/// refused, Vault is sealed or gone) is the run's error, and nothing but connections was opened.
+/// Targets on a mount the gate's [`Mounts`] cannot use are reported as errors, with why, after
+/// the others (with provided paths, in spec order among them, as [`provided`] always did).
 ///
-/// Nothing but connections is opened before the gate: a mount not seen to be KV (nor vouched
-/// for, [`crate::mounts::MountTrust`]) gets no LIST, read or write. Then one pipeline keeps
-/// `concurrency` requests in flight to the end: each folder's paths start as soon as its LIST is
-/// in, while other folders are still being listed (no LIST phase before the first write, no
-/// wait for a whole folder), a path's metadata write follows its data write while other paths go
-/// on.
-pub async fn run(
+/// Nothing but connections is opened before the gate is in: a mount not seen to be KV (nor
+/// vouched for, [`crate::mounts::MountTrust`]), or a token not known good, gets no LIST, read or
+/// write. Then one pipeline keeps `concurrency` requests in flight to the end: each folder's
+/// paths start as soon as its LIST is in, while other folders are still being listed (no LIST
+/// phase before the first write, no wait for a whole folder), a path's metadata write follows
+/// its data write while other paths go on, and paths another application provides
+/// (`provided_by`) are read and judged in the same pipeline, never written ([`provided`]).
+pub async fn run<E>(
     vault: &Vault,
-    gate: impl Future<Output = Mounts>,
+    gate: impl Future<Output = Result<Mounts, E>>,
     targets: &[Target],
     opts: &Options,
     cancel: Arc<AtomicBool>,
     progress: &Progress,
-) -> Run {
-    // A provided path is another application's: never written (provided.rs reads and judges it).
-    let provided_count = targets.iter().filter(|t| t.provided.is_some()).count();
-    if provided_count > 0 {
-        // provided.rs seeds the owned targets, then reads the provided ones: at most the larger
-        // of the two at once.
-        let most = provided_count.max(targets.len() - provided_count);
-        let warm = opts.concurrency.max(1).min(most);
-        // The gate polled first, so that it takes the token check's idle connection.
-        let (detected, _) = futures::join!(
-            gate,
-            futures::future::join_all((1..warm).map(|_| vault.warm_connection()))
-        );
-        return provided::run(vault, &detected, targets, opts, cancel, progress).await;
+) -> Result<Run, E> {
+    let warm = connections_ahead(targets, opts.concurrency);
+    let mut run = pipeline(vault, gate, warm, targets, opts, cancel, progress).await?;
+    if targets.iter().any(|t| t.provided.is_some()) {
+        provided::in_spec_order(&mut run.paths, targets);
     }
-    let warm = opts.concurrency.max(1).min(targets.len());
-    pipeline(vault, gate, warm, targets, opts, cancel, progress).await
+    Ok(run)
 }
 
-/// [`run`]'s engine for targets vault-seed owns; `gate` gives the mounts (owned or borrowed).
-/// `warm`: the connections to have open when the gate is in (see [`Vault::warm_connection`]).
-pub(super) async fn pipeline<D: Borrow<Mounts>>(
+/// The connections to open while the gate (the token check and the mount detection) is out, for
+/// the requests after it: as many as those go out at once (the concurrency, or fewer targets),
+/// less those the gate's own requests open (the token check's and one per mount detection, all
+/// out at the same time). `apply`, `plan` and `verify` open them ([`Vault::warm_connection`]).
+pub fn connections_ahead(targets: &[Target], concurrency: usize) -> usize {
+    let mounts: HashSet<&str> = targets.iter().map(|t| t.mount.as_str()).collect();
+    (concurrency.max(1).min(targets.len())).saturating_sub(1 + mounts.len())
+}
+
+/// [`run`]'s engine. `warm`: connections to open while the gate is out (see
+/// [`Vault::warm_connection`]).
+async fn pipeline<E>(
     vault: &Vault,
-    gate: impl Future<Output = D>,
+    gate: impl Future<Output = Result<Mounts, E>>,
     warm: usize,
     targets: &[Target],
     opts: &Options,
     cancel: Arc<AtomicBool>,
     progress: &Progress,
-) -> Run {
+) -> Result<Run, E> {
     let conc = opts.concurrency.max(1);
     let mut folders = folders(targets);
     let meta_warned = AtomicBool::new(false);
     let vault_down = AtomicBool::new(false);
     let contested = AtomicUsize::new(0);
     let mut gate = std::pin::pin!(gate);
-    let mut detected: Option<D> = None;
+    let mut detected: Option<Mounts> = None;
     let mut running: FuturesUnordered<LocalBoxFuture<'_, Done<'_>>> = FuturesUnordered::new();
     // Paths whose folder is listed (or is not to be), waiting for a slot.
     let mut ready: VecDeque<(usize, &Target, Rc<Listing>)> = VecDeque::new();
@@ -129,8 +130,8 @@ pub(super) async fn pipeline<D: Borrow<Mounts>>(
     let mut denied: Vec<String> = Vec::new();
     // Over a network a new connection costs a round trip (two with TLS) before its first
     // request: open those the requests after the gate will use now, alongside the gate's, rather
-    // than after it.
-    for _ in 1..warm {
+    // than after it. (`HEAD sys/health` carries no token and depends on no answer.)
+    for _ in 0..warm {
         running.push(Box::pin(async {
             vault.warm_connection().await;
             Done::Warm
@@ -139,7 +140,7 @@ pub(super) async fn pipeline<D: Borrow<Mounts>>(
     loop {
         let stop = cancel.load(Ordering::SeqCst) || vault_down.load(Ordering::SeqCst);
         while running.len() < conc {
-            let Some(d) = detected.as_ref().map(|d| -> &Mounts { d.borrow() }) else {
+            let Some(d) = detected.as_ref() else {
                 break;
             };
             // A folder's LIST while fewer paths wait than there are slots; else a path.
@@ -191,7 +192,11 @@ pub(super) async fn pipeline<D: Borrow<Mounts>>(
             };
             let vault_down = &vault_down;
             running.push(Box::pin(async move {
-                let r = seed_one(&ctx, &mount, t, known_absent).await;
+                let r = if t.provided.is_some() {
+                    provided::read(vault, &mount, t, known_absent).await
+                } else {
+                    seed_one(&ctx, &mount, t, known_absent).await
+                };
                 // After its retries, a path found Vault gone (unreachable, timing out, sealed):
                 // start no more work against it; the report says what was done.
                 if r.vault_unavailable {
@@ -204,10 +209,9 @@ pub(super) async fn pipeline<D: Borrow<Mounts>>(
             break;
         }
         tokio::select! {
-            // The gate first: polled before the warm-ups, the mount detection takes the token
-            // check's idle connection instead of opening one (a round trip over a network).
+            // The gate first: its requests go out before the warm-ups'.
             biased;
-            d = &mut gate, if detected.is_none() => detected = Some(d),
+            d = &mut gate, if detected.is_none() => detected = Some(d?),
             Some(done) = running.next() => match done {
                 Done::Warm => {}
                 Done::Listed(members, r) => {
@@ -223,7 +227,7 @@ pub(super) async fn pipeline<D: Borrow<Mounts>>(
         }
     }
     let empty = Mounts::default();
-    let detected: &Mounts = detected.as_ref().map_or(&empty, |d| d.borrow());
+    let detected: &Mounts = detected.as_ref().unwrap_or(&empty);
     let mut notes = detected.notes.clone();
     if !denied.is_empty() {
         denied.sort();
@@ -255,11 +259,11 @@ pub(super) async fn pipeline<D: Borrow<Mounts>>(
     if contested > 0 {
         notes.push(format!("KV v1: {contested} path(s) were contested (another writer wrote them at the same time as this run); they are judged as they stand, not claimed"));
     }
-    Run {
+    Ok(Run {
         paths: results.into_iter().map(|(_, _, r)| r).collect(),
         notes,
         interrupted: cancel.load(Ordering::SeqCst),
-    }
+    })
 }
 
 /// A folder's targets, with their places in spec order.

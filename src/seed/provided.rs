@@ -2,64 +2,47 @@
 //! judged like `verify` reads them ([`super::inspect`]), never written. Present is
 //! `provided-present` (with why, when its validator refuses the value); absent or deleted is
 //! `provided-absent`, which does not fail the run: making it is its provider's work.
+//!
+//! They go through the same pipeline as the paths vault-seed owns ([`super::run`]), under the
+//! same concurrency limit and after the same gate: their folder's LIST goes out with the others',
+//! and each present one is read as soon as that LIST is in, while the owned paths are written.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
-use super::{inspect, FieldResult, Options, Outcome, PathResult, PathState, Progress, Run, Status};
-use crate::mounts::Mounts;
+use super::inspect::{self, PathState, Status};
+use super::{FieldResult, Outcome, PathResult};
+use crate::kv::KvMount;
 use crate::spec::Target;
 use crate::vault::Vault;
 
-/// Seed the targets vault-seed owns with the engine; read and judge the provided ones. The
-/// results are in the targets' order.
-pub(super) async fn run(
+/// Read and judge the provided `t` (absent without a request when its folder's LIST lacks it).
+/// `vault_unavailable` is set when the read found Vault gone, for the pipeline to start no more
+/// work.
+pub(super) async fn read(
     vault: &Vault,
-    detected: &Mounts,
-    targets: &[Target],
-    opts: &Options,
-    cancel: Arc<AtomicBool>,
-    progress: &Progress,
-) -> Run {
-    let (provided, own): (Vec<Target>, Vec<Target>) =
-        targets.iter().cloned().partition(|t| t.provided.is_some());
-    let mut run = if own.is_empty() {
-        Run {
-            paths: Vec::new(),
-            notes: detected.notes.clone(),
-            interrupted: false,
-        }
-    } else {
-        Box::pin(super::pipeline(
-            vault,
-            std::future::ready(detected),
-            0,
-            &own,
-            opts,
-            cancel.clone(),
-            progress,
-        ))
-        .await
-    };
-    let read = inspect(vault, detected, &provided, opts.concurrency).await;
-    for _ in &read.paths {
-        progress();
-    }
-    run.notes.extend(read.notes);
-    run.paths.extend(read.paths.into_iter().map(result));
-    // Spec order: by each target's place in `targets` (paths are unique in an environment).
+    mount: &KvMount,
+    t: &Target,
+    known_absent: bool,
+) -> PathResult {
+    let read = inspect::read_known(vault, mount, t, known_absent).await;
+    let down = read.vault_unavailable;
+    let mut r = result(PathState::from(read));
+    r.vault_unavailable = down;
+    r
+}
+
+/// `paths` in the order of their targets in `targets` (paths are unique in an environment): with
+/// provided paths, a path on a mount that cannot be used keeps its place too.
+pub(super) fn in_spec_order(paths: &mut [PathResult], targets: &[Target]) {
     let place: std::collections::HashMap<String, usize> = targets
         .iter()
         .enumerate()
         .map(|(i, t)| (t.full_path(), i))
         .collect();
-    run.paths.sort_by_key(|p| {
+    paths.sort_by_key(|p| {
         place
             .get(&p.target.full_path())
             .copied()
             .unwrap_or(usize::MAX)
     });
-    run
 }
 
 /// A provided path's state as `apply` reports it.

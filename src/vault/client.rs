@@ -241,6 +241,28 @@ impl Vault {
         })
     }
 
+    /// The same client, its open connections included, with another token (the one a login
+    /// returned): the requests after a login reuse the login's connection instead of opening
+    /// one (a round trip over a network, two with TLS). Used in the runtime that opened them
+    /// (a connection lives in the runtime it was opened in).
+    pub fn with_token(
+        &self,
+        token: &SecretString,
+        namespace: Option<&str>,
+    ) -> Result<Vault, VaultError> {
+        Ok(Vault {
+            http: self.http.clone(),
+            base: self.base.clone(),
+            auth: Auth::new(token, namespace)?,
+            addr: self.addr.clone(),
+            answer_timeout: self.answer_timeout,
+            client_timeout: self.client_timeout,
+            give_up_after: self.give_up_after,
+            last_notice: Mutex::new(None),
+            requests: AtomicU64::new(0),
+        })
+    }
+
     /// Vault's address.
     pub fn addr(&self) -> &str {
         &self.addr

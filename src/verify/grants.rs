@@ -300,8 +300,12 @@ async fn check_for(
     // Read and evaluate them here.
     let mut policies: Vec<Policy> = Vec::new();
     let mut unreadable = Vec::new();
-    for name in &eso.all() {
-        match vault.read_policy(name).await {
+    // Every policy read at once (over a network, one round trip for them all); judged in name
+    // order, as before.
+    let names = eso.all();
+    let texts = futures::future::join_all(names.iter().map(|n| vault.read_policy(n))).await;
+    for (name, text) in names.iter().zip(texts) {
+        match text {
             Ok(Some(text)) => match acl::parse(name, &text) {
                 Ok(p) => policies.push(p),
                 Err(e) => {
@@ -446,12 +450,20 @@ async fn eso_policies(
     let name = who.name();
     let mut names: Vec<String> = Vec::new();
     let mut roles = Vec::new();
-    for (spec, _) in &plan.specs {
+    // Every spec's auth role read at once; judged in spec order, as before.
+    let answers = futures::future::join_all(plan.specs.iter().map(|(spec, _)| async move {
+        match access_of(who, spec).1 {
+            Some(role) => Some(vault.role_tokens(&role.mount, &role.name).await),
+            None => None,
+        }
+    }))
+    .await;
+    for ((spec, _), answer) in plan.specs.iter().zip(answers) {
         let (policies, role) = access_of(who, spec);
         names.extend(policies.iter().cloned());
-        if let Some(role) = role {
+        if let (Some(role), Some(answer)) = (role, answer) {
             let role_path = format!("auth/{}/role/{}", role.mount, role.name);
-            match vault.role_tokens(&role.mount, &role.name).await {
+            match answer {
                 Ok(Some(r)) => {
                     names.extend(r.policies.iter().cloned());
                     roles.push(r);

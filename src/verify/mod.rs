@@ -194,19 +194,26 @@ pub async fn run(
     req: &Request,
     progress: &dyn Fn(Progress<'_>),
 ) -> Verification {
-    let inspection = crate::seed::inspect(vault, mounts, &plan.targets, req.concurrency).await;
-    let values = values::judge(&inspection, req.strict, &plan.shared_names);
     let detected = |mount: &str| mounts.version(mount);
-    let policy = if req.wants(PartName::Policy) || req.wants(PartName::Kube) {
-        Some(
-            match grants::check(vault, plan, &detected, req.eso_token.as_ref()).await {
-                Ok(p) => Checked::Done(p),
-                Err(e) => Checked::failed(e.to_string(), e.help()),
-            },
-        )
-    } else {
-        None
+    // The values and the policy part at once: neither needs the other's answers (over a
+    // network, the policy part's round trips are paid while the values are read).
+    let policy = async {
+        if req.wants(PartName::Policy) || req.wants(PartName::Kube) {
+            Some(
+                match grants::check(vault, plan, &detected, req.eso_token.as_ref()).await {
+                    Ok(p) => Checked::Done(p),
+                    Err(e) => Checked::failed(e.to_string(), e.help()),
+                },
+            )
+        } else {
+            None
+        }
     };
+    let (inspection, policy) = futures::join!(
+        crate::seed::inspect(vault, mounts, &plan.targets, req.concurrency),
+        policy
+    );
+    let values = values::judge(&inspection, req.strict, &plan.shared_names);
     let mut notes = Vec::new();
     // One `--wait` for the cluster's parts together, counted from here.
     let deadline = req.wait.map(|w| std::time::Instant::now() + w);

@@ -1180,28 +1180,27 @@ fn assert_no_value_in(bao: &OpenBao, paths: &[String], text: &str) {
 }
 
 #[test]
-fn the_connections_of_the_first_writes_are_opened_while_the_mount_detection_is_out() {
-    use std::sync::atomic::Ordering;
-    use std::time::{Duration, Instant};
-    // Over a network each new connection costs a round trip (two with TLS) before its first
-    // request. The real spec's six writes go out together: their connections are opened while
-    // the mount detection is out, not after it (bench/latency counts the round trip saved). The
-    // proxy holds the mount detection until six connections are open; a run that opens them
-    // only for the writes never gets there, and the hold gives up after a minute.
+fn the_mount_detection_and_the_connections_go_out_with_the_token_check_and_nothing_else_before_both_are_answered(
+) {
+    use common::proxy::{first, recording, seen};
+    // Over a network each exchange costs a round trip: the token check, the mount detection and
+    // the connections of the first writes (each a round trip before its first request) go out
+    // at once (bench/latency counts the round trips). The proxy holds the token check until the
+    // mount detection has been answered and the seven warm-ups are out (nine connections for
+    // the real spec's nine paths: the token check's, the mount detection's, seven more); a run
+    // that sends them only after the token check never gets there (the hold lets go after a
+    // minute). Nothing that depends on either answer goes before both are in.
     let bao = OpenBao::dev();
-    let held_until = std::sync::Arc::new(std::sync::Mutex::new(None));
-    let (proxy, seen) = watching_proxy(&bao, {
-        let held_until = held_until.clone();
-        move |line, accepted| {
-            if line.starts_with("GET /v1/sys/internal/ui/mounts/") {
-                let start = Instant::now();
-                while accepted.load(Ordering::SeqCst) < 6
-                    && start.elapsed() < Duration::from_secs(60)
-                {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                *held_until.lock().unwrap() = Some(accepted.load(Ordering::SeqCst));
-            }
+    let (proxy, events) = recording(&bao.addr, |line, events| {
+        if line == "GET /v1/auth/token/lookup-self" {
+            events.wait_until(|log, _| {
+                seen(log, "answered GET /v1/sys/internal/ui/mounts/")
+                    && log
+                        .iter()
+                        .filter(|e| *e == "sent HEAD /v1/sys/health")
+                        .count()
+                        >= 7
+            });
         }
     });
     let out = Run::new(&bao)
@@ -1211,26 +1210,30 @@ fn the_connections_of_the_first_writes_are_opened_while_the_mount_detection_is_o
         .output()
         .expect_code(0);
     assert_eq!(out.json()["summary"]["created"], 6, "{}", out.stdout_text());
-    let seen = seen.lock().unwrap().clone();
-    // The token check went first, alone: a token that fails it sends nothing else. The mount
-    // detection then went on its connection, the warm-ups on new ones.
-    assert_eq!(
-        seen[0],
-        ("GET /v1/auth/token/lookup-self".to_string(), 0),
-        "{seen:?}"
+    let log = events.log();
+    let token_sent = first(&log, "sent GET /v1/auth/token/lookup-self").unwrap();
+    let token_answered = first(&log, "answered GET /v1/auth/token/lookup-self").unwrap();
+    let mounts_answered = first(&log, "answered GET /v1/sys/internal/ui/mounts/").unwrap();
+    assert!(
+        mounts_answered < token_sent,
+        "the mount detection waited for the token check: {log:#?}"
     );
-    let mounts = seen
+    let opened_before = log[..token_sent]
         .iter()
-        .find(|(l, _)| l.starts_with("GET /v1/sys/internal/ui/mounts/"))
-        .unwrap();
+        .filter(|e| *e == "sent HEAD /v1/sys/health")
+        .count();
     assert_eq!(
-        mounts.1, 0,
-        "the mount detection paid for a new connection: {seen:?}"
+        opened_before, 7,
+        "warm-ups before the token check: {log:#?}"
     );
-    assert_eq!(
-        *held_until.lock().unwrap(),
-        Some(6),
-        "connections open when the mount detection was answered: {seen:?}"
+    // No LIST, read or write before both answers were in.
+    let first_dependent = log
+        .iter()
+        .position(|e| e.starts_with("sent ") && !common::proxy::start_up(e))
+        .unwrap();
+    assert!(
+        first_dependent > token_answered && first_dependent > mounts_answered,
+        "{log:#?}"
     );
     // The generated ones (the placeholders' markers are no secret).
     let paths: Vec<String> = REAL
@@ -1239,6 +1242,84 @@ fn the_connections_of_the_first_writes_are_opened_while_the_mount_detection_is_o
         .map(|(n, _)| format!("{FOLDER}/{n}"))
         .collect();
     assert_no_value_in(&bao, &paths, &out.all_text());
+}
+
+#[test]
+fn a_refused_token_is_the_error_though_the_mount_detection_answered_and_nothing_is_listed() {
+    use common::proxy::{first, recording, seen};
+    // The mount detection goes with the token check and is answered first (the proxy holds the
+    // token check until then): the token check's refusal is still the error, and no LIST, read
+    // or write follows.
+    let bao = OpenBao::dev();
+    for command in ["apply", "plan"] {
+        let (proxy, events) = recording(&bao.addr, |line, events| {
+            if line == "GET /v1/auth/token/lookup-self" {
+                events.wait_until(|log, _| seen(log, "answered GET /v1/sys/internal/ui/mounts/"));
+            }
+        });
+        let out = Run::new(&bao)
+            .real_specs()
+            .addr(&proxy.addr)
+            .token("hvs.not-a-token-4f1c")
+            .args([command, ENV])
+            .output()
+            .expect_code(1);
+        let err = out.stderr_text();
+        assert!(
+            err.contains("Vault rejected the token: it is missing, expired or revoked"),
+            "{err}"
+        );
+        assert!(!out.all_text().contains("hvs.not-a-token-4f1c"), "{err}");
+        let log = events.log();
+        let mounts = first(&log, "answered GET /v1/sys/internal/ui/mounts/");
+        let token = first(&log, "answered GET /v1/auth/token/lookup-self");
+        assert!(mounts.unwrap() < token.unwrap(), "{log:#?}");
+        assert!(
+            !log.iter()
+                .any(|e| e.starts_with("sent ") && !common::proxy::start_up(e)),
+            "{command}: {log:#?}"
+        );
+    }
+    assert_eq!(
+        bao.kv_version("secret", &format!("{FOLDER}/ZITADEL_MASTERKEY")),
+        None
+    );
+}
+
+#[test]
+fn the_mounts_of_a_run_are_detected_at_once() {
+    use common::proxy::{recording, seen};
+    // Two mounts: the detection of the first (in name order) is held until the second's is out;
+    // one after the other, it never is (the hold lets go after a minute).
+    let bao = OpenBao::dev();
+    bao.mount_kv("other", 2);
+    let dir = tempfile::tempdir().unwrap();
+    for (file, mount) in [("a.toml", "secret"), ("b.toml", "other")] {
+        std::fs::write(
+            dir.path().join(file),
+            format!("[vault]\nmount = \"{mount}\"\npath = \"two/{{env}}\"\n[environments.dev]\nvault_addr = \"{}\"\n[secrets.{mount}-A]\ndescription = \"a\"\nfields.password = {{ generator = \"hex32\" }}\n", bao.addr),
+        )
+        .unwrap();
+    }
+    let (proxy, events) = recording(&bao.addr, |line, events| {
+        if line == "GET /v1/sys/internal/ui/mounts/other" {
+            events.wait_until(|log, _| seen(log, "sent GET /v1/sys/internal/ui/mounts/secret"));
+        }
+    });
+    let out = Run::new(&bao)
+        .specs(dir.path())
+        .addr(&proxy.addr)
+        .args(["apply", "dev", "-o", "json"])
+        .output()
+        .expect_code(0);
+    assert_eq!(out.json()["summary"]["created"], 2, "{}", out.stdout_text());
+    let log = events.log();
+    let at = |e: &str| log.iter().position(|x| x == e).unwrap();
+    assert!(
+        at("sent GET /v1/sys/internal/ui/mounts/secret")
+            < at("answered GET /v1/sys/internal/ui/mounts/other"),
+        "{log:#?}"
+    );
 }
 
 #[test]

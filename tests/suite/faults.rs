@@ -25,6 +25,12 @@ fn spec_with(n: usize, addr: &str) -> tempfile::TempDir {
     common::spec_dir(&s)
 }
 
+/// Whether every request in `sent` is one of those sent before the token check is answered
+/// (docs/apply.md): none that depends on its answer (a LIST, a read, a write).
+fn only_start_up(sent: &[String]) -> bool {
+    sent.iter().all(|l| common::proxy::start_up(l))
+}
+
 /// `apply dev -o json` on `specs`, against `bao` reached at `addr` (the server or a proxy).
 fn apply(bao: &OpenBao, addr: &str, specs: &std::path::Path) -> Run {
     Run::new(bao)
@@ -131,12 +137,14 @@ fn a_sealed_server_is_named_and_nothing_is_written() {
     assert!(err.contains("unseal it"), "{err}");
     let doc = out.json();
     assert_eq!(doc["ok"], false);
-    // It stopped at the first request (the token check), before any write was attempted.
-    assert_eq!(
-        *sent.lock().unwrap(),
-        ["GET /v1/auth/token/lookup-self"],
-        "{err}"
+    // It stopped at the token check, before any LIST, read or write: the mount detection
+    // (sent with it) and the warm-ups went before its answer, nothing after.
+    let sent = sent.lock().unwrap().clone();
+    assert!(
+        sent.contains(&"GET /v1/auth/token/lookup-self".to_string()),
+        "{sent:?}"
     );
+    assert!(only_start_up(&sent), "{sent:?}\n{err}");
     // Nothing was written: unsealed again, the folder does not exist.
     bao.unseal();
     let (s, body) = bao.api("LIST", "secret/metadata/faults/dev", None);
@@ -255,14 +263,29 @@ fn transient_faults_are_retried_and_every_path_ends_at_version_one() {
 #[test]
 fn when_faults_outlast_the_retry_cap_the_run_stops_with_a_clear_error() {
     let bao = OpenBao::dev();
-    let proxy = FaultProxy::start(&bao.addr, |_| Fault::Status(502));
+    // Every request answered 502 (and its connection closed), as Fault::Status(502) does.
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let proxy = FaultProxy::with_hook(&bao.addr, {
+        let sent = sent.clone();
+        Arc::new(move |chunk: &[u8]| {
+            sent.lock().unwrap().extend(request_line(chunk));
+            Verdict::Answer(502)
+        })
+    });
     let dir = spec_with(2, &proxy.addr);
     let out = apply(&bao, &proxy.addr, dir.path()).output();
     assert_eq!(out.status.code(), Some(1));
     let err = out.stderr_text();
     assert!(err.contains("answered HTTP 502"), "{err}");
-    // 1 attempt + 5 retries.
-    assert_eq!(proxy.connections.load(Ordering::SeqCst), 6);
+    // The token check: 1 attempt + 5 retries. The mount detection went with it (retried in
+    // the same way until the token check gave up); nothing else.
+    let sent = sent.lock().unwrap().clone();
+    let checks = sent
+        .iter()
+        .filter(|l| *l == "GET /v1/auth/token/lookup-self")
+        .count();
+    assert_eq!(checks, 6, "{sent:?}");
+    assert!(only_start_up(&sent), "{sent:?}");
 }
 
 #[test]
@@ -401,10 +424,19 @@ impl Gate {
 #[test]
 fn a_server_that_never_answers_is_retried_visibly_and_given_up_on_in_bounded_time() {
     let silent = Silent::start();
-    let dir = spec_with(2, &silent.addr);
+    // What is sent to it, as a proxy in front of it sees it.
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let proxy = FaultProxy::with_hook(&silent.addr, {
+        let sent = sent.clone();
+        Arc::new(move |chunk: &[u8]| {
+            sent.lock().unwrap().extend(request_line(chunk));
+            Verdict::Forward
+        })
+    });
+    let dir = spec_with(2, &proxy.addr);
     let start = Instant::now();
     let out = Run::offline()
-        .addr(&silent.addr)
+        .addr(&proxy.addr)
         .token("t")
         .env("VAULT_SEED_GIVE_UP_AFTER", "5s")
         .specs(dir.path())
@@ -423,7 +455,7 @@ fn a_server_that_never_answers_is_retried_visibly_and_given_up_on_in_bounded_tim
     assert!(
         err.contains(&format!(
             "error: Vault at `{}` did not answer GET `auth/token/lookup-self` in 1s; gave up after",
-            silent.addr
+            proxy.addr
         )),
         "{err}"
     );
@@ -432,8 +464,15 @@ fn a_server_that_never_answers_is_retried_visibly_and_given_up_on_in_bounded_tim
         err.contains("help: Vault accepted the connection but did not answer"),
         "{err}"
     );
-    let attempts = silent.connections.load(Ordering::SeqCst);
-    assert!((3..=6).contains(&attempts), "{attempts} attempts");
+    // The token check's attempts; the mount detection went with them, and nothing else.
+    let sent = sent.lock().unwrap().clone();
+    let attempts = sent
+        .iter()
+        .filter(|l| *l == "GET /v1/auth/token/lookup-self")
+        .count();
+    assert!((3..=6).contains(&attempts), "{attempts} attempts: {sent:?}");
+    assert!(only_start_up(&sent), "{sent:?}");
+    assert!(silent.connections.load(Ordering::SeqCst) >= 3);
     // Bounded: the 5s limit and the last attempt's 1s, with room for a slow machine.
     assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
 }

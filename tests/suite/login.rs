@@ -797,6 +797,47 @@ fn approle_login_from_files_and_a_wrong_secret_id_refused_unshown() {
 }
 
 #[test]
+fn the_requests_after_a_login_reuse_its_connection() {
+    // Over a network a new connection costs a round trip (two with TLS): the token check after
+    // a login goes on the login's connection. One request at a time after the start-up
+    // (`--concurrency 1`: no connection opened ahead), the run opens three: the login's (then
+    // the token check's), the mount detection's (sent with the token check), and the
+    // revocation's at the end (on a runtime of its own). A session with a client of its own
+    // opens a fourth.
+    let bao = OpenBao::dev();
+    let (role_id, secret_id) = approle(&bao, None, "approle");
+    let dir = tempfile::tempdir().unwrap();
+    let role_file = write(dir.path(), "role-id", &role_id);
+    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    let before = accessors(&bao);
+    let rec = Recorder::start(&bao);
+    let out = seed(&rec, dir.path())
+        .env("VAULT_SEED_AUTH", "approle")
+        .env("VAULT_SEED_ROLE_ID_FILE", &role_file)
+        .env("VAULT_SEED_SECRET_ID_FILE", &secret_file)
+        .args(["apply", "auh1-dev", "--concurrency", "1"])
+        .output();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(rec.count("POST /v1/auth/approle/login"), 1);
+    assert_eq!(rec.count("POST /v1/auth/token/revoke-self"), 1);
+    assert_eq!(
+        rec.proxy
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst),
+        3,
+        "{:?}",
+        rec.requests()
+    );
+    let token = rec.tokens().into_iter().next().expect("a token");
+    assert!(!token_alive(&bao, &token));
+    assert_eq!(accessors(&bao), before);
+    let written = values(&bao);
+    let mut secrets = vec![secret_id.as_str(), token.as_str()];
+    secrets.extend(written.iter().map(String::as_str).filter(|v| v.len() >= 8));
+    never_shown(&out, &secrets);
+}
+
+#[test]
 fn the_login_happens_in_the_namespace() {
     let bao = OpenBao::dev();
     let (s, b) = bao.api("POST", "sys/namespaces/team", Some(&json!({})));

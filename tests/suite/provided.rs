@@ -147,6 +147,59 @@ fn an_absent_provided_path_waits_in_apply_and_fails_verify_naming_the_provider()
     no_value_in(&bao, &[&plan, &apply, &again, &verify]);
 }
 
+/// The provided paths are read in the same pipeline as the owned ones are written, not after
+/// them: the proxy holds the first write of an owned path until all three provided reads are
+/// out. Read after the owned paths (as before), they never are while it holds (it lets go after
+/// a minute) and the test fails. Everything else as before: present, judged, never written.
+#[test]
+fn the_provided_paths_are_read_while_the_owned_paths_are_written() {
+    use common::proxy::{recording, Events};
+    let bao = OpenBao::dev();
+    bao.ask_db_pushes();
+    const READ: &str = "sent GET /v1/secret/data/ask/postgresql/auh1-dev/";
+    let reads = |log: &[String]| log.iter().filter(|e| e.starts_with(READ)).count();
+    let (proxy, events) = recording(&bao.addr, move |line, events: &Events| {
+        if line.starts_with("POST /v1/secret/data/ask/core-service/") {
+            events.wait_until(|log, _| reads(log) == 3);
+        }
+    });
+    let out = Run::new(&bao)
+        .real_specs()
+        .addr(&proxy.addr)
+        .args(["apply", ENV, "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
+    assert_eq!(doc["summary"]["created"], 6, "{doc}");
+    assert_eq!(doc["summary"]["provided_present"], 3, "{doc}");
+    let log = events.log();
+    let first_write = log
+        .iter()
+        .position(|e| e.starts_with("sent POST /v1/secret/data/ask/core-service/"))
+        .unwrap();
+    assert_eq!(reads(&log[..first_write]), 3, "{log:#?}");
+    // Rows in spec order; the provided paths untouched.
+    let outcomes: Vec<&str> = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes[..6], ["created"; 6]);
+    assert_eq!(outcomes[6..], ["provided-present"; 3]);
+    assert!(!log.iter().any(
+        |e| e.starts_with("sent POST /v1/secret/data/ask/postgresql/")
+            || e.starts_with("sent POST /v1/secret/metadata/ask/postgresql/")
+    ));
+    for (name, _) in ASK_DB_PASSWORDS {
+        assert_eq!(
+            bao.kv_version("secret", &format!("ask/postgresql/auh1-dev/{name}")),
+            Some(1)
+        );
+    }
+    no_value_in(&bao, &[&out]);
+}
+
 /// The cluster once ask-db has pushed: `core-service-secret` reads a provided path (as the
 /// runbook's secrets app does) and is Ready; its Secret has every key.
 fn cluster_reading_a_provided_path() -> FakeKube {

@@ -946,3 +946,88 @@ fn hostile_cluster_text_is_clean_and_bounded() {
 fn es_of<'a>(doc: &'a Value, name: &str) -> &'a Value {
     es(doc, name)
 }
+
+#[test]
+fn verify_sends_the_mount_detection_and_opens_its_connections_with_the_token_check() {
+    use common::proxy::{first, recording, seen};
+    // The proxy holds the token check until the mount detection has been answered and nine
+    // warm-ups are out (eleven connections: the token check's, the mount detection's, seven more
+    // for the nine reads after them, two for ESO's two policies read with them); one after the
+    // other, they never are (the hold lets go after a minute). Nothing is read before both
+    // answers are in.
+    let bao = vault_with(RUNBOOK_POLICY);
+    let (proxy, events) = recording(&bao.addr, |line, events| {
+        if line == "GET /v1/auth/token/lookup-self" {
+            events.wait_until(|log, _| {
+                seen(log, "answered GET /v1/sys/internal/ui/mounts/")
+                    && log
+                        .iter()
+                        .filter(|e| *e == "sent HEAD /v1/sys/health")
+                        .count()
+                        >= 9
+            });
+        }
+    });
+    let out = Run::new(&bao)
+        .real_specs()
+        .addr(&proxy.addr)
+        .args(["verify", "auh1-dev", "--skip-kube"])
+        .output()
+        .expect_code(0);
+    has(&out.stdout_text(), "verify auh1-dev: done");
+    let log = events.log();
+    let token_sent = first(&log, "sent GET /v1/auth/token/lookup-self").unwrap();
+    let token_answered = first(&log, "answered GET /v1/auth/token/lookup-self").unwrap();
+    let mounts_answered = first(&log, "answered GET /v1/sys/internal/ui/mounts/").unwrap();
+    assert!(mounts_answered < token_sent, "{log:#?}");
+    let ahead = log[..token_sent]
+        .iter()
+        .filter(|e| *e == "sent HEAD /v1/sys/health")
+        .count();
+    assert_eq!(ahead, 9, "{log:#?}");
+    let first_dependent = log
+        .iter()
+        .position(|e| e.starts_with("sent ") && !common::proxy::start_up(e))
+        .unwrap();
+    assert!(first_dependent > token_answered, "{log:#?}");
+}
+
+#[test]
+fn verify_reads_the_policies_while_it_reads_the_values() {
+    use common::proxy::{recording, seen};
+    // The policy part goes while the values are read, its policies read at once: the proxy
+    // holds the first read of a value until both of ESO's policies (`default`, `eso-ask-push`)
+    // have been asked for, and the read of `default` until `eso-ask-push`'s is out. Read one
+    // after the other, or after the values, they never are (the holds let go after a minute).
+    let bao = vault_with(RUNBOOK_POLICY);
+    let (proxy, events) = recording(&bao.addr, |line, events| {
+        if line.starts_with("GET /v1/secret/data/") {
+            events.wait_until(|log, _| {
+                seen(log, "sent GET /v1/sys/policies/acl/default")
+                    && seen(log, "sent GET /v1/sys/policies/acl/eso-ask-push")
+            });
+        } else if line == "GET /v1/sys/policies/acl/default" {
+            events.wait_until(|log, _| seen(log, "sent GET /v1/sys/policies/acl/eso-ask-push"));
+        }
+    });
+    let out = Run::new(&bao)
+        .real_specs()
+        .addr(&proxy.addr)
+        .args(["verify", "auh1-dev", "--skip-kube", "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
+    assert_eq!(doc["vault"]["ok"], true, "{doc}");
+    assert_eq!(doc["policy"]["ok"], true, "{doc}");
+    let log = events.log();
+    let at = |e: &str| log.iter().position(|x| x.starts_with(e)).unwrap();
+    assert!(
+        at("sent GET /v1/sys/policies/acl/eso-ask-push")
+            < at("answered GET /v1/sys/policies/acl/default"),
+        "{log:#?}"
+    );
+    assert!(
+        at("sent GET /v1/sys/policies/acl/eso-ask-push") < at("sent GET /v1/secret/data/"),
+        "{log:#?}"
+    );
+}

@@ -1,15 +1,16 @@
 //! A TCP proxy on loopback that injects faults between vault-seed and OpenBao. What it does is
 //! decided by counts and events, never by the clock, so a loaded machine sees the same faults as
-//! a quiet one: per connection (answer a status itself, or hold the request until the client
+//! a quiet one: per connection (hold the request until the client
 //! gives up), or per request, by a hook that sees the first bytes of each request before they
 //! are forwarded and decides (forward it, lose it, answer it, or let it reach the server and lose
 //! the answer). A hook may also block, holding that request, until the test lets it go.
+//! [`recording`] logs each request and answer in order, for tests of what waits for what.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -33,16 +34,22 @@ pub enum Verdict {
 /// before vault-seed's write reaches the server), fail chosen requests, or block to hold one.
 pub type Hook = Arc<dyn Fn(&[u8]) -> Verdict + Send + Sync>;
 
+/// Called with a request's line (`GET /v1/sys/health`) when the first bytes of its answer are in
+/// from the server, just before they are passed on to the client: an event a test can wait for
+/// ("the mount detection has been answered"), and that comes before anything the client sends
+/// because of that answer.
+pub type Answered = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// What to do with one connection.
 #[derive(Clone)]
 pub enum Fault {
-    /// Read the request, answer with this HTTP status and `Connection: close`.
-    Status(u16),
     /// Read the request and never answer: a server slower than any timeout. The connection
     /// closes when the client gives up on it.
     Stall,
     /// Forward both ways, asking the hook about each chunk the client sends.
     Requests(Hook),
+    /// As `Requests`, and told when each request's answer reaches the client.
+    Watched(Hook, Answered),
 }
 
 /// A running proxy; stops when dropped.
@@ -174,12 +181,6 @@ impl Flaky {
     }
 }
 
-fn read_request(client: &mut TcpStream) {
-    let _ = client.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut buf = [0u8; 8192];
-    let _ = client.read(&mut buf);
-}
-
 fn answer(client: &mut TcpStream, code: u16) {
     let body = format!("{{\"errors\":[\"injected fault {code}\"]}}");
     let _ = write!(
@@ -191,22 +192,18 @@ fn answer(client: &mut TcpStream, code: u16) {
 
 fn handle(mut client: TcpStream, upstream: &str, fault: Fault) {
     match fault {
-        Fault::Status(code) => {
-            read_request(&mut client);
-            answer(&mut client, code);
-            let _ = client.shutdown(Shutdown::Both);
-        }
         Fault::Stall => {
             // Keep reading (and ignoring) until the client closes its side.
             let mut buf = [0u8; 8192];
             while matches!(client.read(&mut buf), Ok(n) if n > 0) {}
             let _ = client.shutdown(Shutdown::Both);
         }
-        Fault::Requests(hook) => forward(client, upstream, hook),
+        Fault::Requests(hook) => forward(client, upstream, hook, None),
+        Fault::Watched(hook, answered) => forward(client, upstream, hook, Some(answered)),
     }
 }
 
-fn forward(client: TcpStream, upstream: &str, hook: Hook) {
+fn forward(client: TcpStream, upstream: &str, hook: Hook, answered: Option<Answered>) {
     let Ok(server) = TcpStream::connect(upstream) else {
         let _ = client.shutdown(Shutdown::Both);
         return;
@@ -227,13 +224,18 @@ fn forward(client: TcpStream, upstream: &str, hook: Hook) {
         return;
     };
     let lose_answer = Arc::new(AtomicBool::new(false));
+    // The request whose answer has not begun yet (one at a time per connection).
+    let pending: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
     let up = {
-        let (cut, lose_answer) = (cut.clone(), lose_answer.clone());
+        let (cut, lose_answer, pending) = (cut.clone(), lose_answer.clone(), pending.clone());
         std::thread::spawn(move || {
             let mut buf = vec![0u8; 64 * 1024];
             while let Ok(n) = c_read.read(&mut buf) {
                 if n == 0 {
                     break;
+                }
+                if let Some(line) = request_line(&buf[..n]) {
+                    *pending.lock().unwrap() = Some(line);
                 }
                 match hook(&buf[..n]) {
                     Verdict::Forward => {}
@@ -265,10 +267,116 @@ fn forward(client: TcpStream, upstream: &str, hook: Hook) {
             cut();
             break;
         }
+        if let Some(answered) = &answered {
+            let line = pending.lock().unwrap().take();
+            if let Some(line) = line {
+                answered(&line);
+            }
+        }
         if c_write.write_all(&buf[..n]).is_err() {
             break;
         }
     }
     let _ = c_write.shutdown(Shutdown::Both);
     let _ = up.join();
+}
+
+/// What a [`recording`] proxy saw, in order: `sent <request line>` when a request is passed on to
+/// the server (after its hold), `answered <request line>` when its answer comes back (before it
+/// is passed on), and the connections accepted.
+#[derive(Default)]
+pub struct Events {
+    log: Mutex<Vec<String>>,
+    accepted: AtomicU64,
+    changed: Condvar,
+}
+
+impl Events {
+    /// The events so far.
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> u64 {
+        self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Wait until `cond(events, connections accepted)` holds: an event, not a time. A run that
+    /// never gets there is let go after a minute (so a test fails on its assertions, not by
+    /// hanging); returns whether it held.
+    pub fn wait_until(&self, cond: impl Fn(&[String], u64) -> bool) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut log = self.log.lock().unwrap();
+        loop {
+            if cond(&log, self.accepted()) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            log = self
+                .changed
+                .wait_timeout(log, left.min(Duration::from_millis(50)))
+                .unwrap()
+                .0;
+        }
+    }
+
+    fn push(&self, event: String) {
+        self.log.lock().unwrap().push(event);
+        self.changed.notify_all();
+    }
+}
+
+/// Whether a request line (`GET /v1/...`, or an event `sent GET /v1/...`) is one that vault-seed
+/// sends before the token check is answered: the token check, the mount detection sent with it,
+/// a warm-up (`HEAD sys/health`, no token). Anything else (a LIST, a read, a write) depends on
+/// their answers.
+pub fn start_up(line: &str) -> bool {
+    let line = line.trim_start_matches("sent ");
+    line == "GET /v1/auth/token/lookup-self"
+        || line.starts_with("GET /v1/sys/internal/ui/mounts/")
+        || line == "HEAD /v1/sys/health"
+}
+
+/// Whether `events` has `event` (`sent GET /v1/...`, `answered LIST /v1/...`), by its start.
+pub fn seen(events: &[String], event: &str) -> bool {
+    events.iter().any(|e| e.starts_with(event))
+}
+
+/// Where `event` (by its start) first is in `events`.
+pub fn first(events: &[String], event: &str) -> Option<usize> {
+    events.iter().position(|e| e.starts_with(event))
+}
+
+/// A proxy to `upstream` that records [`Events`]. `hold(line, events)` is called with each
+/// request line before the request is passed on, and may wait there for other events
+/// ([`Events::wait_until`]), holding that request.
+pub fn recording(
+    upstream: &str,
+    hold: impl Fn(&str, &Events) + Send + Sync + 'static,
+) -> (FaultProxy, Arc<Events>) {
+    let events = Arc::new(Events::default());
+    let hold = Arc::new(hold);
+    let proxy = FaultProxy::start(upstream, {
+        let events = events.clone();
+        move |n| {
+            events.accepted.store(n + 1, Ordering::SeqCst);
+            events.changed.notify_all();
+            let (sent, answered, hold) = (events.clone(), events.clone(), hold.clone());
+            Fault::Watched(
+                Arc::new(move |chunk: &[u8]| {
+                    if let Some(line) = request_line(chunk) {
+                        hold(&line, &sent);
+                        sent.push(format!("sent {line}"));
+                    }
+                    Verdict::Forward
+                }),
+                Arc::new(move |line: &str| answered.push(format!("answered {line}"))),
+            )
+        }
+    });
+    (proxy, events)
 }
