@@ -101,7 +101,7 @@ pub async fn run<E>(
 /// less those the gate's own requests open (the token check's and one per mount detection, all
 /// out at the same time). `apply`, `plan` and `verify` open them ([`Vault::warm_connection`]).
 pub fn connections_ahead(targets: &[Target], concurrency: usize) -> usize {
-    let mounts: HashSet<&str> = targets.iter().map(|t| t.mount.as_str()).collect();
+    let mounts: HashSet<&str> = targets.iter().map(|t| &*t.mount).collect();
     (concurrency.max(1).min(targets.len())).saturating_sub(1 + mounts.len())
 }
 
