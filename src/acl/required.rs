@@ -2,6 +2,7 @@
 //! and what the Vault Secrets Operator needs, from the spec's `[vso]`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -45,8 +46,9 @@ pub struct Requirement {
     pub capabilities: Capabilities,
     /// Why.
     pub uses: Vec<Use>,
-    /// The folder rule that grants it as the runbook does (`secret/data/ask/core-service/*`).
-    pub folder_rule: String,
+    /// The folder rule that grants it as the runbook does (`secret/data/ask/core-service/*`);
+    /// one per folder, shared by its paths' requirements.
+    pub folder_rule: Arc<str>,
     /// The top-level parameters of the write ESO sends here (PushSecret); empty when it only
     /// reads or lists. OpenBao checks a rule's parameter constraints against them.
     #[serde(skip)]
@@ -84,25 +86,22 @@ pub fn requirements(
     plan: &EnvPlan<'_>,
     detected: &dyn Fn(&str) -> Option<KvVersion>,
 ) -> Vec<Requirement> {
-    let mut by_path: BTreeMap<String, Requirement> = BTreeMap::new();
-    let mut add =
-        |path: String, caps: &[Capability], why: Use, folder_rule: &str, params: Vec<Param>| {
-            let r = by_path.entry(path.clone()).or_insert_with(|| Requirement {
-                path,
-                capabilities: Capabilities::new(),
-                uses: Vec::new(),
-                folder_rule: folder_rule.to_string(),
-                params: Vec::new(),
-            });
-            r.capabilities.extend(caps.iter().copied());
-            if !params.is_empty() {
-                r.params = params;
-            }
-            if !r.uses.contains(&why) {
-                r.uses.push(why);
-                r.uses.sort();
-            }
-        };
+    // Every need as it comes, then merged by path ([`merged`]): a map by path held each path
+    // twice (its key and the requirement's), at 100,000 paths the most `policy` held.
+    let mut all: Vec<Requirement> = Vec::new();
+    let mut add = |path: String,
+                   caps: &[Capability],
+                   why: Use,
+                   folder_rule: &Arc<str>,
+                   params: Vec<Param>| {
+        all.push(Requirement {
+            path,
+            capabilities: caps.iter().copied().collect(),
+            uses: vec![why],
+            folder_rule: Arc::clone(folder_rule),
+            params,
+        });
+    };
     let by_spec = plan.targets_by_spec();
     for (spec, env) in &plan.specs {
         let access = spec.eso.access;
@@ -110,8 +109,8 @@ pub fn requirements(
         let mount = KvMount::new(&spec.vault.mount, kv);
         let base = rule_base(spec, &env.name);
         let (data, meta) = (mount.data_prefix(), mount.metadata_prefix());
-        let data_rule = format!("{data}{base}*");
-        let meta_rule = format!("{meta}{base}*");
+        let data_rule: Arc<str> = format!("{data}{base}*").into();
+        let meta_rule: Arc<str> = format!("{meta}{base}*").into();
         for &t in by_spec.get(&*spec.file).into_iter().flatten() {
             // A path another application provides: ESO reads it; writing it is the provider's
             // business (its own PushSecret and policy), so nothing more is required here.
@@ -180,7 +179,31 @@ pub fn requirements(
             );
         }
     }
-    by_path.into_values().collect()
+    merged(all)
+}
+
+/// One requirement per path, sorted by path: the capabilities and the uses of its needs united,
+/// the folder rule of the first, the parameters of the last that has some (as a map by path
+/// kept them, when each need was added to the path's entry in turn).
+fn merged(mut all: Vec<Requirement>) -> Vec<Requirement> {
+    all.sort_by(|a, b| a.path.cmp(&b.path)); // stable: needs of one path stay in order
+    all.dedup_by(|later, first| {
+        if later.path != first.path {
+            return false;
+        }
+        first.capabilities.append(&mut later.capabilities);
+        if !later.params.is_empty() {
+            first.params = std::mem::take(&mut later.params);
+        }
+        for u in later.uses.drain(..) {
+            if !first.uses.contains(&u) {
+                first.uses.push(u);
+            }
+        }
+        first.uses.sort();
+        true
+    });
+    all
 }
 
 /// Everything the Vault Secrets Operator needs for the secrets of `plan`'s specs that have a
@@ -198,7 +221,8 @@ pub fn vso_requirements(
     for (spec, env) in plan.specs.iter().filter(|(s, _)| s.vso.is_some()) {
         let kv = KvVersion::resolve(spec.vault.kv_version, detected(&spec.vault.mount));
         let mount = KvMount::new(&spec.vault.mount, kv);
-        let data_rule = format!("{}{}*", mount.data_prefix(), rule_base(spec, &env.name));
+        let data_rule: Arc<str> =
+            format!("{}{}*", mount.data_prefix(), rule_base(spec, &env.name)).into();
         for &t in by_spec.get(&*spec.file).into_iter().flatten() {
             // A path another application provides is read under the provider's folder rule.
             let r = match provided_read(spec, t, detected) {
@@ -242,7 +266,7 @@ pub fn provided_read(
         path: mount.data_path(&t.path),
         capabilities: [Capability::Read].into_iter().collect(),
         uses: vec![Use::Read],
-        folder_rule: format!("{}{}*", mount.data_prefix(), folder_base(folder, &t.path)),
+        folder_rule: format!("{}{}*", mount.data_prefix(), folder_base(folder, &t.path)).into(),
         params: Vec::new(),
     })
 }
@@ -319,13 +343,7 @@ fields.password = {}
     /// (path, capabilities, folder rule) of each requirement.
     fn triples(r: &[Requirement]) -> Vec<(&str, Capabilities, &str)> {
         r.iter()
-            .map(|r| {
-                (
-                    r.path.as_str(),
-                    r.capabilities.clone(),
-                    r.folder_rule.as_str(),
-                )
-            })
+            .map(|r| (r.path.as_str(), r.capabilities.clone(), &*r.folder_rule))
             .collect()
     }
 
@@ -339,7 +357,7 @@ fields.password = {}
         let paths: Vec<_> = r.iter().map(|r| r.path.as_str()).collect();
         assert_eq!(paths, ["kv/data/team/app/dev/A", "kv/data/team/app/dev/B"]);
         assert!(r.iter().all(|r| r.capabilities == caps(&[Read])));
-        assert!(r.iter().all(|r| r.folder_rule == "kv/data/team/app/*"));
+        assert!(r.iter().all(|r| &*r.folder_rule == "kv/data/team/app/*"));
         assert!(r.iter().all(|r| r.uses == [Use::Read]));
     }
 
@@ -385,7 +403,7 @@ fields.password = {}
         let r = reqs("\"read\", \"list\"", KvVersion::V1);
         let paths: Vec<_> = r
             .iter()
-            .map(|r| (r.path.as_str(), r.folder_rule.as_str()))
+            .map(|r| (r.path.as_str(), &*r.folder_rule))
             .collect();
         assert_eq!(
             paths,
@@ -438,7 +456,7 @@ fields.password = {}
         assert!(v2.iter().all(|r| r.uses == [Use::StaticSecret]));
         let v1 = vso_requirements(&plan, &|_| Some(KvVersion::V1));
         assert_eq!(v1[0].path, "kv/team/app/dev/A");
-        assert_eq!(v1[0].folder_rule, "kv/team/app/*");
+        assert_eq!(&*v1[0].folder_rule, "kv/team/app/*");
         assert!(requirements(&plan, &|_| Some(KvVersion::V2)).is_empty());
         let (_d, eso_only) = load(&SPEC.replace("\"ACCESS\"", "\"read\""));
         assert!(vso_requirements(&eso_only.plan("dev", &[]).unwrap(), &|_| None).is_empty());
@@ -447,7 +465,7 @@ fields.password = {}
         let r = vso_requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V2));
         let db = r.iter().find(|r| r.path.contains("db-password")).unwrap();
         assert_eq!(
-            (db.path.as_str(), db.folder_rule.as_str()),
+            (db.path.as_str(), &*db.folder_rule),
             ("kv/data/team/db/dev/db-password", "kv/data/team/db/*")
         );
         assert_eq!(
@@ -471,7 +489,7 @@ fields.password = {}
         assert_eq!(db[0].path, "kv/data/team/db/dev/db-password");
         assert_eq!(db[0].capabilities, caps(&[Read]));
         assert_eq!(db[0].uses, [Use::Read]);
-        assert_eq!(db[0].folder_rule, "kv/data/team/db/*");
+        assert_eq!(&*db[0].folder_rule, "kv/data/team/db/*");
         // The spec's own secrets keep their push and list grants.
         assert!(r.iter().any(|r| r.path == "kv/metadata/team/app/dev/A"));
     }
@@ -485,6 +503,6 @@ fields.password = {}
         );
         let r = requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V2));
         assert_eq!(r[0].path, "kv/data/team/dev/app/A");
-        assert_eq!(r[0].folder_rule, "kv/data/team/dev/app/*");
+        assert_eq!(&*r[0].folder_rule, "kv/data/team/dev/app/*");
     }
 }

@@ -57,7 +57,7 @@ pub fn seeder_rules(plan: &EnvPlan<'_>) -> Vec<Rule> {
         // written: `read` on its data path, under the provider's folder, as ESO's read of it.
         for t in &targets {
             if let Some(r) = super::provided_read(spec, t, &detected) {
-                grant(r.folder_rule, &[Read]);
+                grant(r.folder_rule.to_string(), &[Read]);
             }
         }
         if targets.iter().all(|t| t.provided.is_some()) {

@@ -540,7 +540,7 @@ fn from_server(
             };
             let missing: Capabilities = r.capabilities.difference(&granted).copied().collect();
             if !missing.is_empty() {
-                add.entry(r.folder_rule.clone())
+                add.entry(r.folder_rule.to_string())
                     .or_default()
                     .extend(r.capabilities.iter().copied());
             }
@@ -549,7 +549,7 @@ fn from_server(
                 uses: r.uses.clone(),
                 required: r.capabilities.clone(),
                 granted,
-                fix: (!missing.is_empty()).then(|| r.folder_rule.clone()),
+                fix: (!missing.is_empty()).then(|| r.folder_rule.to_string()),
                 missing,
                 refused: Vec::new(),
                 decided_by: None,

@@ -694,7 +694,7 @@ fn suggested_rules_close_the_gaps() {
             before
                 .add
                 .iter()
-                .filter(|r| !reqs.iter().any(|q| q.folder_rule == r.pattern))
+                .filter(|r| !reqs.iter().any(|q| *q.folder_rule == *r.pattern))
                 .count(),
             Ordering::Relaxed,
         );
