@@ -89,8 +89,9 @@ pub struct Refusal {
     pub reason: String,
 }
 
+/// The rules of one pattern, merged across policies (opaque outside this module).
 #[derive(Debug, Clone)]
-struct Merged {
+pub(crate) struct Merged {
     capabilities: Capabilities,
     policies: Vec<String>,
     constraints: Constraints,
@@ -337,6 +338,52 @@ impl Acl {
             }
         }
         acl
+    }
+
+    /// The map that holds `pattern`'s entry, and its key there, as [`Acl::new`] files it.
+    fn slot(&mut self, pattern: &str) -> (&mut BTreeMap<String, Merged>, String) {
+        if has_segment_wildcards(pattern) {
+            (&mut self.segment, pattern.to_string())
+        } else if let Some(prefix) = pattern.strip_suffix('*') {
+            (&mut self.prefix, prefix.to_string())
+        } else {
+            (&mut self.exact, pattern.to_string())
+        }
+    }
+
+    /// Make this ACL's entry for `pattern` what `other` has for it (none when `other` has none):
+    /// this ACL as if one policy's rule of that pattern were gone, when `other` is the ACL of
+    /// the other policies. Returns the entry it had, for [`Acl::restore`].
+    pub(crate) fn take_from(&mut self, pattern: &str, other: &Acl) -> Option<Merged> {
+        let theirs = other.clone_entry(pattern);
+        let (map, key) = self.slot(pattern);
+        match theirs {
+            Some(m) => map.insert(key, m),
+            None => map.remove(&key),
+        }
+    }
+
+    /// Put back the entry [`Acl::take_from`] returned.
+    pub(crate) fn restore(&mut self, pattern: &str, entry: Option<Merged>) {
+        let (map, key) = self.slot(pattern);
+        match entry {
+            Some(m) => {
+                map.insert(key, m);
+            }
+            None => {
+                map.remove(&key);
+            }
+        }
+    }
+
+    fn clone_entry(&self, pattern: &str) -> Option<Merged> {
+        if has_segment_wildcards(pattern) {
+            self.segment.get(pattern).cloned()
+        } else if let Some(prefix) = pattern.strip_suffix('*') {
+            self.prefix.get(prefix).cloned()
+        } else {
+            self.exact.get(pattern).cloned()
+        }
     }
 
     /// What the policies grant on `path` (a full API path such as
