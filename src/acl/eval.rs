@@ -284,6 +284,25 @@ pub struct Acl {
     segment: BTreeMap<String, Merged>,
 }
 
+/// Which of an [`Acl`]'s maps holds a pattern.
+enum Kind {
+    Exact,
+    Prefix,
+    Segment,
+}
+
+/// Where a pattern is filed, and its key there: patterns with `+` segments as written, ones
+/// ending in `*` without it, the others as they are.
+fn filed(pattern: &str) -> (Kind, &str) {
+    if has_segment_wildcards(pattern) {
+        (Kind::Segment, pattern)
+    } else if let Some(prefix) = pattern.strip_suffix('*') {
+        (Kind::Prefix, prefix)
+    } else {
+        (Kind::Exact, pattern)
+    }
+}
+
 /// Vault's test for a segment-wildcard pattern: `/+` anywhere, so a segment that merely starts
 /// with `+` (`a/+b`) counts too; it then matches literally but is still ranked as a `+`
 /// pattern, by the position of its first `+`.
@@ -301,13 +320,7 @@ impl Acl {
         let mut acl = Acl::default();
         for policy in policies {
             for rule in policy.rules.iter().filter(|r| !r.templated) {
-                let (map, key) = if has_segment_wildcards(&rule.pattern) {
-                    (&mut acl.segment, rule.pattern.clone())
-                } else if let Some(prefix) = rule.pattern.strip_suffix('*') {
-                    (&mut acl.prefix, prefix.to_string())
-                } else {
-                    (&mut acl.exact, rule.pattern.clone())
-                };
+                let (map, key) = acl.slot(&rule.pattern);
                 let denies = rule.capabilities.contains(&Capability::Deny);
                 match map.get_mut(&key) {
                     None => {
@@ -340,49 +353,46 @@ impl Acl {
         acl
     }
 
-    /// The map that holds `pattern`'s entry, and its key there, as [`Acl::new`] files it.
+    /// The map that holds `pattern`'s entries, and its key there ([`filed`]).
     fn slot(&mut self, pattern: &str) -> (&mut BTreeMap<String, Merged>, String) {
-        if has_segment_wildcards(pattern) {
-            (&mut self.segment, pattern.to_string())
-        } else if let Some(prefix) = pattern.strip_suffix('*') {
-            (&mut self.prefix, prefix.to_string())
-        } else {
-            (&mut self.exact, pattern.to_string())
+        let (kind, key) = filed(pattern);
+        let map = match kind {
+            Kind::Exact => &mut self.exact,
+            Kind::Prefix => &mut self.prefix,
+            Kind::Segment => &mut self.segment,
+        };
+        (map, key.to_string())
+    }
+
+    /// `pattern`'s entry, if it has one.
+    fn entry(&self, pattern: &str) -> Option<&Merged> {
+        let (kind, key) = filed(pattern);
+        match kind {
+            Kind::Exact => &self.exact,
+            Kind::Prefix => &self.prefix,
+            Kind::Segment => &self.segment,
         }
+        .get(key)
     }
 
     /// Make this ACL's entry for `pattern` what `other` has for it (none when `other` has none):
     /// this ACL as if one policy's rule of that pattern were gone, when `other` is the ACL of
     /// the other policies. Returns the entry it had, for [`Acl::restore`].
     pub(crate) fn take_from(&mut self, pattern: &str, other: &Acl) -> Option<Merged> {
-        let theirs = other.clone_entry(pattern);
-        let (map, key) = self.slot(pattern);
-        match theirs {
-            Some(m) => map.insert(key, m),
-            None => map.remove(&key),
-        }
+        self.restore_returning(pattern, other.entry(pattern).cloned())
     }
 
     /// Put back the entry [`Acl::take_from`] returned.
     pub(crate) fn restore(&mut self, pattern: &str, entry: Option<Merged>) {
-        let (map, key) = self.slot(pattern);
-        match entry {
-            Some(m) => {
-                map.insert(key, m);
-            }
-            None => {
-                map.remove(&key);
-            }
-        }
+        self.restore_returning(pattern, entry);
     }
 
-    fn clone_entry(&self, pattern: &str) -> Option<Merged> {
-        if has_segment_wildcards(pattern) {
-            self.segment.get(pattern).cloned()
-        } else if let Some(prefix) = pattern.strip_suffix('*') {
-            self.prefix.get(prefix).cloned()
-        } else {
-            self.exact.get(pattern).cloned()
+    /// Set (or remove) `pattern`'s entry; the one it had.
+    fn restore_returning(&mut self, pattern: &str, entry: Option<Merged>) -> Option<Merged> {
+        let (map, key) = self.slot(pattern);
+        match entry {
+            Some(m) => map.insert(key, m),
+            None => map.remove(&key),
         }
     }
 

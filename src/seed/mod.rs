@@ -229,17 +229,7 @@ async fn pipeline<E>(
     let empty = Mounts::default();
     let detected: &Mounts = detected.as_ref().unwrap_or(&empty);
     let mut notes = detected.notes.clone();
-    if !denied.is_empty() {
-        denied.sort();
-        notes.push(format!(
-            "the token may not `list` {}: each path was read instead (slower on many paths)",
-            denied
-                .iter()
-                .map(|p| format!("`{p}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+    notes.extend(list_denied_note(denied));
     // Spec order; paths on mounts that cannot be used after the others.
     results.sort_by_key(|(failed, i, _)| (*failed, *i));
     let written = results.iter().any(|(_, _, r)| r.written);
@@ -322,6 +312,18 @@ fn parent(path: &str) -> (&str, &str) {
     path.rsplit_once('/').unwrap_or(("", path))
 }
 
+/// The note for the folders whose LIST was denied ([`listing_of`] gathers them), if any.
+fn list_denied_note(mut denied: Vec<String>) -> Option<String> {
+    if denied.is_empty() {
+        return None;
+    }
+    denied.sort();
+    Some(format!(
+        "the token may not `list` {}: each path was read instead (slower on many paths)",
+        crate::spec::backticked(&denied)
+    ))
+}
+
 /// What a folder's LIST says: its names, or (denied, noted in `denied`; or failed) that each
 /// path is read instead.
 fn listing_of(r: ListResult, denied: &mut Vec<String>) -> Listing {
@@ -371,17 +373,7 @@ async fn discover(
         let listing = listing_of(r, &mut denied);
         out.insert(key, listing);
     }
-    if !denied.is_empty() {
-        denied.sort();
-        notes.push(format!(
-            "the token may not `list` {}: each path was read instead (slower on many paths)",
-            denied
-                .iter()
-                .map(|p| format!("`{p}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+    notes.extend(list_denied_note(denied));
     out
 }
 

@@ -1343,15 +1343,14 @@ fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
                 })
             })
         };
-        // A secret's full path in `env`, made again for a clash (rare) rather than held.
-        let full = |(si, ki): Owner| {
+        // A secret's target in `env`, made again for a clash (rare) rather than held.
+        let target_of = |(si, ki): Owner| {
             let spec = &specs[si];
             spec.environments
                 .get(env)
                 .and_then(|e| spec.target(e, &spec.secrets[ki]))
-                .map(|t| t.full_path())
-                .unwrap_or_default()
         };
+        let full = |o: Owner| target_of(o).map(|t| t.full_path()).unwrap_or_default();
         let paths = targets().map(|(o, t)| (keys.of(&t.full_path()), o));
         for (first, later, _) in first_claims(paths) {
             let path = full(later);
@@ -1383,11 +1382,8 @@ fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
             std::iter::once((keys.of(&full), (o, None))).chain(fields)
         });
         // A field by its index in the secret's fields for `env` (overrides included).
-        let field_name = |(si, ki): Owner, i: usize| {
-            let spec = &specs[si];
-            spec.environments
-                .get(env)
-                .and_then(|e| spec.target(e, &spec.secrets[ki]))
+        let field_name = |o: Owner, i: usize| {
+            target_of(o)
                 .and_then(|t| t.fields.get(i).map(|f| f.name.clone()))
                 .unwrap_or_default()
         };

@@ -1182,7 +1182,7 @@ fn assert_no_value_in(bao: &OpenBao, paths: &[String], text: &str) {
 #[test]
 fn the_mount_detection_and_the_connections_go_out_with_the_token_check_and_nothing_else_before_both_are_answered(
 ) {
-    use common::proxy::{first, recording, seen};
+    use common::proxy::{first, holding_the_token_check};
     // Over a network each exchange costs a round trip: the token check, the mount detection and
     // the connections of the first writes (each a round trip before its first request) go out
     // at once (bench/latency counts the round trips). The proxy holds the token check until the
@@ -1191,18 +1191,7 @@ fn the_mount_detection_and_the_connections_go_out_with_the_token_check_and_nothi
     // that sends them only after the token check never gets there (the hold lets go after a
     // minute). Nothing that depends on either answer goes before both are in.
     let bao = OpenBao::dev();
-    let (proxy, events) = recording(&bao.addr, |line, events| {
-        if line == "GET /v1/auth/token/lookup-self" {
-            events.wait_until(|log, _| {
-                seen(log, "answered GET /v1/sys/internal/ui/mounts/")
-                    && log
-                        .iter()
-                        .filter(|e| *e == "sent HEAD /v1/sys/health")
-                        .count()
-                        >= 7
-            });
-        }
-    });
+    let (proxy, events) = holding_the_token_check(&bao.addr, 7);
     let out = Run::new(&bao)
         .real_specs()
         .addr(&proxy.addr)

@@ -98,12 +98,7 @@ fn an_absent_provided_path_waits_in_apply_and_fails_verify_naming_the_provider()
     assert_eq!(db["written"], false);
     assert_eq!(db["provided_by"], PROVIDER);
     // Rows stay in spec order: the provided ones come after the six seeded ones.
-    let outcomes: Vec<&str> = doc["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["outcome"].as_str().unwrap())
-        .collect();
+    let outcomes = outcomes(&doc);
     assert_eq!(outcomes[..6], ["created"; 6]);
     assert_eq!(outcomes[6..], ["provided-absent"; 3]);
     for (name, _) in ASK_DB_PASSWORDS {
@@ -179,12 +174,7 @@ fn the_provided_paths_are_read_while_the_owned_paths_are_written() {
         .unwrap();
     assert_eq!(reads(&log[..first_write]), 3, "{log:#?}");
     // Rows in spec order; the provided paths untouched.
-    let outcomes: Vec<&str> = doc["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["outcome"].as_str().unwrap())
-        .collect();
+    let outcomes = outcomes(&doc);
     assert_eq!(outcomes[..6], ["created"; 6]);
     assert_eq!(outcomes[6..], ["provided-present"; 3]);
     assert!(!log.iter().any(
@@ -556,4 +546,14 @@ fields.w = { generator = "password", length = 32, classes = ["lower", "digit"] }
     has(&err, "error: `provided_by` is empty");
     assert!(!err.contains("[secrets.OK]"), "{err}");
     has(&err, "error: 7 problem(s) in the specs");
+}
+
+/// The outcome of each row of a JSON report of `apply` or `plan`, in order.
+fn outcomes(doc: &serde_json::Value) -> Vec<&str> {
+    doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect()
 }

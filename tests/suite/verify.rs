@@ -949,25 +949,14 @@ fn es_of<'a>(doc: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn verify_sends_the_mount_detection_and_opens_its_connections_with_the_token_check() {
-    use common::proxy::{first, recording, seen};
+    use common::proxy::{first, holding_the_token_check};
     // The proxy holds the token check until the mount detection has been answered and nine
     // warm-ups are out (eleven connections: the token check's, the mount detection's, seven more
     // for the nine reads after them, two for ESO's two policies read with them); one after the
     // other, they never are (the hold lets go after a minute). Nothing is read before both
     // answers are in.
     let bao = vault_with(RUNBOOK_POLICY);
-    let (proxy, events) = recording(&bao.addr, |line, events| {
-        if line == "GET /v1/auth/token/lookup-self" {
-            events.wait_until(|log, _| {
-                seen(log, "answered GET /v1/sys/internal/ui/mounts/")
-                    && log
-                        .iter()
-                        .filter(|e| *e == "sent HEAD /v1/sys/health")
-                        .count()
-                        >= 9
-            });
-        }
-    });
+    let (proxy, events) = holding_the_token_check(&bao.addr, 9);
     let out = Run::new(&bao)
         .real_specs()
         .addr(&proxy.addr)

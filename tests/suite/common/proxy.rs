@@ -351,6 +351,24 @@ pub fn first(events: &[String], event: &str) -> Option<usize> {
     events.iter().position(|e| e.starts_with(event))
 }
 
+/// A recording proxy that holds the token check until the mount detection has been answered
+/// and `warm_ups` connections were opened ahead (`HEAD sys/health`): a client that sends them
+/// only after the token check's answer never gets it (the hold lets go after a minute).
+pub fn holding_the_token_check(upstream: &str, warm_ups: usize) -> (FaultProxy, Arc<Events>) {
+    recording(upstream, move |line, events| {
+        if line == "GET /v1/auth/token/lookup-self" {
+            events.wait_until(|log, _| {
+                seen(log, "answered GET /v1/sys/internal/ui/mounts/")
+                    && log
+                        .iter()
+                        .filter(|e| *e == "sent HEAD /v1/sys/health")
+                        .count()
+                        >= warm_ups
+            });
+        }
+    })
+}
+
 /// A proxy to `upstream` that records [`Events`]. `hold(line, events)` is called with each
 /// request line before the request is passed on, and may wait there for other events
 /// ([`Events::wait_until`]), holding that request.
