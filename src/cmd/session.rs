@@ -69,13 +69,21 @@ impl Session {
         only: &[String],
         vault_args: &VaultArgs,
     ) -> Result<Session, Failure> {
-        let set = super::load_specs(g)?;
-        let mut plan = set.plan(env, only)?;
-        // The session takes the targets over: moved, not copied (a copy of 100,000 was the
-        // largest thing held at the start of a run).
-        let targets = std::mem::take(&mut plan.targets);
-        let mut session = Session::from_plan(g, &plan, vault_args)?;
-        session.targets = targets;
+        // Each spec is dropped once its targets are made, and the session takes the targets
+        // over: the set, the targets and a copy of them are never held together (at 100,000
+        // paths they were the peak of a run).
+        let resolved = super::load_specs(g)?.into_targets(env, only)?;
+        let mut session = Session::from_parts(
+            g,
+            &resolved.env,
+            (
+                resolved.vault_addr.as_deref(),
+                resolved.vault_namespace.as_deref(),
+            ),
+            vault_args,
+        )?;
+        session.targets = resolved.targets;
+        session.shared_names = resolved.shared_names;
         Ok(session)
     }
 
@@ -85,6 +93,25 @@ impl Session {
         plan: &EnvPlan<'_>,
         vault_args: &VaultArgs,
     ) -> Result<Session, Failure> {
+        let mut session = Session::from_parts(
+            g,
+            &plan.env,
+            (plan.vault_addr(), plan.vault_namespace()),
+            vault_args,
+        )?;
+        session.targets = plan.targets.clone();
+        session.shared_names = plan.shared_names.clone();
+        Ok(session)
+    }
+
+    /// A session for `env`, whose specs give the Vault address and namespace `spec_vault`,
+    /// without targets yet (no network but a login's).
+    fn from_parts(
+        g: &GlobalArgs,
+        env: &str,
+        spec_vault: (Option<&str>, Option<&str>),
+        vault_args: &VaultArgs,
+    ) -> Result<Session, Failure> {
         let style = Style::stderr(g.color);
         let usage = |e| Failure::from(e).exit(Exit::Usage);
         let method = login::Options::from(&g.auth).method()?;
@@ -92,12 +119,8 @@ impl Session {
             Method::Token => Settings::resolve,
             _ => Settings::resolve_without_token,
         };
-        let mut settings = resolve(
-            &vault_args.options(),
-            plan.vault_addr(),
-            plan.vault_namespace(),
-        )
-        .map_err(usage)?;
+        let mut settings =
+            resolve(&vault_args.options(), spec_vault.0, spec_vault.1).map_err(usage)?;
         if settings.skip_verify {
             report::warn(&style, "TLS verification is off (VAULT_SKIP_VERIFY): anyone on the path can read the token and the secrets");
         }
@@ -109,9 +132,9 @@ impl Session {
             }
         };
         Ok(Session {
-            env: plan.env.clone(),
-            targets: plan.targets.clone(),
-            shared_names: plan.shared_names.clone(),
+            env: env.to_string(),
+            targets: Vec::new(),
+            shared_names: BTreeSet::new(),
             settings,
             vault,
             style,

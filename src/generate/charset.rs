@@ -9,7 +9,7 @@ use zeroize::Zeroizing;
 use super::RngError;
 
 /// One class of characters a password may draw from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CharClass {
     /// `a`-`z`
     Lower,
@@ -63,7 +63,7 @@ impl CharClass {
 }
 
 /// A non-empty set of character classes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CharClasses(Vec<CharClass>);
 
 impl Default for CharClasses {

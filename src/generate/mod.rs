@@ -34,7 +34,7 @@ pub const MIN_BYTES: usize = 16;
 pub const PASSWORD_LENGTHS: std::ops::RangeInclusive<usize> = 12..=4096;
 
 /// How a field's value is produced, and what an existing value must look like.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub enum Generator {
     /// `bytes` random bytes as lowercase hex (`2 * bytes` characters).
     Hex {

@@ -129,9 +129,10 @@ pub fn load_files(files: &[PathBuf]) -> Result<SpecSet, LoadError> {
 fn read_and_load(files: &[PathBuf], mut diags: Vec<Diagnostic>) -> Result<SpecSet, LoadError> {
     // One spec a file: sized once, where doubling could leave half of it unused.
     let mut specs = Vec::with_capacity(files.len());
+    let mut shared = Shared::default();
     for path in files {
         match std::fs::read(path) {
-            Ok(bytes) => load_one(path, bytes, &mut specs, &mut diags),
+            Ok(bytes) => load_one(path, bytes, &mut specs, &mut diags, &mut shared),
             Err(e) => diags.push(unreadable(path, &e)),
         }
     }
@@ -145,18 +146,29 @@ pub fn load_sources(
     mut diags: Vec<Diagnostic>,
 ) -> Result<SpecSet, LoadError> {
     let mut specs = Vec::new();
+    let mut shared = Shared::default();
     for (path, bytes) in sources {
-        load_one(&path, bytes, &mut specs, &mut diags);
+        load_one(&path, bytes, &mut specs, &mut diags, &mut shared);
     }
     finish(specs, diags)
 }
 
 /// Parse and validate one file: its spec joins `specs`, its problems `diags`.
-fn load_one(path: &Path, bytes: Vec<u8>, specs: &mut Vec<Spec>, diags: &mut Vec<Diagnostic>) {
+fn load_one(
+    path: &Path,
+    bytes: Vec<u8>,
+    specs: &mut Vec<Spec>,
+    diags: &mut Vec<Diagnostic>,
+    shared: &mut Shared,
+) {
     match String::from_utf8(bytes) {
         Ok(text) => {
             let src = SourceFile::new(path, text);
-            let mut cx = Cx { src: &src, diags };
+            let mut cx = Cx {
+                src: &src,
+                diags,
+                shared,
+            };
             if let Some(spec) = parse_spec(&mut cx) {
                 specs.push(spec);
             }
@@ -205,9 +217,41 @@ fn not_utf8(path: &Path, e: std::string::FromUtf8Error) -> Diagnostic {
 struct Cx<'a> {
     src: &'a SourceFile,
     diags: &'a mut Vec<Diagnostic>,
+    /// What secrets share ([`Cx::shared`], [`Cx::name`]).
+    shared: &'a mut Shared,
+}
+
+/// The distinct secret names and lists of fields of the specs loaded so far, each held once. A
+/// platform's applications repeat them (`DB_PASSWORD`; `password` by `hex32`, `value` by
+/// `placeholder`, ...): shared, a secret's name and fields cost two pointers, not three
+/// allocations (at 100,000 paths, about 15 MB less held through a run).
+#[derive(Default)]
+struct Shared {
+    fields: HashSet<Arc<[Field]>>,
+    names: HashSet<Arc<str>>,
 }
 
 impl Cx<'_> {
+    /// `fields` as a shared list: the one already loaded when an earlier secret has the same.
+    fn shared(&mut self, fields: Vec<Field>) -> Arc<[Field]> {
+        if let Some(same) = self.shared.fields.get(&fields[..]) {
+            return Arc::clone(same);
+        }
+        let fields: Arc<[Field]> = fields.into();
+        self.shared.fields.insert(Arc::clone(&fields));
+        fields
+    }
+
+    /// A secret's name, shared with the earlier secrets of that name.
+    fn name(&mut self, name: &str) -> Arc<str> {
+        if let Some(same) = self.shared.names.get(name) {
+            return Arc::clone(same);
+        }
+        let name: Arc<str> = name.into();
+        self.shared.names.insert(Arc::clone(&name));
+        name
+    }
+
     fn err(&mut self, span: Span, msg: impl Into<String>, help: Option<String>) {
         let d = self.src.diag(span, msg);
         self.diags.push(match help {
@@ -594,9 +638,9 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
         vault: vault.0,
         environments: environments
             .into_iter()
-            .map(|(k, (mut e, ov))| {
+            .map(|(_, (mut e, ov))| {
                 e.overrides = ov.into_iter().map(|(n, (_, o))| (n, o)).collect();
-                (k, Box::new(e))
+                e
             })
             .collect(),
         eso,
@@ -848,7 +892,21 @@ fn take_k8s_names(
         .into_iter()
         .filter(|(n, s)| check_k8s_name(cx, n, *s, &format!("an item of `{key}`")))
         .map(|(n, _)| n)
-        .collect()
+        .collect::<Vec<_>>()
+        .kept()
+}
+
+/// A list a spec keeps for the whole run, at its length: collected in place from a list of
+/// (text, span), it kept that list's larger allocation (100 bytes a list, three lists a spec).
+trait Kept {
+    fn kept(self) -> Self;
+}
+
+impl<T> Kept for Vec<T> {
+    fn kept(mut self) -> Self {
+        self.shrink_to_fit();
+        self
+    }
 }
 
 /// `policies`, `auth_mount` and `auth_role` of `[eso]` or `[vso]` (`who` names the operator,
@@ -877,7 +935,8 @@ fn take_policies_and_role(
                 None
             }
         })
-        .collect();
+        .collect::<Vec<_>>()
+        .kept();
     let auth_mount = cx.take_checked(
         th,
         "auth_mount",
@@ -991,8 +1050,9 @@ fn parse_argocd(
 }
 
 fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span, envs: &[String]) -> Vec<Secret> {
-    let mut out = Vec::new();
     let entries = cx.entries(v, "`[secrets]`");
+    // Sized once: a spec's secrets are held for the whole run.
+    let mut out = Vec::with_capacity(entries.len());
     if entries.is_empty() {
         cx.err(
             key_span,
@@ -1069,9 +1129,9 @@ fn parse_secrets(cx: &mut Cx<'_>, v: Value<'_>, key_span: Span, envs: &[String])
         cx.finish(th, &ctx);
         let (line, col) = cx.src.line_col(key.span.start);
         out.push(Secret {
-            name: name.into(),
+            name: cx.name(&name),
             fixed,
-            fields: fields.into(),
+            fields: cx.shared(fields),
             provided: provided.map(Arc::new),
             location: super::Location {
                 file: Arc::clone(&cx.src.path),
@@ -1303,21 +1363,23 @@ fn parse_generator(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> Option<Gener
     }
 }
 
-/// A secret of the spec set: (spec index, secret index).
-type Owner = (usize, usize);
+/// A secret of the spec set: (spec index, secret index), as `u32`s: the cross-file checks hold
+/// one per path and field.
+type Owner = (u32, u32);
 
 /// Per environment, across every spec that defines it: two secrets at one Vault path, and two
 /// secrets or fields that `set` and `rotate` could not tell apart (secret `a.b` field `c`, secret
 /// `a` field `b.c`). Each pair is reported once, however many environments it appears in.
 ///
-/// Linear in the targets: one environment at a time, with hash maps. (It was quadratic: each
-/// target searched its spec's secrets by name, 5 s at 16,000 secrets in one file.)
+/// Linear in the targets apart from one sort: one environment at a time, each path and name
+/// held as a hash ([`first_claims`]). (It was quadratic: each target searched its spec's secrets
+/// by name, 5 s at 16,000 secrets in one file.)
 fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
     let env_names: BTreeSet<&str> = specs
         .iter()
         .flat_map(|s| s.environments.keys().map(String::as_str))
         .collect();
-    let secret = |(s, k): Owner| &specs[s].secrets[k];
+    let secret = |(s, k): Owner| &specs[s as usize].secrets[k as usize];
     // (kind, first, later) -> (the first environment's diagnostic, how many more environments)
     let mut found: HashMap<(bool, Owner, Owner), (Diagnostic, usize)> = HashMap::new();
     let mut order = Vec::new();
@@ -1329,34 +1391,36 @@ fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
                 found.insert(key, (make(), 0));
             }
         };
-    let keys = Keys::default();
+    let key = std::hash::RandomState::new();
+    let hash = |name: &str| std::hash::BuildHasher::hash_one(&key, name);
     for env in env_names {
         // The environment's targets, made as each pass goes and not held: at 100,000 paths a
         // list of them was the largest thing loading held.
         let targets = || {
             specs.iter().enumerate().flat_map(move |(si, spec)| {
                 spec.environments.get(env).into_iter().flat_map(move |e| {
-                    spec.secrets
-                        .iter()
-                        .enumerate()
-                        .filter_map(move |(ki, s)| spec.target(e, s).map(|t| ((si, ki), t)))
+                    spec.secrets.iter().enumerate().filter_map(move |(ki, s)| {
+                        spec.target(e, s).map(|t| ((si as u32, ki as u32), t))
+                    })
                 })
             })
         };
         // A secret's target in `env`, made again for a clash (rare) rather than held.
         let target_of = |(si, ki): Owner| {
-            let spec = &specs[si];
+            let spec = &specs[si as usize];
             spec.environments
                 .get(env)
-                .and_then(|e| spec.target(e, &spec.secrets[ki]))
+                .and_then(|e| spec.target(e, &spec.secrets[ki as usize]))
         };
         let full = |o: Owner| target_of(o).map(|t| t.full_path()).unwrap_or_default();
-        let paths = targets().map(|(o, t)| (keys.of(&t.full_path()), o));
-        for (first, later, _) in first_claims(paths) {
+        let (mut n_paths, mut n_names) = (0, 0);
+        for (_, t) in targets() {
+            n_paths += 1;
+            n_names += 1 + t.fields.len();
+        }
+        let paths = targets().map(|(o, t)| (hash(&t.full_path()), o));
+        for (first, later) in first_claims(n_paths, paths, |a, b| full(a) == full(b)) {
             let path = full(later);
-            if full(first) != path {
-                continue; // the same hashes, not the same path
-            }
             note((true, first, later), &|| {
                 Diagnostic::at(
                     secret(later).location.clone(),
@@ -1377,32 +1441,32 @@ fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
                 .fields
                 .iter()
                 .enumerate()
-                .map(|(i, f)| (keys.of(&format!("{full}.{}", f.name)), (o, Some(i))))
+                .map(|(i, f)| (hash(&format!("{full}.{}", f.name)), (o, Some(i as u32))))
                 .collect();
-            std::iter::once((keys.of(&full), (o, None))).chain(fields)
+            std::iter::once((hash(&full), (o, None))).chain(fields)
         });
         // A field by its index in the secret's fields for `env` (overrides included).
-        let field_name = |o: Owner, i: usize| {
+        let field_name = |o: Owner, i: u32| {
             target_of(o)
-                .and_then(|t| t.fields.get(i).map(|f| f.name.clone()))
+                .and_then(|t| t.fields.get(i as usize).map(|f| f.name.clone()))
                 .unwrap_or_default()
         };
-        let name_of = |o: Owner, f: Option<usize>| match f {
+        let name_of = |o: Owner, f: Option<u32>| match f {
             Some(i) => format!("{}.{}", full(o), field_name(o, i)),
             None => full(o),
         };
-        for ((first, ff), (later, lf), _) in first_claims(names) {
-            let name = name_of(later, lf);
-            if name_of(first, ff) != name {
-                continue; // the same hashes, not the same name
-            }
+        let same = |(a, af): (Owner, Option<u32>), (b, bf): (Owner, Option<u32>)| {
+            name_of(a, af) == name_of(b, bf)
+        };
+        for ((first, ff), (later, lf)) in first_claims(n_names, names, same) {
             // The same field (or none) on both sides means the same path: a duplicate, above.
             if first == later
                 || ff.map(|i| field_name(first, i)) == lf.map(|i| field_name(later, i))
             {
                 continue;
             }
-            let what = |o: Owner, f: Option<usize>| match f {
+            let name = name_of(later, lf);
+            let what = |o: Owner, f: Option<u32>| match f {
                 Some(i) => format!(
                     "secret `{}` field `{}`",
                     shown(&secret(o).name),
@@ -1436,39 +1500,42 @@ fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
     }
 }
 
-/// A name as two independent 64-bit hashes with keys random to the run: what the cross-file
-/// checks hold instead of the text of every path and field (at 100,000 paths the texts were
-/// the most loading held). A clash of hashes is confirmed on the texts before it is reported.
-/// (A false clash, about one chance in 10^38 per pair, would hide a later true one behind it:
-/// lint would miss that duplicate; `apply` still never writes a path twice.)
-#[derive(Default)]
-struct Keys(std::hash::RandomState, std::hash::RandomState);
-
-impl Keys {
-    fn of(&self, name: &str) -> (u64, u64) {
-        use std::hash::BuildHasher;
-        (self.0.hash_one(name), self.1.hash_one(name))
-    }
-}
-
-/// Every key claimed by a second owner: (the first owner, the later one, the key), in input
-/// order. One hash lookup per item, so linear in the items.
-fn first_claims<K, O>(items: impl IntoIterator<Item = (K, O)>) -> Vec<(O, O, K)>
-where
-    K: std::hash::Hash + Eq,
-    O: Copy,
-{
-    let mut first: HashMap<K, O> = HashMap::new();
-    let mut clashes = Vec::new();
-    for (k, o) in items {
-        match first.get(&k) {
-            Some(&f) => clashes.push((f, o, k)),
-            None => {
-                first.insert(k, o);
+/// Every item whose name an earlier item already claimed: (the earliest owner of that name, the
+/// later one), in the order of the later ones.
+///
+/// What is held is a 64-bit hash of each name (keyed at random for the run) and its owner, in
+/// one list of `n` entries sorted by hash, not the names' text nor a hash map (at 100,000 paths
+/// those were the most loading held: 19 MB of map). Items whose hashes are equal are told apart
+/// by `same` (their names compared), so a clash of hashes never hides or invents a claim. Work:
+/// the sort, then `same` once per item whose hash another shares (a duplicate, or rarely a
+/// clash of hashes).
+fn first_claims<O: Copy>(
+    n: usize,
+    items: impl IntoIterator<Item = (u64, O)>,
+    same: impl Fn(O, O) -> bool,
+) -> Vec<(O, O)> {
+    let mut all: Vec<(u64, u32, O)> = Vec::with_capacity(n);
+    all.extend(
+        items
+            .into_iter()
+            .enumerate()
+            .map(|(seq, (h, o))| (h, seq as u32, o)),
+    );
+    all.sort_unstable_by_key(|&(h, seq, _)| (h, seq));
+    let mut clashes: Vec<(u32, O, O)> = Vec::new();
+    for group in all.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
+        // The distinct names of the group, each by its first owner (in input order: the group
+        // is sorted by place).
+        let mut firsts: Vec<O> = Vec::new();
+        for &(_, seq, o) in group {
+            match firsts.iter().find(|&&f| same(f, o)) {
+                Some(&f) => clashes.push((seq, f, o)),
+                None => firsts.push(o),
             }
         }
     }
-    clashes
+    clashes.sort_unstable_by_key(|c| c.0);
+    clashes.into_iter().map(|(_, f, o)| (f, o)).collect()
 }
 
 const SEGMENT_HELP: &str = "use letters, digits, `_`, `-` and `.` (not `.` or `..` alone)";
@@ -1731,60 +1798,46 @@ fn list_str(items: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
-    use std::hash::{Hash, Hasher};
+    use std::hash::BuildHasher;
 
     use super::*;
 
-    /// A key that counts how often it is hashed and compared.
-    struct Counted<'a> {
-        key: String,
-        ops: &'a Cell<usize>,
-    }
-
-    impl Hash for Counted<'_> {
-        fn hash<H: Hasher>(&self, h: &mut H) {
-            self.ops.set(self.ops.get() + 1);
-            self.key.hash(h);
-        }
-    }
-
-    impl PartialEq for Counted<'_> {
-        fn eq(&self, other: &Self) -> bool {
-            self.ops.set(self.ops.get() + 1);
-            self.key == other.key
-        }
-    }
-
-    impl Eq for Counted<'_> {}
-
     /// Issue 12, finding 7: lint was quadratic in the secrets of a file (16,000 took 5 s; each
     /// target searched its spec's secrets by name). Duplicate and ambiguity detection now go
-    /// through `first_claims`, and its work is linear: a few hash-and-compare steps per item,
-    /// counted rather than timed.
+    /// through `first_claims`: names are compared only where hashes are equal, once per
+    /// duplicate, counted rather than timed.
     #[test]
     fn claims_are_found_with_work_linear_in_the_items() {
-        let ops_for = |n: usize| {
-            let ops = Cell::new(0);
-            let items = (0..n).map(|i| {
-                // Every tenth key repeats the one before it: a clash.
+        let compares_for = |n: usize| {
+            let compares = Cell::new(0);
+            let name = |i: usize| {
+                // Every tenth name repeats the one before it: a clash.
                 let k = if i % 10 == 9 { i - 1 } else { i };
-                (
-                    Counted {
-                        key: format!("secret/app/dev/S{k}"),
-                        ops: &ops,
-                    },
-                    i,
-                )
+                format!("secret/app/dev/S{k}")
+            };
+            let key = std::hash::RandomState::new();
+            let items = (0..n).map(|i| (key.hash_one(name(i)), i));
+            let clashes = first_claims(n, items, |a, b| {
+                compares.set(compares.get() + 1);
+                name(a) == name(b)
             });
-            let clashes = first_claims(items);
             assert_eq!(clashes.len(), n / 10);
-            assert!(clashes.iter().all(|(a, b, _)| b - a == 1));
-            ops.get()
+            assert!(clashes.iter().all(|(a, b)| b - a == 1));
+            compares.get()
         };
-        let small = ops_for(10_000);
-        let large = ops_for(100_000);
-        assert!(small <= 4 * 10_000, "{small} operations for 10,000 items");
-        assert!(large <= 4 * 100_000, "{large} operations for 100,000 items");
+        assert_eq!(compares_for(10_000), 1_000);
+        assert_eq!(compares_for(100_000), 10_000);
+    }
+
+    /// Only hashes are held: two different names with one hash are still two names, and a
+    /// later true duplicate behind such a pair is still found against its own first owner.
+    #[test]
+    fn names_with_the_same_hash_are_told_apart_by_their_text() {
+        let names = ["a", "b", "a", "b", "c"];
+        // Every name hashes alike, as a clash of hashes would.
+        let items = names.iter().enumerate().map(|(i, _)| (7u64, i));
+        let clashes = first_claims(names.len(), items, |x, y| names[x] == names[y]);
+        assert_eq!(clashes, [(0, 2), (1, 3)]);
     }
 
     fn spec_text(secrets: &str) -> Vec<(PathBuf, Vec<u8>)> {
@@ -1824,5 +1877,103 @@ mod tests {
             "{}",
             d[0]
         );
+    }
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::*;
+    use crate::spec::Target;
+
+    fn sources() -> Vec<(PathBuf, Vec<u8>)> {
+        let spec = |app: &str, env: &str, extra: &str| {
+            format!(
+                "[vault]\nmount = \"secret\"\npath = \"{app}/{{env}}\"\n[environments.{env}]\n{extra}\n\
+                 [secrets.ONE]\ndescription = \"d\"\nfields.password = {{ generator = \"hex32\" }}\n\
+                 [secrets.TWO]\ndescription = \"d\"\nfields.password = {{ generator = \"hex32\" }}\n"
+            )
+            .into_bytes()
+        };
+        vec![
+            ("specs/a.toml".into(), spec("a", "dev", "")),
+            (
+                "specs/b.toml".into(),
+                spec(
+                    "b",
+                    "dev",
+                    "vault_addr = \"https://v\"\nvault_namespace = \"ns\"",
+                ),
+            ),
+            ("specs/c.toml".into(), spec("c", "prod", "")),
+        ]
+    }
+
+    /// Secrets of different specs with the same name or the same fields share them: held
+    /// once, however many applications repeat them.
+    #[test]
+    fn names_and_fields_repeated_across_specs_are_held_once() {
+        let set = load_sources(sources(), Vec::new()).unwrap();
+        let (a, b) = (&set.specs[0], &set.specs[1]);
+        assert!(Arc::ptr_eq(&a.secrets[0].name, &b.secrets[0].name));
+        assert!(Arc::ptr_eq(&a.secrets[0].fields, &b.secrets[0].fields));
+        // `ONE` and `TWO` have the same fields, not the same name.
+        assert!(Arc::ptr_eq(&a.secrets[0].fields, &a.secrets[1].fields));
+        assert_eq!(&*a.secrets[1].name, "TWO");
+        // Equal lists only: another generator is another list.
+        let other = "[vault]\nmount = \"secret\"\npath = \"x/{env}\"\n[environments.dev]\n\
+                     [secrets.ONE]\ndescription = \"d\"\nfields.password = { generator = \"fernet\" }\n";
+        let mut with_other = sources();
+        with_other.push(("specs/d.toml".into(), other.as_bytes().to_vec()));
+        let set = load_sources(with_other, Vec::new()).unwrap();
+        let d = &set.specs[3];
+        assert!(Arc::ptr_eq(
+            &set.specs[0].secrets[0].name,
+            &d.secrets[0].name
+        ));
+        assert!(!Arc::ptr_eq(
+            &set.specs[0].secrets[0].fields,
+            &d.secrets[0].fields
+        ));
+        assert_eq!(
+            d.secrets[0].fields[0].generator,
+            crate::generate::Generator::Fernet
+        );
+    }
+
+    /// `into_targets` (which drops each spec once its targets are made) resolves an
+    /// environment as `plan` does: the same targets, shared names, address and namespace, and
+    /// the same refusals.
+    #[test]
+    fn into_targets_resolves_as_plan_does() {
+        let only_b = ["b".to_string()];
+        let only_a = ["specs/a.toml".to_string()];
+        let nothing = ["nothing".to_string()];
+        for (env, only) in [
+            ("dev", &[][..]),
+            ("dev", &only_b[..]),
+            ("dev", &only_a[..]),
+            ("prod", &[][..]),
+            ("dev", &nothing[..]),
+            ("staging", &[][..]),
+        ] {
+            let set = load_sources(sources(), Vec::new()).unwrap();
+            let planned = set.plan(env, only);
+            let owned = load_sources(sources(), Vec::new())
+                .unwrap()
+                .into_targets(env, only);
+            match (planned, owned) {
+                (Ok(p), Ok(o)) => {
+                    let paths = |t: &[Target]| t.iter().map(Target::full_path).collect::<Vec<_>>();
+                    assert_eq!(paths(&p.targets), paths(&o.targets), "{env} {only:?}");
+                    assert!(!o.targets.is_empty());
+                    assert_eq!(p.shared_names, o.shared_names);
+                    assert_eq!(p.vault_addr(), o.vault_addr.as_deref(), "{env} {only:?}");
+                    assert_eq!(p.vault_namespace(), o.vault_namespace.as_deref());
+                    assert_eq!(p.env, o.env);
+                }
+                (Err(p), Err(o)) => assert_eq!(p.to_string(), o.to_string()),
+                (p, o) => panic!("{env} {only:?}: plan {p:?}, into_targets {o:?}"),
+            }
+        }
     }
 }
