@@ -32,28 +32,55 @@ pub fn main() -> std::process::ExitCode {
         verbose: cli.global.verbose,
     };
     let exit = match cmd::execute(&cli) {
-        Ok(r) => show(r.as_ref(), &view),
+        Ok(r) => show(cli.command.name(), r.as_ref(), &view),
         Err(f) => show_failure(cli.command.name(), &f, &view),
     };
     exit.into()
 }
 
-/// Print a report; its exit code.
-pub fn show(r: &dyn Report, view: &View) -> Exit {
+/// Print a report; its exit code. `command` names the document of a failure a live report
+/// ([`Body::Live`]) turns into.
+pub fn show(command: &str, r: &dyn Report, view: &View) -> Exit {
     let out = r.render(view);
     to_stderr(&out.before);
-    let written = match &out.stdout {
-        Body::Bytes(bytes) => to_stdout(bytes),
+    let written = match out.stdout {
+        Body::Bytes(bytes) => to_stdout(&bytes),
         Body::Stream(write) => {
             let mut stdout = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
             write(&mut stdout).and_then(|()| stdout.flush())
         }
+        Body::Live(live) => return show_live(command, live, view),
     };
     if let Err(e) = written {
         return stdout_failed(&e, view);
     }
     to_stderr(&out.after);
     Exit::of(out.ok)
+}
+
+/// Print a result made while its command runs: its rows on stdout as they come (the report
+/// flushes them whenever its command waits), then its notes and what is left to do on stderr;
+/// or, when the command failed before its first row, the failure.
+fn show_live(command: &str, live: Box<report::LiveFn<'_>>, view: &View) -> Exit {
+    let mut out = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
+    let ending = match live(&mut out) {
+        Ok(ending) => ending,
+        Err(f) => {
+            drop(out);
+            return show_failure(command, &f, view);
+        }
+    };
+    let written = match ending.stdout {
+        Some(e) => Err(e),
+        None => out.flush(),
+    };
+    drop(out);
+    to_stderr(&ending.notes);
+    if let Err(e) = written {
+        return stdout_failed(&e, view);
+    }
+    to_stderr(&ending.after);
+    Exit::of(ending.ok)
 }
 
 /// Print a failure: every problem behind it, then `error: ...` and `  help: ...` on stderr;

@@ -21,68 +21,76 @@ pub(super) enum Mode {
     Apply { metadata: bool },
 }
 
-/// Run `plan` or `apply`.
+/// `plan` or `apply`: what needs no network is done here (specs, the environment, the
+/// connection; a failure is exit 2 and nothing was sent); the run itself goes when the report is
+/// shown, its rows written as it goes ([`SeedReport`]).
 pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Result<SeedReport, Failure> {
     let dry_run = matches!(mode, Mode::Plan);
     let command = if dry_run { "plan" } else { "apply" };
     let session = Session::open(g, &args.env, &args.only, &args.vault)?;
     let runtime = super::runtime()?;
-    runtime.block_on(async {
-        session.announce(command);
-        let vault = &session.vault;
-        let cancel = Arc::new(AtomicBool::new(false));
-        // The token check and the mount detection go out together (`Session::checked`); the
-        // engine sends no LIST, read or write before both are in and good. A stop signal is
-        // handled from then on: before, nothing was sent that needs finishing.
-        let gate = {
-            let (session, cancel) = (&session, cancel.clone());
-            async move {
-                let detected = session
-                    .checked(mounts::detect(
-                        vault,
-                        &session.targets,
-                        MountTrust::Write {
-                            assumed: &args.assume_kv_mount,
-                        },
-                    ))
-                    .await?;
-                tokio::spawn(async move {
-                    if let Some(signal) = super::stop_signal().await {
-                        cancel.store(true, Ordering::SeqCst);
-                        report::say(&format!(
-                            "{signal}: finishing requests in flight, starting no new ones"
-                        ));
-                    }
-                });
-                Ok::<_, Failure>(detected)
-            }
-        };
-        let bar = progress_bar(session.targets.len());
-        let tick = {
-            let bar = bar.clone();
-            move || bar.inc(1)
-        };
-        let opts = seed::Options {
-            dry_run,
-            concurrency: usize::from(args.concurrency),
-            metadata: matches!(mode, Mode::Apply { metadata: true }),
-        };
-        let run = seed::run(vault, gate, &session.targets, &opts, cancel, &tick).await?;
-        bar.finish_and_clear();
-        tracing::info!(requests = vault.requests(), "requests sent to Vault");
-        Ok(SeedReport {
-            command,
-            env: session.env.clone(),
-            vault_addr: vault.addr().to_string(),
-            dry_run,
-            run,
-            shared_names: session.shared_names.clone(),
+    let opts = seed::Options {
+        dry_run,
+        concurrency: usize::from(args.concurrency),
+        metadata: matches!(mode, Mode::Apply { metadata: true }),
+    };
+    let assumed = args.assume_kv_mount.clone();
+    let (env, addr) = (session.env.clone(), session.vault.addr().to_string());
+    let report = SeedReport::new(
+        command,
+        env,
+        addr,
+        dry_run,
+        session.shared_names.clone(),
+        &session.targets,
+    );
+    let drive = move |sink: &mut dyn seed::Sink| {
+        runtime.block_on(async {
+            session.announce(command);
+            let vault = &session.vault;
+            let cancel = Arc::new(AtomicBool::new(false));
+            // The token check and the mount detection go out together (`Session::checked`); the
+            // engine sends no LIST, read or write before both are in and good. A stop signal is
+            // handled from then on: before, nothing was sent that needs finishing.
+            let gate = {
+                let (session, cancel) = (&session, cancel.clone());
+                async move {
+                    let detected = session
+                        .checked(mounts::detect(
+                            vault,
+                            &session.targets,
+                            MountTrust::Write { assumed: &assumed },
+                        ))
+                        .await?;
+                    tokio::spawn(async move {
+                        if let Some(signal) = super::stop_signal().await {
+                            cancel.store(true, Ordering::SeqCst);
+                            report::say(&format!(
+                                "{signal}: finishing requests in flight, starting no new ones"
+                            ));
+                        }
+                    });
+                    Ok::<_, Failure>(detected)
+                }
+            };
+            let bar = progress_bar(session.targets.len());
+            let tick = {
+                let bar = bar.clone();
+                move || bar.inc(1)
+            };
+            let run = seed::run(vault, gate, &session.targets, &opts, cancel, &tick, sink).await?;
+            bar.finish_and_clear();
+            tracing::info!(requests = vault.requests(), "requests sent to Vault");
+            Ok(run)
         })
-    })
+    };
+    Ok(report.driven_by(Box::new(drive)))
 }
 
+/// A progress bar on stderr for a long run, when stderr is a terminal and stdout is not: on one
+/// terminal the rows, written as the run goes, are the progress.
 fn progress_bar(len: usize) -> indicatif::ProgressBar {
-    if len < 25 || !std::io::stderr().is_terminal() {
+    if len < 25 || !std::io::stderr().is_terminal() || std::io::stdout().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::new(len as u64);

@@ -23,9 +23,9 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
             "env",
             "vault_addr",
             "dry_run",
+            "results",
             "interrupted",
             "ok",
-            "results",
             "notes",
             "summary",
         ],
@@ -34,7 +34,8 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          error, skipped; with dry_run: create, recreate, extend; on a path another application \
          provides: provided-present, provided-absent), version (the KV v2 version after the \
          run, or null), written, detail (a reason, never a value), provided_by (the provider, or \
-         null). summary counts the outcomes.",
+         null). summary counts the outcomes. Written while the run goes: each row when it is \
+         known, the keys after results at the end.",
     ),
     (
         "verify",

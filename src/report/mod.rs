@@ -137,6 +137,23 @@ pub trait Report {
 /// Writes a streamed result to the writer it is given.
 pub type WriteFn<'a> = dyn Fn(&mut dyn Write) -> std::io::Result<()> + 'a;
 
+/// Runs the command's remaining work, writing its result to the writer it is given as the work
+/// goes ([`Body::Live`]).
+pub type LiveFn<'a> = dyn FnOnce(&mut dyn Write) -> Result<Ending, Box<crate::cmd::Failure>> + 'a;
+
+/// How a result made while its command ran ([`Body::Live`]) ended.
+pub struct Ending {
+    /// Diagnostics for stderr, known only at the end (notes).
+    pub notes: String,
+    /// Diagnostics for stderr, after the notes (what is left to do).
+    pub after: String,
+    /// Whether everything is right: exit 0, else 1.
+    pub ok: bool,
+    /// Why stdout stopped taking the result, if it did: the work went on to its end (nothing
+    /// is left half done), but the result is incomplete.
+    pub stdout: Option<std::io::Error>,
+}
+
 /// What a report puts on stdout.
 pub enum Body<'a> {
     /// Bytes made whole; wiped on drop (`gen`'s hold a value).
@@ -145,6 +162,13 @@ pub enum Body<'a> {
     /// 100,000 rows): the printing place hands it stdout, so the whole text is never held.
     /// Never used for text that holds a value.
     Stream(Box<WriteFn<'a>>),
+    /// Made while the command does its work, for results that grow with the paths and take
+    /// long to make (`apply`, `plan`): each row is written when it is known, so neither the
+    /// rows nor the results behind them are held, and whether the command succeeded is known
+    /// only at the end ([`Ending`]). `Err` is the command's failure, from before anything was
+    /// written to stdout (a refused token, a sealed Vault). Never used for text that holds a
+    /// value.
+    Live(Box<LiveFn<'a>>),
 }
 
 impl Default for Body<'_> {
@@ -210,6 +234,103 @@ impl<'a> Rendered<'a> {
     }
 }
 
+/// A JSON object written to `out` a member at a time, the same bytes as [`json_to`] writes for
+/// the whole object: for a document one of whose members is a list made while the command
+/// runs ([`Body::Live`]).
+pub struct JsonObject<'o> {
+    out: &'o mut dyn Write,
+    members: usize,
+    /// The items written of the list that is open, if one is.
+    items: Option<usize>,
+}
+
+impl<'o> JsonObject<'o> {
+    /// Open the object.
+    pub fn begin(out: &'o mut dyn Write) -> std::io::Result<JsonObject<'o>> {
+        out.write_all(b"{")?;
+        Ok(JsonObject {
+            out,
+            members: 0,
+            items: None,
+        })
+    }
+
+    fn key(&mut self, key: &str) -> std::io::Result<()> {
+        let sep: &[u8] = if self.members == 0 { b"\n  " } else { b",\n  " };
+        self.out.write_all(sep)?;
+        self.members += 1;
+        indented(&mut *self.out, key, 1)?;
+        self.out.write_all(b": ")
+    }
+
+    /// A member.
+    pub fn member<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> std::io::Result<()> {
+        self.key(key)?;
+        indented(&mut *self.out, value, 1)
+    }
+
+    /// Open a member that is a list; [`JsonObject::item`] adds to it.
+    pub fn begin_list(&mut self, key: &str) -> std::io::Result<()> {
+        self.key(key)?;
+        self.items = Some(0);
+        self.out.write_all(b"[")
+    }
+
+    /// An item of the open list.
+    pub fn item<T: Serialize + ?Sized>(&mut self, value: &T) -> std::io::Result<()> {
+        let n = self.items.get_or_insert(0);
+        let sep: &[u8] = if *n == 0 { b"\n    " } else { b",\n    " };
+        *n += 1;
+        self.out.write_all(sep)?;
+        indented(&mut *self.out, value, 2)
+    }
+
+    /// Close the open list.
+    pub fn end_list(&mut self) -> std::io::Result<()> {
+        match self.items.take() {
+            Some(0) | None => self.out.write_all(b"]"),
+            Some(_) => self.out.write_all(b"\n  ]"),
+        }
+    }
+
+    /// Pass on what was written (to stdout, when `out` is its buffer).
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+
+    /// Close the object; a newline ends the document, as [`json_to`]'s.
+    pub fn end(self) -> std::io::Result<()> {
+        let close: &[u8] = if self.members == 0 { b"}\n" } else { b"\n}\n" };
+        self.out.write_all(close)
+    }
+}
+
+/// `value` as pretty JSON, each line after the first indented `level` steps deeper: what it is
+/// as a member (level 1) or an item of a member (level 2) of a pretty document. A pretty JSON
+/// text has no newline but between its tokens (strings escape theirs).
+fn indented<T: Serialize + ?Sized>(
+    out: &mut dyn Write,
+    value: &T,
+    level: usize,
+) -> std::io::Result<()> {
+    let mut text = Vec::new();
+    value
+        .serialize(&mut serde_json::Serializer::with_formatter(
+            &mut text,
+            text::SafeJson::new(),
+        ))
+        .map_err(std::io::Error::other)?;
+    let indent = "  ".repeat(level);
+    for (i, line) in text.split(|b| *b == b'\n').enumerate() {
+        if i > 0 {
+            out.write_all(b"\n")?;
+            out.write_all(indent.as_bytes())?;
+        }
+        out.write_all(line)?;
+    }
+    Ok(())
+}
+
 /// [`json`], written to `out` as it is serialised: a JSON document and a newline.
 pub fn json_to<T: Serialize>(value: &T, out: &mut dyn Write) -> std::io::Result<()> {
     value
@@ -268,4 +389,62 @@ pub fn warn(style: &Style, msg: &str) {
 /// Print a line of progress on stderr while a command runs (what runs where, a retry, a wait).
 pub fn say(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize)]
+    struct Row {
+        path: &'static str,
+        n: Option<u64>,
+        tags: Vec<&'static str>,
+    }
+
+    #[derive(Serialize)]
+    struct Whole<'a> {
+        command: &'a str,
+        results: &'a [Row],
+        notes: &'a [&'a str],
+        summary: Row,
+    }
+
+    /// A document written a member at a time is the document serde writes whole, byte for
+    /// byte: nested objects, empty lists and characters a terminal would act on included.
+    #[test]
+    fn a_json_object_written_by_members_is_the_whole_document() {
+        let row = |path, n: Option<u64>, tags: Vec<&'static str>| Row { path, n, tags };
+        for results in [
+            vec![],
+            vec![row("a/\u{1b}[31m\"x\"", Some(3), vec!["t", "u"])],
+            vec![
+                row("a", None, vec![]),
+                row("b\nc", Some(1), vec!["\u{202e}"]),
+            ],
+        ] {
+            let summary = row("s", Some(9), vec![]);
+            let whole = json(&Whole {
+                command: "apply",
+                results: &results,
+                notes: &["a note"],
+                summary: row("s", Some(9), vec![]),
+            });
+            let mut out = Vec::new();
+            let mut doc = JsonObject::begin(&mut out).unwrap();
+            doc.member("command", "apply").unwrap();
+            doc.begin_list("results").unwrap();
+            for r in &results {
+                doc.item(r).unwrap();
+            }
+            doc.end_list().unwrap();
+            doc.member("notes", &["a note"]).unwrap();
+            doc.member("summary", &summary).unwrap();
+            doc.end().unwrap();
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                String::from_utf8(whole).unwrap()
+            );
+        }
+    }
 }

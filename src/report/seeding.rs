@@ -1,18 +1,27 @@
 //! `plan`'s and `apply`'s report: a table of every path and field with its outcome and a
-//! summary, or the JSON document `{"command", "env", "vault_addr", "dry_run", "interrupted",
-//! "ok", "results", "notes", "summary"}`.
+//! summary, or the JSON document `{"command", "env", "vault_addr", "dry_run", "results",
+//! "interrupted", "ok", "notes", "summary"}`, written while the run goes.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
-use std::io;
+use std::io::{self, Write as _};
 
 use serde::Serialize;
 
-use super::{error_text, Format, Rendered, Report, Style, View};
+use super::{error_text, Body, Ending, Format, JsonObject, Rendered, Report, Style, View};
+use crate::cmd::Failure;
 use crate::replace::selector;
-use crate::seed::{FieldResult, Outcome, PathResult, Run, Summary};
+use crate::seed::{FieldResult, Outcome, PathResult, Run, Sink, Summary};
+use crate::spec::Target;
 
-/// The report of a `plan` or `apply` run.
+/// Runs a `plan` or `apply`, handing each path's result to the sink as it is known; its end
+/// (notes, interrupted), or the command's failure (from before any result).
+pub type Drive = dyn FnOnce(&mut dyn Sink) -> Result<Run, Failure>;
+
+/// The report of a `plan` or `apply` run, made while the run goes ([`Body::Live`]): each path's
+/// rows are written as soon as the run has them in order, then the summary. No result is held
+/// once written: at 100,000 paths they were most of what the run held.
 pub struct SeedReport {
     /// `plan` or `apply`.
     pub command: &'static str,
@@ -22,10 +31,64 @@ pub struct SeedReport {
     pub vault_addr: String,
     /// `plan`: nothing was written.
     pub dry_run: bool,
-    /// What the run found and did.
-    pub run: Run,
     /// Secret names more than one application of the environment uses (for the `set` hints).
     pub shared_names: BTreeSet<String>,
+    /// The table's columns, measured on the targets before the run.
+    widths: Widths,
+    /// The run, until it is rendered.
+    drive: RefCell<Option<Box<Drive>>>,
+}
+
+/// The widths of the table's path, field and generator columns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Widths {
+    path: usize,
+    field: usize,
+    generator: usize,
+}
+
+impl Widths {
+    /// Measured on the targets, whose fields are the rows' (a row's field and generator are its
+    /// target's).
+    fn of(targets: &[Target]) -> Widths {
+        let mut w = Widths::default();
+        for t in targets {
+            w.path = w.path.max(t.mount.len() + 1 + t.path.len());
+            for f in t.fields.iter() {
+                w.field = w.field.max(f.name.len());
+                w.generator = w.generator.max(f.generator.to_string().len());
+            }
+        }
+        w
+    }
+}
+
+impl SeedReport {
+    /// The report of a run on `targets`; [`SeedReport::driven_by`] gives the run.
+    pub fn new(
+        command: &'static str,
+        env: String,
+        vault_addr: String,
+        dry_run: bool,
+        shared_names: BTreeSet<String>,
+        targets: &[Target],
+    ) -> SeedReport {
+        SeedReport {
+            command,
+            env,
+            vault_addr,
+            dry_run,
+            shared_names,
+            widths: Widths::of(targets),
+            drive: RefCell::new(None),
+        }
+    }
+
+    /// The same, with the run that makes its rows.
+    pub fn driven_by(self, drive: Box<Drive>) -> SeedReport {
+        *self.drive.borrow_mut() = Some(drive);
+        self
+    }
 }
 
 /// One row of the JSON report: a path and field.
@@ -44,98 +107,197 @@ struct JsonRow<'a> {
     provided_by: Option<&'a str>,
 }
 
-#[derive(Serialize)]
-struct JsonReport<'a> {
-    command: &'a str,
-    env: &'a str,
-    vault_addr: &'a str,
-    dry_run: bool,
-    interrupted: bool,
-    ok: bool,
-    results: Rows<'a>,
-    notes: &'a [String],
-    summary: Summary,
-}
-
-/// The rows of the JSON report, serialised one at a time as stdout takes them.
-struct Rows<'a>(&'a SeedReport);
-
-impl Serialize for Rows<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let report = self.0;
-        s.collect_seq(report.run.paths.iter().flat_map(|p| {
-            p.fields.iter().map(move |f| JsonRow {
-                path: p.target.full_path(),
-                mount: &p.target.mount,
-                spec: p.target.spec_file.display().to_string(),
-                field: &f.field,
-                generator: &f.generator,
-                outcome: f.outcome.label(report.dry_run),
-                version: p.version,
-                written: p.written,
-                detail: f.detail.as_deref().or(p.detail.as_deref()),
-                provided_by: p.target.provided.as_ref().map(|x| x.by.as_str()),
-            })
-        }))
+impl Report for SeedReport {
+    fn render(&self, view: &View) -> Rendered<'_> {
+        let view = *view;
+        Rendered {
+            stdout: Body::Live(Box::new(move |out| {
+                let Some(drive) = self.drive.borrow_mut().take() else {
+                    return Err(Box::new(Failure::new("the run was already shown")));
+                };
+                let mut rows = Rows {
+                    report: self,
+                    view,
+                    out: Out::Fresh(out),
+                    error: None,
+                    summary: Summary::default(),
+                    waiting: Vec::new(),
+                    unflushed: false,
+                };
+                let run = drive(&mut rows).map_err(Box::new)?;
+                Ok(rows.finish(&run))
+            })),
+            ..Rendered::default()
+        }
     }
 }
 
-impl Report for SeedReport {
-    fn render(&self, view: &View) -> Rendered<'_> {
-        let run = &self.run;
-        let summary = Summary::of(&run.paths);
-        let ok = !summary.failed() && !run.interrupted;
-        let before: String = run
-            .notes
+/// Where the rows go as the run hands them on: written at once, counted, and the few a summary
+/// names (provided paths still absent) kept.
+struct Rows<'r, 'o> {
+    report: &'r SeedReport,
+    view: View,
+    out: Out<'o>,
+    /// Why stdout stopped taking rows; the run goes on to its end.
+    error: Option<io::Error>,
+    summary: Summary,
+    /// Provided paths still absent, with their provider.
+    waiting: Vec<(String, String)>,
+    /// Rows were written since stdout was last flushed.
+    unflushed: bool,
+}
+
+/// stdout, as the rows have it.
+enum Out<'o> {
+    /// Nothing written yet: a JSON document is opened with the first result, so that a run that
+    /// fails before any (a refused token) has only its failure document on stdout.
+    Fresh(&'o mut dyn io::Write),
+    /// The table.
+    Table(&'o mut dyn io::Write),
+    /// The JSON document, its `results` list open.
+    Json(JsonObject<'o>),
+    /// Between two of the above.
+    Moving,
+}
+
+impl Sink for Rows<'_, '_> {
+    fn path(&mut self, p: PathResult) {
+        self.summary.add(&p);
+        if p.fields
             .iter()
-            .map(|n| format!("{}: {n}\n", view.err.help("note")))
-            .collect();
-        let after = if run.interrupted {
-            error_text(
-                &view.err,
-                "interrupted: some paths were not attempted",
-                Some("run the same command again to finish; nothing is written twice"),
-            )
-        } else {
-            String::new()
-        };
-        let rendered = match view.format {
-            Format::Json => Rendered::stream(
-                move |out| {
-                    super::json_to(
-                        &JsonReport {
-                            command: self.command,
-                            env: &self.env,
-                            vault_addr: &self.vault_addr,
-                            dry_run: self.dry_run,
-                            interrupted: run.interrupted,
-                            ok,
-                            results: Rows(self),
-                            notes: &run.notes,
-                            summary: summary.clone(),
-                        },
-                        out,
-                    )
-                },
-                ok,
-            ),
-            Format::Human => {
-                let style = view.out;
-                Rendered::stream(move |out| self.table(&style, &summary, out), ok)
+            .any(|f| f.outcome == Outcome::ProvidedAbsent)
+        {
+            let by = p.target.provided.as_ref().map_or("", |x| x.by.as_str());
+            self.waiting.push((p.target.full_path(), by.to_string()));
+        }
+        if self.error.is_none() {
+            self.unflushed = true;
+            if let Err(e) = self.write(&p) {
+                self.error = Some(e);
             }
-        };
-        rendered.with_before(before).with_after(after)
+        }
+    }
+
+    fn idle(&mut self) {
+        if self.unflushed && self.error.is_none() {
+            self.unflushed = false;
+            let flushed = match &mut self.out {
+                Out::Fresh(out) | Out::Table(out) => out.flush(),
+                Out::Json(doc) => doc.flush(),
+                Out::Moving => Ok(()),
+            };
+            if let Err(e) = flushed {
+                self.error = Some(e);
+            }
+        }
+    }
+}
+
+impl<'o> Rows<'_, 'o> {
+    /// stdout, the JSON document opened or the table begun.
+    fn started(&mut self) -> io::Result<&mut Out<'o>> {
+        if let Out::Fresh(_) = self.out {
+            let Out::Fresh(out) = std::mem::replace(&mut self.out, Out::Moving) else {
+                unreachable!()
+            };
+            self.out = match self.view.format {
+                Format::Human => Out::Table(out),
+                Format::Json => {
+                    let r = self.report;
+                    let mut doc = JsonObject::begin(out)?;
+                    doc.member("command", r.command)?;
+                    doc.member("env", &r.env)?;
+                    doc.member("vault_addr", &r.vault_addr)?;
+                    doc.member("dry_run", &r.dry_run)?;
+                    doc.begin_list("results")?;
+                    Out::Json(doc)
+                }
+            };
+        }
+        Ok(&mut self.out)
+    }
+
+    fn write(&mut self, p: &PathResult) -> io::Result<()> {
+        let report = self.report;
+        let style = self.view.out;
+        match self.started()? {
+            Out::Json(doc) => {
+                for f in &p.fields {
+                    doc.item(&JsonRow {
+                        path: p.target.full_path(),
+                        mount: &p.target.mount,
+                        spec: p.target.spec_file.display().to_string(),
+                        field: &f.field,
+                        generator: &f.generator,
+                        outcome: f.outcome.label(report.dry_run),
+                        version: p.version,
+                        written: p.written,
+                        detail: f.detail.as_deref().or(p.detail.as_deref()),
+                        provided_by: p.target.provided.as_ref().map(|x| x.by.as_str()),
+                    })?;
+                }
+            }
+            Out::Table(out) => {
+                for f in &p.fields {
+                    writeln!(out, "{}", report.line(&style, p, f))?;
+                }
+            }
+            Out::Fresh(_) | Out::Moving => unreachable!("started"),
+        }
+        Ok(())
+    }
+
+    /// The run's end: the summary written after the rows; the notes and what is left to do.
+    fn finish(mut self, run: &Run) -> Ending {
+        let ok = !self.summary.failed() && !run.interrupted;
+        if self.error.is_none() {
+            if let Err(e) = self.end(run, ok) {
+                self.error = Some(e);
+            }
+        }
+        let err = self.view.err;
+        Ending {
+            notes: run
+                .notes
+                .iter()
+                .map(|n| format!("{}: {n}\n", err.help("note")))
+                .collect(),
+            after: if run.interrupted {
+                error_text(
+                    &err,
+                    "interrupted: some paths were not attempted",
+                    Some("run the same command again to finish; nothing is written twice"),
+                )
+            } else {
+                String::new()
+            },
+            ok,
+            stdout: self.error,
+        }
+    }
+
+    fn end(&mut self, run: &Run, ok: bool) -> io::Result<()> {
+        let tail = self
+            .report
+            .tail(&self.view.out, &self.summary, &self.waiting);
+        match std::mem::replace(self.started()?, Out::Moving) {
+            Out::Json(mut doc) => {
+                doc.end_list()?;
+                doc.member("interrupted", &run.interrupted)?;
+                doc.member("ok", &ok)?;
+                doc.member("notes", &run.notes)?;
+                doc.member("summary", &self.summary)?;
+                doc.end()
+            }
+            Out::Table(out) => out.write_all(tail.as_bytes()),
+            Out::Fresh(_) | Out::Moving => unreachable!("started"),
+        }
     }
 }
 
 impl SeedReport {
-    /// One row of the table for a path's field: outcome, path, field, generator, version,
-    /// detail.
-    fn row<'a>(
-        &self,
-        p: &'a PathResult,
-        f: &'a FieldResult,
-    ) -> (Outcome, String, &'a str, &'a str, String, String) {
+    /// The table's line for a path's field: outcome, path, field, generator, version, detail.
+    fn line(&self, style: &Style, p: &PathResult, f: &FieldResult) -> String {
         let version = p.version.map(|v| format!("v{v}")).unwrap_or_default();
         let placeholder_hint = f.generator == "placeholder"
             && matches!(f.outcome, Outcome::Created | Outcome::Pending);
@@ -165,54 +327,40 @@ impl SeedReport {
                         selector(&p.target, &f.field, &self.shared_names)
                     )
                 })
-            });
-        (
-            f.outcome,
-            p.target.full_path(),
-            f.field.as_str(),
-            f.generator.as_str(),
-            version,
-            detail.unwrap_or_default(),
-        )
+            })
+            .unwrap_or_default();
+        let o = f.outcome;
+        let word = match o {
+            Outcome::ProvidedPresent | Outcome::ProvidedAbsent => "provided",
+            o => o.label(self.dry_run),
+        };
+        let label = format!("{word:<9}");
+        let label = if o.is_failure() {
+            style.error(&label)
+        } else if matches!(o, Outcome::Pending | Outcome::ProvidedAbsent) {
+            style.warn(&label)
+        } else if matches!(o, Outcome::Exists | Outcome::ProvidedPresent) {
+            label
+        } else {
+            style.ok(&label)
+        };
+        let path = p.target.full_path();
+        let (field, gen) = (&f.field, &f.generator);
+        let Widths {
+            path: w_path,
+            field: w_field,
+            generator: w_gen,
+        } = self.widths;
+        let line = format!(
+            "{label} {path:<w_path$}  {field:<w_field$}  {gen:<w_gen$}  {version:<4} {detail}"
+        );
+        line.trim_end().to_string()
     }
 
-    /// The table, written row by row: a first pass measures the columns, a second writes
-    /// them, so no row is held (100,000 paths are a few megabytes of text).
-    fn table(&self, style: &Style, s: &Summary, out: &mut dyn io::Write) -> io::Result<()> {
+    /// The lines after the table: the summary, the provided paths still absent, and for `plan`
+    /// that nothing was written.
+    fn tail(&self, style: &Style, s: &Summary, waiting: &[(String, String)]) -> String {
         let dry_run = self.dry_run;
-        let fields = || {
-            self.run
-                .paths
-                .iter()
-                .flat_map(|p| p.fields.iter().map(move |f| (p, f)))
-        };
-        let (mut w_path, mut w_field, mut w_gen) = (0, 0, 0);
-        for (p, f) in fields() {
-            w_path = w_path.max(p.target.mount.len() + 1 + p.target.path.len());
-            w_field = w_field.max(f.field.len());
-            w_gen = w_gen.max(f.generator.len());
-        }
-        for (p, f) in fields() {
-            let (o, path, field, gen, version, detail) = self.row(p, f);
-            let word = match o {
-                Outcome::ProvidedPresent | Outcome::ProvidedAbsent => "provided",
-                o => o.label(dry_run),
-            };
-            let label = format!("{word:<9}");
-            let label = if o.is_failure() {
-                style.error(&label)
-            } else if matches!(o, Outcome::Pending | Outcome::ProvidedAbsent) {
-                style.warn(&label)
-            } else if matches!(o, Outcome::Exists | Outcome::ProvidedPresent) {
-                label
-            } else {
-                style.ok(&label)
-            };
-            let line = format!(
-                "{label} {path:<w_path$}  {field:<w_field$}  {gen:<w_gen$}  {version:<4} {detail}"
-            );
-            writeln!(out, "{}", line.trim_end())?;
-        }
         let mut tail = String::new();
         let verb =
             |n: usize, done: &str, todo: &str| format!("{n} {}", if dry_run { todo } else { done });
@@ -239,22 +387,16 @@ impl SeedReport {
                 s.provided_present, s.provided_absent
             );
         }
-        for p in self.run.paths.iter().filter(|p| {
-            p.fields
-                .iter()
-                .any(|f| f.outcome == Outcome::ProvidedAbsent)
-        }) {
-            let by = p.target.provided.as_ref().map_or("", |x| x.by.as_str());
+        for (path, by) in waiting {
             let _ = writeln!(
                 tail,
-                "  {}: {} (provided by {by})",
+                "  {}: {path} (provided by {by})",
                 style.warn("waiting"),
-                p.target.full_path()
             );
         }
         if dry_run {
             let _ = writeln!(tail, "nothing was written (plan)");
         }
-        out.write_all(tail.as_bytes())
+        tail
     }
 }

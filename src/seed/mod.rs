@@ -40,11 +40,9 @@ pub struct Options {
     pub metadata: bool,
 }
 
-/// Everything a run found and did.
+/// What a run found and did besides its results, which went to the sink one at a time ([`run`]).
 #[derive(Debug)]
 pub struct Run {
-    /// One result per target, in spec order.
-    pub paths: Vec<PathResult>,
     /// Things the user should know that are not about one path.
     pub notes: Vec<String>,
     /// Whether Ctrl-C stopped the run early.
@@ -53,6 +51,16 @@ pub struct Run {
 
 /// Called after each path is done (for a progress bar).
 pub type Progress = dyn Fn() + Send + Sync;
+
+/// Where a run's results go, in the report's order ([`run`]).
+pub trait Sink {
+    /// Take a path's result.
+    fn path(&mut self, r: PathResult);
+    /// The run is about to wait for Vault: the moment to pass on what was taken (rows written
+    /// to a buffer reach stdout, so that a person or a program reading it sees them as the run
+    /// goes, not in blocks).
+    fn idle(&mut self) {}
+}
 
 /// A folder: (mount, path under it).
 type FolderKey = (String, String);
@@ -67,7 +75,13 @@ enum Listing {
     Unavailable,
 }
 
-/// Seed `targets`, once `gate` (the token check and the mount detection, both out at once:
+/// Seed `targets`, handing each path's result to `sink` as soon as it and every result before it
+/// in the report's order are in (spec order; paths on mounts that cannot be used after the
+/// others, unless the run has provided paths: then all in spec order). Only the results that
+/// came in ahead of their turn are held (about the requests in flight), never the run's, so
+/// memory does not grow with the paths.
+///
+/// Once `gate` (the token check and the mount detection, both out at once:
 /// [`crate::mounts::detect`]) says where they may be written; a gate that fails (the token was
 /// refused, Vault is sealed or gone) is the run's error, and nothing but connections was opened.
 /// Targets on a mount the gate's [`Mounts`] cannot use are reported as errors, with why, after
@@ -87,13 +101,10 @@ pub async fn run<E>(
     opts: &Options,
     cancel: Arc<AtomicBool>,
     progress: &Progress,
+    sink: &mut dyn Sink,
 ) -> Result<Run, E> {
     let warm = connections_ahead(targets, opts.concurrency);
-    let mut run = pipeline(vault, gate, warm, targets, opts, cancel, progress).await?;
-    if targets.iter().any(|t| t.provided.is_some()) {
-        provided::in_spec_order(&mut run.paths, targets);
-    }
-    Ok(run)
+    pipeline(vault, gate, warm, targets, opts, cancel, progress, sink).await
 }
 
 /// The connections to open while the gate (the token check and the mount detection) is out, for
@@ -107,6 +118,7 @@ pub fn connections_ahead(targets: &[Target], concurrency: usize) -> usize {
 
 /// [`run`]'s engine. `warm`: connections to open while the gate is out (see
 /// [`Vault::warm_connection`]).
+#[allow(clippy::too_many_arguments)]
 async fn pipeline<E>(
     vault: &Vault,
     gate: impl Future<Output = Result<Mounts, E>>,
@@ -115,6 +127,7 @@ async fn pipeline<E>(
     opts: &Options,
     cancel: Arc<AtomicBool>,
     progress: &Progress,
+    sink: &mut dyn Sink,
 ) -> Result<Run, E> {
     let conc = opts.concurrency.max(1);
     let mut folders = folders(targets);
@@ -126,7 +139,9 @@ async fn pipeline<E>(
     let mut running: FuturesUnordered<LocalBoxFuture<'_, Done<'_>>> = FuturesUnordered::new();
     // Paths whose folder is listed (or is not to be), waiting for a slot.
     let mut ready: VecDeque<(usize, &Target, Rc<Listing>)> = VecDeque::new();
-    let mut results: Vec<(bool, usize, PathResult)> = Vec::with_capacity(targets.len());
+    // The report's order, known once the gate says which mounts can be used.
+    let mut order = InOrder::default();
+    let mut written = false;
     let mut denied: Vec<String> = Vec::new();
     // Over a network a new connection costs a round trip (two with TLS) before its first
     // request: open those the requests after the gate will use now, alongside the gate's, rather
@@ -162,7 +177,7 @@ async fn pipeline<E>(
             };
             let Some(mount) = d.get(&t.mount).cloned() else {
                 let why = d.errors.get(&*t.mount).cloned().unwrap_or_default();
-                results.push((true, i, PathResult::all(t, Outcome::Error, None, Some(why))));
+                order.put(i, PathResult::all(t, Outcome::Error, None, Some(why)), sink);
                 progress();
                 continue;
             };
@@ -174,11 +189,8 @@ async fn pipeline<E>(
                 None
             };
             if let Some(why) = skipped {
-                results.push((
-                    false,
-                    i,
-                    PathResult::all(t, Outcome::Skipped, None, Some(why.into())),
-                ));
+                let r = PathResult::all(t, Outcome::Skipped, None, Some(why.into()));
+                order.put(i, r, sink);
                 progress();
                 continue;
             }
@@ -208,10 +220,15 @@ async fn pipeline<E>(
         if running.is_empty() && detected.is_some() {
             break;
         }
+        sink.idle();
         tokio::select! {
             // The gate first: its requests go out before the warm-ups'.
             biased;
-            d = &mut gate, if detected.is_none() => detected = Some(d?),
+            d = &mut gate, if detected.is_none() => {
+                let d = d?;
+                order = InOrder::new(targets, &d);
+                detected = Some(d);
+            }
             Some(done) = running.next() => match done {
                 Done::Warm => {}
                 Done::Listed(members, r) => {
@@ -220,7 +237,8 @@ async fn pipeline<E>(
                     ready.extend(members.into_iter().map(|(i, t)| (i, t, listing.clone())));
                 }
                 Done::Path(i, r) => {
-                    results.push((false, i, *r));
+                    written |= r.written;
+                    order.put(i, *r, sink);
                     progress();
                 }
             },
@@ -230,9 +248,7 @@ async fn pipeline<E>(
     let detected: &Mounts = detected.as_ref().unwrap_or(&empty);
     let mut notes = detected.notes.clone();
     notes.extend(list_denied_note(denied));
-    // Spec order; paths on mounts that cannot be used after the others.
-    results.sort_by_key(|(failed, i, _)| (*failed, *i));
-    let written = results.iter().any(|(_, _, r)| r.written);
+    debug_assert!(order.waiting.is_empty(), "every result was handed on");
     if !opts.metadata && !opts.dry_run && written {
         notes.push("--no-metadata: the paths written carry no custom_metadata marking them as vault-seed's".into());
     }
@@ -250,10 +266,59 @@ async fn pipeline<E>(
         notes.push(format!("KV v1: {contested} path(s) were contested (another writer wrote them at the same time as this run); they are judged as they stand, not claimed"));
     }
     Ok(Run {
-        paths: results.into_iter().map(|(_, _, r)| r).collect(),
         notes,
         interrupted: cancel.load(Ordering::SeqCst),
     })
+}
+
+/// Results put in the report's order: each is handed on when every one before it has been.
+#[derive(Default)]
+struct InOrder {
+    /// Each target's place in the report.
+    place: Vec<u32>,
+    /// The next place to hand on.
+    next: u32,
+    /// Results that came in ahead of their turn, by place.
+    waiting: BTreeMap<u32, PathResult>,
+}
+
+impl InOrder {
+    /// The report's order of `targets` on the mounts `detected`: spec order, with the targets
+    /// whose mount cannot be used after the others; with provided paths, all in spec order.
+    fn new(targets: &[Target], detected: &Mounts) -> InOrder {
+        let in_spec_order = targets.iter().any(|t| t.provided.is_some());
+        let usable = |t: &Target| in_spec_order || detected.get(&t.mount).is_some();
+        let mut place = vec![0; targets.len()];
+        let mut next = 0;
+        for pass in [true, false] {
+            for (i, t) in targets.iter().enumerate() {
+                if usable(t) == pass {
+                    place[i] = next;
+                    next += 1;
+                }
+            }
+        }
+        InOrder {
+            place,
+            next: 0,
+            waiting: BTreeMap::new(),
+        }
+    }
+
+    /// Take target `i`'s result; hand on every result whose turn has come.
+    fn put(&mut self, i: usize, r: PathResult, sink: &mut dyn Sink) {
+        let place = self.place[i];
+        if place != self.next {
+            self.waiting.insert(place, r);
+            return;
+        }
+        sink.path(r);
+        self.next += 1;
+        while let Some(r) = self.waiting.remove(&self.next) {
+            sink.path(r);
+            self.next += 1;
+        }
+    }
 }
 
 /// A folder's targets, with their places in spec order.
@@ -722,5 +787,89 @@ async fn write_metadata(
         Err(e) => {
             tracing::warn!(path = %t.full_path(), error = %e, "could not write vault-seed's custom_metadata")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{Field, Provided};
+
+    fn target(mount: &str, path: &str, provided: bool) -> Target {
+        Target {
+            spec_file: Arc::from(std::path::Path::new("specs/app.toml")),
+            app: "app".into(),
+            mount: mount.into(),
+            path: path.into(),
+            name: "S".into(),
+            fixed: false,
+            fields: Arc::from(vec![Field {
+                name: "password".into(),
+                generator: crate::generate::Generator::Fernet,
+            }]),
+            kv_version: None,
+            provided: provided.then(|| {
+                Arc::new(Provided {
+                    by: "db".into(),
+                    push_secret: None,
+                    mount: None,
+                    path: None,
+                })
+            }),
+        }
+    }
+
+    /// Records what it is handed.
+    #[derive(Default)]
+    struct Taken(Vec<String>);
+
+    impl Sink for Taken {
+        fn path(&mut self, r: PathResult) {
+            self.0.push(r.target.path.clone());
+        }
+    }
+
+    /// Results are handed on in the report's order as soon as their turn comes: only those
+    /// that came in ahead of it are held.
+    #[test]
+    fn results_are_handed_on_in_order_holding_only_those_ahead_of_their_turn() {
+        let mut detected = Mounts::default();
+        detected
+            .mounts
+            .insert("kv".into(), KvMount::new("kv", KvVersion::V2));
+        // `gone/1` is on a mount that cannot be used: after the others.
+        let targets: Vec<Target> = ["0", "1", "2", "3"]
+            .iter()
+            .map(|p| target("kv", p, false))
+            .chain([target("gone", "g", false)])
+            .collect();
+        let mut order = InOrder::new(&targets, &detected);
+        let mut taken = Taken::default();
+        let result = |i: usize| PathResult::all(&targets[i], Outcome::Exists, None, None);
+        order.put(4, result(4), &mut taken);
+        order.put(2, result(2), &mut taken);
+        order.put(1, result(1), &mut taken);
+        assert!(taken.0.is_empty());
+        assert_eq!(order.waiting.len(), 3);
+        order.put(0, result(0), &mut taken);
+        assert_eq!(taken.0, ["0", "1", "2"]);
+        assert_eq!(order.waiting.len(), 1, "only `g`, whose turn is last");
+        order.put(3, result(3), &mut taken);
+        assert_eq!(taken.0, ["0", "1", "2", "3", "g"]);
+        assert!(order.waiting.is_empty());
+
+        // With a provided path, spec order for all, the unusable mount's in its place.
+        let mut targets = targets;
+        targets[1] = target("kv", "1", true);
+        let mut order = InOrder::new(&targets, &detected);
+        let mut taken = Taken::default();
+        for i in [4, 3, 2, 1, 0] {
+            order.put(
+                i,
+                PathResult::all(&targets[i], Outcome::Exists, None, None),
+                &mut taken,
+            );
+        }
+        assert_eq!(taken.0, ["0", "1", "2", "3", "g"]);
     }
 }

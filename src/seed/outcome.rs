@@ -200,32 +200,27 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Count a run's results.
-    pub fn of(paths: &[PathResult]) -> Summary {
-        let mut s = Summary {
-            paths: paths.len(),
-            ..Summary::default()
-        };
-        for p in paths {
-            s.written_paths += usize::from(p.written);
-            for f in &p.fields {
-                s.fields += 1;
-                match f.outcome {
-                    Outcome::Created => s.created += 1,
-                    Outcome::Exists => s.exists += 1,
-                    Outcome::Invalid => s.invalid += 1,
-                    Outcome::Pending => s.pending += 1,
-                    Outcome::Recreated => s.recreated += 1,
-                    Outcome::Extended => s.extended += 1,
-                    Outcome::Denied => s.denied += 1,
-                    Outcome::Error | Outcome::Missing => s.error += 1,
-                    Outcome::Skipped => s.skipped += 1,
-                    Outcome::ProvidedPresent => s.provided_present += 1,
-                    Outcome::ProvidedAbsent => s.provided_absent += 1,
-                }
+    /// Count one path's result.
+    pub fn add(&mut self, p: &PathResult) {
+        let s = self;
+        s.paths += 1;
+        s.written_paths += usize::from(p.written);
+        for f in &p.fields {
+            s.fields += 1;
+            match f.outcome {
+                Outcome::Created => s.created += 1,
+                Outcome::Exists => s.exists += 1,
+                Outcome::Invalid => s.invalid += 1,
+                Outcome::Pending => s.pending += 1,
+                Outcome::Recreated => s.recreated += 1,
+                Outcome::Extended => s.extended += 1,
+                Outcome::Denied => s.denied += 1,
+                Outcome::Error | Outcome::Missing => s.error += 1,
+                Outcome::Skipped => s.skipped += 1,
+                Outcome::ProvidedPresent => s.provided_present += 1,
+                Outcome::ProvidedAbsent => s.provided_absent += 1,
             }
         }
-        s
     }
 
     /// Whether anything failed.

@@ -29,22 +29,6 @@ pub(super) async fn read(
     r
 }
 
-/// `paths` in the order of their targets in `targets` (paths are unique in an environment): with
-/// provided paths, a path on a mount that cannot be used keeps its place too.
-pub(super) fn in_spec_order(paths: &mut [PathResult], targets: &[Target]) {
-    let place: std::collections::HashMap<String, usize> = targets
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.full_path(), i))
-        .collect();
-    paths.sort_by_key(|p| {
-        place
-            .get(&p.target.full_path())
-            .copied()
-            .unwrap_or(usize::MAX)
-    });
-}
-
 /// A provided path's state as `apply` reports it.
 fn result(p: PathState) -> PathResult {
     let by = p

@@ -1359,3 +1359,83 @@ fn paths_are_written_while_other_folders_are_still_being_listed() {
         .collect();
     assert_no_value_in(&bao, &paths, &out.all_text());
 }
+
+#[test]
+fn rows_are_written_while_the_run_goes_not_at_its_end() {
+    use common::proxy::recording;
+    use std::io::BufRead;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    // Issue 19: the report is written as the run goes, not held to its end (at 100,000 paths
+    // the held results were most of the run's memory). Two applications in two folders; the
+    // proxy holds every request about the second folder until the test has read a row of the
+    // first from vault-seed's stdout, a pipe. A report printed at the run's end shows no row
+    // while the run waits there (the hold lets go after a minute, and the assertions fail).
+    let bao = OpenBao::dev();
+    let dir = tempfile::tempdir().unwrap();
+    for app in ["a", "b"] {
+        let spec = format!(
+            "[vault]\nmount = \"secret\"\npath = \"{app}/{{env}}\"\n[environments.dev]\n\
+             [secrets.ONE]\ndescription = \"d\"\nfields.password = {{ generator = \"hex32\" }}\n\
+             [secrets.TWO]\ndescription = \"d\"\nfields.password = {{ generator = \"hex32\" }}\n"
+        );
+        std::fs::write(dir.path().join(format!("{app}.toml")), spec).unwrap();
+    }
+    let released = Arc::new(AtomicBool::new(false));
+    let (proxy, events) = recording(&bao.addr, {
+        let released = released.clone();
+        move |line, events| {
+            if line.contains("/b/dev") {
+                events.wait_until(|_, _| released.load(Ordering::SeqCst));
+            }
+        }
+    });
+    // The table of `apply`, then the JSON of `plan` (its rows are items of `results`).
+    for (args, first_row) in [
+        (&["apply", "dev"][..], "secret/a/dev/ONE"),
+        (
+            &["plan", "dev", "-o", "json"][..],
+            "\"path\": \"secret/a/dev/ONE\"",
+        ),
+    ] {
+        released.store(false, Ordering::SeqCst);
+        let earlier = events.log().len();
+        let mut child = Run::new(&bao)
+            .specs(dir.path())
+            .addr(&proxy.addr)
+            .args(args)
+            .spawn();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut seen = String::new();
+        let mut line = String::new();
+        while stdout.read_line(&mut line).unwrap() > 0 && !line.contains(first_row) {
+            seen.push_str(&line);
+            line.clear();
+        }
+        // What the run had done about the second folder when its first row was on stdout.
+        let second_folder = events
+            .log()
+            .into_iter()
+            .skip(earlier)
+            .filter(|e| e.starts_with("answered") && e.contains("/b/dev"))
+            .collect::<Vec<_>>();
+        released.store(true, Ordering::SeqCst);
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+        let out = common::Out::from(child.wait_with_output().unwrap());
+        assert!(
+            line.contains(first_row),
+            "{args:?}: no row `{first_row}`: {seen}{rest}"
+        );
+        assert!(
+            second_folder.is_empty(),
+            "{args:?}: the first row came out only after the second folder was answered: {second_folder:?}"
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", out.stderr_text());
+        assert!(rest.contains("b/dev/TWO"), "{args:?}: {rest}");
+    }
+    // `apply` made the four paths; `plan` found them.
+    for app in ["a", "b"] {
+        assert_eq!(bao.kv_version("secret", &format!("{app}/dev/ONE")), Some(1));
+    }
+}
