@@ -10,7 +10,7 @@ mod inspect;
 mod outcome;
 mod provided;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -142,7 +142,7 @@ async fn pipeline<E>(
     // The report's order, known once the gate says which mounts can be used.
     let mut order = InOrder::default();
     let mut written = false;
-    let mut denied: Vec<String> = Vec::new();
+    let mut denied = Denied::default();
     // Over a network a new connection costs a round trip (two with TLS) before its first
     // request: open those the requests after the gate will use now, alongside the gate's, rather
     // than after it. (`HEAD sys/health` carries no token and depends on no answer.)
@@ -377,21 +377,48 @@ fn parent(path: &str) -> (&str, &str) {
     path.rsplit_once('/').unwrap_or(("", path))
 }
 
-/// The note for the folders whose LIST was denied ([`listing_of`] gathers them), if any.
-fn list_denied_note(mut denied: Vec<String>) -> Option<String> {
-    if denied.is_empty() {
+/// The folders whose LIST was denied ([`listing_of`] gathers them): the first few by name and
+/// how many, not every one (a token without `list` on a large platform is denied on thousands).
+#[derive(Default)]
+struct Denied {
+    /// The first [`Denied::SHOWN`] by name.
+    first: BTreeSet<String>,
+    count: usize,
+}
+
+impl Denied {
+    const SHOWN: usize = 8;
+
+    fn push(&mut self, folder: String) {
+        self.count += 1;
+        self.first.insert(folder);
+        if self.first.len() > Self::SHOWN {
+            self.first.pop_last();
+        }
+    }
+}
+
+/// The note for the folders whose LIST was denied, if any: eight by name, then how many more.
+fn list_denied_note(denied: Denied) -> Option<String> {
+    if denied.count == 0 {
         return None;
     }
-    denied.sort();
+    let shown: Vec<String> = denied.first.into_iter().collect();
+    let more = denied.count - shown.len();
     Some(format!(
-        "the token may not `list` {}: each path was read instead (slower on many paths)",
-        crate::spec::backticked(&denied)
+        "the token may not `list` {}{}: each path was read instead (slower on many paths)",
+        crate::spec::backticked(&shown),
+        if more > 0 {
+            format!(" and {more} more folder(s)")
+        } else {
+            String::new()
+        }
     ))
 }
 
 /// What a folder's LIST says: its names, or (denied, noted in `denied`; or failed) that each
 /// path is read instead.
-fn listing_of(r: ListResult, denied: &mut Vec<String>) -> Listing {
+fn listing_of(r: ListResult, denied: &mut Denied) -> Listing {
     match r {
         Ok(Some(names)) => Listing::Names(names.into_iter().collect()),
         Ok(None) => Listing::Names(HashSet::new()),
@@ -433,7 +460,7 @@ async fn discover(
         .await;
     tracing::debug!(folders = results.len(), "listed folders");
     let mut out = HashMap::new();
-    let mut denied = Vec::new();
+    let mut denied = Denied::default();
     for (key, r) in results {
         let listing = listing_of(r, &mut denied);
         out.insert(key, listing);
@@ -817,6 +844,38 @@ mod tests {
                 })
             }),
         }
+    }
+
+    /// A token denied `list` on thousands of folders gets a note naming eight, by name, and
+    /// how many more; the note holds no more than that while the run goes.
+    #[test]
+    fn the_denied_list_note_names_eight_folders_then_counts_the_rest() {
+        let mut denied = Denied::default();
+        for i in (0..20).rev() {
+            denied.push(format!("secret/metadata/f{i:02}"));
+        }
+        assert_eq!(denied.first.len(), Denied::SHOWN);
+        let note = list_denied_note(denied).unwrap();
+        assert!(
+            note.starts_with(
+                "the token may not `list` `secret/metadata/f00`, `secret/metadata/f01`,"
+            ),
+            "{note}"
+        );
+        assert!(
+            note.contains(
+                "`secret/metadata/f07` and 12 more folder(s): each path was read instead"
+            ),
+            "{note}"
+        );
+        assert!(!note.contains("f08"), "{note}");
+        let mut one = Denied::default();
+        one.push("secret/metadata/a".into());
+        assert_eq!(
+            list_denied_note(one).unwrap(),
+            "the token may not `list` `secret/metadata/a`: each path was read instead (slower on many paths)"
+        );
+        assert!(list_denied_note(Denied::default()).is_none());
     }
 
     /// Records what it is handed.
