@@ -62,9 +62,15 @@ fn killed_mid_apply_then_restarted_rerun_completes_and_nothing_passes_version_on
     const N: usize = 1000;
     let mut bao = OpenBao::persistent(None);
     let dir = spec_with(N, &bao.addr);
-    let child = apply(&bao, &bao.addr.clone(), dir.path())
+    let mut child = apply(&bao, &bao.addr.clone(), dir.path())
         .env("VAULT_CLIENT_TIMEOUT", "2s")
         .spawn();
+    // The report is written while the run goes: a pipe nobody reads would fill and pause it.
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut bytes).map(|_| bytes)
+    });
     let start = Instant::now();
     while listed(&bao) < 200 {
         assert!(
@@ -74,7 +80,9 @@ fn killed_mid_apply_then_restarted_rerun_completes_and_nothing_passes_version_on
         std::thread::sleep(Duration::from_millis(10));
     }
     bao.kill();
-    let out = Out::from(child.wait_with_output().unwrap());
+    let mut output = child.wait_with_output().unwrap();
+    output.stdout = reader.join().unwrap().unwrap();
+    let out = Out::from(output);
     assert_eq!(out.status.code(), Some(1), "{}", out.stderr_text());
     // A JSON report even when the server died.
     let doc = out.json();
