@@ -22,8 +22,11 @@ use super::Failure;
 pub(crate) struct Session {
     /// The environment's name.
     pub env: String,
-    /// Every target of the environment (narrowed by `--only`).
+    /// Every target of the environment (narrowed by `--only`); empty for a session made by
+    /// [`Session::from_plan`], whose caller keeps the plan's.
     pub targets: Vec<Target>,
+    /// How many targets the environment has (narrowed by `--only`).
+    pub paths: usize,
     /// Secret names more than one application of the environment uses.
     pub shared_names: BTreeSet<String>,
     /// Connection settings (hold the token; never printed).
@@ -71,15 +74,15 @@ impl Session {
     ) -> Result<Session, Failure> {
         let set = super::load_specs(g)?;
         let mut plan = set.plan(env, only)?;
+        let mut session = Session::from_plan(g, &plan, vault_args)?;
         // The session takes the targets over: moved, not copied (a copy of 100,000 was the
         // largest thing held at the start of a run).
-        let targets = std::mem::take(&mut plan.targets);
-        let mut session = Session::from_plan(g, &plan, vault_args)?;
-        session.targets = targets;
+        session.targets = std::mem::take(&mut plan.targets);
         Ok(session)
     }
 
-    /// The same, for a caller that keeps the resolved plan.
+    /// The same, for a caller that keeps the resolved plan and its targets (`verify`): the
+    /// session holds no copy of them.
     pub fn from_plan(
         g: &GlobalArgs,
         plan: &EnvPlan<'_>,
@@ -110,7 +113,8 @@ impl Session {
         };
         Ok(Session {
             env: plan.env.clone(),
-            targets: plan.targets.clone(),
+            targets: Vec::new(),
+            paths: plan.targets.len(),
             shared_names: plan.shared_names.clone(),
             settings,
             vault,
@@ -125,7 +129,7 @@ impl Session {
             "{} {command} `{}`: {} path(s) at {} (token from {})",
             self.style.bold("vault-seed"),
             self.env,
-            self.targets.len(),
+            self.paths,
             self.settings.addr,
             self.settings.token_source
         ));

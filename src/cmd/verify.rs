@@ -20,7 +20,7 @@ use super::Failure;
 pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Failure> {
     let req = request(args)?;
     let set = super::load_specs(g)?;
-    let plan = set.plan(&args.env, &[])?;
+    let mut plan = set.plan(&args.env, &[])?;
     if req.parts.contains(&PartName::Argocd) && !verify::argocd::configured(&plan) {
         return Err(Failure::usage(format!(
             "no spec of environment `{}` has an `[argocd]` section",
@@ -55,7 +55,7 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Fai
             (Progress::Waiting(line), Some(s)) => s.set_message(t(line)),
             (Progress::Waiting(line) | Progress::Did(line), _) => report::say(&t(line)),
         };
-        let verification = verify::run(&session.vault, &plan, &detected, &req, &progress).await;
+        let verification = verify::run(&session.vault, &mut plan, &detected, &req, &progress).await;
         if let Some(s) = spinner {
             s.finish_and_clear();
         }

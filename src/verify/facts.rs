@@ -2,7 +2,7 @@
 //! explanations ("`X` field `value` is still a placeholder", "ESO's policy does not grant
 //! `read` on `secret/data/X`").
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use time::OffsetDateTime;
 
@@ -11,6 +11,7 @@ use super::Checked;
 use crate::acl::Capability;
 use crate::kv::KvVersion;
 use crate::seed::{Inspection, Status};
+use crate::spec::Target;
 
 /// One path's facts.
 #[derive(Debug, Clone, Default)]
@@ -29,6 +30,21 @@ pub struct PathFacts {
     pub vso_policy_missing: Vec<Capability>,
 }
 
+/// An operator's gaps by API path: what its policy lacks there (every check of the path, in the
+/// report's order).
+fn gaps(part: Option<&GrantsPart>) -> HashMap<&str, Vec<Capability>> {
+    let mut by_path: HashMap<&str, Vec<Capability>> = HashMap::new();
+    for c in part.into_iter().flat_map(|p| p.report.paths.iter()) {
+        if !c.missing.is_empty() {
+            by_path
+                .entry(c.path.as_str())
+                .or_default()
+                .extend(c.missing.iter().copied());
+        }
+    }
+    by_path
+}
+
 /// Every path's facts, by full path (`secret/ask/core-service/auh1-dev/X`).
 #[derive(Debug, Clone, Default)]
 pub struct Facts(BTreeMap<String, PathFacts>);
@@ -38,34 +54,35 @@ impl Facts {
     /// each mount's KV version as the server reports it.
     pub fn gather(
         inspection: &Inspection,
+        targets: &[Target],
         grants: Option<&Checked<PolicyPart>>,
         detected: &dyn Fn(&str) -> Option<KvVersion>,
     ) -> Facts {
+        // Each operator's gaps by API path, looked up once per path (a scan of every checked
+        // path per path was quadratic: 100,000 paths, 10^10 comparisons).
+        let (eso_gaps, vso_gaps) = match grants {
+            Some(Checked::Done(part)) => (gaps(Some(&part.eso)), gaps(part.vso.as_ref())),
+            _ => (HashMap::new(), HashMap::new()),
+        };
         let mut out = BTreeMap::new();
         for p in &inspection.paths {
-            let t = &p.target;
+            let t = &targets[p.target];
             let data_path = t.kv_mount(detected).data_path(&t.path);
             let created = p.created_time.as_deref().and_then(|c| {
                 OffsetDateTime::parse(c, &time::format_description::well_known::Rfc3339).ok()
             });
-            let missing = |part: Option<&GrantsPart>| -> Vec<Capability> {
-                part.into_iter()
-                    .flat_map(|p| p.report.paths.iter())
-                    .filter(|c| c.path == data_path)
-                    .flat_map(|c| c.missing.iter().copied())
-                    .collect()
+            let missing = |gaps: &HashMap<&str, Vec<Capability>>| {
+                gaps.get(data_path.as_str()).cloned().unwrap_or_default()
             };
-            let (policy_missing, vso_policy_missing) = match grants {
-                Some(Checked::Done(part)) => (missing(Some(&part.eso)), missing(part.vso.as_ref())),
-                _ => (Vec::new(), Vec::new()),
-            };
+            let (policy_missing, vso_policy_missing) = (missing(&eso_gaps), missing(&vso_gaps));
             out.insert(
                 t.full_path(),
                 PathFacts {
-                    fields: p
+                    fields: t
                         .fields
                         .iter()
-                        .map(|f| (f.field.clone(), f.status))
+                        .zip(p.fields.iter())
+                        .map(|(spec, f)| (spec.name.clone(), f.status))
                         .collect(),
                     created,
                     version: p.version,
@@ -91,36 +108,39 @@ mod tests {
     use super::*;
     use crate::acl::{PathCheck, PolicyReport};
     use crate::generate::Generator;
-    use crate::seed::{FieldState, PathState};
+    use crate::seed::{FieldFound, Found};
     use crate::spec::{Field, Target};
     use crate::verify::grants::{Method, Operator};
 
-    fn state(mount: &str) -> PathState {
-        PathState {
-            target: Target {
-                spec_file: PathBuf::from("specs/app.toml").into(),
-                app: "app".into(),
-                mount: mount.into(),
-                path: "app/dev/A".into(),
-                name: "A".into(),
-                fixed: false,
-                fields: vec![Field {
-                    name: "value".into(),
-                    generator: Generator::Uuid,
-                }]
-                .into(),
-                kv_version: None,
-                provided: None,
-            },
+    fn target(mount: &str) -> Target {
+        Target {
+            spec_file: PathBuf::from("specs/app.toml").into(),
+            app: "app".into(),
+            mount: mount.into(),
+            path: "app/dev/A".into(),
+            name: "A".into(),
+            fixed: false,
+            fields: vec![Field {
+                name: "value".into(),
+                generator: Generator::Uuid,
+            }]
+            .into(),
+            kv_version: None,
+            provided: None,
+        }
+    }
+
+    fn state(target: usize) -> Found {
+        Found {
+            target,
             version: None,
-            fields: vec![FieldState {
-                field: "value".into(),
-                generator: "uuid".into(),
+            created_time: None,
+            detail: None,
+            fields: vec![FieldFound {
                 status: Status::Pending,
                 detail: None,
-            }],
-            detail: None,
-            created_time: None,
+            }]
+            .into(),
         }
     }
 
@@ -128,8 +148,9 @@ mod tests {
     /// `data/` path it never reads (which the kube part printed for every mount before).
     #[test]
     fn the_policy_gap_of_a_path_is_found_at_its_mounts_version() {
+        let targets = [target("kv"), target("secret")];
         let inspection = Inspection {
-            paths: vec![state("kv"), state("secret")],
+            paths: vec![state(0), state(1)],
             notes: Vec::new(),
         };
         let gap = |path: &str| PathCheck {
@@ -163,7 +184,7 @@ mod tests {
             "kv" => Some(KvVersion::V1),
             _ => Some(KvVersion::V2),
         };
-        let facts = Facts::gather(&inspection, Some(&grants), &detected);
+        let facts = Facts::gather(&inspection, &targets, Some(&grants), &detected);
         let v1 = facts.get("kv/app/dev/A").unwrap();
         assert_eq!(v1.data_path, "kv/app/dev/A");
         assert_eq!(v1.policy_missing, [Capability::Read]);
