@@ -152,31 +152,11 @@ pub fn judge(
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::*;
-    use crate::generate::Generator;
     use crate::seed::FieldFound;
-    use crate::spec::Field;
 
     fn target(app: &str, fields: &[&str]) -> Target {
-        Target {
-            spec_file: PathBuf::from(format!("specs/{app}.toml")).into(),
-            app: app.into(),
-            mount: "secret".into(),
-            path: format!("{app}/dev/A"),
-            name: "A".into(),
-            fixed: false,
-            fields: fields
-                .iter()
-                .map(|f| Field {
-                    name: f.to_string(),
-                    generator: Generator::Uuid,
-                })
-                .collect(),
-            kv_version: None,
-            provided: None,
-        }
+        crate::replace::tests::target(app, "A", fields)
     }
 
     fn found(target: usize, statuses: &[Status]) -> Found {
