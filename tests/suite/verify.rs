@@ -1057,12 +1057,13 @@ fn copies_of_the_real_spec(copies: usize) -> tempfile::TempDir {
 }
 
 #[test]
-fn verify_opens_one_connection_ahead_per_policy_however_many_specs_name_it() {
+fn verify_reads_a_policy_and_an_auth_role_many_specs_name_once_with_one_connection_ahead_for_it() {
     use common::proxy::{first, holding_the_token_check};
-    // Three specs name ESO's one policy. The policy part reads it once, so verify opens one
-    // connection ahead for it (and one for `default`), not one per spec naming it: counted per
-    // spec, 16,667 specs opened 16,668 connections ahead (about 17 KiB apiece in vault-seed,
-    // held to the end of the run: 290 MB of verify's 713 MB peak at 100,002 paths).
+    // Three specs name ESO's one policy and its one auth role. The policy part reads each once,
+    // and verify opens one connection ahead for the policy (and one for `default`), not one per
+    // spec naming it: counted per spec, 16,667 specs opened 16,668 connections ahead, and read
+    // the role 16,667 times at once, a connection each (about 17 KiB apiece in vault-seed, held
+    // to the end of the run: most of verify's 713 MB peak at 100,002 paths).
     let bao = OpenBao::dev();
     let specs = copies_of_the_real_spec(3);
     Run::new(&bao)
@@ -1102,6 +1103,9 @@ path "secret/metadata/ask/*" { capabilities = ["read", "list"] }
         1,
         "{log:#?}"
     );
+    // The auth role the three specs name, read once (read per spec, 16,667 specs sent 16,667
+    // reads at once: a connection each).
+    assert_eq!(sent("sent GET /v1/auth/kubernetes/role/eso"), 1, "{log:#?}");
     let all = format!("{stdout}{}", out.stderr_text());
     for i in 1..=3 {
         let path = format!("secret/data/ask/core-service-{i}/auh1-dev/SECURITY__API_KEY_SALT");
