@@ -1062,7 +1062,7 @@ fn verify_reads_a_policy_and_an_auth_role_many_specs_name_once_with_one_connecti
     // Three specs name ESO's one policy and its one auth role. The policy part reads each once,
     // and verify opens one connection ahead for the policy (and one for `default`), not one per
     // spec naming it: counted per spec, 16,667 specs opened 16,668 connections ahead, and read
-    // the role 16,667 times at once, a connection each (about 17 KiB apiece in vault-seed, held
+    // the role 16,667 times at once, a connection each (about 33 KiB apiece in vault-seed, held
     // to the end of the run: most of verify's 713 MB peak at 100,002 paths).
     let bao = OpenBao::dev();
     let specs = copies_of_the_real_spec(3);
