@@ -232,13 +232,15 @@ pub async fn write_fields(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::path::PathBuf;
 
     use super::*;
     use crate::generate::Generator;
 
-    fn target(folder: &str, name: &str, fields: &[&str]) -> Target {
+    /// A target `NAME` in folder `FOLDER/dev` on `secret`, with these uuid fields (other modules'
+    /// tests use it too).
+    pub(crate) fn target(folder: &str, name: &str, fields: &[&str]) -> Target {
         Target {
             spec_file: PathBuf::from(format!("specs/{folder}.toml")).into(),
             app: folder.into(),

@@ -22,8 +22,11 @@ use super::Failure;
 pub(crate) struct Session {
     /// The environment's name.
     pub env: String,
-    /// Every target of the environment (narrowed by `--only`).
+    /// Every target of the environment (narrowed by `--only`); empty for a session made by
+    /// [`Session::from_plan`], whose caller keeps the plan's.
     pub targets: Vec<Target>,
+    /// How many targets the environment has (narrowed by `--only`).
+    pub paths: usize,
     /// Secret names more than one application of the environment uses.
     pub shared_names: BTreeSet<String>,
     /// Connection settings (hold the token; never printed).
@@ -82,12 +85,14 @@ impl Session {
             ),
             vault_args,
         )?;
+        session.paths = resolved.targets.len();
         session.targets = resolved.targets;
         session.shared_names = resolved.shared_names;
         Ok(session)
     }
 
-    /// The same, for a caller that keeps the resolved plan.
+    /// The same, for a caller that keeps the resolved plan and its targets (`verify`): the
+    /// session holds no copy of them.
     pub fn from_plan(
         g: &GlobalArgs,
         plan: &EnvPlan<'_>,
@@ -99,7 +104,8 @@ impl Session {
             (plan.vault_addr(), plan.vault_namespace()),
             vault_args,
         )?;
-        session.targets = plan.targets.clone();
+        // The caller keeps the plan's targets: not copied here.
+        session.paths = plan.targets.len();
         session.shared_names = plan.shared_names.clone();
         Ok(session)
     }
@@ -134,6 +140,7 @@ impl Session {
         Ok(Session {
             env: env.to_string(),
             targets: Vec::new(),
+            paths: 0,
             shared_names: BTreeSet::new(),
             settings,
             vault,
@@ -148,7 +155,7 @@ impl Session {
             "{} {command} `{}`: {} path(s) at {} (token from {})",
             self.style.bold("vault-seed"),
             self.env,
-            self.targets.len(),
+            self.paths,
             self.settings.addr,
             self.settings.token_source
         ));

@@ -2,6 +2,7 @@
 //! `{"command": "verify", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes"}`.
 
 use std::fmt::Write;
+use std::io;
 
 use serde::Serialize;
 
@@ -42,45 +43,56 @@ impl Report for VerifyReport {
                 v.ok,
             );
         }
-        let style = &view.out;
-        let mut out = String::new();
-        match &v.vault {
-            Some(Checked::Done(p)) => values(&mut out, style, &v.env, p),
-            Some(Checked::Failed(f)) => failed(&mut out, style, "vault", f),
-            None => {}
-        }
-        match &v.policy {
-            Some(Checked::Done(p)) => policy(&mut out, style, p, view.verbose > 0),
-            Some(Checked::Failed(f)) => failed(&mut out, style, "policy", f),
-            None => {}
-        }
-        match &v.kube {
-            Some(Checked::Done(k)) => cluster(&mut out, style, k),
-            Some(Checked::Failed(f)) => failed(&mut out, style, "kube", f),
-            None => {}
-        }
-        match &v.argocd {
-            Some(Checked::Done(a)) => argocd(&mut out, style, a),
-            Some(Checked::Failed(f)) => failed(&mut out, style, "argocd", f),
-            None => {}
-        }
-        let _ = writeln!(
-            out,
-            "verify {}: {}",
-            v.env,
-            if v.ok {
-                style.ok("done")
-            } else {
-                style.error("NOT done")
-            }
-        );
+        // Written as it is made: the part `vault` has a line per field not valid (100,000
+        // placeholders are 100,000 lines).
+        let (style, verbose) = (view.out, view.verbose > 0);
         let notes: String = v
             .notes
             .iter()
             .map(|n| format!("note: {}\n", t(n)))
             .collect();
-        Rendered::text(out, v.ok).with_after(notes)
+        Rendered::stream(move |out| text(out, &style, v, verbose), v.ok).with_after(notes)
     }
+}
+
+/// The text report, each part's lines written as they are made.
+fn text(out: &mut dyn io::Write, style: &Style, v: &Verification, verbose: bool) -> io::Result<()> {
+    match &v.vault {
+        Some(Checked::Done(p)) => values(out, style, &v.env, p)?,
+        Some(Checked::Failed(f)) => {
+            let mut s = String::new();
+            failed(&mut s, style, "vault", f);
+            out.write_all(s.as_bytes())?;
+        }
+        None => {}
+    }
+    let mut rest = String::new();
+    match &v.policy {
+        Some(Checked::Done(p)) => policy(&mut rest, style, p, verbose),
+        Some(Checked::Failed(f)) => failed(&mut rest, style, "policy", f),
+        None => {}
+    }
+    match &v.kube {
+        Some(Checked::Done(k)) => cluster(&mut rest, style, k),
+        Some(Checked::Failed(f)) => failed(&mut rest, style, "kube", f),
+        None => {}
+    }
+    match &v.argocd {
+        Some(Checked::Done(a)) => argocd(&mut rest, style, a),
+        Some(Checked::Failed(f)) => failed(&mut rest, style, "argocd", f),
+        None => {}
+    }
+    let _ = writeln!(
+        rest,
+        "verify {}: {}",
+        v.env,
+        if v.ok {
+            style.ok("done")
+        } else {
+            style.error("NOT done")
+        }
+    );
+    out.write_all(rest.as_bytes())
 }
 
 fn mark(style: &Style, ok: bool) -> String {
@@ -111,39 +123,40 @@ fn failed(out: &mut String, style: &Style, name: &str, f: &PartFailure) {
     }
 }
 
-fn values(out: &mut String, style: &Style, env: &str, v: &ValuesPart) {
+fn values(out: &mut dyn io::Write, style: &Style, env: &str, v: &ValuesPart) -> io::Result<()> {
     let counts: Vec<String> = v.counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    let _ = writeln!(
+    writeln!(
         out,
         "{} vault: {} field(s): {}",
         mark(style, v.ok),
-        v.results.len(),
+        v.fields(),
         counts.join(", ")
-    );
-    for row in v.results.iter().filter(|x| x.status != Status::Valid) {
-        let hint = match (row.status, &row.provided_by) {
+    )?;
+    for row in v.rows().filter(|x| x.status != Status::Valid) {
+        let hint = match (row.status, row.provided_by) {
             (Status::Missing | Status::Deleted, Some(by)) => {
                 format!("waiting for {}: vault-seed never writes it", t(by))
             }
             (Status::Invalid, Some(by)) => format!(
                 "{}; provided by {}: vault-seed never changes it",
-                t(row.detail.as_deref().unwrap_or_default()),
+                t(row.detail.unwrap_or_default()),
                 t(by)
             ),
             (Status::Pending, _) => {
-                format!("fill in: vault-seed set {env} {} < value.txt", row.set_as)
+                format!("fill in: vault-seed set {env} {} < value.txt", row.set_as())
             }
             (Status::Missing | Status::Deleted, None) => format!("run: vault-seed apply {env}"),
-            _ => t(row.detail.as_deref().unwrap_or_default()),
+            _ => t(row.detail.unwrap_or_default()),
         };
-        let _ = writeln!(
+        writeln!(
             out,
             "       {:<8} {}  {}  {hint}",
             row.status.as_str(),
             row.path,
             row.field
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// ESO's grants, then VSO's, each under its own line (`policy:` alone when only ESO counts, as

@@ -4,14 +4,13 @@
 //! engine's, with no write anywhere on the path: a target absent, deleted or missing a field is
 //! reported so, not planned for.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::stream::{self, StreamExt};
 use serde::Serialize;
 
-use super::{discover, existing, judge, FolderKey, Listing, Outcome, PathResult};
+use super::{discover, judge, known_absent, Outcome, PathResult};
 use crate::kv::KvMount;
 use crate::mounts::Mounts;
 use crate::spec::Target;
@@ -131,81 +130,141 @@ impl PathState {
     }
 }
 
+/// One field's state as [`inspect`] keeps it: its name and generator are its target's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldFound {
+    /// What is there.
+    pub status: Status,
+    /// Why, when there is more to say (never a value).
+    pub detail: Option<Box<str>>,
+}
+
+/// One path's state as [`inspect`] keeps it: its target by index, and only what the report
+/// says of it (a run holds one per path to its end; a copy of the target and of each field's
+/// name and generator per path was the largest part of the values' memory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Its target: an index into the targets given to [`inspect`].
+    pub target: usize,
+    /// The secret's current version (KV v2), when read.
+    pub version: Option<u64>,
+    /// When the current version was created (RFC 3339, as Vault wrote it), when read.
+    pub created_time: Option<Box<str>>,
+    /// A note about the whole path.
+    pub detail: Option<Box<str>>,
+    /// One per field of the target, in the target's order.
+    pub fields: Box<[FieldFound]>,
+}
+
+impl Found {
+    /// `r`, the result for the target at `target`, kept compact.
+    fn of(target: usize, r: PathResult) -> Found {
+        Found {
+            target,
+            version: r.version,
+            created_time: r.created_time.map(String::into_boxed_str),
+            detail: r.detail.map(String::into_boxed_str),
+            fields: r
+                .fields
+                .into_iter()
+                .map(|f| FieldFound {
+                    status: Status::of(f.outcome),
+                    detail: f.detail.map(String::into_boxed_str),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// What [`inspect`] found.
 #[derive(Debug)]
 pub struct Inspection {
-    /// One state per target, in spec order.
-    pub paths: Vec<PathState>,
+    /// One state per target, in spec order; a target on a mount that cannot be used after the
+    /// others.
+    pub paths: Vec<Found>,
     /// Things that are not about one path (a `list` fallback, Vault gone part way).
     pub notes: Vec<String>,
 }
 
 /// Read every target and judge what is there; write nothing. Targets on a mount `mounts` cannot
-/// use are reported as errors, with why.
+/// use are reported as errors, with why. Each result is kept compact ([`Found`]) as it comes in.
 pub async fn inspect(
     vault: &Vault,
     mounts: &Mounts,
     targets: &[Target],
     concurrency: usize,
 ) -> Inspection {
-    let (ready, failed) = mounts.partition(targets);
+    // By index: a copy of every target (as `Mounts::partition` makes) is not needed here.
+    let (ready, failed): (Vec<usize>, Vec<usize>) =
+        (0..targets.len()).partition(|&i| mounts.mounts.contains_key(&*targets[i].mount));
     let mut notes = Vec::new();
-    let listings = discover(vault, &mounts.mounts, &ready, concurrency, &mut notes).await;
+    // A target on a mount that cannot be used gets no LIST either way (`discover` lists only
+    // on mounts it has).
+    let listings = discover(vault, &mounts.mounts, targets, concurrency, &mut notes).await;
+    // What the reads need of the listings is one bit per path: the listings (every folder's
+    // names, 16,667 folders at 100,000 paths) are dropped before the reads start.
+    let absent: Vec<bool> = ready
+        .iter()
+        .map(|&i| known_absent(&listings, &targets[i]))
+        .collect();
+    drop(listings);
     let vault_down = AtomicBool::new(false);
-    let mut indexed: Vec<(usize, PathResult)> = stream::iter(ready.into_iter().enumerate())
-        .map(|(i, t)| {
-            let (listings, vault_down) = (&listings, &vault_down);
+    let mut paths: Vec<Found> = Vec::with_capacity(targets.len());
+    stream::iter(ready.into_iter().zip(absent))
+        .map(|(i, known_absent)| {
+            let vault_down = &vault_down;
+            let t = &targets[i];
             async move {
                 let r = if vault_down.load(Ordering::SeqCst) {
                     PathResult::all(
-                        &t,
+                        t,
                         Outcome::Skipped,
                         None,
                         Some("not attempted: Vault stopped answering".into()),
                     )
                 } else {
-                    let r = read_one(vault, mounts, listings, &t).await;
+                    let r = read_one(vault, mounts, t, known_absent).await;
                     if r.vault_unavailable {
                         vault_down.store(true, Ordering::SeqCst);
                     }
                     r
                 };
-                (i, r)
+                Found::of(i, r)
             }
         })
         .buffer_unordered(concurrency.max(1))
-        .collect()
+        .for_each(|found| {
+            paths.push(found);
+            futures::future::ready(())
+        })
         .await;
-    indexed.sort_by_key(|(i, _)| *i);
+    paths.sort_unstable_by_key(|p| p.target);
     if vault_down.load(Ordering::SeqCst) {
         notes.push("Vault stopped answering part way: the paths not read are marked `skipped`; run the same command again when it is back".into());
     }
-    let mut paths: Vec<PathState> = indexed
-        .into_iter()
-        .map(|(_, r)| PathState::from(r))
-        .collect();
-    for (t, why) in failed {
-        paths.push(PathState::from(PathResult::all(
-            &t,
-            Outcome::Error,
-            None,
-            Some(why),
-        )));
+    for i in failed {
+        let t = &targets[i];
+        let why = mounts.errors.get(&*t.mount).cloned().unwrap_or_default();
+        paths.push(Found::of(
+            i,
+            PathResult::all(t, Outcome::Error, None, Some(why)),
+        ));
     }
     Inspection { paths, notes }
 }
 
-/// One target, read and judged.
-async fn read_one(
-    vault: &Vault,
-    mounts: &Mounts,
-    listings: &HashMap<FolderKey, Listing>,
-    t: &Target,
-) -> PathResult {
-    match existing(vault, &mounts.mounts, listings, t).await {
-        Err(r) => r,
-        Ok((_, e)) => judged(t, e),
-    }
+/// One target, read and judged: absent without a request when its folder's LIST lacks it.
+async fn read_one(vault: &Vault, mounts: &Mounts, t: &Target, known_absent: bool) -> PathResult {
+    let Some(mount) = mounts.mounts.get(&*t.mount) else {
+        return PathResult::all(
+            t,
+            Outcome::Error,
+            None,
+            Some(format!("mount `{}` was not checked", t.mount)),
+        );
+    };
+    tracing::debug!(path = %t.full_path(), known_absent, "deciding");
+    read_known(vault, mount, t, known_absent).await
 }
 
 /// One target on its (usable) mount, read and judged: absent without a request when its

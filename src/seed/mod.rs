@@ -26,7 +26,7 @@ use crate::mounts::Mounts;
 use crate::spec::Target;
 use crate::vault::{Existing, FieldValue, Vault, VaultError, WriteFields};
 
-pub use inspect::{inspect, FieldState, Inspection, PathState, Status};
+pub use inspect::{inspect, FieldFound, FieldState, Found, Inspection, PathState, Status};
 pub use outcome::{FieldResult, Outcome, PathResult, Summary};
 
 /// How to run.
@@ -469,35 +469,14 @@ async fn discover(
     out
 }
 
-/// What is at `t`'s path: absent without a request when its folder's listing lacks it, else
-/// read. `Err` is the target's result when its mount was not checked or the read failed.
-async fn existing<'m>(
-    vault: &Vault,
-    mounts: &'m HashMap<String, KvMount>,
-    listings: &HashMap<FolderKey, Listing>,
-    t: &Target,
-) -> Result<(&'m KvMount, Existing), PathResult> {
-    let Some(mount) = mounts.get(&*t.mount) else {
-        return Err(PathResult::all(
-            t,
-            Outcome::Error,
-            None,
-            Some(format!("mount `{}` was not checked", t.mount)),
-        ));
-    };
+/// Whether `t`'s folder was listed and its listing lacks `t`: then it is absent, known without a
+/// request.
+fn known_absent(listings: &HashMap<FolderKey, Listing>, t: &Target) -> bool {
     let (folder, name) = parent(&t.path);
-    let known_absent = matches!(
+    matches!(
         listings.get(&(t.mount.to_string(), folder.to_string())),
         Some(Listing::Names(names)) if !names.contains(name)
-    );
-    tracing::debug!(path = %t.full_path(), known_absent, "deciding");
-    if known_absent {
-        return Ok((mount, Existing::Absent));
-    }
-    match vault.kv_read(mount, &t.path).await {
-        Ok(e) => Ok((mount, e)),
-        Err(e) => Err(PathResult::from_error(t, &e, false)),
-    }
+    )
 }
 
 /// One target on its (usable) mount: absent without a request when its folder's listing lacks

@@ -91,7 +91,7 @@ pub fn context(plan: &EnvPlan<'_>, req: &Request) -> Option<String> {
 /// Connect, then check (and wait). What was done and whether waiting ran out go to `notes`.
 pub async fn check(
     plan: &EnvPlan<'_>,
-    facts: &Facts,
+    facts: &Facts<'_>,
     req: &Request,
     progress: &dyn Fn(Progress<'_>),
     notes: &mut Vec<String>,
@@ -201,7 +201,7 @@ async fn check_once(
     cluster: &EsoCluster,
     wanted: &Wanted,
     plan: &EnvPlan<'_>,
-    facts: &Facts,
+    facts: &Facts<'_>,
 ) -> Result<ClusterPart, KubeError> {
     let mut eso = eso::check(cluster, wanted, &plan.targets, facts).await?;
     let vso = vso::check(

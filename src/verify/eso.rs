@@ -147,7 +147,7 @@ pub async fn check(
     cluster: &EsoCluster,
     wanted: &Wanted,
     targets: &[Target],
-    facts: &Facts,
+    facts: &Facts<'_>,
 ) -> Result<EsoReport, KubeError> {
     let provided = provided_checks(cluster, targets, facts).await;
     let mut external_secrets = Vec::new();
@@ -195,7 +195,7 @@ pub async fn check(
                             continue;
                         }
                     }
-                    let f = facts.get(&t.full_path()).cloned().unwrap_or_default();
+                    let f = facts.get(&t.full_path()).unwrap_or_default();
                     newest_created = newest_created.max(f.created);
                     let fields: Vec<&String> = match &r.property {
                         Some(p) => vec![p],
@@ -405,7 +405,7 @@ pub async fn check(
 async fn provided_checks(
     cluster: &EsoCluster,
     targets: &[Target],
-    facts: &Facts,
+    facts: &Facts<'_>,
 ) -> Vec<ProvidedCheck> {
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
@@ -415,7 +415,7 @@ async fn provided_checks(
         if !seen.insert(path.clone()) {
             continue;
         }
-        let f = facts.get(&path).cloned().unwrap_or_default();
+        let f = facts.get(&path).unwrap_or_default();
         let wrong: Vec<(&String, Status)> = f
             .fields
             .iter()

@@ -2,7 +2,8 @@
 //! explanations ("`X` field `value` is still a placeholder", "ESO's policy does not grant
 //! `read` on `secret/data/X`").
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, RandomState};
 
 use time::OffsetDateTime;
 
@@ -10,7 +11,8 @@ use super::grants::{GrantsPart, PolicyPart};
 use super::Checked;
 use crate::acl::Capability;
 use crate::kv::KvVersion;
-use crate::seed::{Inspection, Status};
+use crate::seed::{Found, Inspection, Status};
+use crate::spec::Target;
 
 /// One path's facts.
 #[derive(Debug, Clone, Default)]
@@ -29,58 +31,114 @@ pub struct PathFacts {
     pub vso_policy_missing: Vec<Capability>,
 }
 
-/// Every path's facts, by full path (`secret/ask/core-service/auh1-dev/X`).
-#[derive(Debug, Clone, Default)]
-pub struct Facts(BTreeMap<String, PathFacts>);
+/// An operator's gaps by API path: what its policy lacks there (every check of the path, in the
+/// report's order).
+fn gaps(part: Option<&GrantsPart>) -> HashMap<&str, Vec<Capability>> {
+    let mut by_path: HashMap<&str, Vec<Capability>> = HashMap::new();
+    for c in part.into_iter().flat_map(|p| p.report.paths.iter()) {
+        if !c.missing.is_empty() {
+            by_path
+                .entry(c.path.as_str())
+                .or_default()
+                .extend(c.missing.iter().copied());
+        }
+    }
+    by_path
+}
 
-impl Facts {
+/// Every path's facts, by full path (`secret/ask/core-service/auh1-dev/X`), each made when it is
+/// asked for (the cluster checks ask a few per object) from the values part's compact states,
+/// the targets and the policy part's gaps. Held: one hash and index per path (a map of every
+/// path's facts, with its full path, API path and fields as text, was about 0.5 KiB a path).
+pub struct Facts<'a> {
+    inspection: &'a Inspection,
+    targets: &'a [Target],
+    detected: &'a dyn Fn(&str) -> Option<KvVersion>,
+    eso_gaps: HashMap<&'a str, Vec<Capability>>,
+    vso_gaps: HashMap<&'a str, Vec<Capability>>,
+    /// Hashes of the full paths, sorted, each with its state's index in `inspection`.
+    by_path: Vec<(u64, usize)>,
+    hasher: RandomState,
+}
+
+impl<'a> Facts<'a> {
     /// From what Vault holds, and what the policy part found (if it was checked). `detected` is
     /// each mount's KV version as the server reports it.
     pub fn gather(
-        inspection: &Inspection,
-        grants: Option<&Checked<PolicyPart>>,
-        detected: &dyn Fn(&str) -> Option<KvVersion>,
-    ) -> Facts {
-        let mut out = BTreeMap::new();
-        for p in &inspection.paths {
-            let t = &p.target;
-            let data_path = t.kv_mount(detected).data_path(&t.path);
-            let created = p.created_time.as_deref().and_then(|c| {
-                OffsetDateTime::parse(c, &time::format_description::well_known::Rfc3339).ok()
-            });
-            let missing = |part: Option<&GrantsPart>| -> Vec<Capability> {
-                part.into_iter()
-                    .flat_map(|p| p.report.paths.iter())
-                    .filter(|c| c.path == data_path)
-                    .flat_map(|c| c.missing.iter().copied())
-                    .collect()
-            };
-            let (policy_missing, vso_policy_missing) = match grants {
-                Some(Checked::Done(part)) => (missing(Some(&part.eso)), missing(part.vso.as_ref())),
-                _ => (Vec::new(), Vec::new()),
-            };
-            out.insert(
-                t.full_path(),
-                PathFacts {
-                    fields: p
-                        .fields
-                        .iter()
-                        .map(|f| (f.field.clone(), f.status))
-                        .collect(),
-                    created,
-                    version: p.version,
-                    data_path,
-                    policy_missing,
-                    vso_policy_missing,
-                },
-            );
+        inspection: &'a Inspection,
+        targets: &'a [Target],
+        grants: Option<&'a Checked<PolicyPart>>,
+        detected: &'a dyn Fn(&str) -> Option<KvVersion>,
+    ) -> Facts<'a> {
+        // Each operator's gaps by API path, looked up once per path (a scan of every checked
+        // path per path was quadratic: 100,000 paths, 10^10 comparisons).
+        let (eso_gaps, vso_gaps) = match grants {
+            Some(Checked::Done(part)) => (gaps(Some(&part.eso)), gaps(part.vso.as_ref())),
+            _ => (HashMap::new(), HashMap::new()),
+        };
+        // Keyed by a hash whose key is random per run: a spec cannot choose paths that collide.
+        let hasher = RandomState::new();
+        let mut by_path: Vec<(u64, usize)> = inspection
+            .paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (hasher.hash_one(targets[p.target].full_path()), i))
+            .collect();
+        by_path.sort_unstable();
+        Facts {
+            inspection,
+            targets,
+            detected,
+            eso_gaps,
+            vso_gaps,
+            by_path,
+            hasher,
         }
-        Facts(out)
     }
 
-    /// The facts of a path, by its full path.
-    pub fn get(&self, full_path: &str) -> Option<&PathFacts> {
-        self.0.get(full_path)
+    /// The facts of a path, by its full path (of a path listed twice, the last).
+    pub fn get(&self, full_path: &str) -> Option<PathFacts> {
+        let h = self.hasher.hash_one(full_path);
+        let from = self.by_path.partition_point(|&(x, _)| x < h);
+        let found = self.by_path[from..]
+            .iter()
+            .take_while(|&&(x, _)| x == h)
+            .map(|&(_, i)| &self.inspection.paths[i])
+            .filter(|p| {
+                let t = &self.targets[p.target];
+                full_path
+                    .strip_prefix(&*t.mount)
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    == Some(t.path.as_str())
+            })
+            .max_by_key(|p| p.target)?;
+        Some(self.facts_of(found))
+    }
+
+    fn facts_of(&self, p: &Found) -> PathFacts {
+        let t = &self.targets[p.target];
+        let data_path = t.kv_mount(self.detected).data_path(&t.path);
+        let created = p.created_time.as_deref().and_then(|c| {
+            OffsetDateTime::parse(c, &time::format_description::well_known::Rfc3339).ok()
+        });
+        let missing = |gaps: &HashMap<&str, Vec<Capability>>| {
+            gaps.get(data_path.as_str()).cloned().unwrap_or_default()
+        };
+        let (policy_missing, vso_policy_missing) =
+            (missing(&self.eso_gaps), missing(&self.vso_gaps));
+        PathFacts {
+            fields: t
+                .fields
+                .iter()
+                .zip(p.fields.iter())
+                .map(|(spec, f)| (spec.name.clone(), f.status))
+                .collect(),
+            created,
+            version: p.version,
+            data_path,
+            policy_missing,
+            vso_policy_missing,
+        }
     }
 }
 
@@ -91,36 +149,39 @@ mod tests {
     use super::*;
     use crate::acl::{PathCheck, PolicyReport};
     use crate::generate::Generator;
-    use crate::seed::{FieldState, PathState};
+    use crate::seed::{FieldFound, Found};
     use crate::spec::{Field, Target};
     use crate::verify::grants::{Method, Operator};
 
-    fn state(mount: &str) -> PathState {
-        PathState {
-            target: Target {
-                spec_file: PathBuf::from("specs/app.toml").into(),
-                app: "app".into(),
-                mount: mount.into(),
-                path: "app/dev/A".into(),
-                name: "A".into(),
-                fixed: false,
-                fields: vec![Field {
-                    name: "value".into(),
-                    generator: Generator::Uuid,
-                }]
-                .into(),
-                kv_version: None,
-                provided: None,
-            },
+    fn target(mount: &str) -> Target {
+        Target {
+            spec_file: PathBuf::from("specs/app.toml").into(),
+            app: "app".into(),
+            mount: mount.into(),
+            path: "app/dev/A".into(),
+            name: "A".into(),
+            fixed: false,
+            fields: vec![Field {
+                name: "value".into(),
+                generator: Generator::Uuid,
+            }]
+            .into(),
+            kv_version: None,
+            provided: None,
+        }
+    }
+
+    fn state(target: usize) -> Found {
+        Found {
+            target,
             version: None,
-            fields: vec![FieldState {
-                field: "value".into(),
-                generator: "uuid".into(),
+            created_time: None,
+            detail: None,
+            fields: vec![FieldFound {
                 status: Status::Pending,
                 detail: None,
-            }],
-            detail: None,
-            created_time: None,
+            }]
+            .into(),
         }
     }
 
@@ -128,8 +189,9 @@ mod tests {
     /// `data/` path it never reads (which the kube part printed for every mount before).
     #[test]
     fn the_policy_gap_of_a_path_is_found_at_its_mounts_version() {
+        let targets = [target("kv"), target("secret")];
         let inspection = Inspection {
-            paths: vec![state("kv"), state("secret")],
+            paths: vec![state(0), state(1)],
             notes: Vec::new(),
         };
         let gap = |path: &str| PathCheck {
@@ -163,7 +225,7 @@ mod tests {
             "kv" => Some(KvVersion::V1),
             _ => Some(KvVersion::V2),
         };
-        let facts = Facts::gather(&inspection, Some(&grants), &detected);
+        let facts = Facts::gather(&inspection, &targets, Some(&grants), &detected);
         let v1 = facts.get("kv/app/dev/A").unwrap();
         assert_eq!(v1.data_path, "kv/app/dev/A");
         assert_eq!(v1.policy_missing, [Capability::Read]);
@@ -171,5 +233,35 @@ mod tests {
         let v2 = facts.get("secret/app/dev/A").unwrap();
         assert_eq!(v2.data_path, "secret/data/app/dev/A");
         assert_eq!(v2.policy_missing, [Capability::Read]);
+    }
+
+    /// Each path's facts are found by its full path, made when asked for; a path that was not
+    /// verified has none.
+    #[test]
+    fn each_path_finds_its_own_facts_and_an_unknown_path_none() {
+        let mut targets: Vec<Target> = (0..50).map(|_| target("secret")).collect();
+        for (i, t) in targets.iter_mut().enumerate() {
+            t.path = format!("app{i}/dev/A");
+        }
+        let inspection = Inspection {
+            paths: (0..50)
+                .map(|i| Found {
+                    version: Some(i as u64 + 1),
+                    ..state(i)
+                })
+                .collect(),
+            notes: Vec::new(),
+        };
+        let detected = |_: &str| Some(KvVersion::V2);
+        let facts = Facts::gather(&inspection, &targets, None, &detected);
+        for i in 0..50 {
+            let f = facts.get(&format!("secret/app{i}/dev/A")).unwrap();
+            assert_eq!(f.version, Some(i as u64 + 1));
+            assert_eq!(f.data_path, format!("secret/data/app{i}/dev/A"));
+            assert!(f.policy_missing.is_empty());
+        }
+        assert!(facts.get("secret/app50/dev/A").is_none());
+        assert!(facts.get("secret/app1/dev").is_none());
+        assert!(facts.get("secret").is_none());
     }
 }

@@ -186,39 +186,42 @@ fn ok_or_absent<T: Part>(part: &Option<Checked<T>>) -> bool {
 
 /// Verify `plan` with the mounts already detected. Vault's values are read even when the part
 /// `vault` is not asked for, and ESO's policy when the cluster is: their findings explain what
-/// the cluster shows.
+/// the cluster shows. The part `vault` takes the plan's targets and shared names over at the end
+/// (moved, not copied: its rows are made from them when shown).
 pub async fn run(
     vault: &Vault,
-    plan: &EnvPlan<'_>,
+    plan: &mut EnvPlan<'_>,
     mounts: &Mounts,
     req: &Request,
     progress: &dyn Fn(Progress<'_>),
 ) -> Verification {
     let detected = |mount: &str| mounts.version(mount);
-    // The values and the policy part at once: neither needs the other's answers (over a
-    // network, the policy part's round trips are paid while the values are read).
-    let policy = async {
-        if req.wants(PartName::Policy) || req.wants(PartName::Kube) {
-            Some(
-                match grants::check(vault, plan, &detected, req.eso_token.as_ref()).await {
-                    Ok(p) => Checked::Done(p),
-                    Err(e) => Checked::failed(e.to_string(), e.help()),
-                },
-            )
-        } else {
-            None
-        }
+    let (inspection, policy) = {
+        let plan: &EnvPlan<'_> = plan;
+        // The values and the policy part at once: neither needs the other's answers (over a
+        // network, the policy part's round trips are paid while the values are read).
+        let policy = async {
+            if req.wants(PartName::Policy) || req.wants(PartName::Kube) {
+                Some(
+                    match grants::check(vault, plan, &detected, req.eso_token.as_ref()).await {
+                        Ok(p) => Checked::Done(p),
+                        Err(e) => Checked::failed(e.to_string(), e.help()),
+                    },
+                )
+            } else {
+                None
+            }
+        };
+        futures::join!(
+            crate::seed::inspect(vault, mounts, &plan.targets, req.concurrency),
+            policy
+        )
     };
-    let (inspection, policy) = futures::join!(
-        crate::seed::inspect(vault, mounts, &plan.targets, req.concurrency),
-        policy
-    );
-    let values = values::judge(&inspection, req.strict, &plan.shared_names);
     let mut notes = Vec::new();
     // One `--wait` for the cluster's parts together, counted from here.
     let deadline = req.wait.map(|w| std::time::Instant::now() + w);
     let kube = if req.wants(PartName::Kube) {
-        let facts = facts::Facts::gather(&inspection, policy.as_ref(), &detected);
+        let facts = facts::Facts::gather(&inspection, &plan.targets, policy.as_ref(), &detected);
         Some(cluster::check(plan, &facts, req, progress, &mut notes).await)
     } else {
         None
@@ -228,11 +231,19 @@ pub async fn run(
     } else {
         None
     };
+    let values = req.wants(PartName::Vault).then(|| {
+        Checked::Done(values::judge(
+            inspection,
+            std::mem::take(&mut plan.targets),
+            req.strict,
+            std::mem::take(&mut plan.shared_names),
+        ))
+    });
     let mut v = Verification {
         env: plan.env.clone(),
         ok: false,
         strict: req.strict,
-        vault: req.wants(PartName::Vault).then_some(Checked::Done(values)),
+        vault: values,
         policy: if req.wants(PartName::Policy) {
             policy
         } else {

@@ -1,20 +1,26 @@
 //! The part `vault`: each field of each secret, as it is in Vault, judged by its generator.
+//!
+//! The part keeps the targets (moved from the plan, not copied) and one compact state per path
+//! ([`Found`]); a field's row, with its path, field and generator as text, is made when it is
+//! shown ([`ValuesPart::rows`]), so 100,000 paths never hold 100,000 rows of copied strings.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::ser::{SerializeSeq, SerializeStruct};
+use serde::{Serialize, Serializer};
 
 use super::Part;
 use crate::replace::selector;
-use crate::seed::{Inspection, Status};
+use crate::seed::{Found, Inspection, Status};
+use crate::spec::Target;
 
-/// One field's row.
-#[derive(Debug, Clone, Serialize)]
-pub struct ValueRow {
+/// One field's row, made when it is shown: borrowed from the part, never held.
+#[derive(Debug, Serialize)]
+pub struct ValueRow<'a> {
     /// The full path (`secret/ask/core-service/auh1-dev/X`).
     pub path: String,
     /// The field.
-    pub field: String,
+    pub field: &'a str,
     /// Its generator.
     pub generator: String,
     /// What is in Vault.
@@ -22,28 +28,40 @@ pub struct ValueRow {
     /// The secret's current version (KV v2).
     pub version: Option<u64>,
     /// When that version was created (RFC 3339).
-    pub created_time: Option<String>,
+    pub created_time: Option<&'a str>,
     /// Why, when there is more to say (never a value).
-    pub detail: Option<String>,
+    pub detail: Option<&'a str>,
     /// The provider, in words, of a path another application provides (never written by
     /// vault-seed); else null.
-    pub provided_by: Option<String>,
-    /// How `set` names this field (`NAME`, `NAME.FIELD`, or the path when names clash).
+    pub provided_by: Option<&'a str>,
     #[serde(skip)]
-    pub set_as: String,
+    target: &'a Target,
+    #[serde(skip)]
+    shared_names: &'a BTreeSet<String>,
+}
+
+impl ValueRow<'_> {
+    /// How `set` names this field (`NAME`, `NAME.FIELD`, or the path when names clash).
+    pub fn set_as(&self) -> String {
+        selector(self.target, self.field, self.shared_names)
+    }
 }
 
 /// The part's report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug)]
 pub struct ValuesPart {
     /// Every field is valid (or pending, unless strict).
     pub ok: bool,
     /// Fields per status (`valid`, `pending`, ...).
     pub counts: BTreeMap<&'static str, usize>,
-    /// One row per path and field, in spec order.
-    pub results: Vec<ValueRow>,
     /// What is not about one path (a `list` fallback).
     pub notes: Vec<String>,
+    /// The targets the states point into.
+    targets: Vec<Target>,
+    /// One state per path, in the order of the rows.
+    found: Vec<Found>,
+    /// The secret names more than one application of the environment uses (for `set_as`).
+    shared_names: BTreeSet<String>,
 }
 
 impl Part for ValuesPart {
@@ -52,35 +70,210 @@ impl Part for ValuesPart {
     }
 }
 
-/// The part's report from what was read. `shared_names` are the secret names more than one
-/// application of the environment uses.
-pub fn judge(inspection: &Inspection, strict: bool, shared_names: &BTreeSet<String>) -> ValuesPart {
-    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
-    let mut results = Vec::new();
-    for p in &inspection.paths {
-        for f in &p.fields {
-            *counts.entry(f.status.as_str()).or_default() += 1;
-            results.push(ValueRow {
-                path: p.target.full_path(),
-                field: f.field.clone(),
-                generator: f.generator.clone(),
-                status: f.status,
-                version: p.version,
-                created_time: p.created_time.clone(),
-                detail: f.detail.clone().or_else(|| match &p.target.provided {
-                    // vault-seed's marks are not expected on another application's path.
-                    Some(_) => None,
-                    None => p.detail.clone(),
-                }),
-                provided_by: p.target.provided.as_ref().map(|x| x.by.clone()),
-                set_as: selector(&p.target, &f.field, shared_names),
-            });
+impl ValuesPart {
+    /// One row per path and field, in spec order (a target on a mount that cannot be used
+    /// after the others).
+    pub fn rows(&self) -> impl Iterator<Item = ValueRow<'_>> + '_ {
+        self.found.iter().flat_map(move |p| {
+            let t = &self.targets[p.target];
+            t.fields
+                .iter()
+                .zip(p.fields.iter())
+                .map(move |(spec, f)| ValueRow {
+                    path: t.full_path(),
+                    field: &spec.name,
+                    generator: spec.generator.to_string(),
+                    status: f.status,
+                    version: p.version,
+                    created_time: p.created_time.as_deref(),
+                    detail: f.detail.as_deref().or(match &t.provided {
+                        // vault-seed's marks are not expected on another application's path.
+                        Some(_) => None,
+                        None => p.detail.as_deref(),
+                    }),
+                    provided_by: t.provided.as_ref().map(|x| x.by.as_str()),
+                    target: t,
+                    shared_names: &self.shared_names,
+                })
+        })
+    }
+
+    /// The number of rows (fields).
+    pub fn fields(&self) -> usize {
+        self.counts.values().sum()
+    }
+}
+
+/// The JSON object `{"ok", "counts", "results", "notes"}`, its rows serialised one at a time.
+impl Serialize for ValuesPart {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Rows<'a>(&'a ValuesPart);
+        impl Serialize for Rows<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut seq = s.serialize_seq(Some(self.0.fields()))?;
+                for row in self.0.rows() {
+                    seq.serialize_element(&row)?;
+                }
+                seq.end()
+            }
         }
+        let mut o = s.serialize_struct("ValuesPart", 4)?;
+        o.serialize_field("ok", &self.ok)?;
+        o.serialize_field("counts", &self.counts)?;
+        o.serialize_field("results", &Rows(self))?;
+        o.serialize_field("notes", &self.notes)?;
+        o.end()
+    }
+}
+
+/// The part's report from what was read, taking over the targets `inspection` points into.
+/// `shared_names` are the secret names more than one application of the environment uses.
+pub fn judge(
+    inspection: Inspection,
+    targets: Vec<Target>,
+    strict: bool,
+    shared_names: BTreeSet<String>,
+) -> ValuesPart {
+    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut ok = true;
+    for f in inspection.paths.iter().flat_map(|p| p.fields.iter()) {
+        *counts.entry(f.status.as_str()).or_default() += 1;
+        ok &= f.status.is_done(strict);
     }
     ValuesPart {
-        ok: results.iter().all(|r| r.status.is_done(strict)),
+        ok,
         counts,
-        results,
-        notes: inspection.notes.clone(),
+        notes: inspection.notes,
+        targets,
+        found: inspection.paths,
+        shared_names,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seed::FieldFound;
+
+    fn target(app: &str, fields: &[&str]) -> Target {
+        crate::replace::tests::target(app, "A", fields)
+    }
+
+    fn found(target: usize, statuses: &[Status]) -> Found {
+        Found {
+            target,
+            version: Some(3),
+            created_time: Some("2026-11-30T16:27:41.5Z".into()),
+            detail: Some("present, not marked (no vault-seed custom_metadata)".into()),
+            fields: statuses
+                .iter()
+                .map(|&status| FieldFound {
+                    status,
+                    detail: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// The part keeps one compact state per path and the targets it was given (moved, not
+    /// copied); each row is made from them when shown: its field's name is the target's own
+    /// string, not a copy. Before, every row held its own copies of the path, field, generator,
+    /// time and detail, next to an inspection holding a copy of every target.
+    #[test]
+    fn a_row_is_made_from_the_targets_when_shown_and_the_part_holds_no_copy_of_them() {
+        let targets = vec![target("a", &["x", "y"]), target("b", &["value"])];
+        let names: Vec<*const u8> = targets
+            .iter()
+            .flat_map(|t| t.fields.iter().map(|f| f.name.as_ptr()))
+            .collect();
+        let inspection = Inspection {
+            paths: vec![
+                found(0, &[Status::Valid, Status::Missing]),
+                found(1, &[Status::Pending]),
+            ],
+            notes: Vec::new(),
+        };
+        let part = judge(inspection, targets, false, BTreeSet::new());
+        assert!(!part.ok, "a missing field");
+        assert_eq!(part.fields(), 3);
+        let rows: Vec<ValueRow<'_>> = part.rows().collect();
+        let shown: Vec<(&str, &str, Status)> = rows
+            .iter()
+            .map(|r| (r.path.as_str(), r.field, r.status))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("secret/a/dev/A", "x", Status::Valid),
+                ("secret/a/dev/A", "y", Status::Missing),
+                ("secret/b/dev/A", "value", Status::Pending),
+            ]
+        );
+        let row_names: Vec<*const u8> = rows.iter().map(|r| r.field.as_ptr()).collect();
+        assert_eq!(row_names, names, "a row's field is its target's own name");
+        assert_eq!(rows[2].set_as(), "A");
+        assert_eq!(rows[0].generator, "uuid");
+        // What one path costs held: an index, a version, two optional texts and its fields.
+        assert!(std::mem::size_of::<Found>() <= 72);
+    }
+
+    /// The JSON object keeps its keys and their order (`ok`, `counts`, `results`, `notes`), each
+    /// row's too, though rows are now made while they are serialised.
+    #[test]
+    fn the_json_of_the_part_is_the_documented_object_with_its_rows_in_order() {
+        let inspection = Inspection {
+            paths: vec![found(0, &[Status::Pending])],
+            notes: vec!["a note".into()],
+        };
+        let part = judge(
+            inspection,
+            vec![target("a", &["value"])],
+            true,
+            BTreeSet::new(),
+        );
+        let json = String::from_utf8(crate::report::json(&part)).unwrap();
+        let keys: Vec<&str> = json
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix('"')?.split_once("\":"))
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "ok",
+                "counts",
+                "pending",
+                "results",
+                "path",
+                "field",
+                "generator",
+                "status",
+                "version",
+                "created_time",
+                "detail",
+                "provided_by",
+                "notes"
+            ],
+            "{json}"
+        );
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            doc,
+            serde_json::json!({
+                "ok": false,
+                "counts": {"pending": 1},
+                "results": [{
+                    "path": "secret/a/dev/A",
+                    "field": "value",
+                    "generator": "uuid",
+                    "status": "pending",
+                    "version": 3,
+                    "created_time": "2026-11-30T16:27:41.5Z",
+                    "detail": "present, not marked (no vault-seed custom_metadata)",
+                    "provided_by": null
+                }],
+                "notes": ["a note"]
+            })
+        );
     }
 }

@@ -136,7 +136,7 @@ pub async fn check(
     wanted: &[(String, String)],
     skip_secrets: bool,
     targets: &[Target],
-    facts: &Facts,
+    facts: &Facts<'_>,
 ) -> Result<VsoReport, KubeError> {
     let mut out = Vec::new();
     // VaultAuths to check: (namespace, name) as referenced, or None for VSO's default.
@@ -181,6 +181,7 @@ pub async fn check(
             .iter()
             .find(|t| *t.mount == *v.mount.trim_matches('/') && t.path == v.path.trim_matches('/'));
         let path_facts = target.and_then(|t| facts.get(&t.full_path()));
+        let path_facts = path_facts.as_ref();
         match (target, path_facts) {
             (None, _) => problems.push(format!(
                 "it reads `{full}` (mount `{}`, path `{}`), which is not a path of the spec",

@@ -1020,3 +1020,97 @@ fn verify_reads_the_policies_while_it_reads_the_values() {
         "{log:#?}"
     );
 }
+
+/// `copies` copies of the real spec, each its own application `core-service-N` at
+/// `ask/core-service-N/{env}`, without the paths another application provides (as bench/lib.sh's
+/// `gen_specs`): every copy names ESO's policy `eso-ask-push` and its auth role `kubernetes/eso`,
+/// as a platform's specs do.
+fn copies_of_the_real_spec(copies: usize) -> tempfile::TempDir {
+    let text = std::fs::read_to_string(common::repo_specs().join("core-service.toml")).unwrap();
+    // Split before each table header; keep the tables that are not provided by another app.
+    let mut tables = vec![String::new()];
+    for line in text.lines() {
+        if line.starts_with('[') {
+            tables.push(String::new());
+        }
+        let last = tables.last_mut().unwrap();
+        last.push_str(line);
+        last.push('\n');
+    }
+    let own: String = tables
+        .into_iter()
+        .filter(|t| !t.contains("provided_by = "))
+        .collect();
+    assert!(own.contains("auth_role = \"eso\""), "{own}");
+    let dir = tempfile::tempdir().unwrap();
+    for i in 1..=copies {
+        let app = format!("core-service-{i}");
+        let spec = own
+            .replace("name = \"core-service\"", &format!("name = \"{app}\""))
+            .replace(
+                "path = \"ask/core-service/{env}\"",
+                &format!("path = \"ask/{app}/{{env}}\""),
+            );
+        std::fs::write(dir.path().join(format!("{app}.toml")), spec).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn verify_reads_a_policy_and_an_auth_role_many_specs_name_once_with_one_connection_ahead_for_it() {
+    use common::proxy::{first, holding_the_token_check};
+    // Three specs name ESO's one policy and its one auth role. The policy part reads each once,
+    // and verify opens one connection ahead for the policy (and one for `default`), not one per
+    // spec naming it: counted per spec, 16,667 specs opened 16,668 connections ahead, and read
+    // the role 16,667 times at once, a connection each (about 33 KiB apiece in vault-seed, held
+    // to the end of the run: most of verify's 713 MB peak at 100,002 paths).
+    let bao = OpenBao::dev();
+    let specs = copies_of_the_real_spec(3);
+    Run::new(&bao)
+        .specs(specs.path())
+        .args(["apply", "auh1-dev"])
+        .output()
+        .expect_code(0);
+    bao.eso_role(
+        r#"
+path "secret/data/ask/*"     { capabilities = ["create", "update", "read"] }
+path "secret/metadata/ask/*" { capabilities = ["read", "list"] }
+"#,
+    );
+    // 18 paths at concurrency 16: 14 warm-ups for the reads (16, less the token check's and
+    // the mount detection's connections), 2 for ESO's policies (`eso-ask-push`, `default`).
+    let (proxy, events) = holding_the_token_check(&bao.addr, 16);
+    let out = Run::new(&bao)
+        .specs(specs.path())
+        .addr(&proxy.addr)
+        .args(["verify", "auh1-dev", "--skip-kube"])
+        .output()
+        .expect_code(0);
+    let stdout = out.stdout_text();
+    has(&stdout, "verify auh1-dev: done");
+    has(&stdout, "ok   policy: `eso-ask-push`");
+    has(&stdout, "ok   vault: 18 field(s): 6 pending, 12 valid");
+    let log = events.log();
+    let token_sent = first(&log, "sent GET /v1/auth/token/lookup-self").unwrap();
+    let ahead = log[..token_sent]
+        .iter()
+        .filter(|e| *e == "sent HEAD /v1/sys/health")
+        .count();
+    assert_eq!(ahead, 16, "{log:#?}");
+    let sent = |line: &str| log.iter().filter(|e| *e == line).count();
+    assert_eq!(
+        sent("sent GET /v1/sys/policies/acl/eso-ask-push"),
+        1,
+        "{log:#?}"
+    );
+    // The auth role the three specs name, read once (read per spec, 16,667 specs sent 16,667
+    // reads at once: a connection each).
+    assert_eq!(sent("sent GET /v1/auth/kubernetes/role/eso"), 1, "{log:#?}");
+    let all = format!("{stdout}{}", out.stderr_text());
+    for i in 1..=3 {
+        let path = format!("secret/data/ask/core-service-{i}/auh1-dev/SECURITY__API_KEY_SALT");
+        let (_, body) = bao.api("GET", &path, None);
+        let salt = body["data"]["data"]["password"].as_str().unwrap();
+        assert!(!all.contains(salt), "a secret leaked into the output");
+    }
+}
