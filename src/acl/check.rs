@@ -5,9 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::{
-    Acl, Capabilities, Capability, Decision, MatchKind, Policy, Refusal, Requirement, Rule, Use,
-};
+use super::{Acl, Capabilities, Decision, MatchKind, Policy, Refusal, Requirement, Rule, Use};
 
 /// One path: what ESO needs, what the policies grant, and what is missing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -371,9 +369,15 @@ pub fn minimal_rules(requirements: &[Requirement]) -> Vec<Rule> {
             .or_default()
             .extend(r.capabilities.iter().copied());
     }
-    // Data rules before metadata rules of the same mount, as the runbook writes them.
-    let mut rules: Vec<Rule> = rules.into_iter().map(|(p, c)| Rule::new(p, c)).collect();
-    rules.sort_by_key(|r| (r.pattern.contains("/metadata/"), r.pattern.clone()));
+    rules_in_order(rules.into_iter().map(|(p, c)| Rule::new(p, c)).collect())
+}
+
+/// Data rules before metadata rules of the same mount, as the runbook writes them.
+pub(super) fn rules_in_order(mut rules: Vec<Rule>) -> Vec<Rule> {
+    rules.sort_by(|a, b| {
+        (a.pattern.contains("/metadata/"), &a.pattern)
+            .cmp(&(b.pattern.contains("/metadata/"), &b.pattern))
+    });
     rules
 }
 
@@ -385,30 +389,35 @@ pub fn minimal_policy(requirements: &[Requirement]) -> String {
 /// Rules as HCL, one line each, braces aligned as in the runbook:
 /// `path "secret/data/ask/core-service/*"     { capabilities = ["create", "update", "read"] }`.
 pub fn render_hcl(rules: &[Rule]) -> String {
-    let quoted: Vec<String> = rules
+    let mut out = Vec::new();
+    // Writing to a `Vec` cannot fail, and what is written is UTF-8 (the patterns are strings).
+    let _ = write_hcl(rules, &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// [`render_hcl`], written to `out` a line at a time: a 100,000-path policy is megabytes of
+/// HCL, never held whole.
+pub fn write_hcl(rules: &[Rule], out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let quoted = |r: &Rule| serde_json::to_string(&r.pattern).unwrap_or_default();
+    let width = rules
         .iter()
-        .map(|r| serde_json::to_string(&r.pattern).unwrap_or_default())
-        .collect();
-    let width = quoted.iter().map(|q| q.chars().count()).max().unwrap_or(0);
-    let mut out = String::new();
-    for (r, q) in rules.iter().zip(&quoted) {
-        let caps: Vec<String> = r
-            .capabilities
-            .iter()
-            .map(|c: &Capability| format!("\"{c}\""))
-            .collect();
-        out.push_str(&format!(
-            "path {q:<width$} {{ capabilities = [{}] }}\n",
-            caps.join(", ")
-        ));
+        .map(|r| quoted(r).chars().count())
+        .max()
+        .unwrap_or(0);
+    for r in rules {
+        write!(out, "path {:<width$} {{ capabilities = [", quoted(r))?;
+        for (i, c) in r.capabilities.iter().enumerate() {
+            write!(out, "{}\"{c}\"", if i == 0 { "" } else { ", " })?;
+        }
+        out.write_all(b"] }\n")?;
     }
-    out
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::acl::{parse, Use};
+    use crate::acl::{parse, Capability, Use};
     // The wording of the gaps is report code; these tests check it with the grouping.
     use crate::report::{gaps::render, Style};
     use Capability::*;

@@ -25,12 +25,14 @@ use std::fmt;
 use serde::Serialize;
 
 pub use check::{
-    check, minimal_policy, minimal_rules, render_hcl, undecidable, Fix, GapGroup, PathCheck,
-    PolicyReport, Unfixable,
+    check, minimal_policy, minimal_rules, render_hcl, undecidable, write_hcl, Fix, GapGroup,
+    PathCheck, PolicyReport, Unfixable,
 };
 pub use eval::{evaluate, Acl, Decision, Grant, MatchKind, Refusal};
 pub use parse::{parse, PolicyError};
-pub use required::{provided_read, requirements, vso_requirements, Param, Requirement, Use};
+pub use required::{
+    eso_rules, provided_read, requirements, vso_requirements, Param, Requirement, Use,
+};
 pub use seeder::{seeder_notes, seeder_rules};
 
 /// A capability a Vault policy rule can grant (or `deny`).
