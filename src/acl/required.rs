@@ -89,7 +89,14 @@ pub fn requirements(
     // Every need as it comes, then merged by path ([`merged`]): a map by path held each path
     // twice (its key and the requirement's), at 100,000 paths the most `policy` held.
     let mut all: Vec<Requirement> = Vec::new();
-    each_need(plan, detected, &mut |n| all.push(n.requirement()));
+    each_need(plan, detected, &mut |n| {
+        // A target's read and push of one data path come one after the other: merged at once
+        // (as [`merged`] would, in the same order), one record where there were two.
+        match all.last_mut() {
+            Some(last) if last.path == n.path => merge_into(last, &mut n.requirement()),
+            _ => all.push(n.requirement()),
+        }
+    });
     merged(all)
 }
 
@@ -296,19 +303,26 @@ fn merged(mut all: Vec<Requirement>) -> Vec<Requirement> {
         if later.path != first.path {
             return false;
         }
-        first.capabilities.append(&mut later.capabilities);
-        if !later.params.is_empty() {
-            first.params = std::mem::take(&mut later.params);
-        }
-        for u in later.uses.drain(..) {
-            if !first.uses.contains(&u) {
-                first.uses.push(u);
-            }
-        }
-        first.uses.sort();
+        merge_into(first, later);
         true
     });
+    all.shrink_to_fit();
     all
+}
+
+/// `later`'s need of `first`'s path added to `first`: the capabilities and the uses united, the
+/// parameters of `later` when it has some.
+fn merge_into(first: &mut Requirement, later: &mut Requirement) {
+    first.capabilities.append(&mut later.capabilities);
+    if !later.params.is_empty() {
+        first.params = std::mem::take(&mut later.params);
+    }
+    for u in later.uses.drain(..) {
+        if !first.uses.contains(&u) {
+            first.uses.push(u);
+        }
+    }
+    first.uses.sort();
 }
 
 /// Everything the Vault Secrets Operator needs for the secrets of `plan`'s specs that have a

@@ -131,7 +131,7 @@ fn why(p: &PathCheck) -> String {
         return format!(
             "; denied by the `deny` on `{}` in {}",
             d.pattern,
-            backticked(&d.policies)
+            backticked(d.policies.iter())
         );
     }
     match p.refused.first() {
