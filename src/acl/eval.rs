@@ -322,6 +322,7 @@ impl Acl {
     /// Templated rules are left out: what they match depends on the token's entity (see
     /// [`super::undecidable`]).
     pub fn new(policies: &[Policy]) -> Acl {
+        probes::built();
         let mut acl = Acl::default();
         for policy in policies {
             for rule in policy.rules.iter().filter(|r| !r.templated) {
@@ -459,6 +460,7 @@ impl Acl {
     }
 
     fn decide(&self, path: &str) -> Option<(MatchKind, &Merged)> {
+        probes::decided();
         if let Some(m) = self.exact.get(path) {
             return Some((MatchKind::Exact, m));
         }
@@ -564,14 +566,31 @@ pub fn evaluate(policies: &[Policy], path: &str) -> Grant {
 
 /// How many prefix rules a decision looked at, counted in tests (work, not time: the
 /// machines that run the tests are shared).
-mod probes {
+pub(crate) mod probes {
     #[cfg(test)]
     thread_local!(pub static COUNT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+    // ACLs built ([`super::Acl::new`]) and decisions made (`Acl::decide`), counted in tests.
+    #[cfg(test)]
+    thread_local!(pub static BUILDS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+    #[cfg(test)]
+    thread_local!(pub static DECISIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
 
     #[inline]
     pub fn count() {
         #[cfg(test)]
         COUNT.with(|c| c.set(c.get() + 1));
+    }
+
+    #[inline]
+    pub fn built() {
+        #[cfg(test)]
+        BUILDS.with(|c| c.set(c.get() + 1));
+    }
+
+    #[inline]
+    pub fn decided() {
+        #[cfg(test)]
+        DECISIONS.with(|c| c.set(c.get() + 1));
     }
 }
 
