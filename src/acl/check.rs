@@ -370,10 +370,7 @@ fn with_rules(policies: &[Policy], add: &BTreeMap<String, Capabilities>) -> Vec<
     let mut all = policies.to_vec();
     all.push(Policy {
         name: "(suggested)".to_string(),
-        rules: add
-            .iter()
-            .map(|(p, c)| Rule::new(p.clone(), c.clone()))
-            .collect(),
+        rules: add.iter().map(|(p, c)| Rule::new(p.clone(), *c)).collect(),
     });
     all
 }
@@ -499,10 +496,7 @@ mod tests {
         .unwrap();
         let r = check(&[p], runbook_reqs());
         assert!(!r.ok);
-        let gaps: Vec<_> = r
-            .gaps()
-            .map(|g| (g.path.as_str(), g.missing.clone()))
-            .collect();
+        let gaps: Vec<_> = r.gaps().map(|g| (g.path.as_str(), g.missing)).collect();
         assert_eq!(
             gaps,
             [

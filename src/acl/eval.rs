@@ -334,7 +334,7 @@ impl Acl {
                             key,
                             Merged {
                                 pattern: rule.pattern.as_str().into(),
-                                capabilities: rule.capabilities.clone(),
+                                capabilities: rule.capabilities,
                                 policies: [policy.name.clone()].into(),
                                 constraints: rule.constraints.clone(),
                             },
@@ -342,7 +342,7 @@ impl Acl {
                     }
                     Some(m) if m.capabilities.contains(&Capability::Deny) => {}
                     Some(m) if denies => {
-                        m.capabilities = BTreeSet::from([Capability::Deny]);
+                        m.capabilities = Capabilities::from([Capability::Deny]);
                         m.policies = [policy.name.clone()].into();
                         m.constraints.allowed_parameters.clear();
                         m.constraints.denied_parameters.clear();
@@ -422,7 +422,7 @@ impl Acl {
                     capabilities: if denied {
                         Capabilities::new()
                     } else {
-                        merged.capabilities.clone()
+                        merged.capabilities
                     },
                     decided_by: Some(Decision {
                         pattern: Arc::clone(&merged.pattern),

@@ -462,7 +462,7 @@ fields.password = {}
     /// (path, capabilities, folder rule) of each requirement.
     fn triples(r: &[Requirement]) -> Vec<(&str, Capabilities, &str)> {
         r.iter()
-            .map(|r| (r.path.as_str(), r.capabilities.clone(), &*r.folder_rule))
+            .map(|r| (r.path.as_str(), r.capabilities, &*r.folder_rule))
             .collect()
     }
 
@@ -588,7 +588,7 @@ fields.password = {}
             ("kv/data/team/db/dev/db-password", "kv/data/team/db/*")
         );
         assert_eq!(
-            (db.capabilities.clone(), db.uses.clone()),
+            (db.capabilities, db.uses.clone()),
             (caps(&[Read]), vec![Use::StaticSecret])
         );
     }

@@ -547,7 +547,7 @@ fn from_server(
             PathCheck {
                 path: r.path.clone(),
                 uses: r.uses.clone(),
-                required: r.capabilities.clone(),
+                required: r.capabilities,
                 granted,
                 fix: (!missing.is_empty()).then(|| r.folder_rule.to_string()),
                 missing,
