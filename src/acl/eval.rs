@@ -20,6 +20,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -40,14 +41,16 @@ pub enum MatchKind {
 /// The rule that decided a path's capabilities, merged over all policies.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Decision {
-    /// The pattern as written in the policies (`secret/data/ask/core-service/*`).
-    pub pattern: String,
+    /// The pattern as written in the policies (`secret/data/ask/core-service/*`); shared with
+    /// the ACL's entry (one string per rule, not one per path decided).
+    pub pattern: Arc<str>,
     /// How it matched.
     pub kind: MatchKind,
     /// Its merged capabilities include `deny`.
     pub denied: bool,
-    /// The policies with a rule for this pattern (the one that denies, when denied).
-    pub policies: Vec<String>,
+    /// The policies with a rule for this pattern (the one that denies, when denied); shared
+    /// with the ACL's entry.
+    pub policies: Arc<[String]>,
 }
 
 /// What a set of policies grants on one path.
@@ -92,8 +95,10 @@ pub struct Refusal {
 /// The rules of one pattern, merged across policies (opaque outside this module).
 #[derive(Debug, Clone)]
 pub(crate) struct Merged {
+    /// The pattern as written.
+    pattern: Arc<str>,
     capabilities: Capabilities,
-    policies: Vec<String>,
+    policies: Arc<[String]>,
     constraints: Constraints,
 }
 
@@ -317,6 +322,7 @@ impl Acl {
     /// Templated rules are left out: what they match depends on the token's entity (see
     /// [`super::undecidable`]).
     pub fn new(policies: &[Policy]) -> Acl {
+        probes::built();
         let mut acl = Acl::default();
         for policy in policies {
             for rule in policy.rules.iter().filter(|r| !r.templated) {
@@ -327,23 +333,26 @@ impl Acl {
                         map.insert(
                             key,
                             Merged {
-                                capabilities: rule.capabilities.clone(),
-                                policies: vec![policy.name.clone()],
+                                pattern: rule.pattern.as_str().into(),
+                                capabilities: rule.capabilities,
+                                policies: [policy.name.clone()].into(),
                                 constraints: rule.constraints.clone(),
                             },
                         );
                     }
                     Some(m) if m.capabilities.contains(&Capability::Deny) => {}
                     Some(m) if denies => {
-                        m.capabilities = BTreeSet::from([Capability::Deny]);
-                        m.policies = vec![policy.name.clone()];
+                        m.capabilities = Capabilities::from([Capability::Deny]);
+                        m.policies = [policy.name.clone()].into();
                         m.constraints.allowed_parameters.clear();
                         m.constraints.denied_parameters.clear();
                     }
                     Some(m) => {
                         m.capabilities.extend(rule.capabilities.iter().copied());
                         if !m.policies.contains(&policy.name) {
-                            m.policies.push(policy.name.clone());
+                            let mut names = m.policies.to_vec();
+                            names.push(policy.name.clone());
+                            m.policies = names.into();
                         }
                         merge(&mut m.constraints, &rule.constraints);
                     }
@@ -407,19 +416,19 @@ impl Acl {
                 capabilities: Capabilities::new(),
                 decided_by: None,
             },
-            Some((kind, pattern, merged)) => {
+            Some((kind, merged)) => {
                 let denied = merged.capabilities.contains(&Capability::Deny);
                 Grant {
                     capabilities: if denied {
                         Capabilities::new()
                     } else {
-                        merged.capabilities.clone()
+                        merged.capabilities
                     },
                     decided_by: Some(Decision {
-                        pattern,
+                        pattern: Arc::clone(&merged.pattern),
                         kind,
                         denied,
-                        policies: merged.policies.clone(),
+                        policies: Arc::clone(&merged.policies),
                     }),
                 }
             }
@@ -431,7 +440,7 @@ impl Acl {
     /// read or list nothing, and no request is response-wrapped.
     pub fn refusals(&self, path: &str, required: &Capabilities, params: &[Param]) -> Vec<Refusal> {
         let path = path.trim_start_matches('/');
-        let Some((_, pattern, m)) = self.decide(path) else {
+        let Some((_, m)) = self.decide(path) else {
             return Vec::new();
         };
         if m.capabilities.contains(&Capability::Deny) {
@@ -442,22 +451,23 @@ impl Acl {
             .filter_map(|&cap| {
                 refusal(&m.constraints, cap, params).map(|reason| Refusal {
                     capability: cap,
-                    pattern: pattern.clone(),
-                    policies: m.policies.clone(),
+                    pattern: m.pattern.to_string(),
+                    policies: m.policies.to_vec(),
                     reason,
                 })
             })
             .collect()
     }
 
-    fn decide(&self, path: &str) -> Option<(MatchKind, String, &Merged)> {
+    fn decide(&self, path: &str) -> Option<(MatchKind, &Merged)> {
+        probes::decided();
         if let Some(m) = self.exact.get(path) {
-            return Some((MatchKind::Exact, path.to_string(), m));
+            return Some((MatchKind::Exact, m));
         }
         // `sys/capabilities` evaluates as a list request: `a/` also finds the exact rule `a`...
         let trimmed = path.strip_suffix('/');
-        if let Some(m) = trimmed.and_then(|t| self.exact.get(t).map(|m| (t, m))) {
-            return Some((MatchKind::Exact, m.0.to_string(), m.1));
+        if let Some(m) = trimmed.and_then(|t| self.exact.get(t)) {
+            return Some((MatchKind::Exact, m));
         }
         // ...and, only when no wildcard pattern matches `a/` itself, the wildcard patterns that
         // match `a` (OpenBao 2.7.2, checked against the server; newer sources try `a` first).
@@ -466,13 +476,12 @@ impl Acl {
     }
 
     /// Vault's `CheckAllowedFromNonExactPaths`.
-    fn non_exact(&self, path: &str) -> Option<(MatchKind, String, &Merged)> {
+    fn non_exact(&self, path: &str) -> Option<(MatchKind, &Merged)> {
         struct Candidate<'a> {
             first_wildcard: usize,
             is_prefix: bool,
             wildcards: usize,
             wc_path: &'a str,
-            pattern: String,
             kind: MatchKind,
             merged: &'a Merged,
         }
@@ -490,14 +499,13 @@ impl Acl {
             })
         {
             if self.segment.is_empty() {
-                return Some((MatchKind::Prefix, format!("{prefix}*"), merged));
+                return Some((MatchKind::Prefix, merged));
             }
             candidates.push(Candidate {
                 first_wildcard: prefix.len(),
                 is_prefix: true,
                 wildcards: 0,
                 wc_path: prefix,
-                pattern: format!("{prefix}*"),
                 kind: MatchKind::Prefix,
                 merged,
             });
@@ -532,7 +540,6 @@ impl Acl {
                 is_prefix,
                 wildcards,
                 wc_path,
-                pattern: full.clone(),
                 kind: MatchKind::Segment,
                 merged,
             });
@@ -548,7 +555,7 @@ impl Acl {
                     c.wc_path,
                 )
             })
-            .map(|c| (c.kind, c.pattern, c.merged))
+            .map(|c| (c.kind, c.merged))
     }
 }
 
@@ -559,14 +566,31 @@ pub fn evaluate(policies: &[Policy], path: &str) -> Grant {
 
 /// How many prefix rules a decision looked at, counted in tests (work, not time: the
 /// machines that run the tests are shared).
-mod probes {
+pub(crate) mod probes {
     #[cfg(test)]
     thread_local!(pub static COUNT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+    // ACLs built ([`super::Acl::new`]) and decisions made (`Acl::decide`), counted in tests.
+    #[cfg(test)]
+    thread_local!(pub static BUILDS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+    #[cfg(test)]
+    thread_local!(pub static DECISIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
 
     #[inline]
     pub fn count() {
         #[cfg(test)]
         COUNT.with(|c| c.set(c.get() + 1));
+    }
+
+    #[inline]
+    pub fn built() {
+        #[cfg(test)]
+        BUILDS.with(|c| c.set(c.get() + 1));
+    }
+
+    #[inline]
+    pub fn decided() {
+        #[cfg(test)]
+        DECISIONS.with(|c| c.set(c.get() + 1));
     }
 }
 
@@ -604,7 +628,7 @@ mod tests {
             probes::COUNT.with(|c| c.set(0));
             let g = acl.capabilities(path);
             assert_eq!(g.capabilities, caps(&[want]), "{path}");
-            assert_eq!(g.decided_by.unwrap().pattern, pattern, "{path}");
+            assert_eq!(&*g.decided_by.unwrap().pattern, pattern, "{path}");
             let looked_at = probes::COUNT.with(|c| c.get());
             assert!(
                 looked_at <= path.len() + 1,
@@ -640,10 +664,7 @@ path "secret/+"     { capabilities = ["list"] }
         let g = evaluate(std::slice::from_ref(&p), "secret/super");
         assert_eq!(g.capabilities, caps(&[Read]));
         let d = g.decided_by.unwrap();
-        assert_eq!(
-            (d.pattern.as_str(), d.kind),
-            ("secret/super", MatchKind::Exact)
-        );
+        assert_eq!((&*d.pattern, d.kind), ("secret/super", MatchKind::Exact));
         assert_eq!(
             granted(&[p], "secret/other/x"),
             caps(&[Create, Read, Update, Delete, List])
@@ -680,7 +701,7 @@ path "secret/+"     { capabilities = ["list"] }
                 caps(&[List]),
                 "{winner} over {loser} on {path}"
             );
-            assert_eq!(g.decided_by.unwrap().pattern, *winner);
+            assert_eq!(&*g.decided_by.unwrap().pattern, *winner);
         }
     }
 
@@ -708,7 +729,7 @@ path "x/+/+/a" { capabilities = ["list"] }
         assert!(g.capabilities.is_empty());
         let d = g.decided_by.unwrap();
         assert!(d.denied);
-        assert_eq!(d.policies, vec!["b".to_string()]);
+        assert_eq!(d.policies.to_vec(), vec!["b".to_string()]);
         assert_eq!(
             g_answer(&[b.clone(), a.clone()], "secret/data/x/y"),
             ["deny"]
@@ -734,7 +755,7 @@ path "x/+/+/a" { capabilities = ["list"] }
         );
         let g = evaluate(&[a, b], "secret/data/app/k");
         assert_eq!(g.capabilities, caps(&[Create, Update, Read]));
-        assert_eq!(g.decided_by.unwrap().policies, vec!["a", "b"]);
+        assert_eq!(g.decided_by.unwrap().policies.to_vec(), vec!["a", "b"]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::hcl1::{self, Item, Kind, Node, Token};
-use super::{backticked, Capability, Constraints, ParamValue, Policy, Rule};
+use super::{backticked, Capabilities, Capability, Constraints, ParamValue, Policy, Rule};
 
 /// Why a policy could not be read. Each variant names the policy.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -487,7 +487,7 @@ impl Decoder {
         }
         // A `deny` ends the list: what follows it is not even checked, and the rule keeps
         // nothing else (no parameters, no wrapping TTLs).
-        let mut capabilities = BTreeSet::new();
+        let mut capabilities = Capabilities::new();
         let mut unknown: Vec<String> = Vec::new();
         let mut denies = false;
         for n in &names {
@@ -518,7 +518,7 @@ impl Decoder {
         if denies {
             return Ok(Some(Rule {
                 pattern,
-                capabilities: BTreeSet::from([Capability::Deny]),
+                capabilities: Capabilities::from([Capability::Deny]),
                 constraints: Constraints {
                     control_group,
                     ..Constraints::default()
@@ -743,7 +743,7 @@ mod tests {
     use proptest::prelude::*;
     use Capability::*;
 
-    fn caps(c: &[Capability]) -> BTreeSet<Capability> {
+    fn caps(c: &[Capability]) -> Capabilities {
         c.iter().copied().collect()
     }
 

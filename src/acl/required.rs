@@ -1,14 +1,14 @@
 //! What ESO needs on which Vault path, from the spec's `eso.access` and an environment's secrets;
 //! and what the Vault Secrets Operator needs, from the spec's `[vso]`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::{Capabilities, Capability};
+use super::{Capabilities, Capability, Rule};
 use crate::kv::{KvMount, KvVersion};
-use crate::spec::{EnvPlan, Spec, Target, ENV_PLACEHOLDER};
+use crate::spec::{EnvPlan, Field, Spec, Target, ENV_PLACEHOLDER};
 
 /// Why ESO needs a capability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -89,20 +89,136 @@ pub fn requirements(
     // Every need as it comes, then merged by path ([`merged`]): a map by path held each path
     // twice (its key and the requirement's), at 100,000 paths the most `policy` held.
     let mut all: Vec<Requirement> = Vec::new();
-    let mut add = |path: String,
-                   caps: &[Capability],
-                   why: Use,
-                   folder_rule: &Arc<str>,
-                   params: Vec<Param>| {
-        all.push(Requirement {
-            path,
-            capabilities: caps.iter().copied().collect(),
-            uses: vec![why],
-            folder_rule: Arc::clone(folder_rule),
-            params,
-        });
-    };
+    each_need(plan, detected, &mut |n| {
+        // A target's read and push of one data path come one after the other: merged at once
+        // (as [`merged`] would, in the same order), one record where there were two.
+        match all.last_mut() {
+            Some(last) if last.path == n.path => merge_into(last, &mut n.requirement()),
+            _ => all.push(n.requirement()),
+        }
+    });
+    merged(all)
+}
+
+/// The smallest set of rules, one per folder, that grants everything ESO needs for `plan`'s
+/// secrets: [`super::minimal_rules`] of [`requirements`], found without a record per path.
+///
+/// Each need's capabilities go straight to its folder rule, which is what merging by path first
+/// gives whenever every need of one API path has one folder rule. That holds when each mount has
+/// one KV version and no mount lies inside another (then an API path names one target, and a
+/// target's needs share its spec's rule), and no secret's path ends in `/` (a folder's listing
+/// does); the folders' listings, one per spec, are merged by path first. Otherwise (a spec set
+/// Vault could not serve), the requirements are made and merged as before.
+pub fn eso_rules(plan: &EnvPlan<'_>, detected: &dyn Fn(&str) -> Option<KvVersion>) -> Vec<Rule> {
+    let mut rules: BTreeMap<Arc<str>, Capabilities> = BTreeMap::new();
+    let mut lists: Vec<Requirement> = Vec::new();
+    let mut mounts: HashMap<String, KvVersion> = HashMap::new();
+    let mut exact = true;
+    each_need(plan, detected, &mut |n| {
+        if *mounts
+            .entry(n.mount.path.clone())
+            .or_insert(n.mount.version)
+            != n.mount.version
+        {
+            exact = false;
+        }
+        if n.why == Use::List {
+            lists.push(n.requirement());
+            return;
+        }
+        exact &= !n.path.ends_with('/');
+        rules
+            .entry(Arc::clone(n.folder_rule))
+            .or_default()
+            .extend(n.capabilities.iter().copied());
+    });
+    let nested = mounts.keys().any(|a| {
+        mounts
+            .keys()
+            .any(|b| a != b && (b.is_empty() || a.starts_with(&format!("{b}/"))))
+    });
+    if !exact || nested {
+        return super::minimal_rules(&requirements(plan, detected));
+    }
+    for r in merged(lists) {
+        rules
+            .entry(r.folder_rule)
+            .or_default()
+            .extend(r.capabilities);
+    }
+    super::check::rules_in_order(rules.into_iter().map(|(p, c)| Rule::new(&*p, c)).collect())
+}
+
+/// One thing ESO needs, as [`each_need`] finds it; its path lives in a buffer reused for the next
+/// one.
+struct Need<'a> {
+    path: &'a str,
+    mount: &'a KvMount,
+    capabilities: &'static [Capability],
+    why: Use,
+    folder_rule: &'a Arc<str>,
+    params: Params<'a>,
+}
+
+/// The top-level parameters of ESO's write, made only when a [`Requirement`] is.
+#[derive(Clone, Copy)]
+enum Params<'a> {
+    /// It only reads or lists.
+    None,
+    /// A PushSecret on KV v2: `{"data": {...}}`.
+    Data,
+    /// A PushSecret on KV v1: the fields themselves and `custom_metadata`.
+    Fields(&'a [Field]),
+}
+
+impl Need<'_> {
+    /// This need as a requirement of its own.
+    fn requirement(&self) -> Requirement {
+        made::count();
+        Requirement {
+            path: self.path.to_string(),
+            capabilities: self.capabilities.iter().copied().collect(),
+            uses: vec![self.why],
+            folder_rule: Arc::clone(self.folder_rule),
+            params: match self.params {
+                Params::None => Vec::new(),
+                Params::Data => vec![Param::object("data")],
+                Params::Fields(fields) => fields
+                    .iter()
+                    .map(|f| Param {
+                        name: f.name.clone(),
+                        object: false,
+                    })
+                    .chain([Param::object("custom_metadata")])
+                    .collect(),
+            },
+        }
+    }
+}
+
+/// How many per-path records [`Need::requirement`] made, counted in tests (what `policy` holds
+/// grows with them, not with its rules).
+mod made {
+    #[cfg(test)]
+    thread_local!(pub static COUNT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+
+    #[inline]
+    pub fn count() {
+        #[cfg(test)]
+        COUNT.with(|c| c.set(c.get() + 1));
+    }
+}
+
+/// Every need of ESO's for `plan`'s secrets, one at a time, in spec order (see
+/// [`requirements`]): nothing per path is kept.
+fn each_need(
+    plan: &EnvPlan<'_>,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
+    f: &mut dyn FnMut(Need<'_>),
+) {
+    use Capability::{Create, List, Read, Update};
     let by_spec = plan.targets_by_spec();
+    let mut path = String::new();
     for (spec, env) in &plan.specs {
         let access = spec.eso.access;
         let kv = KvVersion::resolve(spec.vault.kv_version, detected(&spec.vault.mount));
@@ -116,70 +232,66 @@ pub fn requirements(
             // business (its own PushSecret and policy), so nothing more is required here.
             if t.provided.is_some() {
                 if let (true, Some(r)) = (access.read, provided_read(spec, t, detected)) {
-                    add(
-                        r.path,
-                        &[Capability::Read],
-                        Use::Read,
-                        &r.folder_rule,
-                        Vec::new(),
-                    );
+                    f(Need {
+                        path: &r.path,
+                        mount: &t.kv_mount(detected),
+                        capabilities: &[Read],
+                        why: Use::Read,
+                        folder_rule: &r.folder_rule,
+                        params: Params::None,
+                    });
                 }
                 continue;
             }
+            path.clear();
+            path.push_str(&data);
+            path.push_str(&t.path);
+            let need = |capabilities, why, params| Need {
+                path: &path,
+                mount: &mount,
+                capabilities,
+                why,
+                folder_rule: &data_rule,
+                params,
+            };
             if access.read {
-                add(
-                    mount.data_path(&t.path),
-                    &[Capability::Read],
-                    Use::Read,
-                    &data_rule,
-                    Vec::new(),
-                );
+                f(need(&[Read], Use::Read, Params::None));
             }
             if access.push {
                 // ESO's PushSecret body (providers/v1/vault/client_push.go): `{"data": {...}}` on
                 // KV v2; on KV v1 the fields themselves plus `custom_metadata`.
                 let params = match kv {
-                    KvVersion::V2 => vec![Param::object("data")],
-                    KvVersion::V1 => t
-                        .fields
-                        .iter()
-                        .map(|f| Param {
-                            name: f.name.clone(),
-                            object: false,
-                        })
-                        .chain([Param::object("custom_metadata")])
-                        .collect(),
+                    KvVersion::V2 => Params::Data,
+                    KvVersion::V1 => Params::Fields(&t.fields),
                 };
-                add(
-                    mount.data_path(&t.path),
-                    &[Capability::Create, Capability::Update, Capability::Read],
-                    Use::Push,
-                    &data_rule,
-                    params,
-                );
+                f(need(&[Create, Update, Read], Use::Push, params));
                 if kv == KvVersion::V2 {
-                    add(
-                        mount.metadata_path(&t.path),
-                        &[Capability::Read, Capability::List],
-                        Use::Push,
-                        &meta_rule,
-                        Vec::new(),
-                    );
+                    path.clear();
+                    path.push_str(&meta);
+                    path.push_str(&t.path);
+                    f(Need {
+                        path: &path,
+                        mount: &mount,
+                        capabilities: &[Read, List],
+                        why: Use::Push,
+                        folder_rule: &meta_rule,
+                        params: Params::None,
+                    });
                 }
             }
         }
         if access.list {
             let folder = spec.folder(&env.name);
-            add(
-                format!("{}/", mount.list_path(&folder)),
-                &[Capability::List],
-                Use::List,
-                &meta_rule,
-                Vec::new(),
-            );
+            f(Need {
+                path: &format!("{}/", mount.list_path(&folder)),
+                mount: &mount,
+                capabilities: &[List],
+                why: Use::List,
+                folder_rule: &meta_rule,
+                params: Params::None,
+            });
         }
     }
-    merged(all)
 }
 
 /// One requirement per path, sorted by path: the capabilities and the uses of its needs united,
@@ -191,19 +303,26 @@ fn merged(mut all: Vec<Requirement>) -> Vec<Requirement> {
         if later.path != first.path {
             return false;
         }
-        first.capabilities.append(&mut later.capabilities);
-        if !later.params.is_empty() {
-            first.params = std::mem::take(&mut later.params);
-        }
-        for u in later.uses.drain(..) {
-            if !first.uses.contains(&u) {
-                first.uses.push(u);
-            }
-        }
-        first.uses.sort();
+        merge_into(first, later);
         true
     });
+    all.shrink_to_fit();
     all
+}
+
+/// `later`'s need of `first`'s path added to `first`: the capabilities and the uses united, the
+/// parameters of `later` when it has some.
+fn merge_into(first: &mut Requirement, later: &mut Requirement) {
+    first.capabilities.append(&mut later.capabilities);
+    if !later.params.is_empty() {
+        first.params = std::mem::take(&mut later.params);
+    }
+    for u in later.uses.drain(..) {
+        if !first.uses.contains(&u) {
+            first.uses.push(u);
+        }
+    }
+    first.uses.sort();
 }
 
 /// Everything the Vault Secrets Operator needs for the secrets of `plan`'s specs that have a
@@ -343,7 +462,7 @@ fields.password = {}
     /// (path, capabilities, folder rule) of each requirement.
     fn triples(r: &[Requirement]) -> Vec<(&str, Capabilities, &str)> {
         r.iter()
-            .map(|r| (r.path.as_str(), r.capabilities.clone(), &*r.folder_rule))
+            .map(|r| (r.path.as_str(), r.capabilities, &*r.folder_rule))
             .collect()
     }
 
@@ -469,7 +588,7 @@ fields.password = {}
             ("kv/data/team/db/dev/db-password", "kv/data/team/db/*")
         );
         assert_eq!(
-            (db.capabilities.clone(), db.uses.clone()),
+            (db.capabilities, db.uses.clone()),
             (caps(&[Read]), vec![Use::StaticSecret])
         );
     }
@@ -504,5 +623,98 @@ fields.password = {}
         let r = requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V2));
         assert_eq!(r[0].path, "kv/data/team/dev/app/A");
         assert_eq!(&*r[0].folder_rule, "kv/data/team/dev/app/*");
+    }
+
+    fn load_all(files: &[(&str, String)]) -> (tempfile::TempDir, crate::spec::SpecSet) {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<_> = files
+            .iter()
+            .map(|(name, toml)| {
+                let file = dir.path().join(name);
+                std::fs::write(&file, toml).unwrap();
+                file
+            })
+            .collect();
+        let set = load_files(&paths).unwrap();
+        (dir, set)
+    }
+
+    /// `policy`'s rules come from each need as it is found, without a record per path, and are
+    /// what merging the requirements by path gives: for every access, KV version and provided
+    /// path; for two specs listing one folder under different folder rules (merged by path
+    /// first); and, where one API path could have needs under two folder rules (a mount at two
+    /// versions, a mount inside another), by the requirements themselves.
+    #[test]
+    fn the_policy_rules_are_the_merged_requirements_rules_without_a_record_per_path() {
+        let app = |name: &str, path: &str, extra: &str, access: &str| {
+            SPEC.replace("name = \"app\"", &format!("name = \"{name}\""))
+                .replace("team/app/{env}", path)
+                .replace("\"ACCESS\"", access)
+                .replace("[vault]\n", &format!("[vault]\n{extra}"))
+        };
+        let all = "\"read\", \"push\", \"list\"";
+        let cases: Vec<(Vec<(&str, String)>, bool)> = vec![
+            (vec![("a.toml", app("a", "team/a/{env}", "", all))], true),
+            (
+                vec![("a.toml", app("a", "team/a/{env}", "kv_version = 1\n", all))],
+                true,
+            ),
+            (
+                vec![(
+                    "a.toml",
+                    app("a", "team/a/{env}", "", "\"read\"") + PROVIDED,
+                )],
+                true,
+            ),
+            (
+                vec![
+                    ("a.toml", app("a", "team/x/{env}", "", "\"list\"")),
+                    (
+                        "b.toml",
+                        app("b", "team/x/dev", "", all)
+                            .replace("[secrets.A]", "[secrets.C]")
+                            .replace("[secrets.B]", "[secrets.D]"),
+                    ),
+                ],
+                true,
+            ),
+            (
+                vec![
+                    (
+                        "a.toml",
+                        app("a", "team/a/{env}", "kv_version = 1\n", "\"read\""),
+                    ),
+                    ("b.toml", app("b", "team/b/{env}", "kv_version = 2\n", all)),
+                ],
+                false,
+            ),
+            (
+                vec![
+                    (
+                        "a.toml",
+                        app("a", "a/{env}", "", "\"read\"")
+                            .replace("mount = \"kv\"", "mount = \"kv/x\""),
+                    ),
+                    ("b.toml", app("b", "b/{env}", "", all)),
+                ],
+                false,
+            ),
+        ];
+        for (files, folds) in cases {
+            let (_d, set) = load_all(&files);
+            let plan = set.plan("dev", &[]).unwrap();
+            let want = super::super::minimal_rules(&requirements(&plan, &|_| None));
+            made::COUNT.with(|c| c.set(0));
+            let got = eso_rules(&plan, &|_| None);
+            assert_eq!(got, want, "{files:?}");
+            assert!(!got.is_empty());
+            let records = made::COUNT.with(|c| c.get());
+            if folds {
+                // At most the folders' listings, one per spec.
+                assert!(records <= files.len(), "{records} records: {files:?}");
+            } else {
+                assert!(records > 0, "{files:?}");
+            }
+        }
     }
 }

@@ -37,8 +37,8 @@ fn seeder(args: &PolicyArgs, plan: &EnvPlan<'_>) -> PolicyReport {
 
 fn eso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
     // No server is asked here: a spec without `kv_version` is taken as KV v2, as on `secret/`.
-    let requirements = acl::requirements(plan, &|_| None);
-    let rules = acl::minimal_rules(&requirements);
+    // One rule per folder, made without a record per path (`acl::eso_rules`).
+    let rules = acl::eso_rules(plan, &|_| None);
     if rules.is_empty() {
         return Err(Failure::new(format!(
             "the specs of environment `{}` give ESO no access to any secret",

@@ -69,7 +69,7 @@ pub fn render(report: &PolicyReport, policies: &[String], style: &Style, verbose
         out.push_str(&format!(
             "{}: {names} {verb} not grant {} on {on} ({}; granted: {granted}{reason}{listing})\n",
             style.error("error"),
-            backticked(&missing),
+            backticked(missing),
             uses.join(", "),
         ));
         if verbose && g.paths.len() > 1 {
@@ -77,7 +77,7 @@ pub fn render(report: &PolicyReport, policies: &[String], style: &Style, verbose
                 out.push_str(&format!(
                     "    `{}`: lacks {}{}\n",
                     p.path,
-                    backticked(&p.missing),
+                    backticked(p.missing),
                     t(&why(p))
                 ));
             }
@@ -131,7 +131,7 @@ fn why(p: &PathCheck) -> String {
         return format!(
             "; denied by the `deny` on `{}` in {}",
             d.pattern,
-            backticked(&d.policies)
+            backticked(d.policies.iter())
         );
     }
     match p.refused.first() {

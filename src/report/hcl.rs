@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::{Format, Rendered, Report, View};
-use crate::acl::{render_hcl, Rule};
+use crate::acl::{render_hcl, write_hcl, Rule};
 
 /// The minimal policy of an environment.
 pub struct PolicyReport {
@@ -41,34 +41,47 @@ fn applications(apps: &[String]) -> String {
 }
 
 impl Report for PolicyReport {
+    /// Written to stdout as it is made ([`super::Body::Stream`]): at 100,000 paths the policy
+    /// is megabytes of HCL, and its JSON more.
     fn render(&self, view: &View) -> Rendered<'_> {
-        let hcl = render_hcl(&self.rules);
         if view.format == Format::Json {
-            return Rendered::json(
-                &PolicyJson {
-                    env: &self.env,
-                    policy: &hcl,
-                    rules: &self.rules,
+            let hcl = render_hcl(&self.rules);
+            return Rendered::stream(
+                move |out| {
+                    super::json_to(
+                        &PolicyJson {
+                            env: &self.env,
+                            policy: &hcl,
+                            rules: &self.rules,
+                        },
+                        out,
+                    )
                 },
                 true,
             );
         }
-        let mut out = format!(
-            "# vault-seed: minimal {} policy for environment `{}` ({})\n",
-            self.holder,
-            self.env,
-            applications(&self.apps)
-        );
-        for note in &self.notes {
-            out.push_str(&format!("# vault-seed: {note}\n"));
-        }
-        if let Some(name) = &self.policy_name {
-            out.push_str(&format!(
-                "# vault-seed: write it with `vault policy write {name} FILE`\n"
-            ));
-        }
-        out.push_str(&hcl);
-        Rendered::text(out, true)
+        Rendered::stream(
+            |out| {
+                writeln!(
+                    out,
+                    "# vault-seed: minimal {} policy for environment `{}` ({})",
+                    self.holder,
+                    self.env,
+                    applications(&self.apps)
+                )?;
+                for note in &self.notes {
+                    writeln!(out, "# vault-seed: {note}")?;
+                }
+                if let Some(name) = &self.policy_name {
+                    writeln!(
+                        out,
+                        "# vault-seed: write it with `vault policy write {name} FILE`"
+                    )?;
+                }
+                write_hcl(&self.rules, out)
+            },
+            true,
+        )
     }
 }
 

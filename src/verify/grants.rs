@@ -257,7 +257,7 @@ async fn check_for(
             ok: true,
             method: Method::Policies,
             policies: Vec::new(),
-            report: acl::check(&[], &requirements),
+            report: acl::check(&[], requirements),
             errors,
             notes,
             help: None,
@@ -331,7 +331,7 @@ async fn check_for(
         None if unreadable.is_empty() => {
             return Ok(part(
                 Method::Policies,
-                acl::check(&policies, &requirements),
+                acl::check(&policies, requirements),
                 errors,
                 notes,
                 None,
@@ -560,7 +560,7 @@ fn from_server(
             PathCheck {
                 path: r.path.clone(),
                 uses: r.uses.clone(),
-                required: r.capabilities.clone(),
+                required: r.capabilities,
                 granted,
                 fix: (!missing.is_empty()).then(|| r.folder_rule.to_string()),
                 missing,

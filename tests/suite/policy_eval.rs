@@ -332,7 +332,7 @@ fn runbook_policy_passes_and_without_metadata_fails() {
     assert_eq!(reqs.len(), 15);
 
     let full = policy::parse("eso-ask-push", RUNBOOK).unwrap();
-    let report = policy::check(&[full], &reqs);
+    let report = policy::check(&[full], reqs.clone());
     assert!(report.ok, "{report:#?}");
     assert!(report.add.is_empty());
 
@@ -342,7 +342,7 @@ fn runbook_policy_passes_and_without_metadata_fails() {
         .collect::<Vec<_>>()
         .join("\n");
     let partial = policy::parse("eso-ask-push", &data_only).unwrap();
-    let report = policy::check(&[partial], &reqs);
+    let report = policy::check(&[partial], reqs.clone());
     assert!(!report.ok);
     let gaps: Vec<_> = report.gaps().collect();
     assert_eq!(gaps.len(), 6);
@@ -407,7 +407,7 @@ fn vault_seed_policy_output_makes_the_check_pass() {
     let reqs = core_service_requirements();
     // The evaluator says it passes...
     let parsed = policy::parse("eso-minimal", &hcl).unwrap();
-    assert!(policy::check(&[parsed], &reqs).ok);
+    assert!(policy::check(&[parsed], reqs.clone()).ok);
     // ...and so does the server, for a token holding only that policy.
     assert!(server_grants_all(&bao, "eso-minimal", &hcl, &reqs));
     // Read back from the server, it still parses to the same rules.
@@ -653,7 +653,7 @@ fn suggested_rules_close_the_gaps() {
                 .collect();
             parsed.push(policy::parse(&format!("eso{n}-{i}"), &text).unwrap());
         }
-        let before = policy::check(&parsed, &reqs);
+        let before = policy::check(&parsed, reqs.clone());
         let mut names: Vec<String> = Vec::new();
         for (p, rules) in parsed.iter().zip(&raw) {
             let text: String = rules
@@ -670,7 +670,7 @@ fn suggested_rules_close_the_gaps() {
             names.push(fix_name.clone());
             with_fix.push(policy::parse(&fix_name, &before.suggestion_hcl()).unwrap());
         }
-        let after = policy::check(&with_fix, &reqs);
+        let after = policy::check(&with_fix, reqs.clone());
 
         let unfixable: Vec<&str> = before.unfixable.iter().map(|u| u.path.as_str()).collect();
         let still: Vec<&str> = after.gaps().map(|g| g.path.as_str()).collect();
