@@ -564,33 +564,48 @@ pub fn evaluate(policies: &[Policy], path: &str) -> Grant {
     Acl::new(policies).capabilities(path)
 }
 
-/// How many prefix rules a decision looked at, counted in tests (work, not time: the
-/// machines that run the tests are shared).
+/// The ACL module's work, counted in tests (work, not time: the machines that run the tests are
+/// shared): prefix rules a decision looked at, ACLs built ([`super::Acl::new`]), decisions made
+/// (`Acl::decide`), and per-path requirement records made (`acl::required`). Outside tests each
+/// count is nothing.
 pub(crate) mod probes {
     #[cfg(test)]
-    thread_local!(pub static COUNT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
-    // ACLs built ([`super::Acl::new`]) and decisions made (`Acl::decide`), counted in tests.
+    use std::cell::Cell;
     #[cfg(test)]
-    thread_local!(pub static BUILDS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+    thread_local!(pub static COUNT: Cell<usize> = const { Cell::new(0) });
     #[cfg(test)]
-    thread_local!(pub static DECISIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+    thread_local!(pub static BUILDS: Cell<usize> = const { Cell::new(0) });
+    #[cfg(test)]
+    thread_local!(pub static DECISIONS: Cell<usize> = const { Cell::new(0) });
+    #[cfg(test)]
+    thread_local!(pub static RECORDS: Cell<usize> = const { Cell::new(0) });
+
+    /// Add one to a counter (in tests).
+    macro_rules! bump {
+        ($counter:ident) => {
+            #[cfg(test)]
+            $counter.with(|c| c.set(c.get() + 1));
+        };
+    }
 
     #[inline]
     pub fn count() {
-        #[cfg(test)]
-        COUNT.with(|c| c.set(c.get() + 1));
+        bump!(COUNT);
     }
 
     #[inline]
     pub fn built() {
-        #[cfg(test)]
-        BUILDS.with(|c| c.set(c.get() + 1));
+        bump!(BUILDS);
     }
 
     #[inline]
     pub fn decided() {
-        #[cfg(test)]
-        DECISIONS.with(|c| c.set(c.get() + 1));
+        bump!(DECISIONS);
+    }
+
+    #[inline]
+    pub fn record() {
+        bump!(RECORDS);
     }
 }
 

@@ -174,7 +174,8 @@ enum Params<'a> {
 impl Need<'_> {
     /// This need as a requirement of its own.
     fn requirement(&self) -> Requirement {
-        made::count();
+        // Counted in tests: what `policy` holds grows with these records, not with its rules.
+        super::eval::probes::record();
         Requirement {
             path: self.path.to_string(),
             capabilities: self.capabilities.iter().copied().collect(),
@@ -193,19 +194,6 @@ impl Need<'_> {
                     .collect(),
             },
         }
-    }
-}
-
-/// How many per-path records [`Need::requirement`] made, counted in tests (what `policy` holds
-/// grows with them, not with its rules).
-mod made {
-    #[cfg(test)]
-    thread_local!(pub static COUNT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
-
-    #[inline]
-    pub fn count() {
-        #[cfg(test)]
-        COUNT.with(|c| c.set(c.get() + 1));
     }
 }
 
@@ -704,11 +692,11 @@ fields.password = {}
             let (_d, set) = load_all(&files);
             let plan = set.plan("dev", &[]).unwrap();
             let want = super::super::minimal_rules(&requirements(&plan, &|_| None));
-            made::COUNT.with(|c| c.set(0));
+            crate::acl::eval::probes::RECORDS.with(|c| c.set(0));
             let got = eso_rules(&plan, &|_| None);
             assert_eq!(got, want, "{files:?}");
             assert!(!got.is_empty());
-            let records = made::COUNT.with(|c| c.get());
+            let records = crate::acl::eval::probes::RECORDS.with(|c| c.get());
             if folds {
                 // At most the folders' listings, one per spec.
                 assert!(records <= files.len(), "{records} records: {files:?}");

@@ -277,9 +277,6 @@ impl<'o> Rows<'_, 'o> {
     }
 
     fn end(&mut self, run: &Run, ok: bool) -> io::Result<()> {
-        let tail = self
-            .report
-            .tail(&self.view.out, &self.summary, &self.waiting);
         match std::mem::replace(self.started()?, Out::Moving) {
             Out::Json(mut doc) => {
                 doc.end_list()?;
@@ -289,7 +286,12 @@ impl<'o> Rows<'_, 'o> {
                 doc.member("summary", &self.summary)?;
                 doc.end()
             }
-            Out::Table(out) => out.write_all(tail.as_bytes()),
+            Out::Table(out) => {
+                let tail = self
+                    .report
+                    .tail(&self.view.out, &self.summary, &self.waiting);
+                out.write_all(tail.as_bytes())
+            }
             Out::Fresh(_) | Out::Moving => unreachable!("started"),
         }
     }

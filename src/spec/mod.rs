@@ -466,7 +466,13 @@ impl SpecSet {
     /// are made, so that the whole set and all the targets are never held at once (at 100,000
     /// paths, together they were the peak of a run).
     pub fn into_targets(self, env: &str, only: &[String]) -> Result<EnvTargets, Box<Diagnostic>> {
-        let known = self.environment_names();
+        // The known environments, for the refusal when none defines `env` (only then: the specs
+        // are gone by the time it is known).
+        let known = if self.specs.iter().any(|s| s.environments.get(env).is_some()) {
+            Vec::new()
+        } else {
+            self.environment_names()
+        };
         let mut targets = Vec::with_capacity(self.specs.iter().map(|s| s.secrets.len()).sum());
         // Each defining spec's file and Vault address and namespace for `env`.
         let mut defining: Vec<(Arc<Path>, Option<String>, Option<String>)> = Vec::new();
