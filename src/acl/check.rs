@@ -1,13 +1,15 @@
 //! Required against granted, and the HCL that closes every gap: one rule per folder, as the
 //! runbook's grant.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::{
-    Acl, Capabilities, Decision, MatchKind, Param, Policy, Refusal, Requirement, Rule, Use,
+    Acl, Capabilities, Decision, MatchKind, Param, Policy, Refusal, Requirement, Requirements,
+    Rule, Use,
 };
 
 /// One path: what ESO needs, what the policies grant, and what is missing.
@@ -47,19 +49,58 @@ pub struct Unfixable {
     pub reason: String,
 }
 
-/// The result of [`check`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The result of [`check`]. In JSON `{"ok", "paths", "add", "unfixable"}`, `paths` listing every
+/// required path's [`PathCheck`], sorted.
+#[derive(Debug)]
 pub struct PolicyReport {
     /// True when every required capability is granted.
     pub ok: bool,
-    /// Every required path, sorted.
-    pub paths: Vec<PathCheck>,
+    /// Every required path's check.
+    paths: Paths,
     /// The rules to add (to any of the policies) so that every fixable gap closes, one per
     /// folder where possible. Adding them never takes away what the policies grant on the
     /// required paths today.
     pub add: Vec<Rule>,
     /// Gaps that only removing a `deny` (or a constraint) can close.
     pub unfixable: Vec<Unfixable>,
+}
+
+/// How a report holds its paths' checks.
+#[derive(Debug)]
+enum Paths {
+    /// Each one (the server's answers).
+    Held(Vec<PathCheck>),
+    /// Only those with a gap, by their index in `requirements`; any other is made again when it
+    /// is read, from its requirement and the ACL (a check held per path was 30 MB of `verify`
+    /// at 100,000 paths, and the requirements they were made from 36 MB more).
+    Evaluated {
+        requirements: Requirements,
+        acl: Acl,
+        gaps: Vec<(usize, PathCheck)>,
+    },
+}
+
+/// `{"ok", "paths", "add", "unfixable"}`, the checks serialised as they are made.
+impl Serialize for PolicyReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeSeq, SerializeStruct};
+        struct Each<'a>(&'a PolicyReport);
+        impl Serialize for Each<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut seq = s.serialize_seq(Some(self.0.path_count()))?;
+                for p in self.0.paths() {
+                    seq.serialize_element(&*p)?;
+                }
+                seq.end()
+            }
+        }
+        let mut o = s.serialize_struct("PolicyReport", 4)?;
+        o.serialize_field("ok", &self.ok)?;
+        o.serialize_field("paths", &Each(self))?;
+        o.serialize_field("add", &self.add)?;
+        o.serialize_field("unfixable", &self.unfixable)?;
+        o.end()
+    }
 }
 
 /// The gaps one fix closes.
@@ -82,9 +123,72 @@ pub enum Fix<'a> {
 }
 
 impl PolicyReport {
+    /// A report of checks already made (the server's answers); `ok` as the caller decided it.
+    pub fn from_checks(
+        ok: bool,
+        paths: Vec<PathCheck>,
+        add: Vec<Rule>,
+        unfixable: Vec<Unfixable>,
+    ) -> PolicyReport {
+        PolicyReport {
+            ok,
+            paths: Paths::Held(paths),
+            add,
+            unfixable,
+        }
+    }
+
+    /// The number of required paths.
+    pub fn path_count(&self) -> usize {
+        match &self.paths {
+            Paths::Held(paths) => paths.len(),
+            Paths::Evaluated { requirements, .. } => requirements.len(),
+        }
+    }
+
+    /// Every required path's check, sorted by path; one with no gap is made when it is reached.
+    pub fn paths(&self) -> impl Iterator<Item = Cow<'_, PathCheck>> + '_ {
+        let (held, evaluated) = match &self.paths {
+            Paths::Held(paths) => (Some(paths.iter().map(Cow::Borrowed)), None),
+            Paths::Evaluated {
+                requirements,
+                acl,
+                gaps,
+            } => {
+                let mut gaps = gaps.iter().peekable();
+                let each =
+                    (0..requirements.len()).map(move |i| match gaps.next_if(|(at, _)| *at == i) {
+                        Some((_, p)) => Cow::Borrowed(p),
+                        None => {
+                            let r = requirements.get(i);
+                            let (g, refused, missing) =
+                                gap(acl, &r.path, &r.capabilities, &r.params);
+                            Cow::Owned(PathCheck {
+                                path: r.path,
+                                uses: r.uses,
+                                required: r.capabilities,
+                                missing,
+                                granted: g.capabilities,
+                                refused,
+                                decided_by: g.decided_by,
+                                fix: None,
+                            })
+                        }
+                    });
+                (None, Some(each))
+            }
+        };
+        held.into_iter()
+            .flatten()
+            .chain(evaluated.into_iter().flatten())
+    }
+
     /// The paths with a gap.
-    pub fn gaps(&self) -> impl Iterator<Item = &PathCheck> {
-        self.paths.iter().filter(|p| !p.missing.is_empty())
+    pub fn gaps(&self) -> Box<dyn Iterator<Item = &PathCheck> + '_> {
+        match &self.paths {
+            Paths::Held(paths) => Box::new(paths.iter().filter(|p| !p.missing.is_empty())),
+            Paths::Evaluated { gaps, .. } => Box::new(gaps.iter().map(|(_, p)| p)),
+        }
     }
 
     /// The rules to add, as HCL ready to paste into the policy file.
@@ -142,7 +246,7 @@ impl PolicyReport {
 /// wildcard.
 pub fn undecidable<'a>(
     policies: &'a [Policy],
-    requirements: &[Requirement],
+    requirements: &Requirements,
 ) -> Option<(&'a str, &'a str)> {
     policies.iter().find_map(|p| {
         p.rules
@@ -151,9 +255,9 @@ pub fn undecidable<'a>(
             .find(|r| {
                 let end = r.pattern.find(['{', '+', '*']).unwrap_or(r.pattern.len());
                 let fixed = &r.pattern[..end];
-                requirements.iter().any(|q| {
-                    q.path.starts_with(fixed) || q.path.trim_end_matches('/').starts_with(fixed)
-                })
+                requirements
+                    .paths()
+                    .any(|q| q.starts_with(fixed) || q.trim_end_matches('/').starts_with(fixed))
             })
             .map(|r| (p.name.as_str(), r.pattern.as_str()))
     })
@@ -191,13 +295,29 @@ struct Rest {
 /// still decides a path, that rule's pattern with the missing capabilities (Vault unites rules
 /// of one pattern); where a `deny` or a constraint on a wildcard pattern decides it, an exact
 /// rule for the path. Only an exact `deny` or constraint is left unfixable.
-pub fn check(policies: &[Policy], requirements: Vec<Requirement>) -> PolicyReport {
+pub fn check(policies: &[Policy], requirements: impl Into<Requirements>) -> PolicyReport {
+    let requirements = requirements.into();
     let acl = Acl::new(policies);
-    // Each requirement's path, uses and capabilities move into its check (a copy of each took
-    // 30 MB at 100,000 paths); the rest stays aside for the suggestion.
+    // First only whether every path is granted: when it is (the common case), no check is
+    // held; the report makes each when it is read.
+    let missing = |r: &Requirement| !gap(&acl, &r.path, &r.capabilities, &r.params).2.is_empty();
+    if !requirements.iter().any(|r| missing(&r)) {
+        return PolicyReport {
+            ok: true,
+            paths: Paths::Evaluated {
+                requirements,
+                acl,
+                gaps: Vec::new(),
+            },
+            add: Vec::new(),
+            unfixable: Vec::new(),
+        };
+    }
+    // A gap: the suggestion looks at every path, so every check is made and held while it is
+    // worked out; then only the gaps are kept.
     let mut rest: Vec<Rest> = Vec::with_capacity(requirements.len());
     let mut paths: Vec<PathCheck> = requirements
-        .into_iter()
+        .iter()
         .map(|r| {
             let (g, refused, missing) = gap(&acl, &r.path, &r.capabilities, &r.params);
             rest.push(Rest {
@@ -216,28 +336,17 @@ pub fn check(policies: &[Policy], requirements: Vec<Requirement>) -> PolicyRepor
             }
         })
         .collect();
-    let ok = paths.iter().all(|p| p.missing.is_empty());
-    let (add, unfixable) = if ok {
-        (Vec::new(), Vec::new())
-    } else {
-        suggest(policies, &rest, &paths)
-    };
+    let (add, unfixable) = suggest(policies, &rest, &paths);
     drop(rest);
-    let mut report = PolicyReport {
-        ok,
-        paths: Vec::new(),
-        add,
-        unfixable,
-    };
     // Each gap's rule in the suggestion: the one that decides it there (one ACL for them all).
-    let unfixable: HashSet<&str> = report.unfixable.iter().map(|u| u.path.as_str()).collect();
-    let suggested: HashSet<&str> = report.add.iter().map(|r| r.pattern.as_str()).collect();
+    let unfixable_paths: HashSet<&str> = unfixable.iter().map(|u| u.path.as_str()).collect();
+    let suggested: HashSet<&str> = add.iter().map(|r| r.pattern.as_str()).collect();
     let fixes = Acl::new(&[Policy {
         name: String::new(),
-        rules: report.add.clone(),
+        rules: add.clone(),
     }]);
     for p in &mut paths {
-        if !p.missing.is_empty() && !unfixable.contains(p.path.as_str()) {
+        if !p.missing.is_empty() && !unfixable_paths.contains(p.path.as_str()) {
             p.fix = fixes
                 .capabilities(&p.path)
                 .decided_by
@@ -245,8 +354,21 @@ pub fn check(policies: &[Policy], requirements: Vec<Requirement>) -> PolicyRepor
                 .filter(|pattern| suggested.contains(pattern.as_str()));
         }
     }
-    report.paths = paths;
-    report
+    let gaps = paths
+        .into_iter()
+        .enumerate()
+        .filter(|(_, p)| !p.missing.is_empty())
+        .collect();
+    PolicyReport {
+        ok: false,
+        paths: Paths::Evaluated {
+            requirements,
+            acl,
+            gaps,
+        },
+        add,
+        unfixable,
+    }
 }
 
 fn suggest(policies: &[Policy], rest: &[Rest], paths: &[PathCheck]) -> (Vec<Rule>, Vec<Unfixable>) {
@@ -626,7 +748,8 @@ path "secret/data/ask/core-service/dev/B" { capabilities = ["deny"] }
         assert!(r.ok);
         assert!(r.add.is_empty() && r.unfixable.is_empty());
         assert_eq!(r.gaps().count(), 0);
-        assert_eq!(r.paths.len(), 4);
+        assert_eq!(r.path_count(), 4);
+        assert_eq!(r.paths().count(), 4);
     }
 
     #[test]
@@ -646,14 +769,15 @@ path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] max_
         .unwrap();
         let r = check(std::slice::from_ref(&p), reqs.clone());
         assert!(!r.ok);
-        for g in &r.paths {
+        let paths: Vec<Cow<'_, PathCheck>> = r.paths().collect();
+        for g in &paths {
             assert_eq!(g.granted, g.required, "sys/capabilities would grant it all");
             assert_eq!(g.missing, g.required, "and ESO gets none of it");
         }
-        assert!(r.paths[0].refused[0]
+        assert!(paths[0].refused[0]
             .reason
             .contains("`required_parameters` asks for `version`"));
-        assert!(r.paths[2].refused[0].reason.contains("`max_wrapping_ttl`"));
+        assert!(paths[2].refused[0].reason.contains("`max_wrapping_ttl`"));
         // Exact rules, free of the constraints, close every gap.
         let fixed = Policy {
             name: "fix".into(),
@@ -683,7 +807,8 @@ path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] max_
         .unwrap();
         let r = check(&[q], reqs[..1].to_vec());
         // The read sends no `data`: refused; the writes send it: fine.
-        let refused: Vec<Capability> = r.paths[0].refused.iter().map(|x| x.capability).collect();
+        let first = r.paths().next().unwrap();
+        let refused: Vec<Capability> = first.refused.iter().map(|x| x.capability).collect();
         assert_eq!(refused, [Read]);
         // An exact rule with a constraint can only be removed.
         let e = parse(
@@ -711,7 +836,7 @@ path "auth/token/lookup-self" { capabilities = ["read"] required_parameters = ["
         .unwrap();
         let r = check(&[p], runbook_reqs());
         assert!(!r.ok);
-        assert!(r.paths.iter().all(|g| g.granted.is_empty()
+        assert!(r.paths().all(|g| g.granted.is_empty()
             && g.decided_by
                 .as_ref()
                 .is_some_and(|d| d.denied && &*d.pattern == "secret/*")));
@@ -730,6 +855,7 @@ path "auth/token/lookup-self" { capabilities = ["read"] required_parameters = ["
             r#"path "identity/entity/id/{{identity.entity.id}}" { capabilities = ["read"] }"#,
         )
         .unwrap();
+        let reqs = Requirements::from(reqs);
         assert_eq!(undecidable(std::slice::from_ref(&far), &reqs), None);
         let near = parse(
             "near",
@@ -742,21 +868,42 @@ path "auth/token/lookup-self" { capabilities = ["read"] required_parameters = ["
         );
     }
 
-    /// `check` moves each requirement's path into its check rather than copying it, and every
-    /// check decided by one rule shares that rule's pattern and policy names with the ACL: at
-    /// 100,000 paths the copies were about 55 MB of `verify`'s policy part.
+    /// A report whose paths are all granted holds no check: each is made when it is read, from
+    /// the compact requirements and the ACL (at 100,000 paths the held checks and the
+    /// requirements they were made from were 66 MB of `verify`'s policy part). What is read is
+    /// the check itself, and checks decided by one rule share its pattern and policy names with
+    /// the ACL.
     #[test]
-    fn a_check_keeps_the_requirements_paths_and_shares_the_deciding_rule() {
+    fn a_granted_report_holds_no_check_and_makes_each_when_read() {
         let reqs = runbook_reqs();
-        let at: Vec<*const u8> = reqs.iter().map(|r| r.path.as_ptr()).collect();
         let p = parse("eso-ask-push", &minimal_policy(&reqs)).unwrap();
-        let r = check(&[p], reqs);
+        let acl = Acl::new(std::slice::from_ref(&p));
+        let r = check(&[p], reqs.clone());
         assert!(r.ok);
-        for (c, a) in r.paths.iter().zip(&at) {
-            assert_eq!(c.path.as_ptr(), *a, "`{}` was copied", c.path);
-        }
-        let d: Vec<&Decision> = r
-            .paths
+        assert!(
+            matches!(&r.paths, Paths::Evaluated { gaps, .. } if gaps.is_empty()),
+            "{:?}",
+            r.paths
+        );
+        let made: Vec<PathCheck> = r.paths().map(Cow::into_owned).collect();
+        let want: Vec<PathCheck> = reqs
+            .iter()
+            .map(|q| {
+                let (g, refused, missing) = gap(&acl, &q.path, &q.capabilities, &q.params);
+                PathCheck {
+                    path: q.path.clone(),
+                    uses: q.uses.clone(),
+                    required: q.capabilities,
+                    granted: g.capabilities,
+                    missing,
+                    refused,
+                    decided_by: g.decided_by,
+                    fix: None,
+                }
+            })
+            .collect();
+        assert_eq!(made, want);
+        let d: Vec<&Decision> = made
             .iter()
             .map(|c| c.decided_by.as_ref().unwrap())
             .collect();
@@ -766,6 +913,47 @@ path "auth/token/lookup-self" { capabilities = ["read"] required_parameters = ["
             assert!(Arc::ptr_eq(&x.pattern, &y.pattern), "{}", x.pattern);
             assert!(Arc::ptr_eq(&x.policies, &y.policies), "{}", x.pattern);
         }
+    }
+
+    /// A report with gaps holds only the gaps' checks (with their fixes); the others are made
+    /// when read, and the JSON lists every path in order, gaps in their places.
+    #[test]
+    fn a_report_with_gaps_holds_them_and_lists_every_path_in_order() {
+        let reqs = runbook_reqs();
+        // The data rule only: the metadata paths have gaps.
+        let p = parse(
+            "p",
+            r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] }"#,
+        )
+        .unwrap();
+        let r = check(&[p], reqs.clone());
+        assert!(!r.ok);
+        let Paths::Evaluated { gaps, .. } = &r.paths else {
+            panic!("{:?}", r.paths)
+        };
+        let held: Vec<usize> = gaps.iter().map(|(i, _)| *i).collect();
+        assert_eq!(held, [2, 3], "the metadata paths");
+        let made: Vec<Cow<'_, PathCheck>> = r.paths().collect();
+        let paths: Vec<&str> = made.iter().map(|c| c.path.as_str()).collect();
+        let want: Vec<&str> = reqs.iter().map(|q| q.path.as_str()).collect();
+        assert_eq!(paths, want);
+        assert!(made[..2]
+            .iter()
+            .all(|c| c.missing.is_empty() && c.fix.is_none()));
+        assert!(made[2..].iter().all(|c| matches!(c, Cow::Borrowed(_))
+            && c.fix.as_deref() == Some("secret/metadata/ask/core-service/*")));
+        let gaps: Vec<&str> = r.gaps().map(|c| c.path.as_str()).collect();
+        assert_eq!(gaps, &want[2..]);
+        let json: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "ok": false,
+                "paths": made,
+                "add": r.add,
+                "unfixable": r.unfixable,
+            })
+        );
     }
 
     /// Suggesting rules is linear in the paths: a few ACLs built whatever the number of paths,

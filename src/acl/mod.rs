@@ -15,6 +15,7 @@
 mod check;
 mod eval;
 mod hcl1;
+mod needs;
 mod parse;
 mod required;
 mod seeder;
@@ -28,9 +29,11 @@ pub use check::{
     PathCheck, PolicyReport, Unfixable,
 };
 pub use eval::{evaluate, Acl, Decision, Grant, MatchKind, Refusal};
+pub use needs::Requirements;
 pub use parse::{parse, PolicyError};
 pub use required::{
-    eso_rules, provided_read, requirements, vso_requirements, Param, Requirement, Use,
+    eso_requirements, eso_rules, provided_read, requirements, vso_requirements, Param, Requirement,
+    Use,
 };
 pub use seeder::{seeder_notes, seeder_rules};
 

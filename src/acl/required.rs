@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::{Capabilities, Capability, Rule};
+use super::{Capabilities, Capability, Requirements, Rule};
 use crate::kv::{KvMount, KvVersion};
 use crate::spec::{EnvPlan, Field, Spec, Target, ENV_PLACEHOLDER};
 
@@ -56,7 +56,7 @@ pub struct Requirement {
 }
 
 /// A top-level parameter of a request body, as OpenBao's parameter checks see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Param {
     /// Its name (`data`).
     pub name: String,
@@ -98,6 +98,17 @@ pub fn requirements(
         }
     });
     merged(all)
+}
+
+/// [`requirements`], held compactly ([`Requirements`]): what `verify` checks ESO's policies
+/// against. Each need goes into the set as it is found; no record per path is kept.
+pub fn eso_requirements(
+    plan: &EnvPlan<'_>,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
+) -> Requirements {
+    let mut all = super::needs::Builder::new();
+    each_need(plan, detected, &mut |n| all.push(n.requirement()));
+    all.finish()
 }
 
 /// The smallest set of rules, one per folder, that grants everything ESO needs for `plan`'s

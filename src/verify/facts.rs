@@ -35,7 +35,7 @@ pub struct PathFacts {
 /// report's order).
 fn gaps(part: Option<&GrantsPart>) -> HashMap<&str, Vec<Capability>> {
     let mut by_path: HashMap<&str, Vec<Capability>> = HashMap::new();
-    for c in part.into_iter().flat_map(|p| p.report.paths.iter()) {
+    for c in part.into_iter().flat_map(|p| p.report.gaps()) {
         if !c.missing.is_empty() {
             by_path
                 .entry(c.path.as_str())
@@ -210,12 +210,12 @@ mod tests {
             ok: false,
             method: Method::Policies,
             policies: Vec::new(),
-            report: PolicyReport {
-                ok: false,
-                paths: vec![gap("kv/app/dev/A"), gap("secret/data/app/dev/A")],
-                add: Vec::new(),
-                unfixable: Vec::new(),
-            },
+            report: PolicyReport::from_checks(
+                false,
+                vec![gap("kv/app/dev/A"), gap("secret/data/app/dev/A")],
+                Vec::new(),
+                Vec::new(),
+            ),
             errors: Vec::new(),
             notes: Vec::new(),
             help: None,

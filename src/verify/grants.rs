@@ -22,7 +22,7 @@ use secrecy::SecretString;
 use serde::Serialize;
 
 use crate::acl::{
-    self, Capabilities, Capability, PathCheck, Policy, PolicyReport, Requirement, Rule,
+    self, Capabilities, Capability, PathCheck, Policy, PolicyReport, Requirements, Rule,
 };
 use crate::kv::KvVersion;
 use crate::spec::EnvPlan;
@@ -237,9 +237,9 @@ async fn check_for(
     detected: &dyn Fn(&str) -> Option<KvVersion>,
     own_token: Option<&SecretString>,
 ) -> Result<GrantsPart, VaultError> {
-    let requirements = match who {
-        Operator::Eso => acl::requirements(plan, detected),
-        Operator::Vso => acl::vso_requirements(plan, detected),
+    let requirements: Requirements = match who {
+        Operator::Eso => acl::eso_requirements(plan, detected),
+        Operator::Vso => acl::vso_requirements(plan, detected).into(),
     };
     let (name, section) = (who.name(), who.section());
     let mut errors = Vec::new();
@@ -285,8 +285,8 @@ async fn check_for(
             "{name}'s policies include `root`: it may do anything"
         ));
         let answer = requirements
-            .iter()
-            .map(|r| (r.path.clone(), vec!["root".to_string()]))
+            .paths()
+            .map(|path| (path, vec!["root".to_string()]))
             .collect();
         return Ok(part(
             Method::Policies,
@@ -348,7 +348,7 @@ async fn check_for(
     );
 
     // Ask the server, for the operator's token or one with exactly its policies.
-    let paths: Vec<String> = requirements.iter().map(|r| r.path.clone()).collect();
+    let paths: Vec<String> = requirements.paths().collect();
     if let Some(t) = own_token {
         match vault.capabilities_of(t, &paths).await {
             Ok(answer) => {
@@ -406,12 +406,7 @@ async fn check_for(
     errors.push(format!(
         "cannot decide whether {name}'s policies grant what it needs: vault-seed could neither evaluate them nor ask Vault for a token holding exactly them"
     ));
-    let report = PolicyReport {
-        ok: false,
-        paths: Vec::new(),
-        add: Vec::new(),
-        unfixable: Vec::new(),
-    };
+    let report = PolicyReport::from_checks(false, Vec::new(), Vec::new(), Vec::new());
     let help = match (who, templated.is_some()) {
         (Operator::Eso, true) => {
             "pass --eso-token-file with ESO's own token (a templated rule needs ESO's identity)"
@@ -530,7 +525,7 @@ async fn probe(
 /// A report from the server's answers: granted as Vault says; the fix is the requirement's
 /// folder rule with the missing capabilities.
 fn from_server(
-    requirements: &[Requirement],
+    requirements: &Requirements,
     answer: &BTreeMap<String, Vec<String>>,
 ) -> PolicyReport {
     let mut add: BTreeMap<String, Capabilities> = BTreeMap::new();
@@ -558,8 +553,8 @@ fn from_server(
                     .extend(r.capabilities.iter().copied());
             }
             PathCheck {
-                path: r.path.clone(),
-                uses: r.uses.clone(),
+                path: r.path,
+                uses: r.uses,
                 required: r.capabilities,
                 granted,
                 fix: (!missing.is_empty()).then(|| r.folder_rule.to_string()),
@@ -570,13 +565,9 @@ fn from_server(
         })
         .collect();
     let ok = paths.iter().all(|p| p.missing.is_empty());
-    PolicyReport {
-        ok,
-        paths,
-        add: add
-            .into_iter()
-            .map(|(pattern, capabilities)| Rule::new(pattern, capabilities))
-            .collect(),
-        unfixable: Vec::new(),
-    }
+    let add = add
+        .into_iter()
+        .map(|(pattern, capabilities)| Rule::new(pattern, capabilities))
+        .collect();
+    PolicyReport::from_checks(ok, paths, add, Vec::new())
 }

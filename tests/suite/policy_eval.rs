@@ -680,7 +680,7 @@ fn suggested_rules_close_the_gaps() {
             "suggested:\n{}",
             before.suggestion_hcl()
         );
-        for (b, a) in before.paths.iter().zip(&after.paths) {
+        for (b, a) in before.paths().zip(after.paths()) {
             prop_assert!(
                 a.granted.is_superset(&b.granted),
                 "`{}` lost {:?}",
