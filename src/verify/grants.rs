@@ -443,11 +443,20 @@ async fn eso_policies(
     notes: &mut Vec<String>,
 ) -> Result<EsoPolicies, VaultError> {
     let name = who.name();
-    let mut names: Vec<String> = Vec::new();
+    // Each name held once as it comes (16,667 specs naming the same policy made 33,334 copies
+    // of its name before they were sorted and deduplicated).
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    let add = |names: &mut BTreeSet<String>, list: &[String]| {
+        for n in list {
+            if !names.contains(n) {
+                names.insert(n.clone());
+            }
+        }
+    };
     let mut roles = Vec::new();
     // Every auth role the specs name read at once, each once however many specs name it (a
     // platform's specs all name ESO's one role: read per spec, 16,667 specs sent 16,667 reads at
-    // once, a connection each); judged per spec in spec order, as before.
+    // once, a connection each); judged once, for the first spec that names it, in spec order.
     let named: BTreeSet<(&str, &str)> = plan
         .specs
         .iter()
@@ -461,37 +470,40 @@ async fn eso_policies(
         .await
         .into_iter()
         .collect();
+    let mut judged: BTreeSet<(&str, &str)> = BTreeSet::new();
     for (spec, _) in plan.specs.iter() {
         let (policies, role) = access_of(who, spec);
-        names.extend(policies.iter().cloned());
-        if let Some(role) = role {
-            let key = (role.mount.as_str(), role.name.as_str());
-            let role_path = format!("auth/{}/role/{}", role.mount, role.name);
-            match answers.get(&key) {
-                Some(Ok(Some(r))) => {
-                    names.extend(r.policies.iter().cloned());
-                    roles.push(r.no_default_policy);
-                }
-                Some(Ok(None)) => errors.push(format!("{name}'s auth role `{role_path}` does not exist")),
-                Some(Err(VaultError::Denied { .. })) => notes.push(format!(
-                    "this token may not read `{role_path}`: the spec's `policies` are taken as all of {name}'s"
-                )),
-                Some(Err(_)) | None => {
-                    if let Some(Err(e)) = answers.remove(&key) {
-                        return Err(e);
-                    }
+        add(&mut names, policies);
+        let Some(role) = role else { continue };
+        let key = (role.mount.as_str(), role.name.as_str());
+        if !judged.insert(key) {
+            continue;
+        }
+        let role_path = format!("auth/{}/role/{}", role.mount, role.name);
+        match answers.get(&key) {
+            Some(Ok(Some(r))) => {
+                add(&mut names, &r.policies);
+                roles.push(r.no_default_policy);
+            }
+            Some(Ok(None)) => errors.push(format!("{name}'s auth role `{role_path}` does not exist")),
+            Some(Err(VaultError::Denied { .. })) => notes.push(format!(
+                "this token may not read `{role_path}`: the spec's `policies` are taken as all of {name}'s"
+            )),
+            Some(Err(_)) | None => {
+                if let Some(Err(e)) = answers.remove(&key) {
+                    return Err(e);
                 }
             }
         }
     }
-    names.retain(|n| !n.is_empty());
-    names.sort();
-    names.dedup();
-    let default = names.iter().any(|n| n == "default")
-        || roles.is_empty()
-        || roles.iter().any(|no_default| !no_default);
-    let root = names.iter().any(|n| n == "root");
-    names.retain(|n| n != "default" && n != "root");
+    names.remove("");
+    let default =
+        names.contains("default") || roles.is_empty() || roles.iter().any(|no_default| !no_default);
+    let root = names.contains("root");
+    let names: Vec<String> = names
+        .into_iter()
+        .filter(|n| n != "default" && n != "root")
+        .collect();
     Ok(EsoPolicies {
         names,
         default,

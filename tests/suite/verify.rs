@@ -1057,6 +1057,38 @@ fn copies_of_the_real_spec(copies: usize) -> tempfile::TempDir {
 }
 
 #[test]
+fn an_auth_role_many_specs_name_is_judged_once_so_its_problem_is_said_once() {
+    // Three specs name ESO's auth role, which does not exist (nor does its policy). Judged per
+    // spec, the report said so three times, and 16,667 times at 100,002 paths.
+    let bao = OpenBao::dev();
+    let specs = copies_of_the_real_spec(3);
+    let out = Run::new(&bao)
+        .specs(specs.path())
+        .args(["-o", "json", "verify", "auh1-dev", "--only", "policy"])
+        .output()
+        .expect_code(1);
+    let doc = out.json();
+    let errors: Vec<&str> = doc["policy"]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "ESO's auth role `auth/kubernetes/role/eso` does not exist",
+            "policy `eso-ask-push` does not exist in Vault"
+        ],
+        "{doc:#}"
+    );
+    assert_eq!(
+        doc["policy"]["policies"],
+        serde_json::json!(["eso-ask-push"])
+    );
+}
+
+#[test]
 fn verify_reads_a_policy_and_an_auth_role_many_specs_name_once_with_one_connection_ahead_for_it() {
     use common::proxy::{first, holding_the_token_check};
     // Three specs name ESO's one policy and its one auth role. The policy part reads each once,
