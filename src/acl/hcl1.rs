@@ -565,6 +565,16 @@ impl HclParser<'_> {
 
     fn object_list(&mut self, in_object: bool) -> Result<Vec<Item>, Stop> {
         let mut items = Vec::new();
+        self.object_list_each(in_object, &mut |item| items.push(item))?;
+        Ok(items)
+    }
+
+    /// The items of an object list, each given to `sink` as soon as it is read.
+    fn object_list_each(
+        &mut self,
+        in_object: bool,
+        sink: &mut dyn FnMut(Item),
+    ) -> Result<(), Stop> {
         loop {
             if in_object {
                 let t = self.scan()?;
@@ -574,7 +584,7 @@ impl HclParser<'_> {
                 }
             }
             match self.object_item() {
-                Ok(item) => items.push(item),
+                Ok(item) => sink(item),
                 Err(Stop::Eof) => break,
                 Err(e) => return Err(e),
             }
@@ -583,7 +593,7 @@ impl HclParser<'_> {
                 self.unscan();
             }
         }
-        Ok(items)
+        Ok(())
     }
 
     fn object_item(&mut self) -> Result<Item, Stop> {
@@ -711,7 +721,17 @@ fn describe(t: &Token) -> String {
 }
 
 /// Parse HCL 1 text into its top-level items, as `ParseDontErrorOnDuplicateKeys`.
+#[cfg(test)]
 pub(super) fn parse_hcl(text: &str) -> Result<Vec<Item>, SyntaxError> {
+    let mut items = Vec::new();
+    let whole = parse_hcl_each(text, &mut |item| items.push(item))?;
+    Ok(if whole { items } else { Vec::new() })
+}
+
+/// [`parse_hcl`], giving each top-level item to `sink` as soon as it is read, so that a large
+/// policy is never held as a whole tree (33,334 rules: 20 MB). `Ok(false)`: the text reads as
+/// no item at all, whatever `sink` was given; an error comes after the items before it.
+pub(super) fn parse_hcl_each(text: &str, sink: &mut dyn FnMut(Item)) -> Result<bool, SyntaxError> {
     // Copied only when there is something to replace.
     let text = if text.contains("\r\n") {
         std::borrow::Cow::Owned(text.replace("\r\n", "\n"))
@@ -730,9 +750,9 @@ pub(super) fn parse_hcl(text: &str) -> Result<Vec<Item>, SyntaxError> {
         },
         pushed: false,
     };
-    match p.object_list(false) {
-        Ok(items) => Ok(items),
-        Err(Stop::Eof) => Ok(Vec::new()),
+    match p.object_list_each(false, sink) {
+        Ok(()) => Ok(true),
+        Err(Stop::Eof) => Ok(false),
         Err(Stop::Error(e)) => Err(e),
     }
 }
@@ -1251,6 +1271,23 @@ mod tests {
         // A non-ASCII character in a token is kept whole.
         let items = parse_hcl("path \"sécret/*\" {}").unwrap();
         assert_eq!(keys(&items[0]), ["path", "sécret/*"]);
+    }
+
+    /// Each top-level item goes to the sink as soon as it is read: the rules before an error
+    /// at the end of the text have been given when the error comes.
+    #[test]
+    fn top_level_items_are_given_as_they_are_read() {
+        let mut seen = Vec::new();
+        let e = parse_hcl_each(
+            "path \"a\" { x = 1 }\npath \"b\" {}\npath \"c\" {",
+            &mut |item| seen.push(keys(&item)),
+        )
+        .unwrap_err();
+        assert_eq!(seen, [["path", "a"], ["path", "b"]]);
+        assert_eq!(e.line, 3, "{e}");
+        let mut n = 0;
+        assert!(parse_hcl_each("a = 1, b { }", &mut |_| n += 1).unwrap());
+        assert_eq!(n, 2);
     }
 
     #[test]
