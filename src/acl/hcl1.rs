@@ -90,50 +90,48 @@ impl From<SyntaxError> for Stop {
 
 const EOF: char = '\0';
 
-/// The text a character per position: its bytes when it is ASCII, as policies are (a 3 MB policy
-/// held as `char`s took 12 MB), else its characters.
-enum Chars {
-    Ascii(Box<[u8]>),
-    Wide(Vec<char>),
-}
-
-impl Chars {
-    fn new(text: &str) -> Chars {
-        if text.is_ascii() {
-            Chars::Ascii(text.as_bytes().into())
-        } else {
-            Chars::Wide(text.chars().collect())
-        }
-    }
-
-    fn get(&self, i: usize) -> Option<char> {
-        match self {
-            Chars::Ascii(b) => b.get(i).map(|&b| char::from(b)),
-            Chars::Wide(c) => c.get(i).copied(),
-        }
-    }
-
-    fn text(&self, from: usize, to: usize) -> String {
-        match self {
-            Chars::Ascii(b) => b[from..to].iter().map(|&b| char::from(b)).collect(),
-            Chars::Wide(c) => c[from..to].iter().collect(),
-        }
-    }
-}
-
-/// The rune cursor both scanners share (`next`, `unread`, `peek` of the Go scanner).
-struct Cursor {
-    chars: Chars,
+/// The rune cursor both scanners share (`next`, `unread`, `peek` of the Go scanner). Positions
+/// count characters.
+struct Cursor<'a> {
+    chars: Chars<'a>,
     pos: usize,
     /// Whether the last `next` consumed a character (Go cannot unread past the end either).
     advanced: bool,
     line: usize,
 }
 
-impl Cursor {
-    fn new(text: &str) -> Cursor {
+/// The text's characters, by position: an ASCII text as it is (a byte is a character), any
+/// other decoded once. (Decoded always, a 3 MB policy took 12 MB more while it was read.)
+enum Chars<'a> {
+    Ascii(&'a [u8]),
+    Wide(Vec<char>),
+}
+
+impl Chars<'_> {
+    fn get(&self, i: usize) -> Option<char> {
+        match self {
+            Chars::Ascii(b) => b.get(i).map(|&c| char::from(c)),
+            Chars::Wide(c) => c.get(i).copied(),
+        }
+    }
+
+    /// The characters from `from` to `to`.
+    fn text(&self, from: usize, to: usize) -> String {
+        match self {
+            Chars::Ascii(b) => b[from..to].iter().map(|&c| char::from(c)).collect(),
+            Chars::Wide(c) => c[from..to].iter().collect(),
+        }
+    }
+}
+
+impl<'a> Cursor<'a> {
+    fn new(text: &'a str) -> Cursor<'a> {
         Cursor {
-            chars: Chars::new(text),
+            chars: if text.is_ascii() {
+                Chars::Ascii(text.as_bytes())
+            } else {
+                Chars::Wide(text.chars().collect())
+            },
             pos: 0,
             advanced: false,
             line: 1,
@@ -338,11 +336,11 @@ fn is_digit(c: char) -> bool {
 
 // ---- HCL ------------------------------------------------------------------------------------
 
-struct HclScanner {
-    cur: Cursor,
+struct HclScanner<'a> {
+    cur: Cursor<'a>,
 }
 
-impl HclScanner {
+impl HclScanner<'_> {
     /// The next token, comments skipped (the parser's `scan` consumes them too).
     fn scan(&mut self) -> Result<Token, SyntaxError> {
         loop {
@@ -540,14 +538,14 @@ impl HclScanner {
     }
 }
 
-struct HclParser {
-    sc: HclScanner,
+struct HclParser<'a> {
+    sc: HclScanner<'a>,
     tok: Token,
     /// One token pushed back (`unscan`).
     pushed: bool,
 }
 
-impl HclParser {
+impl HclParser<'_> {
     fn scan(&mut self) -> Result<Token, SyntaxError> {
         if self.pushed {
             self.pushed = false;
@@ -567,6 +565,16 @@ impl HclParser {
 
     fn object_list(&mut self, in_object: bool) -> Result<Vec<Item>, Stop> {
         let mut items = Vec::new();
+        self.object_list_each(in_object, &mut |item| items.push(item))?;
+        Ok(items)
+    }
+
+    /// The items of an object list, each given to `sink` as soon as it is read.
+    fn object_list_each(
+        &mut self,
+        in_object: bool,
+        sink: &mut dyn FnMut(Item),
+    ) -> Result<(), Stop> {
         loop {
             if in_object {
                 let t = self.scan()?;
@@ -576,7 +584,7 @@ impl HclParser {
                 }
             }
             match self.object_item() {
-                Ok(item) => items.push(item),
+                Ok(item) => sink(item),
                 Err(Stop::Eof) => break,
                 Err(e) => return Err(e),
             }
@@ -585,7 +593,7 @@ impl HclParser {
                 self.unscan();
             }
         }
-        Ok(items)
+        Ok(())
     }
 
     fn object_item(&mut self) -> Result<Item, Stop> {
@@ -713,7 +721,18 @@ fn describe(t: &Token) -> String {
 }
 
 /// Parse HCL 1 text into its top-level items, as `ParseDontErrorOnDuplicateKeys`.
+#[cfg(test)]
 pub(super) fn parse_hcl(text: &str) -> Result<Vec<Item>, SyntaxError> {
+    let mut items = Vec::new();
+    let whole = parse_hcl_each(text, &mut |item| items.push(item))?;
+    Ok(if whole { items } else { Vec::new() })
+}
+
+/// [`parse_hcl`], giving each top-level item to `sink` as soon as it is read, so that a large
+/// policy is never held as a whole tree (33,334 rules: 20 MB). `Ok(false)`: the text reads as
+/// no item at all, whatever `sink` was given; an error comes after the items before it.
+pub(super) fn parse_hcl_each(text: &str, sink: &mut dyn FnMut(Item)) -> Result<bool, SyntaxError> {
+    // Copied only when there is something to replace.
     let text = if text.contains("\r\n") {
         std::borrow::Cow::Owned(text.replace("\r\n", "\n"))
     } else {
@@ -731,21 +750,21 @@ pub(super) fn parse_hcl(text: &str) -> Result<Vec<Item>, SyntaxError> {
         },
         pushed: false,
     };
-    match p.object_list(false) {
-        Ok(items) => Ok(items),
-        Err(Stop::Eof) => Ok(Vec::new()),
+    match p.object_list_each(false, sink) {
+        Ok(()) => Ok(true),
+        Err(Stop::Eof) => Ok(false),
         Err(Stop::Error(e)) => Err(e),
     }
 }
 
 // ---- JSON -----------------------------------------------------------------------------------
 
-struct JsonParser {
-    cur: Cursor,
+struct JsonParser<'a> {
+    cur: Cursor<'a>,
     tok: Token,
 }
 
-impl JsonParser {
+impl JsonParser<'_> {
     fn scan(&mut self) -> Result<Token, SyntaxError> {
         let ch = self.cur.skip_whitespace()?;
         let start = self.cur.pos.saturating_sub(usize::from(ch != EOF));
@@ -1218,23 +1237,57 @@ mod tests {
         assert!(matches!(&items[4].val, Node::Literal(t) if t.kind == Kind::Float));
     }
 
-    /// An ASCII text is scanned from its bytes, one byte a position (as `char`s, a 3 MB policy
-    /// took 12 MB while it was parsed); any other from its characters. Both read the same.
+    /// An ASCII text is read from its bytes, any other from its decoded characters: both read
+    /// the same (the same tree, the same errors on the same lines), heredocs and CRLF included.
     #[test]
-    fn ascii_and_other_text_scan_alike() {
-        let text = "path \"a/*\" { capabilities = [\"read\"] }\nb = <<EOF\nline\nEOF\nc = \"x\"";
-        assert!(matches!(Chars::new(text), Chars::Ascii(b) if b.len() == text.len()));
-        let wide = format!("{text}\n# café ☕");
-        assert!(matches!(Chars::new(&wide), Chars::Wide(_)));
-        let (a, w) = (parse_hcl(text).unwrap(), parse_hcl(&wide).unwrap());
-        assert_eq!(format!("{a:?}"), format!("{w:?}"));
-        // Windows line ends read as Unix ones.
-        let crlf = parse_hcl(&text.replace('\n', "\r\n")).unwrap();
-        assert_eq!(format!("{a:?}"), format!("{crlf:?}"));
-        let heredoc = parse_hcl("b = <<EOF\ncafé\nEOF\n").unwrap();
-        assert!(
-            matches!(&heredoc[0].val, Node::Literal(t) if t.string_value().unwrap() == "café\n")
-        );
+    fn a_non_ascii_text_reads_as_an_ascii_one() {
+        for text in [
+            "path \"a\" { capabilities = [\"read\"], } path \"b\" \"c\" { policy = \"read\" }",
+            "a = \"x\\ty\\u00e9\"\nb = <<EOF\nline\nEOF\nc = <<-EOT\n    one\n    EOT\nd = 0x1f\ne = 1.5e3",
+            "a = <<EOF\r\nline\r\nEOF\r\nb = 1\r\n",
+            "b = <<EOF\nline\n",
+            "path \"a\" {\n capabilities = [\"read\" }",
+            "path \"a\" { x = \"unterminated }",
+            "x = 1 }",
+            "path \"a\" {}\nname =",
+            "/* open",
+            "/ comment",
+        ] {
+            let wide = format!("/* é */ {text}");
+            let ascii = format!("/* e */ {text}");
+            assert_eq!(parse_hcl(&wide), parse_hcl(&ascii), "{text}");
+            let value = serde_json::to_string(text).unwrap();
+            for json in [
+                format!("{{\"é\": 1, \"path\": {{\"a\": {{\"x\": [{value}, 2]}}}}}}"),
+                format!("{{\"é\": [{value}, {{\"b\": tru"),
+            ] {
+                assert_eq!(
+                    format!("{:?}", parse_json(&json)).replace('é', "e"),
+                    format!("{:?}", parse_json(&json.replace('é', "e"))),
+                    "{json}"
+                );
+            }
+        }
+        // A non-ASCII character in a token is kept whole.
+        let items = parse_hcl("path \"sécret/*\" {}").unwrap();
+        assert_eq!(keys(&items[0]), ["path", "sécret/*"]);
+    }
+
+    /// Each top-level item goes to the sink as soon as it is read: the rules before an error
+    /// at the end of the text have been given when the error comes.
+    #[test]
+    fn top_level_items_are_given_as_they_are_read() {
+        let mut seen = Vec::new();
+        let e = parse_hcl_each(
+            "path \"a\" { x = 1 }\npath \"b\" {}\npath \"c\" {",
+            &mut |item| seen.push(keys(&item)),
+        )
+        .unwrap_err();
+        assert_eq!(seen, [["path", "a"], ["path", "b"]]);
+        assert_eq!(e.line, 3, "{e}");
+        let mut n = 0;
+        assert!(parse_hcl_each("a = 1, b { }", &mut |_| n += 1).unwrap());
+        assert_eq!(n, 2);
     }
 
     #[test]

@@ -146,49 +146,103 @@ pub fn parse(name: &str, text: &str) -> Result<Policy, PolicyError> {
 
 fn parse_at(name: &str, text: &str, now: time::OffsetDateTime) -> Result<Policy, PolicyError> {
     let json = text.trim_start().starts_with('{');
-    let items = if json {
-        hcl1::parse_json(text)
-    } else {
-        hcl1::parse_hcl(text)
-    }
-    .map_err(|e| PolicyError::Syntax {
+    let syntax = |e: hcl1::SyntaxError| PolicyError::Syntax {
         policy: name.to_string(),
         format: if json { "JSON" } else { "HCL" },
         message: e.to_string(),
-    })?;
+    };
     let d = Decoder {
         policy: name.to_string(),
         path: String::new(),
     };
-    for item in &items {
-        let key = d.key(&item.keys[0])?;
-        if key != "name" && key != "path" {
-            return Err(PolicyError::UnknownKey {
-                policy: name.to_string(),
-                path: None,
-                key,
-            });
+    let mut read = Reader {
+        d: &d,
+        now,
+        top: None,
+        names: Vec::new(),
+        rules: Vec::new(),
+        rule: None,
+    };
+    if json {
+        // HCL's JSON reader flattens the whole tree before it gives any item.
+        for item in hcl1::parse_json(text).map_err(syntax)? {
+            read.item(item);
+        }
+    } else if !hcl1::parse_hcl_each(text, &mut |item| read.item(item)).map_err(syntax)? {
+        return Ok(Policy {
+            name: name.to_string(),
+            rules: Vec::new(),
+        });
+    }
+    read.finish()
+}
+
+/// The top-level items of a policy, judged as they are read, in the order OpenBao judges the
+/// whole list: a syntax error anywhere first (the caller's), then the first item whose key is
+/// neither `name` nor `path`, then the `name`s, then the first rule that cannot be read. Each
+/// rule is decoded as soon as its item is read, and the item dropped.
+struct Reader<'d> {
+    d: &'d Decoder,
+    now: time::OffsetDateTime,
+    /// The first top-level key that is unreadable or unknown.
+    top: Option<PolicyError>,
+    /// The `name` items, checked at the end.
+    names: Vec<Item>,
+    rules: Vec<Rule>,
+    /// The first rule that cannot be read; the rules after it are not decoded.
+    rule: Option<PolicyError>,
+}
+
+impl Reader<'_> {
+    fn item(&mut self, item: Item) {
+        match self.d.key(&item.keys[0]) {
+            Ok(key) if key == "name" => self.names.push(item),
+            Ok(key) if key == "path" => {
+                if self.top.is_some() || self.rule.is_some() {
+                    return;
+                }
+                let pattern = match item.keys.get(1) {
+                    Some(k) => self.d.key(k),
+                    None => Ok("path".to_string()),
+                };
+                match pattern.and_then(|p| self.d.rule(p, &item.val, self.now)) {
+                    Ok(Some(rule)) => self.rules.push(rule),
+                    Ok(None) => {}
+                    Err(e) => self.rule = Some(e),
+                }
+            }
+            Ok(key) => {
+                self.top.get_or_insert(PolicyError::UnknownKey {
+                    policy: self.d.policy.clone(),
+                    path: None,
+                    key,
+                });
+            }
+            Err(e) => {
+                self.top.get_or_insert(e);
+            }
         }
     }
-    // `name` must be a string (it is then ignored: the policy's name is where it is stored).
-    d.field(&items, "name", |d, node| d.string(node, "name").map(drop))?;
-    let mut rules = Vec::new();
-    for item in &items {
-        if d.key(&item.keys[0])? != "path" {
-            continue;
+
+    fn finish(self) -> Result<Policy, PolicyError> {
+        if let Some(e) = self.top {
+            return Err(e);
         }
-        let pattern = match item.keys.get(1) {
-            Some(k) => d.key(k)?,
-            None => "path".to_string(),
-        };
-        if let Some(rule) = d.rule(pattern, &item.val, now)? {
-            rules.push(rule);
+        // `name` must be a string (it is then ignored: the policy's name is where it is stored).
+        self.d.field(&self.names, "name", |d, node| {
+            d.string(node, "name").map(drop)
+        })?;
+        if let Some(e) = self.rule {
+            return Err(e);
         }
+        let mut rules = self.rules;
+        // At its length: a rule per `path` item was pushed, the vector grown by doubling.
+        rules.shrink_to_fit();
+        Ok(Policy {
+            name: self.d.policy.clone(),
+            rules,
+        })
     }
-    Ok(Policy {
-        name: name.to_string(),
-        rules,
-    })
 }
 
 /// A node as the decoder sees it: a value, or the items of an object (`ObjectList`).
@@ -522,7 +576,8 @@ impl Decoder {
                 constraints: Constraints {
                     control_group,
                     ..Constraints::default()
-                },
+                }
+                .boxed(),
                 templated,
             }));
         }
@@ -565,7 +620,8 @@ impl Decoder {
                 pagination_limit,
                 control_group,
                 list_filter: (!list_filter.is_empty()).then_some(list_filter),
-            },
+            }
+            .boxed(),
             templated,
         }))
     }
@@ -796,7 +852,7 @@ path "secret/data/x" { capabilities = ["read"] required_parameters = ["x"] max_w
         let r = &p.rules[0];
         assert_eq!(r.pattern, "secret/data/x", "leading `/` stripped");
         assert_eq!(r.capabilities, caps(&[Create, Update]));
-        let c = &r.constraints;
+        let c = r.constraints();
         assert_eq!(
             c.allowed_parameters,
             BTreeMap::from([
@@ -812,8 +868,8 @@ path "secret/data/x" { capabilities = ["read"] required_parameters = ["x"] max_w
         assert_eq!(c.min_wrapping_ttl, 1_000_000_000);
         assert_eq!(c.max_wrapping_ttl, 90_000_000_000);
         assert_eq!(c.pagination_limit, 16);
-        assert_eq!(p.rules[1].constraints.max_wrapping_ttl, 0);
-        assert_eq!(p.rules[1].constraints.required_parameters, ["x"]);
+        assert_eq!(p.rules[1].constraints().max_wrapping_ttl, 0);
+        assert_eq!(p.rules[1].constraints().required_parameters, ["x"]);
     }
 
     #[test]
@@ -885,7 +941,7 @@ path "secret/data/x" { capabilities = ["read"] required_parameters = ["x"] max_w
         )
         .unwrap();
         assert_eq!(
-            p.rules[0].constraints.control_group,
+            p.rules[0].constraints().control_group,
             Some(vec![vec!["read".to_string()]])
         );
         for bad in [
@@ -986,6 +1042,41 @@ path "secret/data/x" { capabilities = ["read"] required_parameters = ["x"] max_w
         assert!(matches!(e, PolicyError::WrongType { .. }), "{e}");
         let e = parse("s", "path \"a/+*\" { capabilities = [\"read\"] }").unwrap_err();
         assert!(matches!(e, PolicyError::PlusStar { .. }), "{e}");
+    }
+
+    /// Rules are decoded as their items are read, but the errors come in the order OpenBao's
+    /// checks of the whole list give them: syntax, then the top-level keys, then `name`, then
+    /// the first rule that cannot be read, wherever each is in the text.
+    #[test]
+    fn errors_come_in_openbaos_order_whatever_their_place() {
+        let bad_rule = r#"path "a" { capabilities = "read" }"#;
+        let bad_rule2 = r#"path "b" { capabilities = ["bogus"] }"#;
+        let good = r#"path "c" { capabilities = ["read"] }"#;
+        let kind = |text: &str| match parse("p", text) {
+            Ok(_) => "ok",
+            Err(PolicyError::Syntax { .. }) => "syntax",
+            Err(PolicyError::UnknownKey { path: None, .. }) => "top",
+            Err(PolicyError::WrongType { key, .. }) if key == "name" => "name",
+            Err(PolicyError::WrongType { key, .. }) if key == "capabilities" => "rule",
+            Err(PolicyError::UnknownCapability { .. }) => "rule2",
+            Err(e) => panic!("{text}: {e:?}"),
+        };
+        for (text, want) in [
+            (format!("{good}\n{bad_rule}\n{bad_rule2}"), "rule"),
+            (format!("{bad_rule2}\n{bad_rule}"), "rule2"),
+            (format!("{bad_rule}\nname = [\"x\"]"), "name"),
+            (format!("{bad_rule}\nname = [\"x\"]\npth \"a\" {{}}"), "top"),
+            (
+                format!("{bad_rule}\npth \"a\" {{}}\npath \"x\" {{"),
+                "syntax",
+            ),
+            (format!("{good}\nname = \"x\""), "ok"),
+        ] {
+            assert_eq!(kind(&text), want, "{text}");
+        }
+        // The first unknown or unreadable top-level key is the one named.
+        let e = parse("p", "path \"a\" {}\npth \"a\" {}\nptah \"b\" {}").unwrap_err();
+        assert!(e.to_string().ends_with("`pth`"), "{e}");
     }
 
     #[test]
