@@ -74,8 +74,8 @@ enum Paths {
     /// is read, from its requirement and the ACL (a check held per path was 30 MB of `verify`
     /// at 100,000 paths, and the requirements they were made from 36 MB more).
     Evaluated {
-        requirements: Requirements,
-        acl: Acl,
+        requirements: Box<Requirements>,
+        acl: Box<Acl>,
         gaps: Vec<(usize, PathCheck)>,
     },
 }
@@ -305,8 +305,8 @@ pub fn check(policies: &[Policy], requirements: impl Into<Requirements>) -> Poli
         return PolicyReport {
             ok: true,
             paths: Paths::Evaluated {
-                requirements,
-                acl,
+                requirements: Box::new(requirements),
+                acl: Box::new(acl),
                 gaps: Vec::new(),
             },
             add: Vec::new(),
@@ -362,8 +362,8 @@ pub fn check(policies: &[Policy], requirements: impl Into<Requirements>) -> Poli
     PolicyReport {
         ok: false,
         paths: Paths::Evaluated {
-            requirements,
-            acl,
+            requirements: Box::new(requirements),
+            acl: Box::new(acl),
             gaps,
         },
         add,
