@@ -187,13 +187,14 @@ impl Stamp {
 
     /// `s`, held in place when it fits.
     pub fn new(s: String) -> Stamp {
-        match u8::try_from(s.len()) {
-            Ok(len) if s.len() <= Stamp::INLINE && s.is_ascii() => {
-                let mut text = [0; Stamp::INLINE];
-                text[..s.len()].copy_from_slice(s.as_bytes());
-                Stamp::Inline { len, text }
-            }
-            _ => Stamp::Long(s.into_boxed_str()),
+        if s.len() > Stamp::INLINE || !s.is_ascii() {
+            return Stamp::Long(s.into_boxed_str());
+        }
+        let mut text = [0; Stamp::INLINE];
+        text[..s.len()].copy_from_slice(s.as_bytes());
+        Stamp::Inline {
+            len: s.len() as u8,
+            text,
         }
     }
 
