@@ -18,7 +18,7 @@ use super::session::Session;
 use super::Failure;
 
 pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Failure> {
-    let req = request(args)?;
+    let req = request(g, args)?;
     let set = super::load_specs(g)?;
     let mut plan = set.plan(&args.env, &[])?;
     if req.parts.contains(&PartName::Argocd) && !verify::argocd::configured(&plan) {
@@ -76,7 +76,7 @@ fn policy_reads(plan: &crate::spec::EnvPlan<'_>) -> usize {
 }
 
 /// The arguments as a request; a usage error when they do not fit together (exit 2).
-fn request(args: &VerifyArgs) -> Result<Request, Failure> {
+fn request(g: &GlobalArgs, args: &VerifyArgs) -> Result<Request, Failure> {
     let parts = args
         .only
         .iter()
@@ -100,6 +100,7 @@ fn request(args: &VerifyArgs) -> Result<Request, Failure> {
         eso_token: None,
         concurrency: usize::from(args.concurrency),
         skip_target_secrets: args.skip_target_secrets,
+        lists_valid: g.output == Format::Json,
     };
     if args.force_sync && !req.wants(PartName::Kube) {
         return Err(Failure::usage("--force-sync needs the Kubernetes part")

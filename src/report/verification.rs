@@ -368,3 +368,173 @@ fn argocd(out: &mut String, style: &Style, a: &ArgocdPart) {
         problems(out, &cm.problems);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::report::ColorChoice;
+    use crate::seed::{Inspection, Keep, Outcome, PathResult};
+    use crate::spec::{Provided, Target};
+    use crate::verify::values;
+
+    /// A path of each kind `verify` meets, each field with its outcome and the status it reads
+    /// as: valid, pending (unmarked: a path detail), several fields (valid, invalid with a
+    /// detail, missing) with a `created_time` that is not Vault's (an offset), absent (no
+    /// version, no time), denied (a path detail), two provided by another application (absent;
+    /// invalid, whose path detail is not shown), an error with a field detail, and skipped.
+    fn mix() -> (Vec<Target>, Vec<(PathResult, Vec<Status>)>) {
+        let target = |app: &str, fields: &[&str]| crate::replace::tests::target(app, "A", fields);
+        let provided = |app: &str| Target {
+            provided: Some(Arc::new(Provided {
+                by: format!("{app}-db: CNPG password"),
+                push_secret: None,
+                mount: None,
+                path: None,
+            })),
+            ..target(app, &["password"])
+        };
+        let targets = vec![
+            target("valid", &["password"]),
+            target("pending", &["value"]),
+            target("multi", &["username", "password", "note"]),
+            target("absent", &["password"]),
+            target("denied", &["password"]),
+            provided("absentdb"),
+            provided("invaliddb"),
+            target("error", &["x", "y"]),
+            target("skipped", &["password"]),
+        ];
+        let read = |t: &Target, version: u64, time: &str, detail: Option<&str>| {
+            let mut r = PathResult::all(t, Outcome::Exists, Some(version), detail.map(Into::into));
+            r.created_time = Some(time.into());
+            r
+        };
+        let unmarked = Some("present, not marked (no vault-seed custom_metadata)");
+        let mut multi = read(&targets[2], 5, "2026-11-30T16:27:43.123456789+05:30", None);
+        multi.fields[1].outcome = Outcome::Invalid;
+        multi.fields[1].detail = Some("not a UUID".into());
+        multi.fields[2].outcome = Outcome::Missing;
+        let mut pending = read(&targets[1], 1, "2026-11-30T16:27:42Z", unmarked);
+        pending.fields[0].outcome = Outcome::Pending;
+        let mut invalid = read(&targets[6], 1, "2026-11-30T16:27:44.5Z", unmarked);
+        invalid.fields[0].outcome = Outcome::Invalid;
+        invalid.fields[0].detail = Some("is number, not a string".into());
+        let mut error = read(&targets[7], 2, "2026-11-30T16:27:45.25Z", None);
+        error.fields[1].outcome = Outcome::Error;
+        error.fields[1].detail = Some("cannot add the field: existing field `x` is number, and vault-seed writes strings only".into());
+        let denied = Some("the token lacks `read` on `secret/data/denied/dev/A`".into());
+        let skipped = Some("not attempted: Vault stopped answering".into());
+        let results = vec![
+            (
+                read(&targets[0], 2, "2026-11-30T16:27:41.512345678Z", None),
+                vec![Status::Valid],
+            ),
+            (pending, vec![Status::Pending]),
+            (multi, vec![Status::Valid, Status::Invalid, Status::Missing]),
+            (
+                PathResult::all(&targets[3], Outcome::Missing, None, None),
+                vec![Status::Missing],
+            ),
+            (
+                PathResult::all(&targets[4], Outcome::Denied, None, denied),
+                vec![Status::Denied],
+            ),
+            (
+                PathResult::all(&targets[5], Outcome::Missing, None, None),
+                vec![Status::Missing],
+            ),
+            (invalid, vec![Status::Invalid]),
+            (error, vec![Status::Valid, Status::Error]),
+            (
+                PathResult::all(&targets[8], Outcome::Skipped, None, skipped),
+                vec![Status::Skipped],
+            ),
+        ];
+        (targets, results)
+    }
+
+    /// The rows as the part made them when it held each path's whole result: every field with
+    /// its path's version and time, and its own detail, else its path's (not on a provided path).
+    fn rows_from_whole_results(
+        targets: &[Target],
+        results: &[(PathResult, Vec<Status>)],
+    ) -> serde_json::Value {
+        let rows = targets.iter().zip(results).flat_map(|(t, (r, statuses))| {
+            r.fields.iter().zip(statuses).map(move |(f, status)| {
+                let detail = f.detail.clone().or(match &t.provided {
+                    Some(_) => None,
+                    None => r.detail.clone(),
+                });
+                serde_json::json!({
+                    "path": t.full_path(),
+                    "field": f.field,
+                    "generator": f.generator,
+                    "status": status.as_str(),
+                    "version": r.version,
+                    "created_time": r.created_time,
+                    "detail": detail,
+                    "provided_by": t.provided.as_ref().map(|p| p.by.clone()),
+                })
+            })
+        });
+        serde_json::Value::Array(rows.collect())
+    }
+
+    fn part(keep: Keep) -> ValuesPart {
+        let (targets, results) = mix();
+        let fields = results.iter().map(|(r, _)| r.fields.len()).sum();
+        let mut inspection = Inspection::new(keep, results.len(), fields);
+        for (i, (r, _)) in results.into_iter().enumerate() {
+            inspection.add(i, r);
+        }
+        values::judge(inspection, targets, false, BTreeSet::new())
+    }
+
+    fn text(part: &ValuesPart) -> String {
+        let mut out = Vec::new();
+        let style = Style::for_stream(ColorChoice::Never, false);
+        values(&mut out, &style, "dev", part).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// What the part keeps of each path is enough for the same report as when it held each
+    /// whole result: the JSON lists every field with the same values, and the text report is the same whether every path is kept or only those with a
+    /// field not valid.
+    #[test]
+    fn what_is_kept_makes_the_same_rows_and_json_as_the_whole_results() {
+        let (targets, results) = mix();
+        let all = part(Keep::All);
+        let doc: serde_json::Value = serde_json::from_slice(&crate::report::json(&all)).unwrap();
+        assert_eq!(doc["results"], rows_from_whole_results(&targets, &results));
+        assert_eq!(
+            doc["counts"],
+            serde_json::json!({"denied": 1, "error": 1, "invalid": 2, "missing": 3,
+                "pending": 1, "skipped": 1, "valid": 3})
+        );
+        let shown = text(&all);
+        assert_eq!(text(&part(Keep::NotValid)), shown);
+        let expected = [
+            "FAIL vault: 12 field(s): 1 denied, 1 error, 2 invalid, 3 missing, 1 pending, 1 skipped, 3 valid",
+            "       pending  secret/pending/dev/A  value  fill in: vault-seed set dev A < value.txt",
+            "       invalid  secret/multi/dev/A  password  not a UUID",
+            "       missing  secret/multi/dev/A  note  run: vault-seed apply dev",
+            "       missing  secret/absent/dev/A  password  run: vault-seed apply dev",
+            "       denied   secret/denied/dev/A  password  the token lacks `read` on `secret/data/denied/dev/A`",
+            "       missing  secret/absentdb/dev/A  password  waiting for absentdb-db: CNPG password: vault-seed never writes it",
+            "       invalid  secret/invaliddb/dev/A  password  is number, not a string; provided by invaliddb-db: CNPG password: vault-seed never changes it",
+            "       error    secret/error/dev/A  y  cannot add the field: existing field `x` is number, and vault-seed writes strings only",
+            "       skipped  secret/skipped/dev/A  password  not attempted: Vault stopped answering",
+        ];
+        assert_eq!(shown.lines().collect::<Vec<_>>(), expected, "{shown}");
+        // The text report's part holds only the paths it shows.
+        assert_eq!(
+            part(Keep::NotValid).rows().count(),
+            11,
+            "all but the valid path's"
+        );
+        assert_eq!(all.rows().count(), 12);
+    }
+}

@@ -4,7 +4,10 @@
 //! engine's, with no write anywhere on the path: a target absent, deleted or missing a field is
 //! reported so, not planned for.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasher, RandomState};
+use std::num::{NonZeroU32, NonZeroU64};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::stream::{self, StreamExt};
@@ -39,6 +42,23 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in [`Status::index`] order.
+    pub const ALL: [Status; 8] = [
+        Status::Valid,
+        Status::Pending,
+        Status::Missing,
+        Status::Deleted,
+        Status::Invalid,
+        Status::Denied,
+        Status::Error,
+        Status::Skipped,
+    ];
+
+    /// Its place in [`Status::ALL`].
+    fn index(self) -> usize {
+        self as usize
+    }
+
     /// The word for reports and JSON.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -130,90 +150,266 @@ impl PathState {
     }
 }
 
-/// One field's state as [`inspect`] keeps it: its name and generator are its target's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldFound {
-    /// What is there.
-    pub status: Status,
-    /// Why, when there is more to say (never a value).
-    pub detail: Option<Box<str>>,
+/// What [`inspect`] keeps of the paths. Decided by the caller, in one place
+/// (`verify::Request::keep`), from what its report and checks read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Every path, with its version and `created_time` (the JSON report lists every field; the
+    /// cluster checks look up any path's facts).
+    All,
+    /// Only the paths with a field not `valid`, without version or `created_time`: all the text
+    /// report shows. Every field is still counted ([`Inspection::count`]).
+    NotValid,
 }
 
-/// One path's state as [`inspect`] keeps it: its target by index, and only what the report
-/// says of it (a run holds one per path to its end; a copy of the target and of each field's
-/// name and generator per path was the largest part of the values' memory).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
-    /// Its target: an index into the targets given to [`inspect`].
-    pub target: usize,
-    /// The secret's current version (KV v2), when read.
-    pub version: Option<u64>,
-    /// When the current version was created (RFC 3339, as Vault wrote it), when read.
-    pub created_time: Option<Box<str>>,
-    /// A note about the whole path.
-    pub detail: Option<Box<str>>,
-    /// One per field of the target, in the target's order.
-    pub fields: Box<[FieldFound]>,
+/// A path's `created_time`, byte for byte as the server wrote it. OpenBao writes it with
+/// `ptypes.TimestampString` (openbao builtin/logical/kv/backend.go `ptypesTimestampToString`):
+/// Go's RFC 3339 with nanoseconds, in UTC, at most 30 bytes (`2026-11-30T16:27:41.123456789Z`).
+/// Such a text is held in place, with no heap block per path; any other (longer, not ASCII: a
+/// server that is not OpenBao or Vault) on the heap. Kept as text, not parsed: its bytes are
+/// what the report prints.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Stamp {
+    /// Up to [`Stamp::INLINE`] ASCII bytes.
+    Inline {
+        /// How many of `text`'s bytes are the stamp's.
+        len: u8,
+        /// The stamp's bytes, then zeros.
+        text: [u8; Stamp::INLINE],
+    },
+    /// Any other text.
+    Long(Box<str>),
 }
 
-impl Found {
-    /// `r`, the result for the target at `target`, kept compact.
-    fn of(target: usize, r: PathResult) -> Found {
-        Found {
-            target,
-            version: r.version,
-            created_time: r.created_time.map(String::into_boxed_str),
-            detail: r.detail.map(String::into_boxed_str),
-            fields: r
-                .fields
-                .into_iter()
-                .map(|f| FieldFound {
-                    status: Status::of(f.outcome),
-                    detail: f.detail.map(String::into_boxed_str),
-                })
-                .collect(),
+impl Stamp {
+    /// The longest text held in place: Go's `time.RFC3339Nano` in UTC.
+    pub const INLINE: usize = 30;
+
+    /// `s`, held in place when it fits.
+    pub fn new(s: String) -> Stamp {
+        if s.len() > Stamp::INLINE || !s.is_ascii() {
+            return Stamp::Long(s.into_boxed_str());
+        }
+        let mut text = [0; Stamp::INLINE];
+        text[..s.len()].copy_from_slice(s.as_bytes());
+        Stamp::Inline {
+            len: s.len() as u8,
+            text,
+        }
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            // ASCII only (`new`): always UTF-8.
+            Stamp::Inline { len, text } => {
+                std::str::from_utf8(&text[..usize::from(*len)]).unwrap_or_default()
+            }
+            Stamp::Long(s) => s,
         }
     }
 }
 
-/// What [`inspect`] found.
+impl fmt::Debug for Stamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+/// A detail's text in its inspection: an index into the texts it holds once each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Detail(NonZeroU32);
+
+/// One field's state as [`inspect`] keeps it: its name and generator are its target's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldFound {
+    /// What is there.
+    pub status: Status,
+    /// Why, when there is more to say (never a value): [`Inspection::detail`].
+    pub detail: Option<Detail>,
+}
+
+/// One path's state as [`inspect`] keeps it: its target by index, and only what the report
+/// says of it, in 56 bytes and no heap block of its own (a run holds one per path to its end:
+/// 100,000 at the bench's largest size). Its fields and texts are in its [`Inspection`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Its target: an index into the targets given to [`inspect`].
+    target: u32,
+    /// A note about the whole path: [`Inspection::detail`].
+    pub detail: Option<Detail>,
+    /// Its fields: where they start in its inspection's, and how many (its target's).
+    fields: (u32, u32),
+    /// The secret's current version (KV v2), when read (a KV version starts at 1: 0 is none).
+    version: Option<NonZeroU64>,
+    /// When the current version was created, as Vault wrote it, when read.
+    pub created_time: Option<Stamp>,
+}
+
+impl Found {
+    /// Its target: an index into the targets given to [`inspect`].
+    pub fn target(&self) -> usize {
+        self.target as usize
+    }
+
+    /// The secret's current version (KV v2), when read.
+    pub fn version(&self) -> Option<u64> {
+        self.version.map(NonZeroU64::get)
+    }
+}
+
+/// What [`inspect`] found: a state per path kept ([`Keep`]), and each field counted.
 #[derive(Debug)]
 pub struct Inspection {
-    /// One state per target, in spec order; a target on a mount that cannot be used after the
-    /// others.
+    /// One state per path kept, in spec order; a target on a mount that cannot be used after
+    /// the others.
     pub paths: Vec<Found>,
     /// Things that are not about one path (a `list` fallback, Vault gone part way).
     pub notes: Vec<String>,
+    /// What is kept.
+    keep: Keep,
+    /// Every kept path's fields, each path's together ([`Found::fields`]).
+    fields: Vec<FieldFound>,
+    /// The details, each text once ([`Detail`] is an index here): 100,000 paths "present, not
+    /// marked" hold one copy.
+    details: Vec<Box<str>>,
+    /// Each detail by its text's hash while results come in; dropped when they are all in.
+    detail_index: HashMap<u64, Detail>,
+    /// The key of those hashes.
+    hasher: RandomState,
+    /// Fields per status, over every path (kept or not), by [`Status::index`].
+    counts: [usize; Status::ALL.len()],
+}
+
+impl Inspection {
+    /// Nothing yet. `paths` and `fields` are the number of paths and fields that will come in
+    /// (their room is taken once when every path is kept).
+    pub fn new(keep: Keep, paths: usize, fields: usize) -> Inspection {
+        let (paths, fields) = match keep {
+            Keep::All => (paths, fields),
+            Keep::NotValid => (0, 0),
+        };
+        Inspection {
+            paths: Vec::with_capacity(paths),
+            notes: Vec::new(),
+            keep,
+            fields: Vec::with_capacity(fields),
+            details: Vec::new(),
+            detail_index: HashMap::new(),
+            hasher: RandomState::new(),
+            counts: [0; Status::ALL.len()],
+        }
+    }
+
+    /// The result `r` for the target at `target`: its fields counted, and its state kept as
+    /// [`Keep`] says.
+    pub fn add(&mut self, target: usize, r: PathResult) {
+        let statuses = r.fields.iter().map(|f| Status::of(f.outcome));
+        for s in statuses.clone() {
+            self.counts[s.index()] += 1;
+        }
+        let full = match self.keep {
+            Keep::All => true,
+            Keep::NotValid if statuses.clone().all(|s| s == Status::Valid) => return,
+            Keep::NotValid => false,
+        };
+        let start = self.fields.len();
+        for f in r.fields {
+            let detail = self.intern(f.detail);
+            self.fields.push(FieldFound {
+                status: Status::of(f.outcome),
+                detail,
+            });
+        }
+        let count = self.fields.len() - start;
+        let found = Found {
+            target: index(target),
+            detail: self.intern(r.detail),
+            fields: (index(start), index(count)),
+            version: r.version.filter(|_| full).and_then(NonZeroU64::new),
+            created_time: r.created_time.filter(|_| full).map(Stamp::new),
+        };
+        self.paths.push(found);
+    }
+
+    /// Every path added: the index of the details is dropped.
+    fn finish(&mut self) {
+        self.detail_index = HashMap::new();
+        self.details.shrink_to_fit();
+        self.fields.shrink_to_fit();
+        self.paths.shrink_to_fit();
+    }
+
+    /// `text`, held once: found by its hash, whose key is random per run; a text whose hash
+    /// another has is held on its own (as shared texts only save room, that is still right).
+    fn intern(&mut self, text: Option<String>) -> Option<Detail> {
+        let text = text?;
+        let h = self.hasher.hash_one(text.as_str());
+        if let Some(&d) = self.detail_index.get(&h) {
+            if self.detail(Some(d)) == Some(text.as_str()) {
+                return Some(d);
+            }
+        }
+        let d = Detail(NonZeroU32::MIN.saturating_add(index(self.details.len())));
+        self.details.push(text.into_boxed_str());
+        self.detail_index.entry(h).or_insert(d);
+        Some(d)
+    }
+
+    /// `p`'s fields, in its target's order.
+    pub fn fields(&self, p: &Found) -> &[FieldFound] {
+        let (start, count) = (p.fields.0 as usize, p.fields.1 as usize);
+        &self.fields[start..start + count]
+    }
+
+    /// A detail's text.
+    pub fn detail(&self, d: Option<Detail>) -> Option<&str> {
+        d.map(|d| &*self.details[d.0.get() as usize - 1])
+    }
+
+    /// How many fields, over every path, are `status`.
+    pub fn count(&self, status: Status) -> usize {
+        self.counts[status.index()]
+    }
+}
+
+/// `i` as a `u32`: a run never has 4 billion paths or fields (each path costs more than a byte),
+/// so one that did could not be held anyway.
+fn index(i: usize) -> u32 {
+    u32::try_from(i).expect("fewer than 2^32 paths and fields")
 }
 
 /// Read every target and judge what is there; write nothing. Targets on a mount `mounts` cannot
-/// use are reported as errors, with why. Each result is kept compact ([`Found`]) as it comes in.
+/// use are reported as errors, with why. Each result is kept as `keep` says ([`Found`]) as it
+/// comes in.
 pub async fn inspect(
     vault: &Vault,
     mounts: &Mounts,
     targets: &[Target],
     concurrency: usize,
+    keep: Keep,
 ) -> Inspection {
-    // By index: a copy of every target (as `Mounts::partition` makes) is not needed here.
-    let (ready, failed): (Vec<usize>, Vec<usize>) =
-        (0..targets.len()).partition(|&i| mounts.mounts.contains_key(&*targets[i].mount));
+    let usable = |t: &Target| mounts.mounts.contains_key(&*t.mount);
     let mut notes = Vec::new();
     // A target on a mount that cannot be used gets no LIST either way (`discover` lists only
     // on mounts it has).
     let listings = discover(vault, &mounts.mounts, targets, concurrency, &mut notes).await;
     // What the reads need of the listings is one bit per path: the listings (every folder's
     // names, 16,667 folders at 100,000 paths) are dropped before the reads start.
-    let absent: Vec<bool> = ready
+    let absent: Vec<bool> = targets
         .iter()
-        .map(|&i| known_absent(&listings, &targets[i]))
+        .map(|t| usable(t) && known_absent(&listings, t))
         .collect();
     drop(listings);
+    let fields = targets.iter().map(|t| t.fields.len()).sum();
+    let mut inspection = Inspection::new(keep, targets.len(), fields);
+    inspection.notes = notes;
     let vault_down = AtomicBool::new(false);
-    let mut paths: Vec<Found> = Vec::with_capacity(targets.len());
-    stream::iter(ready.into_iter().zip(absent))
-        .map(|(i, known_absent)| {
+    // By index: a copy of every target (as `Mounts::partition` makes) is not needed here.
+    stream::iter((0..targets.len()).filter(|&i| usable(&targets[i])))
+        .map(|i| {
             let vault_down = &vault_down;
-            let t = &targets[i];
+            let (t, known_absent) = (&targets[i], absent[i]);
             async move {
                 let r = if vault_down.load(Ordering::SeqCst) {
                     PathResult::all(
@@ -229,28 +425,25 @@ pub async fn inspect(
                     }
                     r
                 };
-                Found::of(i, r)
+                (i, r)
             }
         })
         .buffer_unordered(concurrency.max(1))
-        .for_each(|found| {
-            paths.push(found);
+        .for_each(|(i, r)| {
+            inspection.add(i, r);
             futures::future::ready(())
         })
         .await;
-    paths.sort_unstable_by_key(|p| p.target);
+    inspection.paths.sort_unstable_by_key(|p| p.target);
     if vault_down.load(Ordering::SeqCst) {
-        notes.push("Vault stopped answering part way: the paths not read are marked `skipped`; run the same command again when it is back".into());
+        inspection.notes.push("Vault stopped answering part way: the paths not read are marked `skipped`; run the same command again when it is back".into());
     }
-    for i in failed {
-        let t = &targets[i];
+    for (i, t) in targets.iter().enumerate().filter(|(_, t)| !usable(t)) {
         let why = mounts.errors.get(&*t.mount).cloned().unwrap_or_default();
-        paths.push(Found::of(
-            i,
-            PathResult::all(t, Outcome::Error, None, Some(why)),
-        ));
+        inspection.add(i, PathResult::all(t, Outcome::Error, None, Some(why)));
     }
-    Inspection { paths, notes }
+    inspection.finish();
+    inspection
 }
 
 /// One target, read and judged: absent without a request when its folder's LIST lacks it.
@@ -308,5 +501,128 @@ fn judged(t: &Target, existing: Existing) -> PathResult {
             }
             r
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unmarked(t: &Target) -> PathResult {
+        let mut r = PathResult::all(
+            t,
+            Outcome::Exists,
+            Some(1),
+            Some("present, not marked (no vault-seed custom_metadata)".into()),
+        );
+        r.created_time = Some("2026-11-30T16:27:41.123456789Z".into());
+        r
+    }
+
+    /// What one path costs held, pinned: `verify` holds one `Found` per path (100,000 at the
+    /// bench's largest size) and a `FieldFound` per field until its report is written. A path
+    /// read from OpenBao has no heap block of its own: its `created_time` (Go's longest, 30
+    /// bytes) is in place, its fields in the inspection's one list, and a detail many paths share
+    /// ("present, not marked", after `apply --no-metadata`) is held once. Before: 72 bytes, a
+    /// block for the time and one for the fields (24 bytes a field), and a copy of each detail.
+    #[test]
+    fn a_path_is_held_in_56_bytes_and_a_field_in_8_with_no_block_of_its_own() {
+        assert_eq!(std::mem::size_of::<Found>(), 56);
+        assert_eq!(std::mem::size_of::<FieldFound>(), 8);
+        let targets: Vec<Target> = (0..1000)
+            .map(|i| crate::replace::tests::target(&format!("app{i}"), "A", &["password"]))
+            .collect();
+        let mut inspection = Inspection::new(Keep::All, targets.len(), targets.len());
+        let (paths, fields) = (inspection.paths.as_ptr(), inspection.fields.as_ptr());
+        for (i, t) in targets.iter().enumerate() {
+            inspection.add(i, unmarked(t));
+        }
+        inspection.finish();
+        assert_eq!(inspection.details.len(), 1, "the shared detail, once");
+        assert!(
+            inspection.detail_index.is_empty(),
+            "dropped when all are in"
+        );
+        assert_eq!(
+            (inspection.paths.as_ptr(), inspection.fields.as_ptr()),
+            (paths, fields),
+            "the room taken once, at the start"
+        );
+        for p in &inspection.paths {
+            assert!(matches!(p.created_time, Some(Stamp::Inline { .. })));
+            assert_eq!(
+                inspection.detail(p.detail),
+                Some("present, not marked (no vault-seed custom_metadata)")
+            );
+            assert_eq!(p.version(), Some(1));
+        }
+        assert_eq!(inspection.count(Status::Valid), 1000);
+    }
+
+    /// A `created_time` is its text byte for byte: held in place when it fits, on the heap when
+    /// not (longer, or not ASCII); the empty text OpenBao writes for no time stays empty.
+    #[test]
+    fn a_stamp_is_the_servers_text_byte_for_byte() {
+        for text in [
+            "2026-11-30T16:27:41.123456789Z",
+            "2026-11-30T16:27:41Z",
+            "2026-11-30T16:27:41.5Z",
+            "",
+            "2026-11-30T16:27:41.123456789+05:30",
+            "2026-11-30T16:27:41.1234567890123456789Z",
+            "2026-11-30T16:27:41.5Zé",
+            "not a time at all, from a hostile server\u{1b}[31m",
+        ] {
+            let s = Stamp::new(text.into());
+            assert_eq!(s.as_str(), text);
+            let inline = text.len() <= Stamp::INLINE && text.is_ascii();
+            assert_eq!(matches!(s, Stamp::Inline { .. }), inline, "{text}");
+            assert_eq!(format!("{s:?}"), format!("{text:?}"));
+        }
+    }
+
+    /// Texts that share a hash are told apart by their text: each detail reads back as it came.
+    #[test]
+    fn details_are_shared_only_when_their_text_is_equal() {
+        let t = crate::replace::tests::target("app", "A", &["x", "y"]);
+        let mut inspection = Inspection::new(Keep::All, 3, 6);
+        for (i, d) in ["one", "two", "one"].into_iter().enumerate() {
+            let mut r = PathResult::all(&t, Outcome::Invalid, None, Some(format!("path {d}")));
+            r.fields[0].detail = Some(d.into());
+            r.fields[1].detail = Some("two".into());
+            inspection.add(i, r);
+        }
+        // A clash of hashes, made by hand: the next text finds another's index under its hash.
+        let h = inspection.hasher.hash_one("three");
+        let one = inspection.detail_index[&inspection.hasher.hash_one("one")];
+        inspection.detail_index.insert(h, one);
+        let mut r = PathResult::all(&t, Outcome::Invalid, None, None);
+        r.fields[0].detail = Some("three".into());
+        inspection.add(3, r);
+        let shown: Vec<(Option<&str>, Vec<Option<&str>>)> = inspection
+            .paths
+            .iter()
+            .map(|p| {
+                let fields = inspection.fields(p).iter();
+                (
+                    inspection.detail(p.detail),
+                    fields.map(|f| inspection.detail(f.detail)).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (Some("path one"), vec![Some("one"), Some("two")]),
+                (Some("path two"), vec![Some("two"), Some("two")]),
+                (Some("path one"), vec![Some("one"), Some("two")]),
+                (None, vec![Some("three"), None]),
+            ]
+        );
+        assert_eq!(
+            inspection.details.len(),
+            5,
+            "one, two, path one, path two, three"
+        );
     }
 }

@@ -26,7 +26,9 @@ use crate::mounts::Mounts;
 use crate::spec::Target;
 use crate::vault::{Existing, FieldValue, Vault, VaultError, WriteFields};
 
-pub use inspect::{inspect, FieldFound, FieldState, Found, Inspection, PathState, Status};
+pub use inspect::{
+    inspect, Detail, FieldFound, FieldState, Found, Inspection, Keep, PathState, Stamp, Status,
+};
 pub use outcome::{FieldResult, Outcome, PathResult, Summary};
 
 /// How to run.

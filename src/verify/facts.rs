@@ -48,17 +48,31 @@ fn gaps(part: Option<&GrantsPart>) -> HashMap<&str, Vec<Capability>> {
 
 /// Every path's facts, by full path (`secret/ask/core-service/auh1-dev/X`), each made when it is
 /// asked for (the cluster checks ask a few per object) from the values part's compact states,
-/// the targets and the policy part's gaps. Held: one hash and index per path (a map of every
-/// path's facts, with its full path, API path and fields as text, was about 0.5 KiB a path).
+/// the targets and the policy part's gaps. Held: 8 bytes per path, a hash and an index (a map of
+/// every path's facts, with its full path, API path and fields as text, was about 0.5 KiB a
+/// path).
 pub struct Facts<'a> {
     inspection: &'a Inspection,
     targets: &'a [Target],
     detected: &'a dyn Fn(&str) -> Option<KvVersion>,
     eso_gaps: HashMap<&'a str, Vec<Capability>>,
     vso_gaps: HashMap<&'a str, Vec<Capability>>,
-    /// Hashes of the full paths, sorted, each with its state's index in `inspection`.
-    by_path: Vec<(u64, usize)>,
+    /// Each path's entry, sorted: its full path's 32-bit hash, then its state's index in
+    /// `inspection` ([`entry`]). Paths whose hashes are equal are told apart by their text.
+    by_path: Vec<u64>,
     hasher: RandomState,
+}
+
+/// `full_path`'s hash, in 32 bits: enough to find a path among a few others, whose text then
+/// tells them apart.
+fn hash(hasher: &RandomState, full_path: &str) -> u32 {
+    (hasher.hash_one(full_path) >> 32) as u32
+}
+
+/// A path's entry in [`Facts::by_path`]: its hash above its state's index (an inspection holds
+/// fewer than 2^32 paths: `seed::Found` numbers them in 32 bits).
+fn entry(hash: u32, index: usize) -> u64 {
+    u64::from(hash) << 32 | index as u64
 }
 
 impl<'a> Facts<'a> {
@@ -78,11 +92,11 @@ impl<'a> Facts<'a> {
         };
         // Keyed by a hash whose key is random per run: a spec cannot choose paths that collide.
         let hasher = RandomState::new();
-        let mut by_path: Vec<(u64, usize)> = inspection
+        let mut by_path: Vec<u64> = inspection
             .paths
             .iter()
             .enumerate()
-            .map(|(i, p)| (hasher.hash_one(targets[p.target].full_path()), i))
+            .map(|(i, p)| entry(hash(&hasher, &targets[p.target()].full_path()), i))
             .collect();
         by_path.sort_unstable();
         Facts {
@@ -98,28 +112,28 @@ impl<'a> Facts<'a> {
 
     /// The facts of a path, by its full path (of a path listed twice, the last).
     pub fn get(&self, full_path: &str) -> Option<PathFacts> {
-        let h = self.hasher.hash_one(full_path);
-        let from = self.by_path.partition_point(|&(x, _)| x < h);
+        let h = hash(&self.hasher, full_path);
+        let from = self.by_path.partition_point(|&e| e >> 32 < u64::from(h));
         let found = self.by_path[from..]
             .iter()
-            .take_while(|&&(x, _)| x == h)
-            .map(|&(_, i)| &self.inspection.paths[i])
+            .take_while(|&&e| e >> 32 == u64::from(h))
+            .map(|&e| &self.inspection.paths[(e & u64::from(u32::MAX)) as usize])
             .filter(|p| {
-                let t = &self.targets[p.target];
+                let t = &self.targets[p.target()];
                 full_path
                     .strip_prefix(&*t.mount)
                     .and_then(|rest| rest.strip_prefix('/'))
                     == Some(t.path.as_str())
             })
-            .max_by_key(|p| p.target)?;
+            .max_by_key(|p| p.target())?;
         Some(self.facts_of(found))
     }
 
     fn facts_of(&self, p: &Found) -> PathFacts {
-        let t = &self.targets[p.target];
+        let t = &self.targets[p.target()];
         let data_path = t.kv_mount(self.detected).data_path(&t.path);
-        let created = p.created_time.as_deref().and_then(|c| {
-            OffsetDateTime::parse(c, &time::format_description::well_known::Rfc3339).ok()
+        let created = p.created_time.as_ref().and_then(|c| {
+            OffsetDateTime::parse(c.as_str(), &time::format_description::well_known::Rfc3339).ok()
         });
         let missing = |gaps: &HashMap<&str, Vec<Capability>>| {
             gaps.get(data_path.as_str()).cloned().unwrap_or_default()
@@ -130,11 +144,11 @@ impl<'a> Facts<'a> {
             fields: t
                 .fields
                 .iter()
-                .zip(p.fields.iter())
+                .zip(self.inspection.fields(p))
                 .map(|(spec, f)| (spec.name.clone(), f.status))
                 .collect(),
             created,
-            version: p.version,
+            version: p.version(),
             data_path,
             policy_missing,
             vso_policy_missing,
@@ -149,9 +163,10 @@ mod tests {
     use super::*;
     use crate::acl::{PathCheck, PolicyReport};
     use crate::generate::Generator;
-    use crate::seed::{FieldFound, Found};
+    use crate::seed::{Keep, Outcome, PathResult};
     use crate::spec::{Field, Target};
     use crate::verify::grants::{Method, Operator};
+    use crate::verify::values::tests::inspected;
 
     fn target(mount: &str) -> Target {
         Target {
@@ -171,18 +186,11 @@ mod tests {
         }
     }
 
-    fn state(target: usize) -> Found {
-        Found {
-            target,
-            version: None,
-            created_time: None,
-            detail: None,
-            fields: vec![FieldFound {
-                status: Status::Pending,
-                detail: None,
-            }]
-            .into(),
-        }
+    /// `t` read at `version`, its field a placeholder.
+    fn state(t: &Target, version: Option<u64>) -> PathResult {
+        let mut r = PathResult::all(t, Outcome::Pending, version, None);
+        r.created_time = Some("2026-11-30T16:27:41.512345678Z".into());
+        r
     }
 
     /// On a KV v1 mount the explanation names the path ESO reads there (`kv/app/dev/A`), not a
@@ -190,10 +198,7 @@ mod tests {
     #[test]
     fn the_policy_gap_of_a_path_is_found_at_its_mounts_version() {
         let targets = [target("kv"), target("secret")];
-        let inspection = Inspection {
-            paths: vec![state(0), state(1)],
-            notes: Vec::new(),
-        };
+        let inspection = inspected(Keep::All, targets.iter().map(|t| state(t, None)).collect());
         let gap = |path: &str| PathCheck {
             path: path.into(),
             uses: Vec::new(),
@@ -243,25 +248,53 @@ mod tests {
         for (i, t) in targets.iter_mut().enumerate() {
             t.path = format!("app{i}/dev/A");
         }
-        let inspection = Inspection {
-            paths: (0..50)
-                .map(|i| Found {
-                    version: Some(i as u64 + 1),
-                    ..state(i)
-                })
+        let inspection = inspected(
+            Keep::All,
+            (0..50)
+                .map(|i| state(&targets[i], Some(i as u64 + 1)))
                 .collect(),
-            notes: Vec::new(),
-        };
+        );
         let detected = |_: &str| Some(KvVersion::V2);
         let facts = Facts::gather(&inspection, &targets, None, &detected);
         for i in 0..50 {
             let f = facts.get(&format!("secret/app{i}/dev/A")).unwrap();
             assert_eq!(f.version, Some(i as u64 + 1));
+            assert_eq!(f.fields["value"], Status::Pending);
+            let created = f.created.expect("Vault's time, parsed");
+            assert_eq!(created.nanosecond(), 512_345_678);
             assert_eq!(f.data_path, format!("secret/data/app{i}/dev/A"));
             assert!(f.policy_missing.is_empty());
         }
         assert!(facts.get("secret/app50/dev/A").is_none());
         assert!(facts.get("secret/app1/dev").is_none());
         assert!(facts.get("secret").is_none());
+    }
+
+    /// Paths whose 32-bit hashes are equal are told apart by their text: made equal here by
+    /// hand, every path still finds its own facts.
+    #[test]
+    fn paths_whose_hashes_are_equal_find_their_own_facts() {
+        let mut targets: Vec<Target> = (0..5).map(|_| target("secret")).collect();
+        for (i, t) in targets.iter_mut().enumerate() {
+            t.path = format!("app{i}/dev/A");
+        }
+        let inspection = inspected(
+            Keep::All,
+            (0..5)
+                .map(|i| state(&targets[i], Some(i as u64 + 1)))
+                .collect(),
+        );
+        let detected = |_: &str| Some(KvVersion::V2);
+        let mut facts = Facts::gather(&inspection, &targets, None, &detected);
+        for i in 0..5 {
+            let path = format!("secret/app{i}/dev/A");
+            let h = hash(&facts.hasher, &path);
+            for e in &mut facts.by_path {
+                *e = entry(h, (*e & u64::from(u32::MAX)) as usize);
+            }
+            facts.by_path.sort_unstable();
+            assert_eq!(facts.get(&path).unwrap().version, Some(i as u64 + 1));
+            assert!(facts.get("secret/app9/dev/A").is_none());
+        }
     }
 }

@@ -31,6 +31,7 @@ use secrecy::SecretString;
 use serde::Serialize;
 
 use crate::mounts::Mounts;
+use crate::seed::Keep;
 use crate::spec::EnvPlan;
 use crate::vault::Vault;
 
@@ -94,6 +95,9 @@ pub struct Request {
     pub concurrency: usize,
     /// Read no target Secret (`--skip-target-secrets`): their keys go unchecked.
     pub skip_target_secrets: bool,
+    /// The report lists every field, valid ones too (`-o json`); the text report shows only
+    /// those not valid.
+    pub lists_valid: bool,
 }
 
 impl Request {
@@ -101,6 +105,18 @@ impl Request {
     pub fn wants(&self, part: PartName) -> bool {
         (self.parts.is_empty() || self.parts.contains(&part))
             && !(matches!(part, PartName::Kube | PartName::Argocd) && self.skip_kube)
+    }
+
+    /// What reading the values keeps of each path: the one place that decides it. Every path,
+    /// with its version and `created_time`, when the report lists every field (JSON) or the
+    /// cluster part looks paths' facts up; else (the text report) only the paths with a field
+    /// not `valid`, and the counts.
+    pub fn keep(&self) -> Keep {
+        if self.lists_valid || self.wants(PartName::Kube) {
+            Keep::All
+        } else {
+            Keep::NotValid
+        }
     }
 }
 
@@ -213,7 +229,7 @@ pub async fn run(
             }
         };
         futures::join!(
-            crate::seed::inspect(vault, mounts, &plan.targets, req.concurrency),
+            crate::seed::inspect(vault, mounts, &plan.targets, req.concurrency, req.keep()),
             policy
         )
     };

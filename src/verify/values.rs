@@ -1,8 +1,10 @@
 //! The part `vault`: each field of each secret, as it is in Vault, judged by its generator.
 //!
-//! The part keeps the targets (moved from the plan, not copied) and one compact state per path
-//! ([`Found`]); a field's row, with its path, field and generator as text, is made when it is
-//! shown ([`ValuesPart::rows`]), so 100,000 paths never hold 100,000 rows of copied strings.
+//! The part keeps the targets (moved from the plan, not copied) and what [`crate::seed::inspect`]
+//! kept: one compact state per path ([`Found`]), or only the paths the text report shows
+//! ([`crate::seed::Keep`]); a field's row, with its path, field and generator as text, is made
+//! when it is shown ([`ValuesPart::rows`]), so 100,000 paths never hold 100,000 rows of copied
+//! strings.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,7 +13,7 @@ use serde::{Serialize, Serializer};
 
 use super::Part;
 use crate::replace::selector;
-use crate::seed::{Found, Inspection, Status};
+use crate::seed::{Inspection, Status};
 use crate::spec::Target;
 
 /// One field's row, made when it is shown: borrowed from the part, never held.
@@ -58,8 +60,8 @@ pub struct ValuesPart {
     pub notes: Vec<String>,
     /// The targets the states point into.
     targets: Vec<Target>,
-    /// One state per path, in the order of the rows.
-    found: Vec<Found>,
+    /// The states kept, in the order of the rows (its notes are moved to `notes`).
+    found: Inspection,
     /// The secret names more than one application of the environment uses (for `set_as`).
     shared_names: BTreeSet<String>,
 }
@@ -74,22 +76,23 @@ impl ValuesPart {
     /// One row per path and field, in spec order (a target on a mount that cannot be used
     /// after the others).
     pub fn rows(&self) -> impl Iterator<Item = ValueRow<'_>> + '_ {
-        self.found.iter().flat_map(move |p| {
-            let t = &self.targets[p.target];
+        let found = &self.found;
+        found.paths.iter().flat_map(move |p| {
+            let t = &self.targets[p.target()];
             t.fields
                 .iter()
-                .zip(p.fields.iter())
+                .zip(found.fields(p))
                 .map(move |(spec, f)| ValueRow {
                     path: t.full_path(),
                     field: &spec.name,
                     generator: spec.generator.to_string(),
                     status: f.status,
-                    version: p.version,
-                    created_time: p.created_time.as_deref(),
-                    detail: f.detail.as_deref().or(match &t.provided {
+                    version: p.version(),
+                    created_time: p.created_time.as_ref().map(|c| c.as_str()),
+                    detail: found.detail(f.detail).or(match &t.provided {
                         // vault-seed's marks are not expected on another application's path.
                         Some(_) => None,
-                        None => p.detail.as_deref(),
+                        None => found.detail(p.detail),
                     }),
                     provided_by: t.provided.as_ref().map(|x| x.by.as_str()),
                     target: t,
@@ -129,50 +132,59 @@ impl Serialize for ValuesPart {
 /// The part's report from what was read, taking over the targets `inspection` points into.
 /// `shared_names` are the secret names more than one application of the environment uses.
 pub fn judge(
-    inspection: Inspection,
+    mut inspection: Inspection,
     targets: Vec<Target>,
     strict: bool,
     shared_names: BTreeSet<String>,
 ) -> ValuesPart {
-    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
-    let mut ok = true;
-    for f in inspection.paths.iter().flat_map(|p| p.fields.iter()) {
-        *counts.entry(f.status.as_str()).or_default() += 1;
-        ok &= f.status.is_done(strict);
-    }
+    let counted = || Status::ALL.into_iter().map(|s| (s, inspection.count(s)));
+    let counts: BTreeMap<&'static str, usize> = counted()
+        .filter(|&(_, n)| n > 0)
+        .map(|(s, n)| (s.as_str(), n))
+        .collect();
+    let ok = counted().all(|(s, n)| n == 0 || s.is_done(strict));
     ValuesPart {
         ok,
         counts,
-        notes: inspection.notes,
+        notes: std::mem::take(&mut inspection.notes),
         targets,
-        found: inspection.paths,
+        found: inspection,
         shared_names,
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::seed::FieldFound;
+    use crate::seed::{Keep, Outcome, PathResult};
 
     fn target(app: &str, fields: &[&str]) -> Target {
         crate::replace::tests::target(app, "A", fields)
     }
 
-    fn found(target: usize, statuses: &[Status]) -> Found {
-        Found {
-            target,
-            version: Some(3),
-            created_time: Some("2026-11-30T16:27:41.5Z".into()),
-            detail: Some("present, not marked (no vault-seed custom_metadata)".into()),
-            fields: statuses
-                .iter()
-                .map(|&status| FieldFound {
-                    status,
-                    detail: None,
-                })
-                .collect(),
+    /// `t` read at version 3, unmarked, each field with its outcome.
+    fn result(t: &Target, outcomes: &[Outcome]) -> PathResult {
+        let mut r = PathResult::all(
+            t,
+            Outcome::Exists,
+            Some(3),
+            Some("present, not marked (no vault-seed custom_metadata)".into()),
+        );
+        r.created_time = Some("2026-11-30T16:27:41.5Z".into());
+        for (f, &o) in r.fields.iter_mut().zip(outcomes) {
+            f.outcome = o;
         }
+        r
+    }
+
+    /// What `inspect` keeps of `results` (the result for target `i` at `i`), as it keeps them.
+    pub(crate) fn inspected(keep: Keep, results: Vec<PathResult>) -> Inspection {
+        let fields = results.iter().map(|r| r.fields.len()).sum();
+        let mut inspection = Inspection::new(keep, results.len(), fields);
+        for (i, r) in results.into_iter().enumerate() {
+            inspection.add(i, r);
+        }
+        inspection
     }
 
     /// The part keeps one compact state per path and the targets it was given (moved, not
@@ -186,13 +198,13 @@ mod tests {
             .iter()
             .flat_map(|t| t.fields.iter().map(|f| f.name.as_ptr()))
             .collect();
-        let inspection = Inspection {
-            paths: vec![
-                found(0, &[Status::Valid, Status::Missing]),
-                found(1, &[Status::Pending]),
+        let inspection = inspected(
+            Keep::All,
+            vec![
+                result(&targets[0], &[Outcome::Exists, Outcome::Missing]),
+                result(&targets[1], &[Outcome::Pending]),
             ],
-            notes: Vec::new(),
-        };
+        );
         let part = judge(inspection, targets, false, BTreeSet::new());
         assert!(!part.ok, "a missing field");
         assert_eq!(part.fields(), 3);
@@ -213,24 +225,47 @@ mod tests {
         assert_eq!(row_names, names, "a row's field is its target's own name");
         assert_eq!(rows[2].set_as(), "A");
         assert_eq!(rows[0].generator, "uuid");
-        // What one path costs held: an index, a version, two optional texts and its fields.
-        assert!(std::mem::size_of::<Found>() <= 72);
+    }
+
+    /// The part's verdict and counts are over every field, also those of paths not kept (the
+    /// text report keeps only paths with a field not valid): a valid path still counts.
+    #[test]
+    fn the_counts_and_verdict_are_over_every_field_kept_or_not() {
+        let targets = vec![target("a", &["x"]), target("b", &["value"])];
+        for keep in [Keep::All, Keep::NotValid] {
+            for (strict, ok) in [(false, true), (true, false)] {
+                let inspection = inspected(
+                    keep,
+                    vec![
+                        result(&targets[0], &[Outcome::Exists]),
+                        result(&targets[1], &[Outcome::Pending]),
+                    ],
+                );
+                let part = judge(inspection, targets.clone(), strict, BTreeSet::new());
+                assert_eq!(part.ok, ok, "{keep:?}, strict {strict}");
+                assert_eq!(
+                    part.counts,
+                    BTreeMap::from([("pending", 1), ("valid", 1)]),
+                    "{keep:?}"
+                );
+                assert_eq!(part.fields(), 2);
+                let kept = match keep {
+                    Keep::All => 2,
+                    Keep::NotValid => 1,
+                };
+                assert_eq!(part.rows().count(), kept, "{keep:?}");
+            }
+        }
     }
 
     /// The JSON object keeps its keys and their order (`ok`, `counts`, `results`, `notes`), each
     /// row's too, though rows are now made while they are serialised.
     #[test]
     fn the_json_of_the_part_is_the_documented_object_with_its_rows_in_order() {
-        let inspection = Inspection {
-            paths: vec![found(0, &[Status::Pending])],
-            notes: vec!["a note".into()],
-        };
-        let part = judge(
-            inspection,
-            vec![target("a", &["value"])],
-            true,
-            BTreeSet::new(),
-        );
+        let t = target("a", &["value"]);
+        let mut inspection = inspected(Keep::All, vec![result(&t, &[Outcome::Pending])]);
+        inspection.notes.push("a note".into());
+        let part = judge(inspection, vec![t], true, BTreeSet::new());
         let json = String::from_utf8(crate::report::json(&part)).unwrap();
         let keys: Vec<&str> = json
             .lines()
