@@ -107,6 +107,8 @@ pub fn eso_requirements(
     detected: &dyn Fn(&str) -> Option<KvVersion>,
 ) -> Requirements {
     let mut all = super::needs::Builder::new();
+    // At most a data and a metadata path per secret and a folder per spec.
+    all.reserve(2 * plan.targets.len() + plan.specs.len());
     each_need(plan, detected, &mut |n| all.push(n.requirement()));
     all.finish()
 }
