@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures::stream::{self, StreamExt};
 use serde::Serialize;
 
-use super::{discover, judge, known_absent, Outcome, PathResult};
+use super::{discover, judge, Outcome, PathResult};
 use crate::kv::KvMount;
 use crate::mounts::Mounts;
 use crate::spec::Target;
@@ -393,14 +393,9 @@ pub async fn inspect(
     let mut notes = Vec::new();
     // A target on a mount that cannot be used gets no LIST either way (`discover` lists only
     // on mounts it has).
-    let listings = discover(vault, &mounts.mounts, targets, concurrency, &mut notes).await;
-    // What the reads need of the listings is one bit per path: the listings (every folder's
-    // names, 16,667 folders at 100,000 paths) are dropped before the reads start.
-    let absent: Vec<bool> = targets
-        .iter()
-        .map(|t| usable(t) && known_absent(&listings, t))
-        .collect();
-    drop(listings);
+    // What the reads need of the listings is one bit per path (every folder's names, 16,667
+    // folders at 100,000 paths, are not held).
+    let absent = discover(vault, &mounts.mounts, targets, concurrency, &mut notes).await;
     let fields = targets.iter().map(|t| t.fields.len()).sum();
     let mut inspection = Inspection::new(keep, targets.len(), fields);
     inspection.notes = notes;

@@ -1025,6 +1025,59 @@ fn verify_reads_the_policies_while_it_reads_the_values() {
 /// `ask/core-service-N/{env}`, without the paths another application provides (as bench/lib.sh's
 /// `gen_specs`): every copy names ESO's policy `eso-ask-push` and its auth role `kubernetes/eso`,
 /// as a platform's specs do.
+#[test]
+fn verify_lists_each_folder_once_and_reads_only_the_paths_its_listing_names() {
+    use common::proxy::recording;
+    // Two applications (two folders); one path of the first deleted with its metadata. verify
+    // lists each folder once and reads only the paths the listing names: the deleted one is
+    // missing without a read. (Each listing is now looked at as it comes and dropped.)
+    let bao = OpenBao::dev();
+    let specs = copies_of_the_real_spec(2);
+    Run::new(&bao)
+        .specs(specs.path())
+        .args(["apply", "auh1-dev"])
+        .output()
+        .expect_code(0);
+    let gone = "ask/core-service-1/auh1-dev/ZITADEL_MASTERKEY";
+    let (status, _) = bao.api("DELETE", &format!("secret/metadata/{gone}"), None);
+    assert_eq!(status, 204);
+    let (proxy, events) = recording(&bao.addr, |_, _| {});
+    let out = Run::new(&bao)
+        .specs(specs.path())
+        .addr(&proxy.addr)
+        .args(["verify", "auh1-dev", "--only", "vault"])
+        .output()
+        .expect_code(1);
+    let stdout = out.stdout_text();
+    has(
+        &stdout,
+        format!("missing  secret/{gone}  password  run: vault-seed apply auh1-dev"),
+    );
+    has(
+        &stdout,
+        "FAIL vault: 12 field(s): 1 missing, 4 pending, 7 valid",
+    );
+    let log = events.log();
+    let sent = |prefix: &str| log.iter().filter(|e| e.starts_with(prefix)).count();
+    assert_eq!(
+        sent("sent LIST /v1/secret/metadata/ask/core-service-1/auh1-dev"),
+        1,
+        "{log:#?}"
+    );
+    assert_eq!(
+        sent("sent LIST /v1/secret/metadata/ask/core-service-2/auh1-dev"),
+        1,
+        "{log:#?}"
+    );
+    assert_eq!(sent("sent LIST "), 2, "{log:#?}");
+    assert_eq!(
+        sent(&format!("sent GET /v1/secret/data/{gone}")),
+        0,
+        "{log:#?}"
+    );
+    assert_eq!(sent("sent GET /v1/secret/data/"), 11, "{log:#?}");
+}
+
 fn copies_of_the_real_spec(copies: usize) -> tempfile::TempDir {
     let text = std::fs::read_to_string(common::repo_specs().join("core-service.toml")).unwrap();
     // Split before each table header; keep the tables that are not provided by another app.
