@@ -159,21 +159,7 @@ impl PolicyReport {
                 let each =
                     (0..requirements.len()).map(move |i| match gaps.next_if(|(at, _)| *at == i) {
                         Some((_, p)) => Cow::Borrowed(p),
-                        None => {
-                            let r = requirements.get(i);
-                            let (g, refused, missing) =
-                                gap(acl, &r.path, &r.capabilities, &r.params);
-                            Cow::Owned(PathCheck {
-                                path: r.path,
-                                uses: r.uses,
-                                required: r.capabilities,
-                                missing,
-                                granted: g.capabilities,
-                                refused,
-                                decided_by: g.decided_by,
-                                fix: None,
-                            })
-                        }
+                        None => Cow::Owned(checked(acl, requirements.get(i)).0),
                     });
                 (None, Some(each))
             }
@@ -278,6 +264,27 @@ fn gap(
     (g, refused, missing)
 }
 
+/// `r` checked against `acl` (its fix not yet known), and what the suggestion needs of `r`
+/// besides.
+fn checked(acl: &Acl, r: Requirement) -> (PathCheck, Rest) {
+    let (g, refused, missing) = gap(acl, &r.path, &r.capabilities, &r.params);
+    let check = PathCheck {
+        path: r.path,
+        uses: r.uses,
+        required: r.capabilities,
+        missing,
+        granted: g.capabilities,
+        refused,
+        decided_by: g.decided_by,
+        fix: None,
+    };
+    let rest = Rest {
+        folder_rule: r.folder_rule,
+        params: r.params,
+    };
+    (check, rest)
+}
+
 /// What [`check`] keeps of a requirement besides its [`PathCheck`], for [`suggest`]: the folder
 /// rule and the parameters of ESO's write.
 struct Rest {
@@ -319,21 +326,9 @@ pub fn check(policies: &[Policy], requirements: impl Into<Requirements>) -> Poli
     let mut paths: Vec<PathCheck> = requirements
         .iter()
         .map(|r| {
-            let (g, refused, missing) = gap(&acl, &r.path, &r.capabilities, &r.params);
-            rest.push(Rest {
-                folder_rule: r.folder_rule,
-                params: r.params,
-            });
-            PathCheck {
-                path: r.path,
-                uses: r.uses,
-                required: r.capabilities,
-                missing,
-                granted: g.capabilities,
-                refused,
-                decided_by: g.decided_by,
-                fix: None,
-            }
+            let (check, r) = checked(&acl, r);
+            rest.push(r);
+            check
         })
         .collect();
     let (add, unfixable) = suggest(policies, &rest, &paths);
