@@ -19,8 +19,8 @@ use super::Failure;
 
 pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Failure> {
     let req = request(g, args)?;
-    let set = super::load_specs(g)?;
-    let mut plan = set.plan(&args.env, &[])?;
+    let mut set = super::load_specs(g)?;
+    let mut plan = set.plan_without_secrets(&args.env, &[])?;
     if req.parts.contains(&PartName::Argocd) && !verify::argocd::configured(&plan) {
         return Err(Failure::usage(format!(
             "no spec of environment `{}` has an `[argocd]` section",

@@ -1976,4 +1976,43 @@ mod plan_tests {
             }
         }
     }
+
+    /// `plan_without_secrets` (verify's) resolves every environment as `plan` does, with the
+    /// same refusals, and leaves the specs of the environment without their secrets (their
+    /// targets say all they did).
+    #[test]
+    fn a_plan_without_secrets_resolves_as_plan_does_and_drops_the_secrets() {
+        let only_b = ["b".to_string()];
+        let nothing = ["nothing".to_string()];
+        for (env, only) in [
+            ("dev", &[][..]),
+            ("dev", &only_b[..]),
+            ("prod", &[][..]),
+            ("dev", &nothing[..]),
+            ("staging", &[][..]),
+        ] {
+            let set = load_sources(sources(), Vec::new()).unwrap();
+            let planned = set.plan(env, only);
+            let mut lean = load_sources(sources(), Vec::new()).unwrap();
+            match (planned, lean.plan_without_secrets(env, only)) {
+                (Ok(p), Ok(l)) => {
+                    let paths = |t: &[Target]| t.iter().map(Target::full_path).collect::<Vec<_>>();
+                    assert_eq!(paths(&p.targets), paths(&l.targets), "{env} {only:?}");
+                    let fields = |t: &[Target]| t.iter().map(|t| t.fields.len()).sum::<usize>();
+                    assert_eq!(fields(&p.targets), fields(&l.targets));
+                    assert_eq!(p.shared_names, l.shared_names);
+                    let files = |x: &crate::spec::EnvPlan<'_>| {
+                        x.specs
+                            .iter()
+                            .map(|(s, _)| s.file.clone())
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(files(&p), files(&l));
+                    assert!(l.specs.iter().all(|(s, _)| s.secrets.is_empty()));
+                }
+                (Err(p), Err(l)) => assert_eq!(p.to_string(), l.to_string()),
+                (p, l) => panic!("{env} {only:?}: plan {p:?}, plan_without_secrets {l:?}"),
+            }
+        }
+    }
 }
