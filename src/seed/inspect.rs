@@ -42,7 +42,7 @@ pub enum Status {
 }
 
 impl Status {
-    /// Every status, in [`Status::index`] order.
+    /// Every status, in `Status::index` order.
     pub const ALL: [Status; 8] = [
         Status::Valid,
         Status::Pending,
@@ -391,10 +391,8 @@ pub async fn inspect(
 ) -> Inspection {
     let usable = |t: &Target| mounts.mounts.contains_key(&*t.mount);
     let mut notes = Vec::new();
-    // A target on a mount that cannot be used gets no LIST either way (`discover` lists only
-    // on mounts it has).
-    // What the reads need of the listings is one bit per path (every folder's names, 16,667
-    // folders at 100,000 paths, are not held).
+    // One bit per path, whether its folder's LIST lacks it (no folder's names are held); a
+    // target on a mount that cannot be used gets no LIST (`discover` lists only on mounts it has).
     let absent = discover(vault, &mounts.mounts, targets, concurrency, &mut notes).await;
     let fields = targets.iter().map(|t| t.fields.len()).sum();
     let mut inspection = Inspection::new(keep, targets.len(), fields);

@@ -187,6 +187,21 @@ mod tests {
     }
 
     /// `t` read at `version`, its field a placeholder.
+    /// `n` applications' one path each (`secret/app{i}/dev/A`), read at version `i + 1`.
+    fn apps(n: usize) -> (Vec<Target>, Inspection) {
+        let mut targets: Vec<Target> = (0..n).map(|_| target("secret")).collect();
+        for (i, t) in targets.iter_mut().enumerate() {
+            t.path = format!("app{i}/dev/A");
+        }
+        let inspection = inspected(
+            Keep::All,
+            (0..n)
+                .map(|i| state(&targets[i], Some(i as u64 + 1)))
+                .collect(),
+        );
+        (targets, inspection)
+    }
+
     fn state(t: &Target, version: Option<u64>) -> PathResult {
         let mut r = PathResult::all(t, Outcome::Pending, version, None);
         r.created_time = Some("2026-11-30T16:27:41.512345678Z".into());
@@ -244,16 +259,7 @@ mod tests {
     /// verified has none.
     #[test]
     fn each_path_finds_its_own_facts_and_an_unknown_path_none() {
-        let mut targets: Vec<Target> = (0..50).map(|_| target("secret")).collect();
-        for (i, t) in targets.iter_mut().enumerate() {
-            t.path = format!("app{i}/dev/A");
-        }
-        let inspection = inspected(
-            Keep::All,
-            (0..50)
-                .map(|i| state(&targets[i], Some(i as u64 + 1)))
-                .collect(),
-        );
+        let (targets, inspection) = apps(50);
         let detected = |_: &str| Some(KvVersion::V2);
         let facts = Facts::gather(&inspection, &targets, None, &detected);
         for i in 0..50 {
@@ -274,16 +280,7 @@ mod tests {
     /// hand, every path still finds its own facts.
     #[test]
     fn paths_whose_hashes_are_equal_find_their_own_facts() {
-        let mut targets: Vec<Target> = (0..5).map(|_| target("secret")).collect();
-        for (i, t) in targets.iter_mut().enumerate() {
-            t.path = format!("app{i}/dev/A");
-        }
-        let inspection = inspected(
-            Keep::All,
-            (0..5)
-                .map(|i| state(&targets[i], Some(i as u64 + 1)))
-                .collect(),
-        );
+        let (targets, inspection) = apps(5);
         let detected = |_: &str| Some(KvVersion::V2);
         let mut facts = Facts::gather(&inspection, &targets, None, &detected);
         for i in 0..5 {

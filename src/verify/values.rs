@@ -1,7 +1,7 @@
 //! The part `vault`: each field of each secret, as it is in Vault, judged by its generator.
 //!
 //! The part keeps the targets (moved from the plan, not copied) and what [`crate::seed::inspect`]
-//! kept: one compact state per path ([`Found`]), or only the paths the text report shows
+//! kept: one compact state per path ([`crate::seed::Found`]), or only the paths the text report shows
 //! ([`crate::seed::Keep`]); a field's row, with its path, field and generator as text, is made
 //! when it is shown ([`ValuesPart::rows`]), so 100,000 paths never hold 100,000 rows of copied
 //! strings.
