@@ -237,9 +237,16 @@ async fn check_for(
     detected: &dyn Fn(&str) -> Option<KvVersion>,
     own_token: Option<&SecretString>,
 ) -> Result<GrantsPart, VaultError> {
-    let requirements: Requirements = match who {
-        Operator::Eso => acl::eso_requirements(plan, detected),
-        Operator::Vso => acl::vso_requirements(plan, detected).into(),
+    // The requirements are made when first needed, which is after the policies are read and
+    // parsed where they are evaluated here: a policy's text is held three times while it is
+    // decoded (the body, serde's unescaping buffer, the text: 10 MB for ESO's policy of
+    // 100,000 paths), and the requirements (7 MB) were held beside it; made after, they take the
+    // room it leaves.
+    let needs = || -> Requirements {
+        match who {
+            Operator::Eso => acl::eso_requirements(plan, detected),
+            Operator::Vso => acl::vso_requirements(plan, detected).into(),
+        }
     };
     let (name, section) = (who.name(), who.section());
     let mut errors = Vec::new();
@@ -248,25 +255,28 @@ async fn check_for(
         let (policies, role) = access_of(who, s);
         !policies.is_empty() || role.is_some()
     });
-    let used = !requirements.is_empty() || named || who == Operator::Vso;
-    if !used {
-        // No spec gives this operator anything: nothing to ask Vault.
-        return Ok(GrantsPart {
-            operator: who,
-            used,
-            ok: true,
-            method: Method::Policies,
-            policies: Vec::new(),
-            report: acl::check(&[], requirements),
-            errors,
-            notes,
-            help: None,
-        });
+    let mut made = None;
+    if !named && who != Operator::Vso {
+        let requirements = made.insert(needs());
+        if requirements.is_empty() {
+            // No spec gives this operator anything: nothing to ask Vault.
+            return Ok(GrantsPart {
+                operator: who,
+                used: false,
+                ok: true,
+                method: Method::Policies,
+                policies: Vec::new(),
+                report: acl::check(&[], std::mem::take(requirements)),
+                errors,
+                notes,
+                help: None,
+            });
+        }
     }
     let eso = eso_policies(who, vault, plan, &mut errors, &mut notes).await?;
     let part = |method, report: PolicyReport, errors: Vec<String>, notes, help| GrantsPart {
         operator: who,
-        used,
+        used: true,
         ok: report.ok && errors.is_empty() && method != Method::Unknown,
         method,
         policies: eso.names.clone(),
@@ -275,7 +285,7 @@ async fn check_for(
         notes,
         help,
     };
-    if eso.names.is_empty() && !eso.root && !requirements.is_empty() {
+    if eso.names.is_empty() && !eso.root && !made.get_or_insert_with(needs).is_empty() {
         errors.push(format!(
             "the spec names no {name} policy (`{section} policies`) and no auth role (`{section} auth_role`)"
         ));
@@ -284,6 +294,7 @@ async fn check_for(
         notes.push(format!(
             "{name}'s policies include `root`: it may do anything"
         ));
+        let requirements = made.unwrap_or_else(needs);
         let answer = requirements
             .paths()
             .map(|path| (path, vec!["root".to_string()]))
@@ -322,6 +333,7 @@ async fn check_for(
             Err(e) => return Err(e),
         }
     }
+    let requirements = made.unwrap_or_else(needs);
     let templated = if unreadable.is_empty() {
         acl::undecidable(&policies, &requirements)
     } else {
