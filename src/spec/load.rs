@@ -1418,7 +1418,7 @@ fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
             n_paths += 1;
             n_names += 1 + t.fields.len();
         }
-        let paths = targets().map(|(o, t)| (hash(&t.full_path()), o));
+        let paths = || targets().map(|(o, t)| (hash(&t.full_path()), o));
         for (first, later) in first_claims(n_paths, paths, |a, b| full(a) == full(b)) {
             let path = full(later);
             note((true, first, later), &|| {
@@ -1435,16 +1435,18 @@ fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
         // What `set`/`rotate` accept for a secret: its path (the whole secret), and its path, a
         // dot and a field. Two different secrets answering to one name are ambiguous; a path
         // claimed twice is the duplicate above.
-        let names = targets().flat_map(|(o, t)| {
-            let full = t.full_path();
-            let fields: Vec<_> = t
-                .fields
-                .iter()
-                .enumerate()
-                .map(|(i, f)| (hash(&format!("{full}.{}", f.name)), (o, Some(i as u32))))
-                .collect();
-            std::iter::once((hash(&full), (o, None))).chain(fields)
-        });
+        let names = || {
+            targets().flat_map(|(o, t)| {
+                let full = t.full_path();
+                let fields: Vec<_> = t
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| (hash(&format!("{full}.{}", f.name)), (o, Some(i as u32))))
+                    .collect();
+                std::iter::once((hash(&full), (o, None))).chain(fields)
+            })
+        };
         // A field by its index in the secret's fields for `env` (overrides included).
         let field_name = |o: Owner, i: u32| {
             target_of(o)
@@ -1501,26 +1503,39 @@ fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
 }
 
 /// Every item whose name an earlier item already claimed: (the earliest owner of that name, the
-/// later one), in the order of the later ones.
+/// later one), in the order of the later ones. `items` gives the `n` items, the same each call.
 ///
-/// What is held is a 64-bit hash of each name (keyed at random for the run) and its owner, in
-/// one list of `n` entries sorted by hash, not the names' text nor a hash map (at 100,000 paths
-/// those were the most loading held: 19 MB of map). Items whose hashes are equal are told apart
-/// by `same` (their names compared), so a clash of hashes never hides or invents a claim. Work:
-/// the sort, then `same` once per item whose hash another shares (a duplicate, or rarely a
-/// clash of hashes).
-fn first_claims<O: Copy>(
+/// What is held is a 64-bit hash of each name (keyed at random for the run), in one list of `n`
+/// hashes sorted, not the names' text nor a hash map (at 100,000 paths those were the most
+/// loading held: 19 MB of map). Only the items whose hash repeats are gathered again, with their
+/// owners (a list of every item with its owner was 6.4 MB at 100,000 paths, freed as loading
+/// ended: the allocator then kept transient buffers of up to that size in its heap, where they
+/// stayed after use). Items whose hashes are equal are told apart by `same` (their names
+/// compared), so a clash of hashes never hides or invents a claim. Work: the sort, a second pass
+/// when some hash repeats, then `same` once per item whose hash another shares (a duplicate, or
+/// rarely a clash of hashes).
+fn first_claims<O: Copy, I: Iterator<Item = (u64, O)>>(
     n: usize,
-    items: impl IntoIterator<Item = (u64, O)>,
+    items: impl Fn() -> I,
     same: impl Fn(O, O) -> bool,
 ) -> Vec<(O, O)> {
-    let mut all: Vec<(u64, u32, O)> = Vec::with_capacity(n);
-    all.extend(
-        items
-            .into_iter()
-            .enumerate()
-            .map(|(seq, (h, o))| (h, seq as u32, o)),
-    );
+    let mut hashes: Vec<u64> = Vec::with_capacity(n);
+    hashes.extend(items().map(|(h, _)| h));
+    hashes.sort_unstable();
+    let repeated: Vec<u64> = hashes
+        .chunk_by(|a, b| a == b)
+        .filter(|g| g.len() > 1)
+        .map(|g| g[0])
+        .collect();
+    drop(hashes);
+    if repeated.is_empty() {
+        return Vec::new();
+    }
+    let mut all: Vec<(u64, u32, O)> = items()
+        .enumerate()
+        .filter(|(_, (h, _))| repeated.binary_search(h).is_ok())
+        .map(|(seq, (h, o))| (h, seq as u32, o))
+        .collect();
     all.sort_unstable_by_key(|&(h, seq, _)| (h, seq));
     let mut clashes: Vec<(u32, O, O)> = Vec::new();
     for group in all.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
@@ -1816,7 +1831,7 @@ mod tests {
                 format!("secret/app/dev/S{k}")
             };
             let key = std::hash::RandomState::new();
-            let items = (0..n).map(|i| (key.hash_one(name(i)), i));
+            let items = || (0..n).map(|i| (key.hash_one(name(i)), i));
             let clashes = first_claims(n, items, |a, b| {
                 compares.set(compares.get() + 1);
                 name(a) == name(b)
@@ -1835,7 +1850,7 @@ mod tests {
     fn names_with_the_same_hash_are_told_apart_by_their_text() {
         let names = ["a", "b", "a", "b", "c"];
         // Every name hashes alike, as a clash of hashes would.
-        let items = names.iter().enumerate().map(|(i, _)| (7u64, i));
+        let items = || names.iter().enumerate().map(|(i, _)| (7u64, i));
         let clashes = first_claims(names.len(), items, |x, y| names[x] == names[y]);
         assert_eq!(clashes, [(0, 2), (1, 3)]);
     }
