@@ -27,7 +27,9 @@ pub enum MountTrust<'a> {
 pub async fn detect(vault: &Vault, targets: &[Target], trust: MountTrust<'_>) -> Mounts {
     let mut wanted: HashMap<String, Option<KvVersion>> = HashMap::new();
     for t in targets {
-        let e = wanted.entry(t.mount().to_string()).or_insert(t.kv_version());
+        let e = wanted
+            .entry(t.mount().to_string())
+            .or_insert(t.kv_version());
         if e.is_none() {
             *e = t.kv_version();
         }

@@ -369,7 +369,10 @@ impl Target {
     /// `kv_version` and what `detected` reports.
     pub fn kv_mount(&self, detected: &dyn Fn(&str) -> Option<KvVersion>) -> KvMount {
         let mount = self.mount();
-        KvMount::new(mount, KvVersion::resolve(self.kv_version(), detected(mount)))
+        KvMount::new(
+            mount,
+            KvVersion::resolve(self.kv_version(), detected(mount)),
+        )
     }
 }
 

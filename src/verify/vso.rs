@@ -177,9 +177,9 @@ pub async fn check(
 
         // The path it reads must be one of the spec's, at the mount's KV version.
         let full = format!("{}/{}", v.mount.trim_matches('/'), v.path.trim_matches('/'));
-        let target = targets
-            .iter()
-            .find(|t| t.mount() == v.mount.trim_matches('/') && &*t.path == v.path.trim_matches('/'));
+        let target = targets.iter().find(|t| {
+            t.mount() == v.mount.trim_matches('/') && &*t.path == v.path.trim_matches('/')
+        });
         let path_facts = target.and_then(|t| facts.get(&t.full_path()));
         let path_facts = path_facts.as_ref();
         match (target, path_facts) {
