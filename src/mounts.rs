@@ -27,9 +27,11 @@ pub enum MountTrust<'a> {
 pub async fn detect(vault: &Vault, targets: &[Target], trust: MountTrust<'_>) -> Mounts {
     let mut wanted: HashMap<String, Option<KvVersion>> = HashMap::new();
     for t in targets {
-        let e = wanted.entry(t.mount.to_string()).or_insert(t.kv_version);
+        let e = wanted
+            .entry(t.mount().to_string())
+            .or_insert(t.kv_version());
         if e.is_none() {
-            *e = t.kv_version;
+            *e = t.kv_version();
         }
     }
     let mut out = Mounts::default();
@@ -123,10 +125,10 @@ impl Mounts {
         let mut ready = Vec::new();
         let mut failed = Vec::new();
         for t in targets {
-            if self.mounts.contains_key(&*t.mount) {
+            if self.mounts.contains_key(t.mount()) {
                 ready.push(t.clone());
             } else {
-                let why = self.errors.get(&*t.mount).cloned().unwrap_or_default();
+                let why = self.errors.get(t.mount()).cloned().unwrap_or_default();
                 failed.push((t.clone(), why));
             }
         }

@@ -86,10 +86,10 @@ pub fn select<'a>(
     let mut found: Vec<(&Target, Option<&Field>, String)> = Vec::new();
     for t in targets {
         let full = t.full_path();
-        for whole in [&*t.name, t.path.as_str(), full.as_str()] {
+        for whole in [&*t.name, &*t.path, full.as_str()] {
             let fit = if name == whole {
                 let only = (t.fields.len() == 1).then(|| &t.fields[0]);
-                Some((only, t.path.clone()))
+                Some((only, t.path.to_string()))
             } else {
                 name.strip_prefix(whole)
                     .and_then(|rest| rest.strip_prefix('.'))
@@ -237,27 +237,26 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::generate::Generator;
+    use crate::spec::Origin;
 
     /// A target `NAME` in folder `FOLDER/dev` on `secret`, with these uuid fields (other modules'
     /// tests use it too).
     pub(crate) fn target(folder: &str, name: &str, fields: &[&str]) -> Target {
-        Target {
-            spec_file: PathBuf::from(format!("specs/{folder}.toml")).into(),
-            app: folder.into(),
-            mount: "secret".into(),
-            path: format!("{folder}/dev/{name}"),
-            name: name.into(),
-            fixed: false,
-            fields: fields
-                .iter()
-                .map(|f| Field {
-                    name: f.to_string(),
-                    generator: Generator::Uuid,
-                })
-                .collect(),
-            kv_version: Some(KvVersion::V2),
-            provided: None,
-        }
+        let origin = Origin::new(
+            PathBuf::from(format!("specs/{folder}.toml")).into(),
+            folder.into(),
+            "secret".into(),
+            Some(KvVersion::V2),
+        );
+        let fields = fields
+            .iter()
+            .map(|f| Field {
+                name: f.to_string(),
+                generator: Generator::Uuid,
+            })
+            .collect();
+        let path = format!("{folder}/dev/{name}").into();
+        Target::new(origin, path, name.into(), false, fields, None)
     }
 
     fn picked(targets: &[Target], name: &str) -> (String, Option<String>) {

@@ -203,10 +203,10 @@ impl Session {
         for n in &detected.notes {
             report::say(&format!("{}: {n}", self.style.help("note")));
         }
-        match detected.mounts.remove(&*t.mount) {
+        match detected.mounts.remove(t.mount()) {
             Some(m) => Ok(m),
             None => Err(Failure::new(
-                detected.errors.remove(&*t.mount).unwrap_or_default(),
+                detected.errors.remove(t.mount()).unwrap_or_default(),
             )),
         }
     }

@@ -53,7 +53,7 @@ impl Widths {
     fn of(targets: &[Target]) -> Widths {
         let mut w = Widths::default();
         for t in targets {
-            w.path = w.path.max(t.mount.len() + 1 + t.path.len());
+            w.path = w.path.max(t.mount().len() + 1 + t.path.len());
             for f in t.fields.iter() {
                 w.field = w.field.max(f.name.len());
                 w.generator = w.generator.max(f.generator.to_string().len());
@@ -225,8 +225,8 @@ impl<'o> Rows<'_, 'o> {
                 for f in &p.fields {
                     doc.item(&JsonRow {
                         path: p.target.full_path(),
-                        mount: &p.target.mount,
-                        spec: p.target.spec_file.display().to_string(),
+                        mount: p.target.mount(),
+                        spec: p.target.spec_file().display().to_string(),
                         field: &f.field,
                         generator: &f.generator,
                         outcome: f.outcome.label(report.dry_run),

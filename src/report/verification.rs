@@ -387,14 +387,15 @@ mod tests {
     /// invalid, whose path detail is not shown), an error with a field detail, and skipped.
     fn mix() -> (Vec<Target>, Vec<(PathResult, Vec<Status>)>) {
         let target = |app: &str, fields: &[&str]| crate::replace::tests::target(app, "A", fields);
-        let provided = |app: &str| Target {
-            provided: Some(Arc::new(Provided {
+        let provided = |app: &str| {
+            let mut t = target(app, &["password"]);
+            t.provided = Some(Arc::new(Provided {
                 by: format!("{app}-db: CNPG password"),
                 push_secret: None,
                 mount: None,
                 path: None,
-            })),
-            ..target(app, &["password"])
+            }));
+            t
         };
         let targets = vec![
             target("valid", &["password"]),

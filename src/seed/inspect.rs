@@ -389,7 +389,7 @@ pub async fn inspect(
     concurrency: usize,
     keep: Keep,
 ) -> Inspection {
-    let usable = |t: &Target| mounts.mounts.contains_key(&*t.mount);
+    let usable = |t: &Target| mounts.mounts.contains_key(t.mount());
     let mut notes = Vec::new();
     // One bit per path, whether its folder's LIST lacks it (no folder's names are held); a
     // target on a mount that cannot be used gets no LIST (`discover` lists only on mounts it has).
@@ -432,7 +432,7 @@ pub async fn inspect(
         inspection.notes.push("Vault stopped answering part way: the paths not read are marked `skipped`; run the same command again when it is back".into());
     }
     for (i, t) in targets.iter().enumerate().filter(|(_, t)| !usable(t)) {
-        let why = mounts.errors.get(&*t.mount).cloned().unwrap_or_default();
+        let why = mounts.errors.get(t.mount()).cloned().unwrap_or_default();
         inspection.add(i, PathResult::all(t, Outcome::Error, None, Some(why)));
     }
     inspection.finish();
@@ -441,12 +441,12 @@ pub async fn inspect(
 
 /// One target, read and judged: absent without a request when its folder's LIST lacks it.
 async fn read_one(vault: &Vault, mounts: &Mounts, t: &Target, known_absent: bool) -> PathResult {
-    let Some(mount) = mounts.mounts.get(&*t.mount) else {
+    let Some(mount) = mounts.mounts.get(t.mount()) else {
         return PathResult::all(
             t,
             Outcome::Error,
             None,
-            Some(format!("mount `{}` was not checked", t.mount)),
+            Some(format!("mount `{}` was not checked", t.mount())),
         );
     };
     tracing::debug!(path = %t.full_path(), known_absent, "deciding");

@@ -114,7 +114,7 @@ pub async fn run<E>(
 /// less those the gate's own requests open (the token check's and one per mount detection, all
 /// out at the same time). `apply`, `plan` and `verify` open them ([`Vault::warm_connection`]).
 pub fn connections_ahead(targets: &[Target], concurrency: usize) -> usize {
-    let mounts: HashSet<&str> = targets.iter().map(|t| &*t.mount).collect();
+    let mounts: HashSet<&str> = targets.iter().map(|t| t.mount()).collect();
     (concurrency.max(1).min(targets.len())).saturating_sub(1 + mounts.len())
 }
 
@@ -177,8 +177,8 @@ async fn pipeline<E>(
             let Some((i, t, listing)) = ready.pop_front() else {
                 break;
             };
-            let Some(mount) = d.get(&t.mount).cloned() else {
-                let why = d.errors.get(&*t.mount).cloned().unwrap_or_default();
+            let Some(mount) = d.get(t.mount()).cloned() else {
+                let why = d.errors.get(t.mount()).cloned().unwrap_or_default();
                 order.put(i, PathResult::all(t, Outcome::Error, None, Some(why)), sink);
                 progress();
                 continue;
@@ -289,7 +289,7 @@ impl InOrder {
     /// whose mount cannot be used after the others; with provided paths, all in spec order.
     fn new(targets: &[Target], detected: &Mounts) -> InOrder {
         let in_spec_order = targets.iter().any(|t| t.provided.is_some());
-        let usable = |t: &Target| in_spec_order || detected.get(&t.mount).is_some();
+        let usable = |t: &Target| in_spec_order || detected.get(t.mount()).is_some();
         let mut place = vec![0; targets.len()];
         let mut next = 0;
         for pass in [true, false] {
@@ -334,7 +334,7 @@ fn folders(targets: &[Target]) -> VecDeque<Folder<'_>> {
     let mut index: HashMap<FolderKey, usize> = HashMap::new();
     let mut out: Vec<Folder<'_>> = Vec::new();
     for (i, t) in targets.iter().enumerate() {
-        let key = (t.mount.to_string(), parent(&t.path).0.to_string());
+        let key = (t.mount().to_string(), parent(&t.path).0.to_string());
         let at = *index.entry(key.clone()).or_insert_with(|| {
             out.push(Folder {
                 key,
@@ -449,11 +449,11 @@ async fn discover(
 ) -> Vec<bool> {
     let folder = |i: u32| {
         let t = &targets[i as usize];
-        (&*t.mount, parent(&t.path).0)
+        (t.mount(), parent(&t.path).0)
     };
     // The targets by folder, as indexes: each folder's run of them is one LIST.
     let mut order: Vec<u32> = (0..targets.len())
-        .filter(|&i| mounts.contains_key(&*targets[i].mount))
+        .filter(|&i| mounts.contains_key(targets[i].mount()))
         .map(|i| u32::try_from(i).expect("fewer than 2^32 targets"))
         .collect();
     order.sort_by(|&a, &b| folder(a).cmp(&folder(b)));
@@ -765,7 +765,7 @@ pub fn custom_metadata(
     base.insert("managed-by".into(), "vault-seed".into());
     base.insert(
         "vault-seed/spec".into(),
-        t.spec_file
+        t.spec_file()
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_default(),
@@ -803,30 +803,28 @@ async fn write_metadata(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{Field, Provided};
+    use crate::spec::{Field, Origin, Provided};
 
     fn target(mount: &str, path: &str, provided: bool) -> Target {
-        Target {
-            spec_file: Arc::from(std::path::Path::new("specs/app.toml")),
-            app: "app".into(),
-            mount: mount.into(),
-            path: path.into(),
-            name: "S".into(),
-            fixed: false,
-            fields: Arc::from(vec![Field {
-                name: "password".into(),
-                generator: crate::generate::Generator::Fernet,
-            }]),
-            kv_version: None,
-            provided: provided.then(|| {
-                Arc::new(Provided {
-                    by: "db".into(),
-                    push_secret: None,
-                    mount: None,
-                    path: None,
-                })
-            }),
-        }
+        let origin = Origin::new(
+            Arc::from(std::path::Path::new("specs/app.toml")),
+            "app".into(),
+            mount.into(),
+            None,
+        );
+        let fields = Arc::from(vec![Field {
+            name: "password".into(),
+            generator: crate::generate::Generator::Fernet,
+        }]);
+        let provided = provided.then(|| {
+            Arc::new(Provided {
+                by: "db".into(),
+                push_secret: None,
+                mount: None,
+                path: None,
+            })
+        });
+        Target::new(origin, path.into(), "S".into(), false, fields, provided)
     }
 
     /// A token denied `list` on thousands of folders gets a note naming eight, by name, and
@@ -867,7 +865,7 @@ mod tests {
 
     impl Sink for Taken {
         fn path(&mut self, r: PathResult) {
-            self.0.push(r.target.path.clone());
+            self.0.push(r.target.path.to_string());
         }
     }
 

@@ -1399,8 +1399,10 @@ fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
         let targets = || {
             specs.iter().enumerate().flat_map(move |(si, spec)| {
                 spec.environments.get(env).into_iter().flat_map(move |e| {
+                    let origin = spec.origin();
                     spec.secrets.iter().enumerate().filter_map(move |(ki, s)| {
-                        spec.target(e, s).map(|t| ((si as u32, ki as u32), t))
+                        spec.target(&origin, e, s)
+                            .map(|t| ((si as u32, ki as u32), t))
                     })
                 })
             })
@@ -1410,7 +1412,7 @@ fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
             let spec = &specs[si as usize];
             spec.environments
                 .get(env)
-                .and_then(|e| spec.target(e, &spec.secrets[ki as usize]))
+                .and_then(|e| spec.target(&spec.origin(), e, &spec.secrets[ki as usize]))
         };
         let full = |o: Owner| target_of(o).map(|t| t.full_path()).unwrap_or_default();
         let (mut n_paths, mut n_names) = (0, 0);

@@ -178,7 +178,7 @@ pub async fn check(
                     let key = r.key.trim_start_matches('/');
                     let Some(t) = targets
                         .iter()
-                        .find(|t| t.path == key || t.full_path() == key)
+                        .find(|t| &*t.path == key || t.full_path() == key)
                     else {
                         problems.push(format!(
                             "remoteRef `{}` (secretKey `{}`) is not a path of the spec",

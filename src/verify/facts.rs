@@ -121,9 +121,9 @@ impl<'a> Facts<'a> {
             .filter(|p| {
                 let t = &self.targets[p.target()];
                 full_path
-                    .strip_prefix(&*t.mount)
+                    .strip_prefix(t.mount())
                     .and_then(|rest| rest.strip_prefix('/'))
-                    == Some(t.path.as_str())
+                    == Some(&*t.path)
             })
             .max_by_key(|p| p.target())?;
         Some(self.facts_of(found))
@@ -164,26 +164,23 @@ mod tests {
     use crate::acl::{PathCheck, PolicyReport};
     use crate::generate::Generator;
     use crate::seed::{Keep, Outcome, PathResult};
-    use crate::spec::{Field, Target};
+    use crate::spec::{Field, Origin, Target};
     use crate::verify::grants::{Method, Operator};
     use crate::verify::values::tests::inspected;
 
     fn target(mount: &str) -> Target {
-        Target {
-            spec_file: PathBuf::from("specs/app.toml").into(),
-            app: "app".into(),
-            mount: mount.into(),
-            path: "app/dev/A".into(),
-            name: "A".into(),
-            fixed: false,
-            fields: vec![Field {
-                name: "value".into(),
-                generator: Generator::Uuid,
-            }]
-            .into(),
-            kv_version: None,
-            provided: None,
-        }
+        let origin = Origin::new(
+            PathBuf::from("specs/app.toml").into(),
+            "app".into(),
+            mount.into(),
+            None,
+        );
+        let fields = vec![Field {
+            name: "value".into(),
+            generator: Generator::Uuid,
+        }]
+        .into();
+        Target::new(origin, "app/dev/A".into(), "A".into(), false, fields, None)
     }
 
     /// `t` read at `version`, its field a placeholder.
@@ -191,7 +188,7 @@ mod tests {
     fn apps(n: usize) -> (Vec<Target>, Inspection) {
         let mut targets: Vec<Target> = (0..n).map(|_| target("secret")).collect();
         for (i, t) in targets.iter_mut().enumerate() {
-            t.path = format!("app{i}/dev/A");
+            t.path = format!("app{i}/dev/A").into();
         }
         let inspection = inspected(
             Keep::All,

@@ -177,9 +177,9 @@ pub async fn check(
 
         // The path it reads must be one of the spec's, at the mount's KV version.
         let full = format!("{}/{}", v.mount.trim_matches('/'), v.path.trim_matches('/'));
-        let target = targets
-            .iter()
-            .find(|t| *t.mount == *v.mount.trim_matches('/') && t.path == v.path.trim_matches('/'));
+        let target = targets.iter().find(|t| {
+            t.mount() == v.mount.trim_matches('/') && &*t.path == v.path.trim_matches('/')
+        });
         let path_facts = target.and_then(|t| facts.get(&t.full_path()));
         let path_facts = path_facts.as_ref();
         match (target, path_facts) {
@@ -195,10 +195,10 @@ pub async fn check(
                     problems.push(format!(
                         "its `type` is `{}` but mount `{}` is {}: VSO would read `{}`",
                         v.kv_type,
-                        t.mount,
+                        t.mount(),
                         if kv_v2 { "KV v2" } else { "KV v1" },
                         if v.kv_type == "kv-v2" {
-                            format!("{}/data/{}", t.mount, t.path)
+                            format!("{}/data/{}", t.mount(), t.path)
                         } else {
                             t.full_path()
                         }
