@@ -733,6 +733,17 @@ mod tests {
 
     use super::*;
 
+    /// The targets in `dev` of the one spec `text` (`specs/app.toml`).
+    fn dev_targets(text: &str) -> Vec<Target> {
+        let set = load_sources(
+            vec![(PathBuf::from("specs/app.toml"), text.as_bytes().to_vec())],
+            Vec::new(),
+        )
+        .unwrap();
+        let spec = &set.specs[0];
+        spec.targets(spec.environments.get("dev").unwrap())
+    }
+
     /// `verify` holds every target through the run: 100,000 at the bench's largest size. With the
     /// spec's file, application, mount and KV version copied into each, a target was 120 bytes
     /// (12 MB, heaptrack); they are one [`Origin`] per spec, and a target is at most 72 bytes.
@@ -747,13 +758,7 @@ mod tests {
                     [environments.dev]\n\
                     [secrets.A]\ndescription = \"d\"\nfields.v = { generator = \"uuid\" }\n\
                     [secrets.B]\ndescription = \"d\"\nfields.v = { generator = \"uuid\" }\n";
-        let set = load_sources(
-            vec![(PathBuf::from("specs/app.toml"), text.as_bytes().to_vec())],
-            Vec::new(),
-        )
-        .unwrap();
-        let spec = &set.specs[0];
-        let targets = spec.targets(spec.environments.get("dev").unwrap());
+        let targets = dev_targets(text);
         assert_eq!(targets.len(), 2);
         assert!(Arc::ptr_eq(&targets[0].origin, &targets[1].origin));
         for t in &targets {
@@ -776,13 +781,7 @@ mod tests {
                     mount = \"kv\"\npath = \"db/{env}/x\"\nfields.v = {}\n\
                     [secrets.HERE]\ndescription = \"d\"\nprovided_by = \"db\"\n\
                     mount = \"secret\"\npath = \"db/{env}/y\"\nfields.v = {}\n";
-        let set = load_sources(
-            vec![(PathBuf::from("specs/app.toml"), text.as_bytes().to_vec())],
-            Vec::new(),
-        )
-        .unwrap();
-        let spec = &set.specs[0];
-        let targets = spec.targets(spec.environments.get("dev").unwrap());
+        let targets = dev_targets(text);
         let seen: Vec<(String, Option<KvVersion>)> = targets
             .iter()
             .map(|t| (t.full_path(), t.kv_version()))
