@@ -444,17 +444,22 @@ impl Acl {
         for table in [&mut acl.exact, &mut acl.prefix, &mut acl.segment] {
             // This table's rules with their policy, in policy then file order; sorted by key,
             // stably, so that each pattern's rules are merged in that order (as `NewACL` does).
-            let mut rules: Vec<(&Rule, &str)> = policies
-                .iter()
-                .flat_map(|p| p.rules.iter().map(|r| (r, p.name.as_str())))
-                .filter(|(r, _)| !r.templated && filed(&r.pattern).0 == table.kind)
-                .collect();
+            // Both lists at their length, counted first: grown by doubling, they were twice their
+            // size while the ACL was built (5 MB at 33,334 rules, `verify`'s heap peak then).
+            let of_table = || {
+                policies
+                    .iter()
+                    .flat_map(|p| p.rules.iter().map(|r| (r, p.name.as_str())))
+                    .filter(|(r, _)| !r.templated && filed(&r.pattern).0 == table.kind)
+            };
+            let mut rules: Vec<(&Rule, &str)> = Vec::with_capacity(of_table().count());
+            rules.extend(of_table());
             rules.sort_by(|(a, _), (b, _)| table.key(&a.pattern).cmp(table.key(&b.pattern)));
-            let mut entries = Vec::new();
-            for group in rules.chunk_by(|(a, _), (b, _)| a.pattern == b.pattern) {
+            let same = |(a, _): &(&Rule, &str), (b, _): &(&Rule, &str)| a.pattern == b.pattern;
+            let mut entries = Vec::with_capacity(rules.chunk_by(same).count());
+            for group in rules.chunk_by(same) {
                 entries.push(merged(group, &mut names));
             }
-            entries.shrink_to_fit();
             table.entries = entries;
         }
         acl
