@@ -26,7 +26,6 @@ use std::time::{Duration, Instant};
 use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use reqwest::{Method, StatusCode, Url};
 use secrecy::{ExposeSecret, SecretString};
-use serde::de::DeserializeOwned;
 
 use super::connect::Settings;
 use super::VaultError;
@@ -708,8 +707,8 @@ fn backoff(attempt: u32) -> Duration {
 
 /// Parse a JSON body into `T`. On failure the detail gives the position and kind only: serde's
 /// message can quote the offending value, and a body may hold secrets.
-pub(crate) fn decode<T: DeserializeOwned>(
-    body: &[u8],
+pub(crate) fn decode<'a, T: serde::Deserialize<'a>>(
+    body: &'a [u8],
     method: &'static str,
     path: &str,
 ) -> Result<T, VaultError> {
