@@ -22,7 +22,7 @@ struct Entry {
     folder: u32,
     /// Its path after the last `/`.
     name: u32,
-    /// Its folder rule: an index into the rules, or [`FOLDER_GLOB`].
+    /// Its folder rule: an index into the rules, or [`FOLDER_PREFIX`] and a length.
     rule: u32,
     /// The parameters of ESO's write there (0: none).
     params: u32,
@@ -31,10 +31,11 @@ struct Entry {
     uses: u8,
 }
 
-/// The rule of an entry whose folder rule is its folder and `*` (`secret/data/app/dev/*` for
-/// `secret/data/app/dev/X`, as every secret directly in its application's folder has): made again
-/// when read, not held (at 100,000 paths, 33,334 rules of about 60 bytes each).
-const FOLDER_GLOB: u32 = u32::MAX;
+/// Set in an entry's `rule` when its folder rule is the first `rule & !FOLDER_PREFIX` bytes of
+/// its folder and `*`: `secret/data/ask/app/*` for the folder `secret/data/ask/app/dev/`, as the
+/// rule every spec gives its secrets ([`super::required`]'s `rule_base`) is. Made again when read,
+/// not held: at 100,000 paths that was 33,334 rules of about 60 bytes each, and their table.
+const FOLDER_PREFIX: u32 = 1 << 31;
 
 /// A table of distinct values, each held once, found again while it is built by a keyed 64-bit
 /// hash of it (checked against the value itself, so a clash of hashes is told apart). A map by
@@ -135,10 +136,15 @@ impl Builder {
             Some(i) => r.path.split_at(i + 1),
             None => ("", r.path.as_str()),
         };
-        let rule = if r.folder_rule.strip_suffix('*') == Some(folder) {
-            FOLDER_GLOB
-        } else {
-            self.rules.id(r.folder_rule)
+        let prefix = r
+            .folder_rule
+            .strip_suffix('*')
+            .filter(|p| folder.starts_with(p))
+            .and_then(|p| u32::try_from(p.len()).ok())
+            .filter(|&len| len < FOLDER_PREFIX);
+        let rule = match prefix {
+            Some(len) => FOLDER_PREFIX | len,
+            None => self.rules.id(r.folder_rule),
         };
         let entry = Entry {
             folder: self.folders.id(folder.into()),
@@ -271,9 +277,12 @@ impl Requirements {
                 .into_iter()
                 .filter(|u| e.uses & use_bit(*u) != 0)
                 .collect(),
-            folder_rule: match e.rule {
-                FOLDER_GLOB => format!("{}*", self.folders[e.folder as usize]).into(),
-                i => Arc::clone(&self.rules[i as usize]),
+            folder_rule: if e.rule & FOLDER_PREFIX != 0 {
+                // The folder's first bytes were the rule's text: on a character boundary.
+                let len = (e.rule & !FOLDER_PREFIX) as usize;
+                format!("{}*", &self.folders[e.folder as usize][..len]).into()
+            } else {
+                Arc::clone(&self.rules[e.rule as usize])
             },
             params: self.params[e.params as usize].clone(),
         }
@@ -355,6 +364,9 @@ mod tests {
             need("s/data/b/X/Z", &[Read], Use::Read, "s/data/b/*", &[]),
             need("s/data/bX", &[Read], Use::Read, "s/data/*", &[]),
             need("top", &[Read], Use::Read, "*", &[]),
+            // A rule that ends inside a folder's name, and one of characters of several bytes.
+            need("s/data/bé/ü/X", &[Read], Use::Read, "s/data/bé/ü*", &[]),
+            need("s/data/bé/ü/Y", &[Read], Use::Read, "s/data/b*", &[]),
         ];
         // Merged as whole records: stable sort by path, then united.
         let mut want: Vec<Requirement> = Vec::new();
@@ -380,17 +392,20 @@ mod tests {
         let held = Requirements::from(needs);
         let got: Vec<Requirement> = held.iter().collect();
         assert_eq!(got, want);
-        assert_eq!(held.len(), 6);
-        assert_eq!(held.entries.len(), 6);
+        assert_eq!(held.len(), 8);
+        assert_eq!(held.entries.len(), 8);
         assert_eq!(&*got[0].folder_rule, "s/data/a/*", "the first need's rule");
         assert_eq!(got[0].params.len(), 1);
         assert_eq!(&*got[1].folder_rule, "s/data/b/*", "the first need's rule");
         assert_eq!(got[1].params.len(), 1, "the last need with parameters");
         // Two folders and their names held once each: 20 bytes a path besides.
         assert!(std::mem::size_of::<Entry>() <= 20);
-        assert_eq!(held.folders.len(), 6);
-        // Only the rules that are not their folder and `*` (made again when read): `zzz`,
-        // `other`, and `s/data/b/*` for the folder `s/data/b/X/`.
-        assert_eq!(held.rules.len(), 3);
+        assert_eq!(held.folders.len(), 7);
+        // Only the rules that are not the start of their folder and `*` (made again when read):
+        // `zzz` and `other`. `s/data/b/*` for the folder `s/data/b/X/` is made again.
+        assert_eq!(held.rules.len(), 2);
+        let nested = got.iter().find(|r| r.path == "s/data/b/X/Z").unwrap();
+        assert_eq!(&*nested.folder_rule, "s/data/b/*");
+        assert_eq!(&*got.last().unwrap().folder_rule, "*");
     }
 }
