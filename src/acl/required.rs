@@ -220,7 +220,7 @@ fn each_need(
     use Capability::{Create, List, Read, Update};
     let by_spec = plan.targets_by_spec();
     let mut path = String::new();
-    for (spec, env) in &plan.specs {
+    for ((spec, env), targets) in plan.specs.iter().zip(&by_spec) {
         let access = spec.eso.access;
         let kv = KvVersion::resolve(spec.vault.kv_version, detected(&spec.vault.mount));
         let mount = KvMount::new(&spec.vault.mount, kv);
@@ -228,7 +228,7 @@ fn each_need(
         let (data, meta) = (mount.data_prefix(), mount.metadata_prefix());
         let data_rule: Arc<str> = format!("{data}{base}*").into();
         let meta_rule: Arc<str> = format!("{meta}{base}*").into();
-        for &t in by_spec.get(&*spec.file).into_iter().flatten() {
+        for t in targets.iter() {
             // A path another application provides: ESO reads it; writing it is the provider's
             // business (its own PushSecret and policy), so nothing more is required here.
             if t.provided.is_some() {
@@ -338,12 +338,17 @@ pub fn vso_requirements(
 ) -> Vec<Requirement> {
     let mut by_path: BTreeMap<String, Requirement> = BTreeMap::new();
     let by_spec = plan.targets_by_spec();
-    for (spec, env) in plan.specs.iter().filter(|(s, _)| s.vso.is_some()) {
+    let with_vso = plan
+        .specs
+        .iter()
+        .zip(&by_spec)
+        .filter(|((s, _), _)| s.vso.is_some());
+    for ((spec, env), targets) in with_vso {
         let kv = KvVersion::resolve(spec.vault.kv_version, detected(&spec.vault.mount));
         let mount = KvMount::new(&spec.vault.mount, kv);
         let data_rule: Arc<str> =
             format!("{}{}*", mount.data_prefix(), rule_base(spec, &env.name)).into();
-        for &t in by_spec.get(&*spec.file).into_iter().flatten() {
+        for t in targets.iter() {
             // A path another application provides is read under the provider's folder rule.
             let r = match provided_read(spec, t, detected) {
                 Some(r) => r,

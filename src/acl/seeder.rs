@@ -42,8 +42,8 @@ pub fn seeder_rules(plan: &EnvPlan<'_>) -> Vec<Rule> {
     let mut folders: BTreeMap<String, Capabilities> = BTreeMap::new();
     let mut eso: Vec<String> = Vec::new();
     let by_spec = plan.targets_by_spec();
-    for (spec, env) in &plan.specs {
-        let targets: Vec<&Target> = by_spec.get(&*spec.file).cloned().unwrap_or_default();
+    for ((spec, env), run) in plan.specs.iter().zip(&by_spec) {
+        let targets: Vec<&Target> = run.iter().collect();
         if targets.is_empty() {
             continue;
         }

@@ -473,14 +473,36 @@ pub struct EnvPlan<'a> {
 }
 
 impl EnvPlan<'_> {
-    /// The targets of each spec file, in plan order: one pass over the targets, where a filter
-    /// per spec would be quadratic (`policy` at 50,000 paths in 8,000 files took 83 s).
-    pub fn targets_by_spec(&self) -> HashMap<&Path, Vec<&Target>> {
+    /// The targets of each spec, one entry per spec of `specs` in its order. A plan that
+    /// [`SpecSet`] made holds each spec's targets together and in the order of its specs: they
+    /// are taken as they lie, in one pass (a map of references to them was 2.4 MB at 100,000
+    /// paths). A plan put together otherwise has them gathered by spec file, also in one pass (a
+    /// filter per spec would be quadratic: `policy` at 50,000 paths in 8,000 files took 83 s).
+    pub fn targets_by_spec(&self) -> Vec<SpecTargets<'_>> {
+        let mut runs = Vec::with_capacity(self.specs.len());
+        let mut at = 0;
+        for (spec, _) in &self.specs {
+            let start = at;
+            while self
+                .targets
+                .get(at)
+                .is_some_and(|t| t.spec_file() == &*spec.file)
+            {
+                at += 1;
+            }
+            runs.push(SpecTargets::Together(&self.targets[start..at]));
+        }
+        if at == self.targets.len() {
+            return runs;
+        }
         let mut by: HashMap<&Path, Vec<&Target>> = HashMap::new();
         for t in &self.targets {
             by.entry(t.spec_file()).or_default().push(t);
         }
-        by
+        self.specs
+            .iter()
+            .map(|(s, _)| SpecTargets::Gathered(by.remove(&*s.file).unwrap_or_default()))
+            .collect()
     }
 
     /// The Vault address the specs give for this environment (the first that says one).
@@ -626,6 +648,26 @@ impl SpecSet {
             targets,
             shared_names,
         })
+    }
+}
+
+/// One spec's targets in a plan ([`EnvPlan::targets_by_spec`]), in plan order.
+#[derive(Debug)]
+pub enum SpecTargets<'a> {
+    /// As they lie in the plan's targets.
+    Together(&'a [Target]),
+    /// Gathered from the plan's targets.
+    Gathered(Vec<&'a Target>),
+}
+
+impl<'a> SpecTargets<'a> {
+    /// Each target, in plan order.
+    pub fn iter(&self) -> impl Iterator<Item = &'a Target> + '_ {
+        let (together, gathered): (&'a [Target], &[&'a Target]) = match self {
+            SpecTargets::Together(t) => (t, &[]),
+            SpecTargets::Gathered(g) => (&[], g),
+        };
+        together.iter().chain(gathered.iter().copied())
     }
 }
 
@@ -804,5 +846,59 @@ mod tests {
                 ("secret/db/dev/y".to_string(), Some(KvVersion::V1)),
             ]
         );
+    }
+
+    /// Each spec's targets, in plan order: taken as they lie in a plan the set made, and
+    /// gathered by spec file, with the same result, from targets in any other order.
+    #[test]
+    fn targets_by_spec_gives_each_specs_targets_however_they_lie() {
+        let spec = |app: &str, names: &[&str]| {
+            let mut text = format!(
+                "name = \"{app}\"\n[vault]\nmount = \"secret\"\npath = \"{app}/{{env}}\"\n\
+                 [environments.dev]\n[environments.prod]\n"
+            );
+            // `b` has a secret, skipped in `dev`: no target there.
+            if app == "b" {
+                text += "[environments.dev.secrets.W]\nskip = true\n";
+            }
+            for n in names {
+                text += &format!(
+                    "[secrets.{n}]\ndescription = \"d\"\nfields.v = {{ generator = \"uuid\" }}\n"
+                );
+            }
+            (
+                PathBuf::from(format!("specs/{app}.toml")),
+                text.into_bytes(),
+            )
+        };
+        let set = load_sources(
+            vec![spec("a", &["X", "Y"]), spec("b", &["W"]), spec("c", &["Z"])],
+            Vec::new(),
+        )
+        .unwrap();
+        let paths = |plan: &EnvPlan<'_>| -> Vec<Vec<String>> {
+            plan.targets_by_spec()
+                .iter()
+                .map(|run| run.iter().map(Target::full_path).collect())
+                .collect()
+        };
+        let want = [
+            vec!["secret/a/dev/X".to_string(), "secret/a/dev/Y".to_string()],
+            vec![],
+            vec!["secret/c/dev/Z".to_string()],
+        ];
+        let mut plan = set.plan("dev", &[]).unwrap();
+        assert!(plan
+            .targets_by_spec()
+            .iter()
+            .all(|run| matches!(run, SpecTargets::Together(_))));
+        assert_eq!(paths(&plan), want);
+        // a's targets apart, c's between them.
+        plan.targets.swap(1, 2);
+        assert!(plan
+            .targets_by_spec()
+            .iter()
+            .all(|run| matches!(run, SpecTargets::Gathered(_))));
+        assert_eq!(paths(&plan), want);
     }
 }
