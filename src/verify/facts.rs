@@ -132,8 +132,8 @@ impl<'a> Facts<'a> {
     fn facts_of(&self, p: &Found) -> PathFacts {
         let t = &self.targets[p.target()];
         let data_path = t.kv_mount(self.detected).data_path(&t.path);
-        let created = p.created_time.as_ref().and_then(|c| {
-            OffsetDateTime::parse(c.as_str(), &time::format_description::well_known::Rfc3339).ok()
+        let created = self.inspection.created_time(p).and_then(|c| {
+            OffsetDateTime::parse(&c, &time::format_description::well_known::Rfc3339).ok()
         });
         let missing = |gaps: &HashMap<&str, Vec<Capability>>| {
             gaps.get(data_path.as_str()).cloned().unwrap_or_default()

@@ -6,6 +6,7 @@
 //! when it is shown ([`ValuesPart::rows`]), so 100,000 paths never hold 100,000 rows of copied
 //! strings.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::ser::{SerializeSeq, SerializeStruct};
@@ -30,7 +31,7 @@ pub struct ValueRow<'a> {
     /// The secret's current version (KV v2).
     pub version: Option<u64>,
     /// When that version was created (RFC 3339).
-    pub created_time: Option<&'a str>,
+    pub created_time: Option<Cow<'a, str>>,
     /// Why, when there is more to say (never a value).
     pub detail: Option<&'a str>,
     /// The provider, in words, of a path another application provides (never written by
@@ -88,7 +89,7 @@ impl ValuesPart {
                     generator: spec.generator.to_string(),
                     status: f.status,
                     version: p.version(),
-                    created_time: p.created_time.as_ref().map(|c| c.as_str()),
+                    created_time: found.created_time(p),
                     detail: found.detail(f.detail).or(match &t.provided {
                         // vault-seed's marks are not expected on another application's path.
                         Some(_) => None,
