@@ -32,7 +32,7 @@ struct Envelope<T> {
 
 /// The text of `data.policy` in the answer of `sys/policies/acl/<name>`, made of the answer's
 /// own body: `None` without `data`, empty without `policy` (as a plain decode of the envelope
-/// would give).
+/// would give) or with `policy` null.
 fn policy_text(mut body: Vec<u8>, path: &str) -> Result<Option<String>, VaultError> {
     #[derive(Deserialize)]
     struct Raw<'a> {
