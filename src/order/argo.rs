@@ -163,7 +163,7 @@ pub enum WaveFrom {
 }
 
 /// `syncwaves.Wave` (`pkg/sync/syncwaves/waves.go`): `argocd.argoproj.io/sync-wave` when it parses
-/// as an integer, else `helm.sh/hook-weight` when it does (`helm.Weight`, which "do[es] not take
+/// as an integer, else `helm.sh/hook-weight` when it does (`helm.Weight`, which "do\[es\] not take
 /// into account if this is or is not a hook"), else 0 (docs `user-guide/sync-waves.md`: "Hooks and
 /// resources are assigned to wave 0 by default").
 pub fn wave(ann: &BTreeMap<String, String>) -> (i64, WaveFrom) {

@@ -11,7 +11,7 @@
 //! - [`applications`], [`argocd_cm`]: the Application manifests and argocd-cm;
 //! - [`producers`], [`consumers`]: who makes a Secret/ConfigMap, who reads one;
 //! - [`object`]: one manifest reduced to those facts;
-//! - [`check`]: the judgement; [`findings`]: what is reported.
+//! - [`check`](mod@check): the judgement; [`findings`]: what is reported.
 //!
 //! The rule modules take plain JSON values and annotation maps, so the live check of `verify`
 //! can apply them to objects read through the Kubernetes API.

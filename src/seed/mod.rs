@@ -87,7 +87,7 @@ enum Listing {
 /// [`crate::mounts::detect`]) says where they may be written; a gate that fails (the token was
 /// refused, Vault is sealed or gone) is the run's error, and nothing but connections was opened.
 /// Targets on a mount the gate's [`Mounts`] cannot use are reported as errors, with why, after
-/// the others (with provided paths, in spec order among them, as [`provided`] always did).
+/// the others (with provided paths, in spec order among them, as `provided` always did).
 ///
 /// Nothing but connections is opened before the gate is in: a mount not seen to be KV (nor
 /// vouched for, [`crate::mounts::MountTrust`]), or a token not known good, gets no LIST, read or
@@ -95,7 +95,7 @@ enum Listing {
 /// paths start as soon as its LIST is in, while other folders are still being listed (no LIST
 /// phase before the first write, no wait for a whole folder), a path's metadata write follows
 /// its data write while other paths go on, and paths another application provides
-/// (`provided_by`) are read and judged in the same pipeline, never written ([`provided`]).
+/// (`provided_by`) are read and judged in the same pipeline, never written (`provided`).
 pub async fn run<E>(
     vault: &Vault,
     gate: impl Future<Output = Result<Mounts, E>>,

@@ -1,6 +1,6 @@
 //! Secret specs: what must exist in Vault for an application, and how ESO consumes it.
 //!
-//! Loading has two phases, as in cargo-deny: [`load`] parses each TOML file keeping the span of
+//! Loading has two phases, as in cargo-deny: `load` parses each TOML file keeping the span of
 //! every key and value, then validates into the typed values below, collecting every problem with
 //! `file:line:col` before anything touches the network.
 

@@ -164,7 +164,7 @@ pub async fn connect(plan: &EnvPlan<'_>, req: &Request) -> Result<EsoCluster, (S
         })
 }
 
-/// Run `check` once; with a `deadline`, again every [`POLL`] while it fails or `waiting` says
+/// Run `check` once; with a `deadline`, again every `POLL` while it fails or `waiting` says
 /// time may help and time is left, telling `progress` how far (`how_far`). Returns the last
 /// result and whether the time ran out while still waiting.
 pub async fn poll<T, F: Future<Output = Result<T, KubeError>>>(
