@@ -213,15 +213,48 @@ fn set_detects_a_concurrent_change_between_read_and_write() {
 }
 
 /// Run `vault-seed set dev PAT.value` under a real pseudo-terminal (Python's pty module),
-/// answering with `interaction` (Python using `os.write(fd, ...)` and `wait_for(b"...")`).
+/// answering with `interaction` (Python using `os.write(fd, ...)` and `wait_for(b"...")`). Vault
+/// answers only once the interaction calls `vault_open.set()` (a relay in the script holds the
+/// connections until then), so input written before it is written before any prompt.
 /// Returns everything the terminal showed, and the exit code.
 fn set_on_a_terminal(bao: &OpenBao, dir: &Path, interaction: &str) -> (String, Option<i32>) {
     let script = r#"
-import os, pty, sys, select
+import os, pty, sys, select, socket, threading
 argv = sys.argv[1:]
+# vault-seed reaches Vault through a relay here that passes nothing on until the interaction
+# calls `vault_open.set()`: it reads Vault before its prompt, so what the interaction writes
+# before that is written before any prompt, however loaded the machine.
+real_host, real_port = os.environ["VAULT_ADDR"].split("//", 1)[1].rsplit(":", 1)
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(64)
+os.environ["VAULT_ADDR"] = "http://127.0.0.1:%d" % listener.getsockname()[1]
+vault_open = threading.Event()
+def pipe(a, b):
+    try:
+        while True:
+            data = a.recv(65536)
+            if not data:
+                break
+            b.sendall(data)
+    except OSError:
+        pass
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+def relay():
+    while True:
+        client, _ = listener.accept()
+        vault_open.wait()
+        server = socket.create_connection((real_host, int(real_port)))
+        for a, b in ((client, server), (server, client)):
+            threading.Thread(target=pipe, args=(a, b), daemon=True).start()
 pid, fd = pty.fork()
 if pid == 0:
     os.execv(argv[0], argv)
+threading.Thread(target=relay, daemon=True).start()
 out = b""
 def wait_for(pat):
     global out
@@ -278,9 +311,10 @@ fn set_reads_from_a_terminal_without_echo() {
         &bao,
         dir.path(),
         r#"
-# Typed before any prompt (vault-seed is still starting and reading Vault): discarded when
-# echo goes off, so it can never become the value.
+# Typed before any prompt (vault-seed is waiting for Vault, which answers only after): discarded
+# when echo goes off, so it can never become the value.
 os.write(fd, b"early-typeahead\n")
+vault_open.set()
 # Answer the moment each prompt shows, with a typo fixed by backspace.
 wait_for(b"value (hidden): ")
 os.write(fd, b"typed-secret-9f3X\x7fa\n")
@@ -306,6 +340,7 @@ fn ctrl_c_at_the_prompt_cancels_and_writes_nothing() {
         &bao,
         dir.path(),
         r#"
+vault_open.set()
 wait_for(b"value (hidden): ")
 os.write(fd, b"half-typed\x03")
 "#,
