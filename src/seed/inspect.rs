@@ -361,6 +361,7 @@ impl Inspection {
     fn finish(&mut self) {
         self.detail_index = HashMap::new();
         self.details.shrink_to_fit();
+        self.stamps.shrink_to_fit();
         self.fields.shrink_to_fit();
         self.paths.shrink_to_fit();
     }
