@@ -12,8 +12,8 @@ use toml_span::{de_helpers::TableHelper, ErrorKind, Span, Value};
 
 use super::diag::{is_unshowable, shown, Diagnostic, SourceFile, SHOWN_MAX};
 use super::{
-    backticked, few, Argocd, AuthRole, Environment, Eso, EsoAccess, Field, Provided, Secret,
-    SecretOverride, Spec, SpecSet, VaultTarget, Vso, ENV_PLACEHOLDER,
+    backticked, few, Argocd, AuthRole, Environment, Environments, Eso, EsoAccess, Field, Provided,
+    Secret, SecretOverride, Spec, SpecSet, VaultTarget, Vso, ENV_PLACEHOLDER,
 };
 use crate::generate::{Generator, Param, Params, Syntax, GENERATOR_NAMES};
 use crate::kv::KvVersion;
@@ -229,6 +229,8 @@ struct Cx<'a> {
 struct Shared {
     fields: HashSet<Arc<[Field]>>,
     names: HashSet<Arc<str>>,
+    eso: HashSet<Arc<Eso>>,
+    environments: HashSet<Environments>,
 }
 
 impl Cx<'_> {
@@ -240,6 +242,25 @@ impl Cx<'_> {
         let fields: Arc<[Field]> = fields.into();
         self.shared.fields.insert(Arc::clone(&fields));
         fields
+    }
+
+    /// `[eso]` as a shared value: the one already loaded when an earlier spec has the same.
+    fn shared_eso(&mut self, eso: Eso) -> Arc<Eso> {
+        if let Some(same) = self.shared.eso.get(&eso) {
+            return Arc::clone(same);
+        }
+        let eso = Arc::new(eso);
+        self.shared.eso.insert(Arc::clone(&eso));
+        eso
+    }
+
+    /// A spec's environments, shared with the earlier specs that have the same.
+    fn shared_environments(&mut self, environments: Environments) -> Environments {
+        if let Some(same) = self.shared.environments.get(&environments) {
+            return same.clone();
+        }
+        self.shared.environments.insert(environments.clone());
+        environments
     }
 
     /// A secret's name, shared with the earlier secrets of that name.
@@ -565,6 +586,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
         },
         None => Eso::default(),
     };
+    let eso = cx.shared_eso(eso);
     let argocd = th
         .take("argocd")
         .and_then(|(_, v)| parse_argocd(cx, v, &environments));
@@ -632,17 +654,18 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     if cx.diags.len() > errors_before {
         return None;
     }
+    let environments = environments
+        .into_iter()
+        .map(|(_, (mut e, ov))| {
+            e.overrides = ov.into_iter().map(|(n, (_, o))| (n, o)).collect();
+            e
+        })
+        .collect();
     Some(Spec {
         file: Arc::clone(&cx.src.path),
         name: name.into(),
         vault: vault.0,
-        environments: environments
-            .into_iter()
-            .map(|(_, (mut e, ov))| {
-                e.overrides = ov.into_iter().map(|(n, (_, o))| (n, o)).collect();
-                e
-            })
-            .collect(),
+        environments: cx.shared_environments(environments),
         eso,
         vso: vso.map(Box::new),
         argocd: argocd.map(Box::new),
@@ -1923,6 +1946,49 @@ mod plan_tests {
             ),
             ("specs/c.toml".into(), spec("c", "prod", "")),
         ]
+    }
+
+    /// Specs with the same `[eso]` share it, and the same environments share them; another
+    /// `[eso]` (here one more ExternalSecret) or other environments (here a namespace) are their
+    /// own, and each spec reads as it was written.
+    #[test]
+    fn an_eso_section_and_environments_repeated_across_specs_are_held_once() {
+        let spec = |app: &str, externals: &str, env: &str| {
+            format!(
+                "[vault]\nmount = \"secret\"\npath = \"{app}/{{env}}\"\n[environments.dev]\n{env}\n\
+                 [eso]\nnamespace = \"ask\"\nexternal_secrets = [{externals}]\npolicies = [\"eso\"]\n\
+                 auth_role = \"eso\"\naccess = [\"read\"]\n\
+                 [secrets.ONE]\ndescription = \"d\"\nfields.password = {{ generator = \"hex32\" }}\n"
+            )
+            .into_bytes()
+        };
+        let set = load_sources(
+            vec![
+                ("specs/a.toml".into(), spec("a", "\"es-a\"", "")),
+                ("specs/b.toml".into(), spec("b", "\"es-a\"", "")),
+                (
+                    "specs/c.toml".into(),
+                    spec("c", "\"es-a\", \"es-c\"", "kube_namespace = \"apps\""),
+                ),
+            ],
+            Vec::new(),
+        )
+        .unwrap();
+        let [a, b, c] = [0, 1, 2].map(|i| &set.specs[i]);
+        assert!(Arc::ptr_eq(&a.eso, &b.eso));
+        assert!(!Arc::ptr_eq(&a.eso, &c.eso));
+        assert_eq!(a.eso.external_secrets, ["es-a"]);
+        assert_eq!(c.eso.external_secrets, ["es-a", "es-c"]);
+        assert_eq!(c.eso.namespace.as_deref(), Some("ask"));
+        assert_eq!(
+            c.eso.auth_role.as_ref().map(|r| r.name.as_str()),
+            Some("eso")
+        );
+        assert!(c.eso.access.read && !c.eso.access.push);
+        assert!(Arc::ptr_eq(&a.environments.0, &b.environments.0));
+        assert!(!Arc::ptr_eq(&a.environments.0, &c.environments.0));
+        let namespace = |s: &Spec| s.environments.get("dev").unwrap().kube_namespace.clone();
+        assert_eq!((namespace(a), namespace(c)), (None, Some("apps".into())));
     }
 
     /// Secrets of different specs with the same name or the same fields share them: held
