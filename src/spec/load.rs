@@ -3,7 +3,9 @@
 //! The TOML is walked by hand over `toml_span` values so that every problem of every file is
 //! collected, each with the span of the key or value at fault, before anything is returned.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::Hash;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -221,10 +223,10 @@ struct Cx<'a> {
     shared: &'a mut Shared,
 }
 
-/// The distinct secret names and lists of fields of the specs loaded so far, each held once. A
-/// platform's applications repeat them (`DB_PASSWORD`; `password` by `hex32`, `value` by
-/// `placeholder`, ...): shared, a secret's name and fields cost two pointers, not three
-/// allocations (at 100,000 paths, about 15 MB less held through a run).
+/// The distinct secret names and lists of fields, `[eso]` sections and environments of the specs
+/// loaded so far, each held once. A platform's applications repeat them (`DB_PASSWORD`;
+/// `password` by `hex32`, `value` by `placeholder`, ...): shared, a secret's name and fields cost
+/// two pointers, not three allocations (at 100,000 paths, about 15 MB less held through a run).
 #[derive(Default)]
 struct Shared {
     fields: HashSet<Arc<[Field]>>,
@@ -233,44 +235,39 @@ struct Shared {
     environments: HashSet<Environments>,
 }
 
+/// The value in `set` equal to `key` (what an earlier spec loaded), else `make(key)`'s, added.
+fn interned<K, T>(set: &mut HashSet<T>, key: &K, make: impl FnOnce(&K) -> T) -> T
+where
+    K: ?Sized + Hash + Eq,
+    T: Borrow<K> + Hash + Eq + Clone,
+{
+    if let Some(same) = set.get(key) {
+        return same.clone();
+    }
+    let made = make(key);
+    set.insert(made.clone());
+    made
+}
+
 impl Cx<'_> {
     /// `fields` as a shared list: the one already loaded when an earlier secret has the same.
     fn shared(&mut self, fields: Vec<Field>) -> Arc<[Field]> {
-        if let Some(same) = self.shared.fields.get(&fields[..]) {
-            return Arc::clone(same);
-        }
-        let fields: Arc<[Field]> = fields.into();
-        self.shared.fields.insert(Arc::clone(&fields));
-        fields
+        interned(&mut self.shared.fields, &fields[..], |f| Arc::from(f))
     }
 
     /// `[eso]` as a shared value: the one already loaded when an earlier spec has the same.
     fn shared_eso(&mut self, eso: Eso) -> Arc<Eso> {
-        if let Some(same) = self.shared.eso.get(&eso) {
-            return Arc::clone(same);
-        }
-        let eso = Arc::new(eso);
-        self.shared.eso.insert(Arc::clone(&eso));
-        eso
+        interned(&mut self.shared.eso, &eso, |e| Arc::new(e.clone()))
     }
 
     /// A spec's environments, shared with the earlier specs that have the same.
     fn shared_environments(&mut self, environments: Environments) -> Environments {
-        if let Some(same) = self.shared.environments.get(&environments) {
-            return same.clone();
-        }
-        self.shared.environments.insert(environments.clone());
-        environments
+        interned(&mut self.shared.environments, &environments, Clone::clone)
     }
 
     /// A secret's name, shared with the earlier secrets of that name.
     fn name(&mut self, name: &str) -> Arc<str> {
-        if let Some(same) = self.shared.names.get(name) {
-            return Arc::clone(same);
-        }
-        let name: Arc<str> = name.into();
-        self.shared.names.insert(Arc::clone(&name));
-        name
+        interned(&mut self.shared.names, name, |n| Arc::from(n))
     }
 
     fn err(&mut self, span: Span, msg: impl Into<String>, help: Option<String>) {
