@@ -20,6 +20,7 @@ pub mod report;
 pub mod run;
 pub mod seed;
 pub mod spec;
+pub mod stop;
 mod suggest;
 pub mod vault;
 pub mod verify;

@@ -8,6 +8,7 @@ use crate::cli::{ApplyArgs, GlobalArgs};
 use crate::mounts::{self, MountTrust};
 use crate::report::{self, seeding::SeedReport};
 use crate::seed;
+use crate::stop;
 
 use super::session::Session;
 use super::Failure;
@@ -52,8 +53,11 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Result<SeedRe
             // The token check and the mount detection go out together (`Session::checked`); the
             // engine sends no LIST, read or write before both are in and good. A stop signal is
             // handled from then on: before, nothing was sent that needs finishing.
+            // From then on until the engine ends, the signal is the engine's (`stop::graceful`);
+            // before and after, a signal revokes a login token and ends the run.
+            let graceful = std::cell::RefCell::new(None);
             let gate = {
-                let (session, cancel) = (&session, cancel.clone());
+                let (session, cancel, graceful) = (&session, cancel.clone(), &graceful);
                 async move {
                     let detected = session
                         .checked(mounts::detect(
@@ -62,14 +66,13 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Result<SeedRe
                             MountTrust::Write { assumed: &assumed },
                         ))
                         .await?;
-                    tokio::spawn(async move {
-                        if let Some(signal) = super::stop_signal().await {
-                            cancel.store(true, Ordering::SeqCst);
-                            report::say(&format!(
-                                "{signal}: finishing requests in flight, starting no new ones"
-                            ));
-                        }
-                    });
+                    *graceful.borrow_mut() = Some(stop::graceful(move |signal| {
+                        cancel.store(true, Ordering::SeqCst);
+                        report::say(&format!(
+                            "{}: finishing requests in flight, starting no new ones",
+                            signal.describe()
+                        ));
+                    }));
                     Ok::<_, Failure>(detected)
                 }
             };
@@ -78,7 +81,9 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Result<SeedRe
                 let bar = bar.clone();
                 move || bar.inc(1)
             };
-            let run = seed::run(vault, gate, &session.targets, &opts, cancel, &tick, sink).await?;
+            let run = seed::run(vault, gate, &session.targets, &opts, cancel, &tick, sink).await;
+            drop(graceful.take());
+            let run = run?;
             bar.finish_and_clear();
             tracing::info!(requests = vault.requests(), "requests sent to Vault");
             Ok(run)

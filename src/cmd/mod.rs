@@ -78,29 +78,3 @@ pub(crate) fn runtime() -> Result<std::rc::Rc<tokio::runtime::Runtime>, Failure>
         Ok(cell.get_or_init(|| std::rc::Rc::new(r)).clone())
     })
 }
-
-/// Wait for a request to stop: SIGINT (Ctrl-C), SIGTERM (`kill`, a Job's deadline, a pod's
-/// deletion) or SIGHUP (the terminal went away). All three are handled alike: no new work
-/// starts, requests in flight finish (a created path's custom_metadata write included), the
-/// report is printed and the exit code is 1. `None` when no handler could be installed.
-pub(crate) async fn stop_signal() -> Option<&'static str> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut hup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) else {
-            return tokio::signal::ctrl_c().await.ok().map(|()| "interrupted");
-        };
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.ok().map(|()| "interrupted"),
-            _ = term.recv() => Some("terminated (SIGTERM)"),
-            _ = hup.recv() => Some("hung up (SIGHUP)"),
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await.ok().map(|()| "interrupted")
-    }
-}

@@ -22,6 +22,8 @@ const MAX_ANSWER: usize = 64 * 1024;
 pub(super) struct HiddenTty {
     tty: File,
     saved: Termios,
+    /// A stop signal puts the settings back too, before the run ends ([`crate::stop`]).
+    _on_stop: Option<crate::stop::Registered>,
 }
 
 impl HiddenTty {
@@ -36,8 +38,18 @@ impl HiddenTty {
         quiet.special_codes[SpecialCodeIndex::VMIN] = 1;
         quiet.special_codes[SpecialCodeIndex::VTIME] = 0;
         // `Flush`: the change waits for pending output and drops input not yet read.
+        let on_stop = tty.try_clone().ok().map(|again| {
+            let saved = saved.clone();
+            crate::stop::on_stop(move || {
+                let _ = termios::tcsetattr(&again, OptionalActions::Now, &saved);
+            })
+        });
         termios::tcsetattr(&tty, OptionalActions::Flush, &quiet)?;
-        Ok(HiddenTty { tty, saved })
+        Ok(HiddenTty {
+            tty,
+            saved,
+            _on_stop: on_stop,
+        })
     }
 
     /// Print `prompt`, read one line without echo. Backspace and Ctrl-U edit; Ctrl-C cancels

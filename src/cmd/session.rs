@@ -41,10 +41,11 @@ pub(crate) struct Session {
 }
 
 /// Log in by `method` (one request, before any other) and put the token into `settings`; the
-/// returned [`Revoker`] revokes it when dropped, unless `--keep-token`. Also returns the client
-/// for the session: the login's, with the new token, so that the requests after the login reuse
-/// its connection (the command's runtime is the login's: [`super::runtime`]). A failure is exit 2
-/// when nothing was sent (options, credential files), else 1.
+/// returned [`Revoker`] revokes it when dropped or when a stop signal ends the run, unless
+/// `--keep-token`. Also returns the client for the session: the login's, with the new token, so
+/// that the requests after the login reuse its connection (the command's runtime is the
+/// login's: [`super::runtime`]). A failure is exit 2 when nothing was sent (options, credential
+/// files), else 1; a token Vault issued is revoked whichever way this ends.
 fn log_in(
     g: &GlobalArgs,
     method: &Method,
@@ -53,14 +54,58 @@ fn log_in(
     let usage = |e| Failure::from(e).exit(Exit::Usage);
     let credentials = method.credentials()?;
     let anonymous = Vault::new(settings).map_err(usage)?;
-    let logged_in = super::runtime()?.block_on(login::login(&anonymous, &credentials))?;
+    let runtime = super::runtime()?;
+    let revoker = Revoker::before_login(g.auth.keep_token);
+    let logged_in = match runtime.block_on(login::login(&anonymous, &credentials)) {
+        Ok(l) => l,
+        Err(mut e) => {
+            if let Some(issued) = e.take_issued() {
+                let accessor = issued.accessor.as_deref();
+                match issued.token {
+                    Some(token) => {
+                        settings.token = token;
+                        hand_over(&revoker, settings, accessor, issued.ttl);
+                    }
+                    None => revoker.unrevocable(
+                        accessor,
+                        issued.ttl,
+                        "its answer could not be read".into(),
+                    ),
+                }
+            }
+            return Err(e.into());
+        }
+    };
     settings.token = logged_in.token.clone();
     settings.token_source = logged_in.source.clone();
-    let own = Vault::new(settings).map_err(usage)?;
+    if !hand_over(&revoker, settings, Some(&logged_in.accessor), logged_in.ttl) {
+        // The token cannot go in a request (the same check made the revoker's client fail).
+        let e = Vault::new(settings).err();
+        return Err(e.map_or_else(
+            || Failure::new("the login token cannot be used"),
+            Failure::from,
+        ));
+    }
     let session = anonymous
         .with_token(&settings.token, settings.namespace.as_deref())
         .map_err(usage)?;
-    Ok((Revoker::new(own, &logged_in, g.auth.keep_token), session))
+    Ok((revoker, session))
+}
+
+/// Give `revoker` a client of its own that carries the token in `settings`; when none can be
+/// made (a token that cannot go in a request), the token cannot be revoked and is said to be
+/// alive. Whether the client was made.
+fn hand_over(revoker: &Revoker, settings: &Settings, accessor: Option<&str>, ttl: u64) -> bool {
+    match Vault::new(settings) {
+        Ok(own) => {
+            revoker.hold(own, accessor.unwrap_or("unknown"), ttl);
+            true
+        }
+        Err(e) => {
+            revoker.unrevocable(accessor, ttl, format!("it cannot be sent: {e}"));
+            false
+        }
+    }
 }
 
 impl Session {

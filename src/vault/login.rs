@@ -20,6 +20,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use secrecy::{ExposeSecret, SecretString};
@@ -184,6 +185,16 @@ pub enum LoginError {
         /// The failure.
         error: VaultError,
     },
+    /// Vault answered the login, but not so that vault-seed can use the answer: a token may
+    /// have been issued ([`Issued`]: revoke it, or say that it may be alive).
+    Unusable {
+        /// The login, named: method, mount and role.
+        what: String,
+        /// What is wrong with the answer.
+        error: Box<VaultError>,
+        /// What the answer said of its token.
+        issued: Box<Issued>,
+    },
 }
 
 impl fmt::Display for LoginError {
@@ -206,6 +217,7 @@ impl fmt::Display for LoginError {
                 }
             }
             LoginError::Vault { what, error } => write!(f, "{what} failed: {error}"),
+            LoginError::Unusable { what, error, .. } => write!(f, "{what} failed: {error}"),
         }
     }
 }
@@ -218,6 +230,22 @@ impl LoginError {
             | LoginError::Credentials { help, .. }
             | LoginError::Refused { help, .. } => Some(help.clone()),
             LoginError::Vault { error, .. } => error.help(),
+            LoginError::Unusable { error, .. } => error.help(),
+        }
+    }
+
+    /// What the answer said of the token it issued, when the answer could not be used.
+    pub fn take_issued(&mut self) -> Option<Issued> {
+        match self {
+            LoginError::Unusable { issued, .. } => Some(*std::mem::replace(
+                issued,
+                Box::new(Issued {
+                    token: None,
+                    accessor: None,
+                    ttl: 0,
+                }),
+            )),
+            _ => None,
         }
     }
 
@@ -613,11 +641,16 @@ pub async fn login(vault: &Vault, credentials: &Credentials) -> Result<LoggedIn,
     }
     // The body holds the token: parsed straight into a SecretString, then wiped.
     let body = zeroize::Zeroizing::new(answer.body);
-    let auth = decode::<Envelope>(&body, "POST", &path)
-        .map_err(|error| LoginError::Vault {
+    let unusable = |error: VaultError| {
+        let issued = Box::new(issued_in(&body));
+        LoginError::Unusable {
             what: what.clone(),
-            error,
-        })?
+            error: Box::new(error),
+            issued,
+        }
+    };
+    let auth = decode::<Envelope>(&body, "POST", &path)
+        .map_err(unusable)?
         .auth
         .ok_or_else(|| LoginError::Vault {
             what: what.clone(),
@@ -638,14 +671,60 @@ pub async fn login(vault: &Vault, credentials: &Credentials) -> Result<LoggedIn,
         });
     }
     crate::redact::register(&auth.client_token);
-    tracing::info!(accessor = %auth.accessor, policies = ?auth.policies, ttl = auth.lease_duration, "logged in: {what}");
+    let accessor = shown_accessor(&auth.accessor, Some(&auth.client_token));
+    tracing::info!(accessor = %accessor, policies = ?auth.policies.iter().map(|p| crate::redact::redact(p)).collect::<Vec<_>>(), ttl = auth.lease_duration, "logged in: {what}");
     Ok(LoggedIn {
         token: auth.client_token,
-        accessor: auth.accessor,
+        accessor,
         policies: auth.policies,
         ttl: auth.lease_duration,
         source: what,
     })
+}
+
+/// What can be read of the token in a login's answer that could not be read whole: the token
+/// (registered for redaction), its accessor and time to live, each when it is there in its type.
+fn issued_in(body: &[u8]) -> Issued {
+    #[derive(Deserialize)]
+    struct Envelope {
+        auth: Option<Part>,
+    }
+    #[derive(Deserialize)]
+    struct Part {
+        #[serde(default)]
+        client_token: Option<SecretString>,
+        #[serde(default)]
+        accessor: Option<serde_json::Value>,
+        #[serde(default)]
+        lease_duration: Option<serde_json::Value>,
+    }
+    let Some(part) = serde_json::from_slice::<Envelope>(body)
+        .ok()
+        .and_then(|e| e.auth)
+    else {
+        return Issued {
+            token: None,
+            accessor: None,
+            ttl: 0,
+        };
+    };
+    let token = part.client_token.filter(|t| !t.expose_secret().is_empty());
+    if let Some(t) = &token {
+        crate::redact::register(t);
+    }
+    Issued {
+        accessor: part
+            .accessor
+            .as_ref()
+            .and_then(|a| a.as_str())
+            .map(|a| shown_accessor(a, token.as_ref())),
+        ttl: part
+            .lease_duration
+            .as_ref()
+            .and_then(|d| d.as_u64())
+            .unwrap_or(0),
+        token,
+    }
 }
 
 /// What to do about a refused login, from Vault's reason. The reasons are OpenBao's own words
@@ -842,70 +921,235 @@ impl Vault {
     }
 }
 
-/// Revokes a logged-in token when dropped (at the end of the command, whichever way it ends),
-/// unless it is kept (`--keep-token`). Holds its own client with the token, used only in the
-/// short runtime it starts: dropped outside of any runtime or inside one, it works the same.
+/// Revokes a logged-in token at the end of the command, whichever way it ends (an error, a
+/// panic that unwinds, a stop signal: [`crate::stop`]), unless it is kept (`--keep-token`).
+///
+/// Made before the login is sent: a stop signal while the login is out waits (boundedly) for
+/// its answer, so that a token Vault issues just then is revoked too. The token is revoked with
+/// a client of its own, in a short runtime on a thread of its own: from the end of the command
+/// (inside or outside a runtime) and from the signal's thread alike. Whichever of the two comes
+/// first revokes; the other waits for it.
 pub struct Revoker {
-    vault: Option<Vault>,
-    accessor: String,
-    ttl: u64,
+    shared: Arc<Shared>,
     keep: bool,
+    _on_stop: Option<crate::stop::Registered>,
+}
+
+struct Shared {
+    held: Mutex<Held>,
+    changed: Condvar,
+}
+
+/// Where the login's token stands.
+enum Held {
+    /// The login is out: a token may come.
+    Pending,
+    /// A token to revoke with `vault`, a client that carries it.
+    Token {
+        vault: Box<Vault>,
+        accessor: String,
+        ttl: u64,
+    },
+    /// Vault issued a token that vault-seed cannot send, or answered so that its token cannot
+    /// be read: it may be alive, and all vault-seed can do is say so.
+    Unrevocable {
+        accessor: Option<String>,
+        ttl: u64,
+        why: String,
+    },
+    /// Being revoked, or said, by the other side.
+    Settling,
+    /// Nothing (more) to do.
+    Done,
+}
+
+/// What Vault's answer to a login said of the token it issued, when vault-seed could not use
+/// that answer ([`LoginError::Unusable`]). Not `Debug` beyond what may be shown.
+pub struct Issued {
+    /// The token, when its text could be read from the answer.
+    pub token: Option<SecretString>,
+    /// Its accessor, as shown ([`shown_accessor`]).
+    pub accessor: Option<String>,
+    /// Its time to live, in seconds (0: unknown or none).
+    pub ttl: u64,
+}
+
+impl fmt::Debug for Issued {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Issued")
+            .field("token", &self.token.as_ref().map(|_| "[redacted]"))
+            .field("accessor", &self.accessor)
+            .field("ttl", &self.ttl)
+            .finish()
+    }
 }
 
 impl Revoker {
-    /// A revoker for the token `vault` holds.
-    pub fn new(vault: Vault, logged_in: &LoggedIn, keep: bool) -> Revoker {
+    /// A revoker for the login about to be sent.
+    pub fn before_login(keep: bool) -> Revoker {
+        let shared = Arc::new(Shared {
+            held: Mutex::new(Held::Pending),
+            changed: Condvar::new(),
+        });
+        let on_stop = (!keep).then(|| {
+            let shared = shared.clone();
+            crate::stop::on_stop(move || settle(&shared, false, true))
+        });
         Revoker {
-            vault: Some(vault),
-            accessor: logged_in.accessor.clone(),
-            ttl: logged_in.ttl,
+            shared,
             keep,
+            _on_stop: on_stop,
         }
+    }
+
+    /// The login's token, revoked with `vault`, a client of its own that carries it.
+    pub fn hold(&self, vault: Vault, accessor: &str, ttl: u64) {
+        self.set(Held::Token {
+            vault: Box::new(vault),
+            accessor: accessor.to_string(),
+            ttl,
+        });
+    }
+
+    /// Vault issued a token that cannot be revoked (`why`): said at the end, with how to find
+    /// and revoke it.
+    pub fn unrevocable(&self, accessor: Option<&str>, ttl: u64, why: String) {
+        self.set(Held::Unrevocable {
+            accessor: accessor.map(str::to_string),
+            ttl,
+            why,
+        });
+    }
+
+    fn set(&self, to: Held) {
+        let mut held = lock(&self.shared);
+        *held = to;
+        self.shared.changed.notify_all();
     }
 }
 
 impl Drop for Revoker {
     fn drop(&mut self) {
-        let Some(vault) = self.vault.take() else {
-            return;
-        };
-        let expires = if self.ttl > 0 {
-            format!("it expires by itself in {} s", self.ttl)
-        } else {
-            "it has no time to live: revoke it by hand".to_string()
-        };
-        if self.keep {
-            eprintln!(
-                "note: the login token is kept (--keep-token): accessor `{}`; {expires}",
-                self.accessor
-            );
-            return;
-        }
-        // A thread of its own: a runtime cannot be started on a thread that runs one.
-        let outcome = std::thread::scope(|s| {
-            s.spawn(|| {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| e.to_string())?;
-                runtime.block_on(async {
-                    match tokio::time::timeout(REVOKE_WITHIN, vault.revoke_self()).await {
-                        Ok(r) => r.map_err(|e| e.to_string()),
-                        Err(_) => Err(format!("no answer within {}s", REVOKE_WITHIN.as_secs())),
-                    }
-                })
-            })
-            .join()
-            .unwrap_or_else(|_| Err("the revoking thread panicked".into()))
-        });
-        match outcome {
-            Ok(()) => tracing::info!(accessor = %self.accessor, "login token revoked"),
-            Err(e) => eprintln!(
-                "warning: could not revoke the login token (accessor `{}`): {e}; {expires}",
-                self.accessor
-            ),
-        }
+        settle(&self.shared, self.keep, false);
     }
+}
+
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Held> {
+    shared.held.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Revoke the token, or say that it is kept or may be alive, once: the first caller does it,
+/// a caller that comes while it runs waits for it (boundedly). `wait_for_login`: a login still
+/// out is waited for (a stop signal's caller); else a login still out never issued a token.
+fn settle(shared: &Shared, keep: bool, wait_for_login: bool) {
+    let deadline = std::time::Instant::now() + REVOKE_WITHIN + Duration::from_secs(1);
+    let mut held = lock(shared);
+    loop {
+        match &*held {
+            Held::Pending if wait_for_login => {}
+            Held::Pending => {
+                *held = Held::Done;
+                return;
+            }
+            Held::Settling => {}
+            Held::Done => return,
+            Held::Token { .. } | Held::Unrevocable { .. } => break,
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            if matches!(*held, Held::Pending) {
+                crate::report::say(&format!(
+                    "warning: the login was still unanswered: if Vault issued a token, it is alive; {}",
+                    find_it(None)
+                ));
+            }
+            return;
+        }
+        held = shared
+            .changed
+            .wait_timeout(held, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+    let taken = std::mem::replace(&mut *held, Held::Settling);
+    drop(held);
+    match taken {
+        Held::Token {
+            vault,
+            accessor,
+            ttl,
+        } => {
+            if keep {
+                crate::report::say(&format!(
+                    "note: the login token is kept (--keep-token): accessor `{accessor}`; {}",
+                    expires(ttl)
+                ));
+            } else {
+                match revoke(*vault) {
+                    Ok(()) => tracing::info!(accessor = %accessor, "login token revoked"),
+                    Err(e) => crate::report::say(&format!(
+                        "warning: could not revoke the login token (accessor `{accessor}`): {e}; {}",
+                        expires(ttl)
+                    )),
+                }
+            }
+        }
+        Held::Unrevocable { accessor, ttl, why } => crate::report::say(&format!(
+            "warning: Vault issued a login token that vault-seed could not use ({why}): it may be alive; {}{}",
+            find_it(accessor.as_deref()),
+            if ttl > 0 { format!(" (it expires by itself in {ttl} s)") } else { String::new() }
+        )),
+        _ => {}
+    }
+    *lock(shared) = Held::Done;
+    shared.changed.notify_all();
+}
+
+/// How a token's end comes, for a message.
+fn expires(ttl: u64) -> String {
+    if ttl > 0 {
+        format!("it expires by itself in {ttl} s")
+    } else {
+        "it has no time to live: revoke it by hand".to_string()
+    }
+}
+
+/// How to find and revoke a token vault-seed could not revoke.
+fn find_it(accessor: Option<&str>) -> String {
+    match accessor {
+        Some(a) => format!("revoke it with `bao token revoke -accessor {a}`"),
+        None => "find it with `bao list auth/token/accessors` and `bao token lookup -accessor ACCESSOR` (its `display_name` names the auth method), then `bao token revoke -accessor ACCESSOR`".to_string(),
+    }
+}
+
+/// Revoke `vault`'s token, within [`REVOKE_WITHIN`], in a runtime of its own on a thread of its
+/// own (a runtime cannot be started on a thread that runs one).
+fn revoke(vault: Vault) -> Result<(), String> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            runtime.block_on(async {
+                match tokio::time::timeout(REVOKE_WITHIN, vault.revoke_self()).await {
+                    Ok(r) => r.map_err(|e| e.to_string()),
+                    Err(_) => Err(format!("no answer within {}s", REVOKE_WITHIN.as_secs())),
+                }
+            })
+        })
+        .join()
+        .unwrap_or_else(|_| Err("the revoking thread panicked".into()))
+    })
+}
+
+/// A server's accessor as it may be shown: never the token itself, cleaned and capped like all
+/// server text ([`crate::redact::redact`]).
+pub fn shown_accessor(accessor: &str, token: Option<&SecretString>) -> String {
+    if token.is_some_and(|t| t.expose_secret() == accessor) {
+        return "(not shown: Vault gave the token itself as its accessor)".to_string();
+    }
+    crate::redact::redact(accessor)
 }
 
 #[cfg(test)]

@@ -946,3 +946,298 @@ fn logs_in_and_seeds_with_no_home_on_a_read_only_root() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     has(&text(&out.stderr), "error: no Vault token");
 }
+
+/// Holds every request whose line starts with `prefix` until [`Hold::release`]: a run stopped
+/// on cue, mid-way, with its login done.
+struct Hold {
+    prefix: String,
+    /// (requests held now, released)
+    state: Mutex<(u32, bool)>,
+    changed: std::sync::Condvar,
+}
+
+impl Hold {
+    fn new(prefix: &str) -> Arc<Hold> {
+        Arc::new(Hold {
+            prefix: prefix.to_string(),
+            state: Mutex::new((0, false)),
+            changed: std::sync::Condvar::new(),
+        })
+    }
+
+    fn proxy(self: &Arc<Self>, bao: &OpenBao) -> FaultProxy {
+        let hold = self.clone();
+        FaultProxy::with_hook(
+            &bao.addr,
+            Arc::new(move |chunk: &[u8]| {
+                if chunk.starts_with(hold.prefix.as_bytes()) {
+                    let mut st = hold.state.lock().unwrap();
+                    if !st.1 {
+                        st.0 += 1;
+                        hold.changed.notify_all();
+                        st = hold.changed.wait_while(st, |st| !st.1).unwrap();
+                        st.0 -= 1;
+                    }
+                }
+                Verdict::Forward
+            }),
+        )
+    }
+
+    fn wait_until_holding(&self) {
+        let st = self.state.lock().unwrap();
+        let (_held, timeout) = self
+            .changed
+            .wait_timeout_while(st, std::time::Duration::from_secs(60), |st| st.0 == 0)
+            .unwrap();
+        assert!(!timeout.timed_out(), "no `{}` request came", self.prefix);
+    }
+
+    fn release(&self) {
+        self.state.lock().unwrap().1 = true;
+        self.changed.notify_all();
+    }
+}
+
+/// Send `signal` (`TERM`, `INT`, `HUP`) to `pid` with the shell's `kill`.
+fn kill(pid: u32, signal: &str) {
+    assert!(std::process::Command::new("sh")
+        .args(["-c", &format!("kill -{signal} {pid}")])
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// Wait for `child` for at most a minute; its output.
+fn wait_bounded(child: std::process::Child) -> Output {
+    let pid = child.id();
+    let (done, waited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output().unwrap());
+    });
+    waited
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| {
+            kill(pid, "KILL");
+            panic!("vault-seed did not end within a minute of the signal")
+        })
+}
+
+const STOP_SIGNALS: [(&str, i32); 3] = [("TERM", 143), ("INT", 130), ("HUP", 129)];
+
+/// Every command that logs in, stopped by each stop signal while a request after its login is
+/// out: the login token is revoked (the token accessors are those from before the run, and the
+/// token sent is dead), and the run ends with the shell's code for the signal.
+#[test]
+fn a_stop_signal_revokes_the_login_token_of_every_command_that_logs_in() {
+    let bao = OpenBao::dev();
+    let (role_id, secret_id) = approle(&bao, None, "approle");
+    let dir = tempfile::tempdir().unwrap();
+    let role_file = write(dir.path(), "role-id", &role_id);
+    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    let login = |addr: &str| {
+        Run::home(dir.path())
+            .addr(addr)
+            .real_specs()
+            .env("VAULT_SEED_AUTH", "approle")
+            .env("VAULT_SEED_ROLE_ID_FILE", &role_file)
+            .env("VAULT_SEED_SECRET_ID_FILE", &secret_file)
+    };
+    // The values are there, so that set and rotate get as far as they go.
+    login(&bao.addr)
+        .args(["apply", "auh1-dev"])
+        .output()
+        .expect_code(0);
+    let commands: [&[&str]; 5] = [
+        &["plan", "auh1-dev"],
+        &["apply", "auh1-dev"],
+        &["verify", "auh1-dev", "--skip-kube"],
+        &["set", "auh1-dev", "IAM_SERVICE__PAT", "--force"],
+        &["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--yes"],
+    ];
+    for args in commands {
+        for (signal, code) in STOP_SIGNALS {
+            let before = accessors(&bao);
+            // The token check is the first request after the login, in every command.
+            let hold = Hold::new("GET /v1/auth/token/lookup-self");
+            let proxy = hold.proxy(&bao);
+            let child = login(&proxy.addr).args(args).spawn();
+            hold.wait_until_holding();
+            assert_eq!(
+                accessors(&bao).len(),
+                before.len() + 1,
+                "{args:?}: logged in"
+            );
+            kill(child.id(), signal);
+            let out = wait_bounded(child);
+            hold.release();
+            let err = text(&out.stderr);
+            assert_eq!(
+                accessors(&bao),
+                before,
+                "{args:?} {signal}: the login token outlived the run: {err}"
+            );
+            assert_eq!(out.status.code(), Some(code), "{args:?} {signal}: {err}");
+        }
+    }
+}
+
+/// The cases, where each command waits: `set` reading the value from stdin, `verify
+/// --wait` waiting for the cluster, `apply` mid-way through its writes (it stops by itself:
+/// the requests in flight finish, the report says what was skipped, exit 1). Each logs in,
+/// each signal ends it with the login token revoked.
+#[test]
+fn a_stop_signal_while_a_command_waits_revokes_its_login_token() {
+    let bao = OpenBao::dev();
+    let (role_id, secret_id) = approle(&bao, None, "approle");
+    let dir = tempfile::tempdir().unwrap();
+    let role_file = write(dir.path(), "role-id", &role_id);
+    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    let login = |addr: &str| {
+        Run::home(dir.path())
+            .addr(addr)
+            .real_specs()
+            .env("VAULT_SEED_AUTH", "approle")
+            .env("VAULT_SEED_ROLE_ID_FILE", &role_file)
+            .env("VAULT_SEED_SECRET_ID_FILE", &secret_file)
+    };
+    for (signal, code) in STOP_SIGNALS {
+        // apply, held at its first write: it finishes what is in flight and ends with exit 1.
+        // Each round starts from an empty folder, so that apply has writes to make.
+        wipe(&bao);
+        let before = accessors(&bao);
+        let hold = Hold::new("POST /v1/secret/data/");
+        let proxy = hold.proxy(&bao);
+        let child = login(&proxy.addr)
+            .args(["apply", "auh1-dev", "--concurrency", "1"])
+            .spawn();
+        hold.wait_until_holding();
+        kill(child.id(), signal);
+        // The engine says it stops before the held write is let go.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        hold.release();
+        let out = wait_bounded(child);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "apply {signal}: {err}");
+        has(&err, "finishing requests in flight");
+        assert_eq!(accessors(&bao), before, "apply {signal}: {err}");
+
+        // set, waiting for its value on stdin (the pipe stays open, nothing comes), once a
+        // re-run has finished the writes.
+        login(&bao.addr)
+            .args(["apply", "auh1-dev"])
+            .output()
+            .expect_code(0);
+        let before = accessors(&bao);
+        let mut child = login(&bao.addr)
+            .args(["set", "auh1-dev", "IAM_SERVICE__PAT", "--force"])
+            .spawn();
+        let stdin = child.stdin.take();
+        let stderr = child.stderr.take().unwrap();
+        let (said, reading) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut lines = Vec::new();
+            for line in std::io::BufReader::new(stderr).lines() {
+                let line = line.unwrap_or_default();
+                if line.contains("from stdin") {
+                    let _ = said.send(None);
+                }
+                lines.push(line);
+            }
+            let _ = said.send(Some(lines.join("\n")));
+        });
+        let first = reading
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap();
+        assert!(first.is_none(), "set ended before reading stdin: {first:?}");
+        kill(child.id(), signal);
+        let out = wait_bounded(child);
+        let err = loop {
+            match reading
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .unwrap()
+            {
+                Some(all) => break all,
+                None => continue,
+            }
+        };
+        drop(stdin);
+        assert_eq!(accessors(&bao), before, "set {signal}: {err}");
+        assert_eq!(out.status.code(), Some(code), "set {signal}: {err}");
+    }
+}
+
+/// Delete every secret of the spec's folder, all versions.
+fn wipe(bao: &OpenBao) {
+    let (status, body) = bao.api("LIST", &format!("secret/metadata/{FOLDER}"), None);
+    if status == 404 {
+        return;
+    }
+    ok(status, &body, "list the folder");
+    for key in body["data"]["keys"].as_array().unwrap() {
+        let path = format!("secret/metadata/{FOLDER}/{}", key.as_str().unwrap());
+        let (status, body) = bao.api("DELETE", &path, None);
+        ok(status, &body, &path);
+    }
+}
+
+/// `verify --wait` waiting for an ExternalSecret that is not Ready, stopped by each signal
+/// (the probe's case: the PostSync Job's deadline): the login token is revoked.
+#[test]
+fn a_stop_signal_while_verify_waits_for_the_cluster_revokes_its_login_token() {
+    let bao = OpenBao::dev();
+    let (role_id, secret_id) = approle(&bao, None, "approle");
+    let dir = tempfile::tempdir().unwrap();
+    let role_file = write(dir.path(), "role-id", &role_id);
+    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    let kube = FakeKube::start();
+    kube.put(fake_kube::real_spec_store());
+    for name in ["core-service-secret", "zitadel-secret"] {
+        kube.put(fake_kube::real_spec_external_secret(name).sync_error("2030-01-01T00:00:00Z"));
+    }
+    for (signal, code) in STOP_SIGNALS {
+        let before = accessors(&bao);
+        let mut child = Run::home(dir.path())
+            .addr(&bao.addr)
+            .real_specs()
+            .env("VAULT_SEED_AUTH", "approle")
+            .env("VAULT_SEED_ROLE_ID_FILE", &role_file)
+            .env("VAULT_SEED_SECRET_ID_FILE", &secret_file)
+            .args(["verify", "auh1-dev", "--only", "kube", "--wait", "60s"])
+            .arg("--kubeconfig")
+            .arg(kube.kubeconfig())
+            .spawn();
+        let stderr = child.stderr.take().unwrap();
+        let (said, reading) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut lines = Vec::new();
+            for line in std::io::BufReader::new(stderr).lines() {
+                let line = line.unwrap_or_default();
+                if line.contains("waiting") {
+                    let _ = said.send(None);
+                }
+                lines.push(line);
+            }
+            let _ = said.send(Some(lines.join("\n")));
+        });
+        let first = reading
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap();
+        assert!(first.is_none(), "verify did not wait: {first:?}");
+        kill(child.id(), signal);
+        let out = wait_bounded(child);
+        let err = loop {
+            match reading
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .unwrap()
+            {
+                Some(all) => break all,
+                None => continue,
+            }
+        };
+        assert_eq!(accessors(&bao), before, "verify {signal}: {err}");
+        assert_eq!(out.status.code(), Some(code), "verify {signal}: {err}");
+    }
+}
