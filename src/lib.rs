@@ -8,6 +8,7 @@ pub mod cli;
 pub mod cmd;
 pub mod duration;
 pub mod exit;
+pub mod files;
 pub mod generate;
 pub mod kube;
 pub mod kv;

@@ -107,26 +107,27 @@ fn request(g: &GlobalArgs, args: &VerifyArgs) -> Result<Request, Failure> {
             .help("drop --skip-kube (or add `kube` to --only)"));
     }
     if let Some(path) = &args.eso_token_file {
-        req.eso_token = Some(match std::fs::read_to_string(path) {
-            Ok(t) if !t.trim().is_empty() => {
-                let token = SecretString::from(t.trim().to_string());
-                crate::redact::register(&token);
-                token
-            }
-            Ok(_) => {
-                return Err(Failure::usage(format!("`{}` is empty", path.display()))
-                    .help("it must hold ESO's Vault token"))
-            }
-            Err(e) => {
-                return Err(Failure::usage(format!(
-                    "cannot read `{}`: {e}",
-                    path.display()
-                )))
-            }
-        });
+        let cannot = |why: String| {
+            Failure::usage(format!("cannot read `{}`: {why}", path.display()))
+                .help("--eso-token-file names a regular file holding ESO's Vault token")
+        };
+        let bytes = crate::files::read_small(path, MAX_TOKEN_FILE_BYTES)
+            .map_err(|e| cannot(e.to_string()))?;
+        let text =
+            std::str::from_utf8(&bytes).map_err(|_| cannot("it is not UTF-8 text".into()))?;
+        if text.trim().is_empty() {
+            return Err(Failure::usage(format!("`{}` is empty", path.display()))
+                .help("it must hold ESO's Vault token"));
+        }
+        let token = SecretString::from(text.trim().to_string());
+        crate::redact::register(&token);
+        req.eso_token = Some(token);
     }
     Ok(req)
 }
+
+/// The most bytes read from `--eso-token-file`: a token is tens of bytes.
+const MAX_TOKEN_FILE_BYTES: u64 = 64 * 1024;
 
 fn wait_spinner(on: bool) -> Option<indicatif::ProgressBar> {
     if !on || !std::io::stderr().is_terminal() {

@@ -533,24 +533,12 @@ fn read_secret_file(
     what: &str,
     help: impl Fn() -> String,
 ) -> Result<SecretString, LoginError> {
-    use std::io::Read;
     let failed = |message: String| LoginError::Credentials {
         message,
         help: help(),
     };
-    let file = std::fs::File::open(path)
+    let bytes = crate::files::read_small(path, MAX_CREDENTIAL_BYTES)
         .map_err(|e| failed(format!("cannot read {what} `{}`: {e}", path.display())))?;
-    let mut bytes = zeroize::Zeroizing::new(Vec::new());
-    file.take(MAX_CREDENTIAL_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| failed(format!("cannot read {what} `{}`: {e}", path.display())))?;
-    if bytes.len() as u64 > MAX_CREDENTIAL_BYTES {
-        return Err(failed(format!(
-            "{what} `{}` is larger than {} KiB: not a credential",
-            path.display(),
-            MAX_CREDENTIAL_BYTES / 1024
-        )));
-    }
     let Ok(text) = std::str::from_utf8(&bytes) else {
         return Err(failed(format!(
             "{what} `{}` is not UTF-8 text",

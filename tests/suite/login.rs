@@ -1241,3 +1241,340 @@ fn a_stop_signal_while_verify_waits_for_the_cluster_revokes_its_login_token() {
         assert_eq!(out.status.code(), Some(code), "verify {signal}: {err}");
     }
 }
+
+/// A stand-in in front of OpenBao that sends every request on as it is, but answers the login
+/// with `rewrite` of OpenBao's real answer (its body as JSON, the token in it real): a hostile
+/// or broken server whose token Vault really issued.
+struct Rewriting {
+    addr: String,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Rewriting {
+    fn start(bao: &OpenBao, rewrite: impl Fn(Value) -> Vec<u8> + Send + Sync + 'static) -> Self {
+        use std::io::{Read, Write};
+        use std::net::{TcpListener, TcpStream};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = format!("http://{}", listener.local_addr().unwrap());
+        let upstream = bao.addr.trim_start_matches("http://").to_string();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let rewrite = Arc::new(rewrite);
+        let halt = stop.clone();
+        std::thread::spawn(move || {
+            // One request per connection: read it whole, send it on with `Connection: close`,
+            // read the answer to its end.
+            let exchange = |mut conn: TcpStream,
+                            upstream: &str,
+                            rewrite: &dyn Fn(Value) -> Vec<u8>| {
+                conn.set_nonblocking(false).unwrap();
+                conn.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+                    .unwrap();
+                let mut req = Vec::new();
+                let mut buf = [0u8; 8192];
+                let head_end = loop {
+                    let n = conn.read(&mut buf).unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    req.extend_from_slice(&buf[..n]);
+                    if let Some(i) = req.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                };
+                let head = String::from_utf8_lossy(&req[..head_end]).to_string();
+                let len = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().ok())?
+                    })
+                    .unwrap_or(0);
+                while req.len() < head_end + len {
+                    let n = conn.read(&mut buf).unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    req.extend_from_slice(&buf[..n]);
+                }
+                let line_end = req.windows(2).position(|w| w == b"\r\n").unwrap();
+                let mut sent = req[..line_end + 2].to_vec();
+                sent.extend_from_slice(b"Connection: close\r\n");
+                sent.extend_from_slice(&req[line_end + 2..]);
+                let mut up = TcpStream::connect(upstream).unwrap();
+                up.write_all(&sent).unwrap();
+                let mut answer = Vec::new();
+                let _ = up.read_to_end(&mut answer);
+                if head.starts_with("POST /v1/auth/approle/login") {
+                    let at = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                    let body: Value = serde_json::from_slice(&answer[at..]).unwrap();
+                    let body = rewrite(body);
+                    let mut out = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    )
+                    .into_bytes();
+                    out.extend_from_slice(&body);
+                    answer = out;
+                }
+                let _ = conn.write_all(&answer);
+            };
+            while !halt.load(std::sync::atomic::Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((conn, _)) => {
+                        let (upstream, rewrite) = (upstream.clone(), rewrite.clone());
+                        std::thread::spawn(move || exchange(conn, &upstream, &*rewrite));
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(2)),
+                }
+            }
+        });
+        Rewriting { addr, stop }
+    }
+}
+
+impl Drop for Rewriting {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// An approle login as the runs below make it, against `addr`.
+fn approle_run(dir: &Path, addr: &str, role_file: &Path, secret_file: &Path) -> Run {
+    Run::home(dir)
+        .addr(addr)
+        .real_specs()
+        .env("VAULT_SEED_AUTH", "approle")
+        .env("VAULT_SEED_ROLE_ID_FILE", role_file)
+        .env("VAULT_SEED_SECRET_ID_FILE", secret_file)
+}
+
+/// `--keep-token` names the accessor Vault gave as any server text is shown: no escape
+/// sequence reaches the terminal, a huge one is capped, and one equal to the token is not shown.
+#[test]
+fn keep_token_shows_a_hostile_accessor_clean_and_capped_and_never_the_token() {
+    let bao = OpenBao::dev();
+    let (role_id, secret_id) = approle(&bao, None, "approle");
+    let dir = tempfile::tempdir().unwrap();
+    let role_file = write(dir.path(), "role-id", &role_id);
+    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    let tokens = Arc::new(Mutex::new(Vec::<String>::new()));
+    for hostile in ["escape", "huge", "token"] {
+        let keep = tokens.clone();
+        let stand_in = Rewriting::start(&bao, move |mut body| {
+            let token = body["auth"]["client_token"].as_str().unwrap().to_string();
+            keep.lock().unwrap().push(token.clone());
+            body["auth"]["accessor"] = match hostile {
+                "escape" => json!("\u{1b}]0;pwned\u{7}\u{1b}[2Jacc\u{202e}ssor"),
+                "huge" => json!("A".repeat(3 << 20)),
+                _ => json!(token),
+            };
+            serde_json::to_vec(&body).unwrap()
+        });
+        let out = approle_run(dir.path(), &stand_in.addr, &role_file, &secret_file)
+            .args(["plan", "auh1-dev", "--keep-token"])
+            .output();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{hostile}: {err}");
+        let token = tokens.lock().unwrap().last().unwrap().clone();
+        assert!(
+            has_line(&err, "note: the login token is kept"),
+            "{hostile}: {err}"
+        );
+        assert!(
+            !err.contains('\u{1b}') && !err.contains('\u{7}'),
+            "{hostile}: {err}"
+        );
+        assert!(
+            err.len() < 16 * 1024,
+            "{hostile}: {} bytes on stderr",
+            err.len()
+        );
+        assert!(!err.contains(&token), "{hostile}: the token was shown");
+        assert!(
+            token_alive(&bao, &token),
+            "{hostile}: --keep-token keeps it"
+        );
+    }
+}
+
+fn has_line(text: &str, start: &str) -> bool {
+    text.lines().any(|l| l.starts_with(start))
+}
+
+/// A login answer vault-seed cannot use: when the token's text is in it, the token is revoked
+/// (exit 1, token accessors as before); when it is not readable, or cannot be sent, vault-seed
+/// says a token may be alive and how to find and revoke it.
+#[test]
+fn a_token_issued_in_an_answer_that_cannot_be_used_is_revoked_or_said_to_be_alive() {
+    let bao = OpenBao::dev();
+    let (role_id, secret_id) = approle(&bao, None, "approle");
+    let dir = tempfile::tempdir().unwrap();
+    let role_file = write(dir.path(), "role-id", &role_id);
+    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    // The token is in the answer, but a field is not of its type: revoked.
+    let before = accessors(&bao);
+    let stand_in = Rewriting::start(&bao, |mut body| {
+        body["auth"]["policies"] = json!("not a list");
+        serde_json::to_vec(&body).unwrap()
+    });
+    let out = approle_run(dir.path(), &stand_in.addr, &role_file, &secret_file)
+        .args(["plan", "auh1-dev"])
+        .output();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("approle login at `auth/approle` failed"),
+        "{err}"
+    );
+    assert_eq!(accessors(&bao), before, "the token outlived the run: {err}");
+    // The answer is cut short: its token cannot be read. The accessor list names the one
+    // vault-seed could not revoke.
+    let stand_in = Rewriting::start(&bao, |body| {
+        let text = serde_json::to_vec(&body).unwrap();
+        text[..text.len() / 2].to_vec()
+    });
+    let out = approle_run(dir.path(), &stand_in.addr, &role_file, &secret_file)
+        .args(["plan", "auh1-dev"])
+        .output();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("it may be alive"), "{err}");
+    assert!(err.contains("bao list auth/token/accessors"), "{err}");
+    assert_eq!(
+        accessors(&bao).len(),
+        before.len() + 1,
+        "one token was issued"
+    );
+    // The token cannot go in a header: said to be alive, with its accessor to revoke it by.
+    let before = accessors(&bao);
+    let accessor = Arc::new(Mutex::new(String::new()));
+    let seen = accessor.clone();
+    let stand_in = Rewriting::start(&bao, move |mut body| {
+        *seen.lock().unwrap() = body["auth"]["accessor"].as_str().unwrap().to_string();
+        body["auth"]["client_token"] = json!("s.not\na\theader\u{7f}value");
+        serde_json::to_vec(&body).unwrap()
+    });
+    let out = approle_run(dir.path(), &stand_in.addr, &role_file, &secret_file)
+        .args(["plan", "auh1-dev"])
+        .output();
+    let err = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("it may be alive"), "{err}");
+    let accessor = accessor.lock().unwrap().clone();
+    assert!(
+        err.contains(&format!("bao token revoke -accessor {accessor}")),
+        "{err}"
+    );
+    assert_eq!(accessors(&bao).len(), before.len() + 1, "{err}");
+}
+
+/// A login answered 429 (rate limited) is retried as other requests are, then goes through.
+#[test]
+fn a_login_answered_429_is_retried() {
+    let bao = OpenBao::dev();
+    let (role_id, secret_id) = approle(&bao, None, "approle");
+    let dir = tempfile::tempdir().unwrap();
+    let role_file = write(dir.path(), "role-id", &role_id);
+    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    let logins = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let count = logins.clone();
+    let proxy = FaultProxy::with_hook(
+        &bao.addr,
+        Arc::new(move |chunk: &[u8]| {
+            if chunk.starts_with(b"POST /v1/auth/approle/login") {
+                let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if n < 2 {
+                    return Verdict::Answer(429);
+                }
+            }
+            Verdict::Forward
+        }),
+    );
+    let before = accessors(&bao);
+    let out = approle_run(dir.path(), &proxy.addr, &role_file, &secret_file)
+        .args(["plan", "auh1-dev"])
+        .output();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(logins.load(std::sync::atomic::Ordering::SeqCst), 3, "{err}");
+    assert_eq!(accessors(&bao), before, "{err}");
+}
+
+/// Credential files that are not regular files (a FIFO with no writer, a directory, a device)
+/// are refused at once, naming the file and its kind, exit 2, nothing sent: never a run that
+/// blocks for good.
+#[test]
+fn credential_files_that_are_not_regular_files_are_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let good = write(dir.path(), "good", "some-id");
+    let fifo_s = fifo.to_str().unwrap();
+    let good_s = good.to_str().unwrap();
+    let dir_s = dir.path().to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str, &str)> = vec![
+        (
+            vec!["--auth", "kubernetes", "--role", "r", "--jwt-file", fifo_s],
+            fifo_s,
+            "a FIFO (named pipe)",
+        ),
+        (
+            vec!["--auth", "jwt", "--role", "r", "--jwt-file", "/dev/zero"],
+            "/dev/zero",
+            "a character device",
+        ),
+        (
+            vec![
+                "--auth",
+                "approle",
+                "--role-id-file",
+                fifo_s,
+                "--secret-id-file",
+                good_s,
+            ],
+            fifo_s,
+            "a FIFO (named pipe)",
+        ),
+        (
+            vec![
+                "--auth",
+                "approle",
+                "--role-id-file",
+                good_s,
+                "--secret-id-file",
+                dir_s,
+            ],
+            dir_s,
+            "a directory",
+        ),
+        (
+            vec!["--skip-kube", "--eso-token-file", fifo_s],
+            fifo_s,
+            "a FIFO (named pipe)",
+        ),
+    ];
+    // Nothing listens here: a request would fail differently.
+    let addr = format!("http://127.0.0.1:{}", common::free_port());
+    for (args, file, kind) in cases {
+        let child = Run::home(dir.path())
+            .addr(&addr)
+            .env("VAULT_TOKEN", "s.unused-token-for-eso-case")
+            .real_specs()
+            .args(["verify", "auh1-dev"])
+            .args(&args)
+            .spawn();
+        let out = wait_bounded(child);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("`{file}`: it is {kind}, not a regular file")),
+            "{args:?}: {err}"
+        );
+    }
+}
