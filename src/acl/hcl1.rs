@@ -63,11 +63,32 @@ pub(super) struct Item {
     pub val: Node,
 }
 
+/// How deep `{ }` and `[ ]` may nest in a policy, counted from the top level (a `path` block is
+/// level 1; in JSON, `{"path": {"a": {` is level 3). Both parsers recurse once per level, so
+/// without a bound a policy of 10,000 nested blocks (which OpenBao stores: its Go stacks grow)
+/// overflows the stack and aborts the process before the token is revoked. A real policy
+/// nests fewer than ten levels (the deepest, a JSON `control_group` factor's capabilities, is
+/// seven), so 64 refuses no real one, and 64 levels of these parsers stay far below the 2 MiB stack of a spawned thread
+/// (the tests run on those; the main thread has 8 MiB).
+pub(super) const MAX_DEPTH: usize = 64;
+
 /// A syntax error, with the line where it was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct SyntaxError {
     pub line: usize,
     pub message: String,
+    /// The text nests deeper than [`MAX_DEPTH`] (`message` says so).
+    pub too_deep: bool,
+}
+
+impl SyntaxError {
+    fn too_deep(line: usize) -> SyntaxError {
+        SyntaxError {
+            line,
+            message: format!("nests deeper than {MAX_DEPTH} levels"),
+            too_deep: true,
+        }
+    }
 }
 
 impl std::fmt::Display for SyntaxError {
@@ -179,6 +200,7 @@ impl<'a> Cursor<'a> {
         SyntaxError {
             line: self.line,
             message: message.to_string(),
+            too_deep: false,
         }
     }
 
@@ -543,6 +565,8 @@ struct HclParser<'a> {
     tok: Token,
     /// One token pushed back (`unscan`).
     pushed: bool,
+    /// How many `{` and `[` are open.
+    depth: usize,
 }
 
 impl HclParser<'_> {
@@ -560,7 +584,11 @@ impl HclParser<'_> {
     }
 
     fn error(&self, line: usize, message: String) -> Stop {
-        Stop::Error(SyntaxError { line, message })
+        Stop::Error(SyntaxError {
+            line,
+            message,
+            too_deep: false,
+        })
     }
 
     fn object_list(&mut self, in_object: bool) -> Result<Vec<Item>, Stop> {
@@ -663,7 +691,22 @@ impl HclParser<'_> {
         }
     }
 
+    /// `f`, one level deeper: refused past [`MAX_DEPTH`], at the line of the bracket just read.
+    fn nested(&mut self, f: impl FnOnce(&mut Self) -> Result<Node, Stop>) -> Result<Node, Stop> {
+        if self.depth == MAX_DEPTH {
+            return Err(Stop::Error(SyntaxError::too_deep(self.tok.line)));
+        }
+        self.depth += 1;
+        let node = f(self);
+        self.depth -= 1;
+        node
+    }
+
     fn object_type(&mut self) -> Result<Node, Stop> {
+        self.nested(Self::object_body)
+    }
+
+    fn object_body(&mut self) -> Result<Node, Stop> {
         let items = self.object_list(true)?;
         let t = self.scan()?;
         if t.kind != Kind::RBrace {
@@ -676,6 +719,10 @@ impl HclParser<'_> {
     }
 
     fn list_type(&mut self) -> Result<Node, Stop> {
+        self.nested(Self::list_body)
+    }
+
+    fn list_body(&mut self) -> Result<Node, Stop> {
         let mut list = Vec::new();
         let mut need_comma = false;
         loop {
@@ -749,6 +796,7 @@ pub(super) fn parse_hcl_each(text: &str, sink: &mut dyn FnMut(Item)) -> Result<b
             line: 1,
         },
         pushed: false,
+        depth: 0,
     };
     match p.object_list_each(false, sink) {
         Ok(()) => Ok(true),
@@ -762,6 +810,8 @@ pub(super) fn parse_hcl_each(text: &str, sink: &mut dyn FnMut(Item)) -> Result<b
 struct JsonParser<'a> {
     cur: Cursor<'a>,
     tok: Token,
+    /// How many `{` and `[` are open.
+    depth: usize,
 }
 
 impl JsonParser<'_> {
@@ -828,6 +878,7 @@ impl JsonParser<'_> {
         Stop::Error(SyntaxError {
             line: self.tok.line,
             message,
+            too_deep: false,
         })
     }
 
@@ -885,15 +936,36 @@ impl JsonParser<'_> {
         Ok(Item { keys, val })
     }
 
+    /// `f`, one level deeper: refused past [`MAX_DEPTH`], at the line of the bracket just read.
+    fn nested(&mut self, f: impl FnOnce(&mut Self) -> Result<Node, Stop>) -> Result<Node, Stop> {
+        if self.depth == MAX_DEPTH {
+            return Err(Stop::Error(SyntaxError::too_deep(self.tok.line)));
+        }
+        self.depth += 1;
+        let node = f(self);
+        self.depth -= 1;
+        node
+    }
+
     fn object_type(&mut self) -> Result<Node, Stop> {
+        self.nested(Self::object_body)
+    }
+
+    fn object_body(&mut self) -> Result<Node, Stop> {
         let (items, err) = self.object_list()?;
         match err {
+            // Nesting too deep is never forgiven, whatever token it stopped at.
+            Some(Stop::Error(e)) if e.too_deep => Err(Stop::Error(e)),
             Some(e) if self.tok.kind != Kind::RBrace => Err(e),
             _ => Ok(Node::Object(items)),
         }
     }
 
     fn list_type(&mut self) -> Result<Node, Stop> {
+        self.nested(Self::list_body)
+    }
+
+    fn list_body(&mut self) -> Result<Node, Stop> {
         let mut list = Vec::new();
         loop {
             let t = self.scan()?;
@@ -925,6 +997,7 @@ pub(super) fn parse_json(text: &str) -> Result<Vec<Item>, SyntaxError> {
             json: true,
             line: 1,
         },
+        depth: 0,
     };
     let t = p.scan()?;
     let root = match t.kind {
@@ -939,6 +1012,7 @@ pub(super) fn parse_json(text: &str) -> Result<Vec<Item>, SyntaxError> {
         Ok(_) | Err(Stop::Eof) => Err(SyntaxError {
             line: 1,
             message: "expected a JSON object".into(),
+            too_deep: false,
         }),
         Err(Stop::Error(e)) => Err(e),
     }
@@ -1009,6 +1083,7 @@ impl Token {
                 "cannot read {what} `{}`",
                 self.text.chars().take(40).collect::<String>()
             ),
+            too_deep: false,
         };
         match self.kind {
             Kind::Ident | Kind::Number => Ok(self.text.clone()),
@@ -1321,5 +1396,73 @@ mod tests {
         assert_eq!(go_unquote(r#""a\'""#), None);
         assert_eq!(hcl_unquote("\"a\nb\""), None);
         assert_eq!(hcl_unquote("\"${a\n}\"").unwrap(), "${a\n}");
+    }
+
+    /// `open` `n` times, then `inner`, then `close` `n` times.
+    fn nested(open: &str, inner: &str, close: &str, n: usize) -> String {
+        format!("{}{inner}{}", open.repeat(n), close.repeat(n))
+    }
+
+    /// 10,000 levels of every nesting each grammar allows, closed or not: refused with the
+    /// limit and the line of the first bracket too deep, on a test thread's 2 MiB stack (the
+    /// parsers recurse once per level, so without a limit the stack overflows and the process
+    /// aborts).
+    #[test]
+    fn nesting_deeper_than_the_limit_is_refused_not_a_stack_overflow() {
+        const N: usize = 10_000;
+        let too_deep = |e: SyntaxError, line: usize, what: &str| {
+            assert_eq!(
+                e.to_string(),
+                format!("line {line}: nests deeper than 64 levels"),
+                "{what}"
+            );
+        };
+        for (what, text, line) in [
+            // A level a line, after one line of rule: level 65 is on line 66.
+            ("blocks", nested("x {\n", "", "}\n", N), 66),
+            ("objects", nested("x = {\n", "", "}\n", N), 66),
+            ("lists", format!("x = {}", nested("[\n", "1", "]\n", N)), 66),
+            ("blocks left open", "x {\n".repeat(N), 66),
+            ("lists left open", format!("x = {}", "[\n".repeat(N)), 66),
+            // Two levels a line: level 65 opens line 34.
+            ("lists of objects", nested("x = [{\n", "", "}]\n", N), 34),
+        ] {
+            let text = format!("path \"a\" {{ capabilities = [\"read\"] }}\n{text}");
+            too_deep(parse_hcl(&text).unwrap_err(), line, what);
+        }
+        for (what, text, line) in [
+            ("objects", nested("{\"x\":\n", "1", "}\n", N), 65),
+            ("objects left open", "{\"x\":\n".repeat(N), 65),
+            (
+                "lists of objects",
+                nested("{\"x\": [\n", "1", "]}\n", N),
+                33,
+            ),
+        ] {
+            too_deep(parse_json(&text).unwrap_err(), line, what);
+        }
+    }
+
+    /// Nesting up to the limit is read; one more level is refused.
+    #[test]
+    fn nesting_to_the_limit_is_read() {
+        let lists = |n| format!("x = {}", nested("[", "1", "]", n));
+        assert!(parse_hcl(&lists(MAX_DEPTH)).is_ok());
+        assert!(parse_hcl(&lists(MAX_DEPTH + 1)).unwrap_err().too_deep);
+        let objects = |n| nested("{\"x\": ", "1", "}", n);
+        assert_eq!(parse_json(&objects(MAX_DEPTH)).unwrap().len(), 1);
+        assert!(parse_json(&objects(MAX_DEPTH + 1)).unwrap_err().too_deep);
+    }
+
+    /// HCL 1's JSON reader skips the bracket of a nested list, so nested lists do not recurse:
+    /// 10,000 of them read as one list of the innermost values, as OpenBao reads them.
+    #[test]
+    fn json_lists_nested_10000_deep_read_as_one_list() {
+        let lists = nested("[", "\"v\", \"w\"", "]", 10_000);
+        let items = parse_json(&format!("{{\"x\": {lists}}}")).unwrap();
+        let Node::List(values) = &items[0].val else {
+            panic!("{:?}", items[0].val)
+        };
+        assert_eq!(values.len(), 2);
     }
 }

@@ -30,6 +30,17 @@ pub enum PolicyError {
         /// The key.
         key: String,
     },
+    /// `{ }` and `[ ]` nested deeper than vault-seed reads: no real policy comes close, and
+    /// the parsers recurse once per level.
+    #[error("policy `{policy}` nests deeper than {limit} levels at line {line}")]
+    TooDeep {
+        /// The policy's name.
+        policy: String,
+        /// How deep a policy may nest.
+        limit: usize,
+        /// The line of the first bracket too deep.
+        line: usize,
+    },
     /// A `path` rule that is not a block.
     #[error("policy `{policy}` has a malformed `path` rule: {what}")]
     MalformedPath {
@@ -97,6 +108,9 @@ impl PolicyError {
             PolicyError::Syntax { .. } | PolicyError::MalformedPath { .. } => {
                 "a policy is `path \"<path>\" { capabilities = [\"read\"] }` blocks in HCL, or `{\"path\": {\"<path>\": {\"capabilities\": [\"read\"]}}}` in JSON; `bao policy fmt` shows where it is wrong"
             }
+            PolicyError::TooDeep { .. } => {
+                "a real policy nests a few levels (`path` blocks, `allowed_parameters`); read this one (`bao policy read <name>`), find who wrote it, and write it flat"
+            }
             PolicyError::UnknownKey { path: None, .. } => {
                 "a policy may only hold `path` rules (and a `name`)"
             }
@@ -146,10 +160,17 @@ pub fn parse(name: &str, text: &str) -> Result<Policy, PolicyError> {
 
 fn parse_at(name: &str, text: &str, now: time::OffsetDateTime) -> Result<Policy, PolicyError> {
     let json = text.trim_start().starts_with('{');
-    let syntax = |e: hcl1::SyntaxError| PolicyError::Syntax {
-        policy: name.to_string(),
-        format: if json { "JSON" } else { "HCL" },
-        message: e.to_string(),
+    let syntax = |e: hcl1::SyntaxError| match e.too_deep {
+        true => PolicyError::TooDeep {
+            policy: name.to_string(),
+            limit: hcl1::MAX_DEPTH,
+            line: e.line,
+        },
+        false => PolicyError::Syntax {
+            policy: name.to_string(),
+            format: if json { "JSON" } else { "HCL" },
+            message: e.to_string(),
+        },
     };
     let d = Decoder {
         policy: name.to_string(),
@@ -1104,6 +1125,91 @@ path "secret/data/x" { capabilities = ["read"] required_parameters = ["x"] max_w
         );
         assert_eq!(duration_second(Any::Float(0.5)), Some(0));
         assert_eq!(duration_second(Any::Bool), None);
+    }
+
+    /// The policies of 10,000 levels OpenBao stores (its `sys/policies/acl` accepts each: a
+    /// `comment` block, nested values of `allowed_parameters`), and the same in JSON: refused
+    /// with the policy's name, the limit and the line, on a test thread's 2 MiB stack.
+    #[test]
+    fn a_policy_nested_10000_deep_is_refused_naming_it_the_limit_and_the_line() {
+        const N: usize = 10_000;
+        let rule = "path \"secret/*\" {\n  capabilities = [\"read\"]\n";
+        let deep = |open: &str, inner: &str, close: &str| {
+            format!("{}{inner}{}", open.repeat(N), close.repeat(N))
+        };
+        for (what, text, line) in [
+            // The rule's block is level 1 (line 1); level 65, the first refused, is on line 66
+            // for the blocks (level 2 on line 3), 64 for the objects (levels 2-4 on line 3),
+            // 65 for the lists (2-3 on line 3), 62 for the JSON (1-4 on line 1).
+            (
+                "blocks",
+                format!("{rule}comment {} }}", deep("{ x\n", "{}", "}")),
+                66,
+            ),
+            (
+                "objects",
+                format!(
+                    "{rule}allowed_parameters = {{ k = [{}] }} }}",
+                    deep("{ x =\n", "1", "}")
+                ),
+                64,
+            ),
+            (
+                "lists",
+                format!(
+                    "{rule}allowed_parameters = {{ k = {} }} }}",
+                    deep("[\n", "\"v\"", "]")
+                ),
+                65,
+            ),
+            (
+                "JSON objects",
+                format!(
+                    "{{\"path\": {{\"secret/*\": {{\"allowed_parameters\": {}}}}}}}",
+                    deep("{\"k\":\n", "1", "}")
+                ),
+                62,
+            ),
+        ] {
+            let e = parse("eso-ask-push", &text).unwrap_err();
+            assert_eq!(
+                e,
+                PolicyError::TooDeep {
+                    policy: "eso-ask-push".into(),
+                    limit: 64,
+                    line,
+                },
+                "{what}"
+            );
+            assert_eq!(
+                e.to_string(),
+                format!("policy `eso-ask-push` nests deeper than 64 levels at line {line}")
+            );
+            assert!(e.help().contains("bao policy read"), "{what}");
+        }
+    }
+
+    /// A policy nested exactly as deep as the limit is read as OpenBao reads it.
+    #[test]
+    fn a_policy_nested_to_the_limit_is_read() {
+        // The rule's block, `allowed_parameters`, then 62 lists.
+        let lists = |n: usize| format!("{}\"v\"{}", "[".repeat(n), "]".repeat(n));
+        let text = |n: usize| {
+            format!(
+                "path \"secret/*\" {{ capabilities = [\"read\"] allowed_parameters = {{ k = {} }} }}",
+                lists(n)
+            )
+        };
+        let p = parse("eso-ask-push", &text(62)).unwrap();
+        assert_eq!(p.rules[0].capabilities, caps(&[Read]));
+        assert_eq!(
+            p.rules[0].constraints().allowed_parameters["k"],
+            [ParamValue::Other]
+        );
+        assert!(matches!(
+            parse("eso-ask-push", &text(63)),
+            Err(PolicyError::TooDeep { line: 1, .. })
+        ));
     }
 
     proptest! {

@@ -321,6 +321,14 @@ impl Cx<'_> {
             ErrorKind::MissingField(name) => {
                 self.err(e.span, format!("missing key `{name}` in {context}"), None)
             }
+            ErrorKind::ExceededDepthLimit => self.err(
+                e.span,
+                format!("the spec nests deeper than {SPEC_MAX_DEPTH} levels"),
+                Some(
+                    "a spec nests a few levels (`[secrets.NAME]`, `fields.NAME = { ... }`); each part of a dotted key or table header, each array and inline table counts one"
+                        .into(),
+                ),
+            ),
             kind => self.err(e.span, format!("invalid TOML: {kind}"), None),
         }
     }
@@ -507,6 +515,13 @@ impl Cx<'_> {
 }
 
 const ROOT_KEYS_CTX: &str = "the spec";
+
+/// How deep a spec may nest, keys and brackets counted together: toml-span's own limit
+/// (`MAX_NESTING_DEPTH`, private to it), which bounds its recursion and so keeps a spec of
+/// 10,000 nested arrays from overflowing the stack. Named here for the message, and pinned by a
+/// test, so that an upgrade that changes it is seen. A spec nests about four levels; 128 take a
+/// small part of a spawned thread's 2 MiB stack.
+const SPEC_MAX_DEPTH: usize = 128;
 
 fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     let text = &cx.src.text;
@@ -1914,6 +1929,86 @@ mod tests {
             "{}",
             d[0]
         );
+    }
+}
+
+#[cfg(test)]
+mod depth_tests {
+    use super::*;
+
+    /// The one problem of a spec file holding `text`: its message, line, column and help.
+    fn problem(text: String) -> (String, usize, usize, String) {
+        let source = vec![(PathBuf::from("specs/app.toml"), text.into_bytes())];
+        let Err(LoadError::Invalid(d)) = load_sources(source, Vec::new()) else {
+            panic!("loaded");
+        };
+        let l = d[0].location.as_ref().unwrap();
+        (
+            d[0].message.clone(),
+            l.line,
+            l.col,
+            d[0].help.clone().unwrap_or_default(),
+        )
+    }
+
+    /// 10,000 levels of each nesting TOML has (arrays, inline tables, dotted keys, table and
+    /// array-of-tables headers, and all at once): one problem naming the limit at its
+    /// line:column, on a test thread's 2 MiB stack.
+    #[test]
+    fn a_spec_nested_10000_deep_is_refused_naming_the_limit() {
+        const N: usize = 10_000;
+        let keys = |k: &str, n: usize| vec![k; n].join(".");
+        for (what, text, col) in [
+            // `x` is level 1: the 128th `[` is level 129, at column 5 + 127.
+            (
+                "arrays",
+                format!("x = {}1{}\n", "[".repeat(N), "]".repeat(N)),
+                133,
+            ),
+            // Two levels each (`{`, `a`): the 64th `{a = ` holds level 129's value.
+            (
+                "inline tables",
+                format!("x = {}1{}\n", "{a = ".repeat(N), "}".repeat(N)),
+                325,
+            ),
+            ("dotted keys", format!("{} = 1\n", keys("a", N)), 257),
+            ("table header", format!("[{}]\n", keys("a", N)), 258),
+            (
+                "array-of-tables header",
+                format!("[[{}]]\n", keys("a", N)),
+                259,
+            ),
+            (
+                "all at once",
+                format!(
+                    "[{}]\n{} = {}1{}\n",
+                    keys("a", N),
+                    keys("b", N),
+                    "[".repeat(N),
+                    "]".repeat(N)
+                ),
+                258,
+            ),
+        ] {
+            let (message, line, c, help) = problem(format!("name = \"app\"\n{text}"));
+            assert_eq!(message, "the spec nests deeper than 128 levels", "{what}");
+            assert_eq!((line, c), (2, col), "{what}");
+            assert!(help.contains("`fields.NAME = { ... }`"), "{what}: {help}");
+        }
+    }
+
+    /// The limit is toml-span's: 128 levels are read, 129 refused, as [`SPEC_MAX_DEPTH`] says.
+    #[test]
+    fn the_spec_depth_limit_is_toml_spans() {
+        let arrays = |n: usize| format!("x = {}1{}\n", "[".repeat(n), "]".repeat(n));
+        let dotted = |n: usize| format!("{} = 1\n", vec!["a"; n].join("."));
+        // Read (the first problem is the missing `[vault]`, not the nesting).
+        for text in [arrays(SPEC_MAX_DEPTH - 1), dotted(SPEC_MAX_DEPTH)] {
+            assert_eq!(problem(text).0, "missing table `[vault]`");
+        }
+        for text in [arrays(SPEC_MAX_DEPTH), dotted(SPEC_MAX_DEPTH + 1)] {
+            assert_eq!(problem(text).0, "the spec nests deeper than 128 levels");
+        }
     }
 }
 

@@ -803,6 +803,30 @@ mod tests {
     }
 
     #[test]
+    fn answers_nested_10000_deep_are_refused_or_skipped_not_a_stack_overflow() {
+        // serde_json's recursion limit (128) is on: nothing enables `unbounded_depth` or calls
+        // `disable_recursion_limit`, and every answer is read through `decode`.
+        let deep =
+            |open: &str, close: &str| format!("{}1{}", open.repeat(10_000), close.repeat(10_000));
+        for nested in [deep("[", "]"), deep("{\"a\":", "}")] {
+            let body = format!("{{\"data\": {{\"f\": {nested}}}}}");
+            let e = decode::<serde_json::Value>(body.as_bytes(), "GET", "secret/data/x")
+                .expect_err("refused");
+            assert!(e.to_string().contains("`secret/data/x`"), "{e}");
+            // A secret's field is skipped without recursion (serde_json's `IgnoredAny`).
+            #[derive(serde::Deserialize)]
+            struct Read {
+                data: std::collections::BTreeMap<String, crate::vault::kv::FieldValue>,
+            }
+            let read = decode::<Read>(body.as_bytes(), "GET", "secret/data/x").unwrap();
+            assert!(matches!(
+                read.data["f"],
+                crate::vault::kv::FieldValue::NotText("a list" | "an object")
+            ));
+        }
+    }
+
+    #[test]
     fn decode_errors_never_quote_the_body() {
         let body = br#"{"version": "s3cr3t-value"}"#;
         #[derive(serde::Deserialize)]

@@ -311,6 +311,8 @@ async fn check_for(
     // Read and evaluate them here.
     let mut policies: Vec<Policy> = Vec::new();
     let mut unreadable = Vec::new();
+    // What to do about a policy too deep to read: the help when the part cannot be decided.
+    let mut too_deep = None;
     // Every policy read at once (over a network, one round trip for them all); judged in name
     // order, as before.
     let names = eso.all();
@@ -319,6 +321,13 @@ async fn check_for(
         match text {
             Ok(Some(text)) => match acl::parse(name, &text) {
                 Ok(p) => policies.push(p),
+                // Nested to break parsers: a problem of its own, not only a reason to ask the
+                // server instead (which still happens).
+                Err(e @ acl::PolicyError::TooDeep { .. }) => {
+                    errors.push(e.to_string());
+                    too_deep = Some(e.help());
+                    unreadable.push(name.clone());
+                }
                 Err(e) => {
                     notes.push(format!("cannot evaluate policy `{name}` here: {e}"));
                     unreadable.push(name.clone());
@@ -419,14 +428,15 @@ async fn check_for(
         "cannot decide whether {name}'s policies grant what it needs: vault-seed could neither evaluate them nor ask Vault for a token holding exactly them"
     ));
     let report = PolicyReport::from_checks(false, Vec::new(), Vec::new(), Vec::new());
-    let help = match (who, templated.is_some()) {
-        (Operator::Eso, true) => {
+    let help = match (too_deep, who, templated.is_some()) {
+        (Some(help), _, _) => help.to_string(),
+        (None, Operator::Eso, true) => {
             "pass --eso-token-file with ESO's own token (a templated rule needs ESO's identity)"
                 .to_string()
         }
-        (Operator::Eso, false) => "run verify with a token that may read `sys/policies/acl/<name>` of ESO's policies, or that may create a token with them (`auth/token/create`) and use `sys/capabilities`; or pass --eso-token-file with ESO's own token".into(),
-        (Operator::Vso, true) => "replace the templated rule of VSO's policy by plain paths: vault-seed cannot evaluate it without VSO's identity".into(),
-        (Operator::Vso, false) => "run verify with a token that may read `sys/policies/acl/<name>` of VSO's policies, or that may create a token with them (`auth/token/create`) and use `sys/capabilities`".into(),
+        (None, Operator::Eso, false) => "run verify with a token that may read `sys/policies/acl/<name>` of ESO's policies, or that may create a token with them (`auth/token/create`) and use `sys/capabilities`; or pass --eso-token-file with ESO's own token".into(),
+        (None, Operator::Vso, true) => "replace the templated rule of VSO's policy by plain paths: vault-seed cannot evaluate it without VSO's identity".into(),
+        (None, Operator::Vso, false) => "run verify with a token that may read `sys/policies/acl/<name>` of VSO's policies, or that may create a token with them (`auth/token/create`) and use `sys/capabilities`".into(),
     };
     Ok(part(Method::Unknown, report, errors, notes, Some(help)))
 }

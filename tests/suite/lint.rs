@@ -661,3 +661,26 @@ fn a_broken_spec_is_reported_before_any_connection() {
     .expect_code(1);
     assert!(vault.connections.load(Ordering::SeqCst) > 0);
 }
+
+/// Issue 28: a spec nested 10,000 deep (arrays, then inline tables) is one problem at its
+/// file:line:col naming the limit, exit 2; not a stack overflow.
+#[test]
+fn a_spec_nested_10000_deep_is_one_problem_naming_the_limit() {
+    let n = 10_000;
+    for (nesting, col) in [
+        (format!("{}1{}", "[".repeat(n), "]".repeat(n)), 133),
+        (format!("{}1{}", "{a = ".repeat(n), "}".repeat(n)), 325),
+    ] {
+        let dir = common::spec_dir(&format!("name = \"app\"\nx = {nesting}\n"));
+        let out = Run::offline()
+            .specs(dir.path())
+            .args(["lint"])
+            .output()
+            .expect_code(2);
+        let err = out.stderr_text();
+        assert!(!err.contains("overflow"), "{err}");
+        common::has(&err, "error: the spec nests deeper than 128 levels\n");
+        common::has(&err, format!("app.toml:2:{col}\n"));
+        common::has(&err, "error: 1 problem(s) in the specs");
+    }
+}

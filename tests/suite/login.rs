@@ -1578,3 +1578,60 @@ fn credential_files_that_are_not_regular_files_are_refused_without_blocking() {
         );
     }
 }
+
+/// ESO's policy nested 10,000 deep, as someone who may write it can store it (OpenBao parses it
+/// with Go's growing stacks): `verify` with an approle login does not overflow its stack; the
+/// policy part fails by name and limit, and the token is revoked as after any run.
+#[test]
+fn a_policy_nested_10000_deep_fails_verify_by_name_and_the_login_token_is_revoked() {
+    let bao = OpenBao::dev();
+    let (role_id, secret_id) = approle(&bao, None, "approle");
+    // The seeder may read ESO's policy and role, so that verify parses the policy itself.
+    bao.put_policy(
+        "vault-seed",
+        &format!(
+            "{SEEDER}\npath \"sys/policies/acl/*\" {{ capabilities = [\"read\"] }}\npath \"auth/kubernetes/role/*\" {{ capabilities = [\"read\"] }}\n"
+        ),
+    );
+    let n = 10_000;
+    let deep = format!(
+        "path \"secret/data/ask/*\" {{\n  capabilities = [\"read\"]\n  comment {}{{}}{}\n}}\n",
+        "{ x\n".repeat(n),
+        "}".repeat(n)
+    );
+    bao.eso_role(&deep);
+    let (s, body) = bao.api("GET", "sys/policies/acl/eso-ask-push", None);
+    ok(s, &body, "read the policy back");
+    assert_eq!(body["data"]["policy"], deep.as_str(), "OpenBao stores it");
+
+    let dir = tempfile::tempdir().unwrap();
+    let role_file = write(dir.path(), "role-id", &role_id);
+    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    let before = accessors(&bao);
+    let rec = Recorder::start(&bao);
+    let out = seed(&rec, dir.path())
+        .env("VAULT_SEED_AUTH", "approle")
+        .env("VAULT_SEED_ROLE_ID_FILE", &role_file)
+        .env("VAULT_SEED_SECRET_ID_FILE", &secret_file)
+        .args(["verify", "auh1-dev", "--only", "policy"])
+        .output();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(!stderr.contains("overflow"), "{stderr}");
+    // The policy's block is level 1 on line 1, `comment`'s level 2 on line 3: level 65 on 66.
+    has(
+        &stdout,
+        "error: policy `eso-ask-push` nests deeper than 64 levels at line 66",
+    );
+    // What to do is about the policy, not about the token's rights (it could read it).
+    has(
+        &stdout,
+        "help: a real policy nests a few levels (`path` blocks, `allowed_parameters`); read this one (`bao policy read <name>`)",
+    );
+    assert_eq!(rec.count("POST /v1/auth/approle/login"), 1);
+    assert_eq!(rec.count("POST /v1/auth/token/revoke-self"), 1);
+    let token = rec.tokens().into_iter().next().expect("a token");
+    assert!(!token_alive(&bao, &token));
+    assert_eq!(accessors(&bao), before);
+    never_shown(&out, &[secret_id.as_str(), token.as_str()]);
+}
