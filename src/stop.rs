@@ -186,7 +186,7 @@ fn watcher(ready: std::sync::mpsc::Sender<()>) {
 fn arrived(signal: Signal) {
     let mut st = state();
     if st.undoing {
-        crate::report::say(&format!(
+        say(&format!(
             "{}: stopping at once, without waiting for the clean-up",
             signal.describe()
         ));
@@ -216,6 +216,12 @@ fn arrived(signal: Signal) {
     if ending.is_err() {
         std::process::exit(signal.exit_code());
     }
+}
+
+/// A line on stderr; a stderr that is gone is no reason to stop undoing.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 #[cfg(test)]

@@ -1046,7 +1046,7 @@ fn settle(shared: &Shared, keep: bool, wait_for_login: bool) {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
             if matches!(*held, Held::Pending) {
-                crate::report::say(&format!(
+                say(&format!(
                     "warning: the login was still unanswered: if Vault issued a token, it is alive; {}",
                     find_it(None)
                 ));
@@ -1068,21 +1068,21 @@ fn settle(shared: &Shared, keep: bool, wait_for_login: bool) {
             ttl,
         } => {
             if keep {
-                crate::report::say(&format!(
+                say(&format!(
                     "note: the login token is kept (--keep-token): accessor `{accessor}`; {}",
                     expires(ttl)
                 ));
             } else {
                 match revoke(*vault) {
                     Ok(()) => tracing::info!(accessor = %accessor, "login token revoked"),
-                    Err(e) => crate::report::say(&format!(
+                    Err(e) => say(&format!(
                         "warning: could not revoke the login token (accessor `{accessor}`): {e}; {}",
                         expires(ttl)
                     )),
                 }
             }
         }
-        Held::Unrevocable { accessor, ttl, why } => crate::report::say(&format!(
+        Held::Unrevocable { accessor, ttl, why } => say(&format!(
             "warning: Vault issued a login token that vault-seed could not use ({why}): it may be alive; {}{}",
             find_it(accessor.as_deref()),
             if ttl > 0 { format!(" (it expires by itself in {ttl} s)") } else { String::new() }
@@ -1138,6 +1138,13 @@ pub fn shown_accessor(accessor: &str, token: Option<&SecretString>) -> String {
         return "(not shown: Vault gave the token itself as its accessor)".to_string();
     }
     crate::redact::redact(accessor)
+}
+
+/// A line on stderr at the end of a run (the report is printed by then); a stderr that is gone is
+/// no reason not to revoke.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 #[cfg(test)]

@@ -354,6 +354,42 @@ os.write(fd, b"half-typed\x03")
     assert_eq!(get(&bao, "PAT"), before);
 }
 
+/// A stop signal at the hidden prompt (`kill`, a closing terminal) puts the terminal's settings
+/// back before the run ends: echo is on again, and nothing was written.
+#[test]
+fn a_stop_signal_at_the_prompt_puts_the_terminal_back() {
+    let (bao, dir) = setup();
+    let before = get(&bao, "PAT");
+    for (signal, code) in [("SIGTERM", 143), ("SIGHUP", 129), ("SIGINT", 130)] {
+        let (screen, exit) = set_on_a_terminal(
+            &bao,
+            dir.path(),
+            &format!(
+                r#"
+import signal, termios
+vault_open.set()
+wait_for(b"value (hidden): ")
+os.write(fd, b"half-typed")
+os.kill(pid, signal.{signal})
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+out += b"ECHO-ON" if termios.tcgetattr(fd)[3] & termios.ECHO else b"ECHO-OFF"
+"#
+            ),
+        );
+        assert!(screen.contains("ECHO-ON"), "{signal}: {screen}");
+        assert_eq!(exit, Some(code), "{signal}: {screen}");
+        assert!(!screen.contains("half-typed"), "{signal}: {screen}");
+        assert_eq!(get(&bao, "PAT"), before, "{signal}");
+    }
+}
+
 #[test]
 fn rotate_makes_a_new_version_in_format_and_keeps_the_old_in_history() {
     let (bao, dir) = setup();
