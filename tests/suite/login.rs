@@ -1635,3 +1635,53 @@ fn a_policy_nested_10000_deep_fails_verify_by_name_and_the_login_token_is_revoke
     assert_eq!(accessors(&bao), before);
     never_shown(&out, &[secret_id.as_str(), token.as_str()]);
 }
+
+/// Revoking on a stop signal is bounded: a Vault that never answers the revocation does not keep
+/// the run alive; it ends with the shell's code and says the token could not be revoked, with
+/// its accessor and when it expires.
+#[test]
+fn a_stop_signal_ends_the_run_in_bounded_time_when_vault_never_answers_the_revocation() {
+    let bao = OpenBao::dev();
+    let (role_id, secret_id) = approle(&bao, None, "approle");
+    let dir = tempfile::tempdir().unwrap();
+    let role_file = write(dir.path(), "role-id", &role_id);
+    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    // Everything with a token is held: the token check, then the revocation.
+    let hold = Hold::new("");
+    let gate = hold.clone();
+    let proxy = FaultProxy::with_hook(
+        &bao.addr,
+        Arc::new(move |chunk: &[u8]| {
+            if !chunk.starts_with(b"POST /v1/auth/approle/login") && chunk.starts_with(b"GET ")
+                || chunk.starts_with(b"POST /v1/auth/token/revoke-self")
+            {
+                let mut st = gate.state.lock().unwrap();
+                if !st.1 {
+                    st.0 += 1;
+                    gate.changed.notify_all();
+                    st = gate.changed.wait_while(st, |st| !st.1).unwrap();
+                    st.0 -= 1;
+                }
+            }
+            Verdict::Forward
+        }),
+    );
+    let child = approle_run(dir.path(), &proxy.addr, &role_file, &secret_file)
+        .args(["plan", "auh1-dev"])
+        .spawn();
+    hold.wait_until_holding();
+    let start = std::time::Instant::now();
+    kill(child.id(), "TERM");
+    let out = wait_bounded(child);
+    let took = start.elapsed();
+    hold.release();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{err}");
+    assert!(
+        took < std::time::Duration::from_secs(30),
+        "took {took:?}: {err}"
+    );
+    assert!(err.contains("could not revoke the login token"), "{err}");
+    assert!(err.contains("no answer within 10s"), "{err}");
+    assert!(err.contains("it expires by itself in"), "{err}");
+}
