@@ -5,7 +5,7 @@
 //! [`register`]ed where it is born (the token when it is read, every generated value, every value
 //! read from Vault or typed by a person), and [`redact`] replaces each one, and its JSON-escaped
 //! spelling (what an echoed request body holds), with `[redacted]`, makes control characters
-//! visible, and caps the length of what is shown.
+//! and bidirectional controls visible, and caps the length of what is shown.
 //!
 //! Values are not held: each is kept as its length and a 64-bit fingerprint (SipHash-1-3 under
 //! this run's random key, the key std's `HashMap` takes from the OS), bucketed by a 12-bit hash of
@@ -156,8 +156,8 @@ fn held_at(reg: &Registry, rest: &str) -> Option<usize> {
     None
 }
 
-/// `text` with every registered secret replaced by `[redacted]`, control characters shown as
-/// escapes, and at most [`MAX_SHOWN`] characters kept (the rest is counted).
+/// `text` with every registered secret replaced by `[redacted]`, control characters and
+/// bidirectional controls shown as escapes, and at most [`MAX_SHOWN`] characters kept (the rest is counted).
 pub fn redact(text: &str) -> String {
     let mut guard = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(reg) = guard.as_mut() {
@@ -186,7 +186,7 @@ pub fn redact(text: &str) -> String {
         }
         // `i` is always on a character boundary: it moves by whole characters or whole values.
         let c = text[i..].chars().next().unwrap_or('\u{fffd}');
-        if c.is_control() {
+        if crate::report::text::is_hidden(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -289,6 +289,11 @@ mod tests {
         assert_eq!(
             redact("a\u{1b}]0;title\u{7}b\n"),
             "a\\u{1b}]0;title\\u{7}b\\n"
+        );
+        // Bidirectional controls would reorder what the terminal shows: escaped like ESC.
+        assert_eq!(
+            redact("role \u{202e}nimda\u{2066}x\u{200f}\u{061c}"),
+            "role \\u{202e}nimda\\u{2066}x\\u{200f}\\u{61c}"
         );
         let long = "x".repeat(10 * MAX_SHOWN);
         let shown = redact(&long);

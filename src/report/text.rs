@@ -87,8 +87,27 @@ pub fn for_terminal(s: &str) -> String {
     out
 }
 
-/// Control characters and the invisible marks that reorder or hide text.
-fn is_hidden(c: char) -> bool {
+/// `s` with every character [`is_hidden`] written as Rust escapes it (`\u{1b}`, `\u{202e}`,
+/// `\n`), so that it shows instead of acting on the terminal; the rest unchanged.
+pub fn escaped(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_hidden) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if is_hidden(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Control characters and the invisible marks that reorder text ("Trojan Source",
+/// CVE-2021-42574): the bidirectional embeddings, overrides and isolates, and the marks. The one
+/// list every escaping helper uses.
+pub fn is_hidden(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
@@ -208,6 +227,22 @@ mod tests {
         );
         let back: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(back, v);
+    }
+
+    #[test]
+    fn escaped_shows_controls_and_every_bidirectional_control() {
+        let bidi = [
+            '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}', '\u{202e}', '\u{2066}', '\u{2067}',
+            '\u{2068}', '\u{2069}', '\u{200e}', '\u{200f}', '\u{061c}',
+        ];
+        for c in bidi {
+            let s = format!("a{c}b");
+            let e = escaped(&s);
+            assert_eq!(e, format!("a\\u{{{:x}}}b", u32::from(c)));
+            assert!(!for_terminal(&s).contains(c));
+        }
+        assert_eq!(escaped("a\u{1b}[2Jb\n"), "a\\u{1b}[2Jb\\n");
+        assert!(matches!(escaped("plain é"), Cow::Borrowed("plain é")));
     }
 
     #[test]

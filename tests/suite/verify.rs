@@ -865,7 +865,7 @@ fn hostile_cluster_text_is_clean_and_bounded() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster();
     let hostile = format!(
-        "\x1b]0;pwned\x07\x1b[2Jcleared\r\x1b[1Afake line\u{9b}31m\u{202e}desrever\u{2066}{}",
+        "\x1b]0;pwned\x07\x1b[2Jcleared\r\x1b[1Afake line\u{9b}31m\u{202e}desrever\u{2066}\u{202a}\u{202b}\u{202c}\u{2067}\u{2068}\u{2069}\u{200e}\u{200f}\u{061c}{}",
         "A".repeat(20 * 1024 * 1024)
     );
     let mut es: serde_json::Value =
@@ -896,7 +896,9 @@ fn hostile_cluster_text_is_clean_and_bounded() {
     let clean = |bytes: &[u8], what: &str| {
         let s = String::from_utf8_lossy(bytes);
         for bad in [
-            '\x1b', '\x07', '\r', '\u{9b}', '\u{202e}', '\u{202d}', '\u{2066}',
+            '\x1b', '\x07', '\r', '\u{9b}', '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}',
+            '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}', '\u{200e}', '\u{200f}',
+            '\u{061c}',
         ] {
             assert!(!s.contains(bad), "{what} holds {bad:?}");
         }
