@@ -34,7 +34,12 @@ pub fn main() -> std::process::ExitCode {
         verbose: cli.global.verbose,
     };
     if stdout_is_closed() {
-        return stdout_failed(&io::Error::other("it is closed"), &view).into();
+        to_stderr(&report::error_text(
+            &view.err,
+            "cannot write to stdout: it is closed",
+            Some("send the output to a file, a pipe or `>/dev/null` (a /dev/null opened for reading and writing, as Python's `subprocess.DEVNULL` opens it, looks the same as a closed stdout)"),
+        ));
+        return Exit::Failure.into();
     }
     let exit = match cmd::execute(&cli) {
         Ok(r) => show(cli.command.name(), r.as_ref(), &view),
@@ -174,7 +179,9 @@ fn to_stderr(text: &str) {
 /// opens `/dev/null` read-write in place of a closed 0, 1 or 2, so every write to it would
 /// "succeed" and the result be lost with exit 0; a shell's `>/dev/null` opens it write-only.
 /// When 0, 1 and 2 are all that read-write `/dev/null`, the process was started detached
-/// (daemon(3) does this) and discarding the output was meant.
+/// (daemon(3) does this) and discarding the output was meant. A parent that opens `/dev/null`
+/// read-write for stdout alone (Python's `subprocess.DEVNULL`) cannot be told from `>&-`: the
+/// help line says so.
 fn stdout_is_closed() -> bool {
     is_runtime_null(io::stdout().as_fd())
         && !(is_runtime_null(io::stdin().as_fd()) && is_runtime_null(io::stderr().as_fd()))

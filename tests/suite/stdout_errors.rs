@@ -55,7 +55,7 @@ fn check(what: &str, out: &Out, sink: Sink) {
             "{what}: a closed pipe ends quietly: {err}"
         ),
         Sink::Shut => assert!(
-            err.contains("error: cannot write to stdout: it is closed"),
+            err.contains("error: cannot write to stdout: it is closed\n  help: send the output to a file, a pipe or `>/dev/null`"),
             "{what}: {err}"
         ),
     }
@@ -118,6 +118,12 @@ fn a_stdout_sent_to_dev_null_is_not_an_error() {
             "{args:?}: {}",
             out.stderr_text()
         );
+        // Started detached (daemon(3): 0, 1 and 2 all one read-write /dev/null): output thrown
+        // away on purpose too.
+        let out = offline(home.path(), &args)
+            .redirected("<>/dev/null >&0 2>&0")
+            .output();
+        assert_eq!(out.status.code(), Some(0), "{args:?} detached");
     }
 }
 

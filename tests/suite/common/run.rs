@@ -121,13 +121,18 @@ impl Run {
         self
     }
 
-    /// Run with stdout closed (`>&-`), through `sh` since `Command` cannot close a descriptor:
-    /// the same program, arguments, environment and directory.
-    pub fn stdout_closed(mut self) -> Run {
+    /// Run with stdout closed (`>&-`), through `sh` since `Command` cannot close a descriptor.
+    pub fn stdout_closed(self) -> Run {
+        self.redirected(">&-")
+    }
+
+    /// Run through `sh` with these redirections (`>&-`, `<>/dev/null >&0`): the same program,
+    /// arguments, environment and directory.
+    pub fn redirected(mut self, redirections: &str) -> Run {
         let mut sh = Command::new("sh");
         sh.env_clear()
             .arg("-c")
-            .arg(r#"exec "$0" "$@" >&-"#)
+            .arg(format!(r#"exec "$0" "$@" {redirections}"#))
             .arg(self.cmd.get_program())
             .args(self.cmd.get_args());
         for (key, value) in self.cmd.get_envs() {
