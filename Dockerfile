@@ -7,6 +7,10 @@
 # read-only root filesystem; the specs are mounted at /etc/vault-seed/secret-specs (a ConfigMap)
 # and Vault's CA at the path VAULT_CACERT names. tests/suite/deploy.rs builds the binary with this
 # file's cargo command and runs it as that user, read-only, with only VAULT_CACERT to trust.
+#
+# Base images: `scripts/pin-images` pins each FROM by the digest the registry gives for its tag
+# (the tag kept on a `# pin:` line above it), and the Jobs' image in deploy/ the same way; run it
+# again to take a tag's new digest (docs/in-the-sync.md, "Pinning the images").
 
 # The toolchain: at least the lock file's rust-version (Cargo.toml).
 ARG RUST_VERSION=1.89

@@ -5,7 +5,7 @@
 //! [`register`]ed where it is born (the token when it is read, every generated value, every value
 //! read from Vault or typed by a person), and [`redact`] replaces each one, and its JSON-escaped
 //! spelling (what an echoed request body holds), with `[redacted]`, makes control characters
-//! visible, and caps the length of what is shown.
+//! and bidirectional controls visible, and caps the length of what is shown.
 //!
 //! Values are not held: each is kept as its length and a 64-bit fingerprint (SipHash-1-3 under
 //! this run's random key, the key std's `HashMap` takes from the OS), bucketed by a 12-bit hash of
@@ -16,6 +16,10 @@
 //! targets. Two different texts with the same length and fingerprint (about one chance in 2^64 a
 //! comparison) would make harmless text `[redacted]`, never the reverse. Values shorter than
 //! [`MIN_LEN`] are not held: they would match ordinary words and carry too little to matter.
+//!
+//! A token this run never held (ESO's, quoted in an event) is found by its shape instead
+//! ([`tokens`], [`next_token`]): Vault's prefixes and lengths, exact enough that words such as
+//! `s.t` stay.
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Mutex;
@@ -156,8 +160,99 @@ fn held_at(reg: &Registry, rest: &str) -> Option<usize> {
     None
 }
 
-/// `text` with every registered secret replaced by `[redacted]`, control characters shown as
-/// escapes, and at most [`MAX_SHOWN`] characters kept (the rest is counted).
+/// Vault's token prefixes, as OpenBao mints them (`sdk/helper/consts/token_consts.go`): service,
+/// batch and recovery tokens, each body at least [`TOKEN_ID_LEN`] characters of base62 or
+/// base64url (a service token's signed form is longer; a namespace's id may follow after a `.`).
+const PREFIXES: [&str; 3] = ["hvs", "hvb", "hvr"];
+
+/// The random id of a token (`TokenLength` in OpenBao's `token_store.go`): the whole body of a
+/// legacy `s.` or `r.` token.
+const TOKEN_ID_LEN: usize = 24;
+
+/// The least body of a legacy batch token (`b.`): base64url of an encrypted entry, which with its
+/// nonce, tag and policies is longer than this, where a short `b.` word is ordinary text.
+const BATCH_BODY_MIN: usize = 64;
+
+/// Where the next thing shaped like a Vault token starts and ends in `text`, at or after byte
+/// `from`. A token starts a word (no letter or digit before it); a legacy `s.`/`r.` body is
+/// exactly [`TOKEN_ID_LEN`] letters and digits, so `s.t` or `s.example-name` are words.
+pub fn next_token(text: &str, from: usize) -> Option<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut at = from;
+    while let Some(off) = b.get(at..)?.iter().position(|&c| c == b'.') {
+        let dot = at + off;
+        if let Some((start, end)) = token_around(b, dot).filter(|&(start, _)| start >= from) {
+            return Some((start, end));
+        }
+        at = dot + 1;
+    }
+    None
+}
+
+/// The token whose prefix ends at the `.` at `dot`, if there is one.
+fn token_around(b: &[u8], dot: usize) -> Option<(usize, usize)> {
+    let starts_word = |start: usize| start == 0 || !b[start - 1].is_ascii_alphanumeric();
+    let rest = &b[dot + 1..];
+    let body = rest
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'))
+        .count();
+    if dot >= 3
+        && PREFIXES.iter().any(|p| &b[dot - 3..dot] == p.as_bytes())
+        && starts_word(dot - 3)
+        && body >= TOKEN_ID_LEN
+    {
+        return Some((dot - 3, dot + 1 + body));
+    }
+    if dot == 0 || !starts_word(dot - 1) {
+        return None;
+    }
+    let base62 = rest
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .count();
+    match b[dot - 1] {
+        b's' | b'r' if base62 == TOKEN_ID_LEN && body == TOKEN_ID_LEN => {
+            Some((dot - 1, dot + 1 + body))
+        }
+        b'b' if body >= BATCH_BODY_MIN => Some((dot - 1, dot + 1 + body)),
+        _ => None,
+    }
+}
+
+/// `text` with everything shaped like a Vault token ([`next_token`]) replaced by its prefix and
+/// `[redacted]` (`hvs.[redacted]`): for text from outside that may quote a token nobody
+/// registered here (an ESO event quoting the token ESO was given).
+pub fn tokens(text: &str) -> std::borrow::Cow<'_, str> {
+    let Some(mut next) = next_token(text, 0) else {
+        return std::borrow::Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut done = 0;
+    loop {
+        let (start, end) = next;
+        out.push_str(&text[done..start]);
+        push_token_mark(&mut out, &text[start..end]);
+        done = end;
+        match next_token(text, end) {
+            Some(n) => next = n,
+            None => break,
+        }
+    }
+    out.push_str(&text[done..]);
+    std::borrow::Cow::Owned(out)
+}
+
+/// A token's prefix (up to its `.`), then [`MARK`].
+fn push_token_mark(out: &mut String, token: &str) {
+    let dot = token.find('.').map_or(0, |d| d + 1);
+    out.push_str(&token[..dot]);
+    out.push_str(MARK);
+}
+
+/// `text` with every registered secret replaced by `[redacted]`, anything shaped like a Vault
+/// token by its prefix and `[redacted]`, control characters and
+/// bidirectional controls shown as escapes, and at most [`MAX_SHOWN`] characters kept (the rest is counted).
 pub fn redact(text: &str) -> String {
     let mut guard = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(reg) = guard.as_mut() {
@@ -168,6 +263,7 @@ pub fn redact(text: &str) -> String {
     let mut out = String::new();
     let mut shown = 0;
     let mut i = 0;
+    let mut token = next_token(text, 0);
     while i < bytes.len() {
         if shown >= MAX_SHOWN {
             let rest = text[i..].chars().count();
@@ -184,9 +280,20 @@ pub fn redact(text: &str) -> String {
                 }
             }
         }
+        // Registered values first: one may hold something token-shaped, and must go whole.
+        if token.is_some_and(|(start, _)| start < i) {
+            token = next_token(text, i);
+        }
+        if let Some((start, end)) = token.filter(|&(start, _)| start == i) {
+            let before = out.len();
+            push_token_mark(&mut out, &text[start..end]);
+            shown += out.len() - before;
+            i = end;
+            continue;
+        }
         // `i` is always on a character boundary: it moves by whole characters or whole values.
         let c = text[i..].chars().next().unwrap_or('\u{fffd}');
-        if c.is_control() {
+        if crate::report::text::is_hidden(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -290,10 +397,62 @@ mod tests {
             redact("a\u{1b}]0;title\u{7}b\n"),
             "a\\u{1b}]0;title\\u{7}b\\n"
         );
+        // Bidirectional controls would reorder what the terminal shows: escaped like ESC.
+        assert_eq!(
+            redact("role \u{202e}nimda\u{2066}x\u{200f}\u{061c}"),
+            "role \\u{202e}nimda\\u{2066}x\\u{200f}\\u{61c}"
+        );
         let long = "x".repeat(10 * MAX_SHOWN);
         let shown = redact(&long);
         assert!(shown.starts_with(&"x".repeat(MAX_SHOWN)), "{shown}");
         assert!(shown.ends_with(&format!("… ({} more characters)", 9 * MAX_SHOWN)));
+    }
+
+    /// A service token's signed form, as OpenBao 2 mints it (base64url, 95 characters).
+    const HVS: &str = "hvs.CAESIJlU8oQp3vW_kX-9x7Tq1bq2Yw3yZcFvJ6n8sWbK0mE1Gh4KHGh2cy5ZV0V3WkM0dE1UZ3pPRFF4T0RRd01qRQ";
+
+    #[test]
+    fn token_shapes_are_redacted_wherever_they_appear() {
+        let legacy = "s.Xq3kP9vLm2Wn8Rt5Yb7Zc1Ad";
+        assert_eq!(legacy.len(), 2 + TOKEN_ID_LEN);
+        let batch = format!("b.{}", "AAEC_-9z".repeat(10));
+        let text = format!(
+            "permission denied: token {HVS}; old \"{legacy}\", ns {legacy}.aB3dE, root hvs.Xq3kP9vLm2Wn8Rt5Yb7Zc1Ad, recovery r.Xq3kP9vLm2Wn8Rt5Yb7Zc1Ad, batch {batch}: hvb.{0} hvr.{0}",
+            "Q".repeat(30)
+        );
+        assert_eq!(
+            tokens(&text),
+            "permission denied: token hvs.[redacted]; old \"s.[redacted]\", ns s.[redacted].aB3dE, root hvs.[redacted], recovery r.[redacted], batch b.[redacted]: hvb.[redacted] hvr.[redacted]"
+        );
+        let shown = redact(&text);
+        for secret in [HVS, legacy, &batch[2..], "QQQQ"] {
+            assert!(!shown.contains(&secret[2..]), "{shown}");
+        }
+        assert!(
+            shown.starts_with("permission denied: token hvs.[redacted];"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn words_shaped_almost_like_tokens_stay() {
+        for text in [
+            "s.t",
+            "i.e. s.a. r.s.v.p.",
+            "kubernetes.io/service-account-token",
+            "secrets.example.com",
+            // One character short or long, or with a `-` or `_`, is not a legacy id.
+            "s.Xq3kP9vLm2Wn8Rt5Yb7Zc1A",
+            "s.Xq3kP9vLm2Wn8Rt5Yb7Zc1AdE",
+            "s.Xq3kP9vLm2Wn8Rt5Yb7Zc1A-",
+            // Inside a longer word.
+            "params.Xq3kP9vLm2Wn8Rt5Yb7Zc1Ad",
+            "xhvs.QQQQQQQQQQQQQQQQQQQQQQQQQQQQ",
+            "hvs.short",
+            "b.short-batch-looking-name",
+        ] {
+            assert_eq!(tokens(text), text);
+        }
     }
 
     #[test]

@@ -4,9 +4,11 @@
 //!
 //! A stdout that cannot take the result is an error, not a panic: `error: cannot write to
 //! stdout: ...` and exit 1; a closed pipe (`vault-seed policy ENV | head -1`, the reader gone)
-//! ends quietly with exit 1.
+//! ends quietly with exit 1. A closed stdout (`>&-`) is the same error, said before the command
+//! runs: nothing it did could be shown.
 
 use std::io::{self, Write};
+use std::os::fd::{AsFd, BorrowedFd};
 
 use crate::cmd::{self, Failure, Problem};
 use crate::exit::Exit;
@@ -31,6 +33,14 @@ pub fn main() -> std::process::ExitCode {
         err: Style::stderr(cli.global.color),
         verbose: cli.global.verbose,
     };
+    if stdout_is_closed() {
+        to_stderr(&report::error_text(
+            &view.err,
+            "cannot write to stdout: it is closed",
+            Some("send the output to a file, a pipe or `>/dev/null` (a /dev/null opened for reading and writing, as Python's `subprocess.DEVNULL` opens it, looks the same as a closed stdout)"),
+        ));
+        return Exit::Failure.into();
+    }
     let exit = match cmd::execute(&cli) {
         Ok(r) => show(cli.command.name(), r.as_ref(), &view),
         Err(f) => show_failure(cli.command.name(), &f, &view),
@@ -163,6 +173,29 @@ fn to_stderr(text: &str) {
     if !text.is_empty() {
         let _ = io::stderr().lock().write_all(text.as_bytes());
     }
+}
+
+/// Whether stdout was closed when the process started (`>&-`). Before `main`, Rust's runtime
+/// opens `/dev/null` read-write in place of a closed 0, 1 or 2, so every write to it would
+/// "succeed" and the result be lost with exit 0; a shell's `>/dev/null` opens it write-only.
+/// When 0, 1 and 2 are all that read-write `/dev/null`, the process was started detached
+/// (daemon(3) does this) and discarding the output was meant. A parent that opens `/dev/null`
+/// read-write for stdout alone (Python's `subprocess.DEVNULL`) cannot be told from `>&-`: the
+/// help line says so.
+fn stdout_is_closed() -> bool {
+    is_runtime_null(io::stdout().as_fd())
+        && !(is_runtime_null(io::stdin().as_fd()) && is_runtime_null(io::stderr().as_fd()))
+}
+
+/// Whether `fd` is `/dev/null` open for reading and writing.
+fn is_runtime_null(fd: BorrowedFd<'_>) -> bool {
+    use rustix::fs::{fcntl_getfl, fstat, stat, FileType, OFlags};
+    let (Ok(st), Ok(null)) = (fstat(fd), stat("/dev/null")) else {
+        return false;
+    };
+    FileType::from_raw_mode(st.st_mode) == FileType::CharacterDevice
+        && st.st_rdev == null.st_rdev
+        && fcntl_getfl(fd).is_ok_and(|f| f & OFlags::RWMODE == OFlags::RDWR)
 }
 
 fn stdout_failed(e: &io::Error, view: &View) -> Exit {

@@ -35,7 +35,9 @@ fn fail(bad: Vec<Bad>) -> Failure {
             if !repeat {
                 helps.push(b.help.clone());
             }
-            (b.error, (!repeat).then_some(b.help))
+            // Names quoted from the input: shown escaped (controls, bidirectional controls).
+            let error = crate::report::text::escaped(&b.error).into_owned();
+            (error, (!repeat).then_some(b.help))
         })
         .collect();
     Failure::several(

@@ -7,6 +7,8 @@ use std::time::Duration;
 use secrecy::SecretString;
 
 use crate::cli::{GlobalArgs, VerifyArgs};
+use crate::exit::Exit;
+use crate::kube::EsoCluster;
 use crate::mounts::{self, MountTrust};
 use crate::report::text::for_terminal as t;
 use crate::report::verification::VerifyReport;
@@ -28,8 +30,11 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Fai
         ))
         .help("add `[argocd]` with `secrets_app` and `consumers` to the spec (docs/spec.md has an example), or leave `argocd` out of --only"));
     }
-    let session = Session::from_plan(g, &plan, &args.vault)?;
     let runtime = super::runtime()?;
+    if req.wants(PartName::Kube) || req.wants(PartName::Argocd) {
+        runtime.block_on(check_cluster_config(g, &plan, &req))?;
+    }
+    let session = Session::from_plan(g, &plan, &args.vault)?;
     runtime.block_on(async {
         session.announce("verify");
         // The token check and the mount detection at once, with the connections the reads
@@ -61,6 +66,30 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Fai
         }
         Ok(VerifyReport(verification))
     })
+}
+
+/// The cluster's configuration, read before anything is sent to Vault or the cluster: plain
+/// `http://` off loopback is refused (exit 2), as Vault's address is; TLS verification turned
+/// off (`insecure-skip-tls-verify`) is said once, as `VAULT_SKIP_VERIFY` is.
+async fn check_cluster_config(
+    g: &GlobalArgs,
+    plan: &crate::spec::EnvPlan<'_>,
+    req: &Request,
+) -> Result<(), Failure> {
+    let context = verify::cluster::context(plan, req);
+    let preflight = EsoCluster::preflight(req.kubeconfig.as_deref(), context.as_deref())
+        .await
+        .map_err(|e| Failure::from(e).exit(Exit::Usage))?;
+    if let Some(p) = preflight.filter(|p| p.skip_tls_verify) {
+        report::warn(
+            &report::Style::stderr(g.color),
+            &format!(
+                "TLS verification of the Kubernetes API at `{}` is off (insecure-skip-tls-verify in the kubeconfig): anyone on the path can read the cluster credentials",
+                t(&p.server)
+            ),
+        );
+    }
+    Ok(())
 }
 
 /// The policies the specs name for ESO, each counted once: the policy part reads each once

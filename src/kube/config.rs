@@ -108,6 +108,30 @@ pub(crate) async fn resolve(
     Ok((config, Source::Inferred))
 }
 
+/// Refuse a cluster reached over plain `http://` off loopback (the same loopback as Vault's:
+/// `127.0.0.0/8`, `[::1]`, `localhost`): kubectl would send the bearer token or client
+/// certificate's requests there in clear. The address is read as the `url` crate reads it, as
+/// [`crate::vault::address`] does; an address it cannot read is not loopback.
+/// A loopback cluster's requests through a `proxy-url` off loopback are refused too: they
+/// reach the proxy in clear.
+pub(crate) fn refuse_plain_http(config: &Config) -> Result<(), KubeError> {
+    if config.cluster_url.scheme_str() != Some("http") {
+        return Ok(());
+    }
+    let loopback =
+        |uri: &str| reqwest::Url::parse(uri).is_ok_and(|u| crate::vault::address::is_loopback(&u));
+    let server = config.cluster_url.to_string();
+    let proxy = config.proxy_url.as_ref().map(ToString::to_string);
+    let off = match proxy {
+        _ if !loopback(&server) => server,
+        Some(proxy) if !loopback(&proxy) => proxy,
+        _ => return Ok(()),
+    };
+    Err(KubeError::PlainHttp {
+        server: off.trim_end_matches('/').to_string(),
+    })
+}
+
 async fn from_kubeconfig(
     kc: Kubeconfig,
     path: PathBuf,
@@ -242,6 +266,58 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(&err, KubeError::UnknownContext { context, .. } if context == "staging"));
+    }
+
+    #[tokio::test]
+    async fn plain_http_is_allowed_to_loopback_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("kc");
+        for server in [
+            "http://127.0.0.1:1",
+            "http://127.3.4.5:1",
+            "http://localhost:1",
+            "http://[::1]:1",
+            "https://10.0.0.1:6443",
+            "https://kubernetes.example:6443",
+        ] {
+            std::fs::write(&f, kubeconfig(server, Some("dev"))).unwrap();
+            let (config, _) = resolve(Some(&f), None, &no_env()).await.unwrap();
+            assert!(refuse_plain_http(&config).is_ok(), "{server}");
+        }
+        for server in [
+            "http://10.0.0.1:6443",
+            "http://kubernetes.example:8080",
+            "http://localhost.:1",
+            "http://localhost.example:1",
+            "http://[::ffff:127.0.0.1]:1",
+            "http://[::2]:1",
+        ] {
+            std::fs::write(&f, kubeconfig(server, Some("dev"))).unwrap();
+            let (config, _) = resolve(Some(&f), None, &no_env()).await.unwrap();
+            let err = refuse_plain_http(&config).expect_err(server);
+            assert!(matches!(err, KubeError::PlainHttp { .. }), "{server}");
+            assert!(err.to_string().contains("not loopback"), "{err}");
+        }
+        // Through a proxy: the proxy's address decides for plain http.
+        for (proxy, refused) in [
+            ("http://10.0.0.9:3128", true),
+            ("http://127.0.0.1:3128", false),
+        ] {
+            let yaml = kubeconfig("http://127.0.0.1:1", Some("dev")).replace(
+                "    server: ",
+                &format!("    proxy-url: {proxy}\n    server: "),
+            );
+            std::fs::write(&f, yaml).unwrap();
+            let (config, _) = resolve(Some(&f), None, &no_env()).await.unwrap();
+            match refuse_plain_http(&config) {
+                Err(KubeError::PlainHttp { server }) => {
+                    assert!(refused, "{proxy}");
+                    assert_eq!(server, proxy);
+                }
+                Ok(()) => assert!(!refused, "{proxy}"),
+                Err(e) => panic!("{e}"),
+            }
+        }
     }
 
     #[tokio::test]

@@ -94,6 +94,14 @@ pub enum KubeError {
         source: Box<::kube::client::AuthError>,
     },
 
+    /// The cluster is reached over plain `http://` and its host is not loopback: the credentials
+    /// would cross the network in clear. Refused before anything is sent.
+    #[error("would send the Kubernetes credentials over plain http:// to `{server}`, which is not loopback")]
+    PlainHttp {
+        /// The API server URL.
+        server: String,
+    },
+
     /// The API server rejected the credentials (HTTP 401).
     #[error("the Kubernetes API at `{server}` rejected the credentials (401): {message}")]
     Unauthorized {
@@ -201,6 +209,9 @@ impl KubeError {
             KubeError::Unreachable { .. } => {
                 "check the cluster is up and the context is the right one: `kubectl cluster-info`"
                     .into()
+            }
+            KubeError::PlainHttp { .. } => {
+                "give the cluster its https:// address in the kubeconfig (plain http:// is allowed to loopback only)".into()
             }
             KubeError::Credentials { .. } => "log in to the cluster again, then retry".into(),
             KubeError::Unauthorized { .. } => {

@@ -110,6 +110,16 @@ struct Op<'a> {
     name: &'a str,
 }
 
+/// What the cluster's configuration says before anything is sent ([`EsoCluster::preflight`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preflight {
+    /// The API server URL.
+    pub server: String,
+    /// `insecure-skip-tls-verify: true`: the server's certificate is not checked, so anyone on
+    /// the path can read the credentials.
+    pub skip_tls_verify: bool,
+}
+
 impl EsoCluster {
     /// Find the cluster like kubectl and check that its API server answers (`GET /version`).
     ///
@@ -123,6 +133,7 @@ impl EsoCluster {
     ) -> Result<EsoCluster, KubeError> {
         let (mut cfg, source) =
             config::resolve(kubeconfig, context, &config::Env::from_process()).await?;
+        config::refuse_plain_http(&cfg)?;
         cfg.connect_timeout = Some(CONNECT_TIMEOUT);
         cfg.read_timeout = Some(READ_TIMEOUT);
         let server = cfg
@@ -158,6 +169,28 @@ impl EsoCluster {
         })?;
         tracing::debug!(server = %cluster.server, version = %version.git_version, "kubernetes api server answers");
         Ok(cluster)
+    }
+
+    /// What [`EsoCluster::connect`] would use, read before anything is sent: refused
+    /// ([`KubeError::PlainHttp`]) when it would send the credentials in clear off loopback; else
+    /// whether TLS verification is off. Other problems are `connect`'s to report.
+    pub async fn preflight(
+        kubeconfig: Option<&Path>,
+        context: Option<&str>,
+    ) -> Result<Option<Preflight>, KubeError> {
+        let Ok((cfg, _)) = config::resolve(kubeconfig, context, &config::Env::from_process()).await
+        else {
+            return Ok(None);
+        };
+        config::refuse_plain_http(&cfg)?;
+        Ok(Some(Preflight {
+            server: cfg
+                .cluster_url
+                .to_string()
+                .trim_end_matches('/')
+                .to_string(),
+            skip_tls_verify: cfg.accept_invalid_certs,
+        }))
     }
 
     /// The API server URL in use.

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::text::escaped as clean;
 use super::{Format, Rendered, Report, Style, View};
-use crate::order::findings::clean;
 use crate::order::{self, Finding, Rule, Severity};
 
 /// The report of an order check.
@@ -46,9 +46,16 @@ fn severity_word(style: &Style, s: Severity) -> String {
 
 fn render_finding(out: &mut String, style: &Style, f: &Finding) {
     use std::fmt::Write;
-    let _ = writeln!(out, "  {}: {}", severity_word(style, f.severity), f.message);
+    // Names in the check's sentences come from manifests: every character that would act on
+    // the terminal (controls, bidirectional controls) is shown escaped.
+    let _ = writeln!(
+        out,
+        "  {}: {}",
+        severity_word(style, f.severity),
+        clean(&f.message)
+    );
     for d in &f.details {
-        let _ = writeln!(out, "      {d}");
+        let _ = writeln!(out, "      {}", clean(d));
     }
     // A missing object's details name every reader with its place already.
     if let Some(c) = f.consumer.as_ref().filter(|_| f.rule != Rule::NoProducer) {
@@ -68,7 +75,7 @@ fn render_finding(out: &mut String, style: &Style, f: &Finding) {
         );
     }
     if let Some(h) = &f.help {
-        let _ = writeln!(out, "    {}: {h}", style.help("help"));
+        let _ = writeln!(out, "    {}: {}", style.help("help"), clean(h));
     }
 }
 

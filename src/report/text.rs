@@ -1,6 +1,6 @@
 //! Text that comes from outside (a cluster's event and condition messages, object names, a
-//! server's error text), made safe to show: capped in length everywhere, and with control
-//! characters removed before it reaches a terminal.
+//! server's error text), made safe to show: tokens redacted and capped in length everywhere, and
+//! with control characters removed before it reaches a terminal.
 //!
 //! A message from the cluster can carry escape sequences that retitle the window (`ESC ] 0 ;`),
 //! clear the screen (`ESC [ 2 J`), ring the bell, move the cursor back over earlier lines (CR),
@@ -11,10 +11,15 @@ use std::borrow::Cow;
 /// The most characters of one external string that are kept.
 pub const MAX_CHARS: usize = 500;
 
-/// `s` cut to [`MAX_CHARS`] characters, with an elision mark saying how many were left out.
-/// Control characters are kept (JSON escapes them); use [`for_terminal`] for human output.
+/// Text from the cluster as it is kept: anything shaped like a Vault token redacted
+/// ([`crate::redact::tokens`]: an ESO event may quote one), then cut to [`MAX_CHARS`] characters
+/// with an elision mark saying how many were left out. Control characters are kept (JSON escapes
+/// them); use [`for_terminal`] for human output.
 pub fn cap(s: &str) -> Cow<'_, str> {
-    cap_at(s, MAX_CHARS)
+    match crate::redact::tokens(s) {
+        Cow::Borrowed(s) => cap_at(s, MAX_CHARS),
+        Cow::Owned(o) => Cow::Owned(cap_at(&o, MAX_CHARS).into_owned()),
+    }
 }
 
 fn cap_at(s: &str, max: usize) -> Cow<'_, str> {
@@ -30,8 +35,9 @@ fn cap_at(s: &str, max: usize) -> Cow<'_, str> {
 /// `s` safe for a terminal: escape sequences (CSI `ESC [ ... final`, OSC `ESC ] ... BEL` or
 /// `ESC \`) removed whole, every other control character (C0, DEL, C1) and bidirectional
 /// override or isolate (U+202A–U+202E, U+2066–U+2069, and the marks U+200E, U+200F, U+061C)
-/// removed, tabs and line breaks turned into spaces; then capped like [`cap`].
+/// removed, tabs and line breaks turned into spaces, tokens redacted; then capped like [`cap`].
 pub fn for_terminal(s: &str) -> String {
+    let s = &*crate::redact::tokens(s);
     let mut out = String::new();
     let mut kept = 0;
     let mut chars = s.char_indices().peekable();
@@ -87,8 +93,27 @@ pub fn for_terminal(s: &str) -> String {
     out
 }
 
-/// Control characters and the invisible marks that reorder or hide text.
-fn is_hidden(c: char) -> bool {
+/// `s` with every character [`is_hidden`] written as Rust escapes it (`\u{1b}`, `\u{202e}`,
+/// `\n`), so that it shows instead of acting on the terminal; the rest unchanged.
+pub fn escaped(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_hidden) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if is_hidden(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Control characters and the invisible marks that reorder text ("Trojan Source",
+/// CVE-2021-42574): the bidirectional embeddings, overrides and isolates, and the marks. The one
+/// list every escaping helper uses.
+pub fn is_hidden(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
@@ -208,6 +233,33 @@ mod tests {
         );
         let back: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(back, v);
+    }
+
+    #[test]
+    fn escaped_shows_controls_and_every_bidirectional_control() {
+        let bidi = [
+            '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}', '\u{202e}', '\u{2066}', '\u{2067}',
+            '\u{2068}', '\u{2069}', '\u{200e}', '\u{200f}', '\u{061c}',
+        ];
+        for c in bidi {
+            let s = format!("a{c}b");
+            let e = escaped(&s);
+            assert_eq!(e, format!("a\\u{{{:x}}}b", u32::from(c)));
+            assert!(!for_terminal(&s).contains(c));
+        }
+        assert_eq!(escaped("a\u{1b}[2Jb\n"), "a\\u{1b}[2Jb\\n");
+        assert!(matches!(escaped("plain é"), Cow::Borrowed("plain é")));
+    }
+
+    #[test]
+    fn tokens_are_redacted_on_the_way_in_and_on_the_terminal() {
+        let msg = "forbidden: token s.Kq3kP9vLm2Wn8Rt5Yb7Zc1Ad is not allowed";
+        let want = "forbidden: token s.[redacted] is not allowed";
+        assert_eq!(cap(msg), want);
+        assert_eq!(for_terminal(msg), want);
+        // Before the cut: a token across the cap is never shown in part.
+        let long = format!("{} hvs.{}", "x".repeat(MAX_CHARS - 10), "Q".repeat(200));
+        assert!(!cap(&long).contains("QQ"), "{}", cap(&long));
     }
 
     #[test]

@@ -135,10 +135,10 @@ pub(crate) fn shown(s: &str) -> String {
 }
 
 /// Whether a character acts on a terminal or reorders text rather than showing: control
-/// characters, and the bidirectional controls of "Trojan Source" (CVE-2021-42574).
+/// characters, and the bidirectional controls of "Trojan Source" (CVE-2021-42574); the list
+/// all output shares ([`crate::report::text::is_hidden`]).
 pub(crate) fn is_unshowable(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    crate::report::text::is_hidden(c)
 }
 
 fn escaped(s: &str) -> String {
@@ -329,6 +329,8 @@ mod tests {
     fn user_text_in_messages_is_escaped_and_elided() {
         assert_eq!(shown("plain-name"), "plain-name");
         assert_eq!(shown("a\u{1b}[2J\u{202e}b"), "a\\u{1b}[2J\\u{202e}b");
+        // The Arabic letter mark reorders text too.
+        assert_eq!(shown("a\u{061c}b"), "a\\u{61c}b");
         let long = shown(&"n".repeat(10_000));
         assert!(
             long.chars().count() <= SHOWN_CHARS + 1 && long.contains('…'),

@@ -681,7 +681,11 @@ fn dockerfile() -> String {
 
 /// Instructions (comments and blank lines out), `(INSTRUCTION, rest)`.
 fn instructions() -> Vec<(String, String)> {
-    dockerfile()
+    instructions_of(&dockerfile())
+}
+
+fn instructions_of(dockerfile: &str) -> Vec<(String, String)> {
+    dockerfile
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
@@ -713,20 +717,40 @@ fn dockerfile_cargo_args() -> Vec<String> {
     run.split_whitespace().skip(1).map(str::to_string).collect()
 }
 
+/// Each `FROM`: the image by its tag (the `# pin:` line above it when it is pinned by digest,
+/// as scripts/pin-images writes it), and the rest of the line (` AS build`).
+fn froms(dockerfile: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = dockerfile.lines().map(str::trim).collect();
+    lines
+        .iter()
+        .enumerate()
+        .filter_map(|(n, l)| {
+            let rest = l.strip_prefix("FROM ")?.trim();
+            let (image, after) = rest.split_once(' ').unwrap_or((rest, ""));
+            let pin = n
+                .checked_sub(1)
+                .and_then(|p| lines[p].strip_prefix("# pin: "))
+                .map(str::to_string);
+            if image.contains('@') {
+                assert!(
+                    pin.is_some(),
+                    "`FROM {image}` pinned without its `# pin:` tag"
+                );
+            }
+            Some((pin.unwrap_or_else(|| image.to_string()), after.to_string()))
+        })
+        .collect()
+}
+
 #[test]
 fn the_dockerfile_builds_locked_release_and_runs_as_nonroot_from_distroless() {
     let ins = instructions();
-    let froms: Vec<&String> = ins
-        .iter()
-        .filter(|(i, _)| i == "FROM")
-        .map(|(_, r)| r)
-        .collect();
+    let froms = froms(&dockerfile());
     assert_eq!(froms.len(), 2, "multi-stage: {froms:?}");
-    assert!(froms[0].ends_with(" AS build"), "{}", froms[0]);
+    assert_eq!(froms[0].1, "AS build", "{froms:?}");
     assert!(
-        froms[1].starts_with("gcr.io/distroless/") && froms[1].ends_with(":nonroot"),
-        "{}",
-        froms[1]
+        froms[1].0.starts_with("gcr.io/distroless/") && froms[1].0.ends_with(":nonroot"),
+        "{froms:?}"
     );
     let args = dockerfile_cargo_args();
     for a in ["build", "--locked", "--release"] {
@@ -772,6 +796,191 @@ fn the_dockerfile_builds_locked_release_and_runs_as_nonroot_from_distroless() {
                 assert!(kept, "COPY {src}: left out of the context by .dockerignore");
             }
         }
+    }
+}
+
+/// A copy of the Dockerfile and deploy/ in `dir` (made).
+fn copy_image_files(dir: &Path) {
+    std::fs::create_dir(dir).unwrap();
+    std::fs::copy(root().join("Dockerfile"), dir.join("Dockerfile")).unwrap();
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(root().join("deploy"))
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Every file under `dir`, with its bytes.
+fn contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// scripts/pin-images on `dir`, the registry played by `resolve` (a shell script given the
+/// reference).
+fn pin_images(dir: &Path, resolve: &str, args: &[&str]) -> std::process::Output {
+    let stub = dir.join("resolve");
+    std::fs::write(&stub, format!("#!/bin/sh\n{resolve}\n")).unwrap();
+    let status = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&stub)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::process::Command::new(root().join("scripts/pin-images"))
+        .args(args)
+        .arg(dir.join("tree"))
+        .env("PIN_IMAGES_RESOLVE", &stub)
+        .output()
+        .unwrap()
+}
+
+/// scripts/pin-images (issue 28 item 12: images were pinned by tag only) pins the Dockerfile's
+/// base images and the Jobs' image by digest, each digest the registry's answer for the tag,
+/// which stays beside it; run again, it changes nothing; a bad answer writes nothing. The
+/// registry is a stand-in here (no registry can be reached from the tests): each answer is
+/// a different digest, logged, so the test sees that each one went to its own image.
+#[test]
+fn pin_images_pins_every_image_by_digest_keeping_its_tag() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    copy_image_files(&tree);
+    let log = dir.path().join("asked");
+    // A digest per reference: sha256 of its text.
+    let resolve = format!(
+        "d=sha256:$(printf %s \"$1\" | sha256sum | cut -d' ' -f1); echo \"$1 $d\" >> {}; echo $d",
+        log.display()
+    );
+    let before = contents(&tree);
+    let check = pin_images(dir.path(), "exit 1", &["--check"]);
+    assert_eq!(check.status.code(), Some(1));
+    assert_eq!(
+        text(&check.stdout).matches("not pinned by digest").count(),
+        4
+    );
+
+    let out = pin_images(dir.path(), &resolve, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let asked: BTreeMap<String, String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (r, d) = l.split_once(' ').unwrap();
+            (r.to_string(), d.to_string())
+        })
+        .collect();
+    let rust = instructions()
+        .iter()
+        .find_map(|(i, r)| {
+            (i == "ARG")
+                .then(|| r.strip_prefix("RUST_VERSION="))
+                .flatten()
+                .map(str::to_string)
+        })
+        .unwrap();
+    let job_image = "harbor.cl1.sq4.aegis.internal/platform/vault-seed:0.1.0";
+    let rust_image = format!("docker.io/library/rust:{rust}-bookworm");
+    let distroless = "gcr.io/distroless/cc-debian12:nonroot";
+    assert_eq!(
+        asked.keys().map(String::as_str).collect::<Vec<_>>(),
+        [rust_image.as_str(), distroless, job_image],
+        "each image asked for once, the ARG expanded"
+    );
+    let pinned = |tagged: &str| {
+        let (repo, _) = tagged.rsplit_once(':').unwrap();
+        format!("{repo}@{}", asked[tagged])
+    };
+    // The Dockerfile: each FROM by digest, its tag (ARG and all) on the line above.
+    let docker = std::fs::read_to_string(tree.join("Dockerfile")).unwrap();
+    assert_eq!(froms(&docker), froms(&dockerfile()), "the tags are kept");
+    has(
+        &docker,
+        format!(
+            "# pin: docker.io/library/rust:${{RUST_VERSION}}-bookworm\nFROM {} AS build\n",
+            pinned(&rust_image)
+        ),
+    );
+    has(
+        &docker,
+        format!("# pin: {distroless}\nFROM {}\n", pinned(distroless)),
+    );
+    // The Jobs: the image by digest, the tag in a comment; still the typed Jobs they were.
+    let objs = render(&tree.join("deploy/base"));
+    let jobs = jobs(&objs);
+    assert_eq!(jobs.len(), 2);
+    for job in &jobs {
+        assert_eq!(
+            container(job).image.as_deref(),
+            Some(pinned(job_image).as_str())
+        );
+    }
+    for name in ["job-apply.yaml", "job-verify.yaml"] {
+        let yaml = std::fs::read_to_string(tree.join("deploy/base").join(name)).unwrap();
+        has(&yaml, format!("image: {}  # 0.1.0\n", pinned(job_image)));
+    }
+    // Nothing else changed.
+    let after = contents(&tree);
+    let changed: Vec<_> = before
+        .keys()
+        .filter(|p| before[*p] != after[*p])
+        .map(|p| p.strip_prefix(&tree).unwrap().display().to_string())
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "Dockerfile",
+            "deploy/base/job-apply.yaml",
+            "deploy/base/job-verify.yaml"
+        ]
+    );
+    assert!(pin_images(dir.path(), "exit 1", &["--check"])
+        .status
+        .success());
+
+    // Again, from the tags in the comments: the same files.
+    let out = pin_images(dir.path(), &resolve, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(contents(&tree), after, "pinning again changes nothing");
+    // A tag that moved: its new digest.
+    let moved = resolve.replace(
+        "echo $d",
+        "case $1 in *nonroot) echo sha256:$(printf %064d 7);; *) echo $d;; esac",
+    );
+    assert!(pin_images(dir.path(), &moved, &[]).status.success());
+    let docker = std::fs::read_to_string(tree.join("Dockerfile")).unwrap();
+    has(
+        &docker,
+        format!(
+            "# pin: {distroless}\nFROM gcr.io/distroless/cc-debian12@sha256:{:064}\n",
+            7
+        ),
+    );
+
+    // An answer that is not a digest: an error, and nothing written.
+    let kept = contents(&tree);
+    for bad in [
+        "echo sha256:abc",
+        "echo latest",
+        "echo 'sha256:$(rm -rf /)'",
+        "exit 3",
+    ] {
+        let out = pin_images(dir.path(), bad, &[]);
+        assert_eq!(out.status.code(), Some(1), "{bad}");
+        has(&text(&out.stderr), "error: ");
+        assert_eq!(contents(&tree), kept, "{bad}: nothing written");
     }
 }
 

@@ -20,6 +20,7 @@ mod json_failures;
 mod kube_eso;
 mod kube_logs;
 mod kube_vso;
+mod kubeconfig_guards;
 mod lint;
 mod login;
 mod mixed_kv;

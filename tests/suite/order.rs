@@ -633,6 +633,55 @@ fn hostile_names_cannot_drive_the_terminal() {
     }
 }
 
+/// Every bidirectional control ("Trojan Source": embeddings, overrides, isolates, marks).
+const BIDI: [char; 12] = [
+    '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}', '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}',
+    '\u{2069}', '\u{200e}', '\u{200f}', '\u{061c}',
+];
+
+/// A name that reorders the line it is printed in (issue 28 item 8: U+202E reached the terminal
+/// raw in `order`'s messages) is shown escaped, in findings, app names and input errors.
+#[test]
+fn bidirectional_controls_in_names_are_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: String = BIDI.iter().map(|c| format!("x{c}")).collect();
+    let p = write(
+        dir.path(),
+        "evil.yaml",
+        &format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: \"api\u{202e}lave\"}}\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        envFrom: [{{secretRef: {{name: \"{names}\"}}}}]\n"
+        ),
+    );
+    let clean = |what: &str, text: &str| {
+        for c in BIDI {
+            assert!(
+                !text.contains(c),
+                "{what}: U+{:04X} raw in {text:?}",
+                u32::from(c)
+            );
+        }
+    };
+    let evil_app = format!("evil\u{2067}={}", p.display());
+    let (code, stdout, stderr) = order(&[String::from("--app"), evil_app.clone()]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    clean("text", &(stdout.clone() + &stderr));
+    // Shown, escaped: the reader sees that something is there.
+    assert!(stdout.contains("api\\u{202e}lave"), "{stdout}");
+    assert!(stdout.contains("x\\u{202a}x\\u{202b}"), "{stdout}");
+    assert!(stdout.contains("x\\u{61c}"), "{stdout}");
+    assert!(stdout.contains("app evil\\u{2067}"), "{stdout}");
+    // JSON escapes them (`\u202e`); the document still holds the names as they are.
+    let (code, stdout, stderr) = order(&["--app".into(), evil_app, "-o".into(), "json".into()]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    clean("json", &(stdout.clone() + &stderr));
+    assert!(stdout.contains("\\u202e"), "{stdout}");
+    // An input error quoting the argument.
+    let (code, stdout, stderr) = order(&["--app".into(), "no-equals\u{202e}sign".into()]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    clean("error", &(stdout.clone() + &stderr));
+    assert!(stderr.contains("no-equals\\u{202e}sign"), "{stderr}");
+}
+
 #[test]
 fn env_marks_findings_about_the_specs_external_secrets_as_the_bootstraps() {
     let mut a = broken();

@@ -1,7 +1,9 @@
 //! A stdout that cannot take the result is an error, never a panic (issue 12, finding 12:
 //! `vault-seed policy auh1-dev >/dev/full` panicked "failed printing to stdout", exit 101).
 //! For every command that prints: a full stdout (`/dev/full`) is `error: cannot write to stdout`
-//! and exit 1; a closed pipe (the reader gone, as `| head -1` leaves it) is a quiet exit 1.
+//! and exit 1; a closed pipe (the reader gone, as `| head -1` leaves it) is a quiet exit 1; a
+//! closed stdout (`>&-`, issue 28 item 10: exit 0 with the output lost) is
+//! `error: cannot write to stdout` and exit 1.
 
 use crate::common;
 
@@ -17,7 +19,11 @@ enum Sink {
     Full,
     /// A pipe whose reader was closed before vault-seed wrote: EPIPE.
     Closed,
+    /// No stdout at all (`>&-`).
+    Shut,
 }
+
+const SINKS: [Sink; 3] = [Sink::Full, Sink::Closed, Sink::Shut];
 
 fn run(run: Run, sink: Sink, stdin: &str) -> Out {
     let run = match sink {
@@ -27,6 +33,7 @@ fn run(run: Run, sink: Sink, stdin: &str) -> Out {
             drop(reader);
             run.stdout_to(writer)
         }
+        Sink::Shut => run.stdout_closed(),
     };
     run.stdin(stdin).output()
 }
@@ -46,6 +53,10 @@ fn check(what: &str, out: &Out, sink: Sink) {
         Sink::Closed => assert!(
             !err.contains("cannot write to stdout"),
             "{what}: a closed pipe ends quietly: {err}"
+        ),
+        Sink::Shut => assert!(
+            err.contains("error: cannot write to stdout: it is closed\n  help: send the output to a file, a pipe or `>/dev/null`"),
+            "{what}: {err}"
         ),
     }
 }
@@ -79,7 +90,7 @@ fn offline_commands_fail_cleanly_on_a_full_or_closed_stdout() {
         vec!["order", "--app", &app],
         vec!["-o", "json", "order", "--app", &app],
     ];
-    for sink in [Sink::Full, Sink::Closed] {
+    for sink in SINKS {
         for args in &commands {
             let out = run(offline(home.path(), args), sink, "");
             check(&args.join(" "), &out, sink);
@@ -94,6 +105,28 @@ fn offline_commands_fail_cleanly_on_a_full_or_closed_stdout() {
     }
 }
 
+/// `>/dev/null` is output thrown away on purpose, not a closed stdout: exit 0.
+#[test]
+fn a_stdout_sent_to_dev_null_is_not_an_error() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [vec!["gen", "hex"], vec!["policy", "auh1-dev"]] {
+        let null = OpenOptions::new().write(true).open("/dev/null").unwrap();
+        let out = offline(home.path(), &args).stdout_to(null).output();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            out.stderr_text()
+        );
+        // Started detached (daemon(3): 0, 1 and 2 all one read-write /dev/null): output thrown
+        // away on purpose too.
+        let out = offline(home.path(), &args)
+            .redirected("<>/dev/null >&0 2>&0")
+            .output();
+        assert_eq!(out.status.code(), Some(0), "{args:?} detached");
+    }
+}
+
 #[test]
 fn commands_against_a_server_fail_cleanly_on_a_full_or_closed_stdout() {
     let bao = OpenBao::dev();
@@ -104,7 +137,7 @@ fn commands_against_a_server_fail_cleanly_on_a_full_or_closed_stdout() {
     assert!(bao
         .kv_get("secret", "ask/core-service/auh1-dev/ZITADEL_MASTERKEY")
         .is_some());
-    for sink in [Sink::Full, Sink::Closed] {
+    for sink in SINKS {
         for (args, stdin) in [
             (vec!["plan", "auh1-dev"], ""),
             (vec!["-o", "json", "apply", "auh1-dev"], ""),

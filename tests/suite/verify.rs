@@ -865,7 +865,7 @@ fn hostile_cluster_text_is_clean_and_bounded() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster();
     let hostile = format!(
-        "\x1b]0;pwned\x07\x1b[2Jcleared\r\x1b[1Afake line\u{9b}31m\u{202e}desrever\u{2066}{}",
+        "\x1b]0;pwned\x07\x1b[2Jcleared\r\x1b[1Afake line\u{9b}31m\u{202e}desrever\u{2066}\u{202a}\u{202b}\u{202c}\u{2067}\u{2068}\u{2069}\u{200e}\u{200f}\u{061c}{}",
         "A".repeat(20 * 1024 * 1024)
     );
     let mut es: serde_json::Value =
@@ -896,7 +896,9 @@ fn hostile_cluster_text_is_clean_and_bounded() {
     let clean = |bytes: &[u8], what: &str| {
         let s = String::from_utf8_lossy(bytes);
         for bad in [
-            '\x1b', '\x07', '\r', '\u{9b}', '\u{202e}', '\u{202d}', '\u{2066}',
+            '\x1b', '\x07', '\r', '\u{9b}', '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}',
+            '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}', '\u{200e}', '\u{200f}',
+            '\u{061c}',
         ] {
             assert!(!s.contains(bad), "{what} holds {bad:?}");
         }
@@ -940,6 +942,70 @@ fn hostile_cluster_text_is_clean_and_bounded() {
     assert_eq!(
         z["message"],
         "could not get secret data\x07\r\nok   kube: fake"
+    );
+}
+
+/// A token quoted by the cluster (issue 28 item 11: an ESO event message quoting ESO's token was
+/// printed as it was) is redacted by its shape, in an event, a condition and a store's message,
+/// text and JSON, though this run never held it.
+#[test]
+fn vault_tokens_quoted_by_the_cluster_are_redacted() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster();
+    // A token OpenBao minted (its dev server's are `s.` and 24 characters), and a signed service
+    // token's shape (`hvs.` and base64url).
+    let legacy = bao.token_with_policies(&["default"]);
+    let legacy = legacy.as_str();
+    let service =
+        "hvs.CAESIJlU8oQp3vW_kX-9x7Tq1bq2Yw3yZcFvJ6n8sWbK0mE1Gh4KHGh2cy5ZV0V3WkM0dE1UZ3pPRFF4";
+    let mut es: serde_json::Value =
+        fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).into();
+    fake_kube::set_ready(
+        &mut es,
+        false,
+        "SecretSyncedError",
+        &format!("could not get secret data: invalid token {legacy}"),
+        &later(),
+    );
+    kube.put(es);
+    kube.add_event(fake_kube::event(
+        "ask",
+        "ExternalSecret",
+        "zitadel-secret",
+        "Warning",
+        "UpdateFailed",
+        &format!("error processing spec.data[0], token={service}: permission denied"),
+    ));
+    kube.put(fake_kube::secret_store(
+        "ask",
+        "vault-backend",
+        false,
+        "InvalidProviderConfig",
+        &format!("cannot login with {service} or {legacy}"),
+    ));
+    let secrets = [&service[4..], &legacy[legacy.find('.').unwrap() + 1..]];
+    let out = verify(&bao, Some(&kube), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = out.all_text();
+    for s in secrets {
+        assert!(!text.contains(s), "a token reached the output:\n{text}");
+    }
+    has(&text, "token=hvs.[redacted]: permission denied");
+    let prefix = &legacy[..legacy.find('.').unwrap() + 1];
+    has(&text, format!("invalid token {prefix}[redacted]"));
+    let out = verify(&bao, Some(&kube), &["-o", "json"]);
+    let json = out.all_text();
+    for s in secrets {
+        assert!(!json.contains(s), "a token reached the JSON:\n{json}");
+    }
+    let z = es_of(&out.json(), "zitadel-secret").clone();
+    assert_eq!(
+        z["message"],
+        format!("could not get secret data: invalid token {prefix}[redacted]")
+    );
+    assert!(
+        json.contains("token=hvs.[redacted]: permission denied"),
+        "{json}"
     );
 }
 

@@ -120,6 +120,8 @@ struct Tls {
 pub struct FakeKube {
     /// `http://127.0.0.1:<port>`, or `https://` for [`FakeKube::start_tls`].
     pub addr: String,
+    /// The address it listens on (loopback unless [`FakeKube::start_on`]).
+    ip: std::net::IpAddr,
     /// The port it listens on.
     pub port: u16,
     /// The PEM certificate of the CA that signed its certificate (TLS servers only): a pod's
@@ -185,11 +187,21 @@ impl FakeKube {
         kube
     }
 
+    /// Plain HTTP on `ip`, an address of this machine that is not loopback: what a request
+    /// sent to that address would reach ([`FakeKube::requests`] says whether one was).
+    pub fn start_on(ip: std::net::IpAddr) -> Self {
+        Self::start_at(None, ip)
+    }
+
     fn start_with(tls: Option<Tls>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        Self::start_at(tls, std::net::Ipv4Addr::LOCALHOST.into())
+    }
+
+    fn start_at(tls: Option<Tls>, ip: std::net::IpAddr) -> Self {
+        let listener = TcpListener::bind((ip, 0)).expect("bind the fake API server");
         let port = listener.local_addr().expect("local addr").port();
         let scheme = if tls.is_some() { "https" } else { "http" };
-        let addr = format!("{scheme}://127.0.0.1:{port}");
+        let addr = format!("{scheme}://{}", std::net::SocketAddr::new(ip, port));
         let tls = tls.map(Arc::new);
         let token = format!("fake-token-{port}");
         let state = Arc::new(Mutex::new(State {
@@ -225,6 +237,7 @@ impl FakeKube {
         .expect("write kubeconfig");
         FakeKube {
             addr,
+            ip,
             port,
             ca_pem: None,
             token,
@@ -354,7 +367,7 @@ impl Drop for FakeKube {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         // Wake the accept loop so it sees the flag.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        let _ = TcpStream::connect((self.ip, self.port));
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

@@ -121,6 +121,32 @@ impl Run {
         self
     }
 
+    /// Run with stdout closed (`>&-`), through `sh` since `Command` cannot close a descriptor.
+    pub fn stdout_closed(self) -> Run {
+        self.redirected(">&-")
+    }
+
+    /// Run through `sh` with these redirections (`>&-`, `<>/dev/null >&0`): the same program,
+    /// arguments, environment and directory.
+    pub fn redirected(mut self, redirections: &str) -> Run {
+        let mut sh = Command::new("sh");
+        sh.env_clear()
+            .arg("-c")
+            .arg(format!(r#"exec "$0" "$@" {redirections}"#))
+            .arg(self.cmd.get_program())
+            .args(self.cmd.get_args());
+        for (key, value) in self.cmd.get_envs() {
+            if let Some(value) = value {
+                sh.env(key, value);
+            }
+        }
+        if let Some(dir) = self.cmd.get_current_dir() {
+            sh.current_dir(dir);
+        }
+        self.cmd = sh;
+        self
+    }
+
     /// Run to the end; what it printed (stdout empty when sent elsewhere) and its exit status.
     pub fn output(mut self) -> Out {
         let stdin = self.stdin.take();
