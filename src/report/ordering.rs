@@ -144,8 +144,15 @@ fn render(report: &order::Report, style: &Style) -> String {
         let _ = writeln!(out, "\n{}: {}", style.ok("ok"), quiet.join(", "));
     }
     let s = &report.summary;
+    let only_unchecked = report
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .all(|f| f.rule.not_checked());
     let verdict = if report.ok {
         style.ok("the order holds")
+    } else if only_unchecked {
+        style.error("not checked: some workloads' pod templates cannot be read")
     } else {
         style.error("a consumer may run before its producer")
     };

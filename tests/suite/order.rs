@@ -980,3 +980,96 @@ fn hostile_inputs_are_refused_within_a_memory_budget() {
         "{stderr}"
     );
 }
+
+#[test]
+fn rollouts_are_consumers_and_unknown_pod_templates_are_not_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let rollout = write(
+        dir.path(),
+        "rollout.yaml",
+        "\
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: api, namespace: ask}
+spec:
+  template:
+    spec:
+      containers:
+      - name: api
+        envFrom: [{secretRef: {name: rollout-secret}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api-template, namespace: ask}
+spec:
+  replicas: 0
+  template:
+    spec:
+      containers:
+      - name: api
+        env: [{name: PW, valueFrom: {secretKeyRef: {name: ref-secret, key: pw}}}]
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata:
+  name: api-ref
+  namespace: ask
+  annotations: {argocd.argoproj.io/sync-wave: \"-1\"}
+spec:
+  workloadRef: {apiVersion: apps/v1, kind: Deployment, name: api-template}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: ref-secret, namespace: ask}
+stringData: {pw: x}
+",
+    );
+    let (code, doc) = order_json(&["--app".to_string(), format!("x={}", rollout.display())]);
+    assert_eq!(code, 1, "{doc:#}");
+    let about = |rule: &str| -> Vec<String> {
+        findings(&doc)
+            .iter()
+            .filter(|f| f["rule"] == rule)
+            .map(|f| format!("{} {}", f["consumer"]["kind"], f["object"]["name"]))
+            .collect()
+    };
+    assert_eq!(
+        about("no-producer"),
+        ["\"Rollout\" \"rollout-secret\""],
+        "{doc:#}"
+    );
+    // The referenced Deployment's template runs at the Rollout's wave, before the Secret.
+    assert_eq!(
+        about("wave-order"),
+        ["\"Rollout\" \"ref-secret\""],
+        "{doc:#}"
+    );
+
+    let custom = write(
+        dir.path(),
+        "custom.yaml",
+        "\
+apiVersion: workers.example.com/v1
+kind: Worker
+metadata: {name: w, namespace: ask}
+spec:
+  template:
+    spec:
+      containers:
+      - name: w
+        envFrom: [{secretRef: {name: never-checked}}]
+",
+    );
+    let a = vec!["--app".to_string(), format!("x={}", custom.display())];
+    let (code, stdout, stderr) = order(&a);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("error: kind Worker has a pod template vault-seed does not understand")
+            && stdout.contains("not checked: some workloads' pod templates cannot be read"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("the order holds"), "{stdout}");
+    let (code, doc) = order_json(&a);
+    assert_eq!((code, &doc["ok"]), (1, &Value::Bool(false)));
+    assert_eq!(findings(&doc)[0]["rule"], "pod-template-unknown");
+}
