@@ -1073,3 +1073,73 @@ spec:
     assert_eq!((code, &doc["ok"]), (1, &Value::Bool(false)));
     assert_eq!(findings(&doc)[0]["rule"], "pod-template-unknown");
 }
+
+#[test]
+fn thousands_of_findings_or_bad_documents_have_bounded_output() {
+    use std::fmt::Write as _;
+    let n = 30_000;
+    let dir = tempfile::tempdir().unwrap();
+    // Each Job reads a Secret of its own that nothing makes, and all read one shared one.
+    let mut text = String::new();
+    for i in 0..n {
+        let _ = write!(
+            text,
+            "---\napiVersion: batch/v1\nkind: Job\nmetadata: {{name: j{i}, namespace: ask}}\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        envFrom: [{{secretRef: {{name: s{i}}}}}, {{secretRef: {{name: shared}}}}]\n"
+        );
+    }
+    let jobs = write(dir.path(), "jobs.yaml", &text);
+    let a = vec!["--app".to_string(), format!("x={}", jobs.display())];
+    let (code, stdout, stderr) = order(&a);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.len() < 60_000, "{} bytes of output", stdout.len());
+    assert_eq!(
+        stdout.matches("error: no app renders").count(),
+        50,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "… and {} more findings (`-o json` lists them all)",
+            n + 1 - 50
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("result: {} error(s)", n + 1)),
+        "{stdout}"
+    );
+    // The shared Secret's finding names its first readers and counts the others.
+    assert!(
+        stdout.contains(&format!("… and {} more", n - 20)),
+        "{stdout}"
+    );
+    let (code, doc) = order_json(&a);
+    assert_eq!(code, 1);
+    assert_eq!(findings(&doc).len(), n + 1);
+
+    // As many documents that are not objects: exit 2, the first problems and a count.
+    let bad = write(dir.path(), "bad.yaml", &"---\njust a string\n".repeat(n));
+    let a = vec!["--app".to_string(), format!("x={}", bad.display())];
+    let (code, _, stderr) = order(&a);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.len() < 40_000,
+        "{} bytes of diagnostics",
+        stderr.len()
+    );
+    assert_eq!(
+        stderr.matches("not a Kubernetes object").count(),
+        50,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "… and {} more problems (`-o json` lists them all)",
+            n - 50
+        )) && stderr.contains(&format!("error: {n} problem(s) in the input")),
+        "{stderr}"
+    );
+    let (code, doc) = order_json(&a);
+    assert_eq!(code, 2);
+    assert_eq!(doc["errors"].as_array().unwrap().len(), n);
+}
