@@ -312,6 +312,11 @@ mod tests {
             read("a: 1\nb: -2\nc: 1.5\nd: true\ne: ~\nf: !custom x\n80: http\ntrue: y\n"),
             json!({"a": 1, "b": -2, "c": 1.5, "d": true, "e": null, "f": "x", "80": "http", "true": "y"})
         );
+        // A repeated key: the last wins, as in go-yaml v2 (not strict) and so in kubectl.
+        assert_eq!(
+            read("envFrom: [{secretRef: {name: s}}]\nenvFrom: []\n"),
+            json!({"envFrom": []})
+        );
         let e = to_json("{[a]: b}\n", &Budget::new(100, 100)).unwrap_err();
         assert!(
             matches!(&e, Error::Yaml(e) if e.to_string().contains("key")),
