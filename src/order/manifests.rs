@@ -17,8 +17,8 @@ use super::yaml;
 /// Most bytes read in all, every file and stdin together (a rendered chart is a few MiB).
 pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 
-/// Most YAML nodes in one document, counted from its text before it is parsed (every `:`,
-/// `,`, `-`, `[`, `{` and line) and again as it is built, copies made by aliases and merge keys
+/// Most YAML nodes in one document, estimated from its text before it is parsed (every `:`,
+/// `,`, `-`, `?`, `[`, `{` and line) and counted again as it is built, copies made by aliases and merge keys
 /// included. The API server stores an object of at most about 1.5 MiB; a 1 MiB ConfigMap of
 /// JSON holds far fewer. This bounds what one document costs, whatever its shape.
 pub const MAX_DOC_NODES: usize = 500_000;
@@ -292,8 +292,8 @@ fn regular(shown: &str, meta: &std::fs::Metadata) -> Result<(), LoadError> {
     })
 }
 
-/// Open a file that was a regular file when listed. O_NONBLOCK keeps a FIFO swapped in since
-/// from blocking the open; the opened file is checked again.
+/// Open a file that was a regular file when listed. With O_NONBLOCK, a FIFO put in its place
+/// since cannot block the open either, and the opened file is checked again.
 fn open_regular(path: &Path) -> Result<std::fs::File, LoadError> {
     use std::os::unix::fs::OpenOptionsExt;
     let shown = path.display().to_string();
@@ -466,7 +466,11 @@ fn parse_stream_into(
             budget.nodes_left.get().min(MAX_DOC_NODES),
             MAX_DOC_STRING_BYTES,
         );
-        let value = match yaml::to_json(&chunk.text, &doc_budget) {
+        let converted = yaml::to_json(&chunk.text, &doc_budget);
+        // What was built counts, even when the document is refused after.
+        let used = budget.nodes_left.get().min(MAX_DOC_NODES) - doc_budget.nodes_left();
+        budget.nodes_left.set(budget.nodes_left.get() - used);
+        let value = match converted {
             Ok(v) => v,
             Err(yaml::Error::TooMuch) => {
                 errors.push(too_complex());
@@ -488,8 +492,6 @@ fn parse_stream_into(
                 continue;
             }
         };
-        let used = budget.nodes_left.get().min(MAX_DOC_NODES) - doc_budget.nodes_left();
-        budget.nodes_left.set(budget.nodes_left.get() - used);
         if let Err(what) = flatten(value, &origin, 0, f) {
             errors.push(LoadError::NotObject {
                 file: file.to_string(),
@@ -691,6 +693,34 @@ metadata:
         assert!(parse_stream("bomb.yaml", &bomb).is_err());
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
         assert!(parse_stream("deep.yaml", &deep).is_err());
+    }
+
+    #[test]
+    fn nodes_count_across_documents_and_files_of_one_run() {
+        let budget = Budget {
+            bytes_left: std::cell::Cell::new(1 << 20),
+            nodes_left: std::cell::Cell::new(60),
+        };
+        // 11 nodes a document: the mapping, 4 keys, 2 scalars, `metadata` (3), `data` (1).
+        let doc = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {}\n";
+        let mut n = 0;
+        let errs = parse_stream_into("a.yaml", &doc.repeat(4), &budget, &mut |_| n += 1);
+        assert!(errs.is_ok() && n == 4, "{errs:?}");
+        // The 16 left run out in a second file, at its second document (line 7).
+        let errs =
+            parse_stream_into("b.yaml", &doc.repeat(4), &budget, &mut |_| n += 1).unwrap_err();
+        assert!(
+            matches!(&errs[..], [LoadError::TooComplex { file, line: 7 }] if file == "b.yaml"),
+            "{errs:?}"
+        );
+        // A document refused after it was built still counts.
+        let budget = Budget {
+            bytes_left: std::cell::Cell::new(1 << 20),
+            nodes_left: std::cell::Cell::new(100),
+        };
+        let bad = "a: [1, 2, 3, 4, 5, 6, 7, 8]\nb:\n  <<: 3\n";
+        assert!(parse_stream_into("c.yaml", bad, &budget, &mut |_| ()).is_err());
+        assert!(budget.nodes_left.get() < 100 - 10, "{budget:?}");
     }
 
     #[test]
