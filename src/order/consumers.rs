@@ -20,7 +20,7 @@ use super::producers::DataKind;
 #[serde(rename_all = "kebab-case")]
 pub enum Workload {
     /// A controller that keeps retrying (Deployment, StatefulSet, DaemonSet, ReplicaSet,
-    /// ReplicationController, CronJob): its pods restart until the input exists.
+    /// ReplicationController, CronJob, Rollout): its pods restart until the input exists.
     Restarting,
     /// Runs once (Job, Pod): Argo CD waits for it when it is a hook, and a pod that cannot start
     /// holds the sync.
@@ -397,6 +397,19 @@ mod tests {
         let p = json!({"spec": pod()});
         let c = consumer("", "Pod", &p).unwrap();
         assert_eq!((c.workload, c.reads.len()), (Workload::RunOnce, 10));
+        let c = consumer("argoproj.io", "Rollout", &t).unwrap();
+        assert_eq!((c.workload, c.reads.len()), (Workload::Restarting, 10));
+        assert!(c.workload_ref.is_none());
+        let r = json!({"spec": {"workloadRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}}});
+        let c = consumer("argoproj.io", "Rollout", &r).unwrap();
+        assert_eq!(
+            c.workload_ref,
+            Some(WorkloadRef {
+                group: "apps".into(),
+                kind: "Deployment".into(),
+                name: "d".into()
+            })
+        );
     }
 
     #[test]
