@@ -122,10 +122,26 @@ pub fn failure_text(f: &Failure, style: &Style) -> String {
         "`vault-seed lint -o json` lists them all",
     ));
     if !f.is_its_one_problem() {
-        for p in &f.problems {
-            if let Problem::Input { message, help } = p {
-                out.push_str(&report::error_text(style, message, help.as_deref()));
-            }
+        let inputs: Vec<_> = f
+            .problems
+            .iter()
+            .filter_map(|p| match p {
+                Problem::Input { message, help } => Some((message, help)),
+                Problem::Spec(_) => None,
+            })
+            .collect();
+        // As for spec problems: the first in full, then how many more.
+        for (message, help) in inputs.iter().take(diagnostics::SHOWN_MAX) {
+            out.push_str(&report::error_text(style, message, help.as_deref()));
+        }
+        if let Some(more) = inputs
+            .len()
+            .checked_sub(diagnostics::SHOWN_MAX)
+            .filter(|&n| n > 0)
+        {
+            out.push_str(&format!(
+                "… and {more} more problems (`-o json` lists them all)\n"
+            ));
         }
     }
     out.push_str(&report::error_text(style, &f.message, f.help.as_deref()));

@@ -94,20 +94,22 @@ pub(super) fn run(g: &GlobalArgs, args: &OrderArgs) -> Result<OrderReport, Failu
     }
     let stdin = std::io::stdin();
     let mut stdin = stdin.lock();
+    // One budget for every file: the bound is on the input as a whole.
+    let budget = order::Budget::default();
     for (name, paths) in &apps {
-        match order::load_app(name, paths, &mut stdin) {
+        match order::load_app(name, paths, &mut stdin, &budget) {
             Ok(app) => input.apps.push(app),
             Err(errors) => bad.extend(errors.iter().map(Bad::from)),
         }
     }
     if let Some(path) = &args.applications {
-        match order::load_applications(path) {
+        match order::load_applications(path, &budget) {
             Ok(a) => input.applications = Some(a),
             Err(errors) => bad.extend(errors.iter().map(Bad::from)),
         }
     }
     if let Some(path) = &args.argocd_cm {
-        match order::load_argocd_cm(path) {
+        match order::load_argocd_cm(path, &budget) {
             Ok(cm) => input.argocd_cm = Some(cm),
             Err(errors) => bad.extend(errors.iter().map(Bad::from)),
         }

@@ -1163,17 +1163,55 @@ fn via_lines(reads: &[&Read]) -> Vec<String> {
 pub fn check(input: &Input) -> Report {
     let mut ck = Checker::new(input);
     let mut missing: BTreeMap<MissingKey, Vec<Pair>> = BTreeMap::new();
+    // The workloads a Rollout's `workloadRef` can name (Argo Rollouts reads a Deployment's or a
+    // ReplicaSet's template), by name.
+    let mut templates: HashMap<(&str, &str), Vec<(usize, &Object)>> = HashMap::new();
     for (ai, app) in input.apps.iter().enumerate() {
         for obj in &app.objects {
-            let Some(consumer) = &obj.consumer else {
-                continue;
-            };
+            if obj.group == "apps" && matches!(obj.kind.as_str(), "Deployment" | "ReplicaSet") {
+                templates
+                    .entry((obj.kind.as_str(), obj.name.as_str()))
+                    .or_default()
+                    .push((ai, obj));
+            }
+        }
+    }
+    for (ai, app) in input.apps.iter().enumerate() {
+        for obj in &app.objects {
             // Never applied by a sync (Skip, helm test hooks, PreDelete): never runs.
             if obj.placement.phases.is_empty() {
                 continue;
             }
+            let Some(consumer) = &obj.consumer else {
+                if obj.unknown_pod_template {
+                    let f = Finding::pod_template_unknown(ck.party(ai, obj));
+                    ck.findings.push(f);
+                }
+                continue;
+            };
+            let mut reads: Vec<&Read> = consumer.reads.iter().collect();
+            // A Rollout with a `workloadRef` runs the pods of that workload's template, at the
+            // Rollout's own place in the sync; its own app's workload first.
+            if let Some(r) = &consumer.workload_ref {
+                let ns = ck.ns(ai, obj);
+                let found = (r.group == "apps")
+                    .then(|| templates.get(&(r.kind.as_str(), r.name.as_str())))
+                    .flatten()
+                    .and_then(|c| {
+                        c.iter()
+                            .filter(|(a, o)| ns_match(ns, ck.ns(*a, o)))
+                            .min_by_key(|(a, _)| *a != ai)
+                    });
+                match found.and_then(|(_, o)| o.consumer.as_ref()) {
+                    Some(target) => reads.extend(&target.reads),
+                    None => {
+                        let f = Finding::workload_ref_unknown(ck.party(ai, obj), &r.kind, &r.name);
+                        ck.findings.push(f);
+                    }
+                }
+            }
             let mut by_target: BTreeMap<(DataKind, &str), Vec<&Read>> = BTreeMap::new();
-            for r in &consumer.reads {
+            for r in reads {
                 by_target
                     .entry((r.data, r.name.as_str()))
                     .or_default()

@@ -1,5 +1,7 @@
 //! Consumers: the pod templates of Deployment, StatefulSet, DaemonSet, ReplicaSet,
-//! ReplicationController, Job, CronJob (`spec.jobTemplate`) and Pod, and every Secret or
+//! ReplicationController, Job, CronJob (`spec.jobTemplate`), Pod and Argo Rollouts' Rollout
+//! (`spec.template`, or the template of the workload its `spec.workloadRef` names, which the
+//! check looks up), and every Secret or
 //! ConfigMap they read: `envFrom` (`secretRef`, `configMapRef`), `env[].valueFrom`
 //! (`secretKeyRef`, `configMapKeyRef`) of containers and initContainers, volumes (`secret`,
 //! `configMap`, `projected` sources, with their `items[].key`), and `imagePullSecrets`.
@@ -18,7 +20,7 @@ use super::producers::DataKind;
 #[serde(rename_all = "kebab-case")]
 pub enum Workload {
     /// A controller that keeps retrying (Deployment, StatefulSet, DaemonSet, ReplicaSet,
-    /// ReplicationController, CronJob): its pods restart until the input exists.
+    /// ReplicationController, CronJob, Rollout): its pods restart until the input exists.
     Restarting,
     /// Runs once (Job, Pod): Argo CD waits for it when it is a hook, and a pod that cannot start
     /// holds the sync.
@@ -88,6 +90,43 @@ pub struct Consumer {
     pub workload: Workload,
     /// Its references, in template order.
     pub reads: Vec<Read>,
+    /// A Rollout's `spec.workloadRef`: its pods read what that workload's template reads.
+    pub workload_ref: Option<WorkloadRef>,
+}
+
+/// The workload whose pod template a Rollout uses (Argo Rollouts `rollout/templateref.go`:
+/// a Deployment, a ReplicaSet or a PodTemplate, in the Rollout's namespace).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadRef {
+    /// API group of its `apiVersion` (`apps`; `""` for core).
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// Name.
+    pub name: String,
+}
+
+/// Whether an object that is not a [`consumer`] still carries a pod template or containers
+/// somewhere in its `spec` (a custom controller's workload, a KEDA ScaledJob, an operator's CR):
+/// what its pods read cannot be checked, and the check must say so.
+pub fn has_unknown_pod_template(value: &Value) -> bool {
+    fn walk(v: &Value, depth: usize) -> bool {
+        if depth == 0 {
+            return false;
+        }
+        match v {
+            Value::Object(m) => m.iter().any(|(k, v)| {
+                (k == "jobTemplate" && v.is_object())
+                    || (matches!(k.as_str(), "containers" | "initContainers") && v.is_array())
+                    || walk(v, depth - 1)
+            }),
+            Value::Array(items) => items.iter().any(|v| walk(v, depth - 1)),
+            _ => false,
+        }
+    }
+    // Deep enough for `spec.jobTargetRef.template.spec.containers`; a hostile depth is bounded by
+    // the YAML reader already.
+    value.get("spec").is_some_and(|s| walk(s, 12))
 }
 
 /// The consumer view of an object, if its group and kind carry a pod template.
@@ -107,13 +146,26 @@ pub fn consumer(group: &str, kind: &str, value: &Value) -> Option<Consumer> {
         ("apps" | "extensions", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet") => {
             (Workload::Restarting, template_spec(spec))
         }
+        ("argoproj.io", "Rollout") => (Workload::Restarting, template_spec(spec)),
         _ => return None,
     };
     let mut reads = Vec::new();
     if let Some(pod) = pod {
         pod_reads(pod, &mut reads);
     }
-    Some(Consumer { workload, reads })
+    let workload_ref = (kind == "Rollout")
+        .then(|| spec?.get("workloadRef"))
+        .flatten()
+        .map(|r| WorkloadRef {
+            group: super::object::group_of(s(r, "apiVersion").unwrap_or_default()).to_string(),
+            kind: s(r, "kind").unwrap_or_default().to_string(),
+            name: s(r, "name").unwrap_or_default().to_string(),
+        });
+    Some(Consumer {
+        workload,
+        reads,
+        workload_ref,
+    })
 }
 
 fn s<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
@@ -345,6 +397,19 @@ mod tests {
         let p = json!({"spec": pod()});
         let c = consumer("", "Pod", &p).unwrap();
         assert_eq!((c.workload, c.reads.len()), (Workload::RunOnce, 10));
+        let c = consumer("argoproj.io", "Rollout", &t).unwrap();
+        assert_eq!((c.workload, c.reads.len()), (Workload::Restarting, 10));
+        assert!(c.workload_ref.is_none());
+        let r = json!({"spec": {"workloadRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}}});
+        let c = consumer("argoproj.io", "Rollout", &r).unwrap();
+        assert_eq!(
+            c.workload_ref,
+            Some(WorkloadRef {
+                group: "apps".into(),
+                kind: "Deployment".into(),
+                name: "d".into()
+            })
+        );
     }
 
     #[test]

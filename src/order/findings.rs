@@ -76,6 +76,18 @@ pub enum Rule {
     EmptySource,
     /// An app has no Application in `--applications`.
     AppUnknown,
+    /// A kind with containers or a pod template that vault-seed does not read: not checked.
+    PodTemplateUnknown,
+    /// A Rollout's `workloadRef` names a workload no app renders: not checked.
+    WorkloadRefUnknown,
+}
+
+impl Rule {
+    /// Whether the finding says that something was not checked (rather than found wrong): such
+    /// an error fails the run all the same, as a false "the order holds" is the worst outcome.
+    pub fn not_checked(self) -> bool {
+        matches!(self, Rule::PodTemplateUnknown | Rule::WorkloadRefUnknown)
+    }
 }
 
 /// A consumer or producer, as findings name it.
@@ -171,6 +183,64 @@ impl Finding {
             optional: false,
             bootstrap: None,
         }
+    }
+
+    /// An object of a kind vault-seed does not read carries a pod template or containers.
+    pub fn pod_template_unknown(party: Party) -> Finding {
+        let message = format!(
+            "kind {} has a pod template vault-seed does not understand: what {} {} reads is not \
+             checked",
+            clean(&party.kind),
+            clean(&party.kind),
+            clean(&party.name)
+        );
+        Finding {
+            help: Some(
+                "vault-seed reads the pod templates of Pod, Deployment, StatefulSet, DaemonSet, \
+                 ReplicaSet, ReplicationController, Job, CronJob and Argo Rollouts' Rollout: check \
+                 by hand that what its pods read exists before they run, or render the workload \
+                 it makes and pass that instead"
+                    .into(),
+            ),
+            ..Finding::new(
+                Severity::Error,
+                Rule::PodTemplateUnknown,
+                party.app.clone(),
+                message,
+            )
+            .with_consumer(party)
+        }
+    }
+
+    /// A Rollout's `workloadRef` names a workload whose template is not in the input.
+    pub fn workload_ref_unknown(party: Party, kind: &str, name: &str) -> Finding {
+        let message = format!(
+            "{} {} takes its pod template from {} {} (`spec.workloadRef`), which no app \
+             renders in its namespace: what its pods read is not checked",
+            clean(&party.kind),
+            clean(&party.name),
+            clean(kind),
+            clean(name)
+        );
+        Finding {
+            help: Some(
+                "pass the manifests of the Deployment or ReplicaSet it names (`--app`), in the \
+                 Rollout's namespace; Argo Rollouts refuses a Rollout whose workload is missing"
+                    .into(),
+            ),
+            ..Finding::new(
+                Severity::Error,
+                Rule::WorkloadRefUnknown,
+                party.app.clone(),
+                message,
+            )
+            .with_consumer(party)
+        }
+    }
+
+    fn with_consumer(mut self, party: Party) -> Finding {
+        self.consumer = Some(party);
+        self
     }
 
     /// The sort: worst first, then by app, then by when the consumer runs (app wave, phase,

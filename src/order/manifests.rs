@@ -10,10 +10,40 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// Largest file read (a rendered chart is a few MiB at most); guards against `/dev/zero`.
-pub const MAX_FILE_BYTES: u64 = 64 << 20;
+use super::yaml;
+
+/// Most bytes read in all, every file and stdin together (a rendered chart is a few MiB).
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
+/// Most YAML nodes in one document, estimated from its text before it is parsed (every `:`,
+/// `,`, `-`, `?`, `[`, `{` and line) and counted again as it is built, copies made by aliases and merge keys
+/// included. The API server stores an object of at most about 1.5 MiB; a 1 MiB ConfigMap of
+/// JSON holds far fewer. This bounds what one document costs, whatever its shape.
+pub const MAX_DOC_NODES: usize = 500_000;
+
+/// Most YAML nodes built from all the input together.
+pub const MAX_NODES: usize = 4_000_000;
+
+/// Most bytes of strings built from one document, aliases' copies included.
+pub const MAX_DOC_STRING_BYTES: usize = 16 << 20;
+
+/// What is left to read of the input, shared by every path of one run.
+#[derive(Debug)]
+pub struct Budget {
+    bytes_left: std::cell::Cell<u64>,
+    nodes_left: std::cell::Cell<usize>,
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget {
+            bytes_left: std::cell::Cell::new(MAX_INPUT_BYTES),
+            nodes_left: std::cell::Cell::new(MAX_NODES),
+        }
+    }
+}
 
 /// Where a document starts.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -50,11 +80,34 @@ pub enum LoadError {
         /// The cause.
         source: std::io::Error,
     },
-    /// A file is larger than [`MAX_FILE_BYTES`].
-    #[error("`{path}` is larger than {} MiB", MAX_FILE_BYTES >> 20)]
+    /// The input passes [`MAX_INPUT_BYTES`] at this file.
+    #[error("the input passes {} MiB, all files together, at `{path}`", MAX_INPUT_BYTES >> 20)]
     TooLarge {
         /// The path.
         path: String,
+    },
+    /// Not a regular file (a FIFO, a device, a socket).
+    #[error("`{path}` is {what}, not a regular file")]
+    NotRegular {
+        /// The path.
+        path: String,
+        /// What it is.
+        what: &'static str,
+    },
+    /// A document passes [`MAX_DOC_NODES`] or [`MAX_DOC_STRING_BYTES`], or the input
+    /// [`MAX_NODES`].
+    #[error(
+        "`{file}:{line}`: more YAML than vault-seed reads ({} nodes in a document, {} in all, \
+         {} MiB of strings in a document, aliases' copies included)",
+        MAX_DOC_NODES,
+        MAX_NODES,
+        MAX_DOC_STRING_BYTES >> 20
+    )]
+    TooComplex {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
     },
     /// A directory without YAML files.
     #[error("`{path}` holds no `*.yaml`, `*.yml` or `*.json` file")]
@@ -111,7 +164,13 @@ impl LoadError {
             LoadError::Read { .. } | LoadError::EmptyDir { .. } => {
                 "pass a YAML file, a directory of them, or `-` for stdin (e.g. the output of `helm template` or `argocd app manifests NAME`)"
             }
-            LoadError::TooLarge { .. } => "split the manifests, or pass the directory they come from",
+            LoadError::TooLarge { .. } => "check fewer apps at a time: a rendered chart is a few MiB",
+            LoadError::NotRegular { .. } => {
+                "pass a regular file or a directory of them; to read a pipe, pass `-` and send it to stdin"
+            }
+            LoadError::TooComplex { .. } => {
+                "a Kubernetes object holds a few thousand nodes at most: check what rendered this file"
+            }
             LoadError::Yaml { .. } => "fix the YAML at that line (`kubectl apply --dry-run=client -f FILE` shows the same problem)",
             LoadError::Missing { .. } => {
                 "`--applications` takes Argo CD Application manifests (`kubectl get applications -n argocd -o yaml`), `--argocd-cm` the argocd-cm ConfigMap (`kubectl get configmap argocd-cm -n argocd -o yaml`)"
@@ -126,43 +185,52 @@ impl LoadError {
 
 /// Read every document of a file, a directory's `*.yaml`/`*.yml`/`*.json` files (not recursive,
 /// in name order, as `kubectl apply -f DIR`), or stdin (`-`).
-pub fn load_path(path: &Path, stdin: &mut dyn Read) -> Result<Vec<Doc>, Vec<LoadError>> {
-    let files = if path == Path::new("-") {
-        let mut text = String::new();
-        stdin
-            .take(MAX_FILE_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|source| {
-                vec![LoadError::Read {
-                    path: "<stdin>".into(),
-                    source,
-                }]
-            })?;
-        if text.len() as u64 > MAX_FILE_BYTES {
-            return Err(vec![LoadError::TooLarge {
-                path: "<stdin>".into(),
-            }]);
-        }
-        vec![("<stdin>".to_string(), text)]
-    } else {
-        read_files(path).map_err(|e| vec![e])?
-    };
+pub fn load_path(
+    path: &Path,
+    stdin: &mut dyn Read,
+    budget: &Budget,
+) -> Result<Vec<Doc>, Vec<LoadError>> {
     let mut docs = Vec::new();
+    for_each_doc(path, stdin, budget, &mut |d| docs.push(d))?;
+    Ok(docs)
+}
+
+/// Hand each document of `path` (as [`load_path`] reads them) to `f` as it is parsed, one file
+/// at a time, so that only one file and one document's JSON are held at once.
+pub fn for_each_doc(
+    path: &Path,
+    stdin: &mut dyn Read,
+    budget: &Budget,
+    f: &mut dyn FnMut(Doc),
+) -> Result<(), Vec<LoadError>> {
     let mut errors = Vec::new();
-    for (name, text) in &files {
-        match parse_stream(name, text) {
-            Ok(d) => docs.extend(d),
-            Err(e) => errors.extend(e),
+    let mut parse = |name: &str, text: &str| {
+        if let Err(e) = parse_stream_into(name, text, budget, f) {
+            errors.extend(e);
+        }
+    };
+    if path == Path::new("-") {
+        let text = read_text("<stdin>", stdin, budget).map_err(|e| vec![e])?;
+        parse("<stdin>", &text);
+    } else {
+        for file in files(path).map_err(|e| vec![e])? {
+            let shown = file.display().to_string();
+            let text = open_regular(&file)
+                .and_then(|mut r| read_text(&shown, &mut r, budget))
+                .map_err(|e| vec![e])?;
+            parse(&shown, &text);
         }
     }
     if errors.is_empty() {
-        Ok(docs)
+        Ok(())
     } else {
         Err(errors)
     }
 }
 
-fn read_files(path: &Path) -> Result<Vec<(String, String)>, LoadError> {
+/// The files of a path: itself, or a directory's YAML files. Anything else than a regular file
+/// or a directory is refused, so that a FIFO or a device never blocks or floods the read.
+fn files(path: &Path) -> Result<Vec<PathBuf>, LoadError> {
     let shown = path.display().to_string();
     let read_err = |source| LoadError::Read {
         path: shown.clone(),
@@ -170,46 +238,96 @@ fn read_files(path: &Path) -> Result<Vec<(String, String)>, LoadError> {
     };
     let meta = std::fs::metadata(path).map_err(read_err)?;
     if !meta.is_dir() {
-        return Ok(vec![(shown.clone(), read_file(path)?)]);
+        regular(&shown, &meta)?;
+        return Ok(vec![path.to_path_buf()]);
     }
-    let mut names: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(read_err)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
-                && p.is_file()
-        })
-        .collect();
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(read_err)? {
+        let p = entry.map_err(read_err)?.path();
+        let yaml = p
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"));
+        if !yaml {
+            continue;
+        }
+        let meta = std::fs::metadata(&p).map_err(|source| LoadError::Read {
+            path: p.display().to_string(),
+            source,
+        })?;
+        // `kubectl apply -f DIR` skips subdirectories.
+        if meta.is_dir() {
+            continue;
+        }
+        regular(&p.display().to_string(), &meta)?;
+        names.push(p);
+    }
     names.sort();
     if names.is_empty() {
         return Err(LoadError::EmptyDir { path: shown });
     }
-    names
-        .into_iter()
-        .map(|p| Ok((p.display().to_string(), read_file(&p)?)))
-        .collect()
+    Ok(names)
 }
 
-fn read_file(path: &Path) -> Result<String, LoadError> {
+/// Refuse what is not a regular file, naming what it is.
+fn regular(shown: &str, meta: &std::fs::Metadata) -> Result<(), LoadError> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let what = if t.is_file() {
+        return Ok(());
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "not a file"
+    };
+    Err(LoadError::NotRegular {
+        path: shown.to_string(),
+        what,
+    })
+}
+
+/// Open a file that was a regular file when listed. With O_NONBLOCK, a FIFO put in its place
+/// since cannot block the open either, and the opened file is checked again.
+fn open_regular(path: &Path) -> Result<std::fs::File, LoadError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let shown = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|source| LoadError::Read {
+    let read_err = |source| LoadError::Read {
         path: shown.clone(),
         source,
-    })?;
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(read_err)?;
+    regular(&shown, &file.metadata().map_err(read_err)?)?;
+    Ok(file)
+}
+
+/// Read UTF-8 text within what is left of the input budget.
+fn read_text(shown: &str, r: &mut dyn Read, budget: &Budget) -> Result<String, LoadError> {
+    let left = budget.bytes_left.get();
     let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
+    r.take(left + 1)
         .read_to_end(&mut bytes)
         .map_err(|source| LoadError::Read {
-            path: shown.clone(),
+            path: shown.to_string(),
             source,
         })?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(LoadError::TooLarge { path: shown });
+    if bytes.len() as u64 > left {
+        return Err(LoadError::TooLarge {
+            path: shown.to_string(),
+        });
     }
+    budget.bytes_left.set(left - bytes.len() as u64);
     String::from_utf8(bytes).map_err(|_| LoadError::Read {
-        path: shown,
+        path: shown.to_string(),
         source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"),
     })
 }
@@ -301,6 +419,26 @@ fn scrub(message: &str) -> String {
 /// Parse a multi-document stream into objects (`List` kinds flattened).
 pub fn parse_stream(file: &str, text: &str) -> Result<Vec<Doc>, Vec<LoadError>> {
     let mut docs = Vec::new();
+    parse_stream_into(file, text, &Budget::default(), &mut |d| docs.push(d))?;
+    Ok(docs)
+}
+
+/// An estimate of a document's nodes from its text, about one per node: nodes are separated by
+/// lines, indicators (`-`, `:`, `?`) or flow separators (`,`, `[`, `{`).
+fn estimated_nodes(text: &str) -> usize {
+    1 + text
+        .bytes()
+        .filter(|b| matches!(b, b'\n' | b':' | b'-' | b'?' | b',' | b'[' | b'{'))
+        .count()
+}
+
+/// Parse a multi-document stream, handing each object to `f` as it is read.
+fn parse_stream_into(
+    file: &str,
+    text: &str,
+    budget: &Budget,
+    f: &mut dyn FnMut(Doc),
+) -> Result<(), Vec<LoadError>> {
     let mut errors = Vec::new();
     for chunk in split_documents(text) {
         // A chunk of only directives (`%YAML 1.2`) and comments holds no document.
@@ -310,9 +448,35 @@ pub fn parse_stream(file: &str, text: &str) -> Result<Vec<Doc>, Vec<LoadError>> 
         }) {
             continue;
         }
-        let yaml: serde_yaml::Value = match serde_yaml::from_str(&chunk.text) {
+        let origin = Origin {
+            file: file.to_string(),
+            line: content_line(&chunk),
+        };
+        let too_complex = || LoadError::TooComplex {
+            file: file.to_string(),
+            line: origin.line,
+        };
+        // serde_yaml holds every event of a document before it is built: refuse a document
+        // that would hold too many before it is parsed.
+        if estimated_nodes(&chunk.text) > MAX_DOC_NODES {
+            errors.push(too_complex());
+            return Err(errors);
+        }
+        let doc_budget = yaml::Budget::new(
+            budget.nodes_left.get().min(MAX_DOC_NODES),
+            MAX_DOC_STRING_BYTES,
+        );
+        let converted = yaml::to_json(&chunk.text, &doc_budget);
+        // What was built counts, even when the document is refused after.
+        let used = budget.nodes_left.get().min(MAX_DOC_NODES) - doc_budget.nodes_left();
+        budget.nodes_left.set(budget.nodes_left.get() - used);
+        let value = match converted {
             Ok(v) => v,
-            Err(e) => {
+            Err(yaml::Error::TooMuch) => {
+                errors.push(too_complex());
+                return Err(errors);
+            }
+            Err(yaml::Error::Yaml(e)) => {
                 // The end of the stream is reported past the last line: point at the last.
                 let last = chunk.first_line + chunk.text.lines().count().max(1) - 1;
                 let (line, column) = e.location().map_or((content_line(&chunk), 1), |l| {
@@ -328,22 +492,7 @@ pub fn parse_stream(file: &str, text: &str) -> Result<Vec<Doc>, Vec<LoadError>> 
                 continue;
             }
         };
-        let origin = Origin {
-            file: file.to_string(),
-            line: content_line(&chunk),
-        };
-        let value = match to_json(yaml) {
-            Ok(v) => v,
-            Err(what) => {
-                errors.push(LoadError::NotObject {
-                    file: file.to_string(),
-                    line: origin.line,
-                    what,
-                });
-                continue;
-            }
-        };
-        if let Err(what) = flatten(value, &origin, 0, &mut docs) {
+        if let Err(what) = flatten(value, &origin, 0, f) {
             errors.push(LoadError::NotObject {
                 file: file.to_string(),
                 line: origin.line,
@@ -352,17 +501,22 @@ pub fn parse_stream(file: &str, text: &str) -> Result<Vec<Doc>, Vec<LoadError>> 
         }
     }
     if errors.is_empty() {
-        Ok(docs)
+        Ok(())
     } else {
         Err(errors)
     }
 }
 
-/// Add an object, or a list's items, to `out`.
-fn flatten(value: Value, origin: &Origin, depth: usize, out: &mut Vec<Doc>) -> Result<(), String> {
+/// Hand an object, or a list's items, to `f`.
+fn flatten(
+    value: Value,
+    origin: &Origin,
+    depth: usize,
+    f: &mut dyn FnMut(Doc),
+) -> Result<(), String> {
     match value {
         Value::Null => Ok(()),
-        Value::Object(map) => {
+        Value::Object(mut map) => {
             let kind = map.get("kind").and_then(Value::as_str).unwrap_or_default();
             if kind.is_empty() {
                 return Err("it has no `kind`".into());
@@ -370,19 +524,18 @@ fn flatten(value: Value, origin: &Origin, depth: usize, out: &mut Vec<Doc>) -> R
             if map.get("apiVersion").and_then(Value::as_str).is_none() {
                 return Err(format!("the {kind} has no `apiVersion`"));
             }
-            if kind.ends_with("List") {
-                if let Some(items) = map.get("items") {
-                    let Value::Array(items) = items.clone() else {
-                        return Err(format!("the {kind}'s `items` is not a list"));
-                    };
-                    if depth >= 4 {
-                        return Err("lists nested more than 4 deep".into());
-                    }
-                    for item in items {
-                        flatten(item, origin, depth + 1, out)?;
-                    }
-                    return Ok(());
+            if kind.ends_with("List") && map.contains_key("items") {
+                let kind = kind.to_string();
+                let Some(Value::Array(items)) = map.remove("items") else {
+                    return Err(format!("the {kind}'s `items` is not a list"));
+                };
+                if depth >= 4 {
+                    return Err("lists nested more than 4 deep".into());
                 }
+                for item in items {
+                    flatten(item, origin, depth + 1, f)?;
+                }
+                return Ok(());
             }
             let meta = map.get("metadata").and_then(Value::as_object);
             let named = |k: &str| {
@@ -393,7 +546,7 @@ fn flatten(value: Value, origin: &Origin, depth: usize, out: &mut Vec<Doc>) -> R
             if !named("name") && !named("generateName") {
                 return Err(format!("the {kind} has no `metadata.name`"));
             }
-            out.push(Doc {
+            f(Doc {
                 value: Value::Object(map),
                 origin: origin.clone(),
             });
@@ -404,45 +557,6 @@ fn flatten(value: Value, origin: &Origin, depth: usize, out: &mut Vec<Doc>) -> R
         }
         _ => Err("it is a scalar, not a mapping".into()),
     }
-}
-
-/// YAML to the JSON the API server would store: scalar keys become strings (as
-/// `sigs.k8s.io/yaml` converts them), tags are dropped.
-fn to_json(v: serde_yaml::Value) -> Result<Value, String> {
-    Ok(match v {
-        serde_yaml::Value::Null => Value::Null,
-        serde_yaml::Value::Bool(b) => Value::Bool(b),
-        serde_yaml::Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else {
-                n.as_f64()
-                    .and_then(serde_json::Number::from_f64)
-                    .map_or(Value::Null, Value::Number)
-            }
-        }
-        serde_yaml::Value::String(s) => Value::String(s),
-        serde_yaml::Value::Sequence(items) => {
-            Value::Array(items.into_iter().map(to_json).collect::<Result<_, _>>()?)
-        }
-        serde_yaml::Value::Mapping(m) => {
-            let mut out = Map::new();
-            for (k, v) in m {
-                let key = match k {
-                    serde_yaml::Value::String(s) => s,
-                    serde_yaml::Value::Bool(b) => b.to_string(),
-                    serde_yaml::Value::Number(n) => n.to_string(),
-                    serde_yaml::Value::Null => "null".to_string(),
-                    _ => return Err("a mapping has a key that is not a scalar".into()),
-                };
-                out.insert(key, to_json(v)?);
-            }
-            Value::Object(out)
-        }
-        serde_yaml::Value::Tagged(t) => to_json(t.value)?,
-    })
 }
 
 #[cfg(test)]
@@ -582,6 +696,34 @@ metadata:
     }
 
     #[test]
+    fn nodes_count_across_documents_and_files_of_one_run() {
+        let budget = Budget {
+            bytes_left: std::cell::Cell::new(1 << 20),
+            nodes_left: std::cell::Cell::new(60),
+        };
+        // 11 nodes a document: the mapping, 4 keys, 2 scalars, `metadata` (3), `data` (1).
+        let doc = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {}\n";
+        let mut n = 0;
+        let errs = parse_stream_into("a.yaml", &doc.repeat(4), &budget, &mut |_| n += 1);
+        assert!(errs.is_ok() && n == 4, "{errs:?}");
+        // The 16 left run out in a second file, at its second document (line 7).
+        let errs =
+            parse_stream_into("b.yaml", &doc.repeat(4), &budget, &mut |_| n += 1).unwrap_err();
+        assert!(
+            matches!(&errs[..], [LoadError::TooComplex { file, line: 7 }] if file == "b.yaml"),
+            "{errs:?}"
+        );
+        // A document refused after it was built still counts.
+        let budget = Budget {
+            bytes_left: std::cell::Cell::new(1 << 20),
+            nodes_left: std::cell::Cell::new(100),
+        };
+        let bad = "a: [1, 2, 3, 4, 5, 6, 7, 8]\nb:\n  <<: 3\n";
+        assert!(parse_stream_into("c.yaml", bad, &budget, &mut |_| ()).is_err());
+        assert!(budget.nodes_left.get() < 100 - 10, "{budget:?}");
+    }
+
+    #[test]
     fn scrub_removes_quoted_text() {
         assert_eq!(
             scrub("duplicate entry with key \"s3cr3t\" at line 3 column 1"),
@@ -603,15 +745,15 @@ metadata:
         )
         .unwrap();
         std::fs::write(dir.path().join("notes.txt"), "not yaml: [").unwrap();
-        let docs = load_path(dir.path(), &mut std::io::empty()).unwrap();
+        let docs = load_path(dir.path(), &mut std::io::empty(), &Budget::default()).unwrap();
         assert_eq!(names(&docs), vec![("a".into(), 1), ("b".into(), 1)]);
         let empty = tempfile::tempdir().unwrap();
         assert!(matches!(
-            load_path(empty.path(), &mut std::io::empty()).unwrap_err()[0],
+            load_path(empty.path(), &mut std::io::empty(), &Budget::default()).unwrap_err()[0],
             LoadError::EmptyDir { .. }
         ));
         let mut stdin = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\n".as_bytes();
-        let docs = load_path(Path::new("-"), &mut stdin).unwrap();
+        let docs = load_path(Path::new("-"), &mut stdin, &Budget::default()).unwrap();
         assert_eq!(docs[0].origin.file, "<stdin>");
     }
 }

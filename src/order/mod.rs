@@ -25,13 +25,14 @@ pub mod findings;
 pub mod manifests;
 pub mod object;
 pub mod producers;
+pub mod yaml;
 
 use std::io::Read;
 use std::path::Path;
 
 pub use check::{check, App, Applications, Exists, Input, SpecEso};
 pub use findings::{Finding, Report, Rule, Severity};
-pub use manifests::LoadError;
+pub use manifests::{Budget, LoadError};
 
 use applications::Application;
 use argocd_cm::ArgoCdCm;
@@ -39,24 +40,28 @@ use object::Object;
 use producers::DataKind;
 
 /// Read one app's manifests from its paths (a file, a directory, or `-` for stdin).
-pub fn load_app(name: &str, paths: &[&Path], stdin: &mut dyn Read) -> Result<App, Vec<LoadError>> {
+/// Each document is reduced to an [`Object`] as it is read: its JSON is not kept.
+pub fn load_app(
+    name: &str,
+    paths: &[&Path],
+    stdin: &mut dyn Read,
+    budget: &Budget,
+) -> Result<App, Vec<LoadError>> {
     let mut objects = Vec::new();
     let mut errors = Vec::new();
     for path in paths {
-        match manifests::load_path(path, stdin) {
-            Ok(docs) => {
-                for doc in &docs {
-                    match Object::from_doc(doc) {
-                        Ok(o) => objects.push(o),
-                        Err(what) => errors.push(LoadError::Invalid {
-                            file: doc.origin.file.clone(),
-                            line: doc.origin.line,
-                            what,
-                        }),
-                    }
-                }
-            }
-            Err(e) => errors.extend(e),
+        let read = manifests::for_each_doc(path, stdin, budget, &mut |doc| match Object::from_doc(
+            &doc,
+        ) {
+            Ok(o) => objects.push(o),
+            Err(what) => errors.push(LoadError::Invalid {
+                file: doc.origin.file.clone(),
+                line: doc.origin.line,
+                what,
+            }),
+        });
+        if let Err(e) = read {
+            errors.extend(e);
         }
     }
     if errors.is_empty() {
@@ -70,8 +75,8 @@ pub fn load_app(name: &str, paths: &[&Path], stdin: &mut dyn Read) -> Result<App
 }
 
 /// Read `--applications`: every `argoproj.io` Application of a file or directory.
-pub fn load_applications(path: &Path) -> Result<Applications, Vec<LoadError>> {
-    let docs = manifests::load_path(path, &mut std::io::empty())?;
+pub fn load_applications(path: &Path, budget: &Budget) -> Result<Applications, Vec<LoadError>> {
+    let docs = manifests::load_path(path, &mut std::io::empty(), budget)?;
     let items: Vec<Application> = docs.iter().filter_map(Application::from_doc).collect();
     if items.is_empty() {
         return Err(vec![LoadError::Missing {
@@ -86,8 +91,8 @@ pub fn load_applications(path: &Path) -> Result<Applications, Vec<LoadError>> {
 }
 
 /// Read `--argocd-cm`: the ConfigMap named `argocd-cm`, else the file's only ConfigMap.
-pub fn load_argocd_cm(path: &Path) -> Result<ArgoCdCm, Vec<LoadError>> {
-    let docs = manifests::load_path(path, &mut std::io::empty())?;
+pub fn load_argocd_cm(path: &Path, budget: &Budget) -> Result<ArgoCdCm, Vec<LoadError>> {
+    let docs = manifests::load_path(path, &mut std::io::empty(), budget)?;
     let cms: Vec<ArgoCdCm> = docs.iter().filter_map(ArgoCdCm::from_doc).collect();
     let named = cms.iter().position(|c| c.name == "argocd-cm");
     match (named, cms.len()) {

@@ -31,6 +31,8 @@ pub struct Object {
     pub makes: Vec<Make>,
     /// What it reads, for workloads.
     pub consumer: Option<Consumer>,
+    /// Not a workload vault-seed reads, yet its `spec` holds containers or a pod template.
+    pub unknown_pod_template: bool,
 }
 
 /// The API group of an `apiVersion` (`apps/v1` -> `apps`, `v1` -> ``).
@@ -82,9 +84,11 @@ impl Object {
                 }
             }
         }
+        let consumer = consumers::consumer(group, kind, v);
         Ok(Object {
             makes: producers::makes(group, kind, &name, namespace.as_deref(), v),
-            consumer: consumers::consumer(group, kind, v),
+            unknown_pod_template: consumer.is_none() && consumers::has_unknown_pod_template(v),
+            consumer,
             placement: Placement::of(&annotations),
             group: group.to_string(),
             kind: kind.to_string(),

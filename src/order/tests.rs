@@ -530,6 +530,109 @@ fn image_pull_secrets_projected_volumes_init_containers_and_cronjobs_are_consume
     assert_eq!(missing, vec!["regcred", "s1", "c1"]);
 }
 
+fn rollout(name: &str, ann: &[(&str, &str)], spec: Value) -> Object {
+    obj(
+        json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "metadata": meta(name, ann), "spec": spec}),
+    )
+}
+
+#[test]
+fn a_rollouts_template_and_its_workload_refs_template_are_consumers() {
+    let wave = |w: &str| ("argocd.argoproj.io/sync-wave", w.to_string());
+    // Its own template: a missing Secret fails the run, as a Deployment's would.
+    let own = rollout(
+        "api",
+        &[],
+        json!({"template": {"spec": env_from("missing")}}),
+    );
+    let r = one_app(vec![own]);
+    assert_eq!(rules(&r), vec![(Severity::Error, Rule::NoProducer)]);
+    assert!(!r.ok);
+    // A workloadRef: the Deployment's template (scaled to 0) read at the Rollout's wave, 1, while
+    // the Secret comes at wave 2.
+    let (w1, w2) = (wave("1"), wave("2"));
+    let objects = vec![
+        workload("Deployment", "api-template", &[], env_from("db")),
+        rollout(
+            "api",
+            &[(w1.0, &w1.1)],
+            json!({"workloadRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api-template"}}),
+        ),
+        secret("db", &[(w2.0, &w2.1)], &["pw"]),
+    ];
+    let r = one_app(objects);
+    let c: Vec<(&str, Rule)> = r
+        .findings
+        .iter()
+        .map(|f| (f.consumer.as_ref().unwrap().kind.as_str(), f.rule))
+        .collect();
+    assert!(c.contains(&("Rollout", Rule::WaveOrder)), "{c:?}");
+    // A workloadRef to nothing rendered: not checked, an error.
+    let lone = rollout(
+        "api",
+        &[],
+        json!({"workloadRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "gone"}}),
+    );
+    let r = one_app(vec![lone]);
+    assert_eq!(rules(&r), vec![(Severity::Error, Rule::WorkloadRefUnknown)]);
+    assert!(
+        r.findings[0].message.contains("Deployment gone"),
+        "{}",
+        r.findings[0].message
+    );
+    // ... and one in another namespace is not it.
+    let mut other = workload("Deployment", "gone", &[], env_from("db"));
+    other.namespace = Some("elsewhere".into());
+    let lone = rollout(
+        "api",
+        &[],
+        json!({"workloadRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "gone"}}),
+    );
+    let r = one_app(vec![lone, other]);
+    assert!(rules(&r).contains(&(Severity::Error, Rule::WorkloadRefUnknown)));
+}
+
+#[test]
+fn kinds_with_a_pod_template_vault_seed_does_not_read_are_not_checked_and_fail() {
+    for v in [
+        json!({"apiVersion": "example.com/v1", "kind": "MyWorker", "metadata": meta("w", &[]),
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "envFrom": [{"secretRef": {"name": "s"}}]}]}}}}),
+        json!({"apiVersion": "example.com/v1", "kind": "MyCron", "metadata": meta("w", &[]),
+            "spec": {"jobTemplate": {"spec": {}}}}),
+        json!({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledJob", "metadata": meta("w", &[]),
+            "spec": {"jobTargetRef": {"template": {"spec": {"containers": []}}}}}),
+        // An Argo Rollout of another group is not Argo's.
+        json!({"apiVersion": "example.com/v1", "kind": "Rollout", "metadata": meta("w", &[]),
+            "spec": {"template": {"spec": {"containers": []}}}}),
+    ] {
+        let kind = v["kind"].as_str().unwrap().to_string();
+        let r = one_app(vec![obj(v)]);
+        assert_eq!(
+            rules(&r),
+            vec![(Severity::Error, Rule::PodTemplateUnknown)],
+            "{kind}"
+        );
+        assert!(!r.ok);
+        assert!(
+            r.findings[0].message.starts_with(&format!(
+                "kind {kind} has a pod template vault-seed does not understand"
+            )),
+            "{}",
+            r.findings[0].message
+        );
+    }
+    // Kinds without containers say nothing; a Skip hook is never applied, so never runs.
+    let plain = obj(
+        json!({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": meta("t", &[]),
+        "spec": {"template": {"name": "x"}, "replicas": 2}}),
+    );
+    let skipped = obj(json!({"apiVersion": "example.com/v1", "kind": "MyWorker",
+        "metadata": meta("w", &[("argocd.argoproj.io/hook", "Skip")]),
+        "spec": {"template": {"spec": {"containers": []}}}}));
+    let r = one_app(vec![plain, skipped]);
+    assert!(r.findings.is_empty() && r.ok, "{:?}", r.findings);
+}
+
 fn applications(waves: &[(&str, i64)]) -> Applications {
     Applications {
         source: "apps.yaml".into(),

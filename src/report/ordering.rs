@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::diagnostics::SHOWN_MAX;
 use super::text::escaped as clean;
 use super::{Format, Rendered, Report, Style, View};
 use crate::order::{self, Finding, Rule, Severity};
@@ -44,6 +45,9 @@ fn severity_word(style: &Style, s: Severity) -> String {
     }
 }
 
+/// How many detail lines of one finding are printed; the rest are counted.
+const DETAILS_SHOWN: usize = 20;
+
 fn render_finding(out: &mut String, style: &Style, f: &Finding) {
     use std::fmt::Write;
     // Names in the check's sentences come from manifests: every character that would act on
@@ -54,8 +58,16 @@ fn render_finding(out: &mut String, style: &Style, f: &Finding) {
         severity_word(style, f.severity),
         clean(&f.message)
     );
-    for d in &f.details {
+    for d in f.details.iter().take(DETAILS_SHOWN) {
         let _ = writeln!(out, "      {}", clean(d));
+    }
+    if let Some(more) = f
+        .details
+        .len()
+        .checked_sub(DETAILS_SHOWN)
+        .filter(|&n| n > 0)
+    {
+        let _ = writeln!(out, "      … and {more} more");
     }
     // A missing object's details name every reader with its place already.
     if let Some(c) = f.consumer.as_ref().filter(|_| f.rule != Rule::NoProducer) {
@@ -123,7 +135,12 @@ fn render(report: &order::Report, style: &Style) -> String {
             *app,
         )
     });
+    // The first findings in full, then how many more: a hostile input can make thousands.
+    let mut left = SHOWN_MAX;
     for (app, findings) in &order {
+        if left == 0 {
+            break;
+        }
         let _ = writeln!(out);
         let _ = match app {
             None => writeln!(out, "{}", style.bold("Argo CD (all apps)")),
@@ -137,9 +154,21 @@ fn render(report: &order::Report, style: &Style) -> String {
                 ))
             ),
         };
-        for f in findings {
+        for f in findings.iter().take(left) {
             render_finding(&mut out, style, f);
         }
+        left -= findings.len().min(left);
+    }
+    if let Some(more) = report
+        .findings
+        .len()
+        .checked_sub(SHOWN_MAX)
+        .filter(|&n| n > 0)
+    {
+        let _ = writeln!(
+            out,
+            "\n… and {more} more findings (`-o json` lists them all)"
+        );
     }
     let quiet: Vec<String> = report
         .apps
@@ -151,8 +180,15 @@ fn render(report: &order::Report, style: &Style) -> String {
         let _ = writeln!(out, "\n{}: {}", style.ok("ok"), quiet.join(", "));
     }
     let s = &report.summary;
+    let only_unchecked = report
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .all(|f| f.rule.not_checked());
     let verdict = if report.ok {
         style.ok("the order holds")
+    } else if only_unchecked {
+        style.error("not checked: some workloads' pod templates cannot be read")
     } else {
         style.error("a consumer may run before its producer")
     };

@@ -784,3 +784,411 @@ fn json_document_has_the_documented_schema() {
     sorted.sort_by_key(|s| ["error", "warning", "note"].iter().position(|x| x == s));
     assert_eq!(sev, sorted);
 }
+
+#[test]
+fn a_merge_key_carrying_env_from_is_read_as_kubernetes_reads_it() {
+    // The Secret's name reaches the container only through `<<: *anchor`, as an attacker (or a
+    // chart sharing its env blocks) writes it; nested merges and a sequence of maps too.
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "merge.yaml",
+        "\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: ask}
+spec:
+  template:
+    spec:
+      containers:
+      - &base
+        name: api
+        envFrom: [{secretRef: {name: merged-secret}}]
+      - <<: *base
+        name: sidecar
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, namespace: ask}
+spec:
+  template:
+    spec:
+      containers:
+      - <<: [{env: [{name: PW, valueFrom: {secretKeyRef: {name: listed-secret, key: pw}}}]}, {name: x}]
+        name: migrate
+",
+    );
+    let (code, doc) = order_json(&["--app".to_string(), format!("x={}", p.display())]);
+    assert_eq!(code, 1, "{doc:#}");
+    let missing: Vec<&str> = findings(&doc)
+        .iter()
+        .filter(|f| f["rule"] == "no-producer")
+        .map(|f| f["object"]["name"].as_str().unwrap())
+        .collect();
+    assert!(missing.contains(&"merged-secret"), "{doc:#}");
+    assert!(missing.contains(&"listed-secret"), "{doc:#}");
+    let merged = findings(&doc)
+        .iter()
+        .find(|f| f["object"]["name"] == "merged-secret")
+        .unwrap();
+    let details = merged["details"].to_string();
+    assert!(
+        details.contains("envFrom of container sidecar"),
+        "{details}"
+    );
+}
+
+/// Run `vault-seed order ARGS`, failing the test (not hanging it) after `secs` seconds.
+fn order_within(args: &[String], secs: u64) -> (i32, String, String) {
+    let mut child = std::process::Command::new(common::run::bin())
+        .arg("order")
+        .args(args)
+        .env_clear()
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(secs) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("`vault-seed order {args:?}` still runs after {secs}s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = common::Out::from(child.wait_with_output().unwrap());
+    (out.code(), out.stdout_text(), out.stderr_text())
+}
+
+#[test]
+fn inputs_that_are_not_regular_files_are_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("chart.yaml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let inside = dir.path().join("apps");
+    std::fs::create_dir(&inside).unwrap();
+    write(
+        &inside,
+        "a.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+    );
+    let made = std::process::Command::new("mkfifo")
+        .arg(inside.join("b.yaml"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let core = runbook("fixed/core-service.yaml");
+    let f = fifo.display().to_string();
+    for (a, named) in [
+        (vec!["--app".into(), format!("a={f}")], f.clone()),
+        (
+            vec!["--app".into(), format!("a={}", inside.display())],
+            inside.join("b.yaml").display().to_string(),
+        ),
+        (
+            vec![
+                "--app".into(),
+                app("a", &core),
+                "--applications".into(),
+                f.clone(),
+            ],
+            f.clone(),
+        ),
+        (
+            vec![
+                "--app".into(),
+                app("a", &core),
+                "--argocd-cm".into(),
+                f.clone(),
+            ],
+            f.clone(),
+        ),
+        (args(&["--app", "a=/dev/zero"]), "/dev/zero".to_string()),
+    ] {
+        let (code, stdout, stderr) = order_within(&a, 20);
+        assert_eq!(code, 2, "{a:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains(&format!("`{named}` is a"))
+                && stderr.contains("not a regular file")
+                && stderr.contains("help: pass a regular file"),
+            "{a:?}: {stderr}"
+        );
+    }
+}
+
+/// Run `vault-seed order ARGS` with its address space limited to `mib` MiB (an upper bound of
+/// its peak RSS), sampling its peak RSS while it runs; (exit code, stderr, peak RSS in kB).
+fn order_in_budget(args: &[String], mib: u64) -> (i32, String, u64) {
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {} && exec \"$0\" \"$@\"", mib * 1024))
+        .arg(common::run::bin())
+        .arg("order")
+        .args(args)
+        .env_clear()
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        let hwm = std::fs::read_to_string(&status).ok().and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        });
+        peak = peak.max(hwm.unwrap_or(0));
+        assert!(start.elapsed().as_secs() < 120, "still runs after 120s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let out = common::Out::from(child.wait_with_output().unwrap());
+    (out.code(), out.stderr_text(), peak)
+}
+
+#[test]
+fn hostile_inputs_are_refused_within_a_memory_budget() {
+    use std::fmt::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    // One mapping of 3 million keys (40 MB): refused before it is parsed.
+    let mut big = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata:\n");
+    for i in 0..3_000_000 {
+        let _ = writeln!(big, "  k{i}: v");
+    }
+    let big = write(dir.path(), "big.yaml", &big);
+    let (code, stderr, peak) =
+        order_in_budget(&["--app".into(), format!("a={}", big.display())], 256);
+    println!("3 million keys: peak RSS {peak} kB");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "`{}:1`: more YAML than vault-seed reads",
+            big.display()
+        )),
+        "{stderr}"
+    );
+    // Aliases that copy a mapping far more often than the text shows.
+    let mut bomb =
+        String::from("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\ndata:\n  a: &a {");
+    bomb.push_str(
+        &(0..1000)
+            .map(|i| format!("k{i}: v"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    bomb.push_str("}\n  b: [");
+    bomb.push_str(&vec!["*a"; 2000].join(", "));
+    bomb.push_str("]\n");
+    let bomb = write(dir.path(), "bomb.yaml", &bomb);
+    let (code, stderr, _) =
+        order_in_budget(&["--app".into(), format!("a={}", bomb.display())], 256);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("more YAML than vault-seed reads"),
+        "{stderr}"
+    );
+
+    // 100,000 small documents (7 MB) are read, each dropped once reduced.
+    let mut many = String::new();
+    for i in 0..100_000 {
+        let _ = write!(
+            many,
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}}}\ndata: {{a: b}}\n"
+        );
+    }
+    let many = write(dir.path(), "many.yaml", &many);
+    let (code, stderr, peak) =
+        order_in_budget(&["--app".into(), format!("a={}", many.display())], 256);
+    println!("100,000 documents: peak RSS {peak} kB");
+    assert_eq!(code, 0, "{stderr}");
+
+    // All files together count: four files of 20 MB of comments pass 64 MiB.
+    let files = dir.path().join("files");
+    std::fs::create_dir(&files).unwrap();
+    let comment = format!("# {}\n", "x".repeat(1000)).repeat(20_000);
+    for i in 0..4 {
+        write(&files, &format!("{i}.yaml"), &comment);
+    }
+    let (code, stderr, peak) =
+        order_in_budget(&["--app".into(), format!("a={}", files.display())], 256);
+    println!("80 MB of files: peak RSS {peak} kB");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("the input passes 64 MiB, all files together, at `")
+            && stderr.contains("3.yaml`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn rollouts_are_consumers_and_unknown_pod_templates_are_not_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let rollout = write(
+        dir.path(),
+        "rollout.yaml",
+        "\
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: api, namespace: ask}
+spec:
+  template:
+    spec:
+      containers:
+      - name: api
+        envFrom: [{secretRef: {name: rollout-secret}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api-template, namespace: ask}
+spec:
+  replicas: 0
+  template:
+    spec:
+      containers:
+      - name: api
+        env: [{name: PW, valueFrom: {secretKeyRef: {name: ref-secret, key: pw}}}]
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata:
+  name: api-ref
+  namespace: ask
+  annotations: {argocd.argoproj.io/sync-wave: \"-1\"}
+spec:
+  workloadRef: {apiVersion: apps/v1, kind: Deployment, name: api-template}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: ref-secret, namespace: ask}
+stringData: {pw: x}
+",
+    );
+    let (code, doc) = order_json(&["--app".to_string(), format!("x={}", rollout.display())]);
+    assert_eq!(code, 1, "{doc:#}");
+    let about = |rule: &str| -> Vec<String> {
+        findings(&doc)
+            .iter()
+            .filter(|f| f["rule"] == rule)
+            .map(|f| format!("{} {}", f["consumer"]["kind"], f["object"]["name"]))
+            .collect()
+    };
+    assert_eq!(
+        about("no-producer"),
+        ["\"Rollout\" \"rollout-secret\""],
+        "{doc:#}"
+    );
+    // The referenced Deployment's template runs at the Rollout's wave, before the Secret.
+    assert_eq!(
+        about("wave-order"),
+        ["\"Rollout\" \"ref-secret\""],
+        "{doc:#}"
+    );
+
+    let custom = write(
+        dir.path(),
+        "custom.yaml",
+        "\
+apiVersion: workers.example.com/v1
+kind: Worker
+metadata: {name: w, namespace: ask}
+spec:
+  template:
+    spec:
+      containers:
+      - name: w
+        envFrom: [{secretRef: {name: never-checked}}]
+",
+    );
+    let a = vec!["--app".to_string(), format!("x={}", custom.display())];
+    let (code, stdout, stderr) = order(&a);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("error: kind Worker has a pod template vault-seed does not understand")
+            && stdout.contains("not checked: some workloads' pod templates cannot be read"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("the order holds"), "{stdout}");
+    let (code, doc) = order_json(&a);
+    assert_eq!((code, &doc["ok"]), (1, &Value::Bool(false)));
+    assert_eq!(findings(&doc)[0]["rule"], "pod-template-unknown");
+}
+
+#[test]
+fn thousands_of_findings_or_bad_documents_have_bounded_output() {
+    use std::fmt::Write as _;
+    let n = 30_000;
+    let dir = tempfile::tempdir().unwrap();
+    // Each Job reads a Secret of its own that nothing makes, and all read one shared one.
+    let mut text = String::new();
+    for i in 0..n {
+        let _ = write!(
+            text,
+            "---\napiVersion: batch/v1\nkind: Job\nmetadata: {{name: j{i}, namespace: ask}}\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        envFrom: [{{secretRef: {{name: s{i}}}}}, {{secretRef: {{name: shared}}}}]\n"
+        );
+    }
+    let jobs = write(dir.path(), "jobs.yaml", &text);
+    let a = vec!["--app".to_string(), format!("x={}", jobs.display())];
+    let (code, stdout, stderr) = order(&a);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.len() < 60_000, "{} bytes of output", stdout.len());
+    assert_eq!(
+        stdout.matches("error: no app renders").count(),
+        50,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "… and {} more findings (`-o json` lists them all)",
+            n + 1 - 50
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("result: {} error(s)", n + 1)),
+        "{stdout}"
+    );
+    // The shared Secret's finding names its first readers and counts the others.
+    assert!(
+        stdout.contains(&format!("… and {} more", n - 20)),
+        "{stdout}"
+    );
+    let (code, doc) = order_json(&a);
+    assert_eq!(code, 1);
+    assert_eq!(findings(&doc).len(), n + 1);
+
+    // As many documents that are not objects: exit 2, the first problems and a count.
+    let bad = write(dir.path(), "bad.yaml", &"---\njust a string\n".repeat(n));
+    let a = vec!["--app".to_string(), format!("x={}", bad.display())];
+    let (code, _, stderr) = order(&a);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.len() < 40_000,
+        "{} bytes of diagnostics",
+        stderr.len()
+    );
+    assert_eq!(
+        stderr.matches("not a Kubernetes object").count(),
+        50,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "… and {} more problems (`-o json` lists them all)",
+            n - 50
+        )) && stderr.contains(&format!("error: {n} problem(s) in the input")),
+        "{stderr}"
+    );
+    let (code, doc) = order_json(&a);
+    assert_eq!(code, 2);
+    assert_eq!(doc["errors"].as_array().unwrap().len(), n);
+}
