@@ -8,6 +8,7 @@ pub mod cli;
 pub mod cmd;
 pub mod duration;
 pub mod exit;
+pub mod failure;
 pub mod files;
 pub mod generate;
 pub mod kube;
@@ -23,6 +24,7 @@ pub mod seed;
 pub mod spec;
 pub mod stop;
 mod suggest;
+pub mod text;
 pub mod vault;
 pub mod verify;
 

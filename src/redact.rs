@@ -29,8 +29,9 @@ use secrecy::{ExposeSecret, SecretString};
 /// Values shorter than this (in bytes) are not redacted.
 pub const MIN_LEN: usize = 4;
 
-/// At most this many characters of outside text are shown; the rest is counted, not shown.
-pub const MAX_SHOWN: usize = 400;
+/// At most this many characters of outside text are shown; the rest is counted, not shown (the
+/// one cap of [`crate::text`]).
+pub const MAX_SHOWN: usize = crate::text::MAX_CHARS;
 
 /// What a secret is replaced with.
 pub const MARK: &str = "[redacted]";
@@ -293,7 +294,7 @@ pub fn redact(text: &str) -> String {
         }
         // `i` is always on a character boundary: it moves by whole characters or whole values.
         let c = text[i..].chars().next().unwrap_or('\u{fffd}');
-        if crate::report::text::is_hidden(c) {
+        if crate::text::is_hidden(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);

@@ -10,8 +10,9 @@
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 
-use crate::cmd::{self, Failure, Problem};
+use crate::cmd;
 use crate::exit::Exit;
+use crate::failure::{Failure, Problem};
 use crate::report::{self, diagnostics, Body, Format, Report, Style, View};
 use crate::{cli, logging, vault};
 
@@ -158,8 +159,6 @@ pub fn failure_json(command: &str, f: &Failure) -> Vec<u8> {
         help: Option<&'a str>,
         #[serde(skip_serializing_if = "no_problems")]
         errors: &'a [Problem],
-        #[serde(flatten)]
-        extra: &'a serde_json::Map<String, serde_json::Value>,
     }
     report::json(&Doc {
         command,
@@ -167,7 +166,6 @@ pub fn failure_json(command: &str, f: &Failure) -> Vec<u8> {
         error: &f.message,
         help: f.help.as_deref(),
         errors: &f.problems,
-        extra: &f.extra,
     })
 }
 

@@ -3,7 +3,6 @@
 
 mod apply;
 mod completions;
-mod failure;
 mod gen;
 mod lint;
 mod man;
@@ -15,7 +14,7 @@ mod session;
 mod set;
 mod verify;
 
-pub use failure::{Failure, Problem};
+pub use crate::failure::{Failure, Problem};
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use crate::report::Report;

@@ -36,7 +36,7 @@ fn fail(bad: Vec<Bad>) -> Failure {
                 helps.push(b.help.clone());
             }
             // Names quoted from the input: shown escaped (controls, bidirectional controls).
-            let error = crate::report::text::escaped(&b.error).into_owned();
+            let error = crate::text::escaped(&b.error).into_owned();
             (error, (!repeat).then_some(b.help))
         })
         .collect();

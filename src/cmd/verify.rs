@@ -10,10 +10,10 @@ use crate::cli::{GlobalArgs, VerifyArgs};
 use crate::exit::Exit;
 use crate::kube::EsoCluster;
 use crate::mounts::{self, MountTrust};
-use crate::report::text::for_terminal as t;
 use crate::report::verification::VerifyReport;
 use crate::report::{self, Format};
 use crate::seed;
+use crate::text::for_terminal as t;
 use crate::verify::{self, PartName, Progress, Request};
 
 use super::session::Session;

@@ -19,7 +19,7 @@ use super::{EsoCluster, KubeError, Op};
 use crate::order::applications::{Application, Source};
 use crate::order::argocd_cm::ArgoCdCm;
 use crate::order::manifests::Origin;
-use crate::report::text::cap;
+use crate::text::cap;
 
 /// Argo CD's API group.
 pub const ARGOCD_GROUP: &str = "argoproj.io";

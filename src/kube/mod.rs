@@ -318,7 +318,7 @@ impl EsoCluster {
             .map(|e| {
                 let seen = event_time(&e);
                 // Capped where it enters: an event message may be megabytes long.
-                let text = |s: String| crate::report::text::cap(&s).into_owned();
+                let text = |s: String| crate::text::cap(&s).into_owned();
                 let info = EventInfo {
                     reason: e.reason.map(text),
                     message: e.message.map(text),
@@ -645,8 +645,8 @@ impl EsoCluster {
         let err = match err {
             ::kube::Error::Api(mut status) => {
                 // Quoted inside our own two-line messages: made one clean line here.
-                status.message = crate::report::text::for_terminal(&status.message);
-                status.reason = crate::report::text::for_terminal(&status.reason);
+                status.message = crate::text::for_terminal(&status.message);
+                status.reason = crate::text::for_terminal(&status.reason);
                 ::kube::Error::Api(status)
             }
             other => other,

@@ -199,7 +199,7 @@ fn time_at(
                 kind,
                 object: object.to_string(),
                 field: pointer,
-                value: crate::report::text::for_terminal(s),
+                value: crate::text::for_terminal(s),
             }),
     }
 }
@@ -238,7 +238,7 @@ pub fn condition(
     };
     // Text from the cluster is capped where it enters (control characters are removed where
     // it is shown to people).
-    let text = |s: &str| crate::report::text::cap(s).into_owned();
+    let text = |s: &str| crate::text::cap(s).into_owned();
     Ok(Some(ReadyCondition {
         ready,
         reason: str_at(cond, "/reason").map(text),

@@ -124,7 +124,7 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
 
 /// Text from the cluster, capped where it enters.
 fn text(s: &str) -> String {
-    crate::report::text::cap(s).into_owned()
+    crate::text::cap(s).into_owned()
 }
 
 /// Read a VaultStaticSecret (its whole JSON).

@@ -19,7 +19,8 @@ pub mod hcl;
 pub mod ordering;
 pub mod seeding;
 pub mod specs;
-pub mod text;
+/// The text-safety helpers, where they lived before `crate::text`.
+pub use crate::text;
 pub mod verification;
 
 /// `--output`: how results are printed on stdout.
@@ -139,7 +140,8 @@ pub type WriteFn<'a> = dyn Fn(&mut dyn Write) -> std::io::Result<()> + 'a;
 
 /// Runs the command's remaining work, writing its result to the writer it is given as the work
 /// goes ([`Body::Live`]).
-pub type LiveFn<'a> = dyn FnOnce(&mut dyn Write) -> Result<Ending, Box<crate::cmd::Failure>> + 'a;
+pub type LiveFn<'a> =
+    dyn FnOnce(&mut dyn Write) -> Result<Ending, Box<crate::failure::Failure>> + 'a;
 
 /// How a result made while its command ran ([`Body::Live`]) ended.
 pub struct Ending {

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::diagnostics::SHOWN_MAX;
-use super::text::escaped as clean;
 use super::{Format, Rendered, Report, Style, View};
 use crate::order::{self, Finding, Rule, Severity};
+use crate::text::escaped as clean;
 
 /// The report of an order check.
 pub struct OrderReport(pub order::Report);

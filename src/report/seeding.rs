@@ -10,7 +10,7 @@ use std::io::{self, Write as _};
 use serde::Serialize;
 
 use super::{error_text, Body, Ending, Format, JsonObject, Rendered, Report, Style, View};
-use crate::cmd::Failure;
+use crate::failure::Failure;
 use crate::replace::selector;
 use crate::seed::{FieldResult, Outcome, PathResult, Run, Sink, Summary};
 use crate::spec::Target;

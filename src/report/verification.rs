@@ -6,9 +6,9 @@ use std::io;
 
 use serde::Serialize;
 
-use super::text::for_terminal as t;
 use super::{gaps, Format, Rendered, Report, Style, View};
 use crate::seed::Status;
+use crate::text::for_terminal as t;
 use crate::verify::argocd::ArgocdPart;
 use crate::verify::cluster::ClusterPart;
 use crate::verify::grants::{GrantsPart, PolicyPart};

@@ -38,9 +38,6 @@ pub const SHOWN_MAX: usize = 50;
 /// proportion to nothing but a constant.
 const MAX_TEXT_CHARS: usize = 1000;
 
-/// The most characters of user text (a name, a path, a key) quoted in a message.
-const SHOWN_CHARS: usize = 64;
-
 /// A source line up to this many characters is shown whole; a longer one, as a window of that
 /// many around the span: up to 40 characters before it, up to 60 of the span, then what fits.
 const WINDOW: usize = 120;
@@ -121,36 +118,15 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// User text (a name, a key, a path) as quoted in a message: characters that would act on a
-/// terminal rather than show (control characters, bidirectional overrides) written as
-/// `\u{1b}`, and text longer than 64 characters cut in the middle with `…`.
+/// User text (a name, a key, a path) as quoted in a message ([`crate::text::quoted`]).
 pub(crate) fn shown(s: &str) -> String {
-    let n = s.chars().count();
-    if n <= SHOWN_CHARS {
-        return escaped(s);
-    }
-    let head: String = s.chars().take(SHOWN_CHARS / 2).collect();
-    let tail: String = s.chars().skip(n - SHOWN_CHARS / 4).collect();
-    format!("{}…{}", escaped(&head), escaped(&tail))
+    crate::text::quoted(s)
 }
 
-/// Whether a character acts on a terminal or reorders text rather than showing: control
-/// characters, and the bidirectional controls of "Trojan Source" (CVE-2021-42574); the list
-/// all output shares ([`crate::report::text::is_hidden`]).
+/// Whether a character acts on a terminal or reorders text rather than showing
+/// ([`crate::text::is_hidden`]).
 pub(crate) fn is_unshowable(c: char) -> bool {
-    crate::report::text::is_hidden(c)
-}
-
-fn escaped(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if is_unshowable(c) {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::text::is_hidden(c)
 }
 
 /// A message or help line, escaped and cut to [`MAX_TEXT_CHARS`].
@@ -158,7 +134,8 @@ fn bounded(s: String) -> String {
     if s.len() <= MAX_TEXT_CHARS && !s.chars().any(is_unshowable) {
         return s;
     }
-    let mut out = escaped(&s.chars().take(MAX_TEXT_CHARS).collect::<String>());
+    let mut out =
+        crate::text::escaped(&s.chars().take(MAX_TEXT_CHARS).collect::<String>()).into_owned();
     if s.chars().nth(MAX_TEXT_CHARS).is_some() {
         out.push('…');
     }
@@ -333,7 +310,7 @@ mod tests {
         assert_eq!(shown("a\u{061c}b"), "a\\u{61c}b");
         let long = shown(&"n".repeat(10_000));
         assert!(
-            long.chars().count() <= SHOWN_CHARS + 1 && long.contains('…'),
+            long.chars().count() <= crate::text::QUOTE_CHARS + 1 && long.contains('…'),
             "{long}"
         );
         let d = Diagnostic::global("m".repeat(100_000)).with_help("h\u{7}");

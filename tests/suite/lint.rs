@@ -357,7 +357,7 @@ fn header_and_url_strings_are_checked_with_locations() {
     let cases = [
         (
             "vault_namespace = \"a\\nb\"",
-            "`vault_namespace` `a\\u{a}b` contains a control character",
+            "`vault_namespace` `a\\nb` contains a control character",
         ),
         (
             "vault_namespace = \"team/sys\"",

@@ -1,4 +1,5 @@
-//! Why a command stopped: the one error type of the command layer.
+//! Why a command stopped: the one error type of the command layer, at the bottom of the crate so
+//! that the commands, the reports and `run.rs` all reach it without reaching each other.
 //!
 //! A library error stays plain (its `Display` says what went wrong, its `help()` what to do);
 //! here it becomes a [`Failure`] with the exit code it means, and `run.rs` shows it once: on
@@ -29,8 +30,6 @@ pub struct Failure {
     /// The problems behind it, shown before it (spec diagnostics, problems of the input); in
     /// JSON, `errors`.
     pub problems: Vec<Problem>,
-    /// More fields of the JSON document.
-    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 /// One of several problems behind a failure.
@@ -56,7 +55,6 @@ impl Failure {
             help: None,
             exit: Exit::Failure,
             problems: Vec::new(),
-            extra: serde_json::Map::new(),
         }
     }
 
@@ -80,12 +78,6 @@ impl Failure {
     /// With another exit code.
     pub fn exit(mut self, exit: Exit) -> Failure {
         self.exit = exit;
-        self
-    }
-
-    /// With one more field in the JSON document.
-    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Failure {
-        self.extra.insert(key.to_string(), value.into());
         self
     }
 

@@ -1,15 +1,37 @@
-//! Text that comes from outside (a cluster's event and condition messages, object names, a
-//! server's error text), made safe to show: tokens redacted and capped in length everywhere, and
-//! with control characters removed before it reaches a terminal.
+//! Text that comes from outside, made safe to show: the one policy and the one place for it.
 //!
-//! A message from the cluster can carry escape sequences that retitle the window (`ESC ] 0 ;`),
-//! clear the screen (`ESC [ 2 J`), ring the bell, move the cursor back over earlier lines (CR),
-//! or reorder what follows (bidirectional overrides); and it can be megabytes long.
+//! Outside text is a cluster's event and condition messages, object names, a server's error
+//! text, and a spec's own names quoted back in a diagnostic. It can carry escape sequences that
+//! retitle the window (`ESC ] 0 ;`), clear the screen (`ESC [ 2 J`), ring the bell, move the cursor
+//! back over earlier lines (CR), or reorder what follows (bidirectional overrides); it can quote a
+//! token; and it can be megabytes long. So, everywhere:
+//! - the characters that act on a terminal rather than show ([`is_hidden`]) are removed
+//!   ([`for_terminal`]) or written as escapes ([`escaped`], [`SafeJson`]);
+//! - anything shaped like a Vault token is redacted ([`crate::redact::tokens`]), and values this
+//!   run holds are too ([`crate::redact::redact`]);
+//! - a whole text is kept to [`MAX_CHARS`] characters, the rest counted ([`cap`]); a name quoted
+//!   inside a sentence to [`QUOTE_CHARS`], cut in the middle ([`quoted`]).
 
 use std::borrow::Cow;
 
-/// The most characters of one external string that are kept.
+/// The most characters of one outside text that are kept (a message, a reason, a server's error).
 pub const MAX_CHARS: usize = 500;
+
+/// The most characters of a name (a key, a path, a role) quoted inside a sentence: its start and
+/// end are what tell two names apart.
+pub const QUOTE_CHARS: usize = 64;
+
+/// A name as quoted inside a sentence: [`escaped`], and when longer than [`QUOTE_CHARS`]
+/// characters, cut in the middle with `…` (half of them from the start, a quarter from the end).
+pub fn quoted(s: &str) -> String {
+    let n = s.chars().count();
+    if n <= QUOTE_CHARS {
+        return escaped(s).into_owned();
+    }
+    let head: String = s.chars().take(QUOTE_CHARS / 2).collect();
+    let tail: String = s.chars().skip(n - QUOTE_CHARS / 4).collect();
+    format!("{}…{}", escaped(&head), escaped(&tail))
+}
 
 /// Text from the cluster as it is kept: anything shaped like a Vault token redacted
 /// ([`crate::redact::tokens`]: an ESO event may quote one), then cut to [`MAX_CHARS`] characters
