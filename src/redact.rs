@@ -26,6 +26,9 @@ use std::sync::Mutex;
 
 use secrecy::{ExposeSecret, SecretString};
 
+use crate::text::push_token_mark;
+pub use crate::text::{next_token, tokens};
+
 /// Values shorter than this (in bytes) are not redacted.
 pub const MIN_LEN: usize = 4;
 
@@ -34,7 +37,7 @@ pub const MIN_LEN: usize = 4;
 pub const MAX_SHOWN: usize = crate::text::MAX_CHARS;
 
 /// What a secret is replaced with.
-pub const MARK: &str = "[redacted]";
+pub const MARK: &str = crate::text::REDACTED;
 
 const BUCKETS: usize = 1 << 12;
 
@@ -159,96 +162,6 @@ fn held_at(reg: &Registry, rest: &str) -> Option<usize> {
         i += run;
     }
     None
-}
-
-/// Vault's token prefixes, as OpenBao mints them (`sdk/helper/consts/token_consts.go`): service,
-/// batch and recovery tokens, each body at least [`TOKEN_ID_LEN`] characters of base62 or
-/// base64url (a service token's signed form is longer; a namespace's id may follow after a `.`).
-const PREFIXES: [&str; 3] = ["hvs", "hvb", "hvr"];
-
-/// The random id of a token (`TokenLength` in OpenBao's `token_store.go`): the whole body of a
-/// legacy `s.` or `r.` token.
-const TOKEN_ID_LEN: usize = 24;
-
-/// The least body of a legacy batch token (`b.`): base64url of an encrypted entry, which with its
-/// nonce, tag and policies is longer than this, where a short `b.` word is ordinary text.
-const BATCH_BODY_MIN: usize = 64;
-
-/// Where the next thing shaped like a Vault token starts and ends in `text`, at or after byte
-/// `from`. A token starts a word (no letter or digit before it); a legacy `s.`/`r.` body is
-/// exactly [`TOKEN_ID_LEN`] letters and digits, so `s.t` or `s.example-name` are words.
-pub fn next_token(text: &str, from: usize) -> Option<(usize, usize)> {
-    let b = text.as_bytes();
-    let mut at = from;
-    while let Some(off) = b.get(at..)?.iter().position(|&c| c == b'.') {
-        let dot = at + off;
-        if let Some((start, end)) = token_around(b, dot).filter(|&(start, _)| start >= from) {
-            return Some((start, end));
-        }
-        at = dot + 1;
-    }
-    None
-}
-
-/// The token whose prefix ends at the `.` at `dot`, if there is one.
-fn token_around(b: &[u8], dot: usize) -> Option<(usize, usize)> {
-    let starts_word = |start: usize| start == 0 || !b[start - 1].is_ascii_alphanumeric();
-    let rest = &b[dot + 1..];
-    let body = rest
-        .iter()
-        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'))
-        .count();
-    if dot >= 3
-        && PREFIXES.iter().any(|p| &b[dot - 3..dot] == p.as_bytes())
-        && starts_word(dot - 3)
-        && body >= TOKEN_ID_LEN
-    {
-        return Some((dot - 3, dot + 1 + body));
-    }
-    if dot == 0 || !starts_word(dot - 1) {
-        return None;
-    }
-    let base62 = rest
-        .iter()
-        .take_while(|c| c.is_ascii_alphanumeric())
-        .count();
-    match b[dot - 1] {
-        b's' | b'r' if base62 == TOKEN_ID_LEN && body == TOKEN_ID_LEN => {
-            Some((dot - 1, dot + 1 + body))
-        }
-        b'b' if body >= BATCH_BODY_MIN => Some((dot - 1, dot + 1 + body)),
-        _ => None,
-    }
-}
-
-/// `text` with everything shaped like a Vault token ([`next_token`]) replaced by its prefix and
-/// `[redacted]` (`hvs.[redacted]`): for text from outside that may quote a token nobody
-/// registered here (an ESO event quoting the token ESO was given).
-pub fn tokens(text: &str) -> std::borrow::Cow<'_, str> {
-    let Some(mut next) = next_token(text, 0) else {
-        return std::borrow::Cow::Borrowed(text);
-    };
-    let mut out = String::with_capacity(text.len());
-    let mut done = 0;
-    loop {
-        let (start, end) = next;
-        out.push_str(&text[done..start]);
-        push_token_mark(&mut out, &text[start..end]);
-        done = end;
-        match next_token(text, end) {
-            Some(n) => next = n,
-            None => break,
-        }
-    }
-    out.push_str(&text[done..]);
-    std::borrow::Cow::Owned(out)
-}
-
-/// A token's prefix (up to its `.`), then [`MARK`].
-fn push_token_mark(out: &mut String, token: &str) {
-    let dot = token.find('.').map_or(0, |d| d + 1);
-    out.push_str(&token[..dot]);
-    out.push_str(MARK);
 }
 
 /// `text` with every registered secret replaced by `[redacted]`, anything shaped like a Vault
@@ -415,7 +328,7 @@ mod tests {
     #[test]
     fn token_shapes_are_redacted_wherever_they_appear() {
         let legacy = "s.Xq3kP9vLm2Wn8Rt5Yb7Zc1Ad";
-        assert_eq!(legacy.len(), 2 + TOKEN_ID_LEN);
+        assert_eq!(legacy.len(), 2 + crate::text::TOKEN_ID_LEN);
         let batch = format!("b.{}", "AAEC_-9z".repeat(10));
         let text = format!(
             "permission denied: token {HVS}; old \"{legacy}\", ns {legacy}.aB3dE, root hvs.Xq3kP9vLm2Wn8Rt5Yb7Zc1Ad, recovery r.Xq3kP9vLm2Wn8Rt5Yb7Zc1Ad, batch {batch}: hvb.{0} hvr.{0}",

@@ -10,10 +10,10 @@
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 
-use crate::cmd;
+use crate::cmd::{self, Done};
 use crate::exit::Exit;
 use crate::failure::{Failure, Problem};
-use crate::report::{self, diagnostics, Body, Format, Report, Style, View};
+use crate::report::{self, diagnostics, Body, Ending, Format, Printer, Report, Style, View};
 use crate::{cli, logging, vault};
 
 /// Install rustls' `ring` crypto provider for the process (idempotent). The Vault and
@@ -42,16 +42,32 @@ pub fn main() -> std::process::ExitCode {
         ));
         return Exit::Failure.into();
     }
-    let exit = match cmd::execute(&cli) {
-        Ok(r) => show(cli.command.name(), r.as_ref(), &view),
-        Err(f) => show_failure(cli.command.name(), &f, &view),
+    // Handed to the commands that write their result while they run (`plan`, `apply`); the
+    // rows are flushed whenever the run waits.
+    let mut out = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
+    let done = cmd::execute(
+        &cli,
+        Printer {
+            view,
+            out: &mut out,
+        },
+    );
+    let exit = match done {
+        Ok(Done::Printed(ending)) => show_ending(ending, out, &view),
+        Ok(Done::Report(r)) => {
+            drop(out);
+            show(r.as_ref(), &view)
+        }
+        Err(f) => {
+            drop(out);
+            show_failure(cli.command.name(), &f, &view)
+        }
     };
     exit.into()
 }
 
-/// Print a report; its exit code. `command` names the document of a failure a live report
-/// ([`Body::Live`]) turns into.
-pub fn show(command: &str, r: &dyn Report, view: &View) -> Exit {
+/// Print a report; its exit code.
+pub fn show(r: &dyn Report, view: &View) -> Exit {
     let out = r.render(view);
     to_stderr(&out.before);
     let written = match out.stdout {
@@ -60,7 +76,6 @@ pub fn show(command: &str, r: &dyn Report, view: &View) -> Exit {
             let mut stdout = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
             write(&mut stdout).and_then(|()| stdout.flush())
         }
-        Body::Live(live) => return show_live(command, live, view),
     };
     if let Err(e) = written {
         return stdout_failed(&e, view);
@@ -69,18 +84,9 @@ pub fn show(command: &str, r: &dyn Report, view: &View) -> Exit {
     Exit::of(out.ok)
 }
 
-/// Print a result made while its command runs: its rows on stdout as they come (the report
-/// flushes them whenever its command waits), then its notes and what is left to do on stderr;
-/// or, when the command failed before its first row, the failure.
-fn show_live(command: &str, live: Box<report::LiveFn<'_>>, view: &View) -> Exit {
-    let mut out = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
-    let ending = match live(&mut out) {
-        Ok(ending) => ending,
-        Err(f) => {
-            drop(out);
-            return show_failure(command, &f, view);
-        }
-    };
+/// The end of a result its command wrote while it ran: the rest of stdout flushed, then the
+/// notes and what is left to do on stderr.
+fn show_ending(ending: Ending, mut out: impl Write, view: &View) -> Exit {
     let written = match ending.stdout {
         Some(e) => Err(e),
         None => out.flush(),

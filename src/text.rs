@@ -7,7 +7,7 @@
 //! token; and it can be megabytes long. So, everywhere:
 //! - the characters that act on a terminal rather than show ([`is_hidden`]) are removed
 //!   ([`for_terminal`]) or written as escapes ([`escaped`], [`SafeJson`]);
-//! - anything shaped like a Vault token is redacted ([`crate::redact::tokens`]), and values this
+//! - anything shaped like a Vault token is redacted ([`tokens`]), and values this
 //!   run holds are too ([`crate::redact::redact`]);
 //! - a whole text is kept to [`MAX_CHARS`] characters, the rest counted ([`cap`]); a name quoted
 //!   inside a sentence to [`QUOTE_CHARS`], cut in the middle ([`quoted`]).
@@ -34,11 +34,11 @@ pub fn quoted(s: &str) -> String {
 }
 
 /// Text from the cluster as it is kept: anything shaped like a Vault token redacted
-/// ([`crate::redact::tokens`]: an ESO event may quote one), then cut to [`MAX_CHARS`] characters
+/// ([`tokens`]: an ESO event may quote one), then cut to [`MAX_CHARS`] characters
 /// with an elision mark saying how many were left out. Control characters are kept (JSON escapes
 /// them); use [`for_terminal`] for human output.
 pub fn cap(s: &str) -> Cow<'_, str> {
-    match crate::redact::tokens(s) {
+    match tokens(s) {
         Cow::Borrowed(s) => cap_at(s, MAX_CHARS),
         Cow::Owned(o) => Cow::Owned(cap_at(&o, MAX_CHARS).into_owned()),
     }
@@ -59,7 +59,7 @@ fn cap_at(s: &str, max: usize) -> Cow<'_, str> {
 /// override or isolate (U+202A–U+202E, U+2066–U+2069, and the marks U+200E, U+200F, U+061C)
 /// removed, tabs and line breaks turned into spaces, tokens redacted; then capped like [`cap`].
 pub fn for_terminal(s: &str) -> String {
-    let s = &*crate::redact::tokens(s);
+    let s = &*tokens(s);
     let mut out = String::new();
     let mut kept = 0;
     let mut chars = s.char_indices().peekable();
@@ -212,6 +212,99 @@ impl serde_json::ser::Formatter for SafeJson {
     fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
         self.0.end_object_value(w)
     }
+}
+
+/// What stands where a secret or a token was.
+pub const REDACTED: &str = "[redacted]";
+
+/// Vault's token prefixes, as OpenBao mints them (`sdk/helper/consts/token_consts.go`): service,
+/// batch and recovery tokens, each body at least [`TOKEN_ID_LEN`] characters of base62 or
+/// base64url (a service token's signed form is longer; a namespace's id may follow after a `.`).
+const PREFIXES: [&str; 3] = ["hvs", "hvb", "hvr"];
+
+/// The random id of a token (`TokenLength` in OpenBao's `token_store.go`): the whole body of a
+/// legacy `s.` or `r.` token.
+pub(crate) const TOKEN_ID_LEN: usize = 24;
+
+/// The least body of a legacy batch token (`b.`): base64url of an encrypted entry, which with its
+/// nonce, tag and policies is longer than this, where a short `b.` word is ordinary text.
+const BATCH_BODY_MIN: usize = 64;
+
+/// Where the next thing shaped like a Vault token starts and ends in `text`, at or after byte
+/// `from`. A token starts a word (no letter or digit before it); a legacy `s.`/`r.` body is
+/// exactly `TOKEN_ID_LEN` letters and digits, so `s.t` or `s.example-name` are words.
+pub fn next_token(text: &str, from: usize) -> Option<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut at = from;
+    while let Some(off) = b.get(at..)?.iter().position(|&c| c == b'.') {
+        let dot = at + off;
+        if let Some((start, end)) = token_around(b, dot).filter(|&(start, _)| start >= from) {
+            return Some((start, end));
+        }
+        at = dot + 1;
+    }
+    None
+}
+
+/// The token whose prefix ends at the `.` at `dot`, if there is one.
+fn token_around(b: &[u8], dot: usize) -> Option<(usize, usize)> {
+    let starts_word = |start: usize| start == 0 || !b[start - 1].is_ascii_alphanumeric();
+    let rest = &b[dot + 1..];
+    let body = rest
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'))
+        .count();
+    if dot >= 3
+        && PREFIXES.iter().any(|p| &b[dot - 3..dot] == p.as_bytes())
+        && starts_word(dot - 3)
+        && body >= TOKEN_ID_LEN
+    {
+        return Some((dot - 3, dot + 1 + body));
+    }
+    if dot == 0 || !starts_word(dot - 1) {
+        return None;
+    }
+    let base62 = rest
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .count();
+    match b[dot - 1] {
+        b's' | b'r' if base62 == TOKEN_ID_LEN && body == TOKEN_ID_LEN => {
+            Some((dot - 1, dot + 1 + body))
+        }
+        b'b' if body >= BATCH_BODY_MIN => Some((dot - 1, dot + 1 + body)),
+        _ => None,
+    }
+}
+
+/// `text` with everything shaped like a Vault token ([`next_token`]) replaced by its prefix and
+/// `[redacted]` (`hvs.[redacted]`): for text from outside that may quote a token nobody
+/// registered here (an ESO event quoting the token ESO was given).
+pub fn tokens(text: &str) -> std::borrow::Cow<'_, str> {
+    let Some(mut next) = next_token(text, 0) else {
+        return std::borrow::Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut done = 0;
+    loop {
+        let (start, end) = next;
+        out.push_str(&text[done..start]);
+        push_token_mark(&mut out, &text[start..end]);
+        done = end;
+        match next_token(text, end) {
+            Some(n) => next = n,
+            None => break,
+        }
+    }
+    out.push_str(&text[done..]);
+    std::borrow::Cow::Owned(out)
+}
+
+/// A token's prefix (up to its `.`), then [`REDACTED`].
+pub(crate) fn push_token_mark(out: &mut String, token: &str) {
+    let dot = token.find('.').map_or(0, |d| d + 1);
+    out.push_str(&token[..dot]);
+    out.push_str(REDACTED);
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::cli::{ApplyArgs, GlobalArgs};
 use crate::mounts::{self, MountTrust};
-use crate::report::{self, seeding::SeedReport};
+use crate::report::{self, seeding::SeedReport, Ending, Printer};
 use crate::seed;
 use crate::stop;
 
@@ -22,10 +22,15 @@ pub(super) enum Mode {
     Apply { metadata: bool },
 }
 
-/// `plan` or `apply`: what needs no network is done here (specs, the environment, the
-/// connection; a failure is exit 2 and nothing was sent); the run itself goes when the report is
-/// shown, its rows written as it goes ([`SeedReport`]).
-pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Result<SeedReport, Failure> {
+/// `plan` or `apply`: what needs no network first (specs, the environment, the connection; a
+/// failure is exit 2 and nothing was sent), then the run, its rows written to `printer` as it
+/// goes ([`SeedReport`]). A failure is from before any row (a refused token, a sealed Vault).
+pub(super) fn run(
+    g: &GlobalArgs,
+    args: &ApplyArgs,
+    mode: Mode,
+    printer: Printer<'_>,
+) -> Result<Ending, Failure> {
     let dry_run = matches!(mode, Mode::Plan);
     let command = if dry_run { "plan" } else { "apply" };
     let session = Session::open(g, &args.env, &args.only, &args.vault)?;
@@ -45,7 +50,9 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Result<SeedRe
         session.shared_names.clone(),
         &session.targets,
     );
-    let drive = move |sink: &mut dyn seed::Sink| {
+    let mut rows = report.rows(printer.view, printer.out);
+    let run = {
+        let sink: &mut dyn seed::Sink = &mut rows;
         runtime.block_on(async {
             session.announce(command);
             let vault = &session.vault;
@@ -86,10 +93,10 @@ pub(super) fn run(g: &GlobalArgs, args: &ApplyArgs, mode: Mode) -> Result<SeedRe
             let run = run?;
             bar.finish_and_clear();
             tracing::info!(requests = vault.requests(), "requests sent to Vault");
-            Ok(run)
-        })
+            Ok::<_, Failure>(run)
+        })?
     };
-    Ok(report.driven_by(Box::new(drive)))
+    Ok(rows.finish(&run))
 }
 
 /// A progress bar on stderr for a long run, when stderr is a terminal and stdout is not: on one

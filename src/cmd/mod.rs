@@ -17,27 +17,37 @@ mod verify;
 pub use crate::failure::{Failure, Problem};
 
 use crate::cli::{Cli, Command, GlobalArgs};
-use crate::report::Report;
+use crate::report::{Ending, Printer, Report};
 use crate::spec::{self, SpecSet};
 
-/// Run a parsed command line: its report, or why it stopped.
-pub fn execute(cli: &Cli) -> Result<Box<dyn Report>, Failure> {
+/// What a command that did not fail leaves to show.
+pub enum Done {
+    /// Its report, for the printing place to render.
+    Report(Box<dyn Report>),
+    /// Its result, already written to the printer while it ran, and how it ended.
+    Printed(Ending),
+}
+
+/// Run a parsed command line: what it leaves to show, or why it stopped. `printer` is stdout,
+/// for the commands that write their result while they run (`plan`, `apply`).
+pub fn execute(cli: &Cli, printer: Printer<'_>) -> Result<Done, Failure> {
     let g = &cli.global;
-    fn boxed<R: Report + 'static>(r: R) -> Box<dyn Report> {
-        Box::new(r)
+    fn boxed<R: Report + 'static>(r: R) -> Done {
+        Done::Report(Box::new(r))
     }
     match &cli.command {
         Command::Lint => lint::run(g).map(boxed),
         Command::Gen(args) => gen::run(args).map(boxed),
-        Command::Plan(args) => apply::run(g, args, apply::Mode::Plan).map(boxed),
+        Command::Plan(args) => apply::run(g, args, apply::Mode::Plan, printer).map(Done::Printed),
         Command::Apply(args) => apply::run(
             g,
             &args.common,
             apply::Mode::Apply {
                 metadata: !args.no_metadata,
             },
+            printer,
         )
-        .map(boxed),
+        .map(Done::Printed),
         Command::Set(args) => set::run(g, args).map(boxed),
         Command::Rotate(args) => rotate::run(g, args).map(boxed),
         Command::Policy(args) => policy::run(g, args).map(boxed),

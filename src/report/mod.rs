@@ -138,12 +138,17 @@ pub trait Report {
 /// Writes a streamed result to the writer it is given.
 pub type WriteFn<'a> = dyn Fn(&mut dyn Write) -> std::io::Result<()> + 'a;
 
-/// Runs the command's remaining work, writing its result to the writer it is given as the work
-/// goes ([`Body::Live`]).
-pub type LiveFn<'a> =
-    dyn FnOnce(&mut dyn Write) -> Result<Ending, Box<crate::failure::Failure>> + 'a;
+/// Where a command that writes its result while it runs (`plan`, `apply`) writes it: stdout,
+/// handed over by the printing place (`run.rs`), as the view asks. The command produces rows; its
+/// report writes them here as they come; the printing place shows the [`Ending`].
+pub struct Printer<'o> {
+    /// How to show it.
+    pub view: View,
+    /// stdout.
+    pub out: &'o mut dyn Write,
+}
 
-/// How a result made while its command ran ([`Body::Live`]) ended.
+/// How a result written while its command ran ([`Printer`]) ended.
 pub struct Ending {
     /// Diagnostics for stderr, known only at the end (notes).
     pub notes: String,
@@ -164,13 +169,6 @@ pub enum Body<'a> {
     /// 100,000 rows): the printing place hands it stdout, so the whole text is never held.
     /// Never used for text that holds a value.
     Stream(Box<WriteFn<'a>>),
-    /// Made while the command does its work, for results that grow with the paths and take
-    /// long to make (`apply`, `plan`): each row is written when it is known, so neither the
-    /// rows nor the results behind them are held, and whether the command succeeded is known
-    /// only at the end ([`Ending`]). `Err` is the command's failure, from before anything was
-    /// written to stdout (a refused token, a sealed Vault). Never used for text that holds a
-    /// value.
-    Live(Box<LiveFn<'a>>),
 }
 
 impl Default for Body<'_> {
@@ -238,7 +236,7 @@ impl<'a> Rendered<'a> {
 
 /// A JSON object written to `out` a member at a time, the same bytes as [`json_to`] writes for
 /// the whole object: for a document one of whose members is a list made while the command
-/// runs ([`Body::Live`]).
+/// runs ([`Printer`]).
 pub struct JsonObject<'o> {
     out: &'o mut dyn Write,
     members: usize,

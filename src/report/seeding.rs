@@ -2,26 +2,21 @@
 //! summary, or the JSON document `{"command", "env", "vault_addr", "dry_run", "results",
 //! "interrupted", "ok", "notes", "summary"}`, written while the run goes.
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::io::{self, Write as _};
 
 use serde::Serialize;
 
-use super::{error_text, Body, Ending, Format, JsonObject, Rendered, Report, Style, View};
-use crate::failure::Failure;
+use super::{error_text, Ending, Format, JsonObject, Style, View};
 use crate::replace::selector;
 use crate::seed::{FieldResult, Outcome, PathResult, Run, Sink, Summary};
 use crate::spec::Target;
 
-/// Runs a `plan` or `apply`, handing each path's result to the sink as it is known; its end
-/// (notes, interrupted), or the command's failure (from before any result).
-pub type Drive = dyn FnOnce(&mut dyn Sink) -> Result<Run, Failure>;
-
-/// The report of a `plan` or `apply` run, made while the run goes ([`Body::Live`]): each path's
-/// rows are written as soon as the run has them in order, then the summary. No result is held
-/// once written: at 100,000 paths they were most of what the run held.
+/// The report of a `plan` or `apply` run, written while the run goes: the command hands each
+/// path's result to [`SeedReport::rows`] (a [`Sink`]) as soon as it has them in order, and the
+/// rows are written at once, then the summary ([`Rows::finish`]). No result is held once
+/// written: memory does not grow with the results.
 pub struct SeedReport {
     /// `plan` or `apply`.
     pub command: &'static str,
@@ -35,8 +30,6 @@ pub struct SeedReport {
     pub shared_names: BTreeSet<String>,
     /// The table's columns, measured on the targets before the run.
     widths: Widths,
-    /// The run, until it is rendered.
-    drive: RefCell<Option<Box<Drive>>>,
 }
 
 /// The widths of the table's path, field and generator columns.
@@ -64,7 +57,7 @@ impl Widths {
 }
 
 impl SeedReport {
-    /// The report of a run on `targets`; [`SeedReport::driven_by`] gives the run.
+    /// The report of a run on `targets`.
     pub fn new(
         command: &'static str,
         env: String,
@@ -80,14 +73,20 @@ impl SeedReport {
             dry_run,
             shared_names,
             widths: Widths::of(targets),
-            drive: RefCell::new(None),
         }
     }
 
-    /// The same, with the run that makes its rows.
-    pub fn driven_by(self, drive: Box<Drive>) -> SeedReport {
-        *self.drive.borrow_mut() = Some(drive);
-        self
+    /// Where the run puts its results: written to `out` as `view` asks, as they come.
+    pub fn rows<'r, 'o>(&'r self, view: View, out: &'o mut dyn io::Write) -> Rows<'r, 'o> {
+        Rows {
+            report: self,
+            view,
+            out: Out::Fresh(out),
+            error: None,
+            summary: Summary::default(),
+            waiting: Vec::new(),
+            unflushed: false,
+        }
     }
 }
 
@@ -107,34 +106,9 @@ struct JsonRow<'a> {
     provided_by: Option<&'a str>,
 }
 
-impl Report for SeedReport {
-    fn render(&self, view: &View) -> Rendered<'_> {
-        let view = *view;
-        Rendered {
-            stdout: Body::Live(Box::new(move |out| {
-                let Some(drive) = self.drive.borrow_mut().take() else {
-                    return Err(Box::new(Failure::new("the run was already shown")));
-                };
-                let mut rows = Rows {
-                    report: self,
-                    view,
-                    out: Out::Fresh(out),
-                    error: None,
-                    summary: Summary::default(),
-                    waiting: Vec::new(),
-                    unflushed: false,
-                };
-                let run = drive(&mut rows).map_err(Box::new)?;
-                Ok(rows.finish(&run))
-            })),
-            ..Rendered::default()
-        }
-    }
-}
-
 /// Where the rows go as the run hands them on: written at once, counted, and the few a summary
 /// names (provided paths still absent) kept.
-struct Rows<'r, 'o> {
+pub struct Rows<'r, 'o> {
     report: &'r SeedReport,
     view: View,
     out: Out<'o>,
@@ -248,7 +222,7 @@ impl<'o> Rows<'_, 'o> {
     }
 
     /// The run's end: the summary written after the rows; the notes and what is left to do.
-    fn finish(mut self, run: &Run) -> Ending {
+    pub fn finish(mut self, run: &Run) -> Ending {
         let ok = !self.summary.failed() && !run.interrupted;
         if self.error.is_none() {
             if let Err(e) = self.end(run, ok) {
