@@ -176,13 +176,12 @@ fn hand_made_values_are_left_alone_and_invalid_ones_fail_the_run() {
         "created"
     );
     // Human output names the problem and exits 1 too.
-    let human = Run::new(&bao).real_specs().args(["apply", ENV]).output();
-    assert_eq!(human.status.code(), Some(1));
-    assert!(
-        human.stdout_text().contains("invalid"),
-        "{}",
-        human.stdout_text()
-    );
+    Run::new(&bao)
+        .real_specs()
+        .args(["apply", ENV])
+        .status(1)
+        .stdout_has("invalid")
+        .check();
 }
 
 const MANY: usize = 120;
@@ -690,8 +689,11 @@ fn plan_writes_nothing() {
             "{name} was written"
         );
     }
-    let human = Run::new(&bao).real_specs().args(["plan", ENV]).output();
-    assert!(human.stdout_text().contains("nothing was written (plan)"));
+    Run::new(&bao)
+        .real_specs()
+        .args(["plan", ENV])
+        .stdout_has("nothing was written (plan)")
+        .check();
 }
 
 /// No secret (the token, a generated value, a hand-made one, a value typed at `set`, a rotated
@@ -829,66 +831,48 @@ fn no_value_appears_in_any_output_at_any_verbosity() {
 fn connection_problems_are_clear() {
     // Unreachable server: exit 1, named.
     let port = common::free_port();
-    let out = Run::offline()
+    Run::offline()
         .addr(&format!("http://127.0.0.1:{port}"))
         .token("t")
         .env("VAULT_CLIENT_TIMEOUT", "2s")
         .real_specs()
         .args(["apply", ENV])
-        .output();
-    assert_eq!(out.status.code(), Some(1));
-    let err = out.stderr_text();
-    assert!(
-        err.contains(&format!("cannot reach Vault at `http://127.0.0.1:{port}`")),
-        "{err}"
-    );
+        .status(1)
+        .stderr_has(format!("cannot reach Vault at `http://127.0.0.1:{port}`"))
+        .check();
     // No token anywhere: usage error, nothing sent.
-    let out = Run::offline()
+    Run::offline()
         .addr("http://127.0.0.1:1")
         .real_specs()
         .args(["apply", ENV])
-        .output();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        out.stderr_text().contains("no Vault token"),
-        "{}",
-        out.stderr_text()
-    );
+        .status(2)
+        .stderr_has("no Vault token")
+        .check();
     // A bad token: exit 1 and says so.
     let bao = OpenBao::dev();
-    let out = Run::new(&bao)
+    Run::new(&bao)
         .token("not-a-token")
         .real_specs()
         .args(["apply", ENV])
-        .output();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        out.stderr_text().contains("rejected the token"),
-        "{}",
-        out.stderr_text()
-    );
+        .status(1)
+        .stderr_has("rejected the token")
+        .check();
     // Plain http to a non-loopback host is refused before anything is sent.
-    let out = Run::offline()
+    Run::offline()
         .addr("http://vault.example:8200")
         .token("t")
         .real_specs()
         .args(["apply", ENV])
-        .output();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        out.stderr_text()
-            .contains("refusing to send the Vault token over plain http://"),
-        "{}",
-        out.stderr_text()
-    );
+        .status(2)
+        .stderr_has("refusing to send the Vault token over plain http://")
+        .check();
     // An unknown environment is a usage error.
-    let out = Run::new(&bao).real_specs().args(["apply", "nope"]).output();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        out.stderr_text().contains("known environments: `auh1-dev`"),
-        "{}",
-        out.stderr_text()
-    );
+    Run::new(&bao)
+        .real_specs()
+        .args(["apply", "nope"])
+        .status(2)
+        .stderr_has("known environments: `auh1-dev`")
+        .check();
 }
 
 #[test]

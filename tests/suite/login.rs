@@ -248,13 +248,10 @@ fn kubernetes_login_seeds_the_spec_and_revokes_its_token() {
         ])
         .arg("--jwt-file")
         .arg(&jwt_file)
-        .output();
+        .status(0)
+        .stderr_has("token from kubernetes login at `auth/kubernetes` as role `vault-seed`")
+        .check();
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    has(
-        &stderr,
-        "token from kubernetes login at `auth/kubernetes` as role `vault-seed`",
-    );
     // It did its work: every path of the spec exists.
     let written = values(&bao);
     assert_eq!(written.len(), 4, "{stderr}");
@@ -310,11 +307,11 @@ fn keep_token_leaves_the_login_token_alive_and_names_only_its_accessor() {
         .env("VAULT_SEED_JWT_FILE", &jwt_file)
         .env("RUST_LOG", "trace")
         .args(["--keep-token", "verify", "auh1-dev", "--skip-kube"])
-        .output();
+        // Nothing is seeded yet: verify says not done, after logging in.
+        .status(1)
+        .stdout_has("missing")
+        .check();
     let stderr = text(&out.stderr);
-    // Nothing is seeded yet: verify says not done, after logging in.
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    has(&text(&out.stdout), "missing");
     assert_eq!(rec.count("POST /v1/auth/token/revoke-self"), 0);
     let token = rec.tokens().into_iter().next().expect("a token was used");
     assert!(token_alive(&bao, &token));
@@ -344,15 +341,15 @@ fn refused(bao: &OpenBao, jwt: &str, role: &str, reason: &str, help: &str) -> St
         .args(["apply", "auh1-dev", "--auth", "kubernetes", "--role", role])
         .arg("--jwt-file")
         .arg(&jwt_file)
-        .output();
+        .status(1)
+        .stderr_has(format!(
+            "error: kubernetes login at `auth/kubernetes` as role `{role}` was refused"
+        ))
+        .stderr_has(reason)
+        .stderr_has(help)
+        .never_shows(jwt)
+        .check();
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    has(
-        &stderr,
-        format!("error: kubernetes login at `auth/kubernetes` as role `{role}` was refused"),
-    );
-    has(&stderr, reason);
-    has(&stderr, help);
     assert_eq!(
         rec.requests(),
         vec!["POST /v1/auth/kubernetes/login".to_string()]

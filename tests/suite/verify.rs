@@ -98,6 +98,11 @@ pub(crate) fn healthy_cluster() -> FakeKube {
 }
 
 fn verify(bao: &OpenBao, kube: Option<&FakeKube>, args: &[&str]) -> Out {
+    verify_run(bao, kube, args).output()
+}
+
+/// The same run, to set expectations on ([`Run::check`]).
+fn verify_run(bao: &OpenBao, kube: Option<&FakeKube>, args: &[&str]) -> Run {
     let mut run = Run::new(bao)
         .real_specs()
         .args(["verify", "auh1-dev"])
@@ -105,7 +110,7 @@ fn verify(bao: &OpenBao, kube: Option<&FakeKube>, args: &[&str]) -> Out {
     if let Some(k) = kube {
         run = run.arg("--kubeconfig").arg(k.kubeconfig());
     }
-    run.output()
+    run
 }
 
 fn es<'a>(doc: &'a Value, name: &str) -> &'a Value {
@@ -159,18 +164,16 @@ fn runbook_policy_without_the_metadata_rule_is_a_gap_with_the_rule_to_add() {
     let bao = vault_with(
         r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] }"#,
     );
-    let out = verify(&bao, None, &["--only", "policy"]);
-    assert_eq!(out.status.code(), Some(1));
-    let stdout = out.stdout_text();
-    has(&stdout, format!("policy `eso-ask-push` does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/`"));
-    has(
-        &stdout,
-        r#"add: path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }"#,
-    );
+    verify_run(&bao, None, &["--only", "policy"])
+        .status(1)
+        .stdout_has(format!("policy `eso-ask-push` does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/`"))
+        .stdout_has(r#"add: path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }"#)
+        .check();
     // With the runbook's grant it passes.
     bao.put_policy("eso-ask-push", RUNBOOK_POLICY);
-    let out = verify(&bao, None, &["--only", "policy"]);
-    assert_eq!(out.status.code(), Some(0), "{}", out.stdout_text());
+    verify_run(&bao, None, &["--only", "policy"])
+        .status(0)
+        .check();
 }
 
 /// Fifteen gaps closed by three rules are three errors, each with its rule and the number of
@@ -490,17 +493,15 @@ fn unreachable_cluster_and_skip_kube() {
     let copy = bao.home.path().join("kubeconfig");
     std::fs::copy(&kubeconfig, &copy).unwrap();
     drop(kube);
-    let out = Run::new(&bao)
+    Run::new(&bao)
         .real_specs()
         .args(["verify", "auh1-dev", "--kubeconfig"])
         .arg(&copy)
-        .output();
-    assert_eq!(out.status.code(), Some(1));
-    let stdout = out.stdout_text();
-    has(&stdout, "FAIL kube:");
-    has(&stdout, "--skip-kube");
-    let out = verify(&bao, None, &["--skip-kube"]);
-    assert_eq!(out.status.code(), Some(0), "{}", out.stdout_text());
+        .status(1)
+        .stdout_has("FAIL kube:")
+        .stdout_has("--skip-kube")
+        .check();
+    verify_run(&bao, None, &["--skip-kube"]).status(0).check();
 }
 
 #[test]

@@ -30,6 +30,19 @@ pub struct Run {
     stdout: Option<Stdio>,
     /// The scratch HOME of a run that has no server's, removed after the run.
     _home: Option<tempfile::TempDir>,
+    /// What [`Run::check`] asserts of the run, in one place.
+    expect: Expect,
+}
+
+/// What a run is expected to do (as casey/just's `Test`): its exit code and what its streams
+/// hold or must not hold. Checked together by [`Run::check`], which shows both streams when
+/// any of them fails.
+#[derive(Default)]
+struct Expect {
+    status: Option<i32>,
+    stdout_has: Vec<String>,
+    stderr_has: Vec<String>,
+    never: Vec<String>,
 }
 
 impl Run {
@@ -61,6 +74,7 @@ impl Run {
             stdin: None,
             stdout: None,
             _home: None,
+            expect: Expect::default(),
         }
     }
 
@@ -145,6 +159,72 @@ impl Run {
         }
         self.cmd = sh;
         self
+    }
+
+    /// Expect the run to exit with `code` ([`Run::check`]).
+    pub fn status(mut self, code: i32) -> Run {
+        self.expect.status = Some(code);
+        self
+    }
+
+    /// Expect stdout to hold `text` ([`Run::check`]).
+    pub fn stdout_has(mut self, text: impl Into<String>) -> Run {
+        self.expect.stdout_has.push(text.into());
+        self
+    }
+
+    /// Expect stderr to hold `text` ([`Run::check`]).
+    pub fn stderr_has(mut self, text: impl Into<String>) -> Run {
+        self.expect.stderr_has.push(text.into());
+        self
+    }
+
+    /// Expect `text` (a secret, a token) nowhere in the run's output ([`Run::check`]).
+    pub fn never_shows(mut self, text: impl Into<String>) -> Run {
+        self.expect.never.push(text.into());
+        self
+    }
+
+    /// Run to the end and assert every expectation at once; then the run. A failure names each
+    /// unmet expectation and shows both streams (a text that must never show is named by its
+    /// length only).
+    #[track_caller]
+    pub fn check(mut self) -> Out {
+        let expect = std::mem::take(&mut self.expect);
+        let out = self.output();
+        let (stdout, stderr) = (out.stdout_text(), out.stderr_text());
+        let mut unmet = Vec::new();
+        if let Some(code) = expect.status.filter(|&c| c != out.code()) {
+            unmet.push(format!("exit code {}, expected {code}", out.code()));
+        }
+        for t in expect
+            .stdout_has
+            .iter()
+            .filter(|t| !stdout.contains(t.as_str()))
+        {
+            unmet.push(format!("stdout lacks {t:?}"));
+        }
+        for t in expect
+            .stderr_has
+            .iter()
+            .filter(|t| !stderr.contains(t.as_str()))
+        {
+            unmet.push(format!("stderr lacks {t:?}"));
+        }
+        for t in &expect.never {
+            if stdout.contains(t.as_str()) || stderr.contains(t.as_str()) {
+                unmet.push(format!(
+                    "a text of {} bytes that must never show is shown",
+                    t.len()
+                ));
+            }
+        }
+        assert!(
+            unmet.is_empty(),
+            "{}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            unmet.join("\n")
+        );
+        out
     }
 
     /// Run to the end; what it printed (stdout empty when sent elsewhere) and its exit status.
