@@ -59,6 +59,9 @@ pub struct ObjectCheck {
     pub reason: Option<String>,
     /// What is wrong.
     pub problems: Vec<String>,
+    /// The findings `problems` is made from.
+    #[serde(skip)]
+    pub(crate) findings: Vec<ObjectFinding>,
 }
 
 /// A path another application provides (a spec's `provided_by`), and, while it is absent or
@@ -256,7 +259,7 @@ impl Finding for EsFinding {
     }
 }
 
-/// What the check of a PushSecret or a store finds.
+/// What the check of a PushSecret, a store, a VaultAuth or a VaultConnection finds.
 #[derive(Debug, Clone)]
 pub(crate) enum ObjectFinding {
     /// It does not exist (`shown`: the kind and name as the sentence names them).
@@ -266,6 +269,17 @@ pub(crate) enum ObjectFinding {
         reason: Option<String>,
         message: Option<String>,
     },
+    /// VSO's default cannot be looked for.
+    DefaultUnsearchable { kind: String, error: String },
+    /// No VSO default exists.
+    NoDefault { kind: String },
+    /// VSO says it is not valid (`error` on one line).
+    NotValid {
+        valid: Option<bool>,
+        error: Option<String>,
+    },
+    /// VSO says it is not Healthy (`message` on one line).
+    NotHealthy { message: Option<String> },
 }
 
 impl Finding for ObjectFinding {
@@ -282,6 +296,18 @@ impl Finding for ObjectFinding {
                 reason.as_deref().unwrap_or_default(),
                 colon(message.as_deref())
             ),
+            DefaultUnsearchable { kind, error } => format!(
+                "VSO's default {kind} (`default` in the operator's namespace) cannot be looked for: {error}"
+            ),
+            NoDefault { kind } => format!(
+                "no {kind} named `default` exists: VSO's default, used when nothing names one, is missing"
+            ),
+            NotValid { valid, error } => format!(
+                "not valid (`status.valid` is {}){}",
+                valid.map_or("unset".into(), |v| v.to_string()),
+                colon(error.as_deref())
+            ),
+            NotHealthy { message } => format!("not Healthy{}", colon(message.as_deref())),
         }
     }
 }
@@ -302,6 +328,7 @@ impl ObjectCheck {
             ok: !any_problem(&findings),
             reason,
             problems: Lines::of(&findings).problems,
+            findings,
         }
     }
 }
