@@ -139,4 +139,66 @@ mod tests {
             Test::Note("n".into())
         ]));
     }
+
+    /// `(length in lines, name)` of each function in `text`, rustfmt-formatted: from its `fn`
+    /// line to the first line closing it at the same indentation.
+    fn function_lengths(text: &str) -> Vec<(usize, String)> {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut out = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            let body = line.trim_start();
+            let indent = &line[..line.len() - body.len()];
+            let Some(at) = body.find("fn ") else { continue };
+            let before = &body[..at];
+            let words = [
+                "",
+                "pub ",
+                "pub(crate) ",
+                "async ",
+                "pub async ",
+                "pub(crate) async ",
+            ];
+            if !words.contains(&before) || line.trim_end().ends_with(';') {
+                continue;
+            }
+            let name: String = body[at + 3..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let close = format!("{indent}}}");
+            let end = lines[i..]
+                .iter()
+                .position(|l| *l == close || (l.ends_with('}') && *l == line.trim_end()))
+                .unwrap_or(lines.len() - i);
+            out.push((end + 1, name));
+        }
+        out
+    }
+
+    #[test]
+    fn no_function_in_verify_is_over_80_lines() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/verify");
+        let mut measured = 0;
+        let mut long = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (len, name) in function_lengths(&text) {
+                    measured += 1;
+                    if len > 80 {
+                        long.push(format!("{}: `{name}` is {len} lines", path.display()));
+                    }
+                }
+            }
+        }
+        // The measure itself: a one-line function, and one of four lines.
+        let sample = "fn a() {}\n    pub async fn b(\n        x: u8,\n    ) {\n    }\n";
+        assert_eq!(
+            function_lengths(sample),
+            [(1, "a".to_string()), (4, "b".to_string())]
+        );
+        assert!(measured > 50, "only {measured} functions found");
+        assert!(long.is_empty(), "{long:#?}");
+    }
 }
