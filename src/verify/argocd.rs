@@ -801,6 +801,57 @@ fn consumer_order(
     }
 }
 
+/// What argocd-cm's check finds (`consequence`: what app waves not waiting means here).
+enum CmFinding {
+    /// argocd-cm does not exist.
+    Missing { consequence: String },
+    /// Argo CD cannot read its resource customizations.
+    Unreadable {
+        problem: String,
+        consequence: String,
+    },
+    /// It has no health check for Applications.
+    NoHealthCheck { consequence: String },
+}
+
+impl CmFinding {
+    /// What is wrong, for argocd-cm in `ns`.
+    fn message(&self, ns: &str) -> String {
+        match self {
+            CmFinding::Missing { consequence } => format!(
+                "ConfigMap `{ns}/{ARGOCD_CM}` does not exist, so app waves do not wait for \
+                 Healthy{consequence}"
+            ),
+            CmFinding::Unreadable {
+                problem,
+                consequence,
+            } => format!(
+                "app waves do not wait for Healthy: Argo CD cannot read argocd-cm's resource \
+                 customizations ({problem}), and then loads none{consequence}"
+            ),
+            CmFinding::NoHealthCheck { consequence } => format!(
+                "app waves do not wait for Healthy: argocd-cm has no health check for \
+                 argoproj.io/Application (Argo CD removed it in 1.8){consequence}"
+            ),
+        }
+    }
+
+    /// What to do.
+    fn help(&self, ns: &str) -> String {
+        let help = format!(
+            "add `{HEALTH_KEY}` to argocd-cm with the Lua of Argo CD's docs \
+             (operator-manual/health.md, \"Argocd App\")"
+        );
+        match self {
+            CmFinding::Missing { .. } => {
+                format!("is Argo CD installed in namespace `{ns}` (`[argocd] namespace`)? {help}")
+            }
+            CmFinding::Unreadable { .. } => format!("fix that key; {help}"),
+            CmFinding::NoHealthCheck { .. } => help,
+        }
+    }
+}
+
 fn cm_check(
     ns: &str,
     cm: Option<&crate::order::argocd_cm::ArgoCdCm>,
@@ -836,39 +887,25 @@ fn cm_check(
         .unwrap_or_else(|| {
             ": app wave N starts as soon as wave N-1 is applied, not when it is Healthy".into()
         });
-    let help = format!(
-        "add `{HEALTH_KEY}` to argocd-cm with the Lua of Argo CD's docs \
-         (operator-manual/health.md, \"Argocd App\")"
-    );
-    match cm {
-        None => check.problems.push(Problem::new(
-            format!(
-                "ConfigMap `{ns}/{ARGOCD_CM}` does not exist, so app waves do not wait for \
-                 Healthy{consequence}"
-            ),
-            format!("is Argo CD installed in namespace `{ns}` (`[argocd] namespace`)? {help}"),
-        )),
+    let finding = match cm {
+        None => Some(CmFinding::Missing { consequence }),
         Some(cm) => match (cm.health_check("argoproj.io", "Application"), &cm.problem) {
             (Some(key), _) => {
-                check.ok = true;
                 check.key = Some(key.to_string());
+                None
             }
-            (None, Some(problem)) => check.problems.push(Problem::new(
-                format!(
-                    "app waves do not wait for Healthy: Argo CD cannot read argocd-cm's resource \
-                     customizations ({problem}), and then loads none{consequence}"
-                ),
-                format!("fix that key; {help}"),
-            )),
-            (None, None) => check.problems.push(Problem::new(
-                format!(
-                    "app waves do not wait for Healthy: argocd-cm has no health check for \
-                     argoproj.io/Application (Argo CD removed it in 1.8){consequence}"
-                ),
-                help,
-            )),
+            (None, Some(problem)) => Some(CmFinding::Unreadable {
+                problem: problem.to_string(),
+                consequence,
+            }),
+            (None, None) => Some(CmFinding::NoHealthCheck { consequence }),
         },
-    }
+    };
+    check.ok = finding.is_none();
+    check.problems = finding
+        .map(|f| Problem::new(f.message(ns), f.help(ns)))
+        .into_iter()
+        .collect();
     check
 }
 
@@ -922,5 +959,16 @@ mod tests {
         assert!(!p[0].waitable);
         assert!(p[0].help.contains("sync-wave: \"1\"` (any wave above 0)"));
         assert_eq!(notes(&found), ["SyncError: boom"]);
+
+        let cm = CmFinding::Missing {
+            consequence: ": later".into(),
+        };
+        assert_eq!(
+            cm.message("argocd"),
+            "ConfigMap `argocd/argocd-cm` does not exist, so app waves do not wait for Healthy: later"
+        );
+        assert!(cm
+            .help("argocd")
+            .starts_with("is Argo CD installed in namespace `argocd`"));
     }
 }
