@@ -19,8 +19,6 @@ pub mod hcl;
 pub mod ordering;
 pub mod seeding;
 pub mod specs;
-/// The text-safety helpers, where they lived before `crate::text`.
-pub use crate::text;
 pub mod verification;
 
 /// `--output`: how results are printed on stdout.
@@ -317,7 +315,7 @@ fn indented<T: Serialize + ?Sized>(
     value
         .serialize(&mut serde_json::Serializer::with_formatter(
             &mut text,
-            text::SafeJson::new(),
+            crate::text::SafeJson::new(),
         ))
         .map_err(std::io::Error::other)?;
     let indent = "  ".repeat(level);
@@ -336,7 +334,7 @@ pub fn json_to<T: Serialize>(value: &T, out: &mut dyn Write) -> std::io::Result<
     value
         .serialize(&mut serde_json::Serializer::with_formatter(
             &mut *out,
-            text::SafeJson::new(),
+            crate::text::SafeJson::new(),
         ))
         .map_err(std::io::Error::from)?; // keeps an I/O error's kind (a closed pipe)
     out.write_all(b"\n")
@@ -350,7 +348,7 @@ pub fn json<T: Serialize>(value: &T) -> Vec<u8> {
     if value
         .serialize(&mut serde_json::Serializer::with_formatter(
             &mut out,
-            text::SafeJson::new(),
+            crate::text::SafeJson::new(),
         ))
         .is_err()
     {

@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::findings::{Finding, Severity};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::{AppLookup, AppResource, ApplicationInfo, EsoCluster, KubeError, OperationInfo};
 use crate::spec::EnvPlan;
@@ -48,11 +49,6 @@ impl Problem {
             help,
             waitable: false,
         }
-    }
-
-    fn waitable(mut self) -> Problem {
-        self.waitable = true;
-        self
     }
 }
 
@@ -88,6 +84,9 @@ pub struct AppCheck {
     pub problems: Vec<Problem>,
     /// What explains its state (its operation, conditions, sources), not failures.
     pub notes: Vec<String>,
+    /// What was found, from which `problems` and `notes` are made once every check ran.
+    #[serde(skip)]
+    findings: Vec<AppFinding>,
 }
 
 /// argocd-cm's check, per Argo CD namespace.
@@ -302,6 +301,8 @@ async fn check_once(cluster: &EsoCluster, layouts: &[Layout]) -> Result<ArgocdPa
         argocd_cm.push(cm_check(ns, cm.as_ref(), &apps));
     }
     for a in &mut apps {
+        a.problems = problems(&a.findings);
+        a.notes = notes(&a.findings);
         a.ok = a.problems.is_empty();
     }
     let ok = apps.iter().all(|a| a.ok) && argocd_cm.iter().all(|c| c.ok);
@@ -312,6 +313,254 @@ async fn check_once(cluster: &EsoCluster, layouts: &[Layout]) -> Result<ArgocdPa
         apps,
         argocd_cm,
     })
+}
+
+/// What the checks of an Application find. Problems say what to do (`help`) and whether time
+/// may fix them (`waitable`); notes explain its state.
+#[derive(Debug, Clone)]
+enum AppFinding {
+    /// The cluster serves no Application.
+    NotServed,
+    /// The secrets app does not exist (`consumers`: its consumers, as listed).
+    SecretsAppMissing {
+        namespace: String,
+        name: String,
+        consumers: String,
+        spec_file: String,
+    },
+    /// A consumer does not exist.
+    ConsumerMissing {
+        namespace: String,
+        name: String,
+        secrets_app: String,
+        spec_file: String,
+    },
+    /// The secrets app is OutOfSync.
+    OutOfSync { name: String },
+    /// The secrets app is not Synced otherwise.
+    NotSynced { name: String, sync: Option<String> },
+    /// The secrets app is Progressing.
+    Progressing { name: String, consumers: String },
+    /// The secrets app is Degraded.
+    Degraded {
+        name: String,
+        consumers: String,
+        env: String,
+    },
+    /// None of the secrets app's resources exist.
+    HealthMissing { name: String },
+    /// The secrets app is not Healthy otherwise.
+    NotHealthy {
+        name: String,
+        health: Option<String>,
+        consumers: String,
+    },
+    /// The secrets app does not manage the spec's ExternalSecrets (`list`: them; `why`: an
+    /// empty source).
+    Unmanaged {
+        name: String,
+        list: String,
+        why: String,
+        spec_file: String,
+    },
+    /// A consumer's app wave is not after the secrets app's.
+    WaveNotAfter {
+        name: String,
+        wave: i64,
+        secrets_app: String,
+        secrets_wave: i64,
+    },
+    /// A consumer and the secrets app have different app-of-apps.
+    OtherParent {
+        name: String,
+        parent: String,
+        secrets_app: String,
+        secrets_parent: String,
+    },
+    /// Note: its operation (`phase`, lowercase; `last`: finished).
+    Operation {
+        phase: String,
+        last: bool,
+        message: String,
+    },
+    /// Note: one of its conditions.
+    Condition { kind: String, message: String },
+    /// Note: more resources not Healthy than are listed.
+    MoreUnhealthy { name: String, more: usize },
+    /// Note: no tracking names the app-of-apps of `name`.
+    NoTracking { name: String, secrets_app: String },
+}
+
+impl Finding for AppFinding {
+    fn severity(&self) -> Severity {
+        use AppFinding::*;
+        match self {
+            Operation { .. } | Condition { .. } | MoreUnhealthy { .. } | NoTracking { .. } => {
+                Severity::Note
+            }
+            _ => Severity::Problem,
+        }
+    }
+
+    fn message(&self) -> String {
+        use AppFinding::*;
+        match self {
+            NotServed => "the cluster serves no Argo CD Application (`argoproj.io/v1alpha1`): Argo CD is not \
+                 installed in this cluster"
+                .into(),
+            SecretsAppMissing { namespace, name, .. } => format!(
+                "Application `{namespace}/{name}` does not exist: the secrets app that creates the \
+                 ExternalSecrets has not been created"
+            ),
+            ConsumerMissing { namespace, name, secrets_app, .. } => format!(
+                "Application `{namespace}/{name}` does not exist, so its app wave cannot be checked \
+                 against the secrets app `{secrets_app}`"
+            ),
+            OutOfSync { name } => format!(
+                "the secrets app `{name}` is OutOfSync: what Git holds for it (the \
+                 ExternalSecrets) is not all applied"
+            ),
+            NotSynced { name, sync } => format!(
+                "the secrets app `{name}` is not Synced ({}): Argo CD has not compared it \
+                 with Git",
+                sync.as_deref().unwrap_or("no sync status yet")
+            ),
+            Progressing { name, consumers } => format!(
+                "the secrets app `{name}` is Progressing, not Healthy: its ExternalSecrets are not \
+                 all Ready yet, and the app-of-apps holds {consumers} back until it is"
+            ),
+            Degraded { name, consumers, .. } => format!(
+                "the secrets app `{name}` is Degraded: an ExternalSecret's Ready condition is \
+                 False (ESO cannot read its Vault path), and the app-of-apps fails its sync at \
+                 this app wave, so {consumers} cannot start"
+            ),
+            HealthMissing { name } => format!(
+                "the secrets app `{name}` is Missing: none of its resources exist in the cluster \
+                 (it has not synced)"
+            ),
+            NotHealthy { name, health, consumers } => format!(
+                "the secrets app `{name}` is {}, not Healthy, so the app-of-apps holds \
+                 {consumers} back",
+                health.as_deref().unwrap_or("without a health status")
+            ),
+            Unmanaged { name, list, why, .. } => format!(
+                "the secrets app `{name}` does not manage ExternalSecret {list}{why}: Argo CD \
+                 never applies it, so its Secret never exists (the runbook's bug 1)"
+            ),
+            WaveNotAfter { name, wave, secrets_app, secrets_wave } => format!(
+                "Application `{name}` is at app wave {wave}, not after the secrets app \
+                 `{secrets_app}` (app wave {secrets_wave}): the app-of-apps may start {name} before its \
+                 secrets exist (the runbook's bug 1: CreateContainerConfigError, and PreSync \
+                 hooks without their Secret)"
+            ),
+            OtherParent { name, parent, secrets_app, secrets_parent } => format!(
+                "Application `{name}` is managed by `{parent}` and the secrets app `{secrets_app}` \
+                 by `{secrets_parent}`: sync waves order only the children of one app-of-apps, so nothing \
+                 makes {name} wait for its secrets"
+            ),
+            Operation { phase, last: false, message } => format!("sync {phase}: {message}"),
+            Operation { phase, last: true, message } => format!("last sync {phase}: {message}"),
+            Condition { kind, message } => format!("{kind}: {message}"),
+            MoreUnhealthy { name, more } => format!(
+                "{more} more resources are not Healthy (`argocd app get {name}` lists them)"
+            ),
+            NoTracking { name, secrets_app } => format!(
+                "no tracking annotation or label names the app-of-apps of `{name}`: app waves order it \
+                 only as a child of the same app-of-apps as `{secrets_app}`"
+            ),
+        }
+    }
+}
+
+impl AppFinding {
+    /// What to do about a problem.
+    fn help(&self) -> String {
+        use AppFinding::*;
+        match self {
+            NotServed => "check the kubeconfig context (`--context`, the environment's `kube_context`), or \
+             run with --skip-kube"
+                .into(),
+            SecretsAppMissing { consumers, spec_file, .. } => format!(
+                "add it to the app-of-apps at a lower app wave than {consumers} (the runbook: \
+                 core-service-secrets at wave \"0\", core-service at \"1\") and sync the parent; \
+                 or correct `[argocd] secrets_app` in `{spec_file}`"
+            ),
+            ConsumerMissing { spec_file, .. } => format!(
+                "sync the app-of-apps that creates it, or correct `[argocd] consumers` in `{spec_file}`"
+            ),
+            OutOfSync { name } => format!(
+                "sync it (`argocd app sync {name}`), or wait for its automated sync \
+                 (`verify --wait 5m`)"
+            ),
+            NotSynced { .. } => "see its conditions (`argocd app get` or `kubectl describe application`); wait \
+                 for Argo CD to reconcile it"
+                .into(),
+            Progressing { .. } => "wait (`verify --wait 5m`): ESO retries (the runbook: it stays Progressing until \
+             ask-db has pushed the DB passwords to Vault); if it does not change, the part `kube` \
+             says why an ExternalSecret is not Ready"
+                .into(),
+            Degraded { env, .. } => format!(
+                "the part `kube` (`verify --only kube`) says why the ExternalSecret is not \
+                 Ready: `vault-seed apply {env}` creates missing paths, `vault-seed policy {env}` \
+                 prints the grant ESO needs; ESO retries, then Argo CD syncs again"
+            ),
+            HealthMissing { name } => format!("sync it (`argocd app sync {name}`)"),
+            NotHealthy { name, .. } => format!("see its resources (`argocd app get {name}`)"),
+            Unmanaged { name, spec_file, .. } => format!(
+                "give `{name}` a source whose path holds the ExternalSecrets (a `ref` source \
+                 without `path` only provides value files), or correct `[eso] external_secrets` \
+                 in `{spec_file}`"
+            ),
+            WaveNotAfter { name, secrets_wave, .. } => format!(
+                "annotate `{name}` with `argocd.argoproj.io/sync-wave: \"{}\"` (any wave above \
+                 {secrets_wave}) in the app-of-apps, as the runbook puts core-service at \"1\" after \
+                 core-service-secrets at \"0\"",
+                secrets_wave + 1
+            ),
+            OtherParent { name, secrets_app, .. } => {
+                format!("make `{name}` and `{secrets_app}` children of one app-of-apps")
+            }
+            Operation { .. } | Condition { .. } | MoreUnhealthy { .. } | NoTracking { .. } => {
+                String::new()
+            }
+        }
+    }
+
+    /// Whether time may fix it (a sync, ESO's retries): `--wait` waits only for these.
+    fn waitable(&self) -> bool {
+        use AppFinding::*;
+        matches!(
+            self,
+            SecretsAppMissing { .. }
+                | ConsumerMissing { .. }
+                | OutOfSync { .. }
+                | NotSynced { .. }
+                | Progressing { .. }
+                | Degraded { .. }
+                | HealthMissing { .. }
+                | NotHealthy { .. }
+        )
+    }
+}
+
+/// The problems among `findings`, with their help.
+fn problems(findings: &[AppFinding]) -> Vec<Problem> {
+    let problems = findings
+        .iter()
+        .filter(|f| f.severity() == Severity::Problem);
+    problems
+        .map(|f| Problem {
+            message: f.message(),
+            help: f.help(),
+            waitable: f.waitable(),
+        })
+        .collect()
+}
+
+/// The notes among `findings`.
+fn notes(findings: &[AppFinding]) -> Vec<String> {
+    let notes = findings.iter().filter(|f| f.severity() == Severity::Note);
+    notes.map(Finding::message).collect()
 }
 
 fn blank(namespace: &str, name: &str, role: &'static str) -> AppCheck {
@@ -330,6 +579,7 @@ fn blank(namespace: &str, name: &str, role: &'static str) -> AppCheck {
         unhealthy: Vec::new(),
         problems: Vec::new(),
         notes: Vec::new(),
+        findings: Vec::new(),
     }
 }
 
@@ -342,60 +592,49 @@ fn fill(check: &mut AppCheck, a: &ApplicationInfo) {
     check.health = a.health.clone();
     check.operation = a.operation.clone();
     if let Some(op) = &a.operation {
-        let message = op.message.as_deref().unwrap_or("no message");
-        match op.phase.as_str() {
-            "Running" | "Terminating" => check
-                .notes
-                .push(format!("sync {}: {message}", op.phase.to_lowercase())),
-            "Failed" | "Error" => check
-                .notes
-                .push(format!("last sync {}: {message}", op.phase.to_lowercase())),
-            _ => {}
+        let last = match op.phase.as_str() {
+            "Running" | "Terminating" => Some(false),
+            "Failed" | "Error" => Some(true),
+            _ => None,
+        };
+        if let Some(last) = last {
+            check.findings.push(AppFinding::Operation {
+                phase: op.phase.to_lowercase(),
+                last,
+                message: op.message.as_deref().unwrap_or("no message").to_string(),
+            });
         }
     }
     for (kind, message) in a.conditions.iter().take(UNHEALTHY_SHOWN) {
-        check.notes.push(format!("{kind}: {message}"));
+        check.findings.push(AppFinding::Condition {
+            kind: kind.to_string(),
+            message: message.to_string(),
+        });
     }
 }
 
-fn not_found(l: &Layout, name: &str, lookup: &AppLookup, role: &'static str) -> Problem {
+fn not_found(l: &Layout, name: &str, lookup: &AppLookup, role: &'static str) -> AppFinding {
+    let (namespace, name, spec_file) = (l.namespace.clone(), name.to_string(), l.spec_file.clone());
     match lookup {
-        AppLookup::NotServed => Problem::new(
-            "the cluster serves no Argo CD Application (`argoproj.io/v1alpha1`): Argo CD is not \
-             installed in this cluster"
-                .into(),
-            "check the kubeconfig context (`--context`, the environment's `kube_context`), or \
-             run with --skip-kube"
-                .into(),
-        ),
-        _ if role == "secrets" => Problem::new(
-            format!(
-                "Application `{}/{name}` does not exist: the secrets app that creates the \
-                 ExternalSecrets has not been created",
-                l.namespace
-            ),
-            format!(
-                "add it to the app-of-apps at a lower app wave than {} (the runbook: \
-                 core-service-secrets at wave \"0\", core-service at \"1\") and sync the parent; \
-                 or correct `[argocd] secrets_app` in `{}`",
-                names(&l.consumers).unwrap_or_else(|| "its consumers".into()),
-                l.spec_file
-            ),
-        )
-        .waitable(),
-        _ => Problem::new(
-            format!(
-                "Application `{}/{name}` does not exist, so its app wave cannot be checked \
-                 against the secrets app `{}`",
-                l.namespace, l.secrets_app
-            ),
-            format!(
-                "sync the app-of-apps that creates it, or correct `[argocd] consumers` in `{}`",
-                l.spec_file
-            ),
-        )
-        .waitable(),
+        AppLookup::NotServed => AppFinding::NotServed,
+        _ if role == "secrets" => AppFinding::SecretsAppMissing {
+            namespace,
+            name,
+            consumers: consumers(l),
+            spec_file,
+        },
+        _ => AppFinding::ConsumerMissing {
+            namespace,
+            name,
+            secrets_app: l.secrets_app.clone(),
+            spec_file,
+        },
     }
+}
+
+/// A secrets app's consumers as its findings name them.
+fn consumers(l: &Layout) -> String {
+    names(&l.consumers).unwrap_or_else(|| "its consumers".into())
 }
 
 /// `a`, `b` as "`a`, `b`"; `None` for none.
@@ -413,88 +652,18 @@ fn names(items: &[String]) -> Option<String> {
 fn secrets_app(l: &Layout, lookup: &AppLookup) -> AppCheck {
     let mut check = blank(&l.namespace, &l.secrets_app, "secrets");
     let AppLookup::Found(a) = lookup else {
-        check
-            .problems
-            .push(not_found(l, &l.secrets_app, lookup, "secrets"));
+        let finding = not_found(l, &l.secrets_app, lookup, "secrets");
+        check.findings.push(finding);
         return check;
     };
     fill(&mut check, a);
-    let name = &l.secrets_app;
-    let consumers = names(&l.consumers).unwrap_or_else(|| "its consumers".into());
-    match a.sync.as_deref() {
-        Some("Synced") => {}
-        Some("OutOfSync") => check.problems.push(
-            Problem::new(
-                format!(
-                    "the secrets app `{name}` is OutOfSync: what Git holds for it (the \
-                     ExternalSecrets) is not all applied"
-                ),
-                format!(
-                    "sync it (`argocd app sync {name}`), or wait for its automated sync \
-                     (`verify --wait 5m`)"
-                ),
-            )
-            .waitable(),
-        ),
-        other => check.problems.push(
-            Problem::new(
-                format!(
-                    "the secrets app `{name}` is not Synced ({}): Argo CD has not compared it \
-                     with Git",
-                    other.unwrap_or("no sync status yet")
-                ),
-                "see its conditions (`argocd app get` or `kubectl describe application`); wait \
-                 for Argo CD to reconcile it"
-                    .into(),
-            )
-            .waitable(),
-        ),
-    }
-    let health = a.health.as_deref();
-    let (message, help) = match health {
-        Some("Healthy") => (None, String::new()),
-        Some("Progressing") => (
-            Some(format!(
-                "the secrets app `{name}` is Progressing, not Healthy: its ExternalSecrets are not \
-                 all Ready yet, and the app-of-apps holds {consumers} back until it is"
-            )),
-            "wait (`verify --wait 5m`): ESO retries (the runbook: it stays Progressing until \
-             ask-db has pushed the DB passwords to Vault); if it does not change, the part `kube` \
-             says why an ExternalSecret is not Ready"
-                .to_string(),
-        ),
-        Some("Degraded") => (
-            Some(format!(
-                "the secrets app `{name}` is Degraded: an ExternalSecret's Ready condition is \
-                 False (ESO cannot read its Vault path), and the app-of-apps fails its sync at \
-                 this app wave, so {consumers} cannot start"
-            )),
-            format!(
-                "the part `kube` (`verify --only kube`) says why the ExternalSecret is not \
-                 Ready: `vault-seed apply {env}` creates missing paths, `vault-seed policy {env}` \
-                 prints the grant ESO needs; ESO retries, then Argo CD syncs again",
-                env = l.env
-            ),
-        ),
-        Some("Missing") => (
-            Some(format!(
-                "the secrets app `{name}` is Missing: none of its resources exist in the cluster \
-                 (it has not synced)"
-            )),
-            format!("sync it (`argocd app sync {name}`)"),
-        ),
-        other => (
-            Some(format!(
-                "the secrets app `{name}` is {}, not Healthy, so the app-of-apps holds \
-                 {consumers} back",
-                other.unwrap_or("without a health status")
-            )),
-            format!("see its resources (`argocd app get {name}`)"),
-        ),
-    };
-    if let Some(message) = message {
-        check.problems.push(Problem::new(message, help).waitable());
-    }
+    let name = l.secrets_app.clone();
+    check
+        .findings
+        .extend(sync_finding(&name, a.sync.as_deref()));
+    check
+        .findings
+        .extend(health_finding(l, a.health.as_deref()));
     let unhealthy: Vec<&AppResource> = a
         .resources
         .iter()
@@ -507,12 +676,51 @@ fn secrets_app(l: &Layout, lookup: &AppLookup) -> AppCheck {
         .map(|r| (*r).clone())
         .collect();
     if unhealthy.len() > UNHEALTHY_SHOWN {
-        check.notes.push(format!(
-            "{} more resources are not Healthy (`argocd app get {name}` lists them)",
-            unhealthy.len() - UNHEALTHY_SHOWN
-        ));
+        let more = unhealthy.len() - UNHEALTHY_SHOWN;
+        check
+            .findings
+            .push(AppFinding::MoreUnhealthy { name, more });
     }
-    // Bug 1 live: the spec's ExternalSecrets must be resources of the secrets app.
+    check.findings.extend(unmanaged(l, a));
+    check
+}
+
+/// The secrets app is Synced.
+fn sync_finding(name: &str, sync: Option<&str>) -> Option<AppFinding> {
+    let name = name.to_string();
+    match sync {
+        Some("Synced") => None,
+        Some("OutOfSync") => Some(AppFinding::OutOfSync { name }),
+        other => Some(AppFinding::NotSynced {
+            name,
+            sync: other.map(String::from),
+        }),
+    }
+}
+
+/// The secrets app is Healthy.
+fn health_finding(l: &Layout, health: Option<&str>) -> Option<AppFinding> {
+    let name = l.secrets_app.clone();
+    let consumers = consumers(l);
+    Some(match health {
+        Some("Healthy") => return None,
+        Some("Progressing") => AppFinding::Progressing { name, consumers },
+        Some("Degraded") => AppFinding::Degraded {
+            name,
+            consumers,
+            env: l.env.clone(),
+        },
+        Some("Missing") => AppFinding::HealthMissing { name },
+        other => AppFinding::NotHealthy {
+            name,
+            health: other.map(String::from),
+            consumers,
+        },
+    })
+}
+
+/// Bug 1 live: the spec's ExternalSecrets must be resources of the secrets app.
+fn unmanaged(l: &Layout, a: &ApplicationInfo) -> Option<AppFinding> {
     let missing: Vec<String> = l
         .external_secrets
         .iter()
@@ -528,28 +736,20 @@ fn secrets_app(l: &Layout, lookup: &AppLookup) -> AppCheck {
             None => es.clone(),
         })
         .collect();
-    if let Some(list) = names(&missing) {
-        let why = a
-            .app
-            .empty_sources()
-            .into_iter()
-            .map(|(i, why)| format!(" (its source {i} {why})"))
-            .next()
-            .unwrap_or_default();
-        check.problems.push(Problem::new(
-            format!(
-                "the secrets app `{name}` does not manage ExternalSecret {list}{why}: Argo CD \
-                 never applies it, so its Secret never exists (the runbook's bug 1)"
-            ),
-            format!(
-                "give `{name}` a source whose path holds the ExternalSecrets (a `ref` source \
-                 without `path` only provides value files), or correct `[eso] external_secrets` \
-                 in `{}`",
-                l.spec_file
-            ),
-        ));
-    }
-    check
+    let list = names(&missing)?;
+    let why = a
+        .app
+        .empty_sources()
+        .into_iter()
+        .map(|(i, why)| format!(" (its source {i} {why})"))
+        .next()
+        .unwrap_or_default();
+    Some(AppFinding::Unmanaged {
+        name: l.secrets_app.clone(),
+        list,
+        why,
+        spec_file: l.spec_file.clone(),
+    })
 }
 
 fn consumer(l: &Layout, name: &str, lookup: &AppLookup) -> AppCheck {
@@ -557,7 +757,7 @@ fn consumer(l: &Layout, name: &str, lookup: &AppLookup) -> AppCheck {
     check.after.push(l.secrets_app.clone());
     match lookup {
         AppLookup::Found(a) => fill(&mut check, a),
-        other => check.problems.push(not_found(l, name, other, "consumer")),
+        other => check.findings.push(not_found(l, name, other, "consumer")),
     }
     check
 }
@@ -572,44 +772,83 @@ fn consumer_order(
     let (AppLookup::Found(c), Some(s)) = (lookup, secrets) else {
         return;
     };
-    let name = &check.name;
+    let name = check.name.clone();
+    let secrets_app = secrets_name.to_string();
     if c.app.wave <= s.app.wave {
-        check.problems.push(Problem::new(
-            format!(
-                "Application `{name}` is at app wave {}, not after the secrets app \
-                 `{secrets_name}` (app wave {}): the app-of-apps may start {name} before its \
-                 secrets exist (the runbook's bug 1: CreateContainerConfigError, and PreSync \
-                 hooks without their Secret)",
-                c.app.wave, s.app.wave
-            ),
-            format!(
-                "annotate `{name}` with `argocd.argoproj.io/sync-wave: \"{}\"` (any wave above \
-                 {}) in the app-of-apps, as the runbook puts core-service at \"1\" after \
-                 core-service-secrets at \"0\"",
-                s.app.wave + 1,
-                s.app.wave
-            ),
-        ));
+        check.findings.push(AppFinding::WaveNotAfter {
+            name: name.clone(),
+            wave: c.app.wave,
+            secrets_app: secrets_app.clone(),
+            secrets_wave: s.app.wave,
+        });
     }
     match (&c.parent, &s.parent) {
-        (Some(cp), Some(sp)) if cp != sp => check.problems.push(Problem::new(
-            format!(
-                "Application `{name}` is managed by `{cp}` and the secrets app `{secrets_name}` \
-                 by `{sp}`: sync waves order only the children of one app-of-apps, so nothing \
-                 makes {name} wait for its secrets"
-            ),
-            format!("make `{name}` and `{secrets_name}` children of one app-of-apps"),
-        )),
-        (None, _) | (_, None) => check.notes.push(format!(
-            "no tracking annotation or label names the app-of-apps of `{}`: app waves order it \
-             only as a child of the same app-of-apps as `{secrets_name}`",
-            if c.parent.is_none() {
-                name.as_str()
+        (Some(cp), Some(sp)) if cp != sp => check.findings.push(AppFinding::OtherParent {
+            name,
+            parent: cp.clone(),
+            secrets_app,
+            secrets_parent: sp.clone(),
+        }),
+        (None, _) | (_, None) => check.findings.push(AppFinding::NoTracking {
+            name: if c.parent.is_none() {
+                name
             } else {
-                secrets_name
-            }
-        )),
+                secrets_app.clone()
+            },
+            secrets_app,
+        }),
         _ => {}
+    }
+}
+
+/// What argocd-cm's check finds (`consequence`: what app waves not waiting means here).
+enum CmFinding {
+    /// argocd-cm does not exist.
+    Missing { consequence: String },
+    /// Argo CD cannot read its resource customizations.
+    Unreadable {
+        problem: String,
+        consequence: String,
+    },
+    /// It has no health check for Applications.
+    NoHealthCheck { consequence: String },
+}
+
+impl CmFinding {
+    /// What is wrong, for argocd-cm in `ns`.
+    fn message(&self, ns: &str) -> String {
+        match self {
+            CmFinding::Missing { consequence } => format!(
+                "ConfigMap `{ns}/{ARGOCD_CM}` does not exist, so app waves do not wait for \
+                 Healthy{consequence}"
+            ),
+            CmFinding::Unreadable {
+                problem,
+                consequence,
+            } => format!(
+                "app waves do not wait for Healthy: Argo CD cannot read argocd-cm's resource \
+                 customizations ({problem}), and then loads none{consequence}"
+            ),
+            CmFinding::NoHealthCheck { consequence } => format!(
+                "app waves do not wait for Healthy: argocd-cm has no health check for \
+                 argoproj.io/Application (Argo CD removed it in 1.8){consequence}"
+            ),
+        }
+    }
+
+    /// What to do.
+    fn help(&self, ns: &str) -> String {
+        let help = format!(
+            "add `{HEALTH_KEY}` to argocd-cm with the Lua of Argo CD's docs \
+             (operator-manual/health.md, \"Argocd App\")"
+        );
+        match self {
+            CmFinding::Missing { .. } => {
+                format!("is Argo CD installed in namespace `{ns}` (`[argocd] namespace`)? {help}")
+            }
+            CmFinding::Unreadable { .. } => format!("fix that key; {help}"),
+            CmFinding::NoHealthCheck { .. } => help,
+        }
     }
 }
 
@@ -648,38 +887,88 @@ fn cm_check(
         .unwrap_or_else(|| {
             ": app wave N starts as soon as wave N-1 is applied, not when it is Healthy".into()
         });
-    let help = format!(
-        "add `{HEALTH_KEY}` to argocd-cm with the Lua of Argo CD's docs \
-         (operator-manual/health.md, \"Argocd App\")"
-    );
-    match cm {
-        None => check.problems.push(Problem::new(
-            format!(
-                "ConfigMap `{ns}/{ARGOCD_CM}` does not exist, so app waves do not wait for \
-                 Healthy{consequence}"
-            ),
-            format!("is Argo CD installed in namespace `{ns}` (`[argocd] namespace`)? {help}"),
-        )),
+    let finding = match cm {
+        None => Some(CmFinding::Missing { consequence }),
         Some(cm) => match (cm.health_check("argoproj.io", "Application"), &cm.problem) {
             (Some(key), _) => {
-                check.ok = true;
                 check.key = Some(key.to_string());
+                None
             }
-            (None, Some(problem)) => check.problems.push(Problem::new(
-                format!(
-                    "app waves do not wait for Healthy: Argo CD cannot read argocd-cm's resource \
-                     customizations ({problem}), and then loads none{consequence}"
-                ),
-                format!("fix that key; {help}"),
-            )),
-            (None, None) => check.problems.push(Problem::new(
-                format!(
-                    "app waves do not wait for Healthy: argocd-cm has no health check for \
-                     argoproj.io/Application (Argo CD removed it in 1.8){consequence}"
-                ),
-                help,
-            )),
+            (None, Some(problem)) => Some(CmFinding::Unreadable {
+                problem: problem.to_string(),
+                consequence,
+            }),
+            (None, None) => Some(CmFinding::NoHealthCheck { consequence }),
         },
-    }
+    };
+    check.ok = finding.is_none();
+    check.problems = finding
+        .map(|f| Problem::new(f.message(ns), f.help(ns)))
+        .into_iter()
+        .collect();
     check
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(consumers: &[&str]) -> Layout {
+        Layout {
+            namespace: "argocd".into(),
+            secrets_app: "core-service-secrets".into(),
+            consumers: consumers.iter().map(|c| c.to_string()).collect(),
+            external_secrets: Vec::new(),
+            spec_file: "specs/core.toml".into(),
+            env: "dev".into(),
+        }
+    }
+
+    #[test]
+    fn only_what_time_can_fix_is_waited_for_and_notes_are_not_problems() {
+        let l = layout(&["core-service"]);
+        let degraded = health_finding(&l, Some("Degraded")).unwrap();
+        assert!(degraded.waitable());
+        assert!(degraded
+            .message()
+            .ends_with("so `core-service` cannot start"));
+        assert!(degraded.help().contains("`vault-seed apply dev`"));
+        assert!(health_finding(&l, Some("Healthy")).is_none());
+        assert!(sync_finding("s", Some("Synced")).is_none());
+        let never = sync_finding("s", None).unwrap();
+        assert!(never.message().contains("(no sync status yet)"));
+        assert!(health_finding(&layout(&[]), None)
+            .unwrap()
+            .message()
+            .contains("holds its consumers back"));
+
+        let found = [
+            AppFinding::WaveNotAfter {
+                name: "core-service".into(),
+                wave: 0,
+                secrets_app: "core-service-secrets".into(),
+                secrets_wave: 0,
+            },
+            AppFinding::Condition {
+                kind: "SyncError".into(),
+                message: "boom".into(),
+            },
+        ];
+        let p = problems(&found);
+        assert_eq!(p.len(), 1);
+        assert!(!p[0].waitable);
+        assert!(p[0].help.contains("sync-wave: \"1\"` (any wave above 0)"));
+        assert_eq!(notes(&found), ["SyncError: boom"]);
+
+        let cm = CmFinding::Missing {
+            consequence: ": later".into(),
+        };
+        assert_eq!(
+            cm.message("argocd"),
+            "ConfigMap `argocd/argocd-cm` does not exist, so app waves do not wait for Healthy: later"
+        );
+        assert!(cm
+            .help("argocd")
+            .starts_with("is Argo CD installed in namespace `argocd`"));
+    }
 }

@@ -8,10 +8,13 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::facts::Facts;
-use crate::kube::{EsoCluster, KubeError, StoreKind};
+use super::facts::{Facts, PathFacts};
+use super::findings::{any_problem, colon, joined, rfc3339, Finding, Lines, Severity};
+use crate::kube::{
+    EsoCluster, ExternalSecretInfo, KubeError, ReadyCondition, RemoteRef, StoreKind,
+};
 use crate::seed::Status;
-use crate::spec::Target;
+use crate::spec::{Provided, Target};
 
 /// One ExternalSecret's check.
 #[derive(Debug, Clone, Serialize)]
@@ -56,6 +59,9 @@ pub struct ObjectCheck {
     pub reason: Option<String>,
     /// What is wrong.
     pub problems: Vec<String>,
+    /// The findings `problems` is made from.
+    #[serde(skip)]
+    pub(crate) findings: Vec<ObjectFinding>,
 }
 
 /// A path another application provides (a spec's `provided_by`), and, while it is absent or
@@ -142,6 +148,261 @@ pub async fn force_sync(cluster: &EsoCluster, wanted: &Wanted) -> Vec<String> {
     done
 }
 
+/// What the check of one ExternalSecret finds.
+#[derive(Debug, Clone)]
+pub(crate) enum EsFinding {
+    /// It does not exist.
+    Missing { namespace: String, name: String },
+    /// A remoteRef reads a path the spec does not have.
+    NotSpecPath { key: String, secret_key: String },
+    /// A remoteRef's property is not a field of its path.
+    NotSpecField { key: String, property: String },
+    /// A field it reads is not valid in Vault.
+    FieldNot {
+        path: String,
+        field: String,
+        status: Status,
+    },
+    /// A provided path it reads is not right yet: the provided check's sentence, as shown.
+    Provided { line: String },
+    /// ESO's policy lacks capabilities on a path it reads.
+    PolicyMissing {
+        caps: Vec<String>,
+        data_path: String,
+    },
+    /// It also uses `dataFrom`.
+    DataFrom,
+    /// Ready, but synced before the secret was created in Vault.
+    SyncedBeforeSeeding {
+        refreshed: OffsetDateTime,
+        created: OffsetDateTime,
+    },
+    /// Ready without a `refreshTime`.
+    NeverSynced,
+    /// Not Ready.
+    NotReady {
+        reason: Option<String>,
+        message: Option<String>,
+    },
+    /// One of its Warning events.
+    Event { reason: String, message: String },
+    /// Its target Secret does not exist.
+    TargetMissing { namespace: String, secret: String },
+    /// Its target Secret lacks keys it maps.
+    TargetLacksKeys {
+        namespace: String,
+        secret: String,
+        keys: Vec<String>,
+    },
+}
+
+impl Finding for EsFinding {
+    fn severity(&self) -> Severity {
+        use EsFinding::*;
+        match self {
+            SyncedBeforeSeeding { .. } | NeverSynced | NotReady { .. } => Severity::Leading,
+            Missing { .. }
+            | NotSpecPath { .. }
+            | NotSpecField { .. }
+            | TargetMissing { .. }
+            | TargetLacksKeys { .. } => Severity::Problem,
+            FieldNot { .. } | Provided { .. } | PolicyMissing { .. } | DataFrom | Event { .. } => {
+                Severity::Cause
+            }
+        }
+    }
+
+    fn message(&self) -> String {
+        use EsFinding::*;
+        match self {
+            Missing { namespace, name } => format!(
+                "ExternalSecret `{namespace}/{name}` does not exist (is the secrets app synced?)"
+            ),
+            NotSpecPath { key, secret_key } => format!(
+                "remoteRef `{key}` (secretKey `{secret_key}`) is not a path of the spec"
+            ),
+            NotSpecField { key, property } => {
+                format!("remoteRef `{key}` property `{property}` is not a field of the spec")
+            }
+            FieldNot { path, field, status: Status::Pending } => {
+                format!("`{path}` field `{field}` is still a placeholder")
+            }
+            FieldNot { path, field, status } => {
+                format!("`{path}` field `{field}` is {status} in Vault")
+            }
+            Provided { line } => line.clone(),
+            PolicyMissing { caps, data_path } => format!(
+                "ESO's policy does not grant `{}` on `{data_path}`",
+                joined(caps)
+            ),
+            DataFrom => "it also uses `dataFrom`, which vault-seed does not cross-check".into(),
+            SyncedBeforeSeeding { refreshed, created } => format!(
+                "Ready, but last synced at {} — before the secret was created in Vault at {}: the Ready is from before seeding (try --force-sync)",
+                rfc3339(*refreshed),
+                rfc3339(*created)
+            ),
+            NeverSynced => "Ready, but it has no `refreshTime`: it never synced".into(),
+            NotReady { reason, message } => format!(
+                "not Ready: {}{}",
+                reason.as_deref().unwrap_or("no Ready condition yet"),
+                colon(message.as_deref())
+            ),
+            Event { reason, message } => format!("event {reason}: {message}"),
+            TargetMissing { namespace, secret } => {
+                format!("target Secret `{namespace}/{secret}` does not exist")
+            }
+            TargetLacksKeys { namespace, secret, keys } => format!(
+                "target Secret `{namespace}/{secret}` lacks key(s) `{}`",
+                joined(keys)
+            ),
+        }
+    }
+}
+
+/// What the check of a PushSecret, a store, a VaultAuth or a VaultConnection finds.
+#[derive(Debug, Clone)]
+pub(crate) enum ObjectFinding {
+    /// It does not exist (`shown`: the kind and name as the sentence names them).
+    Missing { shown: String },
+    /// Its Ready condition is not True.
+    NotReady {
+        reason: Option<String>,
+        message: Option<String>,
+    },
+    /// VSO's default cannot be looked for.
+    DefaultUnsearchable { kind: String, error: String },
+    /// No VSO default exists.
+    NoDefault { kind: String },
+    /// VSO says it is not valid (`error` on one line).
+    NotValid {
+        valid: Option<bool>,
+        error: Option<String>,
+    },
+    /// VSO says it is not Healthy (`message` on one line).
+    NotHealthy { message: Option<String> },
+}
+
+impl Finding for ObjectFinding {
+    fn severity(&self) -> Severity {
+        Severity::Problem
+    }
+
+    fn message(&self) -> String {
+        use ObjectFinding::*;
+        match self {
+            Missing { shown } => format!("{shown} does not exist"),
+            NotReady { reason, message } => format!(
+                "not Ready: {}{}",
+                reason.as_deref().unwrap_or_default(),
+                colon(message.as_deref())
+            ),
+            DefaultUnsearchable { kind, error } => format!(
+                "VSO's default {kind} (`default` in the operator's namespace) cannot be looked for: {error}"
+            ),
+            NoDefault { kind } => format!(
+                "no {kind} named `default` exists: VSO's default, used when nothing names one, is missing"
+            ),
+            NotValid { valid, error } => format!(
+                "not valid (`status.valid` is {}){}",
+                valid.map_or("unset".into(), |v| v.to_string()),
+                colon(error.as_deref())
+            ),
+            NotHealthy { message } => format!("not Healthy{}", colon(message.as_deref())),
+        }
+    }
+}
+
+impl ObjectCheck {
+    /// The check of an object of `kind`, from its findings.
+    pub(crate) fn new(
+        kind: &str,
+        namespace: Option<String>,
+        name: String,
+        reason: Option<String>,
+        findings: Vec<ObjectFinding>,
+    ) -> ObjectCheck {
+        ObjectCheck {
+            kind: kind.into(),
+            namespace,
+            name,
+            ok: !any_problem(&findings),
+            reason,
+            problems: Lines::of(&findings).problems,
+            findings,
+        }
+    }
+}
+
+/// What the check of a provided path finds: each is a cause.
+#[derive(Debug, Clone)]
+enum ProvidedFinding {
+    /// The path is not right in Vault.
+    NotRight {
+        path: String,
+        state: &'static str,
+        by: String,
+    },
+    /// The provider's PushSecret does not exist.
+    PushMissing { shown: String },
+    /// The provider's PushSecret's Ready condition.
+    PushState {
+        shown: String,
+        condition: ReadyCondition,
+    },
+    /// The provider's PushSecret cannot be read.
+    PushUnreadable { shown: String, error: String },
+    /// Its latest Warning event, `REASON: message`.
+    PushEvent { shown: String, line: String },
+    /// Its events cannot be read.
+    EventsUnreadable { shown: String, error: String },
+}
+
+impl Finding for ProvidedFinding {
+    fn severity(&self) -> Severity {
+        Severity::Cause
+    }
+
+    fn message(&self) -> String {
+        use ProvidedFinding::*;
+        match self {
+            NotRight { path, state, by } => format!("`{path}` {state}: it is provided by {by}"),
+            PushMissing { shown } => {
+                format!("PushSecret `{shown}` does not exist (has its app synced?)")
+            }
+            PushState { shown, condition } => format!(
+                "PushSecret `{shown}`: {}{}{}",
+                match condition.ready {
+                    Some(true) => "Ready",
+                    Some(false) => "not Ready",
+                    None => "no Ready condition yet",
+                },
+                condition
+                    .reason
+                    .as_ref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default(),
+                colon(condition.message.as_deref())
+            ),
+            PushUnreadable { shown, error } => format!("cannot read PushSecret `{shown}`: {error}"),
+            PushEvent { shown, line } => {
+                format!("PushSecret `{shown}` latest Warning event {line}")
+            }
+            EventsUnreadable { shown, error } => {
+                format!("cannot read the events of PushSecret `{shown}`: {error}")
+            }
+        }
+    }
+}
+
+/// What the checks of one run share.
+struct Ctx<'a> {
+    cluster: &'a EsoCluster,
+    targets: &'a [Target],
+    facts: &'a Facts<'a>,
+    provided: &'a [ProvidedCheck],
+    skip_target_secrets: bool,
+}
+
 /// Check everything once.
 pub async fn check(
     cluster: &EsoCluster,
@@ -150,248 +411,264 @@ pub async fn check(
     facts: &Facts<'_>,
 ) -> Result<EsoReport, KubeError> {
     let provided = provided_checks(cluster, targets, facts).await;
+    let ctx = Ctx {
+        cluster,
+        targets,
+        facts,
+        provided: &provided,
+        skip_target_secrets: wanted.skip_target_secrets,
+    };
     let mut external_secrets = Vec::new();
     let mut stores: BTreeSet<(Option<String>, StoreKind, String)> = BTreeSet::new();
     for (ns, name) in &wanted.external_secrets {
         let check = match cluster.external_secret(ns, name).await? {
-            None => EsCheck {
-                namespace: ns.clone(),
-                name: name.clone(),
-                ok: false,
-                api_version: None,
-                ready: None,
-                reason: None,
-                message: None,
-                refresh_time: None,
-                target_secret: None,
-                problems: vec![format!(
-                    "ExternalSecret `{ns}/{name}` does not exist (is the secrets app synced?)"
-                )],
-                explanations: Vec::new(),
-            },
-            Some(es) => {
-                let mut problems = Vec::new();
-                let mut explanations = Vec::new();
-                // Each remoteRef must be a path and field of the spec, present in Vault.
-                let mut newest_created: Option<OffsetDateTime> = None;
-                for r in &es.data {
-                    let key = r.key.trim_start_matches('/');
-                    let Some(t) = targets
-                        .iter()
-                        .find(|t| &*t.path == key || t.full_path() == key)
-                    else {
-                        problems.push(format!(
-                            "remoteRef `{}` (secretKey `{}`) is not a path of the spec",
-                            r.key, r.secret_key
-                        ));
-                        continue;
-                    };
-                    if let Some(p) = &r.property {
-                        if !t.fields.iter().any(|f| &f.name == p) {
-                            problems.push(format!(
-                                "remoteRef `{}` property `{p}` is not a field of the spec",
-                                r.key
-                            ));
-                            continue;
-                        }
-                    }
-                    let f = facts.get(&t.full_path()).unwrap_or_default();
-                    newest_created = newest_created.max(f.created);
-                    let fields: Vec<&String> = match &r.property {
-                        Some(p) => vec![p],
-                        None => t.fields.iter().map(|f| &f.name).collect(),
-                    };
-                    for field in fields {
-                        match f.fields.get(field) {
-                            Some(Status::Valid) | None => {}
-                            Some(Status::Pending) => explanations.push(format!(
-                                "`{}` field `{field}` is still a placeholder",
-                                t.full_path()
-                            )),
-                            Some(other) => explanations.push(format!(
-                                "`{}` field `{field}` is {other} in Vault",
-                                t.full_path()
-                            )),
-                        }
-                    }
-                    // A provided path not yet right: who makes it, and what its PushSecret says.
-                    if let Some(pc) = provided.iter().find(|p| !p.ok && p.path == t.full_path()) {
-                        explanations.extend(pc.explanations.iter().cloned());
-                    }
-                    if !f.policy_missing.is_empty() {
-                        let missing: Vec<&str> =
-                            f.policy_missing.iter().map(|c| c.as_str()).collect();
-                        explanations.push(format!(
-                            "ESO's policy does not grant `{}` on `{}`",
-                            missing.join("`, `"),
-                            f.data_path
-                        ));
-                    }
-                }
-                if es.has_data_from {
-                    explanations.push(
-                        "it also uses `dataFrom`, which vault-seed does not cross-check".into(),
-                    );
-                }
-                match es.condition.ready {
-                    Some(true) => match (es.refresh_time, newest_created) {
-                        (Some(refreshed), Some(created)) if refreshed < created => problems.insert(0, format!(
-                            "Ready, but last synced at {} — before the secret was created in Vault at {}: the Ready is from before seeding (try --force-sync)",
-                            rfc3339(refreshed), rfc3339(created)
-                        )),
-                        (None, _) => problems.insert(0, "Ready, but it has no `refreshTime`: it never synced".into()),
-                        _ => {}
-                    },
-                    _ => {
-                        problems.insert(0, format!(
-                            "not Ready: {}{}",
-                            es.condition.reason.clone().unwrap_or_else(|| "no Ready condition yet".into()),
-                            es.condition.message.as_ref().map(|m| format!(": {m}")).unwrap_or_default()
-                        ));
-                        for ev in cluster.warning_events(ns, "ExternalSecret", name).await?.into_iter().take(3) {
-                            explanations.push(format!(
-                                "event {}: {}",
-                                ev.reason.unwrap_or_default(),
-                                ev.message.unwrap_or_default()
-                            ));
-                        }
-                    }
-                }
-                // The target Secret exists and has every key the ExternalSecret maps; unless
-                // reading Secrets is not allowed (a Role without `get secrets`).
-                let keys = if wanted.skip_target_secrets {
-                    None
-                } else {
-                    Some(cluster.secret_keys(ns, &es.target_secret).await?)
-                };
-                match keys {
-                    None => {}
-                    Some(None) => problems.push(format!(
-                        "target Secret `{ns}/{}` does not exist",
-                        es.target_secret
-                    )),
-                    Some(Some(keys)) => {
-                        let missing: Vec<&str> = es
-                            .data
-                            .iter()
-                            .map(|r| r.secret_key.as_str())
-                            .filter(|k| !keys.iter().any(|x| x == k))
-                            .collect();
-                        if !missing.is_empty() {
-                            problems.push(format!(
-                                "target Secret `{ns}/{}` lacks key(s) `{}`",
-                                es.target_secret,
-                                missing.join("`, `")
-                            ));
-                        }
-                    }
-                }
-                if let Some(store) = &es.store_ref {
-                    let kind = store.kind.unwrap_or(StoreKind::SecretStore);
-                    let store_ns = (kind == StoreKind::SecretStore).then(|| ns.clone());
-                    stores.insert((store_ns, kind, store.name.clone()));
-                }
-                EsCheck {
+            None => EsCheck::new(
+                ns,
+                name,
+                None,
+                vec![EsFinding::Missing {
                     namespace: ns.clone(),
                     name: name.clone(),
-                    ok: problems.is_empty(),
-                    api_version: Some(es.api_version),
-                    ready: es.condition.ready,
-                    reason: es.condition.reason,
-                    message: es.condition.message,
-                    refresh_time: es.refresh_time,
-                    target_secret: Some(es.target_secret),
-                    problems,
-                    explanations,
-                }
+                }],
+            ),
+            Some(es) => {
+                let findings = check_external_secret(&ctx, ns, name, &es).await?;
+                stores.extend(store_of(&es, ns));
+                EsCheck::new(ns, name, Some(es), findings)
             }
         };
         external_secrets.push(check);
     }
     let mut objects = Vec::new();
     for (ns, name) in &wanted.push_secrets {
-        let (ok, reason, problems) = match cluster.push_secret(ns, name).await? {
-            None => (
-                false,
-                None,
-                vec![format!("PushSecret `{ns}/{name}` does not exist")],
-            ),
-            Some(ps) if ps.condition.ready == Some(true) => (true, ps.condition.reason, Vec::new()),
-            Some(ps) => (
-                false,
-                ps.condition.reason.clone(),
-                vec![format!(
-                    "not Ready: {}{}",
-                    ps.condition.reason.unwrap_or_default(),
-                    ps.condition
-                        .message
-                        .map(|m| format!(": {m}"))
-                        .unwrap_or_default()
-                )],
-            ),
+        let found = cluster.push_secret(ns, name).await?;
+        let findings = match &found {
+            None => vec![ObjectFinding::Missing {
+                shown: format!("PushSecret `{ns}/{name}`"),
+            }],
+            Some(ps) => ready_finding(&ps.condition),
         };
-        objects.push(ObjectCheck {
-            kind: "PushSecret".into(),
-            namespace: Some(ns.clone()),
-            name: name.clone(),
-            ok,
+        let reason = found.and_then(|ps| ps.condition.reason);
+        objects.push(ObjectCheck::new(
+            "PushSecret",
+            Some(ns.clone()),
+            name.clone(),
             reason,
-            problems,
-        });
+            findings,
+        ));
     }
     for (ns, kind, name) in stores {
-        let (ok, reason, problems) = match cluster
+        let found = cluster
             .secret_store(ns.as_deref().unwrap_or(""), kind, &name)
-            .await?
-        {
-            None => (
-                false,
-                None,
-                vec![format!("{} `{name}` does not exist", kind.kind())],
-            ),
-            Some(s) if s.condition.ready == Some(true) => (true, s.condition.reason, Vec::new()),
-            Some(s) => (
-                false,
-                s.condition.reason.clone(),
-                vec![format!(
-                    "not Ready: {}{}",
-                    s.condition.reason.unwrap_or_default(),
-                    s.condition
-                        .message
-                        .map(|m| format!(": {m}"))
-                        .unwrap_or_default()
-                )],
-            ),
+            .await?;
+        let findings = match &found {
+            None => vec![ObjectFinding::Missing {
+                shown: format!("{} `{name}`", kind.kind()),
+            }],
+            Some(s) => ready_finding(&s.condition),
         };
-        objects.push(ObjectCheck {
-            kind: kind.kind().into(),
-            namespace: ns,
-            name,
-            ok,
-            reason,
-            problems,
-        });
-    }
-    // Sentences that quote the cluster (a remoteRef, a condition message) stay bounded in JSON
-    // too.
-    let bound = |lines: &mut Vec<String>| {
-        for line in lines.iter_mut() {
-            if let std::borrow::Cow::Owned(c) = crate::report::text::cap(line) {
-                *line = c;
-            }
-        }
-    };
-    for e in &mut external_secrets {
-        bound(&mut e.problems);
-        bound(&mut e.explanations);
-    }
-    for o in &mut objects {
-        bound(&mut o.problems);
+        let reason = found.and_then(|s| s.condition.reason);
+        objects.push(ObjectCheck::new(kind.kind(), ns, name, reason, findings));
     }
     Ok(EsoReport {
         external_secrets,
         objects,
         provided,
+    })
+}
+
+/// Not Ready, unless its Ready condition is True.
+fn ready_finding(c: &ReadyCondition) -> Vec<ObjectFinding> {
+    if c.ready == Some(true) {
+        return Vec::new();
+    }
+    vec![ObjectFinding::NotReady {
+        reason: c.reason.clone(),
+        message: c.message.clone(),
+    }]
+}
+
+/// The store an ExternalSecret in `ns` reads through: (namespace for a SecretStore, kind, name).
+fn store_of(es: &ExternalSecretInfo, ns: &str) -> Option<(Option<String>, StoreKind, String)> {
+    let store = es.store_ref.as_ref()?;
+    let kind = store.kind.unwrap_or(StoreKind::SecretStore);
+    let store_ns = (kind == StoreKind::SecretStore).then(|| ns.to_string());
+    Some((store_ns, kind, store.name.clone()))
+}
+
+impl EsCheck {
+    /// The check of `ns/name`, from what was read of it and its findings.
+    fn new(
+        ns: &str,
+        name: &str,
+        es: Option<ExternalSecretInfo>,
+        findings: Vec<EsFinding>,
+    ) -> EsCheck {
+        let ok = !any_problem(&findings);
+        let lines = Lines::of(&findings);
+        let (api_version, condition, refresh_time, target_secret) = match es {
+            Some(es) => (
+                Some(es.api_version),
+                es.condition,
+                es.refresh_time,
+                Some(es.target_secret),
+            ),
+            None => (None, ReadyCondition::default(), None, None),
+        };
+        EsCheck {
+            namespace: ns.to_string(),
+            name: name.to_string(),
+            ok,
+            api_version,
+            ready: condition.ready,
+            reason: condition.reason,
+            message: condition.message,
+            refresh_time,
+            target_secret,
+            problems: lines.problems,
+            explanations: lines.explanations,
+        }
+    }
+}
+
+/// One ExternalSecret's findings: its remoteRefs, its Ready condition, its target Secret.
+async fn check_external_secret(
+    ctx: &Ctx<'_>,
+    ns: &str,
+    name: &str,
+    es: &ExternalSecretInfo,
+) -> Result<Vec<EsFinding>, KubeError> {
+    let mut found = Vec::new();
+    let mut newest_created: Option<OffsetDateTime> = None;
+    for r in &es.data {
+        newest_created = newest_created.max(remote_ref(ctx, r, &mut found));
+    }
+    if es.has_data_from {
+        found.push(EsFinding::DataFrom);
+    }
+    found.extend(readiness(es, newest_created));
+    if es.condition.ready != Some(true) {
+        let events = ctx
+            .cluster
+            .warning_events(ns, "ExternalSecret", name)
+            .await?;
+        found.extend(events.into_iter().take(3).map(|ev| EsFinding::Event {
+            reason: ev.reason.unwrap_or_default(),
+            message: ev.message.unwrap_or_default(),
+        }));
+    }
+    // The target Secret exists and has every key the ExternalSecret maps; unless reading
+    // Secrets is not allowed (a Role without `get secrets`).
+    if !ctx.skip_target_secrets {
+        let keys = ctx.cluster.secret_keys(ns, &es.target_secret).await?;
+        found.extend(target_keys(ns, es, keys));
+    }
+    Ok(found)
+}
+
+/// A remoteRef must be a path and field of the spec, present in Vault: its findings, and the
+/// time its path was created in Vault.
+fn remote_ref(ctx: &Ctx<'_>, r: &RemoteRef, found: &mut Vec<EsFinding>) -> Option<OffsetDateTime> {
+    let key = r.key.trim_start_matches('/');
+    let Some(t) = ctx
+        .targets
+        .iter()
+        .find(|t| &*t.path == key || t.full_path() == key)
+    else {
+        found.push(EsFinding::NotSpecPath {
+            key: r.key.clone(),
+            secret_key: r.secret_key.clone(),
+        });
+        return None;
+    };
+    if let Some(p) = &r.property {
+        if !t.fields.iter().any(|f| &f.name == p) {
+            found.push(EsFinding::NotSpecField {
+                key: r.key.clone(),
+                property: p.clone(),
+            });
+            return None;
+        }
+    }
+    let path = t.full_path();
+    let f = ctx.facts.get(&path).unwrap_or_default();
+    let fields: Vec<&String> = match &r.property {
+        Some(p) => vec![p],
+        None => t.fields.iter().map(|f| &f.name).collect(),
+    };
+    found.extend(
+        fields
+            .into_iter()
+            .filter_map(|field| field_finding(&path, field, &f)),
+    );
+    // A provided path not yet right: who makes it, and what its PushSecret says.
+    if let Some(pc) = ctx.provided.iter().find(|p| !p.ok && p.path == path) {
+        found.extend(
+            pc.explanations
+                .iter()
+                .map(|line| EsFinding::Provided { line: line.clone() }),
+        );
+    }
+    if !f.policy_missing.is_empty() {
+        found.push(EsFinding::PolicyMissing {
+            caps: f
+                .policy_missing
+                .iter()
+                .map(|c| c.as_str().to_string())
+                .collect(),
+            data_path: f.data_path.clone(),
+        });
+    }
+    f.created
+}
+
+/// A field read that is not valid in Vault.
+fn field_finding(path: &str, field: &str, f: &PathFacts) -> Option<EsFinding> {
+    match f.fields.get(field) {
+        Some(Status::Valid) | None => None,
+        Some(status) => Some(EsFinding::FieldNot {
+            path: path.to_string(),
+            field: field.to_string(),
+            status: *status,
+        }),
+    }
+}
+
+/// Ready, and synced after the newest path it reads was created in Vault.
+fn readiness(es: &ExternalSecretInfo, newest_created: Option<OffsetDateTime>) -> Option<EsFinding> {
+    match es.condition.ready {
+        Some(true) => match (es.refresh_time, newest_created) {
+            (Some(refreshed), Some(created)) if refreshed < created => {
+                Some(EsFinding::SyncedBeforeSeeding { refreshed, created })
+            }
+            (None, _) => Some(EsFinding::NeverSynced),
+            _ => None,
+        },
+        _ => Some(EsFinding::NotReady {
+            reason: es.condition.reason.clone(),
+            message: es.condition.message.clone(),
+        }),
+    }
+}
+
+/// The target Secret exists with every key the ExternalSecret maps.
+fn target_keys(ns: &str, es: &ExternalSecretInfo, keys: Option<Vec<String>>) -> Option<EsFinding> {
+    let Some(keys) = keys else {
+        return Some(EsFinding::TargetMissing {
+            namespace: ns.to_string(),
+            secret: es.target_secret.clone(),
+        });
+    };
+    let missing: Vec<String> = es
+        .data
+        .iter()
+        .map(|r| r.secret_key.clone())
+        .filter(|k| !keys.contains(k))
+        .collect();
+    (!missing.is_empty()).then(|| EsFinding::TargetLacksKeys {
+        namespace: ns.to_string(),
+        secret: es.target_secret.clone(),
+        keys: missing,
     })
 }
 
@@ -412,99 +689,178 @@ async fn provided_checks(
     for t in targets {
         let Some(p) = &t.provided else { continue };
         let path = t.full_path();
-        if !seen.insert(path.clone()) {
-            continue;
+        if seen.insert(path.clone()) {
+            let f = facts.get(&path).unwrap_or_default();
+            out.push(provided_check(cluster, path, p, &f).await);
         }
-        let f = facts.get(&path).unwrap_or_default();
-        let wrong: Vec<(&String, Status)> = f
-            .fields
-            .iter()
-            .filter(|(_, s)| !matches!(s, Status::Valid | Status::Pending))
-            .map(|(k, s)| (k, *s))
-            .collect();
-        let mut check = ProvidedCheck {
-            path: path.clone(),
-            provided_by: p.by.clone(),
-            ok: wrong.is_empty() && !f.fields.is_empty(),
-            push_secret: p.push_secret.as_ref().map(|(n, m)| format!("{n}/{m}")),
-            ready: None,
-            reason: None,
-            message: None,
-            event: None,
-            explanations: Vec::new(),
-        };
-        if check.ok {
-            out.push(check);
-            continue;
-        }
-        let state = match wrong.first() {
-            Some((_, Status::Invalid)) => "is invalid in Vault",
-            Some((_, Status::Denied)) => "cannot be read by vault-seed",
-            _ => "is not in Vault yet",
-        };
-        check
-            .explanations
-            .push(format!("`{path}` {state}: it is provided by {}", p.by));
-        if let Some((ns, name)) = &p.push_secret {
-            match cluster.push_secret(ns, name).await {
-                Ok(None) => check.explanations.push(format!(
-                    "PushSecret `{ns}/{name}` does not exist (has its app synced?)"
-                )),
-                Ok(Some(ps)) => {
-                    check.ready = ps.condition.ready;
-                    check.reason = ps.condition.reason.clone();
-                    check.message = ps.condition.message.clone();
-                    let state = match ps.condition.ready {
-                        Some(true) => "Ready".to_string(),
-                        Some(false) => "not Ready".to_string(),
-                        None => "no Ready condition yet".to_string(),
-                    };
-                    check.explanations.push(format!(
-                        "PushSecret `{ns}/{name}`: {state}{}{}",
-                        ps.condition
-                            .reason
-                            .map(|r| format!(" ({r})"))
-                            .unwrap_or_default(),
-                        ps.condition
-                            .message
-                            .map(|m| format!(": {m}"))
-                            .unwrap_or_default()
-                    ));
-                }
-                Err(e) => check
-                    .explanations
-                    .push(format!("cannot read PushSecret `{ns}/{name}`: {e}")),
-            }
-            match cluster.warning_events(ns, "PushSecret", name).await {
-                Ok(events) => {
-                    if let Some(ev) = events.into_iter().next() {
-                        let line = format!(
-                            "{}: {}",
-                            ev.reason.unwrap_or_default(),
-                            ev.message.unwrap_or_default()
-                        );
-                        check.explanations.push(format!(
-                            "PushSecret `{ns}/{name}` latest Warning event {line}"
-                        ));
-                        check.event = Some(line);
-                    }
-                }
-                Err(e) => check.explanations.push(format!(
-                    "cannot read the events of PushSecret `{ns}/{name}`: {e}"
-                )),
-            }
-        }
-        for line in check.explanations.iter_mut() {
-            if let std::borrow::Cow::Owned(c) = crate::report::text::cap(line) {
-                *line = c;
-            }
-        }
-        out.push(check);
     }
     out
 }
 
-fn rfc3339(t: OffsetDateTime) -> String {
-    t.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
+/// One provided path's check.
+async fn provided_check(
+    cluster: &EsoCluster,
+    path: String,
+    p: &Provided,
+    f: &PathFacts,
+) -> ProvidedCheck {
+    let wrong = f
+        .fields
+        .values()
+        .find(|s| !matches!(s, Status::Valid | Status::Pending));
+    let mut check = ProvidedCheck {
+        path: path.clone(),
+        provided_by: p.by.clone(),
+        ok: wrong.is_none() && !f.fields.is_empty(),
+        push_secret: p.push_secret.as_ref().map(|(n, m)| format!("{n}/{m}")),
+        ready: None,
+        reason: None,
+        message: None,
+        event: None,
+        explanations: Vec::new(),
+    };
+    if check.ok {
+        return check;
+    }
+    let state = match wrong {
+        Some(Status::Invalid) => "is invalid in Vault",
+        Some(Status::Denied) => "cannot be read by vault-seed",
+        _ => "is not in Vault yet",
+    };
+    let mut found = vec![ProvidedFinding::NotRight {
+        path,
+        state,
+        by: p.by.clone(),
+    }];
+    if let Some((ns, name)) = &p.push_secret {
+        push_secret_state(cluster, ns, name, &mut check, &mut found).await;
+    }
+    check.explanations = Lines::of(&found).explanations;
+    check
+}
+
+/// The provider's PushSecret: its Ready condition and its latest Warning event.
+async fn push_secret_state(
+    cluster: &EsoCluster,
+    ns: &str,
+    name: &str,
+    check: &mut ProvidedCheck,
+    found: &mut Vec<ProvidedFinding>,
+) {
+    let shown = format!("{ns}/{name}");
+    found.push(match cluster.push_secret(ns, name).await {
+        Ok(None) => ProvidedFinding::PushMissing {
+            shown: shown.clone(),
+        },
+        Ok(Some(ps)) => {
+            check.ready = ps.condition.ready;
+            check.reason = ps.condition.reason.clone();
+            check.message = ps.condition.message.clone();
+            ProvidedFinding::PushState {
+                shown: shown.clone(),
+                condition: ps.condition,
+            }
+        }
+        Err(e) => ProvidedFinding::PushUnreadable {
+            shown: shown.clone(),
+            error: e.to_string(),
+        },
+    });
+    match cluster.warning_events(ns, "PushSecret", name).await {
+        Ok(events) => {
+            if let Some(ev) = events.into_iter().next() {
+                let line = format!(
+                    "{}: {}",
+                    ev.reason.unwrap_or_default(),
+                    ev.message.unwrap_or_default()
+                );
+                check.event = Some(line.clone());
+                found.push(ProvidedFinding::PushEvent { shown, line });
+            }
+        }
+        Err(e) => found.push(ProvidedFinding::EventsUnreadable {
+            shown,
+            error: e.to_string(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn es(ready: Option<bool>, refresh: Option<i64>) -> ExternalSecretInfo {
+        ExternalSecretInfo {
+            namespace: "ns".into(),
+            name: "app".into(),
+            api_version: "external-secrets.io/v1".into(),
+            condition: ReadyCondition {
+                ready,
+                reason: Some("SecretSyncedError".into()),
+                message: Some("could not get secret data from provider".into()),
+                last_transition_time: None,
+            },
+            refresh_time: refresh.map(|s| OffsetDateTime::from_unix_timestamp(s).unwrap()),
+            synced_resource_version: None,
+            target_secret: "app-secret".into(),
+            store_ref: None,
+            data: ["a", "b", "c"]
+                .map(|k| RemoteRef {
+                    secret_key: k.into(),
+                    key: "ask/app".into(),
+                    property: None,
+                })
+                .to_vec(),
+            has_data_from: false,
+        }
+    }
+
+    #[test]
+    fn the_state_leads_the_problems_and_a_ready_before_seeding_is_not_ok() {
+        let created = OffsetDateTime::from_unix_timestamp(2_000).ok();
+        let stale = es(Some(true), Some(1_000));
+        let findings = vec![
+            EsFinding::TargetMissing {
+                namespace: "ns".into(),
+                secret: "app-secret".into(),
+            },
+            readiness(&stale, created).unwrap(),
+        ];
+        let check = EsCheck::new("ns", "app", Some(stale), findings);
+        assert!(!check.ok);
+        assert_eq!(check.problems.len(), 2);
+        assert!(check.problems[0].starts_with("Ready, but last synced at 1970-01-01T00:16:40Z"));
+        assert_eq!(
+            check.problems[1],
+            "target Secret `ns/app-secret` does not exist"
+        );
+        // Synced after seeding: nothing to say; never synced, or not Ready: said.
+        assert!(readiness(&es(Some(true), Some(3_000)), created).is_none());
+        assert!(matches!(
+            readiness(&es(Some(true), None), created),
+            Some(EsFinding::NeverSynced)
+        ));
+        let not_ready = readiness(&es(None, Some(3_000)), created).unwrap();
+        assert_eq!(
+            not_ready.message(),
+            "not Ready: SecretSyncedError: could not get secret data from provider"
+        );
+    }
+
+    #[test]
+    fn a_target_secret_lacking_keys_names_each_missing_key_in_order() {
+        let e = es(Some(true), Some(1));
+        let keys = Some(vec!["b".to_string(), "A".to_string()]);
+        let f = target_keys("ns", &e, keys).unwrap();
+        assert_eq!(f.severity(), Severity::Problem);
+        assert_eq!(
+            f.message(),
+            "target Secret `ns/app-secret` lacks key(s) `a`, `c`"
+        );
+        assert!(target_keys("ns", &e, Some(vec!["c".into(), "b".into(), "a".into()])).is_none());
+        // Causes never fail an ExternalSecret on their own.
+        let check = EsCheck::new("ns", "app", Some(e), vec![EsFinding::DataFrom]);
+        assert!(check.ok && check.problems.is_empty());
+        assert_eq!(check.explanations.len(), 1);
+    }
 }

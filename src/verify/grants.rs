@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use secrecy::SecretString;
 use serde::Serialize;
 
+use super::findings::{joined, Finding, Severity};
 use crate::acl::{
     self, Capabilities, Capability, PathCheck, Policy, PolicyReport, Requirements, Rule,
 };
@@ -229,6 +230,177 @@ pub async fn check(
     Ok(PolicyPart { eso, vso })
 }
 
+/// What the check of one operator's grants finds besides the gaps on its paths (which its
+/// `report` holds): errors fail the part, notes say how the answer was found.
+#[derive(Debug, Clone)]
+enum GrantFinding {
+    /// No spec names a policy or an auth role for the operator, though it has paths to read.
+    NothingNamed { who: Operator },
+    /// A policy nested too deep to parse (the parser's error, and what to do about it).
+    TooDeep { error: String, help: &'static str },
+    /// A policy named does not exist.
+    PolicyMissing { policy: String },
+    /// An auth role named does not exist.
+    RoleMissing { who: Operator, role_path: String },
+    /// Nothing could answer for the operator (`too_deep`: what to do about a policy too deep,
+    /// if one is).
+    Undecidable {
+        who: Operator,
+        templated: bool,
+        too_deep: Option<&'static str>,
+    },
+    /// Its policies include `root`.
+    Root { who: Operator },
+    /// A policy that cannot be evaluated here.
+    CannotEvaluate { policy: String, error: String },
+    /// A policy this token may not read.
+    PolicyUnreadable { policy: String },
+    /// An auth role this token may not read.
+    RoleUnreadable { who: Operator, role_path: String },
+    /// A templated rule whose match needs the operator's identity.
+    Templated {
+        who: Operator,
+        policy: String,
+        pattern: String,
+    },
+    /// The server is asked: it answers for capabilities only.
+    CapabilitiesOnly,
+    /// This token may not use `sys/capabilities`.
+    CapabilitiesDenied,
+    /// The short-lived token could not be created.
+    ProbeRefused { error: String },
+    /// `sys/capabilities` refused for the short-lived token.
+    ProbeCapabilitiesRefused { error: String },
+    /// The short-lived token could not be revoked.
+    ProbeNotRevoked { error: String },
+    /// This token's policies are not the operator's: `sys/capabilities-self` cannot answer.
+    NotTheOperatorsToken { who: Operator, own: Vec<String> },
+}
+
+impl Finding for GrantFinding {
+    fn severity(&self) -> Severity {
+        use GrantFinding::*;
+        match self {
+            NothingNamed { .. }
+            | TooDeep { .. }
+            | PolicyMissing { .. }
+            | RoleMissing { .. }
+            | Undecidable { .. } => Severity::Problem,
+            _ => Severity::Note,
+        }
+    }
+
+    fn message(&self) -> String {
+        use GrantFinding::*;
+        match self {
+            NothingNamed { who } => format!(
+                "the spec names no {name} policy (`{section} policies`) and no auth role (`{section} auth_role`)",
+                name = who.name(),
+                section = who.section()
+            ),
+            TooDeep { error, .. } => error.clone(),
+            PolicyMissing { policy } => format!("policy `{policy}` does not exist in Vault"),
+            RoleMissing { who, role_path } => {
+                format!("{}'s auth role `{role_path}` does not exist", who.name())
+            }
+            Undecidable { who, .. } => format!(
+                "cannot decide whether {}'s policies grant what it needs: vault-seed could neither evaluate them nor ask Vault for a token holding exactly them",
+                who.name()
+            ),
+            Root { who } => format!("{}'s policies include `root`: it may do anything", who.name()),
+            CannotEvaluate { policy, error } => {
+                format!("cannot evaluate policy `{policy}` here: {error}")
+            }
+            PolicyUnreadable { policy } => {
+                format!("this token may not read `sys/policies/acl/{policy}`")
+            }
+            RoleUnreadable { who, role_path } => format!(
+                "this token may not read `{role_path}`: the spec's `policies` are taken as all of {}'s",
+                who.name()
+            ),
+            Templated { who, policy, pattern } => format!(
+                "policy `{policy}` has the templated rule `{pattern}`: what it matches depends on {name}'s identity, which only {name}'s own token carries",
+                name = who.name()
+            ),
+            CapabilitiesOnly => "the server's answer covers capabilities only, not the parameter constraints of the rules (`required_parameters`, wrapping TTLs, `control_group`)".into(),
+            CapabilitiesDenied => "this token may not use `sys/capabilities`".into(),
+            ProbeRefused { error } => {
+                format!("this token may not create a token with those policies ({error})")
+            }
+            ProbeCapabilitiesRefused { error } => {
+                format!("this token may not use `sys/capabilities` ({error})")
+            }
+            ProbeNotRevoked { error } => format!(
+                "could not revoke the short-lived token ({error}); it expires within {}",
+                crate::vault::token::PROBE_TTL
+            ),
+            NotTheOperatorsToken { who, own } => format!(
+                "this token carries {}, not {name}'s policies: `sys/capabilities-self` would answer for it, not for {name}",
+                if own.is_empty() {
+                    "no policy".to_string()
+                } else {
+                    format!("`{}`", joined(own))
+                },
+                name = who.name()
+            ),
+        }
+    }
+}
+
+impl GrantFinding {
+    /// What to do, for the finding that makes the part undecidable.
+    fn help(&self) -> Option<String> {
+        let GrantFinding::Undecidable {
+            who,
+            templated,
+            too_deep,
+        } = self
+        else {
+            return None;
+        };
+        Some(match (too_deep, who, templated) {
+            (Some(help), _, _) => help.to_string(),
+            (None, Operator::Eso, true) => {
+                "pass --eso-token-file with ESO's own token (a templated rule needs ESO's identity)"
+                    .to_string()
+            }
+            (None, Operator::Eso, false) => "run verify with a token that may read `sys/policies/acl/<name>` of ESO's policies, or that may create a token with them (`auth/token/create`) and use `sys/capabilities`; or pass --eso-token-file with ESO's own token".into(),
+            (None, Operator::Vso, true) => "replace the templated rule of VSO's policy by plain paths: vault-seed cannot evaluate it without VSO's identity".into(),
+            (None, Operator::Vso, false) => "run verify with a token that may read `sys/policies/acl/<name>` of VSO's policies, or that may create a token with them (`auth/token/create`) and use `sys/capabilities`".into(),
+        })
+    }
+}
+
+/// One operator's part from how its grants were found, the report, and the findings.
+fn part(
+    who: Operator,
+    eso: &EsoPolicies,
+    method: Method,
+    report: PolicyReport,
+    found: &[GrantFinding],
+) -> GrantsPart {
+    // Not capped: they quote Vault and the spec, not the cluster.
+    let of = |severity| {
+        found
+            .iter()
+            .filter(|f| f.severity() == severity)
+            .map(Finding::message)
+            .collect::<Vec<_>>()
+    };
+    let errors = of(Severity::Problem);
+    GrantsPart {
+        operator: who,
+        used: true,
+        ok: report.ok && errors.is_empty() && method != Method::Unknown,
+        method,
+        policies: eso.names.clone(),
+        report,
+        errors,
+        notes: of(Severity::Note),
+        help: found.iter().find_map(GrantFinding::help),
+    }
+}
+
 /// Check one operator's access. `own_token` is that operator's own token, when given.
 async fn check_for(
     who: Operator,
@@ -239,18 +411,14 @@ async fn check_for(
 ) -> Result<GrantsPart, VaultError> {
     // The requirements are made when first needed, which is after the policies are read and
     // parsed where they are evaluated here: a policy's text is held three times while it is
-    // decoded (the body, serde's unescaping buffer, the text: 10 MB for ESO's policy of
-    // 100,000 paths), and the requirements (7 MB) were held beside it; made after, they take the
-    // room it leaves.
+    // decoded (the body, serde's unescaping buffer, the text), and the requirements were held
+    // beside it; made after, they take the room it leaves.
     let needs = || -> Requirements {
         match who {
             Operator::Eso => acl::eso_requirements(plan, detected),
             Operator::Vso => acl::vso_requirements(plan, detected).into(),
         }
     };
-    let (name, section) = (who.name(), who.section());
-    let mut errors = Vec::new();
-    let mut notes = Vec::new();
     let named = plan.specs.iter().any(|(s, _)| {
         let (policies, role) = access_of(who, s);
         !policies.is_empty() || role.is_some()
@@ -267,178 +435,141 @@ async fn check_for(
                 method: Method::Policies,
                 policies: Vec::new(),
                 report: acl::check(&[], std::mem::take(requirements)),
-                errors,
-                notes,
+                errors: Vec::new(),
+                notes: Vec::new(),
                 help: None,
             });
         }
     }
-    let eso = eso_policies(who, vault, plan, &mut errors, &mut notes).await?;
-    let part = |method, report: PolicyReport, errors: Vec<String>, notes, help| GrantsPart {
-        operator: who,
-        used: true,
-        ok: report.ok && errors.is_empty() && method != Method::Unknown,
-        method,
-        policies: eso.names.clone(),
-        report,
-        errors,
-        notes,
-        help,
-    };
+    let mut found = Vec::new();
+    let eso = eso_policies(who, vault, plan, &mut found).await?;
     if eso.names.is_empty() && !eso.root && !made.get_or_insert_with(needs).is_empty() {
-        errors.push(format!(
-            "the spec names no {name} policy (`{section} policies`) and no auth role (`{section} auth_role`)"
-        ));
+        found.push(GrantFinding::NothingNamed { who });
     }
     if eso.root {
-        notes.push(format!(
-            "{name}'s policies include `root`: it may do anything"
-        ));
+        found.push(GrantFinding::Root { who });
         let requirements = made.unwrap_or_else(needs);
         let answer = requirements
             .paths()
             .map(|path| (path, vec!["root".to_string()]))
             .collect();
-        return Ok(part(
-            Method::Policies,
-            from_server(&requirements, &answer),
-            errors,
-            notes,
-            None,
-        ));
+        let report = from_server(&requirements, &answer);
+        return Ok(part(who, &eso, Method::Policies, report, &found));
     }
+    let (policies, unreadable) = read_policies(vault, &eso, &mut found).await?;
+    let requirements = made.unwrap_or_else(needs);
+    let templated = if unreadable {
+        None
+    } else {
+        acl::undecidable(&policies, &requirements)
+    };
+    match templated {
+        None if !unreadable => {
+            let report = acl::check(&policies, requirements);
+            return Ok(part(who, &eso, Method::Policies, report, &found));
+        }
+        Some((policy, pattern)) => found.push(GrantFinding::Templated {
+            who,
+            policy: policy.into(),
+            pattern: pattern.into(),
+        }),
+        None => {}
+    }
+    found.push(GrantFinding::CapabilitiesOnly);
+    let templated = templated.is_some();
+    ask_server(who, vault, &eso, &requirements, own_token, templated, found).await
+}
 
-    // Read and evaluate them here.
+/// Every policy read at once (over a network, one round trip for them all) and parsed, judged in
+/// name order; and whether one could not be read or parsed here.
+async fn read_policies(
+    vault: &Vault,
+    eso: &EsoPolicies,
+    found: &mut Vec<GrantFinding>,
+) -> Result<(Vec<Policy>, bool), VaultError> {
     let mut policies: Vec<Policy> = Vec::new();
-    let mut unreadable = Vec::new();
-    // What to do about a policy too deep to read: the help when the part cannot be decided.
-    let mut too_deep = None;
-    // Every policy read at once (over a network, one round trip for them all); judged in name
-    // order, as before.
+    let mut unreadable = false;
     let names = eso.all();
     let texts = futures::future::join_all(names.iter().map(|n| vault.read_policy(n))).await;
     for (name, text) in names.iter().zip(texts) {
+        let policy = name.clone();
         match text {
             Ok(Some(text)) => match acl::parse(name, &text) {
                 Ok(p) => policies.push(p),
                 // Nested to break parsers: a problem of its own, not only a reason to ask the
                 // server instead (which still happens).
                 Err(e @ acl::PolicyError::TooDeep { .. }) => {
-                    errors.push(e.to_string());
-                    too_deep = Some(e.help());
-                    unreadable.push(name.clone());
+                    found.push(GrantFinding::TooDeep {
+                        error: e.to_string(),
+                        help: e.help(),
+                    });
+                    unreadable = true;
                 }
                 Err(e) => {
-                    notes.push(format!("cannot evaluate policy `{name}` here: {e}"));
-                    unreadable.push(name.clone());
+                    let error = e.to_string();
+                    found.push(GrantFinding::CannotEvaluate { policy, error });
+                    unreadable = true;
                 }
             },
             Ok(None) if name == "default" => {}
-            Ok(None) => errors.push(format!("policy `{name}` does not exist in Vault")),
+            Ok(None) => found.push(GrantFinding::PolicyMissing { policy }),
             Err(VaultError::Denied { .. }) => {
-                notes.push(format!("this token may not read `sys/policies/acl/{name}`"));
-                unreadable.push(name.clone());
+                found.push(GrantFinding::PolicyUnreadable { policy });
+                unreadable = true;
             }
             Err(e) => return Err(e),
         }
     }
-    let requirements = made.unwrap_or_else(needs);
-    let templated = if unreadable.is_empty() {
-        acl::undecidable(&policies, &requirements)
-    } else {
-        None
-    };
-    match templated {
-        None if unreadable.is_empty() => {
-            return Ok(part(
-                Method::Policies,
-                acl::check(&policies, requirements),
-                errors,
-                notes,
-                None,
-            ))
-        }
-        Some((policy, pattern)) => notes.push(format!(
-            "policy `{policy}` has the templated rule `{pattern}`: what it matches depends on {name}'s identity, which only {name}'s own token carries"
-        )),
-        None => {}
-    }
-    notes.push(
-        "the server's answer covers capabilities only, not the parameter constraints of the rules (`required_parameters`, wrapping TTLs, `control_group`)"
-            .into(),
-    );
+    Ok((policies, unreadable))
+}
 
-    // Ask the server, for the operator's token or one with exactly its policies.
+/// Ask the server, for the operator's token or one with exactly its policies, else for this
+/// token when it carries exactly them; else the part cannot be decided.
+async fn ask_server(
+    who: Operator,
+    vault: &Vault,
+    eso: &EsoPolicies,
+    requirements: &Requirements,
+    own_token: Option<&SecretString>,
+    templated: bool,
+    mut found: Vec<GrantFinding>,
+) -> Result<GrantsPart, VaultError> {
     let paths: Vec<String> = requirements.paths().collect();
+    let answered = |method, answer, found: &[GrantFinding]| {
+        part(who, eso, method, from_server(requirements, &answer), found)
+    };
     if let Some(t) = own_token {
         match vault.capabilities_of(t, &paths).await {
-            Ok(answer) => {
-                return Ok(part(
-                    Method::ServerEsoToken,
-                    from_server(&requirements, &answer),
-                    errors,
-                    notes,
-                    None,
-                ))
-            }
-            Err(VaultError::Denied { .. }) => {
-                notes.push("this token may not use `sys/capabilities`".into())
-            }
+            Ok(answer) => return Ok(answered(Method::ServerEsoToken, answer, &found)),
+            Err(VaultError::Denied { .. }) => found.push(GrantFinding::CapabilitiesDenied),
             Err(e) => return Err(e),
         }
     }
-    if templated.is_none() && !eso.names.is_empty() {
-        match probe(vault, &eso, &paths, &mut notes).await {
-            Ok(answer) => {
-                return Ok(part(
-                    Method::ServerProbeToken,
-                    from_server(&requirements, &answer),
-                    errors,
-                    notes,
-                    None,
-                ))
-            }
-            Err(why) => notes.push(why),
+    if !templated && !eso.names.is_empty() {
+        match probe(vault, eso, &paths, &mut found).await {
+            Ok(answer) => return Ok(answered(Method::ServerProbeToken, answer, &found)),
+            Err(why) => found.push(why),
         }
     }
     let own = vault.lookup_self().await?;
     let own_policies: BTreeSet<String> = own.policies.iter().cloned().collect();
     if own_policies == eso.all() {
         let answer = vault.capabilities_self(&paths).await?;
-        return Ok(part(
-            Method::ServerSelf,
-            from_server(&requirements, &answer),
-            errors,
-            notes,
-            None,
-        ));
+        return Ok(answered(Method::ServerSelf, answer, &found));
     }
-    notes.push(format!(
-        "this token carries {}, not {name}'s policies: `sys/capabilities-self` would answer for it, not for {name}",
-        if own_policies.is_empty() {
-            "no policy".to_string()
-        } else {
-            format!(
-                "`{}`",
-                own_policies.into_iter().collect::<Vec<_>>().join("`, `")
-            )
-        }
-    ));
-    errors.push(format!(
-        "cannot decide whether {name}'s policies grant what it needs: vault-seed could neither evaluate them nor ask Vault for a token holding exactly them"
-    ));
+    let own = own_policies.into_iter().collect();
+    found.push(GrantFinding::NotTheOperatorsToken { who, own });
+    let too_deep = found.iter().rev().find_map(|f| match f {
+        GrantFinding::TooDeep { help, .. } => Some(*help),
+        _ => None,
+    });
+    found.push(GrantFinding::Undecidable {
+        who,
+        templated,
+        too_deep,
+    });
     let report = PolicyReport::from_checks(false, Vec::new(), Vec::new(), Vec::new());
-    let help = match (too_deep, who, templated.is_some()) {
-        (Some(help), _, _) => help.to_string(),
-        (None, Operator::Eso, true) => {
-            "pass --eso-token-file with ESO's own token (a templated rule needs ESO's identity)"
-                .to_string()
-        }
-        (None, Operator::Eso, false) => "run verify with a token that may read `sys/policies/acl/<name>` of ESO's policies, or that may create a token with them (`auth/token/create`) and use `sys/capabilities`; or pass --eso-token-file with ESO's own token".into(),
-        (None, Operator::Vso, true) => "replace the templated rule of VSO's policy by plain paths: vault-seed cannot evaluate it without VSO's identity".into(),
-        (None, Operator::Vso, false) => "run verify with a token that may read `sys/policies/acl/<name>` of VSO's policies, or that may create a token with them (`auth/token/create`) and use `sys/capabilities`".into(),
-    };
-    Ok(part(Method::Unknown, report, errors, notes, Some(help)))
+    Ok(part(who, eso, Method::Unknown, report, &found))
 }
 
 /// The policies and auth role a spec names for `who`.
@@ -461,10 +592,8 @@ async fn eso_policies(
     who: Operator,
     vault: &Vault,
     plan: &EnvPlan<'_>,
-    errors: &mut Vec<String>,
-    notes: &mut Vec<String>,
+    found: &mut Vec<GrantFinding>,
 ) -> Result<EsoPolicies, VaultError> {
-    let name = who.name();
     // Each name held once as it comes (16,667 specs naming the same policy made 33,334 copies
     // of its name before they were sorted and deduplicated).
     let mut names: BTreeSet<String> = BTreeSet::new();
@@ -507,10 +636,10 @@ async fn eso_policies(
                 add(&mut names, &r.policies);
                 roles.push(r.no_default_policy);
             }
-            Some(Ok(None)) => errors.push(format!("{name}'s auth role `{role_path}` does not exist")),
-            Some(Err(VaultError::Denied { .. })) => notes.push(format!(
-                "this token may not read `{role_path}`: the spec's `policies` are taken as all of {name}'s"
-            )),
+            Some(Ok(None)) => found.push(GrantFinding::RoleMissing { who, role_path }),
+            Some(Err(VaultError::Denied { .. })) => {
+                found.push(GrantFinding::RoleUnreadable { who, role_path })
+            }
             Some(Err(_)) | None => {
                 if let Some(Err(e)) = answers.remove(&key) {
                     return Err(e);
@@ -534,26 +663,29 @@ async fn eso_policies(
 }
 
 /// Ask `sys/capabilities` for a short-lived token with exactly ESO's policies, revoked at once;
-/// `Err` holds why it could not.
+/// `Err` says why it could not.
 async fn probe(
     vault: &Vault,
     eso: &EsoPolicies,
     paths: &[String],
-    notes: &mut Vec<String>,
-) -> Result<BTreeMap<String, Vec<String>>, String> {
+    found: &mut Vec<GrantFinding>,
+) -> Result<BTreeMap<String, Vec<String>>, GrantFinding> {
     let probe = vault
         .create_probe_token(&eso.names, !eso.default)
         .await
-        .map_err(|e| format!("this token may not create a token with those policies ({e})"))?;
+        .map_err(|e| GrantFinding::ProbeRefused {
+            error: e.to_string(),
+        })?;
     let answer = vault.capabilities_of(&probe.token, paths).await;
     if let Err(e) = vault.revoke_accessor(&probe.accessor).await {
-        notes.push(format!(
-            "could not revoke the short-lived token ({e}); it expires within {}",
-            crate::vault::token::PROBE_TTL
-        ));
+        found.push(GrantFinding::ProbeNotRevoked {
+            error: e.to_string(),
+        });
     }
     drop(probe);
-    answer.map_err(|e| format!("this token may not use `sys/capabilities` ({e})"))
+    answer.map_err(|e| GrantFinding::ProbeCapabilitiesRefused {
+        error: e.to_string(),
+    })
 }
 
 /// A report from the server's answers: granted as Vault says; the fix is the requirement's
@@ -604,4 +736,77 @@ fn from_server(
         .map(|(pattern, capabilities)| Rule::new(pattern, capabilities))
         .collect();
     PolicyReport::from_checks(ok, paths, add, Vec::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty_report(ok: bool) -> PolicyReport {
+        PolicyReport::from_checks(ok, Vec::new(), Vec::new(), Vec::new())
+    }
+
+    #[test]
+    fn errors_fail_the_part_notes_do_not_and_only_the_undecidable_finding_gives_help() {
+        let eso = EsoPolicies {
+            names: vec!["eso".into()],
+            default: true,
+            root: false,
+        };
+        let notes = [
+            GrantFinding::CapabilitiesOnly,
+            GrantFinding::PolicyUnreadable {
+                policy: "eso".into(),
+            },
+        ];
+        let p = part(
+            Operator::Eso,
+            &eso,
+            Method::ServerSelf,
+            empty_report(true),
+            &notes,
+        );
+        assert!(p.ok && p.errors.is_empty() && p.help.is_none());
+        assert_eq!(p.notes[1], "this token may not read `sys/policies/acl/eso`");
+
+        let mut found = notes.to_vec();
+        found.push(GrantFinding::PolicyMissing {
+            policy: "gone".into(),
+        });
+        let p = part(
+            Operator::Eso,
+            &eso,
+            Method::Policies,
+            empty_report(true),
+            &found,
+        );
+        assert!(!p.ok && p.help.is_none());
+        assert_eq!(p.errors, ["policy `gone` does not exist in Vault"]);
+
+        found.push(GrantFinding::Undecidable {
+            who: Operator::Vso,
+            templated: true,
+            too_deep: None,
+        });
+        let p = part(
+            Operator::Vso,
+            &eso,
+            Method::Unknown,
+            empty_report(false),
+            &found,
+        );
+        assert!(!p.ok);
+        assert_eq!(p.errors.len(), 2);
+        assert!(p.errors[1].starts_with("cannot decide whether VSO's policies grant"));
+        assert!(p
+            .help
+            .unwrap()
+            .starts_with("replace the templated rule of VSO's policy"));
+        let deep = GrantFinding::Undecidable {
+            who: Operator::Eso,
+            templated: true,
+            too_deep: Some("write it flat"),
+        };
+        assert_eq!(deep.help().as_deref(), Some("write it flat"));
+    }
 }

@@ -11,6 +11,9 @@
 //! - [`argocd`], the part `argocd` (specs with `[argocd]`): the secrets app Synced and Healthy,
 //!   each consumer Application at a later app wave, argocd-cm's Application health check.
 //!
+//! The object checks return typed findings ([`findings`]: severity, and each part's enum words
+//! its own), from which their reports' sentence lists are made.
+//!
 //! [`facts`] carries what the Vault and policy parts found into the cluster checks'
 //! explanations. A new part (the Vault Secrets Operator's objects, Argo CD's Applications) is a
 //! module with its typed report implementing [`Part`], and a line in [`run`] (or, checked in the
@@ -20,6 +23,7 @@ pub mod argocd;
 pub mod cluster;
 pub mod eso;
 pub mod facts;
+pub mod findings;
 pub mod grants;
 pub mod values;
 pub mod vso;

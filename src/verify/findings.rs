@@ -1,0 +1,204 @@
+//! What `verify`'s object checks find, as typed findings. Each check (ExternalSecret,
+//! VaultStaticSecret, store, PushSecret, Argo CD Application) pushes one variant per rule with
+//! the facts it needs; its enum says in one place how bad each variant is and how it reads. The
+//! report structs' sentence lists (`problems`, `explanations`, `notes`) are made from the
+//! findings by [`Lines::of`], so a new rule is a variant, its wording, and the small function
+//! that finds it.
+
+use std::borrow::Cow;
+
+/// How a finding counts for its object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// Something wrong that the object shows first (its state: not Ready, stale): not ok.
+    Leading,
+    /// Something wrong: the object is not ok.
+    Problem,
+    /// Why it is not right, from vault-seed's view or the operator's events; never fails it.
+    Cause,
+    /// Worth knowing, not wrong.
+    Note,
+}
+
+/// A finding: its severity and its sentence.
+pub trait Finding {
+    /// How it counts.
+    fn severity(&self) -> Severity;
+    /// The sentence shown, in JSON and text alike.
+    fn message(&self) -> String;
+}
+
+/// An object's findings as the report's sentence lists: leading problems first, then the others
+/// in the order found; problems and causes capped, since they quote the cluster.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Lines {
+    /// What is wrong, most important first.
+    pub problems: Vec<String>,
+    /// Why.
+    pub explanations: Vec<String>,
+    /// Worth knowing.
+    pub notes: Vec<String>,
+}
+
+impl Lines {
+    /// The lines of `findings`.
+    pub fn of<F: Finding>(findings: &[F]) -> Lines {
+        let mut lines = Lines::default();
+        let mut rest = Vec::new();
+        for f in findings {
+            match f.severity() {
+                Severity::Leading => lines.problems.push(capped(f.message())),
+                Severity::Problem => rest.push(capped(f.message())),
+                Severity::Cause => lines.explanations.push(capped(f.message())),
+                Severity::Note => lines.notes.push(f.message()),
+            }
+        }
+        lines.problems.extend(rest);
+        lines
+    }
+}
+
+/// Whether any of `findings` makes its object not ok.
+pub fn any_problem<F: Finding>(findings: &[F]) -> bool {
+    findings
+        .iter()
+        .any(|f| matches!(f.severity(), Severity::Leading | Severity::Problem))
+}
+
+/// A sentence bounded like the text report's lines (in JSON too).
+pub fn capped(line: String) -> String {
+    match crate::text::cap(&line) {
+        Cow::Owned(c) => c,
+        Cow::Borrowed(_) => line,
+    }
+}
+
+/// `: <message>`, or nothing.
+pub fn colon(message: Option<&str>) -> String {
+    message.map(|m| format!(": {m}")).unwrap_or_default()
+}
+
+/// Names joined for a sentence: `a`, `b` (the outer backticks are the caller's).
+pub fn joined(names: &[String]) -> String {
+    names.join("`, `")
+}
+
+/// A time as RFC 3339.
+pub fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    enum Test {
+        Lead(&'static str),
+        Wrong(&'static str),
+        Why(String),
+        Note(String),
+    }
+
+    impl Finding for Test {
+        fn severity(&self) -> Severity {
+            match self {
+                Test::Lead(_) => Severity::Leading,
+                Test::Wrong(_) => Severity::Problem,
+                Test::Why(_) => Severity::Cause,
+                Test::Note(_) => Severity::Note,
+            }
+        }
+        fn message(&self) -> String {
+            match self {
+                Test::Lead(s) | Test::Wrong(s) => s.to_string(),
+                Test::Why(s) | Test::Note(s) => s.clone(),
+            }
+        }
+    }
+
+    #[test]
+    fn leading_problems_come_first_causes_are_capped_notes_are_not() {
+        let long = "x".repeat(5000);
+        let found = [
+            Test::Wrong("a"),
+            Test::Why(long.clone()),
+            Test::Lead("first"),
+            Test::Note(long.clone()),
+            Test::Wrong("b"),
+        ];
+        let lines = Lines::of(&found);
+        assert_eq!(lines.problems, ["first", "a", "b"]);
+        assert_eq!(lines.explanations.len(), 1);
+        assert!(lines.explanations[0].len() < long.len());
+        assert!(lines.explanations[0].ends_with("more characters)"));
+        assert_eq!(lines.notes, [long]);
+        assert!(any_problem(&found));
+        assert!(!any_problem(&[
+            Test::Why("w".into()),
+            Test::Note("n".into())
+        ]));
+    }
+
+    /// `(length in lines, name)` of each function in `text`, rustfmt-formatted: from its `fn`
+    /// line to the first line closing it at the same indentation.
+    fn function_lengths(text: &str) -> Vec<(usize, String)> {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut out = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            let body = line.trim_start();
+            let indent = &line[..line.len() - body.len()];
+            let Some(at) = body.find("fn ") else { continue };
+            let before = &body[..at];
+            let words = [
+                "",
+                "pub ",
+                "pub(crate) ",
+                "async ",
+                "pub async ",
+                "pub(crate) async ",
+            ];
+            if !words.contains(&before) || line.trim_end().ends_with(';') {
+                continue;
+            }
+            let name: String = body[at + 3..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let close = format!("{indent}}}");
+            let end = lines[i..]
+                .iter()
+                .position(|l| *l == close || (l.ends_with('}') && *l == line.trim_end()))
+                .unwrap_or(lines.len() - i);
+            out.push((end + 1, name));
+        }
+        out
+    }
+
+    #[test]
+    fn no_function_in_verify_is_over_80_lines() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/verify");
+        let mut measured = 0;
+        let mut long = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (len, name) in function_lengths(&text) {
+                    measured += 1;
+                    if len > 80 {
+                        long.push(format!("{}: `{name}` is {len} lines", path.display()));
+                    }
+                }
+            }
+        }
+        // The measure itself: a one-line function, and one of four lines.
+        let sample = "fn a() {}\n    pub async fn b(\n        x: u8,\n    ) {\n    }\n";
+        assert_eq!(
+            function_lengths(sample),
+            [(1, "a".to_string()), (4, "b".to_string())]
+        );
+        assert!(measured > 50, "only {measured} functions found");
+        assert!(long.is_empty(), "{long:#?}");
+    }
+}
