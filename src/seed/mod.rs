@@ -27,7 +27,7 @@ use crate::spec::Target;
 use crate::vault::{Existing, FieldValue, Vault, VaultError, WriteFields};
 
 pub use inspect::{
-    inspect, Detail, FieldFound, FieldState, Found, Inspection, Keep, PathState, Stamp, Status,
+    inspect, Detail, FieldFound, FieldState, Found, Inspection, Keep, PathState, Status,
 };
 pub use outcome::{FieldResult, Outcome, PathResult, Summary};
 
