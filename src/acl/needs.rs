@@ -8,9 +8,9 @@
 //! is made again when it is read.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
+
+use indexmap::IndexSet;
 
 use super::{Capabilities, Param, Requirement, Use};
 
@@ -41,95 +41,41 @@ enum FolderRule {
     Other(u32),
 }
 
-/// A table of distinct values, each held once, found again while it is built by a keyed 64-bit
-/// hash of it (checked against the value itself, so a clash of hashes is told apart). A map by
-/// value held every value twice while building (at 100,000 paths, the 33,334 folders were 2 MB
-/// more, and the map's growth left its old tables behind in the allocator's heap).
-#[derive(Debug)]
-struct Table<T> {
-    items: Vec<T>,
-    /// The first value of each hash, by its id.
-    index: HashMap<u64, u32>,
-    /// Values whose hash an earlier, different value has (a clash of hashes: about never).
-    clashed: Vec<u32>,
-    key: RandomState,
-}
-
-impl<T: Eq + std::hash::Hash> Table<T> {
-    fn new() -> Table<T> {
-        Table {
-            items: Vec::new(),
-            index: HashMap::new(),
-            clashed: Vec::new(),
-            key: RandomState::new(),
-        }
-    }
-
-    fn id(&mut self, item: T) -> u32 {
-        let hash = self.key.hash_one(&item);
-        let first = self.index.get(&hash).copied();
-        if let Some(i) = first {
-            if self.items[i as usize] == item {
-                return i;
-            }
-            if let Some(&i) = self
-                .clashed
-                .iter()
-                .find(|&&i| self.items[i as usize] == item)
-            {
-                return i;
-            }
-        }
-        let i = u32::try_from(self.items.len()).expect("fewer than 2^32 distinct values");
-        self.items.push(item);
-        match first {
-            None => {
-                self.index.insert(hash, i);
-            }
-            Some(_) => self.clashed.push(i),
-        }
-        i
-    }
-
-    /// The values alone, at their length (the index is only needed while building).
-    fn finish(mut self) -> Vec<T> {
-        self.items.shrink_to_fit();
-        self.items
-    }
-}
-
 /// Requirements, one per API path, sorted by path: the capabilities and the uses of the needs
 /// of one path united, the folder rule of the first, the parameters of the last that has some.
 #[derive(Debug, Default)]
 pub struct Requirements {
     entries: Vec<Entry>,
-    folders: Vec<Box<str>>,
-    names: Vec<Box<str>>,
-    rules: Vec<Arc<str>>,
+    folders: IndexSet<Box<str>>,
+    names: IndexSet<Box<str>>,
+    rules: IndexSet<Arc<str>>,
     /// Index 0 is no parameters.
-    params: Vec<Vec<Param>>,
+    params: IndexSet<Vec<Param>>,
 }
 
 /// [`Requirements`] while its needs come in, in any order.
 pub struct Builder {
     entries: Vec<Entry>,
-    folders: Table<Box<str>>,
-    names: Table<Box<str>>,
-    rules: Table<Arc<str>>,
-    params: Table<Vec<Param>>,
+    folders: IndexSet<Box<str>>,
+    names: IndexSet<Box<str>>,
+    rules: IndexSet<Arc<str>>,
+    params: IndexSet<Vec<Param>>,
+}
+
+/// `item`'s index in `set`, added when it is not there yet.
+fn id<T: std::hash::Hash + Eq>(set: &mut IndexSet<T>, item: T) -> u32 {
+    u32::try_from(set.insert_full(item).0).expect("fewer than 2^32 distinct values")
 }
 
 impl Builder {
     /// No requirement yet.
     pub fn new() -> Builder {
-        let mut params = Table::new();
-        params.id(Vec::new());
         Builder {
             entries: Vec::new(),
-            folders: Table::new(),
-            names: Table::new(),
-            rules: Table::new(),
-            params,
+            folders: IndexSet::new(),
+            names: IndexSet::new(),
+            rules: IndexSet::new(),
+            params: IndexSet::from([Vec::new()]),
         }
     }
 
@@ -147,13 +93,13 @@ impl Builder {
             .map(str::len);
         let rule = match start {
             Some(len) => FolderRule::FolderStart(len),
-            None => FolderRule::Other(self.rules.id(r.folder_rule)),
+            None => FolderRule::Other(id(&mut self.rules, r.folder_rule)),
         };
         let entry = Entry {
-            folder: self.folders.id(folder.into()),
-            name: self.names.id(name.into()),
+            folder: id(&mut self.folders, folder.into()),
+            name: id(&mut self.names, name.into()),
             rule,
-            params: self.params.id(r.params),
+            params: id(&mut self.params, r.params),
             capabilities: r.capabilities,
             uses: r.uses.iter().fold(0, |bits, u| bits | use_bit(*u)),
         };
@@ -176,8 +122,7 @@ impl Builder {
 
     /// Sorted by path, the needs of one path merged.
     pub fn finish(self) -> Requirements {
-        let folders = self.folders.finish();
-        let names = self.names.finish();
+        let (folders, names) = (self.folders, self.names);
         let mut entries = self.entries;
         // Stable: the needs of one path stay in the order they came, so the first's folder rule
         // and the last's parameters are kept, as [`super::requirements`] keeps them.
@@ -194,8 +139,8 @@ impl Builder {
             entries,
             folders,
             names,
-            rules: self.rules.finish(),
-            params: self.params.finish(),
+            rules: self.rules,
+            params: self.params,
         }
     }
 }
@@ -224,7 +169,12 @@ fn use_bit(u: Use) -> u8 {
 
 /// The order of two entries' paths (the interned folders are unique, so equal ids mean an equal
 /// folder; different ids are compared as the whole paths' text).
-fn order(folders: &[Box<str>], names: &[Box<str>], a: &Entry, b: &Entry) -> Ordering {
+fn order(
+    folders: &IndexSet<Box<str>>,
+    names: &IndexSet<Box<str>>,
+    a: &Entry,
+    b: &Entry,
+) -> Ordering {
     if a.folder == b.folder {
         return names[a.name as usize].cmp(&names[b.name as usize]);
     }
@@ -306,21 +256,6 @@ impl Requirements {
 mod tests {
     use super::*;
     use crate::acl::Capability::{self, Create, List, Read, Update};
-
-    /// Values are found by a hash of them; a value whose hash an earlier, different value has
-    /// (made here by pointing its hash at that value) is still a value of its own, found again.
-    #[test]
-    fn a_table_tells_apart_values_whose_hashes_clash() {
-        let mut t: Table<Box<str>> = Table::new();
-        assert_eq!(t.id("a".into()), 0);
-        let b = t.key.hash_one(Box::<str>::from("b"));
-        t.index.insert(b, 0);
-        assert_eq!(t.id("b".into()), 1);
-        assert_eq!(t.id("b".into()), 1);
-        assert_eq!(t.id("a".into()), 0);
-        assert_eq!(t.id("c".into()), 2);
-        assert_eq!(t.finish(), ["a".into(), "b".into(), "c".into()]);
-    }
 
     fn need(path: &str, caps: &[Capability], why: Use, rule: &str, params: &[&str]) -> Requirement {
         Requirement {

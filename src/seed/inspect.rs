@@ -5,13 +5,12 @@
 //! reported so, not planned for.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
-use std::hash::{BuildHasher, RandomState};
 use std::num::{NonZeroU32, NonZeroU64};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::stream::{self, StreamExt};
+use indexmap::IndexSet;
 use serde::Serialize;
 
 use super::{discover, judge, Outcome, PathResult};
@@ -220,11 +219,7 @@ pub struct Inspection {
     fields: Vec<FieldFound>,
     /// The details, each text once ([`Detail`] is an index here): 100,000 paths "present, not
     /// marked" hold one copy.
-    details: Vec<Box<str>>,
-    /// Each detail by its text's hash while results come in; dropped when they are all in.
-    detail_index: HashMap<u64, Detail>,
-    /// The key of those hashes.
-    hasher: RandomState,
+    details: IndexSet<Box<str>>,
     /// Fields per status, over every path (kept or not), by [`Status::index`].
     counts: [usize; Status::ALL.len()],
 }
@@ -242,9 +237,7 @@ impl Inspection {
             notes: Vec::new(),
             keep,
             fields: Vec::with_capacity(fields),
-            details: Vec::new(),
-            detail_index: HashMap::new(),
-            hasher: RandomState::new(),
+            details: IndexSet::new(),
             counts: [0; Status::ALL.len()],
         }
     }
@@ -280,28 +273,17 @@ impl Inspection {
         self.paths.push(found);
     }
 
-    /// Every path added: the index of the details is dropped.
+    /// Every path added: the lists at their length.
     fn finish(&mut self) {
-        self.detail_index = HashMap::new();
         self.details.shrink_to_fit();
         self.fields.shrink_to_fit();
         self.paths.shrink_to_fit();
     }
 
-    /// `text`, held once: found by its hash, whose key is random per run; a text whose hash
-    /// another has is held on its own (as shared texts only save room, that is still right).
+    /// `text`, held once.
     fn intern(&mut self, text: Option<String>) -> Option<Detail> {
-        let text = text?;
-        let h = self.hasher.hash_one(text.as_str());
-        if let Some(&d) = self.detail_index.get(&h) {
-            if self.detail(Some(d)) == Some(text.as_str()) {
-                return Some(d);
-            }
-        }
-        let d = Detail(NonZeroU32::MIN.saturating_add(index(self.details.len())));
-        self.details.push(text.into_boxed_str());
-        self.detail_index.entry(h).or_insert(d);
-        Some(d)
+        let (i, _) = self.details.insert_full(text?.into_boxed_str());
+        Some(Detail(NonZeroU32::MIN.saturating_add(index(i))))
     }
 
     /// `p`'s `created_time`, byte for byte as the server wrote it, when read.
@@ -532,7 +514,7 @@ mod tests {
         }
     }
 
-    /// Texts that share a hash are told apart by their text: each detail reads back as it came.
+    /// Each detail reads back as it came; equal texts are held once.
     #[test]
     fn details_are_shared_only_when_their_text_is_equal() {
         let t = crate::replace::tests::target("app", "A", &["x", "y"]);
@@ -543,10 +525,6 @@ mod tests {
             r.fields[1].detail = Some("two".into());
             inspection.add(i, r);
         }
-        // A clash of hashes, made by hand: the next text finds another's index under its hash.
-        let h = inspection.hasher.hash_one("three");
-        let one = inspection.detail_index[&inspection.hasher.hash_one("one")];
-        inspection.detail_index.insert(h, one);
         let mut r = PathResult::all(&t, Outcome::Invalid, None, None);
         r.fields[0].detail = Some("three".into());
         inspection.add(3, r);
