@@ -15,7 +15,7 @@ use toml_span::{de_helpers::TableHelper, ErrorKind, Span, Value};
 use super::diag::{is_unshowable, shown, Diagnostic, SourceFile, SHOWN_MAX};
 use super::{
     backticked, few, Argocd, AuthRole, Environment, Environments, Eso, EsoAccess, Field, Provided,
-    Secret, SecretOverride, Spec, SpecSet, VaultTarget, Vso, ENV_PLACEHOLDER,
+    Secret, SecretOverride, Spec, SpecSet, Target, VaultTarget, Vso, ENV_PLACEHOLDER,
 };
 use crate::generate::{Generator, Param, Params, Syntax, GENERATOR_NAMES};
 use crate::kv::KvVersion;
@@ -1406,9 +1406,8 @@ type Owner = (u32, u32);
 /// secrets or fields that `set` and `rotate` could not tell apart (secret `a.b` field `c`, secret
 /// `a` field `b.c`). Each pair is reported once, however many environments it appears in.
 ///
-/// Linear in the targets apart from one sort: one environment at a time, each path and name
-/// held as a hash ([`first_claims`]). (It was quadratic: each target searched its spec's secrets
-/// by name, 5 s at 16,000 secrets in one file.)
+/// One environment at a time: its targets made once, and a map from each path, and each name
+/// `set` and `rotate` accept, to its first owner.
 fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
     let env_names: BTreeSet<&str> = specs
         .iter()
@@ -1426,108 +1425,83 @@ fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
                 found.insert(key, (make(), 0));
             }
         };
-    let key = std::hash::RandomState::new();
-    let hash = |name: &str| std::hash::BuildHasher::hash_one(&key, name);
     for env in env_names {
-        // The environment's targets, made as each pass goes and not held: at 100,000 paths a
-        // list of them was the largest thing loading held.
-        let targets = || {
-            specs.iter().enumerate().flat_map(move |(si, spec)| {
-                spec.environments.get(env).into_iter().flat_map(move |e| {
-                    let origin = spec.origin();
-                    spec.secrets.iter().enumerate().filter_map(move |(ki, s)| {
-                        spec.target(&origin, e, s)
-                            .map(|t| ((si as u32, ki as u32), t))
-                    })
-                })
-            })
-        };
-        // A secret's target in `env`, made again for a clash (rare) rather than held.
-        let target_of = |(si, ki): Owner| {
-            let spec = &specs[si as usize];
-            spec.environments
-                .get(env)
-                .and_then(|e| spec.target(&spec.origin(), e, &spec.secrets[ki as usize]))
-        };
-        let full = |o: Owner| target_of(o).map(|t| t.full_path()).unwrap_or_default();
-        let (mut n_paths, mut n_names) = (0, 0);
-        for (_, t) in targets() {
-            n_paths += 1;
-            n_names += 1 + t.fields.len();
+        let mut targets: Vec<(Owner, Target)> = Vec::new();
+        for (si, spec) in specs.iter().enumerate() {
+            let Some(e) = spec.environments.get(env) else {
+                continue;
+            };
+            let origin = spec.origin();
+            for (ki, s) in spec.secrets.iter().enumerate() {
+                if let Some(t) = spec.target(&origin, e, s) {
+                    targets.push(((si as u32, ki as u32), t));
+                }
+            }
         }
-        let paths = || targets().map(|(o, t)| (hash(&t.full_path()), o));
-        for (first, later) in first_claims(n_paths, paths, |a, b| full(a) == full(b)) {
-            let path = full(later);
-            note((true, first, later), &|| {
-                Diagnostic::at(
-                    secret(later).location.clone(),
-                    format!("duplicate path `{}` in environment `{env}`", shown(&path)),
-                )
-                .with_help(format!(
-                    "also defined at {}; each path must have one owner",
-                    secret(first).location
-                ))
-            });
+        // Each path's first owner, by the path.
+        let mut paths: HashMap<String, Owner> = HashMap::new();
+        for (later, t) in &targets {
+            let path = t.full_path();
+            match paths.get(&path) {
+                Some(&first) => note((true, first, *later), &|| {
+                    Diagnostic::at(
+                        secret(*later).location.clone(),
+                        format!("duplicate path `{}` in environment `{env}`", shown(&path)),
+                    )
+                    .with_help(format!(
+                        "also defined at {}; each path must have one owner",
+                        secret(first).location
+                    ))
+                }),
+                None => {
+                    paths.insert(path, *later);
+                }
+            }
         }
         // What `set`/`rotate` accept for a secret: its path (the whole secret), and its path, a
         // dot and a field. Two different secrets answering to one name are ambiguous; a path
-        // claimed twice is the duplicate above.
-        let names = || {
-            targets().flat_map(|(o, t)| {
-                let full = t.full_path();
-                let fields: Vec<_> = t
-                    .fields
-                    .iter()
-                    .enumerate()
-                    .map(|(i, f)| (hash(&format!("{full}.{}", f.name)), (o, Some(i as u32))))
-                    .collect();
-                std::iter::once((hash(&full), (o, None))).chain(fields)
-            })
-        };
-        // A field by its index in the secret's fields for `env` (overrides included).
-        let field_name = |o: Owner, i: u32| {
-            target_of(o)
-                .and_then(|t| t.fields.get(i as usize).map(|f| f.name.clone()))
-                .unwrap_or_default()
-        };
-        let name_of = |o: Owner, f: Option<u32>| match f {
-            Some(i) => format!("{}.{}", full(o), field_name(o, i)),
-            None => full(o),
-        };
-        let same = |(a, af): (Owner, Option<u32>), (b, bf): (Owner, Option<u32>)| {
-            name_of(a, af) == name_of(b, bf)
-        };
-        for ((first, ff), (later, lf)) in first_claims(n_names, names, same) {
-            // The same field (or none) on both sides means the same path: a duplicate, above.
-            if first == later
-                || ff.map(|i| field_name(first, i)) == lf.map(|i| field_name(later, i))
-            {
-                continue;
+        // claimed twice is the duplicate above. Each name's first claim: (target, field).
+        let field_name = |(t, f): (usize, Option<usize>)| f.map(|i| &*targets[t].1.fields[i].name);
+        let mut names: HashMap<String, (usize, Option<usize>)> = HashMap::new();
+        for (ti, (_, t)) in targets.iter().enumerate() {
+            let full = t.full_path();
+            let fields = t.fields.iter().enumerate();
+            let claims = fields.map(|(i, f)| (format!("{full}.{}", f.name), Some(i)));
+            for (name, lf) in std::iter::once((full.clone(), None)).chain(claims) {
+                let Some(&(fi, ff)) = names.get(&name) else {
+                    names.insert(name, (ti, lf));
+                    continue;
+                };
+                let (first, later) = (targets[fi].0, targets[ti].0);
+                // The same field (or none) on both sides means the same path: a duplicate, above.
+                if first == later || field_name((fi, ff)) == field_name((ti, lf)) {
+                    continue;
+                }
+                let what = |claim: (usize, Option<usize>)| {
+                    let s = secret(targets[claim.0].0);
+                    match field_name(claim) {
+                        Some(field) => {
+                            format!("secret `{}` field `{}`", shown(&s.name), shown(field))
+                        }
+                        None => format!("secret `{}`", shown(&s.name)),
+                    }
+                };
+                note((false, first, later), &|| {
+                    Diagnostic::at(
+                        secret(later).location.clone(),
+                        format!(
+                            "`set` and `rotate` could not tell apart {} and {}: both are `{}` in environment `{env}`",
+                            what((fi, ff)),
+                            what((ti, lf)),
+                            shown(&name)
+                        ),
+                    )
+                    .with_help(format!(
+                        "the other is at {}; rename a secret or a field (dots in field names are fine where they clash with nothing)",
+                        secret(first).location
+                    ))
+                });
             }
-            let name = name_of(later, lf);
-            let what = |o: Owner, f: Option<u32>| match f {
-                Some(i) => format!(
-                    "secret `{}` field `{}`",
-                    shown(&secret(o).name),
-                    shown(&field_name(o, i))
-                ),
-                None => format!("secret `{}`", shown(&secret(o).name)),
-            };
-            note((false, first, later), &|| {
-                Diagnostic::at(
-                    secret(later).location.clone(),
-                    format!(
-                        "`set` and `rotate` could not tell apart {} and {}: both are `{}` in environment `{env}`",
-                        what(first, ff),
-                        what(later, lf),
-                        shown(&name)
-                    ),
-                )
-                .with_help(format!(
-                    "the other is at {}; rename a secret or a field (dots in field names are fine where they clash with nothing)",
-                    secret(first).location
-                ))
-            });
         }
     }
     for key in order {
@@ -1537,57 +1511,6 @@ fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
         }
         diags.push(d);
     }
-}
-
-/// Every item whose name an earlier item already claimed: (the earliest owner of that name, the
-/// later one), in the order of the later ones. `items` gives the `n` items, the same each call.
-///
-/// What is held is a 64-bit hash of each name (keyed at random for the run), in one list of `n`
-/// hashes sorted, not the names' text nor a hash map (at 100,000 paths those were the most
-/// loading held: 19 MB of map). Only the items whose hash repeats are gathered again, with their
-/// owners (a list of every item with its owner was 6.4 MB at 100,000 paths, freed as loading
-/// ended: the allocator then kept transient buffers of up to that size in its heap, where they
-/// stayed after use). Items whose hashes are equal are told apart by `same` (their names
-/// compared), so a clash of hashes never hides or invents a claim. Work: the sort, a second pass
-/// when some hash repeats, then `same` once per item whose hash another shares (a duplicate, or
-/// rarely a clash of hashes).
-fn first_claims<O: Copy, I: Iterator<Item = (u64, O)>>(
-    n: usize,
-    items: impl Fn() -> I,
-    same: impl Fn(O, O) -> bool,
-) -> Vec<(O, O)> {
-    let mut hashes: Vec<u64> = Vec::with_capacity(n);
-    hashes.extend(items().map(|(h, _)| h));
-    hashes.sort_unstable();
-    let repeated: Vec<u64> = hashes
-        .chunk_by(|a, b| a == b)
-        .filter(|g| g.len() > 1)
-        .map(|g| g[0])
-        .collect();
-    drop(hashes);
-    if repeated.is_empty() {
-        return Vec::new();
-    }
-    let mut all: Vec<(u64, u32, O)> = items()
-        .enumerate()
-        .filter(|(_, (h, _))| repeated.binary_search(h).is_ok())
-        .map(|(seq, (h, o))| (h, seq as u32, o))
-        .collect();
-    all.sort_unstable_by_key(|&(h, seq, _)| (h, seq));
-    let mut clashes: Vec<(u32, O, O)> = Vec::new();
-    for group in all.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
-        // The distinct names of the group, each by its first owner (in input order: the group
-        // is sorted by place).
-        let mut firsts: Vec<O> = Vec::new();
-        for &(_, seq, o) in group {
-            match firsts.iter().find(|&&f| same(f, o)) {
-                Some(&f) => clashes.push((seq, f, o)),
-                None => firsts.push(o),
-            }
-        }
-    }
-    clashes.sort_unstable_by_key(|c| c.0);
-    clashes.into_iter().map(|(_, f, o)| (f, o)).collect()
 }
 
 const SEGMENT_HELP: &str = "use letters, digits, `_`, `-` and `.` (not `.` or `..` alone)";
@@ -1849,48 +1772,7 @@ fn list_str(items: &[&str]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::Cell;
-    use std::hash::BuildHasher;
-
     use super::*;
-
-    /// Issue 12, finding 7: lint was quadratic in the secrets of a file (16,000 took 5 s; each
-    /// target searched its spec's secrets by name). Duplicate and ambiguity detection now go
-    /// through `first_claims`: names are compared only where hashes are equal, once per
-    /// duplicate, counted rather than timed.
-    #[test]
-    fn claims_are_found_with_work_linear_in_the_items() {
-        let compares_for = |n: usize| {
-            let compares = Cell::new(0);
-            let name = |i: usize| {
-                // Every tenth name repeats the one before it: a clash.
-                let k = if i % 10 == 9 { i - 1 } else { i };
-                format!("secret/app/dev/S{k}")
-            };
-            let key = std::hash::RandomState::new();
-            let items = || (0..n).map(|i| (key.hash_one(name(i)), i));
-            let clashes = first_claims(n, items, |a, b| {
-                compares.set(compares.get() + 1);
-                name(a) == name(b)
-            });
-            assert_eq!(clashes.len(), n / 10);
-            assert!(clashes.iter().all(|(a, b)| b - a == 1));
-            compares.get()
-        };
-        assert_eq!(compares_for(10_000), 1_000);
-        assert_eq!(compares_for(100_000), 10_000);
-    }
-
-    /// Only hashes are held: two different names with one hash are still two names, and a
-    /// later true duplicate behind such a pair is still found against its own first owner.
-    #[test]
-    fn names_with_the_same_hash_are_told_apart_by_their_text() {
-        let names = ["a", "b", "a", "b", "c"];
-        // Every name hashes alike, as a clash of hashes would.
-        let items = || names.iter().enumerate().map(|(i, _)| (7u64, i));
-        let clashes = first_claims(names.len(), items, |x, y| names[x] == names[y]);
-        assert_eq!(clashes, [(0, 2), (1, 3)]);
-    }
 
     fn spec_text(secrets: &str) -> Vec<(PathBuf, Vec<u8>)> {
         let text = format!(
