@@ -224,7 +224,7 @@ fn request_refusal(c: &Constraints, cap: Capability, params: &[Param]) -> Option
             if !missing.is_empty() {
                 return Some(format!(
                     "`required_parameters` asks for {}, which ESO's {what} does not send",
-                    super::backticked(&missing)
+                    crate::backticks::backticked(&missing)
                 ));
             }
             if data.is_empty() {

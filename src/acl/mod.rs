@@ -347,15 +347,6 @@ pub struct Policy {
     pub rules: Vec<Rule>,
 }
 
-/// `a`, `b` as "`a`, `b`".
-pub(crate) fn backticked<T: fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
-    items
-        .into_iter()
-        .map(|i| format!("`{i}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

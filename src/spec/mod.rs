@@ -764,22 +764,13 @@ fn matches_only(t: &Target, only: &str) -> bool {
         || t.full_path().starts_with(&format!("{only_trimmed}/"))
 }
 
-/// `a`, `b` as "`a`, `b`".
-pub(crate) fn backticked(items: &[String]) -> String {
-    items
-        .iter()
-        .map(|i| format!("`{i}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// At most eight items as "`a`, `b`", then how many more: a hostile spec may have thousands.
 pub(crate) fn few(items: &[String]) -> String {
     const MAX: usize = 8;
     let shown: Vec<String> = items.iter().take(MAX).map(|i| diag::shown(i)).collect();
     match items.len().saturating_sub(MAX) {
-        0 => backticked(&shown),
-        more => format!("{} and {more} more", backticked(&shown)),
+        0 => crate::backticks::backticked(&shown),
+        more => format!("{} and {more} more", crate::backticks::backticked(&shown)),
     }
 }
 
