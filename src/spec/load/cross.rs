@@ -44,7 +44,8 @@ pub(super) fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
             }
         }
         // Each path's first owner, by the path.
-        let mut paths: HashMap<String, Owner> = HashMap::new();
+        // Sized at once: a map grown by doubling leaves its old tables in the allocator's heap.
+        let mut paths: HashMap<String, Owner> = HashMap::with_capacity(targets.len());
         for (later, t) in &targets {
             let path = t.full_path();
             match paths.get(&path) {
@@ -67,7 +68,9 @@ pub(super) fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
         // dot and a field. Two different secrets answering to one name are ambiguous; a path
         // claimed twice is the duplicate above. Each name's first claim: (target, field).
         let field_name = |(t, f): (usize, Option<usize>)| f.map(|i| &*targets[t].1.fields[i].name);
-        let mut names: HashMap<String, (usize, Option<usize>)> = HashMap::new();
+        drop(paths);
+        let n_names = targets.iter().map(|(_, t)| 1 + t.fields.len()).sum();
+        let mut names: HashMap<String, (usize, Option<usize>)> = HashMap::with_capacity(n_names);
         for (ti, (_, t)) in targets.iter().enumerate() {
             let full = t.full_path();
             let fields = t.fields.iter().enumerate();
