@@ -6,7 +6,7 @@
 //! - [`Acl`] merges several policies as Vault does and answers, for a path, which capabilities
 //!   they grant ([`evaluate`] for one-off questions).
 //! - [`requirements`] says what ESO needs on which path, from the spec's `eso.access`;
-//!   [`Requirements`] holds them compactly (20 bytes a path) for [`check`].
+//!   [`Requirements`] holds them merged by path, each folder and name once, for [`check`].
 //! - [`check`] compares the two and proposes the HCL to add, one rule per folder;
 //!   [`minimal_policy`] prints the smallest policy that satisfies a spec.
 //! - [`seeder_rules`] is the smallest policy vault-seed itself needs on an environment.
