@@ -224,7 +224,7 @@ fn request_refusal(c: &Constraints, cap: Capability, params: &[Param]) -> Option
             if !missing.is_empty() {
                 return Some(format!(
                     "`required_parameters` asks for {}, which ESO's {what} does not send",
-                    super::backticked(&missing)
+                    crate::backticks::backticked(&missing)
                 ));
             }
             if data.is_empty() {
@@ -969,23 +969,10 @@ path "s/a/*" { capabilities = ["list"] }
         assert!(granted(&[c, d], "s/a/").is_empty());
     }
 
-    /// A rule and an ACL entry stay small: a policy of 33,334 rules (100,000 paths) is read
-    /// and merged for `verify`. With its constraints inline a `Rule` took 176 bytes and an entry
-    /// (keyed by a second copy of its pattern, in a `BTreeMap`) over 200, though nearly every
-    /// rule has no constraint: 29 MB (heaptrack) where 5 do. Boxed and absent when unset, a rule
-    /// is 40 bytes and an entry 48.
+    /// A policy of many rules (33,334 at 100,000 paths) is read and merged for `verify`; what
+    /// its rules repeat is shared.
     #[test]
-    fn a_rule_and_an_acl_entry_are_small_and_share_what_repeats() {
-        assert!(
-            std::mem::size_of::<Rule>() <= 40,
-            "{}",
-            std::mem::size_of::<Rule>()
-        );
-        assert!(
-            std::mem::size_of::<Merged>() <= 48,
-            "{}",
-            std::mem::size_of::<Merged>()
-        );
+    fn an_acl_shares_what_its_rules_repeat() {
         let rules: String = (0..100)
             .map(|i| {
                 format!(

@@ -2,16 +2,15 @@
 //! [`super::requirements`] gives them, held compactly for [`super::check`].
 //!
 //! At 100,000 paths ESO has 200,000 requirements (a data path and a metadata path per secret).
-//! As [`Requirement`]s, each with its own path, uses and parameters on the heap, they and the
-//! checks made from them were 70 MB of `verify`'s peak. Here a requirement is 20 bytes: its
-//! path split at its last `/` into a folder and a name held once each (the secrets of one
-//! folder share it, the folders of one application share the names), and its folder rule and
-//! parameters held once per distinct value. A [`Requirement`] is made again when it is read.
+//! Here a requirement is a small entry: its path split at its last `/` into a folder and a name
+//! held once each (the secrets of one folder share it, the folders of one application share the
+//! names), and its folder rule and parameters held once per distinct value. A [`Requirement`]
+//! is made again when it is read.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
+
+use indexmap::IndexSet;
 
 use super::{Capabilities, Param, Requirement, Use};
 
@@ -22,8 +21,8 @@ struct Entry {
     folder: u32,
     /// Its path after the last `/`.
     name: u32,
-    /// Its folder rule: an index into the rules, or [`FOLDER_PREFIX`] and a length.
-    rule: u32,
+    /// Its folder rule.
+    rule: FolderRule,
     /// The parameters of ESO's write there (0: none).
     params: u32,
     capabilities: Capabilities,
@@ -31,67 +30,15 @@ struct Entry {
     uses: u8,
 }
 
-/// Set in an entry's `rule` when its folder rule is the first `rule & !FOLDER_PREFIX` bytes of
-/// its folder and `*`: `secret/data/ask/app/*` for the folder `secret/data/ask/app/dev/`, as the
-/// rule every spec gives its secrets ([`super::required`]'s `rule_base`) is. Made again when read,
-/// not held: at 100,000 paths that was 33,334 rules of about 60 bytes each, and their table.
-const FOLDER_PREFIX: u32 = 1 << 31;
-
-/// A table of distinct values, each held once, found again while it is built by a keyed 64-bit
-/// hash of it (checked against the value itself, so a clash of hashes is told apart). A map by
-/// value held every value twice while building (at 100,000 paths, the 33,334 folders were 2 MB
-/// more, and the map's growth left its old tables behind in the allocator's heap).
-#[derive(Debug)]
-struct Table<T> {
-    items: Vec<T>,
-    /// The first value of each hash, by its id.
-    index: HashMap<u64, u32>,
-    /// Values whose hash an earlier, different value has (a clash of hashes: about never).
-    clashed: Vec<u32>,
-    key: RandomState,
-}
-
-impl<T: Eq + std::hash::Hash> Table<T> {
-    fn new() -> Table<T> {
-        Table {
-            items: Vec::new(),
-            index: HashMap::new(),
-            clashed: Vec::new(),
-            key: RandomState::new(),
-        }
-    }
-
-    fn id(&mut self, item: T) -> u32 {
-        let hash = self.key.hash_one(&item);
-        let first = self.index.get(&hash).copied();
-        if let Some(i) = first {
-            if self.items[i as usize] == item {
-                return i;
-            }
-            if let Some(&i) = self
-                .clashed
-                .iter()
-                .find(|&&i| self.items[i as usize] == item)
-            {
-                return i;
-            }
-        }
-        let i = u32::try_from(self.items.len()).expect("fewer than 2^32 distinct values");
-        self.items.push(item);
-        match first {
-            None => {
-                self.index.insert(hash, i);
-            }
-            Some(_) => self.clashed.push(i),
-        }
-        i
-    }
-
-    /// The values alone, at their length (the index is only needed while building).
-    fn finish(mut self) -> Vec<T> {
-        self.items.shrink_to_fit();
-        self.items
-    }
+/// An entry's folder rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FolderRule {
+    /// The first this many bytes of its folder and `*`: `secret/data/ask/app/*` for the folder
+    /// `secret/data/ask/app/dev/`, as the rule every spec gives its secrets
+    /// ([`super::required`]'s `rule_base`) is. Made again when read, not held.
+    FolderStart(usize),
+    /// Any other rule: an index into the rules.
+    Other(u32),
 }
 
 /// Requirements, one per API path, sorted by path: the capabilities and the uses of the needs
@@ -99,33 +46,36 @@ impl<T: Eq + std::hash::Hash> Table<T> {
 #[derive(Debug, Default)]
 pub struct Requirements {
     entries: Vec<Entry>,
-    folders: Vec<Box<str>>,
-    names: Vec<Box<str>>,
-    rules: Vec<Arc<str>>,
+    folders: IndexSet<Box<str>>,
+    names: IndexSet<Box<str>>,
+    rules: IndexSet<Arc<str>>,
     /// Index 0 is no parameters.
-    params: Vec<Vec<Param>>,
+    params: IndexSet<Vec<Param>>,
 }
 
 /// [`Requirements`] while its needs come in, in any order.
 pub struct Builder {
     entries: Vec<Entry>,
-    folders: Table<Box<str>>,
-    names: Table<Box<str>>,
-    rules: Table<Arc<str>>,
-    params: Table<Vec<Param>>,
+    folders: IndexSet<Box<str>>,
+    names: IndexSet<Box<str>>,
+    rules: IndexSet<Arc<str>>,
+    params: IndexSet<Vec<Param>>,
+}
+
+/// `item`'s index in `set`, added when it is not there yet.
+fn id<T: std::hash::Hash + Eq>(set: &mut IndexSet<T>, item: T) -> u32 {
+    u32::try_from(set.insert_full(item).0).expect("fewer than 2^32 distinct values")
 }
 
 impl Builder {
     /// No requirement yet.
     pub fn new() -> Builder {
-        let mut params = Table::new();
-        params.id(Vec::new());
         Builder {
             entries: Vec::new(),
-            folders: Table::new(),
-            names: Table::new(),
-            rules: Table::new(),
-            params,
+            folders: IndexSet::new(),
+            names: IndexSet::new(),
+            rules: IndexSet::new(),
+            params: IndexSet::from([Vec::new()]),
         }
     }
 
@@ -136,21 +86,20 @@ impl Builder {
             Some(i) => r.path.split_at(i + 1),
             None => ("", r.path.as_str()),
         };
-        let prefix = r
+        let start = r
             .folder_rule
             .strip_suffix('*')
             .filter(|p| folder.starts_with(p))
-            .and_then(|p| u32::try_from(p.len()).ok())
-            .filter(|&len| len < FOLDER_PREFIX);
-        let rule = match prefix {
-            Some(len) => FOLDER_PREFIX | len,
-            None => self.rules.id(r.folder_rule),
+            .map(str::len);
+        let rule = match start {
+            Some(len) => FolderRule::FolderStart(len),
+            None => FolderRule::Other(id(&mut self.rules, r.folder_rule)),
         };
         let entry = Entry {
-            folder: self.folders.id(folder.into()),
-            name: self.names.id(name.into()),
+            folder: id(&mut self.folders, folder.into()),
+            name: id(&mut self.names, name.into()),
             rule,
-            params: self.params.id(r.params),
+            params: id(&mut self.params, r.params),
             capabilities: r.capabilities,
             uses: r.uses.iter().fold(0, |bits, u| bits | use_bit(*u)),
         };
@@ -173,8 +122,7 @@ impl Builder {
 
     /// Sorted by path, the needs of one path merged.
     pub fn finish(self) -> Requirements {
-        let folders = self.folders.finish();
-        let names = self.names.finish();
+        let (folders, names) = (self.folders, self.names);
         let mut entries = self.entries;
         // Stable: the needs of one path stay in the order they came, so the first's folder rule
         // and the last's parameters are kept, as [`super::requirements`] keeps them.
@@ -191,8 +139,8 @@ impl Builder {
             entries,
             folders,
             names,
-            rules: self.rules.finish(),
-            params: self.params.finish(),
+            rules: self.rules,
+            params: self.params,
         }
     }
 }
@@ -221,7 +169,12 @@ fn use_bit(u: Use) -> u8 {
 
 /// The order of two entries' paths (the interned folders are unique, so equal ids mean an equal
 /// folder; different ids are compared as the whole paths' text).
-fn order(folders: &[Box<str>], names: &[Box<str>], a: &Entry, b: &Entry) -> Ordering {
+fn order(
+    folders: &IndexSet<Box<str>>,
+    names: &IndexSet<Box<str>>,
+    a: &Entry,
+    b: &Entry,
+) -> Ordering {
     if a.folder == b.folder {
         return names[a.name as usize].cmp(&names[b.name as usize]);
     }
@@ -277,12 +230,12 @@ impl Requirements {
                 .into_iter()
                 .filter(|u| e.uses & use_bit(*u) != 0)
                 .collect(),
-            folder_rule: if e.rule & FOLDER_PREFIX != 0 {
+            folder_rule: match e.rule {
                 // The folder's first bytes were the rule's text: on a character boundary.
-                let len = (e.rule & !FOLDER_PREFIX) as usize;
-                format!("{}*", &self.folders[e.folder as usize][..len]).into()
-            } else {
-                Arc::clone(&self.rules[e.rule as usize])
+                FolderRule::FolderStart(len) => {
+                    format!("{}*", &self.folders[e.folder as usize][..len]).into()
+                }
+                FolderRule::Other(i) => Arc::clone(&self.rules[i as usize]),
             },
             params: self.params[e.params as usize].clone(),
         }
@@ -303,21 +256,6 @@ impl Requirements {
 mod tests {
     use super::*;
     use crate::acl::Capability::{self, Create, List, Read, Update};
-
-    /// Values are found by a hash of them; a value whose hash an earlier, different value has
-    /// (made here by pointing its hash at that value) is still a value of its own, found again.
-    #[test]
-    fn a_table_tells_apart_values_whose_hashes_clash() {
-        let mut t: Table<Box<str>> = Table::new();
-        assert_eq!(t.id("a".into()), 0);
-        let b = t.key.hash_one(Box::<str>::from("b"));
-        t.index.insert(b, 0);
-        assert_eq!(t.id("b".into()), 1);
-        assert_eq!(t.id("b".into()), 1);
-        assert_eq!(t.id("a".into()), 0);
-        assert_eq!(t.id("c".into()), 2);
-        assert_eq!(t.finish(), ["a".into(), "b".into(), "c".into()]);
-    }
 
     fn need(path: &str, caps: &[Capability], why: Use, rule: &str, params: &[&str]) -> Requirement {
         Requirement {
@@ -398,8 +336,6 @@ mod tests {
         assert_eq!(got[0].params.len(), 1);
         assert_eq!(&*got[1].folder_rule, "s/data/b/*", "the first need's rule");
         assert_eq!(got[1].params.len(), 1, "the last need with parameters");
-        // Two folders and their names held once each: 20 bytes a path besides.
-        assert!(std::mem::size_of::<Entry>() <= 20);
         assert_eq!(held.folders.len(), 7);
         // Only the rules that are not the start of their folder and `*` (made again when read):
         // `zzz` and `other`. `s/data/b/*` for the folder `s/data/b/X/` is made again.

@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::hcl1::{self, Item, Kind, Node, Token};
-use super::{backticked, Capabilities, Capability, Constraints, ParamValue, Policy, Rule};
+use super::{Capabilities, Capability, Constraints, ParamValue, Policy, Rule};
+use crate::backticks::backticked;
 
 /// Why a policy could not be read. Each variant names the policy.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

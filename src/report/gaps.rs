@@ -2,7 +2,8 @@
 //! the rule to add, and the HCL to paste. The grouping is [`PolicyReport::groups`]'s; this only
 //! words it.
 
-use crate::acl::{backticked, render_hcl, Capabilities, Fix, PathCheck, PolicyReport, Use};
+use crate::acl::{render_hcl, Capabilities, Fix, PathCheck, PolicyReport, Use};
+use crate::backticks::backticked;
 use crate::report::Style;
 use crate::text::for_terminal as t;
 

@@ -5,13 +5,12 @@
 //! reported so, not planned for.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
-use std::hash::{BuildHasher, RandomState};
 use std::num::{NonZeroU32, NonZeroU64};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::stream::{self, StreamExt};
+use indexmap::IndexSet;
 use serde::Serialize;
 
 use super::{discover, judge, Outcome, PathResult};
@@ -163,80 +162,6 @@ pub enum Keep {
     NotValid,
 }
 
-/// A path's `created_time`, byte for byte as the server wrote it, in 12 bytes and no heap block.
-/// OpenBao writes it with `ptypes.TimestampString` (openbao builtin/logical/kv/backend.go
-/// `ptypesTimestampToString`): Go's RFC 3339 with nanoseconds, in UTC, the fraction's trailing
-/// zeros dropped (`2026-11-30T16:27:41.123456789Z`, `2026-11-30T16:27:41.5Z`,
-/// `2026-11-30T16:27:41Z`). Such a text is held as its numbers ([`Stamp::pack`]), which give
-/// back the same bytes; any other (an offset, a longer fraction, not a time: a server that is not
-/// OpenBao or Vault) is held as text in its [`Inspection`]. Kept as the server's text, not
-/// parsed as a time: its bytes are what the report prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stamp {
-    /// The numbers of Go's RFC 3339 time in UTC ([`Stamp::pack`]).
-    Packed([u32; 3]),
-    /// Any other text: an index into its inspection's texts.
-    Other(u32),
-}
-
-impl Stamp {
-    /// `text`'s numbers when it is `YYYY-MM-DDThh:mm:ss`, then `.` and 1 to 9 digits or
-    /// nothing, then `Z`: its seven pairs of digits (7 bits each), how many digits its fraction
-    /// has (4 bits) and the fraction (30 bits), 83 bits in all. `None` for any other text.
-    pub fn pack(text: &str) -> Option<[u32; 3]> {
-        let b = text.as_bytes();
-        let number = |digits: &[u8]| -> Option<u32> {
-            digits.iter().try_fold(0u32, |n, d| {
-                d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0'))
-            })
-        };
-        let (head, fraction) = (b.get(..19)?, b.get(19..b.len().checked_sub(1)?)?);
-        if b.last() != Some(&b'Z')
-            || [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')]
-                .iter()
-                .any(|&(at, c)| head[at] != c)
-        {
-            return None;
-        }
-        let mut packed: u128 = 0;
-        for at in [0, 2, 5, 8, 11, 14, 17] {
-            packed = packed << 7 | u128::from(number(&head[at..at + 2])?);
-        }
-        let (count, value) = match fraction {
-            [] => (0, 0),
-            [b'.', digits @ ..] if (1..=9).contains(&digits.len()) => {
-                (digits.len() as u32, number(digits)?)
-            }
-            _ => return None,
-        };
-        packed = (packed << 4 | u128::from(count)) << 30 | u128::from(value);
-        Some([(packed >> 64) as u32, (packed >> 32) as u32, packed as u32])
-    }
-
-    /// The text [`Stamp::pack`] packed.
-    pub fn unpack(packed: [u32; 3]) -> String {
-        let n = u128::from(packed[0]) << 64 | u128::from(packed[1]) << 32 | u128::from(packed[2]);
-        let value = (n & ((1 << 30) - 1)) as u32;
-        let count = ((n >> 30) & 0xf) as usize;
-        let pair = |i: u32| (n >> (34 + 7 * (6 - i))) & 0x7f;
-        let mut text = format!(
-            "{:02}{:02}-{:02}-{:02}T{:02}:{:02}:{:02}",
-            pair(0),
-            pair(1),
-            pair(2),
-            pair(3),
-            pair(4),
-            pair(5),
-            pair(6)
-        );
-        if count > 0 {
-            text.push_str(&format!(".{value:0count$}"));
-        }
-        text.push('Z');
-        text
-    }
-}
-
 /// A detail's text in its inspection: an index into the texts it holds once each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Detail(NonZeroU32);
@@ -251,8 +176,8 @@ pub struct FieldFound {
 }
 
 /// One path's state as [`inspect`] keeps it: its target by index, and only what the report
-/// says of it, in 40 bytes and no heap block of its own (a run holds one per path to its end:
-/// 100,000 at the bench's largest size). Its fields and texts are in its [`Inspection`].
+/// says of it (a run holds one per path to its end). Its fields and details are in its
+/// [`Inspection`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
     /// Its target: an index into the targets given to [`inspect`].
@@ -263,8 +188,9 @@ pub struct Found {
     fields: (u32, u32),
     /// The secret's current version (KV v2), when read (a KV version starts at 1: 0 is none).
     version: Option<NonZeroU64>,
-    /// When the current version was created, when read: [`Inspection::created_time`].
-    created_time: Option<Stamp>,
+    /// When the current version was created, when read: the server's text byte for byte, not
+    /// parsed (its bytes are what the report prints).
+    created_time: Option<Box<str>>,
 }
 
 impl Found {
@@ -293,14 +219,7 @@ pub struct Inspection {
     fields: Vec<FieldFound>,
     /// The details, each text once ([`Detail`] is an index here): 100,000 paths "present, not
     /// marked" hold one copy.
-    details: Vec<Box<str>>,
-    /// The `created_time`s that are not Go's RFC 3339 in UTC ([`Stamp::Other`] is an index
-    /// here).
-    stamps: Vec<Box<str>>,
-    /// Each detail by its text's hash while results come in; dropped when they are all in.
-    detail_index: HashMap<u64, Detail>,
-    /// The key of those hashes.
-    hasher: RandomState,
+    details: IndexSet<Box<str>>,
     /// Fields per status, over every path (kept or not), by [`Status::index`].
     counts: [usize; Status::ALL.len()],
 }
@@ -318,10 +237,7 @@ impl Inspection {
             notes: Vec::new(),
             keep,
             fields: Vec::with_capacity(fields),
-            details: Vec::new(),
-            stamps: Vec::new(),
-            detail_index: HashMap::new(),
-            hasher: RandomState::new(),
+            details: IndexSet::new(),
             counts: [0; Status::ALL.len()],
         }
     }
@@ -352,53 +268,27 @@ impl Inspection {
             detail: self.intern(r.detail),
             fields: (index(start), index(count)),
             version: r.version.filter(|_| full).and_then(NonZeroU64::new),
-            created_time: r.created_time.filter(|_| full).map(|t| self.stamp(t)),
+            created_time: r.created_time.filter(|_| full).map(String::into_boxed_str),
         };
         self.paths.push(found);
     }
 
-    /// Every path added: the index of the details is dropped.
+    /// Every path added: the lists at their length.
     fn finish(&mut self) {
-        self.detail_index = HashMap::new();
         self.details.shrink_to_fit();
-        self.stamps.shrink_to_fit();
         self.fields.shrink_to_fit();
         self.paths.shrink_to_fit();
     }
 
-    /// `text`, held once: found by its hash, whose key is random per run; a text whose hash
-    /// another has is held on its own (as shared texts only save room, that is still right).
+    /// `text`, held once.
     fn intern(&mut self, text: Option<String>) -> Option<Detail> {
-        let text = text?;
-        let h = self.hasher.hash_one(text.as_str());
-        if let Some(&d) = self.detail_index.get(&h) {
-            if self.detail(Some(d)) == Some(text.as_str()) {
-                return Some(d);
-            }
-        }
-        let d = Detail(NonZeroU32::MIN.saturating_add(index(self.details.len())));
-        self.details.push(text.into_boxed_str());
-        self.detail_index.entry(h).or_insert(d);
-        Some(d)
-    }
-
-    /// `text` as a [`Stamp`]: its numbers, or the text itself held here.
-    fn stamp(&mut self, text: String) -> Stamp {
-        match Stamp::pack(&text) {
-            Some(packed) => Stamp::Packed(packed),
-            None => {
-                self.stamps.push(text.into_boxed_str());
-                Stamp::Other(index(self.stamps.len() - 1))
-            }
-        }
+        let (i, _) = self.details.insert_full(text?.into_boxed_str());
+        Some(Detail(NonZeroU32::MIN.saturating_add(index(i))))
     }
 
     /// `p`'s `created_time`, byte for byte as the server wrote it, when read.
-    pub fn created_time(&self, p: &Found) -> Option<Cow<'_, str>> {
-        Some(match p.created_time? {
-            Stamp::Packed(packed) => Cow::Owned(Stamp::unpack(packed)),
-            Stamp::Other(i) => Cow::Borrowed(&self.stamps[i as usize]),
-        })
+    pub fn created_time<'a>(&'a self, p: &'a Found) -> Option<Cow<'a, str>> {
+        p.created_time.as_deref().map(Cow::Borrowed)
     }
 
     /// `p`'s fields, in its target's order.
@@ -557,17 +447,10 @@ mod tests {
         r
     }
 
-    /// What one path costs held, pinned: `verify` holds one `Found` per path (100,000 at the
-    /// bench's largest size) and a `FieldFound` per field until its report is written. A path
-    /// read from OpenBao has no heap block of its own: its `created_time` (Go's longest, 30
-    /// bytes) is held as its numbers, its fields in the inspection's one list, and a detail many
-    /// paths share ("present, not marked", after `apply --no-metadata`) is held once. Before: 72
-    /// bytes, a block for the time and one for the fields (24 bytes a field), and a copy of each
-    /// detail; then 56 bytes with the time's text in place.
+    /// A detail many paths share ("present, not marked", after `apply --no-metadata`) is held
+    /// once, and the room for the paths and fields is taken once, at the start.
     #[test]
-    fn a_path_is_held_in_40_bytes_and_a_field_in_8_with_no_block_of_its_own() {
-        assert_eq!(std::mem::size_of::<Found>(), 40);
-        assert_eq!(std::mem::size_of::<FieldFound>(), 8);
+    fn a_shared_detail_is_held_once_and_the_room_taken_once() {
         let targets: Vec<Target> = (0..1000)
             .map(|i| crate::replace::tests::target(&format!("app{i}"), "A", &["password"]))
             .collect();
@@ -578,21 +461,12 @@ mod tests {
         }
         inspection.finish();
         assert_eq!(inspection.details.len(), 1, "the shared detail, once");
-        assert!(
-            inspection.detail_index.is_empty(),
-            "dropped when all are in"
-        );
         assert_eq!(
             (inspection.paths.as_ptr(), inspection.fields.as_ptr()),
             (paths, fields),
             "the room taken once, at the start"
         );
-        assert!(
-            inspection.stamps.is_empty(),
-            "each time held as its numbers"
-        );
         for p in &inspection.paths {
-            assert!(matches!(p.created_time, Some(Stamp::Packed(_))));
             assert_eq!(
                 inspection.created_time(p).as_deref(),
                 Some("2026-11-30T16:27:41.123456789Z")
@@ -606,68 +480,41 @@ mod tests {
         assert_eq!(inspection.count(Status::Valid), 1000);
     }
 
-    /// A `created_time` is its text byte for byte: held as its numbers when it is Go's RFC 3339
-    /// in UTC, as text when not (an offset, a longer fraction, not a time, not ASCII); the empty
-    /// text stays empty.
+    /// A `created_time` is the server's text byte for byte, whatever it is (an offset, a longer
+    /// fraction, not a time, not ASCII, empty); the text report keeps none.
     #[test]
-    fn a_stamp_is_the_servers_text_byte_for_byte() {
+    fn a_created_time_is_the_servers_text_byte_for_byte() {
         let t = crate::replace::tests::target("app", "A", &["x"]);
         let texts = [
-            ("2026-11-30T16:27:41.123456789Z", true),
-            ("2026-11-30T16:27:41Z", true),
-            ("2026-11-30T16:27:41.5Z", true),
-            ("2026-11-30T16:27:41.050Z", true),
-            ("0000-00-00T00:00:00.000000000Z", true),
-            ("9999-99-99T99:99:99.999999999Z", true),
-            ("", false),
-            ("2026-11-30T16:27:41.Z", false),
-            ("2026-11-30T16:27:41.1234567890Z", false),
-            ("2026-11-30T16:27:41.123456789+05:30", false),
-            ("2026-11-30 16:27:41Z", false),
-            ("2026-11-30T16:27:4aZ", false),
-            ("+026-11-30T16:27:41Z", false),
-            ("2026-11-30T16:27:41.5Zé", false),
-            ("not a time at all, from a hostile server\u{1b}[31m", false),
+            "2026-11-30T16:27:41.123456789Z",
+            "2026-11-30T16:27:41Z",
+            "2026-11-30T16:27:41.050Z",
+            "",
+            "2026-11-30T16:27:41.1234567890Z",
+            "2026-11-30T16:27:41.123456789+05:30",
+            "2026-11-30T16:27:41.5Zé",
+            "not a time at all, from a hostile server\u{1b}[31m",
         ];
-        let mut inspection = Inspection::new(Keep::All, texts.len(), texts.len());
-        for (i, (text, packed)) in texts.iter().enumerate() {
-            assert_eq!(Stamp::pack(text).is_some(), *packed, "{text}");
-            let mut r = PathResult::all(&t, Outcome::Exists, Some(1), None);
-            r.created_time = Some((*text).into());
-            inspection.add(i, r);
-        }
-        for (p, (text, packed)) in inspection.paths.iter().zip(texts) {
-            assert_eq!(inspection.created_time(p).as_deref(), Some(text));
-            assert_eq!(matches!(p.created_time, Some(Stamp::Packed(_))), packed);
-        }
-        assert_eq!(inspection.stamps.len(), 9, "only the texts not packed");
-    }
-
-    proptest::proptest! {
-        /// Any time of Go's form comes back from its numbers byte for byte, and any text that
-        /// packs at all does.
-        #[test]
-        fn a_packed_stamp_gives_back_its_text(
-            digits in proptest::collection::vec(0u32..10, 14),
-            fraction in "[0-9]{0,9}",
-            other in ".{0,40}",
-        ) {
-            let d: String = digits.iter().map(|d| char::from_digit(*d, 10).unwrap()).collect();
-            let dot = if fraction.is_empty() { "" } else { "." };
-            let text = format!(
-                "{}-{}-{}T{}:{}:{}{dot}{fraction}Z",
-                &d[..4], &d[4..6], &d[6..8], &d[8..10], &d[10..12], &d[12..14]
-            );
-            let packed = Stamp::pack(&text);
-            proptest::prop_assert!(packed.is_some());
-            proptest::prop_assert_eq!(Stamp::unpack(packed.unwrap()), text);
-            if let Some(p) = Stamp::pack(&other) {
-                proptest::prop_assert_eq!(Stamp::unpack(p), other);
+        for keep in [Keep::All, Keep::NotValid] {
+            let mut inspection = Inspection::new(keep, texts.len(), texts.len());
+            for (i, text) in texts.iter().enumerate() {
+                let mut r = PathResult::all(&t, Outcome::Pending, Some(1), None);
+                r.created_time = Some((*text).into());
+                inspection.add(i, r);
+            }
+            let got: Vec<_> = inspection
+                .paths
+                .iter()
+                .map(|p| inspection.created_time(p))
+                .collect();
+            match keep {
+                Keep::All => assert_eq!(got, texts.map(|t| Some(Cow::Borrowed(t)))),
+                Keep::NotValid => assert!(got.iter().all(Option::is_none)),
             }
         }
     }
 
-    /// Texts that share a hash are told apart by their text: each detail reads back as it came.
+    /// Each detail reads back as it came; equal texts are held once.
     #[test]
     fn details_are_shared_only_when_their_text_is_equal() {
         let t = crate::replace::tests::target("app", "A", &["x", "y"]);
@@ -678,10 +525,6 @@ mod tests {
             r.fields[1].detail = Some("two".into());
             inspection.add(i, r);
         }
-        // A clash of hashes, made by hand: the next text finds another's index under its hash.
-        let h = inspection.hasher.hash_one("three");
-        let one = inspection.detail_index[&inspection.hasher.hash_one("one")];
-        inspection.detail_index.insert(h, one);
         let mut r = PathResult::all(&t, Outcome::Invalid, None, None);
         r.fields[0].detail = Some("three".into());
         inspection.add(3, r);

@@ -27,7 +27,7 @@ use crate::spec::Target;
 use crate::vault::{Existing, FieldValue, Vault, VaultError, WriteFields};
 
 pub use inspect::{
-    inspect, Detail, FieldFound, FieldState, Found, Inspection, Keep, PathState, Stamp, Status,
+    inspect, Detail, FieldFound, FieldState, Found, Inspection, Keep, PathState, Status,
 };
 pub use outcome::{FieldResult, Outcome, PathResult, Summary};
 
@@ -414,7 +414,7 @@ fn list_denied_note(denied: Denied) -> Option<String> {
     let more = denied.count - shown.len();
     Some(format!(
         "the token may not `list` {}{}: each path was read instead (slower on many paths)",
-        crate::spec::backticked(&shown),
+        crate::backticks::backticked(&shown),
         if more > 0 {
             format!(" and {more} more folder(s)")
         } else {

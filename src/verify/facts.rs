@@ -3,7 +3,6 @@
 //! `read` on `secret/data/X`").
 
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasher, RandomState};
 
 use time::OffsetDateTime;
 
@@ -48,31 +47,15 @@ fn gaps(part: Option<&GrantsPart>) -> HashMap<&str, Vec<Capability>> {
 
 /// Every path's facts, by full path (`secret/ask/core-service/auh1-dev/X`), each made when it is
 /// asked for (the cluster checks ask a few per object) from the values part's compact states,
-/// the targets and the policy part's gaps. Held: 8 bytes per path, a hash and an index (a map of
-/// every path's facts, with its full path, API path and fields as text, was about 0.5 KiB a
-/// path).
+/// the targets and the policy part's gaps. Held: each path's full path and its state's index.
 pub struct Facts<'a> {
     inspection: &'a Inspection,
     targets: &'a [Target],
     detected: &'a dyn Fn(&str) -> Option<KvVersion>,
     eso_gaps: HashMap<&'a str, Vec<Capability>>,
     vso_gaps: HashMap<&'a str, Vec<Capability>>,
-    /// Each path's entry, sorted: its full path's 32-bit hash, then its state's index in
-    /// `inspection` ([`entry`]). Paths whose hashes are equal are told apart by their text.
-    by_path: Vec<u64>,
-    hasher: RandomState,
-}
-
-/// `full_path`'s hash, in 32 bits: enough to find a path among a few others, whose text then
-/// tells them apart.
-fn hash(hasher: &RandomState, full_path: &str) -> u32 {
-    (hasher.hash_one(full_path) >> 32) as u32
-}
-
-/// A path's entry in [`Facts::by_path`]: its hash above its state's index (an inspection holds
-/// fewer than 2^32 paths: `seed::Found` numbers them in 32 bits).
-fn entry(hash: u32, index: usize) -> u64 {
-    u64::from(hash) << 32 | index as u64
+    /// Each full path's state, an index in `inspection` (of a path listed twice, the last).
+    by_path: HashMap<String, usize>,
 }
 
 impl<'a> Facts<'a> {
@@ -90,15 +73,13 @@ impl<'a> Facts<'a> {
             Some(Checked::Done(part)) => (gaps(Some(&part.eso)), gaps(part.vso.as_ref())),
             _ => (HashMap::new(), HashMap::new()),
         };
-        // Keyed by a hash whose key is random per run: a spec cannot choose paths that collide.
-        let hasher = RandomState::new();
-        let mut by_path: Vec<u64> = inspection
+        // In target order: a later state of one path replaces an earlier one.
+        let by_path = inspection
             .paths
             .iter()
             .enumerate()
-            .map(|(i, p)| entry(hash(&hasher, &targets[p.target()].full_path()), i))
+            .map(|(i, p)| (targets[p.target()].full_path(), i))
             .collect();
-        by_path.sort_unstable();
         Facts {
             inspection,
             targets,
@@ -106,26 +87,12 @@ impl<'a> Facts<'a> {
             eso_gaps,
             vso_gaps,
             by_path,
-            hasher,
         }
     }
 
     /// The facts of a path, by its full path (of a path listed twice, the last).
     pub fn get(&self, full_path: &str) -> Option<PathFacts> {
-        let h = hash(&self.hasher, full_path);
-        let from = self.by_path.partition_point(|&e| e >> 32 < u64::from(h));
-        let found = self.by_path[from..]
-            .iter()
-            .take_while(|&&e| e >> 32 == u64::from(h))
-            .map(|&e| &self.inspection.paths[(e & u64::from(u32::MAX)) as usize])
-            .filter(|p| {
-                let t = &self.targets[p.target()];
-                full_path
-                    .strip_prefix(t.mount())
-                    .and_then(|rest| rest.strip_prefix('/'))
-                    == Some(&*t.path)
-            })
-            .max_by_key(|p| p.target())?;
+        let found = &self.inspection.paths[*self.by_path.get(full_path)?];
         Some(self.facts_of(found))
     }
 
@@ -271,24 +238,5 @@ mod tests {
         assert!(facts.get("secret/app50/dev/A").is_none());
         assert!(facts.get("secret/app1/dev").is_none());
         assert!(facts.get("secret").is_none());
-    }
-
-    /// Paths whose 32-bit hashes are equal are told apart by their text: made equal here by
-    /// hand, every path still finds its own facts.
-    #[test]
-    fn paths_whose_hashes_are_equal_find_their_own_facts() {
-        let (targets, inspection) = apps(5);
-        let detected = |_: &str| Some(KvVersion::V2);
-        let mut facts = Facts::gather(&inspection, &targets, None, &detected);
-        for i in 0..5 {
-            let path = format!("secret/app{i}/dev/A");
-            let h = hash(&facts.hasher, &path);
-            for e in &mut facts.by_path {
-                *e = entry(h, (*e & u64::from(u32::MAX)) as usize);
-            }
-            facts.by_path.sort_unstable();
-            assert_eq!(facts.get(&path).unwrap().version, Some(i as u64 + 1));
-            assert!(facts.get("secret/app9/dev/A").is_none());
-        }
     }
 }

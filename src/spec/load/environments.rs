@@ -1,0 +1,132 @@
+//! The `[environments]` section: each environment's settings and its secrets' overrides.
+
+use super::*;
+
+pub(super) type EnvEntry = (Environment, BTreeMap<String, (Span, SecretOverride)>);
+
+pub(super) fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<String, EnvEntry> {
+    let span = v.span;
+    let before = cx.diags.len();
+    let mut out = BTreeMap::new();
+    for (key, mut val) in cx.entries(v, "`[environments]`") {
+        let name = key.name.to_string();
+        let ctx = format!("`[environments.{name}]`");
+        if let Err(why) = check_segment(&name) {
+            cx.err(
+                key.span,
+                format!("environment name `{}` {why}", shown(&name)),
+                Some(SEGMENT_HELP.into()),
+            );
+            continue;
+        }
+        let Some(mut th) = cx.table(&mut val, &ctx) else {
+            continue;
+        };
+        let vault_addr = cx
+            .take_string(&mut th, "vault_addr", &ctx)
+            .and_then(|(a, s)| match check_addr(&a) {
+                Ok(()) => Some(a),
+                Err(why) => {
+                    cx.err(
+                        s,
+                        format!("`vault_addr` `{a}` {why}"),
+                        Some("e.g. `vault_addr = \"https://vault.example.internal\"`".into()),
+                    );
+                    None
+                }
+            });
+        let vault_namespace = cx.take_checked(
+            &mut th,
+            "vault_namespace",
+            &ctx,
+            check_namespace,
+            NAMESPACE_HELP,
+        );
+        let kube_context = cx.take_checked(
+            &mut th,
+            "kube_context",
+            &ctx,
+            check_context,
+            "the name of a context in your kubeconfig (`kubectl config get-contexts`)",
+        );
+        let kube_namespace = cx.take_checked(
+            &mut th,
+            "kube_namespace",
+            &ctx,
+            check_k8s_namespace,
+            K8S_NAMESPACE_HELP,
+        );
+        let overrides = match th.take("secrets") {
+            Some((_, ov)) => parse_overrides(cx, ov, &name),
+            None => BTreeMap::new(),
+        };
+        cx.finish(th, &ctx);
+        out.insert(
+            name.clone(),
+            (
+                Environment {
+                    name,
+                    vault_addr,
+                    vault_namespace,
+                    kube_context,
+                    kube_namespace,
+                    overrides: BTreeMap::new(),
+                },
+                overrides,
+            ),
+        );
+    }
+    if out.is_empty()
+        && !cx.diags[before..]
+            .iter()
+            .any(|d| d.message.contains("environment"))
+    {
+        cx.err(
+            span,
+            "`[environments]` is empty",
+            Some("add at least one, e.g. `[environments.auh1-dev]`".into()),
+        );
+    }
+    out
+}
+
+pub(super) fn parse_overrides(
+    cx: &mut Cx<'_>,
+    v: Value<'_>,
+    env: &str,
+) -> BTreeMap<String, (Span, SecretOverride)> {
+    let mut out = BTreeMap::new();
+    for (key, mut val) in cx.entries(v, &format!("`[environments.{env}.secrets]`")) {
+        let name = key.name.to_string();
+        let ctx = format!("`[environments.{env}.secrets.{}]`", shown(&name));
+        let Some(mut th) = cx.table(&mut val, &ctx) else {
+            continue;
+        };
+        let skip = cx.take_bool(&mut th, "skip", &ctx).unwrap_or(false);
+        let fields = match th.take("fields") {
+            Some((_, f)) => parse_fields(cx, f, &ctx)
+                .into_iter()
+                .map(|f| (f.name, f.generator))
+                .collect(),
+            None => BTreeMap::new(),
+        };
+        cx.finish(th, &ctx);
+        out.insert(name, (key.span, SecretOverride { skip, fields }));
+    }
+    out
+}
+
+/// A kubeconfig context name: any text (contexts are free-form, e.g. an EKS ARN), but not empty
+/// and nothing that acts on a terminal when it is shown.
+pub(super) fn check_context(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("is empty".into());
+    }
+    if let Some(c) = name.chars().find(|&c| is_unshowable(c)) {
+        return Err(format!("contains {}", describe_char(c)));
+    }
+    if name.trim() != name {
+        return Err("starts or ends with whitespace".into());
+    }
+    Ok(())
+}

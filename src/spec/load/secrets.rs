@@ -1,0 +1,328 @@
+//! The `[secrets]` section: each secret, its fields and generators, and paths another
+//! application provides.
+
+use super::*;
+
+pub(super) fn parse_secrets(
+    cx: &mut Cx<'_>,
+    v: Value<'_>,
+    key_span: Span,
+    envs: &[String],
+) -> Vec<Secret> {
+    let entries = cx.entries(v, "`[secrets]`");
+    // Sized once: a spec's secrets are held for the whole run.
+    let mut out = Vec::with_capacity(entries.len());
+    if entries.is_empty() {
+        cx.err(
+            key_span,
+            "`[secrets]` is empty",
+            Some("add at least one secret, e.g. `[secrets.API_KEY_SALT]`".into()),
+        );
+    }
+    for (key, mut val) in entries {
+        let name = key.name.to_string();
+        let ctx = format!("`[secrets.{}]`", shown(&name));
+        if let Err(why) = check_path(&name) {
+            cx.err(
+                key.span,
+                format!("secret name `{}` {why}", shown(&name)),
+                Some(SEGMENT_HELP.into()),
+            );
+        }
+        let Some(mut th) = cx.table(&mut val, &ctx) else {
+            continue;
+        };
+        let description = cx.take_string(&mut th, "description", &ctx);
+        if description.is_none() && !th.contains("description") {
+            cx.err(key.span, format!("secret `{}` has no `description`", shown(&name)), Some("people read specs: say what the secret is for, e.g. `description = \"Fernet key encrypting stored credentials\"`".into()));
+        }
+        let fixed_span = th.take("fixed").map(|(k, mut v)| {
+            let span = k.span;
+            let b = match v.take() {
+                ValueInner::Boolean(b) => Some(b),
+                other => {
+                    cx.err(
+                        v.span,
+                        format!(
+                            "`fixed` in {ctx} must be `true` or `false`, found {}",
+                            other.type_str()
+                        ),
+                        None,
+                    );
+                    None
+                }
+            };
+            (b.unwrap_or(false), span)
+        });
+        let fixed = fixed_span.is_some_and(|(b, _)| b);
+        let provided = parse_provided(cx, &mut th, &ctx, envs);
+        if let (Some(_), Some((true, span))) = (&provided, fixed_span) {
+            cx.err(
+                span,
+                format!("provided secret `{}` cannot be `fixed`", shown(&name)),
+                Some("`fixed` stops vault-seed rotating what it wrote; vault-seed never writes a provided secret at all: remove `fixed`".into()),
+            );
+        }
+        let fields = match th.take("fields") {
+            Some((fk, f)) => {
+                let declared = f.has_keys();
+                let fields = parse_fields_of(cx, f, &ctx, provided.is_some());
+                if !declared {
+                    cx.err(
+                        fk.span,
+                        format!("secret `{}` has no fields", shown(&name)),
+                        Some("e.g. `fields.password = { generator = \"hex32\" }`".into()),
+                    );
+                }
+                fields
+            }
+            None => {
+                cx.err(
+                    key.span,
+                    format!("secret `{}` has no `fields`", shown(&name)),
+                    Some("e.g. `fields.password = { generator = \"hex32\" }`".into()),
+                );
+                Vec::new()
+            }
+        };
+        cx.finish(th, &ctx);
+        let (line, col) = cx.src.line_col(key.span.start);
+        out.push(Secret {
+            name: cx.name(&name),
+            fixed,
+            fields: cx.shared(fields),
+            provided: provided.map(Arc::new),
+            location: crate::spec::Location {
+                file: Arc::clone(&cx.src.path),
+                line,
+                col,
+            },
+        });
+    }
+    out
+}
+
+pub(super) fn parse_fields(cx: &mut Cx<'_>, v: Value<'_>, secret_ctx: &str) -> Vec<Field> {
+    parse_fields_of(cx, v, secret_ctx, false)
+}
+
+/// The fields of a secret; a provided secret's fields may leave the generator out (`{}`: any
+/// non-empty text), and its generator only validates.
+pub(super) fn parse_fields_of(
+    cx: &mut Cx<'_>,
+    v: Value<'_>,
+    secret_ctx: &str,
+    provided: bool,
+) -> Vec<Field> {
+    let mut out = Vec::new();
+    for (key, val) in cx.entries(v, &format!("`fields` of {secret_ctx}")) {
+        let name = key.name.to_string();
+        if let Err(why) = check_segment(&name) {
+            cx.err(
+                key.span,
+                format!("field name `{}` {why}", shown(&name)),
+                Some(SEGMENT_HELP.into()),
+            );
+            continue;
+        }
+        let ctx = format!("field `{name}` of {secret_ctx}");
+        let span = val.span;
+        let generator = if provided && val.as_table().is_some_and(|t| t.is_empty()) {
+            Some(crate::generate::Generator::Any)
+        } else {
+            parse_generator(cx, val, &ctx)
+        };
+        if let Some(generator) = generator {
+            if provided && generator.is_placeholder() {
+                cx.err(
+                    span,
+                    format!("{ctx} is provided by another application: a placeholder cannot validate it"),
+                    Some("a placeholder accepts any value but its marker; give a generator that checks the value's format, or `{}` to accept any non-empty text".into()),
+                );
+                continue;
+            }
+            out.push(Field { name, generator });
+        }
+    }
+    out
+}
+
+/// `provided_by`, `push_secret`, `mount`, `path` of a secret: a provided secret, or `None`. The
+/// last three without `provided_by` are problems: a secret vault-seed seeds lives under
+/// `[vault]`.
+pub(super) fn parse_provided(
+    cx: &mut Cx<'_>,
+    th: &mut TableHelper<'_>,
+    ctx: &str,
+    envs: &[String],
+) -> Option<Provided> {
+    // Present but invalid still makes the secret provided: its other keys are not misreported.
+    let has_by = th.contains("provided_by");
+    let by = cx.take_checked(
+        th,
+        "provided_by",
+        ctx,
+        check_words,
+        "name the provider in words, e.g. `provided_by = \"ask-db: CNPG password pushed by PushSecret core-service-db-password\"`",
+    );
+    let push_secret = cx.take_string(th, "push_secret", ctx).and_then(|(p, span)| {
+        match check_push_secret(&p) {
+            Ok(()) => p
+                .split_once('/')
+                .map(|(n, m)| ((n.to_string(), m.to_string()), span)),
+            Err(why) => {
+                cx.err(
+                    span,
+                    format!("`push_secret` `{}` {why}", shown(&p)),
+                    Some("the provider's PushSecret as `NAMESPACE/NAME`, e.g. `push_secret = \"ask/core-service-db-password\"`".into()),
+                );
+                None
+            }
+        }
+    });
+    let mount = cx.take_string(th, "mount", ctx);
+    let path = cx.take_string(th, "path", ctx);
+    if !has_by {
+        for (key, span) in [
+            ("push_secret", push_secret.as_ref().map(|p| p.1)),
+            ("mount", mount.as_ref().map(|m| m.1)),
+            ("path", path.as_ref().map(|p| p.1)),
+        ] {
+            if let Some(span) = span {
+                cx.err(
+                    span,
+                    format!("`{key}` in {ctx} is for a secret another application provides"),
+                    Some("add `provided_by = \"<the provider, in words>\"`; a secret vault-seed seeds lives under `[vault]`".into()),
+                );
+            }
+        }
+        return None;
+    }
+    let mut mount_ok = None;
+    if let Some((m, span)) = mount {
+        if let Err(why) = check_path(&m) {
+            cx.err(
+                span,
+                format!("mount `{}` {why}", shown(&m)),
+                Some("write the mount without slashes, e.g. `mount = \"secret\"`".into()),
+            );
+        } else if let Err((why, help)) = check_kv_mount(&m) {
+            cx.err(span, format!("mount `{m}` {why}"), Some(help));
+        } else {
+            mount_ok = Some(m);
+        }
+    }
+    let mut path_ok = None;
+    if let Some((p, span)) = path {
+        let leftover = p.replace(ENV_PLACEHOLDER, "");
+        if let Err(why) = check_path(&p.replace(ENV_PLACEHOLDER, "env")) {
+            cx.err(
+                span,
+                format!("path `{}` {why}", shown(&p)),
+                Some(format!("the provided secret's full path under the mount, e.g. `path = \"ask/postgresql/{ENV_PLACEHOLDER}/core-service-db-password\"`; {SEGMENT_HELP}")),
+            );
+        } else if leftover.contains('{') || leftover.contains('}') {
+            cx.err(
+                span,
+                format!("path `{}` has an unknown placeholder", shown(&p)),
+                Some(format!("only `{ENV_PLACEHOLDER}` is replaced")),
+            );
+        } else {
+            let before = cx.diags.len();
+            check_kv_endpoint_folder(cx, &p, span, envs.iter());
+            if cx.diags.len() == before {
+                path_ok = Some(p);
+            }
+        }
+    }
+    Some(Provided {
+        // An invalid `provided_by` was reported; the spec is not used.
+        by: by.unwrap_or_default(),
+        push_secret: push_secret.map(|p| p.0),
+        mount: mount_ok,
+        path: path_ok,
+    })
+}
+
+/// Words for people (`provided_by`): not empty, nothing that acts on a terminal.
+pub(super) fn check_words(s: &str) -> Result<(), String> {
+    check_context(s)
+}
+
+/// `NAMESPACE/NAME` of a Kubernetes object.
+pub(super) fn check_push_secret(s: &str) -> Result<(), String> {
+    let Some((ns, name)) = s.split_once('/') else {
+        return Err("is not `NAMESPACE/NAME`".into());
+    };
+    check_k8s_namespace(ns)?;
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "has `{}`, which is not a valid Kubernetes name",
+            shown(name)
+        )),
+    }
+}
+
+pub(super) fn parse_generator(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> Option<Generator> {
+    let span = v.span;
+    if let Some(s) = v.as_str() {
+        cx.err(
+            span,
+            format!("{ctx} must be a table, not a string"),
+            Some(format!("write `{{ generator = \"{}\" }}`", shown(s))),
+        );
+        return None;
+    }
+    let mut th = cx.table(&mut v, ctx)?;
+    let gen = cx.take_string(&mut th, "generator", ctx);
+    let bytes = cx.take_int(&mut th, "bytes", ctx);
+    let length = cx.take_int(&mut th, "length", ctx);
+    let classes = cx.take_strings(&mut th, "classes", ctx);
+    let marker = cx.take_string(&mut th, "marker", ctx);
+    if gen.is_none() && !th.contains("generator") {
+        cx.err(
+            span,
+            format!("{ctx} has no `generator`"),
+            Some(format!("one of {}", backticked(GENERATOR_NAMES))),
+        );
+    }
+    cx.finish(th, ctx);
+    let (name, gspan) = gen?;
+    let class_names: Option<Vec<String>> = classes
+        .as_ref()
+        .map(|c| c.iter().map(|(n, _)| n.clone()).collect());
+    let params = Params {
+        name: &name,
+        bytes: bytes.map(|b| b.0),
+        length: length.map(|l| l.0),
+        classes: class_names.as_deref(),
+        marker: marker.as_ref().map(|m| m.0.as_str()),
+    };
+    match Generator::from_params(&params, Syntax::Spec) {
+        Ok(g) => Some(g),
+        Err(errors) => {
+            for e in errors {
+                let at = match e.param {
+                    Param::Generator => gspan,
+                    Param::Bytes => bytes.map_or(span, |b| b.1),
+                    Param::Length => length.map_or(span, |l| l.1),
+                    Param::Classes(i) => classes
+                        .as_ref()
+                        .and_then(|c| c.get(i))
+                        .map_or(span, |c| c.1),
+                    Param::Marker => marker.as_ref().map_or(span, |m| m.1),
+                };
+                cx.err(at, e.message, Some(e.help));
+            }
+            None
+        }
+    }
+}
