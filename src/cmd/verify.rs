@@ -20,7 +20,7 @@ use super::session::Session;
 use super::Failure;
 
 pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Failure> {
-    let req = request(g, args)?;
+    let req = request(args)?;
     let mut set = super::load_specs(g)?;
     let mut plan = set.plan_without_secrets(&args.env, &[])?;
     if req.parts.contains(&PartName::Argocd) && !verify::argocd::configured(&plan) {
@@ -105,7 +105,7 @@ fn policy_reads(plan: &crate::spec::EnvPlan<'_>) -> usize {
 }
 
 /// The arguments as a request; a usage error when they do not fit together (exit 2).
-fn request(g: &GlobalArgs, args: &VerifyArgs) -> Result<Request, Failure> {
+fn request(args: &VerifyArgs) -> Result<Request, Failure> {
     let parts = args
         .only
         .iter()
@@ -129,7 +129,6 @@ fn request(g: &GlobalArgs, args: &VerifyArgs) -> Result<Request, Failure> {
         eso_token: None,
         concurrency: usize::from(args.concurrency),
         skip_target_secrets: args.skip_target_secrets,
-        lists_valid: g.output == Format::Json,
     };
     if args.force_sync && !req.wants(PartName::Kube) {
         return Err(Failure::usage("--force-sync needs the Kubernetes part")

@@ -99,9 +99,6 @@ pub struct Request {
     pub concurrency: usize,
     /// Read no target Secret (`--skip-target-secrets`): their keys go unchecked.
     pub skip_target_secrets: bool,
-    /// The report lists every field, valid ones too (`-o json`); the text report shows only
-    /// those not valid.
-    pub lists_valid: bool,
 }
 
 impl Request {
@@ -111,16 +108,11 @@ impl Request {
             && !(matches!(part, PartName::Kube | PartName::Argocd) && self.skip_kube)
     }
 
-    /// What reading the values keeps of each path: the one place that decides it. Every path,
-    /// with its version and `created_time`, when the report lists every field (JSON) or the
-    /// cluster part looks paths' facts up; else (the text report) only the paths with a field
-    /// not `valid`, and the counts.
+    /// What reading the values keeps of each path: every path, with its version and
+    /// `created_time`. How the report shows them (every field in JSON, the fields not valid in
+    /// text) is the report's business, not the check's.
     pub fn keep(&self) -> Keep {
-        if self.lists_valid || self.wants(PartName::Kube) {
-            Keep::All
-        } else {
-            Keep::NotValid
-        }
+        Keep::All
     }
 }
 
