@@ -109,7 +109,7 @@ impl Failure {
                 f.problems = diags.into_iter().map(Problem::Spec).collect();
                 f
             }
-            e => Failure::usage(e.to_string()).maybe_help(help.map(str::to_string)),
+            e => Failure::usage(e.to_string()).maybe_help(help),
         }
     }
 
@@ -188,7 +188,7 @@ impl From<Vec<ParamError>> for Failure {
 impl From<crate::order::LoadError> for Failure {
     /// Exit 2: a manifest cannot be read.
     fn from(e: crate::order::LoadError) -> Failure {
-        Failure::usage(e.to_string()).help(e.help())
+        Failure::usage(e.to_string()).maybe_help(e.help())
     }
 }
 

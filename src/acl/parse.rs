@@ -104,7 +104,12 @@ pub enum PolicyError {
 
 impl PolicyError {
     /// What the user can do about it, for the `help:` line.
-    pub fn help(&self) -> &'static str {
+    pub fn help(&self) -> Option<String> {
+        Some(self.advice().to_string())
+    }
+
+    /// The advice, as written.
+    fn advice(&self) -> &'static str {
         match self {
             PolicyError::Syntax { .. } | PolicyError::MalformedPath { .. } => {
                 "a policy is `path \"<path>\" { capabilities = [\"read\"] }` blocks in HCL, or `{\"path\": {\"<path>\": {\"capabilities\": [\"read\"]}}}` in JSON; `bao policy fmt` shows where it is wrong"
@@ -1048,7 +1053,7 @@ path "secret/data/x" { capabilities = ["read"] required_parameters = ["x"] max_w
         assert!(e
             .to_string()
             .starts_with("policy `broken` cannot be parsed as HCL: "));
-        assert!(!e.help().is_empty());
+        assert!(!e.help().unwrap_or_default().is_empty());
 
         let e = parse("j", "{\"path\": [").unwrap_err();
         assert!(
@@ -1186,7 +1191,10 @@ path "secret/data/x" { capabilities = ["read"] required_parameters = ["x"] max_w
                 e.to_string(),
                 format!("policy `eso-ask-push` nests deeper than 64 levels at line {line}")
             );
-            assert!(e.help().contains("bao policy read"), "{what}");
+            assert!(
+                e.help().unwrap_or_default().contains("bao policy read"),
+                "{what}"
+            );
         }
     }
 

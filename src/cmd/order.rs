@@ -19,7 +19,7 @@ impl From<&LoadError> for Bad {
     fn from(e: &LoadError) -> Bad {
         Bad {
             error: e.to_string(),
-            help: e.help().to_string(),
+            help: e.help().unwrap_or_default(),
         }
     }
 }

@@ -159,7 +159,12 @@ pub enum LoadError {
 
 impl LoadError {
     /// What to do about it.
-    pub fn help(&self) -> &'static str {
+    pub fn help(&self) -> Option<String> {
+        Some(self.advice().to_string())
+    }
+
+    /// The advice, as written.
+    fn advice(&self) -> &'static str {
         match self {
             LoadError::Read { .. } | LoadError::EmptyDir { .. } => {
                 "pass a YAML file, a directory of them, or `-` for stdin (e.g. the output of `helm template` or `argocd app manifests NAME`)"

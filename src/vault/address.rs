@@ -48,7 +48,12 @@ pub enum AddressError {
 
 impl AddressError {
     /// What to do about it.
-    pub fn help(&self) -> &'static str {
+    pub fn help(&self) -> Option<String> {
+        Some(self.advice().to_string())
+    }
+
+    /// The advice, as written.
+    fn advice(&self) -> &'static str {
         match self {
             AddressError::PlainHttp(_) => {
                 "use an https:// address, or pass --insecure-http if this network is trusted"

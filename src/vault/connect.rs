@@ -183,13 +183,17 @@ impl Settings {
             // The host as parsed, which is where the token would go.
             address::AddressError::PlainHttp(host) => config_err(
                 format!("refusing to send the Vault token over plain http:// to `{host}`"),
-                e.help(),
+                e.help().unwrap_or_default(),
             ),
             // Not echoed: the text may hold a user name and password.
-            address::AddressError::Userinfo => {
-                config_err(format!("the Vault address {e}"), e.help())
-            }
-            _ => config_err(format!("the Vault address `{}` {e}", addr.trim()), e.help()),
+            address::AddressError::Userinfo => config_err(
+                format!("the Vault address {e}"),
+                e.help().unwrap_or_default(),
+            ),
+            _ => config_err(
+                format!("the Vault address `{}` {e}", addr.trim()),
+                e.help().unwrap_or_default(),
+            ),
         })?;
 
         let ca_cert = args

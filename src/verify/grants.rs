@@ -237,7 +237,7 @@ enum GrantFinding {
     /// No spec names a policy or an auth role for the operator, though it has paths to read.
     NothingNamed { who: Operator },
     /// A policy nested too deep to parse (the parser's error, and what to do about it).
-    TooDeep { error: String, help: &'static str },
+    TooDeep { error: String, help: String },
     /// A policy named does not exist.
     PolicyMissing { policy: String },
     /// An auth role named does not exist.
@@ -247,7 +247,7 @@ enum GrantFinding {
     Undecidable {
         who: Operator,
         templated: bool,
-        too_deep: Option<&'static str>,
+        too_deep: Option<String>,
     },
     /// Its policies include `root`.
     Root { who: Operator },
@@ -359,7 +359,7 @@ impl GrantFinding {
             return None;
         };
         Some(match (too_deep, who, templated) {
-            (Some(help), _, _) => help.to_string(),
+            (Some(help), _, _) => help.clone(),
             (None, Operator::Eso, true) => {
                 "pass --eso-token-file with ESO's own token (a templated rule needs ESO's identity)"
                     .to_string()
@@ -501,7 +501,7 @@ async fn read_policies(
                 Err(e @ acl::PolicyError::TooDeep { .. }) => {
                     found.push(GrantFinding::TooDeep {
                         error: e.to_string(),
-                        help: e.help(),
+                        help: e.help().unwrap_or_default(),
                     });
                     unreadable = true;
                 }
@@ -560,7 +560,7 @@ async fn ask_server(
     let own = own_policies.into_iter().collect();
     found.push(GrantFinding::NotTheOperatorsToken { who, own });
     let too_deep = found.iter().rev().find_map(|f| match f {
-        GrantFinding::TooDeep { help, .. } => Some(*help),
+        GrantFinding::TooDeep { help, .. } => Some(help.clone()),
         _ => None,
     });
     found.push(GrantFinding::Undecidable {
@@ -805,7 +805,7 @@ mod tests {
         let deep = GrantFinding::Undecidable {
             who: Operator::Eso,
             templated: true,
-            too_deep: Some("write it flat"),
+            too_deep: Some("write it flat".into()),
         };
         assert_eq!(deep.help().as_deref(), Some("write it flat"));
     }

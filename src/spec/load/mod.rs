@@ -62,7 +62,12 @@ pub enum LoadError {
 
 impl LoadError {
     /// What the user can do about it; `None` for invalid specs, whose every problem says it.
-    pub fn help(&self) -> Option<&'static str> {
+    pub fn help(&self) -> Option<String> {
+        self.advice().map(str::to_string)
+    }
+
+    /// The advice, as written.
+    fn advice(&self) -> Option<&'static str> {
         match self {
             LoadError::Dir { .. } => {
                 Some("run from the repository that holds `secret-specs/`, or pass `--specs DIR`")
