@@ -115,8 +115,7 @@ impl fmt::Display for Capability {
 }
 
 /// A set of capabilities, in HCL order: one bit each, so that the few sets every checked path
-/// holds (required, granted, missing) cost nothing on the heap (as `BTreeSet`s, a node each:
-/// about 100 bytes a path, 20 MB at 100,000 paths). Its methods are `BTreeSet`'s.
+/// holds (required, granted, missing) cost nothing on the heap. Its methods are `BTreeSet`'s.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Capabilities(u16);
 
@@ -253,8 +252,7 @@ pub struct Rule {
     /// The capabilities it grants; only `deny` when it denies (Vault drops the others).
     pub capabilities: Capabilities,
     /// What OpenBao checks on each request besides the capabilities; `None` when there is
-    /// nothing to check (nearly every rule: boxed and absent, a rule costs 40 bytes, not 176;
-    /// see [`Rule::constraints`]).
+    /// nothing to check (nearly every rule, so it is boxed; see [`Rule::constraints`]).
     #[serde(skip)]
     pub constraints: Option<Box<Constraints>>,
     /// The pattern holds identity templating (`{{identity.entity.id}}`): what it matches depends

@@ -27,7 +27,7 @@ pub struct SpecSet {
 }
 
 /// One application's spec (one file). The descriptions (`description`) are for people reading
-/// the file: checked, not kept (at 100,000 paths they were megabytes nothing read).
+/// the file: checked, not kept (nothing reads them).
 #[derive(Debug, Clone)]
 pub struct Spec {
     /// The file it came from.
@@ -39,8 +39,7 @@ pub struct Spec {
     /// The environments it may be applied to, by name.
     pub environments: Environments,
     /// How External Secrets Operator consumes the secrets; shared by the specs whose `[eso]` is
-    /// the same (a platform's applications repeat it: at 100,000 paths in 16,667 files, one
-    /// where there were 16,667 of 152 bytes and six strings each).
+    /// the same (a platform's applications repeat it).
     pub eso: Arc<Eso>,
     /// How the Vault Secrets Operator consumes them (`[vso]`); `None` when the spec has no
     /// such section.
@@ -63,10 +62,8 @@ pub struct VaultTarget {
     pub kv_version: Option<KvVersion>,
 }
 
-/// A spec's environments, sorted by name: a list, not a map (a map's smallest node was most
-/// of what a one-environment spec held: 6 MB at 100,000 paths in 16,667 files). Shared by the
-/// specs whose environments are the same (a platform's applications repeat them: at 100,000
-/// paths, one list where there were 16,667 of 144 bytes and two strings each).
+/// A spec's environments, sorted by name: a list, not a map (there are one or a few). Shared by
+/// the specs whose environments are the same (a platform's applications repeat them).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Environments(Arc<[Environment]>);
 
@@ -262,8 +259,7 @@ impl Default for EsoAccess {
 }
 
 /// What every target of one spec shares: one allocation per spec, pointed to by each of its
-/// targets (three `Arc`s and the KV version copied into each target were 50 of its 120 bytes:
-/// 5 MB at 100,000 paths).
+/// targets instead of a copy in each.
 #[derive(Debug)]
 pub struct Origin {
     /// The spec file.
@@ -305,8 +301,8 @@ impl Origin {
 pub struct Target {
     /// What it shares with the other targets of its spec.
     origin: Arc<Origin>,
-    /// The path under the mount (`ask/core-service/auh1-dev/ZITADEL_MASTERKEY`); a `Box<str>`,
-    /// not a `String`: it never grows, and a capacity would be 8 more bytes per target.
+    /// The path under the mount (`ask/core-service/auh1-dev/ZITADEL_MASTERKEY`); a `Box<str>`:
+    /// it never grows.
     pub path: Box<str>,
     /// The secret's name in the spec.
     pub name: Arc<str>,
@@ -479,9 +475,8 @@ pub struct EnvPlan<'a> {
 impl EnvPlan<'_> {
     /// The targets of each spec, one entry per spec of `specs` in its order. A plan that
     /// [`SpecSet`] made holds each spec's targets together and in the order of its specs: they
-    /// are taken as they lie, in one pass (a map of references to them was 2.4 MB at 100,000
-    /// paths). A plan put together otherwise has them gathered by spec file, also in one pass (a
-    /// filter per spec would be quadratic: `policy` at 50,000 paths in 8,000 files took 83 s).
+    /// are taken as they lie, in one pass. A plan put together otherwise has them gathered by
+    /// spec file, also in one pass (a filter per spec would be quadratic in the specs).
     pub fn targets_by_spec(&self) -> Vec<SpecTargets<'_>> {
         let mut runs = Vec::with_capacity(self.specs.len());
         let mut at = 0;
