@@ -104,8 +104,7 @@ impl Builder {
             uses: r.uses.iter().fold(0, |bits, u| bits | use_bit(*u)),
         };
         // A target's read and push of one data path come one after the other: merged at once,
-        // as [`Builder::finish`] would merge them (at 100,000 paths, 100,000 entries fewer to
-        // hold and sort).
+        // as [`Builder::finish`] would merge them (an entry fewer to hold and sort per target).
         match self.entries.last_mut() {
             Some(last) if (last.folder, last.name) == (entry.folder, entry.name) => {
                 merge(last, &entry)

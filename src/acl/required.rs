@@ -86,8 +86,8 @@ pub fn requirements(
     plan: &EnvPlan<'_>,
     detected: &dyn Fn(&str) -> Option<KvVersion>,
 ) -> Vec<Requirement> {
-    // Every need as it comes, then merged by path ([`merged`]): a map by path held each path
-    // twice (its key and the requirement's), at 100,000 paths the most `policy` held.
+    // Every need as it comes, then merged by path ([`merged`]): a map by path would hold each
+    // path twice (its key and the requirement's).
     let mut all: Vec<Requirement> = Vec::new();
     each_need(plan, detected, &mut |n| {
         // A target's read and push of one data path come one after the other: merged at once

@@ -41,8 +41,8 @@ fn applications(apps: &[String]) -> String {
 }
 
 impl Report for PolicyReport {
-    /// Written to stdout as it is made ([`super::Body::Stream`]): at 100,000 paths the policy
-    /// is megabytes of HCL, and its JSON more.
+    /// Written to stdout as it is made ([`super::Body::Stream`]): for many paths the policy is
+    /// large, and its JSON larger.
     fn render(&self, view: &View) -> Rendered<'_> {
         if view.format == Format::Json {
             let hcl = render_hcl(&self.rules);

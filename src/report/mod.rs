@@ -341,7 +341,7 @@ pub fn json_to<T: Serialize>(value: &T, out: &mut dyn Write) -> std::io::Result<
 }
 
 /// A JSON document and a newline; characters a terminal would act on are escaped
-/// ([`text::SafeJson`]).
+/// ([`crate::text::SafeJson`]).
 pub fn json<T: Serialize>(value: &T) -> Vec<u8> {
     let mut out = Vec::new();
     // Our documents are maps of strings, numbers and lists: serialising them cannot fail.

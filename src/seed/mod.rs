@@ -114,8 +114,8 @@ pub async fn run<E>(
 /// less those the gate's own requests open (the token check's and one per mount detection, all
 /// out at the same time). `apply`, `plan` and `verify` open them ([`Vault::warm_connection`]).
 pub fn connections_ahead(targets: &[Target], concurrency: usize) -> usize {
-    // Inserted one by one: collected, the set is sized for every target (2.2 MB at 100,000
-    // paths, for the one or two mounts there are).
+    // Inserted one by one: collected, the set would be sized for every target, for the one or
+    // two mounts there are.
     let mut mounts: HashSet<&str> = HashSet::new();
     for t in targets {
         mounts.insert(t.mount());
@@ -443,8 +443,8 @@ fn listing_of(r: ListResult, denied: &mut Denied) -> Listing {
 /// One LIST per folder of `targets` on a mount of `mounts`, concurrently: for each target,
 /// whether its folder was listed and lacks it (then it is absent, known without a request). A
 /// denied or failed LIST falls back to reading each path of its folder. Each listing is looked
-/// at as it comes and dropped: every folder's names held until all were listed was about 12 MB
-/// at 100,000 paths, `verify`'s heap peak.
+/// at as it comes and dropped: every folder's names held until all were listed would grow with
+/// the paths.
 async fn discover(
     vault: &Vault,
     mounts: &HashMap<String, KvMount>,

@@ -547,8 +547,8 @@ impl SpecSet {
 
     /// [`SpecSet::plan`] for a command that needs the specs' settings but not their secrets once
     /// the targets are made (`verify`): each spec's secrets are dropped as its targets are made
-    /// (the targets say all they did; at 100,000 paths the secrets were 8 MB held through the
-    /// run beside them). The specs are left without secrets: this is the set's last plan.
+    /// (the targets say all they did, and the secrets would be held through the run beside
+    /// them). The specs are left without secrets: this is the set's last plan.
     pub fn plan_without_secrets(
         &mut self,
         env: &str,
@@ -627,7 +627,7 @@ impl SpecSet {
             .map(|(f, a, _)| (&**f, a.as_deref()))
             .collect();
         let shared_names = narrowed(env, &files, &mut targets, only, || known)?;
-        // Only with `--only` (a set sized for every target is 2.2 MB at 100,000 paths).
+        // Only with `--only`: without it the set would be sized for every target, for nothing.
         let kept: HashSet<&Path> = if only.is_empty() {
             HashSet::new()
         } else {
@@ -721,8 +721,7 @@ fn narrowed(
         .with_help("give every spec the same `vault_addr` for one environment, or apply them one at a time with `--only FILE`")));
     }
     // Each name once as it repeats, then owned: collected straight into the set, every repeat
-    // was a `String` first (at 100,000 paths in 16,667 copies of six names, 100,000 of them and a
-    // sort's buffer: 10 MB made and freed at the start of every run, where the allocator kept it).
+    // would be a `String` first, made and freed for nothing.
     let mut seen = HashSet::new();
     let mut shared: BTreeSet<&str> = BTreeSet::new();
     for t in targets.iter() {

@@ -458,8 +458,8 @@ impl Vault {
         if announced.is_some_and(|n| n > MAX_BODY as u64) {
             return Err(too_large());
         }
-        // The announced length at once (at most `MAX_BODY`): grown by doubling, a 3 MB policy
-        // took 4 MB and, while it grew, the old copy too.
+        // The announced length at once (at most `MAX_BODY`): grown by doubling, a large answer
+        // would take up to twice its size and, while it grew, the old copy too.
         let mut body = Vec::with_capacity(announced.map_or(0, |n| n as usize));
         while let Some(chunk) = response
             .chunk()
