@@ -32,9 +32,8 @@ pub fn read_small(path: &Path, cap: u64) -> Result<Zeroizing<Vec<u8>>, SmallFile
         .read(true)
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
         .open(path)?;
-    let kind = file.metadata()?.file_type();
-    if !kind.is_file() {
-        return Err(SmallFileError::NotRegular(describe(kind)));
+    if let Some(what) = not_regular(file.metadata()?.file_type()) {
+        return Err(SmallFileError::NotRegular(what));
     }
     let mut bytes = Zeroizing::new(Vec::new());
     file.take(cap + 1).read_to_end(&mut bytes)?;
@@ -44,8 +43,12 @@ pub fn read_small(path: &Path, cap: u64) -> Result<Zeroizing<Vec<u8>>, SmallFile
     Ok(bytes)
 }
 
-fn describe(kind: FileType) -> &'static str {
-    if kind.is_dir() {
+/// What a file that is not a regular file is, in words (`a FIFO (named pipe)`); `None` for a
+/// regular file.
+pub fn not_regular(kind: FileType) -> Option<&'static str> {
+    Some(if kind.is_file() {
+        return None;
+    } else if kind.is_dir() {
         "a directory"
     } else if kind.is_fifo() {
         "a FIFO (named pipe)"
@@ -57,7 +60,7 @@ fn describe(kind: FileType) -> &'static str {
         "a block device"
     } else {
         "not a file"
-    }
+    })
 }
 
 #[cfg(test)]

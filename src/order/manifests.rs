@@ -276,25 +276,13 @@ fn files(path: &Path) -> Result<Vec<PathBuf>, LoadError> {
 
 /// Refuse what is not a regular file, naming what it is.
 fn regular(shown: &str, meta: &std::fs::Metadata) -> Result<(), LoadError> {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    let what = if t.is_file() {
-        return Ok(());
-    } else if t.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else {
-        "not a file"
-    };
-    Err(LoadError::NotRegular {
-        path: shown.to_string(),
-        what,
-    })
+    match crate::files::not_regular(meta.file_type()) {
+        None => Ok(()),
+        Some(what) => Err(LoadError::NotRegular {
+            path: shown.to_string(),
+            what,
+        }),
+    }
 }
 
 /// Open a file that was a regular file when listed. With O_NONBLOCK, a FIFO put in its place

@@ -1020,6 +1020,53 @@ fn wait_bounded(child: std::process::Child) -> Output {
         })
 }
 
+/// A run's stderr, read line by line on a thread of its own: a test waits for a line that says
+/// the run got where the test wants it, then takes the whole of it once the run has ended.
+struct Stderr(std::sync::mpsc::Receiver<Option<String>>);
+
+impl Stderr {
+    fn watch(child: &mut std::process::Child, cue: &'static str) -> Stderr {
+        let stderr = child.stderr.take().unwrap();
+        let (said, reading) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut lines = Vec::new();
+            for line in std::io::BufReader::new(stderr).lines() {
+                let line = line.unwrap_or_default();
+                if line.contains(cue) {
+                    let _ = said.send(None);
+                }
+                lines.push(line);
+            }
+            let _ = said.send(Some(lines.join("\n")));
+        });
+        Stderr(reading)
+    }
+
+    /// Wait (a minute at most) for the cue; fail with `otherwise` if the run ended first.
+    fn wait_for_it(&self, otherwise: &str) {
+        let first = self
+            .0
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap();
+        assert!(first.is_none(), "{otherwise}: {first:?}");
+    }
+
+    /// Everything the run wrote to stderr, once it has ended.
+    fn all(&self) -> String {
+        loop {
+            match self
+                .0
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .unwrap()
+            {
+                Some(all) => return all,
+                None => continue,
+            }
+        }
+    }
+}
+
 const STOP_SIGNALS: [(&str, i32); 3] = [("TERM", 143), ("INT", 130), ("HUP", 129)];
 
 /// Every command that logs in, stopped by each stop signal while a request after its login is
@@ -1130,35 +1177,11 @@ fn a_stop_signal_while_a_command_waits_revokes_its_login_token() {
             .args(["set", "auh1-dev", "IAM_SERVICE__PAT", "--force"])
             .spawn();
         let stdin = child.stdin.take();
-        let stderr = child.stderr.take().unwrap();
-        let (said, reading) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            let mut lines = Vec::new();
-            for line in std::io::BufReader::new(stderr).lines() {
-                let line = line.unwrap_or_default();
-                if line.contains("from stdin") {
-                    let _ = said.send(None);
-                }
-                lines.push(line);
-            }
-            let _ = said.send(Some(lines.join("\n")));
-        });
-        let first = reading
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .unwrap();
-        assert!(first.is_none(), "set ended before reading stdin: {first:?}");
+        let stderr = Stderr::watch(&mut child, "from stdin");
+        stderr.wait_for_it("set ended before reading stdin");
         kill(child.id(), signal);
         let out = wait_bounded(child);
-        let err = loop {
-            match reading
-                .recv_timeout(std::time::Duration::from_secs(10))
-                .unwrap()
-            {
-                Some(all) => break all,
-                None => continue,
-            }
-        };
+        let err = stderr.all();
         drop(stdin);
         assert_eq!(accessors(&bao), before, "set {signal}: {err}");
         assert_eq!(out.status.code(), Some(code), "set {signal}: {err}");
@@ -1205,35 +1228,11 @@ fn a_stop_signal_while_verify_waits_for_the_cluster_revokes_its_login_token() {
             .arg("--kubeconfig")
             .arg(kube.kubeconfig())
             .spawn();
-        let stderr = child.stderr.take().unwrap();
-        let (said, reading) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            let mut lines = Vec::new();
-            for line in std::io::BufReader::new(stderr).lines() {
-                let line = line.unwrap_or_default();
-                if line.contains("waiting") {
-                    let _ = said.send(None);
-                }
-                lines.push(line);
-            }
-            let _ = said.send(Some(lines.join("\n")));
-        });
-        let first = reading
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .unwrap();
-        assert!(first.is_none(), "verify did not wait: {first:?}");
+        let stderr = Stderr::watch(&mut child, "waiting");
+        stderr.wait_for_it("verify did not wait");
         kill(child.id(), signal);
         let out = wait_bounded(child);
-        let err = loop {
-            match reading
-                .recv_timeout(std::time::Duration::from_secs(10))
-                .unwrap()
-            {
-                Some(all) => break all,
-                None => continue,
-            }
-        };
+        let err = stderr.all();
         assert_eq!(accessors(&bao), before, "verify {signal}: {err}");
         assert_eq!(out.status.code(), Some(code), "verify {signal}: {err}");
     }
