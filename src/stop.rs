@@ -136,13 +136,18 @@ fn watch() {
     });
 }
 
+/// The watcher's own runtime: signals need its I/O driver, nothing else.
+fn watcher_runtime() -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .ok()
+}
+
 #[cfg(unix)]
 fn watcher(ready: std::sync::mpsc::Sender<()>) {
     use tokio::signal::unix::{signal, SignalKind};
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-    else {
+    let Some(runtime) = watcher_runtime() else {
         return;
     };
     runtime.block_on(async move {
@@ -167,10 +172,7 @@ fn watcher(ready: std::sync::mpsc::Sender<()>) {
 
 #[cfg(not(unix))]
 fn watcher(ready: std::sync::mpsc::Sender<()>) {
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-    else {
+    let Some(runtime) = watcher_runtime() else {
         return;
     };
     runtime.block_on(async move {

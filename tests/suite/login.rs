@@ -1075,18 +1075,8 @@ const STOP_SIGNALS: [(&str, i32); 3] = [("TERM", 143), ("INT", 130), ("HUP", 129
 #[test]
 fn a_stop_signal_revokes_the_login_token_of_every_command_that_logs_in() {
     let bao = OpenBao::dev();
-    let (role_id, secret_id) = approle(&bao, None, "approle");
-    let dir = tempfile::tempdir().unwrap();
-    let role_file = write(dir.path(), "role-id", &role_id);
-    let secret_file = write(dir.path(), "secret-id", &secret_id);
-    let login = |addr: &str| {
-        Run::home(dir.path())
-            .addr(addr)
-            .real_specs()
-            .env("VAULT_SEED_AUTH", "approle")
-            .env("VAULT_SEED_ROLE_ID_FILE", &role_file)
-            .env("VAULT_SEED_SECRET_ID_FILE", &secret_file)
-    };
+    let approle = AppRoleLogin::new(&bao);
+    let login = |addr: &str| approle.run(addr);
     // The values are there, so that set and rotate get as far as they go.
     login(&bao.addr)
         .args(["apply", "auh1-dev"])
@@ -1133,18 +1123,8 @@ fn a_stop_signal_revokes_the_login_token_of_every_command_that_logs_in() {
 #[test]
 fn a_stop_signal_while_a_command_waits_revokes_its_login_token() {
     let bao = OpenBao::dev();
-    let (role_id, secret_id) = approle(&bao, None, "approle");
-    let dir = tempfile::tempdir().unwrap();
-    let role_file = write(dir.path(), "role-id", &role_id);
-    let secret_file = write(dir.path(), "secret-id", &secret_id);
-    let login = |addr: &str| {
-        Run::home(dir.path())
-            .addr(addr)
-            .real_specs()
-            .env("VAULT_SEED_AUTH", "approle")
-            .env("VAULT_SEED_ROLE_ID_FILE", &role_file)
-            .env("VAULT_SEED_SECRET_ID_FILE", &secret_file)
-    };
+    let approle = AppRoleLogin::new(&bao);
+    let login = |addr: &str| approle.run(addr);
     for (signal, code) in STOP_SIGNALS {
         // apply, held at its first write: it finishes what is in flight and ends with exit 1.
         // Each round starts from an empty folder, so that apply has writes to make.
@@ -1207,10 +1187,7 @@ fn wipe(bao: &OpenBao) {
 #[test]
 fn a_stop_signal_while_verify_waits_for_the_cluster_revokes_its_login_token() {
     let bao = OpenBao::dev();
-    let (role_id, secret_id) = approle(&bao, None, "approle");
-    let dir = tempfile::tempdir().unwrap();
-    let role_file = write(dir.path(), "role-id", &role_id);
-    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    let approle = AppRoleLogin::new(&bao);
     let kube = FakeKube::start();
     kube.put(fake_kube::real_spec_store());
     for name in ["core-service-secret", "zitadel-secret"] {
@@ -1218,12 +1195,8 @@ fn a_stop_signal_while_verify_waits_for_the_cluster_revokes_its_login_token() {
     }
     for (signal, code) in STOP_SIGNALS {
         let before = accessors(&bao);
-        let mut child = Run::home(dir.path())
-            .addr(&bao.addr)
-            .real_specs()
-            .env("VAULT_SEED_AUTH", "approle")
-            .env("VAULT_SEED_ROLE_ID_FILE", &role_file)
-            .env("VAULT_SEED_SECRET_ID_FILE", &secret_file)
+        let mut child = approle
+            .run(&bao.addr)
             .args(["verify", "auh1-dev", "--only", "kube", "--wait", "60s"])
             .arg("--kubeconfig")
             .arg(kube.kubeconfig())
@@ -1336,14 +1309,35 @@ impl Drop for Rewriting {
     }
 }
 
-/// An approle login as the runs below make it, against `addr`.
-fn approle_run(dir: &Path, addr: &str, role_file: &Path, secret_file: &Path) -> Run {
-    Run::home(dir)
-        .addr(addr)
-        .real_specs()
-        .env("VAULT_SEED_AUTH", "approle")
-        .env("VAULT_SEED_ROLE_ID_FILE", role_file)
-        .env("VAULT_SEED_SECRET_ID_FILE", secret_file)
+/// The files of an approle login (role `seeder`, see [`approle`]) and runs that log in with them.
+struct AppRoleLogin {
+    dir: tempfile::TempDir,
+    role_file: PathBuf,
+    secret_file: PathBuf,
+}
+
+impl AppRoleLogin {
+    fn new(bao: &OpenBao) -> AppRoleLogin {
+        let (role_id, secret_id) = approle(bao, None, "approle");
+        let dir = tempfile::tempdir().unwrap();
+        let role_file = write(dir.path(), "role-id", &role_id);
+        let secret_file = write(dir.path(), "secret-id", &secret_id);
+        AppRoleLogin {
+            dir,
+            role_file,
+            secret_file,
+        }
+    }
+
+    /// `vault-seed` against `addr`, logging in by approle, with no token anywhere.
+    fn run(&self, addr: &str) -> Run {
+        Run::home(self.dir.path())
+            .addr(addr)
+            .real_specs()
+            .env("VAULT_SEED_AUTH", "approle")
+            .env("VAULT_SEED_ROLE_ID_FILE", &self.role_file)
+            .env("VAULT_SEED_SECRET_ID_FILE", &self.secret_file)
+    }
 }
 
 /// `--keep-token` names the accessor Vault gave as any server text is shown: no escape
@@ -1351,10 +1345,7 @@ fn approle_run(dir: &Path, addr: &str, role_file: &Path, secret_file: &Path) -> 
 #[test]
 fn keep_token_shows_a_hostile_accessor_clean_and_capped_and_never_the_token() {
     let bao = OpenBao::dev();
-    let (role_id, secret_id) = approle(&bao, None, "approle");
-    let dir = tempfile::tempdir().unwrap();
-    let role_file = write(dir.path(), "role-id", &role_id);
-    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    let approle = AppRoleLogin::new(&bao);
     let tokens = Arc::new(Mutex::new(Vec::<String>::new()));
     for hostile in ["escape", "huge", "token"] {
         let keep = tokens.clone();
@@ -1368,7 +1359,8 @@ fn keep_token_shows_a_hostile_accessor_clean_and_capped_and_never_the_token() {
             };
             serde_json::to_vec(&body).unwrap()
         });
-        let out = approle_run(dir.path(), &stand_in.addr, &role_file, &secret_file)
+        let out = approle
+            .run(&stand_in.addr)
             .args(["plan", "auh1-dev", "--keep-token"])
             .output();
         let err = text(&out.stderr);
@@ -1405,17 +1397,15 @@ fn has_line(text: &str, start: &str) -> bool {
 #[test]
 fn a_token_issued_in_an_answer_that_cannot_be_used_is_revoked_or_said_to_be_alive() {
     let bao = OpenBao::dev();
-    let (role_id, secret_id) = approle(&bao, None, "approle");
-    let dir = tempfile::tempdir().unwrap();
-    let role_file = write(dir.path(), "role-id", &role_id);
-    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    let approle = AppRoleLogin::new(&bao);
     // The token is in the answer, but a field is not of its type: revoked.
     let before = accessors(&bao);
     let stand_in = Rewriting::start(&bao, |mut body| {
         body["auth"]["policies"] = json!("not a list");
         serde_json::to_vec(&body).unwrap()
     });
-    let out = approle_run(dir.path(), &stand_in.addr, &role_file, &secret_file)
+    let out = approle
+        .run(&stand_in.addr)
         .args(["plan", "auh1-dev"])
         .output();
     let err = text(&out.stderr);
@@ -1431,7 +1421,8 @@ fn a_token_issued_in_an_answer_that_cannot_be_used_is_revoked_or_said_to_be_aliv
         let text = serde_json::to_vec(&body).unwrap();
         text[..text.len() / 2].to_vec()
     });
-    let out = approle_run(dir.path(), &stand_in.addr, &role_file, &secret_file)
+    let out = approle
+        .run(&stand_in.addr)
         .args(["plan", "auh1-dev"])
         .output();
     let err = text(&out.stderr);
@@ -1452,7 +1443,8 @@ fn a_token_issued_in_an_answer_that_cannot_be_used_is_revoked_or_said_to_be_aliv
         body["auth"]["client_token"] = json!("s.not\na\theader\u{7f}value");
         serde_json::to_vec(&body).unwrap()
     });
-    let out = approle_run(dir.path(), &stand_in.addr, &role_file, &secret_file)
+    let out = approle
+        .run(&stand_in.addr)
         .args(["plan", "auh1-dev"])
         .output();
     let err = text(&out.stderr);
@@ -1470,10 +1462,7 @@ fn a_token_issued_in_an_answer_that_cannot_be_used_is_revoked_or_said_to_be_aliv
 #[test]
 fn a_login_answered_429_is_retried() {
     let bao = OpenBao::dev();
-    let (role_id, secret_id) = approle(&bao, None, "approle");
-    let dir = tempfile::tempdir().unwrap();
-    let role_file = write(dir.path(), "role-id", &role_id);
-    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    let approle = AppRoleLogin::new(&bao);
     let logins = Arc::new(std::sync::atomic::AtomicU32::new(0));
     let count = logins.clone();
     let proxy = FaultProxy::with_hook(
@@ -1489,9 +1478,7 @@ fn a_login_answered_429_is_retried() {
         }),
     );
     let before = accessors(&bao);
-    let out = approle_run(dir.path(), &proxy.addr, &role_file, &secret_file)
-        .args(["plan", "auh1-dev"])
-        .output();
+    let out = approle.run(&proxy.addr).args(["plan", "auh1-dev"]).output();
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert_eq!(logins.load(std::sync::atomic::Ordering::SeqCst), 3, "{err}");
@@ -1638,10 +1625,7 @@ fn a_policy_nested_10000_deep_fails_verify_by_name_and_the_login_token_is_revoke
 #[test]
 fn a_stop_signal_ends_the_run_in_bounded_time_when_vault_never_answers_the_revocation() {
     let bao = OpenBao::dev();
-    let (role_id, secret_id) = approle(&bao, None, "approle");
-    let dir = tempfile::tempdir().unwrap();
-    let role_file = write(dir.path(), "role-id", &role_id);
-    let secret_file = write(dir.path(), "secret-id", &secret_id);
+    let approle = AppRoleLogin::new(&bao);
     // Everything with a token is held: the token check, then the revocation.
     let hold = Hold::new("");
     let gate = hold.clone();
@@ -1662,9 +1646,7 @@ fn a_stop_signal_ends_the_run_in_bounded_time_when_vault_never_answers_the_revoc
             Verdict::Forward
         }),
     );
-    let child = approle_run(dir.path(), &proxy.addr, &role_file, &secret_file)
-        .args(["plan", "auh1-dev"])
-        .spawn();
+    let child = approle.run(&proxy.addr).args(["plan", "auh1-dev"]).spawn();
     hold.wait_until_holding();
     let start = std::time::Instant::now();
     kill(child.id(), "TERM");
