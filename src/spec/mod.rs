@@ -114,6 +114,10 @@ pub struct Environment {
     pub kube_context: Option<String>,
     /// The Kubernetes namespace of its ExternalSecrets (else `eso.namespace`).
     pub kube_namespace: Option<String>,
+    /// The addresses by which the cluster reaches the same Vault (`cluster_vault_addr`, e.g.
+    /// `http://vault.vault.svc:8200`): a store or VaultConnection pointing at one of them, or at
+    /// the address vault-seed talked to, reads the Vault vault-seed seeded.
+    pub cluster_vault_addrs: Vec<String>,
     /// Per-environment changes to secrets, by secret name.
     pub overrides: BTreeMap<String, SecretOverride>,
 }

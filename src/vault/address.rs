@@ -100,6 +100,26 @@ pub fn display(url: &Url) -> String {
     url.as_str().trim_end_matches('/').to_string()
 }
 
+/// Whether two addresses name the same Vault: the same scheme, host and port (the scheme's
+/// default when none is written) and the same path without a trailing `/`, as the `url` crate
+/// reads them (lowercased scheme and host). An address that does not parse names no Vault, so
+/// it is the same as none.
+pub fn same_vault(a: &str, b: &str) -> bool {
+    fn key(addr: &str) -> Option<(String, String, u16, String)> {
+        let url = Url::parse(addr.trim()).ok()?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return None;
+        }
+        Some((
+            url.scheme().to_string(),
+            url.host_str().filter(|h| !h.is_empty())?.to_string(),
+            url.port_or_known_default()?,
+            url.path().trim_end_matches('/').to_string(),
+        ))
+    }
+    matches!((key(a), key(b)), (Some(x), Some(y)) if x == y)
+}
+
 /// Whether the URL's host is loopback: IPv4 `127.0.0.0/8`, IPv6 `::1`, or the name `localhost`
 /// exactly (not `localhost.`, `localhost.example`, nor an IPv4-mapped IPv6 address).
 pub fn is_loopback(url: &Url) -> bool {
@@ -122,6 +142,37 @@ pub fn is_loopback(url: &Url) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_same_vault_ignores_case_default_ports_and_a_trailing_slash_only() {
+        assert!(same_vault(
+            "http://vault.vault.svc:8200",
+            "HTTP://Vault.vault.svc:8200/"
+        ));
+        assert!(same_vault(
+            "https://vault.example",
+            "https://vault.example:443"
+        ));
+        assert!(same_vault(
+            "http://127.0.0.1:8200/",
+            "http://127.0.0.1:8200"
+        ));
+        assert!(!same_vault("https://vault.example", "http://vault.example"));
+        assert!(!same_vault(
+            "https://vault.example:8200",
+            "https://vault.example"
+        ));
+        assert!(!same_vault(
+            "https://vault.example",
+            "https://vault.example.evil"
+        ));
+        assert!(!same_vault(
+            "https://vault.example/a",
+            "https://vault.example/b"
+        ));
+        assert!(!same_vault("not a url", "not a url"));
+        assert!(!same_vault("", ""));
+    }
 
     fn refused(addr: &str) -> AddressError {
         parse(addr, false).expect_err(addr)

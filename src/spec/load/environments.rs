@@ -56,6 +56,7 @@ pub(super) fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<Stri
             check_k8s_namespace,
             K8S_NAMESPACE_HELP,
         );
+        let cluster_vault_addrs = take_cluster_vault_addrs(cx, &mut th, &ctx);
         let overrides = match th.take("secrets") {
             Some((_, ov)) => parse_overrides(cx, ov, &name),
             None => BTreeMap::new(),
@@ -70,6 +71,7 @@ pub(super) fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<Stri
                     vault_namespace,
                     kube_context,
                     kube_namespace,
+                    cluster_vault_addrs,
                     overrides: BTreeMap::new(),
                 },
                 overrides,
@@ -86,6 +88,57 @@ pub(super) fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<Stri
             "`[environments]` is empty",
             Some("add at least one, e.g. `[environments.auh1-dev]`".into()),
         );
+    }
+    out
+}
+
+/// `cluster_vault_addr`: one address or a list, each a Vault address as the cluster's operators
+/// use it. Plain `http://` is fine here: the address is only compared, never connected to.
+fn take_cluster_vault_addrs(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> Vec<String> {
+    const KEY: &str = "cluster_vault_addr";
+    const HELP: &str = "the address ESO and VSO use inside the cluster, e.g. `cluster_vault_addr = \"http://vault.vault.svc:8200\"` (or a list of them)";
+    let Some((_, mut v)) = th.take(KEY) else {
+        return Vec::new();
+    };
+    let span = v.span;
+    let items: Vec<(String, Span)> = match v.take() {
+        ValueInner::String(s) => vec![(s.to_string(), span)],
+        ValueInner::Array(items) => items
+            .into_iter()
+            .filter_map(|mut item| {
+                let s = item.span;
+                cx.string(&mut item, &format!("an item of `{KEY}` in {ctx}"))
+                    .map(|v| (v, s))
+            })
+            .collect(),
+        other => {
+            cx.err(
+                span,
+                format!(
+                    "`{KEY}` in {ctx} must be a string or a list of strings, found {}",
+                    other.type_str()
+                ),
+                Some(HELP.into()),
+            );
+            return Vec::new();
+        }
+    };
+    let mut out = Vec::new();
+    for (addr, span) in items {
+        let checked = match addr.chars().any(char::is_whitespace) {
+            true => Err("contains whitespace".to_string()),
+            false => crate::vault::address::parse(&addr, true)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        };
+        match checked {
+            Ok(()) => out.push(addr),
+            Err(why) => cx.err(
+                span,
+                format!("`{KEY}` `{}` {why}", shown(&addr)),
+                Some(HELP.into()),
+            ),
+        }
     }
     out
 }

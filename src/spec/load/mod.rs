@@ -715,7 +715,7 @@ mod depth_tests {
     use super::*;
 
     /// The one problem of a spec file holding `text`: its message, line, column and help.
-    fn problem(text: String) -> (String, usize, usize, String) {
+    pub(super) fn problem(text: String) -> (String, usize, usize, String) {
         let source = vec![(PathBuf::from("specs/app.toml"), text.into_bytes())];
         let Err(LoadError::Invalid(d)) = load_sources(source, Vec::new()) else {
             panic!("loaded");
@@ -859,6 +859,48 @@ mod plan_tests {
         assert!(!Arc::ptr_eq(&a.environments.0, &c.environments.0));
         let namespace = |s: &Spec| s.environments.get("dev").unwrap().kube_namespace.clone();
         assert_eq!((namespace(a), namespace(c)), (None, Some("apps".into())));
+    }
+
+    /// `cluster_vault_addr` is one address or a list; an address that is no Vault address is
+    /// reported where it is written.
+    #[test]
+    fn cluster_vault_addr_is_a_string_or_a_list_of_addresses() {
+        let spec = |value: &str| {
+            format!(
+                "[vault]\nmount = \"secret\"\npath = \"a/{{env}}\"\n\
+                 [environments.dev]\ncluster_vault_addr = {value}\n\
+                 [secrets.ONE]\ndescription = \"d\"\nfields.password = {{ generator = \"hex32\" }}\n"
+            )
+        };
+        let addrs = |value: &str| {
+            let set = load_sources(
+                vec![("specs/a.toml".into(), spec(value).into_bytes())],
+                Vec::new(),
+            )
+            .unwrap();
+            let env = set.specs[0].environments.get("dev").unwrap();
+            env.cluster_vault_addrs.clone()
+        };
+        assert_eq!(
+            addrs("\"http://vault.vault.svc:8200\""),
+            ["http://vault.vault.svc:8200"]
+        );
+        assert_eq!(
+            addrs("[\"http://vault.vault.svc:8200\", \"https://vault.example\"]"),
+            ["http://vault.vault.svc:8200", "https://vault.example"]
+        );
+        let (message, line, col, help) = super::depth_tests::problem(spec("\"vault.vault.svc\""));
+        assert!(
+            message.starts_with("`cluster_vault_addr` `vault.vault.svc` is not a URL"),
+            "{message}"
+        );
+        assert_eq!((line, col), (5, 23));
+        assert!(help.contains("http://vault.vault.svc:8200"), "{help}");
+        let (message, ..) = super::depth_tests::problem(spec("8200"));
+        assert_eq!(
+            message,
+            "`cluster_vault_addr` in `[environments.dev]` must be a string or a list of strings, found integer"
+        );
     }
 
     /// Secrets of different specs with the same name or the same fields share them: held
