@@ -150,18 +150,6 @@ impl PathState {
     }
 }
 
-/// What [`inspect`] keeps of the paths. Decided by the caller, in one place
-/// (`verify::Request::keep`), from what its report and checks read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Keep {
-    /// Every path, with its version and `created_time` (the JSON report lists every field; the
-    /// cluster checks look up any path's facts).
-    All,
-    /// Only the paths with a field not `valid`, without version or `created_time`: all the text
-    /// report shows. Every field is still counted ([`Inspection::count`]).
-    NotValid,
-}
-
 /// A detail's text in its inspection: an index into the texts it holds once each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Detail(NonZeroU32);
@@ -205,55 +193,41 @@ impl Found {
     }
 }
 
-/// What [`inspect`] found: a state per path kept ([`Keep`]), and each field counted.
+/// What [`inspect`] found: a state per path, and each field counted.
 #[derive(Debug)]
 pub struct Inspection {
-    /// One state per path kept, in spec order; a target on a mount that cannot be used after
+    /// One state per path, in spec order; a target on a mount that cannot be used after
     /// the others.
     pub paths: Vec<Found>,
     /// Things that are not about one path (a `list` fallback, Vault gone part way).
     pub notes: Vec<String>,
-    /// What is kept.
-    keep: Keep,
-    /// Every kept path's fields, each path's together ([`Found::fields`]).
+    /// Every path's fields, each path's together ([`Found::fields`]).
     fields: Vec<FieldFound>,
     /// The details, each text once ([`Detail`] is an index here): 100,000 paths "present, not
     /// marked" hold one copy.
     details: IndexSet<Box<str>>,
-    /// Fields per status, over every path (kept or not), by [`Status::index`].
+    /// Fields per status, over every path, by [`Status::index`].
     counts: [usize; Status::ALL.len()],
 }
 
 impl Inspection {
     /// Nothing yet. `paths` and `fields` are the number of paths and fields that will come in
-    /// (their room is taken once when every path is kept).
-    pub fn new(keep: Keep, paths: usize, fields: usize) -> Inspection {
-        let (paths, fields) = match keep {
-            Keep::All => (paths, fields),
-            Keep::NotValid => (0, 0),
-        };
+    /// (their room is taken once).
+    pub fn new(paths: usize, fields: usize) -> Inspection {
         Inspection {
             paths: Vec::with_capacity(paths),
             notes: Vec::new(),
-            keep,
             fields: Vec::with_capacity(fields),
             details: IndexSet::new(),
             counts: [0; Status::ALL.len()],
         }
     }
 
-    /// The result `r` for the target at `target`: its fields counted, and its state kept as
-    /// [`Keep`] says.
+    /// The result `r` for the target at `target`: its fields counted, and its state kept.
     pub fn add(&mut self, target: usize, r: PathResult) {
-        let statuses = r.fields.iter().map(|f| Status::of(f.outcome));
-        for s in statuses.clone() {
-            self.counts[s.index()] += 1;
+        for f in &r.fields {
+            self.counts[Status::of(f.outcome).index()] += 1;
         }
-        let full = match self.keep {
-            Keep::All => true,
-            Keep::NotValid if statuses.clone().all(|s| s == Status::Valid) => return,
-            Keep::NotValid => false,
-        };
         let start = self.fields.len();
         for f in r.fields {
             let detail = self.intern(f.detail);
@@ -267,8 +241,8 @@ impl Inspection {
             target: index(target),
             detail: self.intern(r.detail),
             fields: (index(start), index(count)),
-            version: r.version.filter(|_| full).and_then(NonZeroU64::new),
-            created_time: r.created_time.filter(|_| full).map(String::into_boxed_str),
+            version: r.version.and_then(NonZeroU64::new),
+            created_time: r.created_time.map(String::into_boxed_str),
         };
         self.paths.push(found);
     }
@@ -315,14 +289,12 @@ fn index(i: usize) -> u32 {
 }
 
 /// Read every target and judge what is there; write nothing. Targets on a mount `mounts` cannot
-/// use are reported as errors, with why. Each result is kept as `keep` says ([`Found`]) as it
-/// comes in.
+/// use are reported as errors, with why. Each result is kept ([`Found`]) as it comes in.
 pub async fn inspect(
     vault: &Vault,
     mounts: &Mounts,
     targets: &[Target],
     concurrency: usize,
-    keep: Keep,
 ) -> Inspection {
     let usable = |t: &Target| mounts.mounts.contains_key(t.mount());
     let mut notes = Vec::new();
@@ -330,7 +302,7 @@ pub async fn inspect(
     // target on a mount that cannot be used gets no LIST (`discover` lists only on mounts it has).
     let absent = discover(vault, &mounts.mounts, targets, concurrency, &mut notes).await;
     let fields = targets.iter().map(|t| t.fields.len()).sum();
-    let mut inspection = Inspection::new(keep, targets.len(), fields);
+    let mut inspection = Inspection::new(targets.len(), fields);
     inspection.notes = notes;
     let vault_down = AtomicBool::new(false);
     // By index: a copy of every target (as `Mounts::partition` makes) is not needed here.
@@ -454,7 +426,7 @@ mod tests {
         let targets: Vec<Target> = (0..1000)
             .map(|i| crate::replace::tests::target(&format!("app{i}"), "A", &["password"]))
             .collect();
-        let mut inspection = Inspection::new(Keep::All, targets.len(), targets.len());
+        let mut inspection = Inspection::new(targets.len(), targets.len());
         let (paths, fields) = (inspection.paths.as_ptr(), inspection.fields.as_ptr());
         for (i, t) in targets.iter().enumerate() {
             inspection.add(i, unmarked(t));
@@ -481,7 +453,7 @@ mod tests {
     }
 
     /// A `created_time` is the server's text byte for byte, whatever it is (an offset, a longer
-    /// fraction, not a time, not ASCII, empty); the text report keeps none.
+    /// fraction, not a time, not ASCII, empty).
     #[test]
     fn a_created_time_is_the_servers_text_byte_for_byte() {
         let t = crate::replace::tests::target("app", "A", &["x"]);
@@ -495,30 +467,25 @@ mod tests {
             "2026-11-30T16:27:41.5Zé",
             "not a time at all, from a hostile server\u{1b}[31m",
         ];
-        for keep in [Keep::All, Keep::NotValid] {
-            let mut inspection = Inspection::new(keep, texts.len(), texts.len());
-            for (i, text) in texts.iter().enumerate() {
-                let mut r = PathResult::all(&t, Outcome::Pending, Some(1), None);
-                r.created_time = Some((*text).into());
-                inspection.add(i, r);
-            }
-            let got: Vec<_> = inspection
-                .paths
-                .iter()
-                .map(|p| inspection.created_time(p))
-                .collect();
-            match keep {
-                Keep::All => assert_eq!(got, texts.map(|t| Some(Cow::Borrowed(t)))),
-                Keep::NotValid => assert!(got.iter().all(Option::is_none)),
-            }
+        let mut inspection = Inspection::new(texts.len(), texts.len());
+        for (i, text) in texts.iter().enumerate() {
+            let mut r = PathResult::all(&t, Outcome::Pending, Some(1), None);
+            r.created_time = Some((*text).into());
+            inspection.add(i, r);
         }
+        let got: Vec<_> = inspection
+            .paths
+            .iter()
+            .map(|p| inspection.created_time(p))
+            .collect();
+        assert_eq!(got, texts.map(|t| Some(Cow::Borrowed(t))));
     }
 
     /// Each detail reads back as it came; equal texts are held once.
     #[test]
     fn details_are_shared_only_when_their_text_is_equal() {
         let t = crate::replace::tests::target("app", "A", &["x", "y"]);
-        let mut inspection = Inspection::new(Keep::All, 3, 6);
+        let mut inspection = Inspection::new(3, 6);
         for (i, d) in ["one", "two", "one"].into_iter().enumerate() {
             let mut r = PathResult::all(&t, Outcome::Invalid, None, Some(format!("path {d}")));
             r.fields[0].detail = Some(d.into());

@@ -26,9 +26,7 @@ use crate::mounts::Mounts;
 use crate::spec::Target;
 use crate::vault::{Existing, FieldValue, Vault, VaultError, WriteFields};
 
-pub use inspect::{
-    inspect, Detail, FieldFound, FieldState, Found, Inspection, Keep, PathState, Status,
-};
+pub use inspect::{inspect, Detail, FieldFound, FieldState, Found, Inspection, PathState, Status};
 pub use outcome::{FieldResult, Outcome, PathResult, Summary};
 
 /// How to run.

@@ -130,7 +130,7 @@ mod tests {
     use super::*;
     use crate::acl::{PathCheck, PolicyReport};
     use crate::generate::Generator;
-    use crate::seed::{Keep, Outcome, PathResult};
+    use crate::seed::{Outcome, PathResult};
     use crate::spec::{Field, Origin, Target};
     use crate::verify::grants::{Method, Operator};
     use crate::verify::values::tests::inspected;
@@ -158,7 +158,6 @@ mod tests {
             t.path = format!("app{i}/dev/A").into();
         }
         let inspection = inspected(
-            Keep::All,
             (0..n)
                 .map(|i| state(&targets[i], Some(i as u64 + 1)))
                 .collect(),
@@ -177,7 +176,7 @@ mod tests {
     #[test]
     fn the_policy_gap_of_a_path_is_found_at_its_mounts_version() {
         let targets = [target("kv"), target("secret")];
-        let inspection = inspected(Keep::All, targets.iter().map(|t| state(t, None)).collect());
+        let inspection = inspected(targets.iter().map(|t| state(t, None)).collect());
         let gap = |path: &str| PathCheck {
             path: path.into(),
             uses: Vec::new(),

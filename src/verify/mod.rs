@@ -35,7 +35,6 @@ use secrecy::SecretString;
 use serde::Serialize;
 
 use crate::mounts::Mounts;
-use crate::seed::Keep;
 use crate::spec::EnvPlan;
 use crate::vault::Vault;
 
@@ -106,13 +105,6 @@ impl Request {
     pub fn wants(&self, part: PartName) -> bool {
         (self.parts.is_empty() || self.parts.contains(&part))
             && !(matches!(part, PartName::Kube | PartName::Argocd) && self.skip_kube)
-    }
-
-    /// What reading the values keeps of each path: every path, with its version and
-    /// `created_time`. How the report shows them (every field in JSON, the fields not valid in
-    /// text) is the report's business, not the check's.
-    pub fn keep(&self) -> Keep {
-        Keep::All
     }
 }
 
@@ -225,7 +217,7 @@ pub async fn run(
             }
         };
         futures::join!(
-            crate::seed::inspect(vault, mounts, &plan.targets, req.concurrency, req.keep()),
+            crate::seed::inspect(vault, mounts, &plan.targets, req.concurrency),
             policy
         )
     };

@@ -1,9 +1,8 @@
 //! The part `vault`: each field of each secret, as it is in Vault, judged by its generator.
 //!
 //! The part keeps the targets (moved from the plan, not copied) and what [`crate::seed::inspect`]
-//! kept: one compact state per path ([`crate::seed::Found`]), or only the paths the text report shows
-//! ([`crate::seed::Keep`]); a field's row, with its path, field and generator as text, is made
-//! when it is shown ([`ValuesPart::rows`]), so 100,000 paths never hold 100,000 rows of copied
+//! kept: one compact state per path ([`crate::seed::Found`]); a field's row, with its path,
+//! field and generator as text, is made when it is shown ([`ValuesPart::rows`]), so 100,000 paths never hold 100,000 rows of copied
 //! strings.
 
 use std::borrow::Cow;
@@ -157,7 +156,7 @@ pub fn judge(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::seed::{Keep, Outcome, PathResult};
+    use crate::seed::{Outcome, PathResult};
 
     fn target(app: &str, fields: &[&str]) -> Target {
         crate::replace::tests::target(app, "A", fields)
@@ -179,9 +178,9 @@ pub(crate) mod tests {
     }
 
     /// What `inspect` keeps of `results` (the result for target `i` at `i`), as it keeps them.
-    pub(crate) fn inspected(keep: Keep, results: Vec<PathResult>) -> Inspection {
+    pub(crate) fn inspected(results: Vec<PathResult>) -> Inspection {
         let fields = results.iter().map(|r| r.fields.len()).sum();
-        let mut inspection = Inspection::new(keep, results.len(), fields);
+        let mut inspection = Inspection::new(results.len(), fields);
         for (i, r) in results.into_iter().enumerate() {
             inspection.add(i, r);
         }
@@ -199,13 +198,10 @@ pub(crate) mod tests {
             .iter()
             .flat_map(|t| t.fields.iter().map(|f| f.name.as_ptr()))
             .collect();
-        let inspection = inspected(
-            Keep::All,
-            vec![
-                result(&targets[0], &[Outcome::Exists, Outcome::Missing]),
-                result(&targets[1], &[Outcome::Pending]),
-            ],
-        );
+        let inspection = inspected(vec![
+            result(&targets[0], &[Outcome::Exists, Outcome::Missing]),
+            result(&targets[1], &[Outcome::Pending]),
+        ]);
         let part = judge(inspection, targets, false, BTreeSet::new());
         assert!(!part.ok, "a missing field");
         assert_eq!(part.fields(), 3);
@@ -228,34 +224,21 @@ pub(crate) mod tests {
         assert_eq!(rows[0].generator, "uuid");
     }
 
-    /// The part's verdict and counts are over every field, also those of paths not kept (the
-    /// text report keeps only paths with a field not valid): a valid path still counts.
+    /// The part's verdict and counts are over every field: a pending field fails only with
+    /// `--strict`, and a valid path still counts.
     #[test]
-    fn the_counts_and_verdict_are_over_every_field_kept_or_not() {
+    fn the_counts_and_verdict_are_over_every_field() {
         let targets = vec![target("a", &["x"]), target("b", &["value"])];
-        for keep in [Keep::All, Keep::NotValid] {
-            for (strict, ok) in [(false, true), (true, false)] {
-                let inspection = inspected(
-                    keep,
-                    vec![
-                        result(&targets[0], &[Outcome::Exists]),
-                        result(&targets[1], &[Outcome::Pending]),
-                    ],
-                );
-                let part = judge(inspection, targets.clone(), strict, BTreeSet::new());
-                assert_eq!(part.ok, ok, "{keep:?}, strict {strict}");
-                assert_eq!(
-                    part.counts,
-                    BTreeMap::from([("pending", 1), ("valid", 1)]),
-                    "{keep:?}"
-                );
-                assert_eq!(part.fields(), 2);
-                let kept = match keep {
-                    Keep::All => 2,
-                    Keep::NotValid => 1,
-                };
-                assert_eq!(part.rows().count(), kept, "{keep:?}");
-            }
+        for (strict, ok) in [(false, true), (true, false)] {
+            let inspection = inspected(vec![
+                result(&targets[0], &[Outcome::Exists]),
+                result(&targets[1], &[Outcome::Pending]),
+            ]);
+            let part = judge(inspection, targets.clone(), strict, BTreeSet::new());
+            assert_eq!(part.ok, ok, "strict {strict}");
+            assert_eq!(part.counts, BTreeMap::from([("pending", 1), ("valid", 1)]));
+            assert_eq!(part.fields(), 2);
+            assert_eq!(part.rows().count(), 2);
         }
     }
 
@@ -264,7 +247,7 @@ pub(crate) mod tests {
     #[test]
     fn the_json_of_the_part_is_the_documented_object_with_its_rows_in_order() {
         let t = target("a", &["value"]);
-        let mut inspection = inspected(Keep::All, vec![result(&t, &[Outcome::Pending])]);
+        let mut inspection = inspected(vec![result(&t, &[Outcome::Pending])]);
         inspection.notes.push("a note".into());
         let part = judge(inspection, vec![t], true, BTreeSet::new());
         let json = String::from_utf8(crate::report::json(&part)).unwrap();
