@@ -6,7 +6,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::fake_kube::{self, FakeKube};
-use common::{OpenBao, Out, Run};
+use common::{OpenBao, Run};
 use serde_json::{json, Value};
 
 /// The runbook's grant, and ESO's read of the database passwords ask-db pushes (issue 15).
@@ -29,8 +29,8 @@ pub(crate) fn vault_with(policy: &str) -> OpenBao {
     Run::new(&bao)
         .real_specs()
         .args(["apply", "auh1-dev"])
-        .output()
-        .expect_code(0);
+        .status(0)
+        .check();
     bao.ask_db_pushes();
     bao.eso_role(policy);
     bao
@@ -97,12 +97,9 @@ pub(crate) fn healthy_cluster() -> FakeKube {
     kube
 }
 
-fn verify(bao: &OpenBao, kube: Option<&FakeKube>, args: &[&str]) -> Out {
-    verify_run(bao, kube, args).output()
-}
-
-/// The same run, to set expectations on ([`Run::check`]).
-fn verify_run(bao: &OpenBao, kube: Option<&FakeKube>, args: &[&str]) -> Run {
+/// `verify auh1-dev` of the real spec with `args`, against `kube` when given: a run to set
+/// expectations on ([`Run::check`]).
+fn verify(bao: &OpenBao, kube: Option<&FakeKube>, args: &[&str]) -> Run {
     let mut run = Run::new(bao)
         .real_specs()
         .args(["verify", "auh1-dev"])
@@ -126,14 +123,7 @@ fn es<'a>(doc: &'a Value, name: &str) -> &'a Value {
 fn the_whole_chain_is_done() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster();
-    let out = verify(&bao, Some(&kube), &["-o", "json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        out.stdout_text(),
-        out.stderr_text()
-    );
+    let out = verify(&bao, Some(&kube), &["-o", "json"]).status(0).check();
     let doc = out.json();
     assert_eq!(doc["ok"], true);
     // 4 generated, and ask-db's 3 provided database passwords.
@@ -148,15 +138,11 @@ fn the_whole_chain_is_done() {
     assert_eq!(doc["kube"]["objects"][0]["kind"], "SecretStore");
     assert_eq!(doc["kube"]["objects"][0]["ok"], true);
     // Human output says so too.
-    let human = verify(&bao, Some(&kube), &[]);
-    assert!(
-        human.stdout_text().contains("verify auh1-dev: done"),
-        "{}",
-        human.stdout_text()
-    );
+    verify(&bao, Some(&kube), &[])
+        .stdout_has("verify auh1-dev: done")
+        .check();
     // --strict makes the pending placeholders a failure.
-    let strict = verify(&bao, Some(&kube), &["--strict"]);
-    assert_eq!(strict.status.code(), Some(1));
+    verify(&bao, Some(&kube), &["--strict"]).status(1).check();
 }
 
 #[test]
@@ -164,16 +150,14 @@ fn runbook_policy_without_the_metadata_rule_is_a_gap_with_the_rule_to_add() {
     let bao = vault_with(
         r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] }"#,
     );
-    verify_run(&bao, None, &["--only", "policy"])
+    verify(&bao, None, &["--only", "policy"])
         .status(1)
         .stdout_has(format!("policy `eso-ask-push` does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/`"))
         .stdout_has(r#"add: path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }"#)
         .check();
     // With the runbook's grant it passes.
     bao.put_policy("eso-ask-push", RUNBOOK_POLICY);
-    verify_run(&bao, None, &["--only", "policy"])
-        .status(0)
-        .check();
+    verify(&bao, None, &["--only", "policy"]).status(0).check();
 }
 
 /// Fifteen gaps closed by three rules are three errors, each with its rule and the number of
@@ -182,38 +166,39 @@ fn runbook_policy_without_the_metadata_rule_is_a_gap_with_the_rule_to_add() {
 #[test]
 fn gaps_are_grouped_by_the_rule_that_closes_them() {
     let bao = vault_with(r#"path "nothing/*" { capabilities = ["read"] }"#);
-    let out = verify(&bao, None, &["--only", "policy"]);
-    assert_eq!(out.status.code(), Some(1));
+    let out = verify(&bao, None, &["--only", "policy"])
+        .status(1)
+        .stdout_has(format!("does not grant `create`, `update`, `read` on 6 paths under `secret/data/{FOLDER}/` (ExternalSecret read, PushSecret; granted: nothing; -v lists them)"))
+        .stdout_has(format!("does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/` (PushSecret; granted: nothing; -v lists them)"))
+        .stdout_has("does not grant `read` on 3 paths under `secret/data/ask/postgresql/auh1-dev/` (ExternalSecret read; granted: nothing; -v lists them)")
+        // The paths are listed only with -v.
+        .stdout_lacks("ZITADEL_MASTERKEY")
+        // The whole grant once more, ready to paste.
+        .stdout_has("help: add to `eso-ask-push`:")
+        .check();
     let stdout = out.stdout_text();
     assert_eq!(stdout.matches("error:").count(), 3, "{stdout}");
     assert_eq!(stdout.matches("  add: ").count(), 3, "{stdout}");
-    has(&stdout, format!("does not grant `create`, `update`, `read` on 6 paths under `secret/data/{FOLDER}/` (ExternalSecret read, PushSecret; granted: nothing; -v lists them)"));
-    has(&stdout, format!("does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/` (PushSecret; granted: nothing; -v lists them)"));
-    has(&stdout, "does not grant `read` on 3 paths under `secret/data/ask/postgresql/auh1-dev/` (ExternalSecret read; granted: nothing; -v lists them)");
-    assert!(
-        !stdout.contains("ZITADEL_MASTERKEY"),
-        "paths are listed only with -v:\n{stdout}"
-    );
-    // The whole grant once more, ready to paste.
-    has(&stdout, "help: add to `eso-ask-push`:");
 
-    let out = verify(&bao, None, &["--only", "policy", "-v"]);
-    let stdout = out.stdout_text();
-    assert_eq!(stdout.matches("error:").count(), 3, "{stdout}");
-    for name in [
+    let listed = [
         "ZITADEL_MASTERKEY",
         "IAM_SERVICE__PAT",
         "HATCHET__CLIENT_TOKEN",
-    ] {
-        has(
-            &stdout,
-            format!("`secret/data/{FOLDER}/{name}`: lacks `create`, `update`, `read`"),
-        );
-        has(
-            &stdout,
-            format!("`secret/metadata/{FOLDER}/{name}`: lacks `read`, `list`"),
-        );
-    }
+    ]
+    .iter()
+    .fold(
+        verify(&bao, None, &["--only", "policy", "-v"]),
+        |run, name| {
+            run.stdout_has(format!(
+                "`secret/data/{FOLDER}/{name}`: lacks `create`, `update`, `read`"
+            ))
+            .stdout_has(format!(
+                "`secret/metadata/{FOLDER}/{name}`: lacks `read`, `list`"
+            ))
+        },
+    );
+    let stdout = listed.check().stdout_text();
+    assert_eq!(stdout.matches("error:").count(), 3, "{stdout}");
 
     let doc = verify(&bao, None, &["--only", "policy", "-o", "json"]).json();
     let paths = doc["policy"]["report"]["paths"].as_array().unwrap();
@@ -237,18 +222,14 @@ fn gaps_are_grouped_by_the_rule_that_closes_them() {
 #[test]
 fn vault_seed_policy_output_makes_the_check_pass() {
     let bao = vault_with("path \"nothing/*\" { capabilities = [\"read\"] }");
-    assert_eq!(
-        verify(&bao, None, &["--only", "policy"]).status.code(),
-        Some(1)
-    );
+    verify(&bao, None, &["--only", "policy"]).status(1).check();
     let out = Run::new(&bao)
         .real_specs()
         .args(["policy", "auh1-dev"])
-        .output();
-    assert_eq!(out.status.code(), Some(0));
+        .status(0)
+        .check();
     bao.put_policy("eso-ask-push", &out.stdout_text());
-    let out = verify(&bao, None, &["--only", "policy"]);
-    assert_eq!(out.status.code(), Some(0), "{}", out.stdout_text());
+    verify(&bao, None, &["--only", "policy"]).status(0).check();
 }
 
 #[test]
@@ -273,14 +254,10 @@ fn policies_unreadable_falls_back_to_asking_the_server() {
             "--eso-token-file",
         ])
         .arg(&file)
-        .output();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        out.stdout_text(),
-        out.stderr_text()
-    );
+        .status(0)
+        // ESO's token.
+        .never_shows(&eso)
+        .check();
     let doc = out.json();
     assert_eq!(doc["policy"]["method"], "server-eso-token");
     assert!(
@@ -289,23 +266,19 @@ fn policies_unreadable_falls_back_to_asking_the_server() {
             .contains("may not read `sys/policies/acl/eso-ask-push`"),
         "{doc}"
     );
-    assert!(
-        !out.stdout_text().contains(&eso) && !out.stderr_text().contains(&eso),
-        "ESO's token leaked"
-    );
     // Run as ESO's own token: sys/capabilities-self, and a gap is found the same way.
     bao.put_policy(
         "eso-ask-push",
         r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"] }
 path "secret/data/ask/postgresql/*" { capabilities = ["read"] }"#,
     );
-    let out = Run::new(&bao)
+    let doc = Run::new(&bao)
         .token(&eso)
         .real_specs()
         .args(["verify", "auh1-dev", "--only", "policy", "-o", "json"])
-        .output();
-    let doc = out.json();
-    assert_eq!(out.status.code(), Some(1));
+        .status(1)
+        .check()
+        .json();
     assert_eq!(doc["policy"]["method"], "server-self");
     assert_eq!(
         doc["policy"]["report"]["add"][0]["path"],
@@ -330,8 +303,7 @@ fn a_sync_error_is_explained_by_the_policy_gap_and_the_event() {
         "UpdateFailed",
         "error retrieving secret at .data[0], key: ask/core-service/auh1-dev/ZITADEL_MASTERKEY, err: cannot read secret data from Vault: Error making API request. Code: 403. Errors: * 1 error occurred: * permission denied",
     ));
-    let out = verify(&bao, Some(&kube), &["-o", "json"]);
-    assert_eq!(out.status.code(), Some(1));
+    let out = verify(&bao, Some(&kube), &["-o", "json"]).status(1).check();
     let doc = out.json();
     let z = es(&doc, "zitadel-secret");
     assert_eq!(z["ok"], false);
@@ -353,14 +325,9 @@ fn a_sync_error_is_explained_by_the_policy_gap_and_the_event() {
         why.contains("event UpdateFailed") && why.contains("Code: 403"),
         "{why}"
     );
-    let human = verify(&bao, Some(&kube), &[]);
-    assert!(
-        human
-            .stdout_text()
-            .contains("why: ESO's policy does not grant `read`"),
-        "{}",
-        human.stdout_text()
-    );
+    verify(&bao, Some(&kube), &[])
+        .stdout_has("why: ESO's policy does not grant `read`")
+        .check();
 }
 
 #[test]
@@ -382,8 +349,7 @@ fn stale_ready_missing_key_and_unknown_remote_ref_are_reported() {
     kube.put(
         fake_kube::external_secret("ask", "core-service-secret", &refs).ready_synced(&later()),
     );
-    let out = verify(&bao, Some(&kube), &["-o", "json"]);
-    assert_eq!(out.status.code(), Some(1));
+    let out = verify(&bao, Some(&kube), &["-o", "json"]).status(1).check();
     let doc = out.json();
     let z = es(&doc, "zitadel-secret");
     assert!(
@@ -407,14 +373,9 @@ fn only_v1beta1_served_and_force_sync() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster();
     kube.serve_versions(&["v1beta1"]);
-    let out = verify(&bao, Some(&kube), &["-o", "json", "--force-sync"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        out.stdout_text(),
-        out.stderr_text()
-    );
+    let out = verify(&bao, Some(&kube), &["-o", "json", "--force-sync"])
+        .status(0)
+        .check();
     let doc = out.json();
     assert_eq!(
         es(&doc, "core-service-secret")["api_version"],
@@ -463,26 +424,16 @@ fn wait_sees_an_external_secret_become_ready() {
                     .into();
             });
         });
-        let out = verify(&bao, Some(&kube), &["--wait", "30s"]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}\n{}",
-            out.stdout_text(),
-            out.stderr_text()
-        );
-        assert!(
-            out.stderr_text()
-                .contains("waiting: 1/2 ExternalSecret(s) done"),
-            "{}",
-            out.stderr_text()
-        );
+        verify(&bao, Some(&kube), &["--wait", "30s"])
+            .status(0)
+            .stderr_has("waiting: 1/2 ExternalSecret(s) done")
+            .check();
     });
     // Without --wait the same failure is reported at once.
     kube.put(
         fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).sync_error(&later()),
     );
-    assert_eq!(verify(&bao, Some(&kube), &[]).status.code(), Some(1));
+    verify(&bao, Some(&kube), &[]).status(1).check();
 }
 
 #[test]
@@ -501,7 +452,7 @@ fn unreachable_cluster_and_skip_kube() {
         .stdout_has("FAIL kube:")
         .stdout_has("--skip-kube")
         .check();
-    verify_run(&bao, None, &["--skip-kube"]).status(0).check();
+    verify(&bao, None, &["--skip-kube"]).status(0).check();
 }
 
 #[test]
@@ -510,31 +461,27 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
     let kube = healthy_cluster();
     let mut all = String::new();
     // Each run must do its work (checked below), else the search would cover only early exits.
-    let mut run = |args: &[&str], stdin: &str, code: i32| {
-        let out = Run::new(&bao)
+    let run = |args: &[&str]| {
+        Run::new(&bao)
             .env("RUST_LOG", "trace")
             .real_specs()
             .args(args)
             .arg("-vvv")
-            .stdin(stdin)
-            .output()
-            .expect_code(code);
-        assert!(
-            out.stderr_text().contains(" INFO vault_seed"),
-            "{args:?}: logging was not on: {}",
-            out.stderr_text()
-        );
+    };
+    // Run, check that logging was on (and what else is expected of it), and keep its output.
+    let mut seen = |run: Run| {
+        let out = run.stderr_has(" INFO vault_seed").check();
         all.push_str(&out.all_text());
         out
     };
     // Everything exists already (vault_with applied the spec): nothing to write.
-    run(&["apply", "auh1-dev"], "", 0);
-    let out = run(&["apply", "auh1-dev", "-o", "json"], "", 0);
+    seen(run(&["apply", "auh1-dev"]).status(0));
+    let out = seen(run(&["apply", "auh1-dev", "-o", "json"]).status(0));
     assert_eq!(out.json()["summary"]["exists"], 4, "{}", out.stdout_text());
-    run(
-        &["set", "auh1-dev", "IAM_SERVICE__PAT"],
-        "pat-from-stdin-5e1f\n",
-        0,
+    seen(
+        run(&["set", "auh1-dev", "IAM_SERVICE__PAT"])
+            .stdin("pat-from-stdin-5e1f\n")
+            .status(0),
     );
     let (pat, version) = bao
         .kv_get("secret", &format!("{FOLDER}/IAM_SERVICE__PAT"))
@@ -543,39 +490,28 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
         (pat["value"].as_str(), version),
         (Some("pat-from-stdin-5e1f"), 2)
     );
-    run(
-        &["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--yes"],
-        "",
-        0,
-    );
+    seen(run(&["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--yes"]).status(0));
     assert_eq!(
         bao.kv_version("secret", &format!("{FOLDER}/SECURITY__API_KEY_SALT")),
         Some(2)
     );
-    let out = run(
-        &[
-            "verify",
-            "auh1-dev",
-            "--kubeconfig",
-            kube.kubeconfig().to_str().unwrap(),
-            "-o",
-            "json",
-        ],
-        "",
-        0,
-    );
-    let doc = out.json();
+    let doc = seen(
+        run(&["verify", "auh1-dev", "-o", "json"])
+            .arg("--kubeconfig")
+            .arg(kube.kubeconfig())
+            .status(0),
+    )
+    .json();
     assert_eq!(doc["ok"], true, "{doc}");
     assert_eq!(
         doc["kube"]["external_secrets"].as_array().map(Vec::len),
         Some(2),
         "the cluster was read: {doc}"
     );
-    let out = run(&["plan", "auh1-dev"], "", 0);
-    assert!(
-        out.stdout_text().contains("nothing was written (plan)"),
-        "{}",
-        out.stdout_text()
+    seen(
+        run(&["plan", "auh1-dev"])
+            .status(0)
+            .stdout_has("nothing was written (plan)"),
     );
     let mut secrets = vec![
         bao.token.clone(),
@@ -620,14 +556,9 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
 fn a_policy_in_hcl1_one_line_form_is_evaluated_here() {
     let hcl1 = r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"], } path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"], } path "secret/data/ask/postgresql/*" { capabilities = ["read",] }"#;
     let bao = vault_with(hcl1);
-    let out = verify(&bao, None, &["--only", "policy", "-o", "json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        out.stdout_text(),
-        out.stderr_text()
-    );
+    let out = verify(&bao, None, &["--only", "policy", "-o", "json"])
+        .status(0)
+        .check();
     let doc = out.json();
     assert_eq!(doc["policy"]["method"], "policies");
     assert_eq!(doc["policy"]["notes"], json!([]));
@@ -652,19 +583,15 @@ fn a_deny_everything_policy_is_denied_even_when_run_as_root() {
     );
     assert_eq!(answer["capabilities"], json!(["deny"]), "{answer}");
 
-    let out = verify(&bao, None, &["--only", "policy"]);
-    assert_eq!(out.status.code(), Some(1), "{}", out.stdout_text());
-    let stdout = out.stdout_text();
-    has(
-        &stdout,
-        "FAIL policy: `eso-ask-push` (read ESO's policies from Vault and evaluated them)",
-    );
-    has(&stdout, "verify auh1-dev: NOT done");
-    has(
-        &stdout,
-        "granted: nothing; denied by the `deny` on `secret/*` in `eso-ask-push`",
-    );
-    assert!(!stdout.contains("ok   policy"), "{stdout}");
+    verify(&bao, None, &["--only", "policy"])
+        .status(1)
+        .stdout_has(
+            "FAIL policy: `eso-ask-push` (read ESO's policies from Vault and evaluated them)",
+        )
+        .stdout_has("verify auh1-dev: NOT done")
+        .stdout_has("granted: nothing; denied by the `deny` on `secret/*` in `eso-ask-push`")
+        .stdout_lacks("ok   policy")
+        .check();
     let doc = verify(&bao, None, &["--only", "policy", "-o", "json"]).json();
     assert_eq!(doc["ok"], false);
     assert_eq!(doc["policy"]["method"], "policies");
@@ -691,21 +618,20 @@ fn a_constraint_that_refuses_esos_requests_is_a_gap() {
         None,
     );
     assert_eq!(status, 403);
-    let out = verify(&bao, None, &["--only", "policy"]);
-    assert_eq!(out.status.code(), Some(1), "{}", out.stdout_text());
-    let stdout = out.stdout_text();
-    assert!(stdout.contains(&format!("on `secret/data/{FOLDER}/ZITADEL_MASTERKEY` (ExternalSecret read, PushSecret; granted: read; OpenBao refuses ESO's `read` request: `required_parameters` asks for `version`, which ESO's read does not send")), "{stdout}");
-    has(&stdout, "help: the rule `secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY` in `eso-ask-push` refuses it");
+    verify(&bao, None, &["--only", "policy"])
+        .status(1)
+        .stdout_has(format!("on `secret/data/{FOLDER}/ZITADEL_MASTERKEY` (ExternalSecret read, PushSecret; granted: read; OpenBao refuses ESO's `read` request: `required_parameters` asks for `version`, which ESO's read does not send"))
+        .stdout_has("help: the rule `secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY` in `eso-ask-push` refuses it")
+        .check();
 }
 
 /// `verify --only policy` run with `token`.
-fn verify_policy_as(bao: &OpenBao, token: &str, args: &[&str]) -> Out {
+fn verify_policy_as(bao: &OpenBao, token: &str, args: &[&str]) -> Run {
     Run::new(bao)
         .token(token)
         .real_specs()
         .args(["verify", "auh1-dev", "--only", "policy"])
         .args(args)
-        .output()
 }
 
 /// Find the probe tokens vault-seed created that still exist.
@@ -748,9 +674,10 @@ path "sys/capabilities" { capabilities = ["update"] }
 "#,
     );
     let caller = bao.token_with_policies(&["prober"]);
-    let run = |args: &[&str]| verify_policy_as(&bao, &caller, args);
-    let out = run(&["-o", "json"]);
-    assert_eq!(out.status.code(), Some(1), "{}", out.stderr_text());
+    // Nothing that looks like a token in the output (below), even at trace level; never the
+    // caller's token.
+    let run = |args: &[&str]| verify_policy_as(&bao, &caller, args).never_shows(&caller);
+    let out = run(&["-o", "json"]).status(1).check();
     let doc = out.json();
     assert_eq!(doc["policy"]["method"], "server-probe-token", "{doc}");
     assert_eq!(
@@ -764,35 +691,29 @@ path "sys/capabilities" { capabilities = ["update"] }
         "{doc}"
     );
     assert_eq!(live_probe_tokens(&bao), 0, "the probe token was revoked");
-    // Nothing that looks like a token in the output, even at trace level.
-    let human = run(&[]);
+    let human = run(&[])
+        .stdout_has("asked Vault (`sys/capabilities`) for a short-lived token with exactly ESO's policies, revoked at once")
+        .check();
     let traced = Run::new(&bao)
         .token(&caller)
         .env("RUST_LOG", "trace")
         .real_specs()
         .args(["verify", "auh1-dev", "--only", "policy", "-vvv"])
-        .output();
-    assert!(
-        traced.stderr_text().contains("vault_seed"),
-        "trace logs were on"
-    );
+        // Trace logs were on.
+        .stderr_has("vault_seed")
+        .never_shows(&caller)
+        .check();
     for out in [&out, &human, &traced] {
         let all = format!("{}{}", out.stdout_text(), out.stderr_text());
-        assert!(!all.contains(&caller), "the caller's token leaked");
         assert!(
             !all.split(|c: char| !c.is_ascii_alphanumeric() && c != '.')
                 .any(|w| w.starts_with("s.") && w.len() > 20),
             "a token-like string in the output:\n{all}"
         );
     }
-    assert!(
-        human.stdout_text().contains("asked Vault (`sys/capabilities`) for a short-lived token with exactly ESO's policies, revoked at once"),
-        "{}",
-        human.stdout_text()
-    );
     // With the runbook's grant the same check passes.
     bao.put_policy("eso-ask-push", RUNBOOK_POLICY);
-    assert_eq!(run(&[]).status.code(), Some(0));
+    run(&[]).status(0).check();
     assert_eq!(live_probe_tokens(&bao), 0);
 }
 
@@ -808,23 +729,14 @@ fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
     );
     let caller = bao.token_with_policies(&["reader"]);
     let run = |token: &str, args: &[&str]| verify_policy_as(&bao, token, args);
-    let out = run(&caller, &[]);
-    assert_eq!(out.status.code(), Some(1));
-    let stdout = out.stdout_text();
-    has(&stdout, "FAIL policy: `eso-ask-push` (cannot be decided)");
-    has(
-        &stdout,
-        "error: cannot decide whether ESO's policies grant what it needs",
-    );
-    has(
-        &stdout,
-        "help: run verify with a token that may read `sys/policies/acl/<name>`",
-    );
-    has(
-        &stdout,
-        "note: this token carries `default`, `reader`, not ESO's policies",
-    );
-    has(&stdout, "verify auh1-dev: NOT done");
+    run(&caller, &[])
+        .status(1)
+        .stdout_has("FAIL policy: `eso-ask-push` (cannot be decided)")
+        .stdout_has("error: cannot decide whether ESO's policies grant what it needs")
+        .stdout_has("help: run verify with a token that may read `sys/policies/acl/<name>`")
+        .stdout_has("note: this token carries `default`, `reader`, not ESO's policies")
+        .stdout_has("verify auh1-dev: NOT done")
+        .check();
     let doc = run(&caller, &["-o", "json"]).json();
     assert_eq!(doc["policy"]["method"], "unknown");
     assert_eq!(doc["policy"]["ok"], false);
@@ -838,14 +750,11 @@ fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
         "eso-ask-push",
         &format!("{RUNBOOK_POLICY}\npath \"secret/data/ask/{{{{identity.entity.name}}}}/*\" {{ capabilities = [\"deny\"] }}"),
     );
-    let out = run(&bao.token, &[]);
-    assert_eq!(out.status.code(), Some(1));
-    let stdout = out.stdout_text();
-    has(
-        &stdout,
-        "has the templated rule `secret/data/ask/{{identity.entity.name}}/*`",
-    );
-    has(&stdout, "help: pass --eso-token-file with ESO's own token");
+    run(&bao.token, &[])
+        .status(1)
+        .stdout_has("has the templated rule `secret/data/ask/{{identity.entity.name}}/*`")
+        .stdout_has("help: pass --eso-token-file with ESO's own token")
+        .check();
     // ESO's own token decides it.
     let eso = bao.token_with_policies(&["eso-ask-push"]);
     let file = bao.home.path().join("eso-token");
@@ -853,8 +762,9 @@ fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
     let out = run(
         &bao.token,
         &["--eso-token-file", file.to_str().unwrap(), "-o", "json"],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", out.stdout_text());
+    )
+    .status(0)
+    .check();
     assert_eq!(out.json()["policy"]["method"], "server-eso-token");
 }
 
@@ -906,20 +816,17 @@ fn hostile_cluster_text_is_clean_and_bounded() {
         assert!(bytes.len() < 64 * 1024, "{what} is {} bytes", bytes.len());
     };
 
-    let out = verify(&bao, Some(&kube), &[]);
-    assert_eq!(out.status.code(), Some(1));
+    let out = verify(&bao, Some(&kube), &[])
+        .status(1)
+        .stdout_has("why: event UpdateFailed: cleared fake line")
+        .stdout_has("more characters)")
+        // Line breaks became spaces.
+        .stdout_has("not Ready: SecretSyncedError: could not get secret data  ok   kube: fake")
+        .check();
     clean(&out.stdout, "stdout");
     clean(&out.stderr, "stderr");
-    let stdout = out.stdout_text();
-    has(&stdout, "why: event UpdateFailed: cleared fake line");
-    assert!(stdout.contains("more characters)"), "{stdout}");
-    assert!(
-        stdout.contains("not Ready: SecretSyncedError: could not get secret data  ok   kube: fake"),
-        "line breaks became spaces:\n{stdout}"
-    );
 
-    let out = verify(&bao, Some(&kube), &["-o", "json"]);
-    assert_eq!(out.status.code(), Some(1));
+    let out = verify(&bao, Some(&kube), &["-o", "json"]).status(1).check();
     clean(&out.stdout, "JSON stdout");
     let doc = out.json();
     let z = es_of(&doc, "zitadel-secret");
@@ -985,20 +892,25 @@ fn vault_tokens_quoted_by_the_cluster_are_redacted() {
         &format!("cannot login with {service} or {legacy}"),
     ));
     let secrets = [&service[4..], &legacy[legacy.find('.').unwrap() + 1..]];
-    let out = verify(&bao, Some(&kube), &[]);
-    assert_eq!(out.status.code(), Some(1));
+    // No token reaches the output.
+    let out = secrets
+        .iter()
+        .fold(verify(&bao, Some(&kube), &[]).status(1), |run, s| {
+            run.never_shows(*s)
+        })
+        .check();
     let text = out.all_text();
-    for s in secrets {
-        assert!(!text.contains(s), "a token reached the output:\n{text}");
-    }
     has(&text, "token=hvs.[redacted]: permission denied");
     let prefix = &legacy[..legacy.find('.').unwrap() + 1];
     has(&text, format!("invalid token {prefix}[redacted]"));
-    let out = verify(&bao, Some(&kube), &["-o", "json"]);
+    // Nor the JSON.
+    let out = secrets
+        .iter()
+        .fold(verify(&bao, Some(&kube), &["-o", "json"]), |run, s| {
+            run.never_shows(*s)
+        })
+        .check();
     let json = out.all_text();
-    for s in secrets {
-        assert!(!json.contains(s), "a token reached the JSON:\n{json}");
-    }
     let z = es_of(&out.json(), "zitadel-secret").clone();
     assert_eq!(
         z["message"],
@@ -1024,13 +936,13 @@ fn verify_sends_the_mount_detection_and_opens_its_connections_with_the_token_che
     // answers are in.
     let bao = vault_with(RUNBOOK_POLICY);
     let (proxy, events) = holding_the_token_check(&bao.addr, 9);
-    let out = Run::new(&bao)
+    Run::new(&bao)
         .real_specs()
         .addr(&proxy.addr)
         .args(["verify", "auh1-dev", "--skip-kube"])
-        .output()
-        .expect_code(0);
-    has(&out.stdout_text(), "verify auh1-dev: done");
+        .status(0)
+        .stdout_has("verify auh1-dev: done")
+        .check();
     let log = events.log();
     let token_sent = first(&log, "sent GET /v1/auth/token/lookup-self").unwrap();
     let token_answered = first(&log, "answered GET /v1/auth/token/lookup-self").unwrap();
@@ -1070,8 +982,8 @@ fn verify_reads_the_policies_while_it_reads_the_values() {
         .real_specs()
         .addr(&proxy.addr)
         .args(["verify", "auh1-dev", "--skip-kube", "-o", "json"])
-        .output()
-        .expect_code(0);
+        .status(0)
+        .check();
     let doc = out.json();
     assert_eq!(doc["vault"]["ok"], true, "{doc}");
     assert_eq!(doc["policy"]["ok"], true, "{doc}");
@@ -1103,27 +1015,22 @@ fn verify_lists_each_folder_once_and_reads_only_the_paths_its_listing_names() {
     Run::new(&bao)
         .specs(specs.path())
         .args(["apply", "auh1-dev"])
-        .output()
-        .expect_code(0);
+        .status(0)
+        .check();
     let gone = "ask/core-service-1/auh1-dev/ZITADEL_MASTERKEY";
     let (status, _) = bao.api("DELETE", &format!("secret/metadata/{gone}"), None);
     assert_eq!(status, 204);
     let (proxy, events) = recording(&bao.addr, |_, _| {});
-    let out = Run::new(&bao)
+    Run::new(&bao)
         .specs(specs.path())
         .addr(&proxy.addr)
         .args(["verify", "auh1-dev", "--only", "vault"])
-        .output()
-        .expect_code(1);
-    let stdout = out.stdout_text();
-    has(
-        &stdout,
-        format!("missing  secret/{gone}  password  run: vault-seed apply auh1-dev"),
-    );
-    has(
-        &stdout,
-        "FAIL vault: 12 field(s): 1 missing, 4 pending, 7 valid",
-    );
+        .status(1)
+        .stdout_has(format!(
+            "missing  secret/{gone}  password  run: vault-seed apply auh1-dev"
+        ))
+        .stdout_has("FAIL vault: 12 field(s): 1 missing, 4 pending, 7 valid")
+        .check();
     let log = events.log();
     let sent = |prefix: &str| log.iter().filter(|e| e.starts_with(prefix)).count();
     assert_eq!(
@@ -1185,8 +1092,8 @@ fn an_auth_role_many_specs_name_is_judged_once_so_its_problem_is_said_once() {
     let out = Run::new(&bao)
         .specs(specs.path())
         .args(["-o", "json", "verify", "auh1-dev", "--only", "policy"])
-        .output()
-        .expect_code(1);
+        .status(1)
+        .check();
     let doc = out.json();
     let errors: Vec<&str> = doc["policy"]["errors"]
         .as_array()
@@ -1221,8 +1128,8 @@ fn verify_reads_a_policy_and_an_auth_role_many_specs_name_once_with_one_connecti
     Run::new(&bao)
         .specs(specs.path())
         .args(["apply", "auh1-dev"])
-        .output()
-        .expect_code(0);
+        .status(0)
+        .check();
     bao.eso_role(
         r#"
 path "secret/data/ask/*"     { capabilities = ["create", "update", "read"] }
@@ -1236,12 +1143,11 @@ path "secret/metadata/ask/*" { capabilities = ["read", "list"] }
         .specs(specs.path())
         .addr(&proxy.addr)
         .args(["verify", "auh1-dev", "--skip-kube"])
-        .output()
-        .expect_code(0);
-    let stdout = out.stdout_text();
-    has(&stdout, "verify auh1-dev: done");
-    has(&stdout, "ok   policy: `eso-ask-push`");
-    has(&stdout, "ok   vault: 18 field(s): 6 pending, 12 valid");
+        .status(0)
+        .stdout_has("verify auh1-dev: done")
+        .stdout_has("ok   policy: `eso-ask-push`")
+        .stdout_has("ok   vault: 18 field(s): 6 pending, 12 valid")
+        .check();
     let log = events.log();
     let token_sent = first(&log, "sent GET /v1/auth/token/lookup-self").unwrap();
     let ahead = log[..token_sent]
@@ -1258,7 +1164,7 @@ path "secret/metadata/ask/*" { capabilities = ["read", "list"] }
     // The auth role the three specs name, read once (read per spec, 16,667 specs sent 16,667
     // reads at once: a connection each).
     assert_eq!(sent("sent GET /v1/auth/kubernetes/role/eso"), 1, "{log:#?}");
-    let all = format!("{stdout}{}", out.stderr_text());
+    let all = out.all_text();
     for i in 1..=3 {
         let path = format!("secret/data/ask/core-service-{i}/auh1-dev/SECURITY__API_KEY_SALT");
         let (_, body) = bao.api("GET", &path, None);

@@ -42,6 +42,8 @@ struct Expect {
     status: Option<i32>,
     stdout_has: Vec<String>,
     stderr_has: Vec<String>,
+    stdout_lacks: Vec<String>,
+    stderr_lacks: Vec<String>,
     never: Vec<String>,
 }
 
@@ -179,6 +181,18 @@ impl Run {
         self
     }
 
+    /// Expect stdout not to hold `text` ([`Run::check`]).
+    pub fn stdout_lacks(mut self, text: impl Into<String>) -> Run {
+        self.expect.stdout_lacks.push(text.into());
+        self
+    }
+
+    /// Expect stderr not to hold `text` ([`Run::check`]).
+    pub fn stderr_lacks(mut self, text: impl Into<String>) -> Run {
+        self.expect.stderr_lacks.push(text.into());
+        self
+    }
+
     /// Expect `text` (a secret, a token) nowhere in the run's output ([`Run::check`]).
     pub fn never_shows(mut self, text: impl Into<String>) -> Run {
         self.expect.never.push(text.into());
@@ -210,6 +224,20 @@ impl Run {
             .filter(|t| !stderr.contains(t.as_str()))
         {
             unmet.push(format!("stderr lacks {t:?}"));
+        }
+        for t in expect
+            .stdout_lacks
+            .iter()
+            .filter(|t| stdout.contains(t.as_str()))
+        {
+            unmet.push(format!("stdout holds {t:?}"));
+        }
+        for t in expect
+            .stderr_lacks
+            .iter()
+            .filter(|t| stderr.contains(t.as_str()))
+        {
+            unmet.push(format!("stderr holds {t:?}"));
         }
         for t in &expect.never {
             if stdout.contains(t.as_str()) || stderr.contains(t.as_str()) {
