@@ -3,8 +3,8 @@
 //! Reading is kept apart from fetching so it can be tested on the objects real clusters show
 //! (`tests/fixtures/eso/`). Rules from ESO's source: the `Ready` condition's `status` is the
 //! READY column and its `reason` the STATUS column of `kubectl get`; `refreshTime` only moves on
-//! a successful sync; the target Secret is `status.binding.name`, else `spec.target.name`, else
-//! the ExternalSecret's own name.
+//! a successful sync; the target Secret is `spec.target.name`, else the ExternalSecret's own name
+//! (`status.binding.name` is the one it last wrote).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -170,7 +170,7 @@ pub struct ExternalSecretInfo {
     pub template: Vec<TemplateEntry>,
     /// Fields missing or not of their type.
     pub bad_fields: Vec<BadField>,
-    /// The target Secret: `status.binding.name`, else `spec.target.name`, else `name`.
+    /// The target Secret: `spec.target.name`, else `name`.
     pub target_secret: String,
     /// `spec.secretStoreRef`, when set.
     pub store_ref: Option<StoreRef>,
@@ -513,11 +513,14 @@ pub fn external_secret_info(
         .map(|c| read_condition(c, KIND, &object))
         .collect::<Result<Vec<_>, _>>()?;
     let cond = ready_conditions.first().cloned().unwrap_or_default();
-    let target_secret = str_at(obj, "/status/binding/name")
+    // The Secret ESO writes now: `spec.target.name`, else its own name (external-secrets
+    // `externalsecret_controller.go`, `Reconcile`: "the target secret name defaults to the
+    // ExternalSecret name"). `status.binding` names the one it last wrote, which lags a rename.
+    let mut fields = FieldReader::default();
+    let target_secret = fields
+        .string(obj, "", "/spec/target/name", false)
         .filter(|s| !s.is_empty())
-        .or_else(|| str_at(obj, "/spec/target/name").filter(|s| !s.is_empty()))
-        .unwrap_or(&name)
-        .to_string();
+        .unwrap_or_else(|| name.clone());
     let store_ref = obj.pointer("/spec/secretStoreRef").and_then(|r| {
         let name = r.get("name").and_then(Value::as_str)?;
         let kind_name = r.get("kind").and_then(Value::as_str);
@@ -527,7 +530,6 @@ pub fn external_secret_info(
             name: name.to_string(),
         })
     });
-    let mut fields = FieldReader::default();
     let synced_resource_version = fields.string(obj, "", "/status/syncedResourceVersion", false);
     let (generation, synced_generation) =
         fields.generations(obj, synced_resource_version.as_deref());
