@@ -27,14 +27,13 @@ use ::kube::api::{
 use ::kube::core::{ErrorResponse, Request};
 use ::kube::{Client, Resource};
 use k8s_openapi::api::core::v1::{Event, Secret};
-use serde::de::IgnoredAny;
 use time::OffsetDateTime;
 
 pub use argocd::{AppLookup, AppResource, ApplicationInfo, OperationInfo, ARGOCD_GROUP};
 pub use error::KubeError;
 pub use status::{
-    EventInfo, ExternalSecretInfo, PushSecretInfo, ReadyCondition, RemoteRef, SecretStoreInfo,
-    StoreKind, StoreRef, ESO_GROUP,
+    template_reads, BadField, DataFrom, EventInfo, ExternalSecretInfo, PushSecretInfo,
+    ReadyCondition, RemoteRef, SecretStoreInfo, StoreKind, StoreRef, TemplateEntry, ESO_GROUP,
 };
 
 pub use vso::{
@@ -255,18 +254,33 @@ impl EsoCluster {
 
     /// The keys of a Secret's `data`, sorted; `None` when the Secret does not exist.
     ///
-    /// The values are skipped while parsing and the response text is zeroized: they are never
-    /// held in a value, returned or logged.
+    /// The values are never held in a value, returned or logged ([`EsoCluster::secret_entries`]).
     pub async fn secret_keys(
         &self,
         ns: &str,
         name: &str,
     ) -> Result<Option<Vec<String>>, KubeError> {
-        /// A Secret with its values skipped at parse time.
+        Ok(self
+            .secret_entries(ns, name)
+            .await?
+            .map(|entries| entries.into_keys().collect()))
+    }
+
+    /// The keys of a Secret's `data`, sorted, each with whether its value is empty; `None` when
+    /// the Secret does not exist.
+    ///
+    /// Each value is read as its length only while parsing and the response text is zeroized:
+    /// the values are never held in a value, returned or logged.
+    pub async fn secret_entries(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, bool>>, KubeError> {
+        /// A Secret with each value read as its length at parse time.
         #[derive(serde::Deserialize)]
         struct KeysOnly {
             #[serde(default)]
-            data: Option<BTreeMap<String, IgnoredAny>>,
+            data: Option<BTreeMap<String, Option<ValueLen>>>,
         }
         let op = Op {
             verb: "get",
@@ -296,7 +310,12 @@ impl EsoCluster {
             )
         })?;
         drop(text);
-        Ok(Some(parsed.data.unwrap_or_default().into_keys().collect()))
+        let entries = parsed.data.unwrap_or_default().into_iter();
+        Ok(Some(
+            entries
+                .map(|(k, len)| (k, len.is_none_or(|l| l.0 == 0)))
+                .collect(),
+        ))
     }
 
     /// The Warning events about an object (`kind` such as `ExternalSecret`), newest first.
@@ -740,6 +759,25 @@ fn event_time(e: &Event) -> Option<OffsetDateTime> {
         .or_else(|| e.first_timestamp.as_ref().map(|t| t.0))
         .or_else(|| e.metadata.creation_timestamp.as_ref().map(|t| t.0))?;
     OffsetDateTime::from_unix_timestamp(chrono.timestamp()).ok()
+}
+
+/// A Secret's value read as its length only: the text is looked at, never kept.
+struct ValueLen(usize);
+
+impl<'de> serde::Deserialize<'de> for ValueLen {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Len;
+        impl serde::de::Visitor<'_> for Len {
+            type Value = ValueLen;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a base64 string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ValueLen, E> {
+                Ok(ValueLen(v.len()))
+            }
+        }
+        d.deserialize_str(Len)
+    }
 }
 
 #[cfg(test)]

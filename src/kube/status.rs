@@ -3,8 +3,8 @@
 //! Reading is kept apart from fetching so it can be tested on the objects real clusters show
 //! (`tests/fixtures/eso/`). Rules from ESO's source: the `Ready` condition's `status` is the
 //! READY column and its `reason` the STATUS column of `kubectl get`; `refreshTime` only moves on
-//! a successful sync; the target Secret is `status.binding.name`, else `spec.target.name`, else
-//! the ExternalSecret's own name.
+//! a successful sync; the target Secret is `spec.target.name`, else the ExternalSecret's own name
+//! (`status.binding.name` is the one it last wrote).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -79,6 +79,48 @@ pub struct RemoteRef {
     pub key: String,
     /// `remoteRef.property`: the field of the KV secret; `None` takes the whole secret.
     pub property: Option<String>,
+    /// `remoteRef.version`: a pinned KV v2 version; `None` reads the current one.
+    pub version: Option<String>,
+    /// `remoteRef.decodingStrategy` as written (`None`, `Base64`, `Base64URL`, `Auto`); `None`
+    /// when left out (ESO's default: no decoding).
+    pub decoding: Option<String>,
+}
+
+/// One `spec.dataFrom[]` entry of an ExternalSecret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum DataFrom {
+    /// `extract`: every field of one path becomes a key (renamed when `rewrite` is set).
+    Extract {
+        /// The path (`remoteRef.key` shape), its property, version and decoding.
+        reference: RemoteRef,
+        /// Whether `rewrite` renames the keys.
+        rewritten: bool,
+    },
+    /// `find`: paths chosen by ESO (by name or tags); vault-seed does not judge them.
+    Find,
+    /// `sourceRef` (a generator or another store): not read from Vault through the spec.
+    SourceRef,
+    /// None of the above (an entry ESO would reject).
+    Empty,
+}
+
+/// One `spec.target.template.data` entry: a key of the target Secret and the keys of the
+/// fetched data its template text reads (`.key`, `index . "key"`); the text itself is not held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TemplateEntry {
+    /// The key of the target Secret.
+    pub key: String,
+    /// Names the template's actions read from the fetched data.
+    pub reads: Vec<String>,
+}
+
+/// A field of an object that is missing or not of its type: reported, never taken as matching.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BadField {
+    /// The JSON path of the field (`/spec/data/0/remoteRef/key`).
+    pub field: String,
+    /// What is wrong with it (never quoting a value longer than a name).
+    pub problem: String,
 }
 
 /// The `Ready` condition of an ESO object, as `kubectl get` shows it.
@@ -113,7 +155,22 @@ pub struct ExternalSecretInfo {
     pub refresh_time: Option<OffsetDateTime>,
     /// `status.syncedResourceVersion`.
     pub synced_resource_version: Option<String>,
-    /// The target Secret: `status.binding.name`, else `spec.target.name`, else `name`.
+    /// `metadata.generation`: the spec's version the API server counts.
+    pub generation: Option<i64>,
+    /// The generation ESO last synced: the number before the `-` of `syncedResourceVersion`
+    /// (ESO writes `<metadata.generation>-<hash of labels and annotations>`).
+    pub synced_generation: Option<i64>,
+    /// `metadata.deletionTimestamp`, as written: the object is being deleted.
+    pub deletion_timestamp: Option<String>,
+    /// Every `Ready` condition (ESO keeps one; more than one is not its doing).
+    pub ready_conditions: Vec<ReadyCondition>,
+    /// `spec.dataFrom[]`.
+    pub data_from: Vec<DataFrom>,
+    /// `spec.target.template.data`, by key; empty without a template.
+    pub template: Vec<TemplateEntry>,
+    /// Fields missing or not of their type.
+    pub bad_fields: Vec<BadField>,
+    /// The target Secret: `spec.target.name`, else `name`.
     pub target_secret: String,
     /// `spec.secretStoreRef`, when set.
     pub store_ref: Option<StoreRef>,
@@ -213,6 +270,15 @@ pub fn ready_condition(
     Ok(condition(obj, "Ready", kind, object)?.unwrap_or_default())
 }
 
+/// The conditions of type `type_`, in order.
+fn conditions_of<'a>(obj: &'a Value, type_: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(move |c| c.get("type").and_then(Value::as_str) == Some(type_))
+}
+
 /// Read the condition of type `type_` (`Ready`, VSO's `Healthy`, `SecretSynced`); `None` when
 /// the object has none. Its status is in [`ReadyCondition::ready`] whatever the type.
 pub fn condition(
@@ -221,16 +287,17 @@ pub fn condition(
     kind: &'static str,
     object: &str,
 ) -> Result<Option<ReadyCondition>, KubeError> {
-    let Some(cond) = obj
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
-        })
-    else {
-        return Ok(None);
-    };
+    conditions_of(obj, type_)
+        .next()
+        .map(|c| read_condition(c, kind, object))
+        .transpose()
+}
+
+fn read_condition(
+    cond: &Value,
+    kind: &'static str,
+    object: &str,
+) -> Result<ReadyCondition, KubeError> {
     let ready = match cond.get("status").and_then(Value::as_str) {
         Some("True") => Some(true),
         Some("False") => Some(false),
@@ -239,12 +306,199 @@ pub fn condition(
     // Text from the cluster is capped where it enters (control characters are removed where
     // it is shown to people).
     let text = |s: &str| crate::text::cap(s).into_owned();
-    Ok(Some(ReadyCondition {
+    Ok(ReadyCondition {
         ready,
         reason: str_at(cond, "/reason").map(text),
         message: str_at(cond, "/message").map(text),
         last_transition_time: time_at(cond, "/lastTransitionTime", kind, object)?,
-    }))
+    })
+}
+
+/// Reads fields of one object, keeping each that is missing (where required) or not of its type
+/// as a [`BadField`] rather than taking it for empty.
+#[derive(Default)]
+struct FieldReader {
+    bad: Vec<BadField>,
+}
+
+impl FieldReader {
+    fn bad(&mut self, field: String, problem: &str) {
+        self.bad.push(BadField {
+            field: crate::text::cap(&field).into_owned(),
+            problem: problem.to_string(),
+        });
+    }
+
+    /// A string at `base` + `pointer`; `required` makes its absence a bad field too.
+    fn string(&mut self, v: &Value, base: &str, pointer: &str, required: bool) -> Option<String> {
+        match v.pointer(pointer) {
+            Some(Value::String(s)) => Some(s.clone()),
+            None | Some(Value::Null) if !required => None,
+            None | Some(Value::Null) => {
+                self.bad(format!("{base}{pointer}"), "is missing");
+                None
+            }
+            Some(_) => {
+                self.bad(format!("{base}{pointer}"), "is not a string");
+                None
+            }
+        }
+    }
+
+    /// The entries of an array at `pointer`, none when it is absent.
+    fn array<'a>(&mut self, v: &'a Value, pointer: &str) -> &'a [Value] {
+        match v.pointer(pointer) {
+            Some(Value::Array(a)) => a,
+            None | Some(Value::Null) => &[],
+            Some(_) => {
+                self.bad(pointer.to_string(), "is not a list");
+                &[]
+            }
+        }
+    }
+
+    /// A `remoteRef` (or `dataFrom[].extract`) at `base`, for the Secret key `secret_key`.
+    fn remote_ref(&mut self, r: &Value, base: &str, secret_key: String) -> RemoteRef {
+        RemoteRef {
+            secret_key,
+            key: self.string(r, base, "/key", true).unwrap_or_default(),
+            property: self.string(r, base, "/property", false),
+            version: self.string(r, base, "/version", false),
+            decoding: self.string(r, base, "/decodingStrategy", false),
+        }
+    }
+
+    /// `spec.data[]`.
+    fn data(&mut self, obj: &Value) -> Vec<RemoteRef> {
+        let entries = self.array(obj, "/spec/data");
+        let mut out = Vec::with_capacity(entries.len());
+        for (i, d) in entries.iter().enumerate() {
+            let base = format!("/spec/data/{i}");
+            let secret_key = self
+                .string(d, &base, "/secretKey", true)
+                .unwrap_or_default();
+            match d.get("remoteRef") {
+                Some(r @ Value::Object(_)) => {
+                    let reference = self.remote_ref(r, &format!("{base}/remoteRef"), secret_key);
+                    out.push(reference);
+                }
+                // A generator's or another store's value (`sourceRef`): not a path of the spec.
+                _ if d.get("sourceRef").is_some() => {}
+                _ => self.bad(format!("{base}/remoteRef"), "is missing or not an object"),
+            }
+        }
+        out
+    }
+
+    /// `spec.dataFrom[]`.
+    fn data_from(&mut self, obj: &Value) -> Vec<DataFrom> {
+        let entries = self.array(obj, "/spec/dataFrom");
+        let mut out = Vec::with_capacity(entries.len());
+        for (i, d) in entries.iter().enumerate() {
+            let base = format!("/spec/dataFrom/{i}");
+            out.push(if d.get("sourceRef").is_some_and(|v| !v.is_null()) {
+                DataFrom::SourceRef
+            } else if let Some(e) = d.get("extract").filter(|v| !v.is_null()) {
+                let reference = self.remote_ref(e, &format!("{base}/extract"), String::new());
+                let rewritten = d
+                    .get("rewrite")
+                    .and_then(Value::as_array)
+                    .is_some_and(|r| !r.is_empty());
+                DataFrom::Extract {
+                    reference,
+                    rewritten,
+                }
+            } else if d.get("find").is_some_and(|v| !v.is_null()) {
+                DataFrom::Find
+            } else {
+                DataFrom::Empty
+            });
+        }
+        out
+    }
+
+    /// `spec.target.template.data`: each key and the fetched keys its text reads.
+    fn template(&mut self, obj: &Value) -> Vec<TemplateEntry> {
+        const AT: &str = "/spec/target/template/data";
+        let entries = match obj.pointer(AT) {
+            Some(Value::Object(m)) => m,
+            None | Some(Value::Null) => return Vec::new(),
+            Some(_) => {
+                self.bad(AT.into(), "is not a map");
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::with_capacity(entries.len());
+        for (key, text) in entries {
+            match text.as_str() {
+                Some(text) => out.push(TemplateEntry {
+                    key: key.clone(),
+                    reads: template_reads(text),
+                }),
+                None => self.bad(format!("{AT}/{key}"), "is not a string"),
+            }
+        }
+        out
+    }
+
+    /// `metadata.generation` and the generation in `status.syncedResourceVersion`.
+    fn generations(&mut self, obj: &Value, synced: Option<&str>) -> (Option<i64>, Option<i64>) {
+        let generation = match obj.pointer("/metadata/generation") {
+            Some(v) => v.as_i64().or_else(|| {
+                self.bad("/metadata/generation".into(), "is not a number");
+                None
+            }),
+            None => None,
+        };
+        // ESO writes `<generation>-<hash>` (`pkg/controllers/util/util.go`, `GetResourceVersion`).
+        let synced_generation = synced.and_then(|s| {
+            let parsed = s.split_once('-').and_then(|(g, _)| g.parse::<i64>().ok());
+            if parsed.is_none() {
+                self.bad(
+                    "/status/syncedResourceVersion".into(),
+                    "is not `<generation>-<hash>`",
+                );
+            }
+            parsed
+        });
+        (generation, synced_generation)
+    }
+}
+
+/// The names a Go template's actions (`{{ ... }}`) read from the data: `.name` (not a field of
+/// something else: `.a.b` reads `a`) and quoted strings (`index . "name"`).
+pub fn template_reads(text: &str) -> Vec<String> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut reads = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("{{") {
+        let after = &rest[open + 2..];
+        let close = after.find("}}").unwrap_or(after.len());
+        let action = &after[..close];
+        let mut prev = ' ';
+        let mut chars = action.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            if c == '.' && !ident(prev) && prev != '.' && prev != ')' {
+                let name: String = action[i + 1..].chars().take_while(|c| ident(*c)).collect();
+                if !name.is_empty() {
+                    reads.push(name);
+                }
+            } else if c == '"' || c == '`' {
+                let body: String = action[i + 1..].chars().take_while(|d| *d != c).collect();
+                for _ in 0..body.chars().count() + 1 {
+                    chars.next();
+                }
+                reads.push(body);
+                prev = c;
+                continue;
+            }
+            prev = c;
+        }
+        rest = &after[(close + 2).min(after.len())..];
+    }
+    reads.sort();
+    reads.dedup();
+    reads
 }
 
 /// Read an ExternalSecret (its whole JSON: metadata, spec, status).
@@ -253,19 +507,20 @@ pub fn external_secret_info(
     api_version: &str,
 ) -> Result<ExternalSecretInfo, KubeError> {
     const KIND: &str = "ExternalSecret";
-    let name = str_at(obj, "/metadata/name")
-        .unwrap_or_default()
-        .to_string();
-    let namespace = str_at(obj, "/metadata/namespace")
-        .unwrap_or_default()
-        .to_string();
+    let (name, namespace) = name_and_namespace(obj);
     let object = object_name(Some(&namespace), &name);
-    let cond = ready_condition(obj, KIND, &object)?;
-    let target_secret = str_at(obj, "/status/binding/name")
+    let ready_conditions = conditions_of(obj, "Ready")
+        .map(|c| read_condition(c, KIND, &object))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cond = ready_conditions.first().cloned().unwrap_or_default();
+    // The Secret ESO writes now: `spec.target.name`, else its own name (external-secrets
+    // `externalsecret_controller.go`, `Reconcile`: "the target secret name defaults to the
+    // ExternalSecret name"). `status.binding` names the one it last wrote, which lags a rename.
+    let mut fields = FieldReader::default();
+    let target_secret = fields
+        .string(obj, "", "/spec/target/name", false)
         .filter(|s| !s.is_empty())
-        .or_else(|| str_at(obj, "/spec/target/name").filter(|s| !s.is_empty()))
-        .unwrap_or(&name)
-        .to_string();
+        .unwrap_or_else(|| name.clone());
     let store_ref = obj.pointer("/spec/secretStoreRef").and_then(|r| {
         let name = r.get("name").and_then(Value::as_str)?;
         let kind_name = r.get("kind").and_then(Value::as_str);
@@ -275,27 +530,26 @@ pub fn external_secret_info(
             name: name.to_string(),
         })
     });
-    let data = obj
-        .pointer("/spec/data")
-        .and_then(Value::as_array)
-        .map(|entries| {
-            entries
-                .iter()
-                .map(|d| RemoteRef {
-                    secret_key: str_at(d, "/secretKey").unwrap_or_default().to_string(),
-                    key: str_at(d, "/remoteRef/key").unwrap_or_default().to_string(),
-                    property: str_at(d, "/remoteRef/property").map(str::to_string),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let has_data_from = obj
-        .pointer("/spec/dataFrom")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty());
+    let synced_resource_version = fields.string(obj, "", "/status/syncedResourceVersion", false);
+    let (generation, synced_generation) =
+        fields.generations(obj, synced_resource_version.as_deref());
+    let deletion_timestamp = fields
+        .string(obj, "", "/metadata/deletionTimestamp", false)
+        .map(|t| crate::text::cap(&t).into_owned());
+    let data = fields.data(obj);
+    let data_from = fields.data_from(obj);
+    let template = fields.template(obj);
     Ok(ExternalSecretInfo {
         refresh_time: time_at(obj, "/status/refreshTime", KIND, &object)?,
-        synced_resource_version: str_at(obj, "/status/syncedResourceVersion").map(str::to_string),
+        synced_resource_version,
+        generation,
+        synced_generation,
+        deletion_timestamp,
+        ready_conditions,
+        has_data_from: !data_from.is_empty(),
+        data_from,
+        template,
+        bad_fields: fields.bad,
         namespace,
         name,
         api_version: api_version.to_string(),
@@ -303,7 +557,6 @@ pub fn external_secret_info(
         target_secret,
         store_ref,
         data,
-        has_data_from,
     })
 }
 
@@ -399,7 +652,9 @@ mod tests {
             vec![RemoteRef {
                 secret_key: "secret_key".into(),
                 key: "example-secret".into(),
-                property: None
+                property: None,
+                version: None,
+                decoding: Some("None".into()),
             }]
         );
         assert!(!info.has_data_from);
@@ -502,5 +757,93 @@ mod tests {
             ),
             (Some(true), Some("Valid"), None)
         );
+    }
+
+    #[test]
+    fn reads_generations_conditions_refs_data_from_and_template() {
+        let mut es = okdp_ready();
+        es["metadata"]["deletionTimestamp"] = json!("2026-09-04T00:00:00Z");
+        es["spec"]["data"][0]["remoteRef"]["version"] = json!("3");
+        es["spec"]["dataFrom"] = json!([
+            {"extract": {"key": "ask/x", "property": "p"}, "rewrite": [{"regexp": {}}]},
+            {"find": {"name": {"regexp": ".*"}}},
+            {"sourceRef": {"generatorRef": {"kind": "Password", "name": "p"}}},
+            {}
+        ]);
+        es["spec"]["target"]["template"] = json!({"data": {
+            "secret_key": "{{ .secret_key | upper }}",
+            "url": "postgres://u:{{ index . \"db-pass\" }}@h/{{ .a.b }}",
+            "static": "fixed text",
+        }});
+        let info = external_secret_info(&es, "v").unwrap();
+        assert_eq!(
+            (info.generation, info.synced_generation),
+            (Some(2), Some(2))
+        );
+        assert_eq!(
+            info.deletion_timestamp.as_deref(),
+            Some("2026-09-04T00:00:00Z")
+        );
+        assert_eq!(info.ready_conditions.len(), 1);
+        assert_eq!(info.data[0].version.as_deref(), Some("3"));
+        assert!(matches!(
+            &info.data_from[..],
+            [
+                DataFrom::Extract {
+                    rewritten: true,
+                    ..
+                },
+                DataFrom::Find,
+                DataFrom::SourceRef,
+                DataFrom::Empty
+            ]
+        ));
+        let reads: Vec<(&str, Vec<&str>)> = info
+            .template
+            .iter()
+            .map(|t| (t.key.as_str(), t.reads.iter().map(String::as_str).collect()))
+            .collect();
+        assert_eq!(
+            reads,
+            [
+                ("secret_key", vec!["secret_key"]),
+                ("static", vec![]),
+                ("url", vec!["a", "db-pass"]),
+            ]
+        );
+        assert!(info.bad_fields.is_empty());
+    }
+
+    #[test]
+    fn malformed_fields_are_named_not_taken_for_empty() {
+        let mut es = okdp_ready();
+        es["status"]["syncedResourceVersion"] = json!("abc");
+        es["spec"]["data"][0]["remoteRef"]["key"] = json!(7);
+        es["spec"]["data"][0]["remoteRef"]["property"] = json!(["x"]);
+        es["spec"]["data"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"remoteRef": {"key": "k"}}));
+        es["spec"]["target"]["template"] = json!({"data": {"k": 1}});
+        let info = external_secret_info(&es, "v").unwrap();
+        let bad: Vec<(&str, &str)> = info
+            .bad_fields
+            .iter()
+            .map(|b| (b.field.as_str(), b.problem.as_str()))
+            .collect();
+        assert_eq!(
+            bad,
+            [
+                (
+                    "/status/syncedResourceVersion",
+                    "is not `<generation>-<hash>`"
+                ),
+                ("/spec/data/0/remoteRef/key", "is not a string"),
+                ("/spec/data/0/remoteRef/property", "is not a string"),
+                ("/spec/data/1/secretKey", "is missing"),
+                ("/spec/target/template/data/k", "is not a string"),
+            ]
+        );
+        assert_eq!(info.synced_generation, None);
     }
 }

@@ -234,14 +234,20 @@ fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
             (_, Some(reason)) => format!("not Ready ({})", t(reason)),
             _ => "no status".into(),
         };
+        // A target Secret left unread is said on the object's own line, never looking checked.
+        let unread = if es.target_secret.is_some() && !es.target_checked {
+            ", target Secret not checked"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "     {} ExternalSecret {}/{}: {state}",
+            "     {} ExternalSecret {}/{}: {state}{unread}",
             mark(style, es.ok),
             t(&es.namespace),
             t(&es.name)
         );
-        details(out, &es.problems, &es.explanations, &[]);
+        details(out, &es.problems, &es.explanations, &es.notes);
     }
     for v in &k.vault_static_secrets {
         let state = match (v.synced, v.ready.or(v.healthy)) {

@@ -3,18 +3,19 @@
 //! Ready, say why from what vault-seed sees itself and from its Warning events, since ESO's
 //! condition message is generic ("could not get secret data from provider").
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::facts::{Facts, PathFacts};
 use super::findings::{any_problem, colon, joined, rfc3339, Finding, Lines, Severity};
+use crate::generate::Generator;
 use crate::kube::{
-    EsoCluster, ExternalSecretInfo, KubeError, ReadyCondition, RemoteRef, StoreKind,
+    DataFrom, EsoCluster, ExternalSecretInfo, KubeError, ReadyCondition, RemoteRef, StoreKind,
 };
 use crate::seed::Status;
-use crate::spec::{Provided, Target};
+use crate::spec::{Field, Provided, Target};
 
 /// One ExternalSecret's check.
 #[derive(Debug, Clone, Serialize)]
@@ -38,10 +39,16 @@ pub struct EsCheck {
     pub refresh_time: Option<OffsetDateTime>,
     /// The target Secret.
     pub target_secret: Option<String>,
+    /// Whether its target Secret was read (`false` with `--skip-target-secrets`: whether it
+    /// exists with every key, none empty, is not proven).
+    pub target_checked: bool,
     /// What is wrong, one sentence each, most important first.
     pub problems: Vec<String>,
     /// Why it is not Ready, from vault-seed's view and from ESO's Warning events.
     pub explanations: Vec<String>,
+    /// Worth knowing, never failing it: what was not checked, a template that does not read a
+    /// fetched value.
+    pub notes: Vec<String>,
 }
 
 /// A PushSecret's or a store's check.
@@ -170,8 +177,60 @@ pub(crate) enum EsFinding {
         caps: Vec<String>,
         data_path: String,
     },
-    /// It also uses `dataFrom`.
-    DataFrom,
+    /// A `dataFrom` entry vault-seed does not judge (`find`, `sourceRef`).
+    DataFromNotJudged { what: &'static str },
+    /// A `dataFrom` entry with neither `extract`, `find` nor `sourceRef`.
+    DataFromEmpty { index: usize },
+    /// A `dataFrom.extract` reads a path the spec does not have.
+    ExtractNotSpecPath { key: String },
+    /// A `dataFrom.extract` names a property: ESO would read a map inside that field.
+    ExtractProperty { key: String, property: String },
+    /// Neither `spec.data` nor `dataFrom`: it maps nothing.
+    MapsNothing,
+    /// A remoteRef without `property` on a path with fields: ESO delivers the whole JSON object.
+    WholeSecret {
+        key: String,
+        secret_key: String,
+        fields: Vec<String>,
+    },
+    /// `remoteRef.version` pins another version than the current one (`current`: `None` when
+    /// not known).
+    Pinned {
+        key: String,
+        pin: String,
+        current: Option<u64>,
+    },
+    /// `decodingStrategy` decodes a value its generator does not encode that way.
+    Decoding {
+        key: String,
+        field: String,
+        strategy: String,
+        generator: &'static str,
+        encoding: &'static str,
+    },
+    /// `decodingStrategy` is not one ESO knows.
+    DecodingUnknown { key: String, strategy: String },
+    /// A template entry for a mapped key does not read the value fetched for it.
+    TemplateStatic { key: String },
+    /// A field of the object is missing or not of its type.
+    BadField {
+        object: String,
+        field: String,
+        problem: String,
+    },
+    /// ESO synced an older generation than the object's.
+    GenerationBehind { synced: i64, generation: i64 },
+    /// Ready, but which generation ESO synced cannot be told.
+    GenerationUnknown { missing: &'static str },
+    /// `refreshTime` is later than now (beyond clock skew).
+    RefreshInFuture {
+        refreshed: OffsetDateTime,
+        now: OffsetDateTime,
+    },
+    /// Several `Ready` conditions that disagree.
+    ReadyConflict { states: Vec<String> },
+    /// `metadata.deletionTimestamp` is set.
+    Deleting { since: String },
     /// Ready, but synced before the secret was created in Vault.
     SyncedBeforeSeeding {
         refreshed: OffsetDateTime,
@@ -194,20 +253,48 @@ pub(crate) enum EsFinding {
         secret: String,
         keys: Vec<String>,
     },
+    /// Its target Secret has keys it maps with empty values.
+    TargetEmptyValues {
+        namespace: String,
+        secret: String,
+        keys: Vec<String>,
+    },
+    /// Its target Secret was not read (`--skip-target-secrets`).
+    TargetNotChecked { namespace: String, secret: String },
 }
 
 impl Finding for EsFinding {
     fn severity(&self) -> Severity {
         use EsFinding::*;
         match self {
-            SyncedBeforeSeeding { .. } | NeverSynced | NotReady { .. } => Severity::Leading,
+            SyncedBeforeSeeding { .. }
+            | NeverSynced
+            | NotReady { .. }
+            | GenerationBehind { .. }
+            | GenerationUnknown { .. }
+            | RefreshInFuture { .. }
+            | ReadyConflict { .. }
+            | Deleting { .. } => Severity::Leading,
             Missing { .. }
             | NotSpecPath { .. }
             | NotSpecField { .. }
+            | DataFromEmpty { .. }
+            | ExtractNotSpecPath { .. }
+            | ExtractProperty { .. }
+            | MapsNothing
+            | WholeSecret { .. }
+            | Pinned { .. }
+            | Decoding { .. }
+            | DecodingUnknown { .. }
+            | BadField { .. }
             | TargetMissing { .. }
-            | TargetLacksKeys { .. } => Severity::Problem,
-            FieldNot { .. } | Provided { .. } | PolicyMissing { .. } | DataFrom | Event { .. } => {
+            | TargetLacksKeys { .. }
+            | TargetEmptyValues { .. } => Severity::Problem,
+            FieldNot { .. } | Provided { .. } | PolicyMissing { .. } | Event { .. } => {
                 Severity::Cause
+            }
+            DataFromNotJudged { .. } | TemplateStatic { .. } | TargetNotChecked { .. } => {
+                Severity::Note
             }
         }
     }
@@ -235,7 +322,22 @@ impl Finding for EsFinding {
                 "ESO's policy does not grant `{}` on `{data_path}`",
                 joined(caps)
             ),
-            DataFrom => "it also uses `dataFrom`, which vault-seed does not cross-check".into(),
+            DataFromNotJudged { .. }
+            | DataFromEmpty { .. }
+            | ExtractNotSpecPath { .. }
+            | ExtractProperty { .. }
+            | MapsNothing
+            | WholeSecret { .. }
+            | Pinned { .. }
+            | Decoding { .. }
+            | DecodingUnknown { .. }
+            | TemplateStatic { .. } => self.mapping_message(),
+            BadField { .. }
+            | GenerationBehind { .. }
+            | GenerationUnknown { .. }
+            | RefreshInFuture { .. }
+            | ReadyConflict { .. }
+            | Deleting { .. } => self.currency_message(),
             SyncedBeforeSeeding { refreshed, created } => format!(
                 "Ready, but last synced at {} — before the secret was created in Vault at {}: the Ready is from before seeding (try --force-sync)",
                 rfc3339(*refreshed),
@@ -255,6 +357,90 @@ impl Finding for EsFinding {
                 "target Secret `{namespace}/{secret}` lacks key(s) `{}`",
                 joined(keys)
             ),
+            TargetEmptyValues { namespace, secret, keys } => format!(
+                "target Secret `{namespace}/{secret}` has empty value(s) for key(s) `{}`",
+                joined(keys)
+            ),
+            TargetNotChecked { namespace, secret } => format!(
+                "target Secret `{namespace}/{secret}` not checked (--skip-target-secrets): that it exists with every key, none empty, is not proven"
+            ),
+        }
+    }
+}
+
+impl EsFinding {
+    /// The sentence of a finding about what a mapping delivers.
+    fn mapping_message(&self) -> String {
+        use EsFinding::*;
+        match self {
+            DataFromNotJudged { what } => format!(
+                "`dataFrom.{what}` is not judged: which paths and fields it delivers is ESO's choice, not the spec's"
+            ),
+            DataFromEmpty { index } => format!(
+                "`spec.dataFrom[{index}]` has neither `extract`, `find` nor `sourceRef`: it maps nothing"
+            ),
+            ExtractNotSpecPath { key } => {
+                format!("`dataFrom.extract` key `{key}` is not a path of the spec")
+            }
+            ExtractProperty { key, property } => format!(
+                "`dataFrom.extract` key `{key}` has property `{property}`: ESO would extract the fields of a map inside `{property}`, which the spec's text fields are not"
+            ),
+            MapsNothing => {
+                "`spec.data` is empty and there is no `dataFrom`: it maps nothing from Vault".into()
+            }
+            WholeSecret { key, secret_key, fields } => format!(
+                "remoteRef `{key}` (secretKey `{secret_key}`) has no `property`: ESO delivers the whole secret as a JSON object, not a value; set `property: {}`",
+                match fields.as_slice() {
+                    [one] => one.clone(),
+                    _ => format!("<one of `{}`>", joined(fields)),
+                }
+            ),
+            Pinned { key, pin, current: Some(current) } => format!(
+                "remoteRef `{key}` pins version {pin} (`remoteRef.version`), but the current version in Vault is {current}: ESO keeps serving version {pin}; remove `version`"
+            ),
+            Pinned { key, pin, current: None } => format!(
+                "remoteRef `{key}` pins version `{pin}` (`remoteRef.version`), and the current version in Vault is not known: whether ESO serves the seeded value cannot be told"
+            ),
+            Decoding { key, field, strategy, generator, encoding } => format!(
+                "remoteRef `{key}` property `{field}`: decodingStrategy `{strategy}` decodes the value, but generator `{generator}` makes {encoding}: ESO would deliver other bytes than the seeded value (or fail); set `decodingStrategy: None`"
+            ),
+            DecodingUnknown { key, strategy } => format!(
+                "remoteRef `{key}`: decodingStrategy `{strategy}` is not one ESO knows (`None`, `Base64`, `Base64URL`, `Auto`)"
+            ),
+            TemplateStatic { key } => format!(
+                "warning: `target.template.data` entry `{key}` does not read the value fetched for it (`.{key}`): the Secret holds the template's text, not the seeded value"
+            ),
+            _ => String::new(),
+        }
+    }
+
+    /// The sentence of a finding about whether the object and its Ready are current.
+    fn currency_message(&self) -> String {
+        use EsFinding::*;
+        match self {
+            BadField { object, field, problem } => format!(
+                "field `{field}` of ExternalSecret `{object}` {problem}: not taken as matching anything"
+            ),
+            GenerationBehind { synced, generation } => format!(
+                "ESO has not processed the current spec: it synced generation {synced} (`status.syncedResourceVersion`), the object is at generation {generation}"
+            ),
+            GenerationUnknown { missing } => format!(
+                "Ready, but `{missing}` is missing: whether ESO synced the current spec cannot be told"
+            ),
+            RefreshInFuture { refreshed, now } => format!(
+                "`refreshTime` {} is later than now ({}): it does not prove a sync",
+                rfc3339(*refreshed),
+                rfc3339(*now)
+            ),
+            ReadyConflict { states } => format!(
+                "it has {} `Ready` conditions that disagree ({}): ESO keeps one, so its state is unknown",
+                states.len(),
+                states.join(", ")
+            ),
+            Deleting { since } => format!(
+                "it is being deleted (`deletionTimestamp` {since}): ESO is removing it, not syncing it"
+            ),
+            _ => String::new(),
         }
     }
 }
@@ -506,6 +692,10 @@ impl EsCheck {
     ) -> EsCheck {
         let ok = !any_problem(&findings);
         let lines = Lines::of(&findings);
+        let target_checked = es.is_some()
+            && !findings
+                .iter()
+                .any(|f| matches!(f, EsFinding::TargetNotChecked { .. }));
         let (api_version, condition, refresh_time, target_secret) = match es {
             Some(es) => (
                 Some(es.api_version),
@@ -525,28 +715,31 @@ impl EsCheck {
             message: condition.message,
             refresh_time,
             target_secret,
+            target_checked,
             problems: lines.problems,
             explanations: lines.explanations,
+            notes: lines.notes,
         }
     }
 }
 
-/// One ExternalSecret's findings: its remoteRefs, its Ready condition, its target Secret.
+/// One ExternalSecret's findings: its fields, its mappings, its Ready condition and whether it
+/// is about the current object, its target Secret.
 async fn check_external_secret(
     ctx: &Ctx<'_>,
     ns: &str,
     name: &str,
     es: &ExternalSecretInfo,
 ) -> Result<Vec<EsFinding>, KubeError> {
-    let mut found = Vec::new();
+    let mut found = bad_fields(es);
     let mut newest_created: Option<OffsetDateTime> = None;
     for r in &es.data {
         newest_created = newest_created.max(remote_ref(ctx, r, &mut found));
     }
-    if es.has_data_from {
-        found.push(EsFinding::DataFrom);
-    }
+    newest_created = newest_created.max(data_from(ctx, es, &mut found));
     found.extend(readiness(es, newest_created));
+    found.extend(currency(es, OffsetDateTime::now_utc()));
+    found.extend(template_findings(es));
     if es.condition.ready != Some(true) {
         let events = ctx
             .cluster
@@ -557,50 +750,87 @@ async fn check_external_secret(
             message: ev.message.unwrap_or_default(),
         }));
     }
-    // The target Secret exists and has every key the ExternalSecret maps; unless reading
-    // Secrets is not allowed (a Role without `get secrets`).
-    if !ctx.skip_target_secrets {
-        let keys = ctx.cluster.secret_keys(ns, &es.target_secret).await?;
-        found.extend(target_keys(ns, es, keys));
+    // The target Secret exists with every key the ExternalSecret maps, none empty; unless
+    // reading Secrets is not allowed (a Role without `get secrets`): then it is said unchecked.
+    if ctx.skip_target_secrets {
+        found.push(EsFinding::TargetNotChecked {
+            namespace: ns.to_string(),
+            secret: es.target_secret.clone(),
+        });
+    } else {
+        let entries = ctx.cluster.secret_entries(ns, &es.target_secret).await?;
+        let wanted = mapped_keys(ctx, es);
+        found.extend(target_keys(ns, es, &wanted, entries));
     }
     Ok(found)
 }
 
-/// A remoteRef must be a path and field of the spec, present in Vault: its findings, and the
-/// time its path was created in Vault.
-fn remote_ref(ctx: &Ctx<'_>, r: &RemoteRef, found: &mut Vec<EsFinding>) -> Option<OffsetDateTime> {
-    let key = r.key.trim_start_matches('/');
-    let Some(t) = ctx
-        .targets
+/// The fields of the object that are missing or not of their type.
+fn bad_fields(es: &ExternalSecretInfo) -> Vec<EsFinding> {
+    let object = format!("{}/{}", es.namespace, es.name);
+    es.bad_fields
+        .iter()
+        .map(|b| EsFinding::BadField {
+            object: object.clone(),
+            field: b.field.clone(),
+            problem: b.problem.clone(),
+        })
+        .collect()
+}
+
+/// The spec's path a remoteRef key names (`ask/x` below the mount, or `secret/ask/x`).
+fn spec_target<'t>(ctx: &Ctx<'t>, key: &str) -> Option<&'t Target> {
+    let key = key.trim_start_matches('/');
+    ctx.targets
         .iter()
         .find(|t| &*t.path == key || t.full_path() == key)
-    else {
+}
+
+/// A remoteRef must be a path and field of the spec, present in Vault, delivered as seeded: its
+/// findings, and the time its path was created in Vault.
+fn remote_ref(ctx: &Ctx<'_>, r: &RemoteRef, found: &mut Vec<EsFinding>) -> Option<OffsetDateTime> {
+    let Some(t) = spec_target(ctx, &r.key) else {
         found.push(EsFinding::NotSpecPath {
             key: r.key.clone(),
             secret_key: r.secret_key.clone(),
         });
         return None;
     };
-    if let Some(p) = &r.property {
-        if !t.fields.iter().any(|f| &f.name == p) {
-            found.push(EsFinding::NotSpecField {
-                key: r.key.clone(),
-                property: p.clone(),
-            });
-            return None;
+    let fields: Vec<&Field> = match &r.property {
+        Some(p) => match t.fields.iter().find(|f| &f.name == p) {
+            Some(f) => vec![f],
+            None => {
+                found.push(EsFinding::NotSpecField {
+                    key: r.key.clone(),
+                    property: p.clone(),
+                });
+                return None;
+            }
+        },
+        None => {
+            found.push(whole_secret(r, t));
+            t.fields.iter().collect()
         }
-    }
+    };
+    path_findings(ctx, r, t, &fields, found)
+}
+
+/// What a read of `fields` of `t` through `r` finds: each field's state in Vault, its decoding,
+/// the version pinned, the provider's state and ESO's policy; the time the path was created.
+fn path_findings(
+    ctx: &Ctx<'_>,
+    r: &RemoteRef,
+    t: &Target,
+    fields: &[&Field],
+    found: &mut Vec<EsFinding>,
+) -> Option<OffsetDateTime> {
     let path = t.full_path();
     let f = ctx.facts.get(&path).unwrap_or_default();
-    let fields: Vec<&String> = match &r.property {
-        Some(p) => vec![p],
-        None => t.fields.iter().map(|f| &f.name).collect(),
-    };
-    found.extend(
-        fields
-            .into_iter()
-            .filter_map(|field| field_finding(&path, field, &f)),
-    );
+    for field in fields {
+        found.extend(field_finding(&path, &field.name, &f));
+        found.extend(decoding_finding(r, field));
+    }
+    found.extend(pinned(r, &f));
     // A provided path not yet right: who makes it, and what its PushSecret says.
     if let Some(pc) = ctx.provided.iter().find(|p| !p.ok && p.path == path) {
         found.extend(
@@ -620,6 +850,213 @@ fn remote_ref(ctx: &Ctx<'_>, r: &RemoteRef, found: &mut Vec<EsFinding>) -> Optio
         });
     }
     f.created
+}
+
+/// No `property`: ESO's Vault provider returns the whole secret JSON-encoded, whatever its
+/// fields (external-secrets `providers/v1/vault/client_get.go`, `getSecretValue`: "return raw
+/// json if no property is defined"; no special case for one field or for `value`).
+fn whole_secret(r: &RemoteRef, t: &Target) -> EsFinding {
+    EsFinding::WholeSecret {
+        key: r.key.clone(),
+        secret_key: r.secret_key.clone(),
+        fields: t.fields.iter().map(|f| f.name.clone()).collect(),
+    }
+}
+
+/// `remoteRef.version` pins a KV v2 version: ESO reads that one (`readSecret` sends
+/// `?version=`), never a newer value written by `rotate` or `set`.
+fn pinned(r: &RemoteRef, f: &PathFacts) -> Option<EsFinding> {
+    let pin = r.version.as_ref()?;
+    let current = f.version;
+    if pin.parse::<u64>().ok().is_some_and(|p| Some(p) == current) {
+        return None;
+    }
+    Some(EsFinding::Pinned {
+        key: r.key.clone(),
+        pin: pin.clone(),
+        current,
+    })
+}
+
+/// The encoding a generator's values are in, as `decodingStrategy` sees them: `Some(strategy)`
+/// when its values are always valid input of that decoding.
+fn generator_encoding(g: &Generator) -> (&'static str, Option<&'static str>) {
+    match g {
+        Generator::Base64 {
+            url_safe: false, ..
+        } => ("standard base64", Some("Base64")),
+        Generator::Base64 { url_safe: true, .. } | Generator::Fernet => {
+            ("URL-safe base64", Some("Base64URL"))
+        }
+        Generator::Hex { .. } | Generator::Masterkey => ("hex", None),
+        Generator::Uuid => ("a UUID", None),
+        Generator::Password { .. } => ("a password", None),
+        Generator::Placeholder { .. } => ("text a person fills in", None),
+        Generator::Any => ("a value of a format it does not know", None),
+    }
+}
+
+/// Whether a generator's values can never read as padded base64 (Go's `StdEncoding` and
+/// `URLEncoding` want a length that is a multiple of 4), so `Auto` leaves them alone.
+fn never_base64(g: &Generator) -> bool {
+    match g {
+        Generator::Hex { bytes } => (2 * bytes) % 4 != 0,
+        Generator::Password { length, .. } => length % 4 != 0,
+        _ => false,
+    }
+}
+
+/// `decodingStrategy` must deliver the seeded value: `None` (or left out) always does; `Base64`
+/// and `Base64URL` only decode values made in that encoding; `Auto` tries standard base64, then
+/// URL-safe, and keeps the text only when neither decodes (external-secrets
+/// `runtime/decoding/decoding.go`, `Decode`), so it changes any value that reads as base64
+/// (hex of an even number of bytes does).
+fn decoding_finding(r: &RemoteRef, field: &Field) -> Option<EsFinding> {
+    let strategy = r.decoding.as_deref().unwrap_or("None");
+    let (encoding, decodes_as) = generator_encoding(&field.generator);
+    let fine = match strategy {
+        "None" | "" => true,
+        "Base64" | "Base64URL" => decodes_as == Some(strategy),
+        "Auto" => decodes_as.is_some() || never_base64(&field.generator),
+        _ => {
+            return Some(EsFinding::DecodingUnknown {
+                key: r.key.clone(),
+                strategy: strategy.to_string(),
+            })
+        }
+    };
+    (!fine).then(|| EsFinding::Decoding {
+        key: r.key.clone(),
+        field: field.name.clone(),
+        strategy: strategy.to_string(),
+        generator: field.generator.name(),
+        encoding,
+    })
+}
+
+/// `dataFrom`: `extract` of a spec path maps each of its fields (checked like a remoteRef);
+/// `find` and `sourceRef` are not judged; nothing in `data` nor `dataFrom` maps nothing.
+fn data_from(
+    ctx: &Ctx<'_>,
+    es: &ExternalSecretInfo,
+    found: &mut Vec<EsFinding>,
+) -> Option<OffsetDateTime> {
+    if es.data.is_empty() && es.data_from.is_empty() {
+        found.push(EsFinding::MapsNothing);
+    }
+    let mut newest = None;
+    for (index, d) in es.data_from.iter().enumerate() {
+        match d {
+            DataFrom::Extract { reference: r, .. } => {
+                let Some(t) = spec_target(ctx, &r.key) else {
+                    found.push(EsFinding::ExtractNotSpecPath { key: r.key.clone() });
+                    continue;
+                };
+                if let Some(p) = &r.property {
+                    found.push(EsFinding::ExtractProperty {
+                        key: r.key.clone(),
+                        property: p.clone(),
+                    });
+                }
+                let fields: Vec<&Field> = t.fields.iter().collect();
+                newest = newest.max(path_findings(ctx, r, t, &fields, found));
+            }
+            DataFrom::Find => found.push(EsFinding::DataFromNotJudged { what: "find" }),
+            DataFrom::SourceRef => found.push(EsFinding::DataFromNotJudged { what: "sourceRef" }),
+            DataFrom::Empty => found.push(EsFinding::DataFromEmpty { index }),
+        }
+    }
+    newest
+}
+
+/// The keys of the target Secret it maps: each `secretKey`, and the fields of each spec path
+/// `dataFrom.extract` reads without renaming them.
+fn mapped_keys(ctx: &Ctx<'_>, es: &ExternalSecretInfo) -> Vec<String> {
+    let mut keys: Vec<String> = es.data.iter().map(|r| r.secret_key.clone()).collect();
+    for d in &es.data_from {
+        if let DataFrom::Extract {
+            reference,
+            rewritten: false,
+        } = d
+        {
+            if let (Some(t), None) = (spec_target(ctx, &reference.key), &reference.property) {
+                keys.extend(t.fields.iter().map(|f| f.name.clone()));
+            }
+        }
+    }
+    keys
+}
+
+/// How far ahead of this machine's clock a `refreshTime` may be (clock skew between the
+/// controller's node and here).
+const CLOCK_SKEW: time::Duration = time::Duration::minutes(5);
+
+/// Whether the Ready is about the object as it is now: ESO synced its current generation
+/// (`markAsDone` writes `syncedResourceVersion` from `GetResourceVersion`, `<generation>-<hash>`:
+/// external-secrets `pkg/controllers/externalsecret/externalsecret_controller.go` and
+/// `pkg/controllers/util/util.go`), its `refreshTime` is not in the future, its `Ready`
+/// conditions agree (`SetExternalSecretCondition` keeps one per type: `util.go`), and it is not
+/// being deleted.
+fn currency(es: &ExternalSecretInfo, now: OffsetDateTime) -> Vec<EsFinding> {
+    let mut found = Vec::new();
+    if let Some(since) = &es.deletion_timestamp {
+        found.push(EsFinding::Deleting {
+            since: since.clone(),
+        });
+    }
+    let states: BTreeSet<Option<bool>> = es.ready_conditions.iter().map(|c| c.ready).collect();
+    if states.len() > 1 {
+        found.push(EsFinding::ReadyConflict {
+            states: es
+                .ready_conditions
+                .iter()
+                .map(|c| match c.ready {
+                    Some(true) => "True".to_string(),
+                    Some(false) => "False".to_string(),
+                    None => "Unknown".to_string(),
+                })
+                .collect(),
+        });
+    }
+    if let Some(refreshed) = es.refresh_time.filter(|t| *t > now + CLOCK_SKEW) {
+        found.push(EsFinding::RefreshInFuture { refreshed, now });
+    }
+    found.extend(generation_finding(es));
+    found
+}
+
+/// ESO's last sync was of the object's current generation. Only judged when it says Ready (a
+/// not-Ready one is not done already); a malformed `syncedResourceVersion` is a bad field.
+fn generation_finding(es: &ExternalSecretInfo) -> Option<EsFinding> {
+    if es.condition.ready != Some(true) {
+        return None;
+    }
+    match (es.synced_generation, es.generation) {
+        (Some(synced), Some(generation)) if synced < generation => {
+            Some(EsFinding::GenerationBehind { synced, generation })
+        }
+        (Some(_), Some(_)) => None,
+        (None, _) if es.synced_resource_version.is_some() => None,
+        (None, _) => Some(EsFinding::GenerationUnknown {
+            missing: "status.syncedResourceVersion",
+        }),
+        (Some(_), None) => Some(EsFinding::GenerationUnknown {
+            missing: "metadata.generation",
+        }),
+    }
+}
+
+/// A template entry for a key the ExternalSecret fetches must read that key's value; else the
+/// Secret holds the template's text (ESO renders `template.data` over the fetched data:
+/// external-secrets `pkg/controllers/externalsecret/externalsecret_controller_template.go`,
+/// `ApplyTemplate`).
+fn template_findings(es: &ExternalSecretInfo) -> Vec<EsFinding> {
+    es.template
+        .iter()
+        .filter(|e| es.data.iter().any(|r| r.secret_key == e.key))
+        .filter(|e| !e.reads.contains(&e.key))
+        .map(|e| EsFinding::TemplateStatic { key: e.key.clone() })
+        .collect()
 }
 
 /// A field read that is not valid in Vault.
@@ -651,25 +1088,43 @@ fn readiness(es: &ExternalSecretInfo, newest_created: Option<OffsetDateTime>) ->
     }
 }
 
-/// The target Secret exists with every key the ExternalSecret maps.
-fn target_keys(ns: &str, es: &ExternalSecretInfo, keys: Option<Vec<String>>) -> Option<EsFinding> {
-    let Some(keys) = keys else {
-        return Some(EsFinding::TargetMissing {
-            namespace: ns.to_string(),
-            secret: es.target_secret.clone(),
-        });
+/// The target Secret exists with every key the ExternalSecret maps (`wanted`), none empty.
+fn target_keys(
+    ns: &str,
+    es: &ExternalSecretInfo,
+    wanted: &[String],
+    entries: Option<BTreeMap<String, bool>>,
+) -> Vec<EsFinding> {
+    let namespace = ns.to_string();
+    let secret = es.target_secret.clone();
+    let Some(entries) = entries else {
+        return vec![EsFinding::TargetMissing { namespace, secret }];
     };
-    let missing: Vec<String> = es
-        .data
-        .iter()
-        .map(|r| r.secret_key.clone())
-        .filter(|k| !keys.contains(k))
-        .collect();
-    (!missing.is_empty()).then(|| EsFinding::TargetLacksKeys {
-        namespace: ns.to_string(),
-        secret: es.target_secret.clone(),
-        keys: missing,
-    })
+    let mut missing = Vec::new();
+    let mut empty = Vec::new();
+    for k in wanted {
+        match entries.get(k) {
+            None if !missing.contains(k) => missing.push(k.clone()),
+            Some(true) if !empty.contains(k) => empty.push(k.clone()),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    if !missing.is_empty() {
+        found.push(EsFinding::TargetLacksKeys {
+            namespace: namespace.clone(),
+            secret: secret.clone(),
+            keys: missing,
+        });
+    }
+    if !empty.is_empty() {
+        found.push(EsFinding::TargetEmptyValues {
+            namespace,
+            secret,
+            keys: empty,
+        });
+    }
+    found
 }
 
 /// Each provided path, judged from what Vault holds; for one absent or invalid, its provider
@@ -790,18 +1245,23 @@ mod tests {
     use super::*;
 
     fn es(ready: Option<bool>, refresh: Option<i64>) -> ExternalSecretInfo {
+        let condition = ReadyCondition {
+            ready,
+            reason: Some("SecretSyncedError".into()),
+            message: Some("could not get secret data from provider".into()),
+            last_transition_time: None,
+        };
         ExternalSecretInfo {
             namespace: "ns".into(),
             name: "app".into(),
             api_version: "external-secrets.io/v1".into(),
-            condition: ReadyCondition {
-                ready,
-                reason: Some("SecretSyncedError".into()),
-                message: Some("could not get secret data from provider".into()),
-                last_transition_time: None,
-            },
+            ready_conditions: vec![condition.clone()],
+            condition,
             refresh_time: refresh.map(|s| OffsetDateTime::from_unix_timestamp(s).unwrap()),
-            synced_resource_version: None,
+            synced_resource_version: Some("1-abc".into()),
+            generation: Some(1),
+            synced_generation: Some(1),
+            deletion_timestamp: None,
             target_secret: "app-secret".into(),
             store_ref: None,
             data: ["a", "b", "c"]
@@ -809,9 +1269,14 @@ mod tests {
                     secret_key: k.into(),
                     key: "ask/app".into(),
                     property: None,
+                    version: None,
+                    decoding: None,
                 })
                 .to_vec(),
             has_data_from: false,
+            data_from: Vec::new(),
+            template: Vec::new(),
+            bad_fields: Vec::new(),
         }
     }
 
@@ -847,20 +1312,197 @@ mod tests {
         );
     }
 
+    fn entries(pairs: &[(&str, bool)]) -> Option<BTreeMap<String, bool>> {
+        Some(pairs.iter().map(|(k, e)| (k.to_string(), *e)).collect())
+    }
+
     #[test]
     fn a_target_secret_lacking_keys_names_each_missing_key_in_order() {
         let e = es(Some(true), Some(1));
-        let keys = Some(vec!["b".to_string(), "A".to_string()]);
-        let f = target_keys("ns", &e, keys).unwrap();
-        assert_eq!(f.severity(), Severity::Problem);
+        let wanted: Vec<String> = e.data.iter().map(|r| r.secret_key.clone()).collect();
+        let f = target_keys("ns", &e, &wanted, entries(&[("b", false), ("A", false)]));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity(), Severity::Problem);
         assert_eq!(
-            f.message(),
+            f[0].message(),
             "target Secret `ns/app-secret` lacks key(s) `a`, `c`"
         );
-        assert!(target_keys("ns", &e, Some(vec!["c".into(), "b".into(), "a".into()])).is_none());
-        // Causes never fail an ExternalSecret on their own.
-        let check = EsCheck::new("ns", "app", Some(e), vec![EsFinding::DataFrom]);
+        let all = entries(&[("c", false), ("b", false), ("a", false)]);
+        assert!(target_keys("ns", &e, &wanted, all).is_empty());
+        // An empty value is not a delivered one.
+        let f = target_keys(
+            "ns",
+            &e,
+            &wanted,
+            entries(&[("a", true), ("b", false), ("c", true)]),
+        );
+        assert_eq!(
+            f[0].message(),
+            "target Secret `ns/app-secret` has empty value(s) for key(s) `a`, `c`"
+        );
+        assert!(any_problem(&f));
+        // Causes and notes never fail an ExternalSecret on their own; an unread target says so.
+        let findings = vec![
+            EsFinding::Event {
+                reason: "UpdateFailed".into(),
+                message: "x".into(),
+            },
+            EsFinding::TargetNotChecked {
+                namespace: "ns".into(),
+                secret: "app-secret".into(),
+            },
+        ];
+        let check = EsCheck::new("ns", "app", Some(e), findings);
         assert!(check.ok && check.problems.is_empty());
         assert_eq!(check.explanations.len(), 1);
+        assert!(!check.target_checked);
+        assert!(check.notes[0].contains("not checked (--skip-target-secrets)"));
+    }
+
+    #[test]
+    fn a_ready_about_another_generation_a_future_sync_a_conflict_or_a_deletion_is_not_current() {
+        let now = OffsetDateTime::from_unix_timestamp(10_000).unwrap();
+        let mut e = es(Some(true), Some(9_000));
+        assert!(currency(&e, now).is_empty());
+        e.generation = Some(3);
+        e.synced_generation = Some(2);
+        let f = currency(&e, now);
+        assert_eq!(f[0].severity(), Severity::Leading);
+        assert!(
+            f[0].message().contains("synced generation 2"),
+            "{}",
+            f[0].message()
+        );
+        e.synced_generation = Some(3);
+        // Within the clock skew, fine; beyond it, not a proof of a sync.
+        e.refresh_time = Some(now + time::Duration::minutes(4));
+        assert!(currency(&e, now).is_empty());
+        e.refresh_time = Some(now + time::Duration::minutes(6));
+        assert!(matches!(
+            currency(&e, now)[..],
+            [EsFinding::RefreshInFuture { .. }]
+        ));
+        e.refresh_time = Some(now);
+        let mut other = e.condition.clone();
+        other.ready = Some(false);
+        e.ready_conditions.push(other);
+        assert!(currency(&e, now)[0]
+            .message()
+            .contains("2 `Ready` conditions that disagree (True, False)"));
+        e.ready_conditions.pop();
+        e.deletion_timestamp = Some("2026-01-01T00:00:00Z".into());
+        assert!(matches!(
+            currency(&e, now)[..],
+            [EsFinding::Deleting { .. }]
+        ));
+        e.deletion_timestamp = None;
+        e.synced_resource_version = None;
+        e.synced_generation = None;
+        assert!(matches!(
+            currency(&e, now)[..],
+            [EsFinding::GenerationUnknown { .. }]
+        ));
+    }
+
+    fn field(generator: Generator) -> Field {
+        Field {
+            name: "password".into(),
+            generator,
+        }
+    }
+
+    fn with_decoding(strategy: &str) -> RemoteRef {
+        RemoteRef {
+            secret_key: "k".into(),
+            key: "ask/app".into(),
+            property: Some("password".into()),
+            version: None,
+            decoding: Some(strategy.into()),
+        }
+    }
+
+    #[test]
+    fn a_decoding_is_fine_only_on_values_made_in_that_encoding() {
+        let hex = field(Generator::Hex { bytes: 32 });
+        let fernet = field(Generator::Fernet);
+        let b64 = field(Generator::Base64 {
+            bytes: 32,
+            url_safe: false,
+        });
+        for (strategy, f, fine) in [
+            ("None", &hex, true),
+            ("Base64", &hex, false),
+            ("Base64URL", &hex, false),
+            // 64 hex characters read as base64: Auto decodes them.
+            ("Auto", &hex, false),
+            ("Base64URL", &fernet, true),
+            ("Base64", &fernet, false),
+            ("Auto", &fernet, true),
+            ("Base64", &b64, true),
+            ("Base64URL", &b64, false),
+            ("Auto", &field(Generator::Hex { bytes: 3 }), true),
+            ("Auto", &field(Generator::Uuid), false),
+            ("Base64", &field(Generator::Any), false),
+        ] {
+            let found = decoding_finding(&with_decoding(strategy), f);
+            assert_eq!(
+                found.is_none(),
+                fine,
+                "{strategy} on {}",
+                f.generator.name()
+            );
+        }
+        let f = decoding_finding(&with_decoding("Base64"), &hex).unwrap();
+        assert!(
+            f.message().contains("generator `hex` makes hex"),
+            "{}",
+            f.message()
+        );
+        assert!(matches!(
+            decoding_finding(&with_decoding("Base64RawURL"), &hex),
+            Some(EsFinding::DecodingUnknown { .. })
+        ));
+    }
+
+    #[test]
+    fn a_pinned_version_must_be_the_current_one() {
+        let mut r = with_decoding("None");
+        let facts = PathFacts {
+            version: Some(2),
+            ..PathFacts::default()
+        };
+        assert!(pinned(&r, &facts).is_none());
+        r.version = Some("2".into());
+        assert!(pinned(&r, &facts).is_none());
+        r.version = Some("1".into());
+        let f = pinned(&r, &facts).unwrap();
+        assert!(f.message().contains("pins version 1"), "{}", f.message());
+        assert!(f.message().contains("current version in Vault is 2"));
+        // Not knowing the current version is not a match.
+        assert!(pinned(&r, &PathFacts::default()).is_some());
+    }
+
+    #[test]
+    fn a_template_entry_that_does_not_read_its_key_is_a_note() {
+        let mut e = es(Some(true), Some(1));
+        e.template = vec![
+            crate::kube::TemplateEntry {
+                key: "a".into(),
+                reads: vec!["a".into()],
+            },
+            crate::kube::TemplateEntry {
+                key: "b".into(),
+                reads: Vec::new(),
+            },
+            // Not a fetched key: its text is the template's own business.
+            crate::kube::TemplateEntry {
+                key: "url".into(),
+                reads: Vec::new(),
+            },
+        ];
+        let f = template_findings(&e);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity(), Severity::Note);
+        assert!(f[0].message().contains("entry `b` does not read"));
     }
 }

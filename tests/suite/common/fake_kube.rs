@@ -1058,7 +1058,7 @@ impl ExternalSecret {
             "binding": {"name": target},
             "conditions": [ready_condition(true, "SecretSynced", "secret synced", at)],
             "refreshTime": at,
-            "syncedResourceVersion": "1-f47fe3c0b255b6dd8047cdffa772587bb829efe7a1cb70febeda2eb2",
+            "syncedResourceVersion": synced_resource_version(&self.0),
         });
         self
     }
@@ -1089,9 +1089,22 @@ pub fn ready_condition(status: bool, reason: &str, message: &str, at: &str) -> V
     })
 }
 
-/// Set an object's `Ready` condition (for [`FakeKube::update`]).
+/// Set an object's `Ready` condition (for [`FakeKube::update`]). An ExternalSecret turned Ready
+/// also gets what ESO's `markAsDone` writes with it: `syncedResourceVersion`, its generation
+/// and a hash (`pkg/controllers/externalsecret/externalsecret_controller.go`).
 pub fn set_ready(obj: &mut Value, status: bool, reason: &str, message: &str, at: &str) {
     obj["status"]["conditions"] = json!([ready_condition(status, reason, message, at)]);
+    if status && obj["kind"] == "ExternalSecret" {
+        obj["status"]["syncedResourceVersion"] = synced_resource_version(obj);
+    }
+}
+
+/// `<metadata.generation>-<hash>`, as ESO writes `status.syncedResourceVersion`.
+fn synced_resource_version(obj: &Value) -> Value {
+    let generation = obj["metadata"]["generation"].as_i64().unwrap_or(1);
+    json!(format!(
+        "{generation}-f47fe3c0b255b6dd8047cdffa772587bb829efe7a1cb70febeda2eb2"
+    ))
 }
 
 /// A PushSecret (`v1alpha1`) pushing Secret `name` to `store`, with its Ready condition.

@@ -1,0 +1,342 @@
+//! `verify`'s ExternalSecret rules beyond Ready: a Ready that is not about the current object
+//! (generation, `refreshTime`, conditions, deletion, the target Secret), and mappings that
+//! deliver something other than the seeded value (a pinned version, no `property`, a decoding,
+//! nothing mapped, `dataFrom`, a template). Each through real OpenBao with the real spec applied
+//! and the fake API server; each case but the good one exits 1 and says why.
+
+use crate::common;
+use crate::verify::{healthy_cluster, vault_with, RUNBOOK_POLICY};
+
+use common::fake_kube::FakeKube;
+use common::{OpenBao, Run};
+use serde_json::{json, Value};
+
+const NS: &str = "ask";
+const CORE: &str = "core-service-secret";
+const SALT: &str = "ask/core-service/auh1-dev/SECURITY__API_KEY_SALT";
+
+/// `verify auh1-dev` against `kube`, with `args`.
+fn verify(bao: &OpenBao, kube: &FakeKube, args: &[&str]) -> Run {
+    Run::new(bao)
+        .real_specs()
+        .args(["verify", "auh1-dev"])
+        .arg("--kubeconfig")
+        .arg(kube.kubeconfig())
+        .args(args)
+}
+
+/// The seeded environment and the healthy cluster, with `core-service-secret` changed by `f`.
+fn with_core(f: impl FnOnce(&mut Value)) -> (OpenBao, FakeKube) {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster();
+    kube.update("ExternalSecret", Some(NS), CORE, f);
+    (bao, kube)
+}
+
+/// `core-service-secret`'s check in `verify -o json`.
+fn core_check(bao: &OpenBao, kube: &FakeKube, args: &[&str]) -> Value {
+    let mut all = vec!["-o", "json"];
+    all.extend_from_slice(args);
+    let doc = verify(bao, kube, &all).json();
+    doc["kube"]["external_secrets"]
+        .as_array()
+        .expect("external_secrets")
+        .iter()
+        .find(|e| e["name"] == CORE)
+        .expect("core-service-secret's check")
+        .clone()
+}
+
+/// A time `minutes` from now, RFC 3339.
+fn from_now(minutes: i64) -> String {
+    let t = time::OffsetDateTime::now_utc() + time::Duration::minutes(minutes);
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
+}
+
+/// The salt's remoteRef in `core-service-secret` (its first `spec.data` entry).
+fn salt_ref(es: &mut Value) -> &mut Value {
+    let r = &mut es["spec"]["data"][0]["remoteRef"];
+    assert_eq!(r["key"], SALT);
+    r
+}
+
+#[test]
+fn the_healthy_cluster_is_done_and_its_targets_are_checked() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster();
+    verify(&bao, &kube, &[])
+        .status(0)
+        .stdout_has("verify auh1-dev: done")
+        .check();
+    let check = core_check(&bao, &kube, &[]);
+    assert_eq!(check["ok"], true, "{check:#}");
+    assert_eq!(check["target_checked"], true);
+    assert_eq!(check["notes"], json!([]));
+}
+
+// ----- 2. A Ready that is not about the current object -----
+
+#[test]
+fn a_ready_for_an_older_generation_is_not_done() {
+    // The spec was edited (generation 2); ESO's last sync was of generation 1.
+    let (bao, kube) = with_core(|es| es["metadata"]["generation"] = json!(2));
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has("ESO has not processed the current spec: it synced generation 1 (`status.syncedResourceVersion`), the object is at generation 2")
+        .check();
+}
+
+#[test]
+fn a_refresh_time_in_the_future_is_not_done() {
+    let (bao, kube) = with_core(|es| es["status"]["refreshTime"] = json!(from_now(60)));
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has("is later than now")
+        .stdout_has("it does not prove a sync")
+        .check();
+}
+
+#[test]
+fn ready_conditions_that_disagree_are_not_done() {
+    let (bao, kube) = with_core(|es| {
+        let at = es["status"]["refreshTime"].clone();
+        let conditions = es["status"]["conditions"].as_array_mut().unwrap();
+        conditions.push(json!({
+            "lastTransitionTime": at, "message": "could not get secret data from provider",
+            "reason": "SecretSyncedError", "status": "False", "type": "Ready",
+        }));
+    });
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has("it has 2 `Ready` conditions that disagree (True, False)")
+        .check();
+}
+
+#[test]
+fn an_external_secret_being_deleted_is_not_done() {
+    let (bao, kube) = with_core(|es| {
+        es["metadata"]["deletionTimestamp"] = json!("2026-01-02T00:00:00Z");
+        es["metadata"]["finalizers"] =
+            json!(["externalsecrets.external-secrets.io/externalsecret-cleanup"]);
+    });
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has("it is being deleted (`deletionTimestamp` 2026-01-02T00:00:00Z)")
+        .check();
+}
+
+#[test]
+fn the_target_named_by_spec_target_name_must_exist_whatever_the_binding_says() {
+    // Renamed to a Secret ESO has not written yet; `status.binding` still names the old one.
+    let (bao, kube) =
+        with_core(|es| es["spec"]["target"]["name"] = json!("core-service-secret-v2"));
+    assert_eq!(
+        kube.get("ExternalSecret", Some(NS), CORE).unwrap()["status"]["binding"]["name"],
+        CORE
+    );
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has("target Secret `ask/core-service-secret-v2` does not exist")
+        .check();
+}
+
+#[test]
+fn a_target_key_with_an_empty_value_is_not_done() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster();
+    kube.update("Secret", Some(NS), CORE, |s| {
+        s["data"]["SECURITY__API_KEY_SALT"] = json!("");
+    });
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has(
+            "target Secret `ask/core-service-secret` has empty value(s) for key(s) `SECURITY__API_KEY_SALT`",
+        )
+        .check();
+}
+
+#[test]
+fn skipped_target_secrets_are_said_not_checked_never_fine() {
+    // A missing target and an empty value are not seen without reading Secrets: said unchecked.
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster();
+    kube.update("Secret", Some(NS), "zitadel-secret", |s| {
+        s["data"]["masterkey"] = json!("");
+    });
+    kube.update("ExternalSecret", Some(NS), CORE, |es| {
+        es["spec"]["target"]["name"] = json!("nowhere");
+    });
+    verify(&bao, &kube, &["--skip-target-secrets"])
+        .status(0)
+        .stdout_has("ExternalSecret ask/core-service-secret: Ready (SecretSynced), target Secret not checked")
+        .stdout_has("note: target Secret `ask/nowhere` not checked (--skip-target-secrets)")
+        .stdout_has("ExternalSecret ask/zitadel-secret: Ready (SecretSynced), target Secret not checked")
+        .check();
+    assert!(
+        !kube.requests().iter().any(|r| r.path.contains("/secrets/")),
+        "no Secret read"
+    );
+    let check = core_check(&bao, &kube, &["--skip-target-secrets"]);
+    assert_eq!(check["target_checked"], false, "{check:#}");
+    assert!(check["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("not checked (--skip-target-secrets)"));
+}
+
+// ----- 3. Mappings that deliver something other than the seeded value -----
+
+#[test]
+fn a_version_pinned_before_a_rotate_is_not_done_naming_both_versions() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    Run::new(&bao)
+        .real_specs()
+        .args(["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--yes"])
+        .output()
+        .expect_code(0);
+    assert_eq!(bao.kv_version("secret", SALT), Some(2));
+    let kube = healthy_cluster();
+    kube.update("ExternalSecret", Some(NS), CORE, |es| {
+        salt_ref(es)["version"] = json!("1");
+    });
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has(format!("remoteRef `{SALT}` pins version 1 (`remoteRef.version`), but the current version in Vault is 2: ESO keeps serving version 1"))
+        .check();
+    // Pinned to the current version: fine.
+    kube.update("ExternalSecret", Some(NS), CORE, |es| {
+        salt_ref(es)["version"] = json!("2");
+    });
+    verify(&bao, &kube, &[]).status(0).check();
+}
+
+#[test]
+fn a_remote_ref_without_property_or_with_a_field_the_spec_lacks_is_an_error() {
+    let (bao, kube) = with_core(|es| {
+        salt_ref(es).as_object_mut().unwrap().remove("property");
+    });
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has(format!("remoteRef `{SALT}` (secretKey `SECURITY__API_KEY_SALT`) has no `property`: ESO delivers the whole secret as a JSON object, not a value; set `property: password`"))
+        .check();
+    kube.update("ExternalSecret", Some(NS), CORE, |es| {
+        salt_ref(es)["property"] = json!("value");
+    });
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has(format!(
+            "remoteRef `{SALT}` property `value` is not a field of the spec"
+        ))
+        .check();
+}
+
+#[test]
+fn base64_decoding_of_a_hex_value_is_an_error_and_auto_too() {
+    let (bao, kube) = with_core(|es| salt_ref(es)["decodingStrategy"] = json!("Base64"));
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has(format!("remoteRef `{SALT}` property `password`: decodingStrategy `Base64` decodes the value, but generator `hex` makes hex"))
+        .check();
+    // 64 hex characters read as base64: ESO's Auto decodes them.
+    kube.update("ExternalSecret", Some(NS), CORE, |es| {
+        salt_ref(es)["decodingStrategy"] = json!("Auto");
+    });
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has("decodingStrategy `Auto` decodes the value")
+        .check();
+    // The Fernet key is URL-safe base64: Base64URL decodes what it was made from.
+    kube.update("ExternalSecret", Some(NS), CORE, |es| {
+        salt_ref(es)["decodingStrategy"] = json!("None");
+        let fernet = &mut es["spec"]["data"][1]["remoteRef"];
+        assert_eq!(
+            fernet["key"],
+            "ask/core-service/auh1-dev/SECURITY__MASTER_ENCRYPTION_KEY"
+        );
+        fernet["decodingStrategy"] = json!("Base64URL");
+    });
+    verify(&bao, &kube, &[]).status(0).check();
+}
+
+#[test]
+fn an_external_secret_that_maps_nothing_is_an_error() {
+    let (bao, kube) = with_core(|es| es["spec"]["data"] = json!([]));
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has("`spec.data` is empty and there is no `dataFrom`: it maps nothing from Vault")
+        .check();
+}
+
+#[test]
+fn data_from_extract_of_a_spec_path_is_checked_and_find_is_not_judged() {
+    // Extract of the salt's path maps its field `password`: a key the target Secret must have.
+    let (bao, kube) = with_core(|es| {
+        es["spec"]["data"] = json!([]);
+        es["spec"]["dataFrom"] = json!([{"extract": {"key": SALT, "conversionStrategy": "Default",
+            "decodingStrategy": "None", "metadataPolicy": "None"}}]);
+    });
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has("target Secret `ask/core-service-secret` lacks key(s) `password`")
+        .check();
+    kube.update("Secret", Some(NS), CORE, |s| {
+        s["data"]["password"] = json!("eA==");
+    });
+    verify(&bao, &kube, &[]).status(0).check();
+    // A path the spec does not have is an error.
+    kube.update("ExternalSecret", Some(NS), CORE, |es| {
+        es["spec"]["dataFrom"][0]["extract"]["key"] = json!("ask/somewhere-else");
+    });
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has("`dataFrom.extract` key `ask/somewhere-else` is not a path of the spec")
+        .check();
+    // `find` is said not judged, and fails nothing.
+    kube.update("ExternalSecret", Some(NS), CORE, |es| {
+        es["spec"]["dataFrom"] = json!([{"find": {"name": {"regexp": "^ask/"}}}]);
+    });
+    verify(&bao, &kube, &[])
+        .status(0)
+        .stdout_has("note: `dataFrom.find` is not judged")
+        .check();
+}
+
+#[test]
+fn a_template_entry_with_static_text_is_a_warning_naming_the_key() {
+    let (bao, kube) = with_core(|es| {
+        es["spec"]["target"]["template"] = json!({"engineVersion": "v2", "mergePolicy": "Merge", "data": {
+            "SECURITY__API_KEY_SALT": "not-the-salt",
+            "SECURITY__MASTER_ENCRYPTION_KEY": "{{ .SECURITY__MASTER_ENCRYPTION_KEY }}",
+        }});
+    });
+    let out = verify(&bao, &kube, &[])
+        .status(0)
+        .stdout_has("note: warning: `target.template.data` entry `SECURITY__API_KEY_SALT` does not read the value fetched for it")
+        .check();
+    assert!(
+        !out.stdout_text()
+            .contains("entry `SECURITY__MASTER_ENCRYPTION_KEY`"),
+        "{}",
+        out.stdout_text()
+    );
+    assert!(
+        !out.stdout_text().contains("not-the-salt"),
+        "template text is never shown"
+    );
+}
+
+// ----- Bad input -----
+
+#[test]
+fn malformed_fields_are_named_with_their_object_never_taken_as_matching() {
+    let (bao, kube) = with_core(|es| {
+        es["status"]["syncedResourceVersion"] = json!("f47fe3c0b255");
+        salt_ref(es)["version"] = json!(1);
+    });
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has("field `/status/syncedResourceVersion` of ExternalSecret `ask/core-service-secret` is not `<generation>-<hash>`: not taken as matching anything")
+        .stdout_has("field `/spec/data/0/remoteRef/version` of ExternalSecret `ask/core-service-secret` is not a string")
+        .check();
+}
