@@ -53,6 +53,45 @@ pub const VAULT_CONNECTION: VsoKind = VsoKind {
     plural: "vaultconnections",
 };
 
+/// What is wrong with a field of a VSO object: missing where VSO needs it, or not what its CRD
+/// allows. Such an object is reported, never taken as matching.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BadField {
+    /// The field, as a JSON path (`spec.mount`).
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub problem: FieldProblem,
+}
+
+/// What is wrong with a field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum FieldProblem {
+    /// It is absent (or `null`).
+    Missing,
+    /// It is an empty string.
+    Empty,
+    /// It is not a string.
+    NotString {
+        /// The JSON type found (`a number`).
+        found: &'static str,
+    },
+}
+
+/// How a VaultAuth logs in to Vault, as its own spec says (no VaultAuthGlobal merged in).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct VaultAuthLogin {
+    /// `spec.method`.
+    pub method: Option<String>,
+    /// `spec.mount`: the auth method's mount.
+    pub mount: Option<String>,
+    /// The method's role: `spec.<method>.role`, or `spec.appRole.roleId`.
+    pub role: Option<String>,
+    /// `spec.namespace`: the Vault namespace it logs in to; `None` for none (the root).
+    pub vault_namespace: Option<String>,
+    /// `spec.vaultAuthGlobalRef` is set: empty fields come from a VaultAuthGlobal.
+    pub global_ref: bool,
+}
+
 /// One `metav1.Condition` of a VSO object (its status in `ready`, whatever its type).
 pub type Condition = super::ReadyCondition;
 
@@ -94,6 +133,10 @@ pub struct VaultStaticSecretInfo {
     pub keys_transformed: bool,
     /// `spec.vaultAuthRef` as written; `None` when empty (the default VaultAuth).
     pub vault_auth_ref: Option<String>,
+    /// `spec.namespace`: the Vault namespace it reads in, instead of its VaultAuth's.
+    pub vault_namespace: Option<String>,
+    /// Fields missing or malformed (`spec.mount`, `spec.path`, `spec.type`, ...).
+    pub bad: Vec<BadField>,
 }
 
 /// What vault-seed needs to know about a VaultAuth or a VaultConnection.
@@ -116,10 +159,87 @@ pub struct VsoObjectInfo {
     /// A VaultAuth's `spec.method`/`spec.mount`/`spec.kubernetes.role` as `method auth/<mount>
     /// role <role>`, for people.
     pub login: Option<String>,
+    /// A VaultAuth's login, field by field.
+    pub auth: Option<VaultAuthLogin>,
+    /// A VaultConnection's `spec.address`.
+    pub address: Option<String>,
+    /// Fields missing or malformed.
+    pub bad: Vec<BadField>,
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
     v.pointer(pointer).and_then(Value::as_str)
+}
+
+/// The JSON type of `v`, for a message.
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The string at `pointer` (`field` in messages): `None` when absent, `null` or empty; a value
+/// that is not a string is recorded in `bad`. With `required`, absent or empty is recorded too.
+fn string_field(
+    obj: &Value,
+    pointer: &str,
+    field: &'static str,
+    required: bool,
+    bad: &mut Vec<BadField>,
+) -> Option<String> {
+    let problem = match obj.pointer(pointer) {
+        None | Some(Value::Null) => FieldProblem::Missing,
+        Some(Value::String(s)) if s.is_empty() => FieldProblem::Empty,
+        Some(Value::String(s)) => return Some(text(s)),
+        Some(other) => FieldProblem::NotString {
+            found: json_type(other),
+        },
+    };
+    if required || matches!(problem, FieldProblem::NotString { .. }) {
+        bad.push(BadField { field, problem });
+    }
+    None
+}
+
+/// Where a method's role is (`api/v1beta1/vaultauth_types.go`: `VaultAuthConfig*`); `None` for a
+/// method vault-seed does not know.
+fn role_field(method: &str) -> Option<(&'static str, &'static str)> {
+    Some(match method {
+        "kubernetes" => ("/spec/kubernetes/role", "spec.kubernetes.role"),
+        "jwt" => ("/spec/jwt/role", "spec.jwt.role"),
+        "appRole" => ("/spec/appRole/roleId", "spec.appRole.roleId"),
+        "aws" => ("/spec/aws/role", "spec.aws.role"),
+        "gcp" => ("/spec/gcp/role", "spec.gcp.role"),
+        _ => return None,
+    })
+}
+
+/// A VaultAuth's login. Without `vaultAuthGlobalRef`, the method, mount and role are required
+/// (VSO's `Validate` refuses an empty role); with it, empty ones come from the VaultAuthGlobal.
+fn vault_auth_login(obj: &Value, bad: &mut Vec<BadField>) -> VaultAuthLogin {
+    let global_ref = obj
+        .pointer("/spec/vaultAuthGlobalRef")
+        .is_some_and(|g| !g.is_null());
+    let required = !global_ref;
+    let method = string_field(obj, "/spec/method", "spec.method", required, bad);
+    let mount = string_field(obj, "/spec/mount", "spec.mount", required, bad);
+    let role = method
+        .as_deref()
+        .and_then(role_field)
+        .and_then(|(pointer, field)| string_field(obj, pointer, field, required, bad));
+    let vault_namespace = string_field(obj, "/spec/namespace", "spec.namespace", false, bad);
+    VaultAuthLogin {
+        method,
+        mount,
+        role,
+        vault_namespace,
+        global_ref,
+    }
 }
 
 /// Text from the cluster, capped where it enters.
@@ -132,6 +252,18 @@ pub fn vault_static_secret_info(obj: &Value) -> Result<VaultStaticSecretInfo, Ku
     const KIND: &str = "VaultStaticSecret";
     let (name, namespace) = name_and_namespace(obj);
     let object = object_name(Some(&namespace), &name);
+    let mut bad = Vec::new();
+    let mount = string_field(obj, "/spec/mount", "spec.mount", true, &mut bad);
+    let kv_type = string_field(obj, "/spec/type", "spec.type", true, &mut bad);
+    let path = string_field(obj, "/spec/path", "spec.path", true, &mut bad);
+    let vault_namespace = string_field(obj, "/spec/namespace", "spec.namespace", false, &mut bad);
+    let vault_auth_ref = string_field(
+        obj,
+        "/spec/vaultAuthRef",
+        "spec.vaultAuthRef",
+        false,
+        &mut bad,
+    );
     let transformation = obj.pointer("/spec/destination/transformation");
     let non_empty = |p: &str| {
         transformation
@@ -156,9 +288,9 @@ pub fn vault_static_secret_info(obj: &Value) -> Result<VaultStaticSecretInfo, Ku
             .pointer("/spec/hmacSecretData")
             .and_then(Value::as_bool)
             .unwrap_or(true),
-        mount: text(str_at(obj, "/spec/mount").unwrap_or_default()),
-        kv_type: text(str_at(obj, "/spec/type").unwrap_or_default()),
-        path: text(str_at(obj, "/spec/path").unwrap_or_default()),
+        mount: mount.unwrap_or_default(),
+        kv_type: kv_type.unwrap_or_default(),
+        path: path.unwrap_or_default(),
         pinned_version: obj
             .pointer("/spec/version")
             .and_then(Value::as_u64)
@@ -176,9 +308,9 @@ pub fn vault_static_secret_info(obj: &Value) -> Result<VaultStaticSecretInfo, Ku
         ]
         .iter()
         .any(|p| non_empty(p)),
-        vault_auth_ref: str_at(obj, "/spec/vaultAuthRef")
-            .filter(|r| !r.is_empty())
-            .map(text),
+        vault_auth_ref,
+        vault_namespace,
+        bad,
         namespace,
         name,
     })
@@ -188,15 +320,23 @@ pub fn vault_static_secret_info(obj: &Value) -> Result<VaultStaticSecretInfo, Ku
 pub fn vso_object_info(obj: &Value, kind: VsoKind) -> Result<VsoObjectInfo, KubeError> {
     let (name, namespace) = name_and_namespace(obj);
     let object = object_name(Some(&namespace), &name);
-    let login = (kind == VAULT_AUTH).then(|| {
-        let method = str_at(obj, "/spec/method").unwrap_or("?");
-        let mount = str_at(obj, "/spec/mount").unwrap_or("?");
-        match obj
-            .pointer(&format!("/spec/{method}/role"))
-            .and_then(Value::as_str)
-        {
-            Some(role) => text(&format!("{method} auth/{mount} role {role}")),
-            None => text(&format!("{method} auth/{mount}")),
+    let mut bad = Vec::new();
+    let auth = (kind == VAULT_AUTH).then(|| vault_auth_login(obj, &mut bad));
+    let address = (kind == VAULT_CONNECTION)
+        .then(|| string_field(obj, "/spec/address", "spec.address", true, &mut bad))
+        .flatten();
+    let connection_ref = (kind == VAULT_AUTH)
+        .then(|| {
+            let (pointer, field) = ("/spec/vaultConnectionRef", "spec.vaultConnectionRef");
+            string_field(obj, pointer, field, false, &mut bad)
+        })
+        .flatten();
+    let login = auth.as_ref().map(|a| {
+        let method = a.method.as_deref().unwrap_or("?");
+        let mount = a.mount.as_deref().unwrap_or("?");
+        match &a.role {
+            Some(role) => format!("{method} auth/{mount} role {role}"),
+            None => format!("{method} auth/{mount}"),
         }
     });
     Ok(VsoObjectInfo {
@@ -206,12 +346,11 @@ pub fn vso_object_info(obj: &Value, kind: VsoKind) -> Result<VsoObjectInfo, Kube
             .filter(|e| !e.is_empty())
             .map(text),
         healthy: condition(obj, "Healthy", kind.kind, &object)?,
-        connection_ref: (kind == VAULT_AUTH)
-            .then(|| str_at(obj, "/spec/vaultConnectionRef"))
-            .flatten()
-            .filter(|r| !r.is_empty())
-            .map(text),
+        connection_ref,
         login,
+        auth,
+        address,
+        bad,
         namespace,
         name,
     })
@@ -309,6 +448,83 @@ mod tests {
             (c.valid, c.connection_ref, c.login),
             (Some(true), None, None)
         );
+    }
+
+    #[test]
+    fn vault_auth_login_and_connection_address_field_by_field() {
+        let a = vso_object_info(&fixture("vaultauth.yaml"), VAULT_AUTH).unwrap();
+        let login = a.auth.unwrap();
+        assert_eq!(
+            (
+                login.method.as_deref(),
+                login.mount.as_deref(),
+                login.role.as_deref(),
+                login.vault_namespace.as_deref(),
+                login.global_ref
+            ),
+            (
+                Some("kubernetes"),
+                Some("kubernetes"),
+                Some("ask-core-service"),
+                None,
+                false
+            )
+        );
+        assert!(a.bad.is_empty());
+        let c = vso_object_info(&fixture("vaultconnection.yaml"), VAULT_CONNECTION).unwrap();
+        assert_eq!(
+            c.address.as_deref(),
+            Some("https://vault.cl1.sq4.aegis.internal")
+        );
+        assert!(c.bad.is_empty() && c.auth.is_none());
+    }
+
+    /// A field missing or of the wrong type is named, never read as empty and matching.
+    #[test]
+    fn missing_and_malformed_fields_are_named() {
+        let mut obj = fixture("vaultauth.yaml");
+        obj["spec"].as_object_mut().unwrap().remove("mount");
+        obj["spec"]["kubernetes"]["role"] = serde_json::json!(7);
+        obj["spec"]["namespace"] = serde_json::json!(["a"]);
+        let a = vso_object_info(&obj, VAULT_AUTH).unwrap();
+        assert_eq!(
+            a.bad,
+            [
+                BadField {
+                    field: "spec.mount",
+                    problem: FieldProblem::Missing
+                },
+                BadField {
+                    field: "spec.kubernetes.role",
+                    problem: FieldProblem::NotString { found: "a number" }
+                },
+                BadField {
+                    field: "spec.namespace",
+                    problem: FieldProblem::NotString { found: "a list" }
+                },
+            ]
+        );
+        // With a VaultAuthGlobal, empty fields are its to fill: not bad here.
+        obj["spec"]["vaultAuthGlobalRef"] = serde_json::json!({"name": "g"});
+        obj["spec"].as_object_mut().unwrap().remove("method");
+        let a = vso_object_info(&obj, VAULT_AUTH).unwrap();
+        assert!(a.auth.unwrap().global_ref);
+        assert_eq!(a.bad.len(), 1, "{:?}", a.bad); // spec.namespace, still not a string
+        let mut conn = fixture("vaultconnection.yaml");
+        conn["spec"]["address"] = serde_json::json!("");
+        let c = vso_object_info(&conn, VAULT_CONNECTION).unwrap();
+        assert_eq!(
+            c.bad,
+            [BadField {
+                field: "spec.address",
+                problem: FieldProblem::Empty
+            }]
+        );
+        let mut vss = fixture("vaultstaticsecret-synced.yaml");
+        vss["spec"].as_object_mut().unwrap().remove("type");
+        let v = vault_static_secret_info(&vss).unwrap();
+        assert_eq!(v.bad[0].field, "spec.type");
+        assert_eq!(v.kv_type, "");
     }
 
     #[test]

@@ -117,11 +117,12 @@ pub async fn check(
             notes.push(line);
         }
     }
+    let expected = vso::Expected::of(plan, req, cluster.default_namespace());
     let deadline = req.wait.map(|w| Instant::now() + w);
     let (result, ran_out) = poll(
         deadline,
         progress,
-        || check_once(&cluster, &wanted, plan, facts),
+        || check_once(&cluster, &wanted, plan, facts, &expected),
         |k| !k.ok,
         |k| match (
             wanted.external_secrets.is_empty(),
@@ -202,6 +203,7 @@ async fn check_once(
     wanted: &Wanted,
     plan: &EnvPlan<'_>,
     facts: &Facts<'_>,
+    expected: &vso::Expected,
 ) -> Result<ClusterPart, KubeError> {
     let mut eso = eso::check(cluster, wanted, &plan.targets, facts).await?;
     let vso = vso::check(
@@ -210,6 +212,7 @@ async fn check_once(
         wanted.skip_target_secrets,
         &plan.targets,
         facts,
+        expected,
     )
     .await?;
     let ok = eso.ok() && vso.ok();

@@ -90,6 +90,12 @@ impl<'a> Facts<'a> {
         }
     }
 
+    /// The KV version of `t`'s mount when known: the spec's `kv_version`, else what the server
+    /// reports; `None` when neither says (a default is not knowledge).
+    pub fn known_kv_version(&self, t: &Target) -> Option<KvVersion> {
+        t.kv_version().or((self.detected)(t.mount()))
+    }
+
     /// The facts of a path, by its full path (of a path listed twice, the last).
     pub fn get(&self, full_path: &str) -> Option<PathFacts> {
         let found = &self.inspection.paths[*self.by_path.get(full_path)?];

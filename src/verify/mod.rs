@@ -98,6 +98,10 @@ pub struct Request {
     pub concurrency: usize,
     /// Read no target Secret (`--skip-target-secrets`): their keys go unchecked.
     pub skip_target_secrets: bool,
+    /// The Vault address vault-seed talks to: an operator reading another Vault is not done.
+    pub vault_addr: String,
+    /// The Vault namespace vault-seed uses (`None`: the root).
+    pub vault_namespace: Option<String>,
 }
 
 impl Request {

@@ -13,13 +13,17 @@ use time::OffsetDateTime;
 
 use super::eso::{ObjectCheck, ObjectFinding};
 use super::facts::{Facts, PathFacts};
+use super::findings::capped;
 use super::findings::{any_problem, joined, rfc3339, Finding, Lines, Severity};
+use super::Request;
 use crate::kube::{
-    parse_ref, EsoCluster, KubeError, VaultStaticSecretInfo, VsoKind, VsoObjectInfo, VAULT_AUTH,
-    VAULT_CONNECTION,
+    parse_ref, BadField, EsoCluster, FieldProblem, KubeError, VaultAuthLogin,
+    VaultStaticSecretInfo, VsoKind, VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION,
 };
+use crate::kv::KvVersion;
 use crate::seed::Status;
-use crate::spec::Target;
+use crate::spec::{AuthRole, EnvPlan, Target};
+use crate::vault::address::same_vault;
 
 /// The key VSO adds to every destination Secret unless `excludeRaw` (`helpers/secrets.go`
 /// `SecretDataKeyRaw`).
@@ -84,6 +88,69 @@ impl VsoReport {
     pub fn ok(&self) -> bool {
         self.vault_static_secrets.iter().all(|v| v.ok) && self.objects.iter().all(|o| o.ok)
     }
+}
+
+/// What VSO must use for its reads to be the ones vault-seed seeded and judged: the same Vault,
+/// the same Vault namespace, and the role whose policies the policy part judged.
+#[derive(Debug, Clone, Default)]
+pub struct Expected {
+    /// The address vault-seed talked to.
+    pub vault_addr: String,
+    /// The addresses the specs declare for the same Vault seen from the cluster
+    /// (`cluster_vault_addr`).
+    pub cluster_vault_addrs: Vec<String>,
+    /// The Vault namespace in use (`None`: the root).
+    pub vault_namespace: Option<String>,
+    /// Each VaultStaticSecret `(namespace, name)` and the `[vso] auth_role` of the first spec
+    /// naming it.
+    pub roles: Vec<((String, String), Option<AuthRole>)>,
+}
+
+impl Expected {
+    /// From the specs of `plan` and the connection of `req`; VaultStaticSecrets are in the
+    /// namespace [`super::cluster::wanted`] gives them.
+    pub fn of(plan: &EnvPlan<'_>, req: &Request, default_namespace: &str) -> Expected {
+        let mut e = Expected {
+            vault_addr: req.vault_addr.clone(),
+            vault_namespace: vault_namespace(req.vault_namespace.as_deref()),
+            ..Expected::default()
+        };
+        for (spec, env) in &plan.specs {
+            for a in &env.cluster_vault_addrs {
+                if !e.cluster_vault_addrs.contains(a) {
+                    e.cluster_vault_addrs.push(a.clone());
+                }
+            }
+            let Some(v) = &spec.vso else { continue };
+            let ns = env
+                .kube_namespace
+                .clone()
+                .or_else(|| v.namespace.clone())
+                .unwrap_or_else(|| default_namespace.to_string());
+            for name in &v.static_secrets {
+                let key = (ns.clone(), name.clone());
+                if !e.roles.iter().any(|(k, _)| *k == key) {
+                    e.roles.push((key, v.auth_role.clone()));
+                }
+            }
+        }
+        e
+    }
+
+    /// The spec's role for the VaultStaticSecret `ns/name`.
+    fn role(&self, ns: &str, name: &str) -> Option<&AuthRole> {
+        self.roles
+            .iter()
+            .find(|((n, m), _)| n == ns && m == name)
+            .and_then(|(_, r)| r.as_ref())
+    }
+}
+
+/// A Vault namespace as compared: without leading or trailing `/`; empty is none (the root).
+fn vault_namespace(ns: Option<&str>) -> Option<String> {
+    ns.map(|n| n.trim_matches('/'))
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
 }
 
 /// Annotate each VaultStaticSecret with `vault-seed/force-sync=<unix time>` so VSO reconciles it
@@ -245,6 +312,9 @@ enum VssFinding {
         connection: String,
         problem: Option<String>,
     },
+    /// What VSO uses (Vault, namespace, login) is not what vault-seed seeded and judged, or
+    /// is not known.
+    Identity(Identity),
 }
 
 impl Finding for VssFinding {
@@ -264,11 +334,12 @@ impl Finding for VssFinding {
             | DestinationMissing { .. }
             | DestinationEmpty { .. }
             | DestinationLacksKeys { .. }
-            | AuthRefRefused { .. } => Severity::Problem,
+            | AuthRefRefused { .. }
+            | ConnectionRefRefused { .. }
+            | Identity(_) => Severity::Problem,
             FieldNot { .. }
             | PolicyMissing { .. }
             | Event { .. }
-            | ConnectionRefRefused { .. }
             | AuthNotValid { .. }
             | ConnectionNotValid { .. } => Severity::Cause,
             StaleSecretSynced | SyncedPlaceholder { .. } | NoConditions | KeysTransformed => {
@@ -353,8 +424,126 @@ impl Finding for VssFinding {
                 "its VaultAuth's VaultConnection {connection} is not valid{}",
                 problem.as_ref().map(|p| format!(": {p}")).unwrap_or_default()
             ),
+            Identity(i) => i.message(),
         }
     }
+}
+
+/// What is wrong with what one VaultStaticSecret uses: each makes it not done.
+#[derive(Debug, Clone)]
+enum Identity {
+    /// A field of it, its VaultAuth or its VaultConnection (`object`, as shown) is missing or
+    /// malformed: what VSO does with it is not known.
+    BadField {
+        object: String,
+        field: &'static str,
+        problem: FieldProblem,
+    },
+    /// Its VaultAuth or VaultConnection (`object`) was not found or cannot be told apart
+    /// (`why`): which Vault and role VSO uses is not known.
+    Unresolved { object: String, why: String },
+    /// Its VaultConnection's address is no Vault address.
+    BadAddress {
+        connection: String,
+        address: String,
+        error: String,
+    },
+    /// Its VaultConnection points at a Vault other than the one vault-seed talked to (`used`)
+    /// and those the spec declares (`declared`, `cluster_vault_addr`).
+    OtherVault {
+        connection: String,
+        address: String,
+        used: String,
+        declared: Vec<String>,
+    },
+    /// VSO logs in to, or reads in, a Vault namespace (`theirs`) other than the one in use.
+    OtherNamespace {
+        whose: String,
+        theirs: Option<String>,
+        ours: Option<String>,
+    },
+    /// VSO logs in as another role than the spec's `[vso] auth_role`.
+    OtherRole {
+        role: String,
+        mount: String,
+        spec_role: String,
+    },
+    /// VSO logs in on another auth mount than the spec's `[vso] auth_mount`.
+    OtherAuthMount {
+        role: String,
+        mount: String,
+        spec_mount: String,
+    },
+    /// VSO logs in as a role, and the spec names none: the policies judged are not that role's.
+    NoSpecRole { role: String, mount: String },
+    /// Its VaultAuth logs in with a method whose role vault-seed does not judge.
+    MethodNotJudged { auth: String, method: String },
+    /// Its VaultAuth takes what it leaves empty from a VaultAuthGlobal, which is not read.
+    GlobalNotRead { auth: String },
+    /// Its mount's KV version is not known: its `type` is not checked.
+    TypeNotChecked { kv_type: String, mount: String },
+}
+
+impl Finding for Identity {
+    fn severity(&self) -> Severity {
+        Severity::Problem
+    }
+
+    fn message(&self) -> String {
+        use Identity::*;
+        match self {
+            BadField { object, field, problem } => format!(
+                "{object}: `{field}` {}: what VSO does with it is not checked",
+                match problem {
+                    FieldProblem::Missing => "is missing".to_string(),
+                    FieldProblem::Empty => "is empty".to_string(),
+                    FieldProblem::NotString { found } => format!("is {found}, not a string"),
+                }
+            ),
+            Unresolved { object, why } => format!(
+                "not checked: which Vault and role VSO uses, since its {object} is not known: {why}"
+            ),
+            BadAddress { connection, address, error } => format!(
+                "its VaultConnection {connection} has `spec.address` `{address}`, which {error}: which Vault VSO reads is not known"
+            ),
+            OtherVault { connection, address, used, declared } => format!(
+                "VSO reads the Vault at `{address}` (VaultConnection {connection}), not the one vault-seed seeded and judged (`{used}`{}); if it is the same Vault as the cluster reaches it, add `cluster_vault_addr = \"{address}\"` to the environment",
+                if declared.is_empty() {
+                    ", and the spec declares no `cluster_vault_addr`".to_string()
+                } else {
+                    format!(" or the spec's `cluster_vault_addr` `{}`", joined(declared))
+                }
+            ),
+            OtherNamespace { whose, theirs, ours } => format!(
+                "{whose} Vault namespace {}; vault-seed used {}",
+                shown_namespace(theirs.as_deref()),
+                shown_namespace(ours.as_deref())
+            ),
+            OtherRole { role, mount, spec_role } => format!(
+                "VSO logs in as role `{role}` on `{mount}`; the spec says `{spec_role}` (`[vso] auth_role`), whose policies are the ones judged"
+            ),
+            OtherAuthMount { role, mount, spec_mount } => format!(
+                "VSO logs in as role `{role}` on auth mount `{mount}`; the spec says `{spec_mount}` (`[vso] auth_mount`), whose role's policies are the ones judged"
+            ),
+            NoSpecRole { role, mount } => format!(
+                "VSO logs in as role `{role}` on `{mount}`; the spec names no `[vso] auth_role`, so the policies judged are not that role's"
+            ),
+            MethodNotJudged { auth, method } => format!(
+                "not checked: vault-seed does not judge `{method}` auth (VaultAuth {auth}): VSO's role and its policies are not known"
+            ),
+            GlobalNotRead { auth } => format!(
+                "not checked: VaultAuth {auth} takes what it leaves empty from a VaultAuthGlobal (`spec.vaultAuthGlobalRef`), which vault-seed does not read"
+            ),
+            TypeNotChecked { kv_type, mount } => format!(
+                "not checked: its `type` `{kv_type}`, since mount `{mount}`'s KV version is not known (the spec has no `kv_version` and the server did not say)"
+            ),
+        }
+    }
+}
+
+/// A Vault namespace for a sentence: `` `ns` `` or "none (the root)".
+fn shown_namespace(ns: Option<&str>) -> String {
+    ns.map_or("none (the root)".to_string(), |n| format!("`{n}`"))
 }
 
 /// A VaultStaticSecret checked, before its VaultAuth's findings join it.
@@ -365,6 +554,8 @@ struct Checked {
     findings: Vec<VssFinding>,
     /// The VaultAuth it names, when VSO takes the reference.
     auth: Option<ObjRef>,
+    /// Its `spec.namespace`: the Vault namespace it reads in instead of its VaultAuth's.
+    vault_namespace: Option<String>,
 }
 
 impl Checked {
@@ -388,13 +579,15 @@ struct Ctx<'a> {
 }
 
 /// Check everything once. `wanted` holds `(namespace, name)` of each VaultStaticSecret;
-/// `skip_secrets` leaves the destination Secrets unread (`--skip-target-secrets`).
+/// `skip_secrets` leaves the destination Secrets unread (`--skip-target-secrets`); `expected`
+/// is what VSO must use (Vault, namespace, role).
 pub async fn check(
     cluster: &EsoCluster,
     wanted: &[(String, String)],
     skip_secrets: bool,
     targets: &[Target],
     facts: &Facts<'_>,
+    expected: &Expected,
 ) -> Result<VsoReport, KubeError> {
     let ctx = Ctx {
         cluster,
@@ -412,18 +605,20 @@ pub async fn check(
     // The VaultAuths, then the VaultConnections they name; each VaultStaticSecret learns what
     // is wrong with its own.
     let refs: BTreeSet<ObjRef> = checked.iter().filter_map(|c| c.auth.clone()).collect();
-    let auths = check_auths(cluster, &refs).await?;
+    let auths = check_auths(cluster, &refs, expected).await?;
     let mut out = Vec::new();
     for mut c in checked {
         if let Some(r) = &c.auth {
             if let Some((_, found)) = auths.resolved.iter().find(|(x, _)| x == r) {
-                c.check.vault_auth = Some(found.clone());
+                c.check.vault_auth = Some(format!("{}/{}", found.namespace, found.name));
             }
             if !c.check.synced {
                 let why = auths.why.iter().filter(|(x, _)| x == r);
                 c.findings.extend(why.map(|(_, w)| w.clone()));
             }
         }
+        let found = identity(&c, &auths, expected);
+        c.findings.extend(found);
         out.push(c.finish());
     }
     Ok(VsoReport {
@@ -462,6 +657,7 @@ fn missing(ns: &str, name: &str) -> Checked {
         check,
         findings,
         auth: None,
+        vault_namespace: None,
     }
 }
 
@@ -481,7 +677,10 @@ async fn check_vss(
         .find(|t| t.mount() == v.mount.trim_matches('/') && &*t.path == v.path.trim_matches('/'));
     let path_facts = target.and_then(|t| ctx.facts.get(&t.full_path()));
     let read = target.zip(path_facts.as_ref());
-    found.extend(path_finding(v, &full, target, path_facts.as_ref()));
+    let object = format!("VaultStaticSecret `{ns}/{name}`");
+    found.extend(bad_fields(&object, &v.bad).map(VssFinding::Identity));
+    let known = target.and_then(|t| ctx.facts.known_kv_version(t));
+    found.extend(path_finding(v, &full, target, known));
     let synced = sync_findings(ns, v, &mut found);
     let reconciled_at = latest(v)
         .filter(|c| c.ready == Some(true))
@@ -539,16 +738,22 @@ async fn check_vss(
         check,
         findings: found,
         auth,
+        vault_namespace: v.vault_namespace.clone(),
     })
 }
 
-/// The path it reads must be one of the spec's, at the mount's KV version.
+/// The path it reads must be one of the spec's, at the mount's KV version (`known`: the spec's
+/// `kv_version`, else the server's; not known, the `type` is not checked, which is a problem).
+/// A missing `mount`, `path` or `type` is reported as such ([`bad_fields`]).
 fn path_finding(
     v: &VaultStaticSecretInfo,
     full: &str,
     target: Option<&Target>,
-    facts: Option<&PathFacts>,
+    known: Option<KvVersion>,
 ) -> Option<VssFinding> {
+    if v.mount.is_empty() || v.path.is_empty() {
+        return None;
+    }
     let Some(t) = target else {
         return Some(VssFinding::NotSpecPath {
             full: full.to_string(),
@@ -556,8 +761,16 @@ fn path_finding(
             path: v.path.clone(),
         });
     };
-    // On KV v1 the data path is the full path itself.
-    let kv_v2 = facts?.data_path != t.full_path();
+    if v.kv_type.is_empty() {
+        return None;
+    }
+    let Some(version) = known else {
+        return Some(VssFinding::Identity(Identity::TypeNotChecked {
+            kv_type: v.kv_type.clone(),
+            mount: t.mount().to_string(),
+        }));
+    };
+    let kv_v2 = version == KvVersion::V2;
     let expected = if kv_v2 { "kv-v2" } else { "kv-v1" };
     (v.kv_type != expected).then(|| VssFinding::WrongType {
         kv_type: v.kv_type.clone(),
@@ -729,31 +942,46 @@ fn causes(t: &Target, f: &PathFacts, found: &mut Vec<VssFinding>) {
 struct Auths {
     /// Their checks, VaultAuths first.
     objects: Vec<ObjectCheck>,
-    /// Each VaultAuth reference and the `namespace/name` found for it.
-    resolved: Vec<(ObjRef, String)>,
-    /// Each VaultAuth reference and what is wrong with it, in the order found.
+    /// Each VaultAuth reference and the VaultAuth found for it.
+    resolved: Vec<(ObjRef, VsoObjectInfo)>,
+    /// Each VaultAuth reference and why its users are not synced, in the order found.
     why: Vec<(ObjRef, VssFinding)>,
+    /// Each VaultAuth reference and what is wrong with the Vault, namespace or login its users
+    /// get, whether synced or not.
+    wrong: Vec<(ObjRef, VssFinding)>,
 }
 
 /// Check each VaultAuth referenced, then the VaultConnections they name.
-async fn check_auths(cluster: &EsoCluster, refs: &BTreeSet<ObjRef>) -> Result<Auths, KubeError> {
+async fn check_auths(
+    cluster: &EsoCluster,
+    refs: &BTreeSet<ObjRef>,
+    expected: &Expected,
+) -> Result<Auths, KubeError> {
     let mut auths = Auths {
         objects: Vec::new(),
         resolved: Vec::new(),
         why: Vec::new(),
+        wrong: Vec::new(),
     };
     let mut connections: Vec<(ObjRef, ObjRef)> = Vec::new(); // (VaultAuth, its VaultConnection)
     for r in refs {
         let (check, found) = check_object(cluster, VAULT_AUTH, r).await?;
-        if let Some(a) = &found {
-            auths
-                .resolved
-                .push((r.clone(), format!("{}/{}", a.namespace, a.name)));
-            match connection_of(r, a) {
-                Ok(c) => connections.push((r.clone(), c)),
-                Err(error) => auths
-                    .why
-                    .push((r.clone(), VssFinding::ConnectionRefRefused { error })),
+        let shown = format!("VaultAuth {}", r.shown());
+        match &found {
+            None => {
+                let why = VssFinding::Identity(unresolved(shown, &check));
+                auths.wrong.push((r.clone(), why));
+            }
+            Some(a) => {
+                let login = login_findings(a, expected.vault_namespace.as_deref());
+                let login = login.into_iter().map(VssFinding::Identity);
+                auths.wrong.extend(login.map(|f| (r.clone(), f)));
+                match connection_of(r, a) {
+                    Ok(c) => connections.push((r.clone(), c)),
+                    Err(error) => auths
+                        .wrong
+                        .push((r.clone(), VssFinding::ConnectionRefRefused { error })),
+                }
             }
         }
         if !check.ok {
@@ -763,13 +991,23 @@ async fn check_auths(cluster: &EsoCluster, refs: &BTreeSet<ObjRef>) -> Result<Au
                 .why
                 .push((r.clone(), VssFinding::AuthNotValid { auth, problem }));
         }
+        if let Some(a) = found {
+            auths.resolved.push((r.clone(), a));
+        }
         auths.objects.push(check);
     }
     let distinct: BTreeSet<&ObjRef> = connections.iter().map(|(_, c)| c).collect();
     for c in distinct {
-        let (check, _) = check_object(cluster, VAULT_CONNECTION, c).await?;
-        if !check.ok {
-            for (auth, _) in connections.iter().filter(|(_, x)| x == c) {
+        let (check, found) = check_object(cluster, VAULT_CONNECTION, c).await?;
+        let users = || connections.iter().filter(|(_, x)| x == c).map(|(a, _)| a);
+        let wrong: Vec<Identity> = match &found {
+            None => vec![unresolved(format!("VaultConnection {}", c.shown()), &check)],
+            Some(conn) => address_findings(conn, expected),
+        };
+        for auth in users() {
+            let wrong = wrong.iter().map(|w| VssFinding::Identity(w.clone()));
+            auths.wrong.extend(wrong.map(|w| (auth.clone(), w)));
+            if !check.ok {
                 let connection = c.shown();
                 let problem = first_problem(&check);
                 let why = VssFinding::ConnectionNotValid {
@@ -782,6 +1020,143 @@ async fn check_auths(cluster: &EsoCluster, refs: &BTreeSet<ObjRef>) -> Result<Au
         auths.objects.push(check);
     }
     Ok(auths)
+}
+
+/// A VaultAuth or VaultConnection (`object`) that was not found or cannot be told apart: why,
+/// from its check.
+fn unresolved(object: String, check: &ObjectCheck) -> Identity {
+    let why = first_problem(check)
+        .or_else(|| check.problems.first().cloned())
+        .or_else(|| check.reason.clone())
+        .unwrap_or_else(|| "not found".into());
+    Identity::Unresolved { object, why }
+}
+
+/// A field missing or malformed of `object` (as shown), each a finding.
+fn bad_fields<'a>(object: &'a str, bad: &'a [BadField]) -> impl Iterator<Item = Identity> + 'a {
+    bad.iter().map(move |b| Identity::BadField {
+        object: object.to_string(),
+        field: b.field,
+        problem: b.problem.clone(),
+    })
+}
+
+/// What is wrong with a VaultAuth's login whoever uses it: fields missing or malformed, a
+/// VaultAuthGlobal not read, a method vault-seed does not judge, another Vault namespace than
+/// `ours` (`spec.namespace`: where it logs in, and where its users read unless they name one).
+fn login_findings(a: &VsoObjectInfo, ours: Option<&str>) -> Vec<Identity> {
+    let shown = format!("`{}/{}`", a.namespace, a.name);
+    let mut found: Vec<Identity> = bad_fields(&format!("VaultAuth {shown}"), &a.bad).collect();
+    let Some(login) = &a.auth else {
+        return found;
+    };
+    if login.global_ref {
+        found.push(Identity::GlobalNotRead {
+            auth: shown.clone(),
+        });
+        return found;
+    }
+    if let Some(method) = login.method.as_deref() {
+        if !matches!(method, "kubernetes" | "jwt") {
+            found.push(Identity::MethodNotJudged {
+                auth: shown.clone(),
+                method: method.to_string(),
+            });
+        }
+    }
+    let theirs = vault_namespace(login.vault_namespace.as_deref());
+    if theirs.as_deref() != ours {
+        found.push(Identity::OtherNamespace {
+            whose: format!("VSO logs in (VaultAuth {shown} `spec.namespace`) to"),
+            theirs,
+            ours: ours.map(str::to_string),
+        });
+    }
+    found
+}
+
+/// A VaultConnection's address must name the Vault vault-seed talked to, or one the spec
+/// declares the same (`cluster_vault_addr`), compared as URLs ([`same_vault`]).
+fn address_findings(c: &VsoObjectInfo, expected: &Expected) -> Vec<Identity> {
+    let connection = format!("`{}/{}`", c.namespace, c.name);
+    let mut found: Vec<Identity> =
+        bad_fields(&format!("VaultConnection {connection}"), &c.bad).collect();
+    let Some(address) = c.address.clone() else {
+        return found;
+    };
+    if let Err(e) = crate::vault::address::parse(&address, true) {
+        found.push(Identity::BadAddress {
+            connection,
+            address,
+            error: e.to_string(),
+        });
+        return found;
+    }
+    let ours = std::iter::once(&expected.vault_addr).chain(&expected.cluster_vault_addrs);
+    if !ours.into_iter().any(|a| same_vault(&address, a)) {
+        found.push(Identity::OtherVault {
+            connection,
+            address,
+            used: expected.vault_addr.clone(),
+            declared: expected.cluster_vault_addrs.clone(),
+        });
+    }
+    found
+}
+
+/// What one VaultStaticSecret gets from its VaultAuth and VaultConnection: what is wrong with
+/// them, the role it logs in as against its spec's, and the Vault namespace it reads in.
+fn identity(c: &Checked, auths: &Auths, expected: &Expected) -> Vec<VssFinding> {
+    let mut found = Vec::new();
+    if let Some(ns) = vault_namespace(c.vault_namespace.as_deref()) {
+        if Some(ns.as_str()) != expected.vault_namespace.as_deref() {
+            found.push(VssFinding::Identity(Identity::OtherNamespace {
+                whose: "it reads in (its `spec.namespace`)".into(),
+                theirs: Some(ns),
+                ours: expected.vault_namespace.clone(),
+            }));
+        }
+    }
+    let Some(r) = &c.auth else {
+        return found;
+    };
+    let wrong = auths.wrong.iter().filter(|(x, _)| x == r);
+    found.extend(wrong.map(|(_, w)| w.clone()));
+    let login = auths
+        .resolved
+        .iter()
+        .find(|(x, _)| x == r)
+        .and_then(|(_, a)| a.auth.as_ref());
+    if let Some(login) = login {
+        let spec = expected.role(&c.check.namespace, &c.check.name);
+        found.extend(role_finding(login, spec).map(VssFinding::Identity));
+    }
+    found
+}
+
+/// The role VSO logs in as (`kubernetes` and `jwt`, whose roles hold `token_policies` as the
+/// policy part reads them) against the spec's `[vso] auth_mount`/`auth_role`. Other methods,
+/// a VaultAuthGlobal and missing fields are reported by [`login_findings`].
+fn role_finding(login: &VaultAuthLogin, spec: Option<&AuthRole>) -> Option<Identity> {
+    if login.global_ref || !matches!(login.method.as_deref(), Some("kubernetes" | "jwt")) {
+        return None;
+    }
+    let (mount, role) = (login.mount.clone()?, login.role.clone()?);
+    let Some(spec) = spec else {
+        return Some(Identity::NoSpecRole { role, mount });
+    };
+    if mount.trim_matches('/') != spec.mount.trim_matches('/') {
+        return Some(Identity::OtherAuthMount {
+            role,
+            mount,
+            spec_mount: spec.mount.clone(),
+        });
+    }
+    (role != spec.name).then(|| Identity::OtherRole {
+        role,
+        mount,
+        spec_role: spec.name.clone(),
+    })
 }
 
 /// The VaultConnection a VaultAuth found for `r` uses. The default VaultAuth with no reference
@@ -819,11 +1194,12 @@ async fn check_object(
                     .iter()
                     .map(|a| format!("`{}/{}`", a.namespace, a.name))
                     .collect();
-                let reason = format!(
-                    "not checked: several are named `default` ({}), VSO uses the one in its own namespace",
+                let problem = format!(
+                    "several are named `default` ({}) and VSO uses the one in its own namespace, which vault-seed does not know: not checked",
                     names.join(", ")
                 );
-                return Ok((check(None, default(), Some(reason), Vec::new()), None));
+                let checked = check(None, default(), Some("ambiguous".into()), Vec::new());
+                return Ok((not_done(checked, problem), None));
             }
             Err(e @ KubeError::Forbidden { .. }) => {
                 let why = ObjectFinding::DefaultUnsearchable {
@@ -883,6 +1259,14 @@ fn validity(o: &VsoObjectInfo) -> Option<ObjectFinding> {
     })
 }
 
+/// A check that could not be made: not ok, with `problem` as its line. (The object findings
+/// are ESO's module's; this one is VSO's alone.)
+fn not_done(mut check: ObjectCheck, problem: String) -> ObjectCheck {
+    check.ok = false;
+    check.problems.push(capped(problem));
+    check
+}
+
 /// The first problem of a check, as found (not yet capped).
 fn first_problem(check: &ObjectCheck) -> Option<String> {
     check.findings.first().map(Finding::message)
@@ -925,6 +1309,8 @@ mod tests {
             exclude_raw: false,
             keys_transformed: false,
             vault_auth_ref: None,
+            vault_namespace: None,
+            bad: Vec::new(),
         }
     }
 
@@ -965,6 +1351,9 @@ mod tests {
             healthy: None,
             connection_ref: None,
             login: None,
+            auth: None,
+            address: None,
+            bad: Vec::new(),
         };
         let finding = validity(&auth).unwrap();
         let check = ObjectCheck::new("VaultAuth", None, "auth".into(), None, vec![finding]);
@@ -978,5 +1367,136 @@ mod tests {
             connection_of(&ObjRef::Default, &auth).unwrap(),
             ObjRef::Named("ns".into(), crate::kube::VSO_DEFAULT_NAME.into())
         );
+    }
+
+    fn login(method: &str, mount: &str, role: &str) -> VaultAuthLogin {
+        VaultAuthLogin {
+            method: Some(method.into()),
+            mount: Some(mount.into()),
+            role: Some(role.into()),
+            vault_namespace: None,
+            global_ref: false,
+        }
+    }
+
+    fn spec_role(mount: &str, name: &str) -> AuthRole {
+        AuthRole {
+            mount: mount.into(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn the_role_vso_logs_in_as_is_the_specs_or_a_problem_naming_both() {
+        let k = login("kubernetes", "kubernetes", "x");
+        assert!(role_finding(&k, Some(&spec_role("kubernetes", "x"))).is_none());
+        assert!(role_finding(&k, Some(&spec_role("/kubernetes/", "x"))).is_none());
+        let f = role_finding(&k, Some(&spec_role("kubernetes", "y"))).unwrap();
+        assert_eq!(f.severity(), Severity::Problem);
+        assert!(f
+            .message()
+            .starts_with("VSO logs in as role `x` on `kubernetes`; the spec says `y`"));
+        let f = role_finding(&k, Some(&spec_role("k8s-b", "x"))).unwrap();
+        assert!(f
+            .message()
+            .contains("on auth mount `kubernetes`; the spec says `k8s-b`"));
+        let f = role_finding(&k, None).unwrap();
+        assert!(f.message().contains("the spec names no `[vso] auth_role`"));
+        // jwt roles are judged as kubernetes ones; other methods are left to login_findings.
+        assert!(role_finding(&login("jwt", "jwt", "x"), None).is_some());
+        assert!(role_finding(&login("appRole", "approle", "id"), None).is_none());
+    }
+
+    fn object(
+        kind: &'static str,
+        auth: Option<VaultAuthLogin>,
+        address: Option<&str>,
+    ) -> VsoObjectInfo {
+        VsoObjectInfo {
+            kind,
+            namespace: "ns".into(),
+            name: "o".into(),
+            valid: Some(true),
+            error: None,
+            healthy: None,
+            connection_ref: None,
+            login: None,
+            auth,
+            address: address.map(String::from),
+            bad: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn other_methods_globals_and_namespaces_are_problems() {
+        let f = login_findings(
+            &object("VaultAuth", Some(login("appRole", "approle", "id")), None),
+            None,
+        );
+        assert!(matches!(&f[..], [Identity::MethodNotJudged { .. }]));
+        assert!(f[0]
+            .message()
+            .starts_with("not checked: vault-seed does not judge `appRole` auth"));
+        let mut g = login("kubernetes", "kubernetes", "x");
+        g.global_ref = true;
+        let f = login_findings(&object("VaultAuth", Some(g), None), None);
+        assert!(matches!(&f[..], [Identity::GlobalNotRead { .. }]));
+        let mut n = login("kubernetes", "kubernetes", "x");
+        n.vault_namespace = Some("team-a/".into());
+        assert!(
+            login_findings(&object("VaultAuth", Some(n.clone()), None), Some("team-a")).is_empty()
+        );
+        let f = login_findings(&object("VaultAuth", Some(n), None), None);
+        assert_eq!(
+            f[0].message(),
+            "VSO logs in (VaultAuth `ns/o` `spec.namespace`) to Vault namespace `team-a`; vault-seed used none (the root)"
+        );
+        assert!(any_problem(&f));
+    }
+
+    #[test]
+    fn the_address_must_be_the_vault_in_use_or_one_the_spec_declares() {
+        let mut e = Expected {
+            vault_addr: "http://127.0.0.1:8200".into(),
+            ..Expected::default()
+        };
+        let c = |a: &str| object("VaultConnection", None, Some(a));
+        assert!(address_findings(&c("http://127.0.0.1:8200/"), &e).is_empty());
+        let f = address_findings(&c("http://vault.vault.svc:8200"), &e);
+        assert!(f[0].message().starts_with(
+            "VSO reads the Vault at `http://vault.vault.svc:8200` (VaultConnection `ns/o`), not the one vault-seed seeded and judged (`http://127.0.0.1:8200`, and the spec declares no `cluster_vault_addr`)"
+        ));
+        e.cluster_vault_addrs = vec!["http://Vault.vault.svc:8200".into()];
+        assert!(address_findings(&c("http://vault.vault.svc:8200"), &e).is_empty());
+        let f = address_findings(&c("vault.vault.svc"), &e);
+        assert!(matches!(&f[..], [Identity::BadAddress { .. }]));
+    }
+
+    #[test]
+    fn a_type_whose_mount_version_is_unknown_is_not_checked_and_not_ok() {
+        let origin = crate::spec::Origin::new(
+            std::path::Path::new("a.toml").into(),
+            "a".into(),
+            "secret".into(),
+            None,
+        );
+        let t = Target::new(
+            origin,
+            "app".into(),
+            "A".into(),
+            false,
+            Vec::new().into(),
+            None,
+        );
+        let v = vss(Some(1), Some(1));
+        let f = path_finding(&v, "secret/app", Some(&t), None).unwrap();
+        assert!(matches!(
+            f,
+            VssFinding::Identity(Identity::TypeNotChecked { .. })
+        ));
+        assert_eq!(f.severity(), Severity::Problem);
+        assert!(path_finding(&v, "secret/app", Some(&t), Some(KvVersion::V2)).is_none());
+        let f = path_finding(&v, "secret/app", Some(&t), Some(KvVersion::V1)).unwrap();
+        assert!(matches!(f, VssFinding::WrongType { .. }));
     }
 }

@@ -20,6 +20,7 @@ name = "core-service"
 mount = "secret"
 path = "ask/core-service/{env}"
 [environments.auh1-dev]
+cluster_vault_addr = "https://vault.cl1.sq4.aegis.internal"
 [vso]
 namespace = "ask"
 static_secrets = ["zitadel-masterkey"]
@@ -667,9 +668,9 @@ fn vso_section_is_linted() {
         .expect_code(2);
     let err = out.stderr_text();
     has(&err, "`namespace` `Ask` is not");
-    has(&err, "app.toml:8:14");
-    has(&err, "app.toml:9:1");
-    has(&err, "app.toml:12:14");
+    has(&err, "app.toml:9:14");
+    has(&err, "app.toml:10:1");
+    has(&err, "app.toml:13:14");
     has(&err, "static_secret");
     has(&err, "`auth_role` `a/b`");
 }

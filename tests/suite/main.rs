@@ -35,3 +35,4 @@ mod spec_props;
 mod stdout_errors;
 mod tls;
 mod verify;
+mod vso_identity;

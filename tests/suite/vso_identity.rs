@@ -1,0 +1,281 @@
+//! `verify`'s part `kube` judges what VSO really uses: the Vault its VaultConnection points at,
+//! the Vault namespace, and the method, mount and role of its VaultAuth, against what
+//! vault-seed seeded and judged. Real OpenBao, VSO's objects (`tests/fixtures/vso/`) served by
+//! the fake Kubernetes API server to the real kube-rs client. Each case differs from the good
+//! one in one field of one object, exits 1 and names both sides; on code without these rules
+//! each of them exited 0 (the VaultStaticSecret synced, its VaultAuth and VaultConnection
+//! valid).
+
+use crate::common;
+
+use common::fake_kube::{vso_fixture, FakeKube};
+use common::{spec_dir, OpenBao, Out, Run};
+use serde_json::{json, Value};
+
+/// The fixtures' VaultConnection address (`vaultconnection.yaml`).
+const FIXTURE_ADDR: &str = "https://vault.cl1.sq4.aegis.internal";
+
+/// One path, read by one VaultStaticSecret, through VSO's role `kubernetes/ask-core-service`;
+/// the cluster reaches this Vault at the fixtures' address.
+const SPEC: &str = r#"
+name = "core-service"
+[vault]
+mount = "secret"
+path = "ask/core-service/{env}"
+[environments.auh1-dev]
+cluster_vault_addr = "https://vault.cl1.sq4.aegis.internal"
+[vso]
+namespace = "ask"
+static_secrets = ["zitadel-masterkey"]
+auth_mount = "kubernetes"
+auth_role = "ask-core-service"
+[secrets.ZITADEL_MASTERKEY]
+description = "Zitadel masterkey"
+fixed = true
+fields.password = { generator = "masterkey" }
+"#;
+
+const ROLE_LINES: &str = "auth_mount = \"kubernetes\"\nauth_role = \"ask-core-service\"\n";
+
+struct World {
+    bao: OpenBao,
+    specs: tempfile::TempDir,
+    kube: FakeKube,
+}
+
+/// Seeded OpenBao with VSO's role and policy; the cluster with a synced VaultStaticSecret (a
+/// reconcile after the seeding), its destination Secret, VaultAuth and VaultConnection.
+fn world(spec: &str) -> World {
+    let bao = OpenBao::dev();
+    let specs = spec_dir(spec);
+    Run::new(&bao)
+        .specs(specs.path())
+        .args(["apply", "auh1-dev"])
+        .output()
+        .expect_code(0);
+    bao.put_policy(
+        "vso-ask",
+        r#"path "secret/data/ask/core-service/*" { capabilities = ["read"] }"#,
+    );
+    let (s, b) = bao.api(
+        "POST",
+        "sys/auth/kubernetes",
+        Some(&json!({ "type": "kubernetes" })),
+    );
+    assert!(s == 204 || s == 200, "{b}");
+    let (s, b) = bao.api(
+        "POST",
+        "auth/kubernetes/role/ask-core-service",
+        Some(&json!({ "bound_service_account_names": ["vso-auth"], "bound_service_account_namespaces": ["ask"], "token_policies": ["vso-ask"] })),
+    );
+    assert!(s == 204 || s == 200, "{b}");
+    let kube = FakeKube::start();
+    for f in [
+        "vaultauth.yaml",
+        "vaultconnection.yaml",
+        "destination-secret.yaml",
+    ] {
+        for obj in vso_fixture(f) {
+            kube.put(obj);
+        }
+    }
+    kube.put(synced_now());
+    World { bao, specs, kube }
+}
+
+/// The synced VaultStaticSecret, its `Ready`/`Healthy` rewritten a minute from now.
+fn synced_now() -> Value {
+    let at = (time::OffsetDateTime::now_utc() + time::Duration::minutes(1))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let mut obj = vso_fixture("vaultstaticsecret-synced.yaml").remove(0);
+    for c in obj["status"]["conditions"].as_array_mut().unwrap() {
+        if c["type"] == "Ready" || c["type"] == "Healthy" {
+            c["lastTransitionTime"] = json!(at);
+        }
+    }
+    obj
+}
+
+impl World {
+    fn verify(&self, args: &[&str]) -> Out {
+        Run::new(&self.bao)
+            .specs(self.specs.path())
+            .args(["verify", "auh1-dev", "--kubeconfig"])
+            .arg(self.kube.kubeconfig())
+            .args(args)
+            .output()
+    }
+
+    /// `verify` fails (exit 1) with `wanted` among the VaultStaticSecret's problems, in JSON and
+    /// in text; the other parts stay ok (the rule is the part `kube`'s).
+    fn fails_with(&self, wanted: &str) {
+        let doc = self.verify(&["-o", "json"]).expect_code(1).json();
+        assert_eq!(doc["vault"]["ok"], true, "{doc:#}");
+        assert_eq!(doc["kube"]["ok"], false);
+        let v = &doc["kube"]["vault_static_secrets"][0];
+        assert_eq!(v["ok"], false, "{v:#}");
+        let problems: Vec<&str> = v["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap())
+            .collect();
+        assert!(
+            problems.iter().any(|p| p.contains(wanted)),
+            "missing {wanted:?} in {problems:#?}"
+        );
+        let text = self.verify(&[]).expect_code(1).stdout_text();
+        assert!(text.contains(wanted), "missing {wanted:?} in:\n{text}");
+        assert!(text.contains("verify auh1-dev: NOT done"), "{text}");
+        // `--only` keeps its meaning: without `kube`, nothing of this is judged.
+        self.verify(&["--only", "vault,policy"]).expect_code(0);
+    }
+}
+
+#[test]
+fn the_vault_role_and_namespace_vault_seed_judged_is_done() {
+    let w = world(SPEC);
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let v = &doc["kube"]["vault_static_secrets"][0];
+    assert_eq!(
+        (v["ok"].as_bool(), v["problems"].clone()),
+        (Some(true), json!([]))
+    );
+    // The address vault-seed talked to needs no `cluster_vault_addr`.
+    let w = World {
+        specs: spec_dir(&SPEC.replace(&format!("cluster_vault_addr = \"{FIXTURE_ADDR}\"\n"), "")),
+        ..w
+    };
+    let addr = format!(
+        "{}/",
+        w.bao.addr.to_uppercase().replace("HTTP://", "http://")
+    );
+    w.kube.update("VaultConnection", Some("ask"), "vault", |c| {
+        c["spec"]["address"] = json!(addr);
+    });
+    w.verify(&[]).expect_code(0);
+}
+
+#[test]
+fn another_vaults_address() {
+    let w = world(SPEC);
+    w.kube.update("VaultConnection", Some("ask"), "vault", |c| {
+        c["spec"]["address"] = json!("https://vault.other.internal:8200");
+    });
+    w.fails_with(&format!(
+        "VSO reads the Vault at `https://vault.other.internal:8200` (VaultConnection `ask/vault`), not the one vault-seed seeded and judged (`{}` or the spec's `cluster_vault_addr` `{FIXTURE_ADDR}`)",
+        w.bao.addr
+    ));
+}
+
+#[test]
+fn another_role() {
+    let w = world(SPEC);
+    w.kube.update("VaultAuth", Some("ask"), "vault-auth", |a| {
+        a["spec"]["kubernetes"]["role"] = json!("platform-admin");
+    });
+    w.fails_with(
+        "VSO logs in as role `platform-admin` on `kubernetes`; the spec says `ask-core-service`",
+    );
+}
+
+#[test]
+fn another_auth_mount() {
+    let w = world(SPEC);
+    w.kube.update("VaultAuth", Some("ask"), "vault-auth", |a| {
+        a["spec"]["mount"] = json!("kubernetes-cl2");
+    });
+    w.fails_with(
+        "VSO logs in as role `ask-core-service` on auth mount `kubernetes-cl2`; the spec says `kubernetes` (`[vso] auth_mount`)",
+    );
+}
+
+#[test]
+fn a_spec_without_a_role() {
+    let w = world(&SPEC.replace(ROLE_LINES, "policies = [\"vso-ask\"]\n"));
+    w.fails_with(
+        "VSO logs in as role `ask-core-service` on `kubernetes`; the spec names no `[vso] auth_role`, so the policies judged are not that role's",
+    );
+}
+
+#[test]
+fn a_method_vault_seed_does_not_judge() {
+    let w = world(SPEC);
+    w.kube.update("VaultAuth", Some("ask"), "vault-auth", |a| {
+        a["spec"]["method"] = json!("appRole");
+        a["spec"]["mount"] = json!("approle");
+        a["spec"]["appRole"] = json!({ "roleId": "4f1c", "secretRef": "approle-secret" });
+    });
+    w.fails_with(
+        "not checked: vault-seed does not judge `appRole` auth (VaultAuth `ask/vault-auth`)",
+    );
+}
+
+#[test]
+fn a_vault_auth_in_another_vault_namespace() {
+    let w = world(SPEC);
+    w.kube.update("VaultAuth", Some("ask"), "vault-auth", |a| {
+        a["spec"]["namespace"] = json!("team-b");
+    });
+    w.fails_with(
+        "VSO logs in (VaultAuth `ask/vault-auth` `spec.namespace`) to Vault namespace `team-b`; vault-seed used none (the root)",
+    );
+}
+
+#[test]
+fn a_vault_static_secret_reading_in_another_vault_namespace() {
+    let w = world(SPEC);
+    w.kube
+        .update("VaultStaticSecret", Some("ask"), "zitadel-masterkey", |v| {
+            v["spec"]["namespace"] = json!("team-b");
+        });
+    w.fails_with(
+        "it reads in (its `spec.namespace`) Vault namespace `team-b`; vault-seed used none (the root)",
+    );
+}
+
+#[test]
+fn a_vault_connection_without_an_address() {
+    let w = world(SPEC);
+    w.kube.update("VaultConnection", Some("ask"), "vault", |c| {
+        c["spec"].as_object_mut().unwrap().remove("address");
+    });
+    w.fails_with("VaultConnection `ask/vault`: `spec.address` is missing");
+}
+
+#[test]
+fn a_vault_auth_with_a_malformed_role() {
+    let w = world(SPEC);
+    w.kube.update("VaultAuth", Some("ask"), "vault-auth", |a| {
+        a["spec"]["kubernetes"]["role"] = json!(["ask-core-service"]);
+    });
+    w.fails_with("VaultAuth `ask/vault-auth`: `spec.kubernetes.role` is a list, not a string");
+}
+
+/// Without `vaultAuthRef` VSO uses `default` in its own namespace; two namespaces holding one
+/// cannot be told apart by vault-seed, which does not know VSO's namespace.
+#[test]
+fn two_default_vault_auths() {
+    let w = world(SPEC);
+    w.kube
+        .update("VaultStaticSecret", Some("ask"), "zitadel-masterkey", |v| {
+            v["spec"].as_object_mut().unwrap().remove("vaultAuthRef");
+        });
+    for ns in ["vault-secrets-operator-system", "ask"] {
+        let mut default = vso_fixture("vaultauth.yaml").remove(0);
+        default["metadata"]["name"] = json!("default");
+        default["metadata"]["namespace"] = json!(ns);
+        w.kube.put(default);
+    }
+    w.fails_with(
+        "not checked: which Vault and role VSO uses, since its VaultAuth `default` (VSO's default) is not known: several are named `default`",
+    );
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let auth = &doc["kube"]["objects"][0];
+    assert_eq!(
+        (auth["kind"].as_str(), auth["ok"].as_bool()),
+        (Some("VaultAuth"), Some(false)),
+        "{auth:#}"
+    );
+}
