@@ -37,9 +37,9 @@ pub use status::{
 };
 
 pub use vso::{
-    parse_ref, BadField, Condition, FieldProblem, VaultAuthLogin, VaultStaticSecretInfo, VsoKind,
-    VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION, VAULT_STATIC_SECRET, VSO_DEFAULT_NAME, VSO_GROUP,
-    VSO_VERSION,
+    parse_ref, Condition, FieldProblem, VaultAuthLogin, VaultStaticSecretInfo, VsoBadField,
+    VsoKind, VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION, VAULT_STATIC_SECRET, VSO_DEFAULT_NAME,
+    VSO_GROUP, VSO_VERSION,
 };
 
 use status::object_name;

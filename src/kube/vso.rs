@@ -56,7 +56,7 @@ pub const VAULT_CONNECTION: VsoKind = VsoKind {
 /// What is wrong with a field of a VSO object: missing where VSO needs it, or not what its CRD
 /// allows. Such an object is reported, never taken as matching.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BadField {
+pub struct VsoBadField {
     /// The field, as a JSON path (`spec.mount`).
     pub field: &'static str,
     /// What is wrong with it.
@@ -136,7 +136,7 @@ pub struct VaultStaticSecretInfo {
     /// `spec.namespace`: the Vault namespace it reads in, instead of its VaultAuth's.
     pub vault_namespace: Option<String>,
     /// Fields missing or malformed (`spec.mount`, `spec.path`, `spec.type`, ...).
-    pub bad: Vec<BadField>,
+    pub bad: Vec<VsoBadField>,
 }
 
 /// What vault-seed needs to know about a VaultAuth or a VaultConnection.
@@ -164,7 +164,7 @@ pub struct VsoObjectInfo {
     /// A VaultConnection's `spec.address`.
     pub address: Option<String>,
     /// Fields missing or malformed.
-    pub bad: Vec<BadField>,
+    pub bad: Vec<VsoBadField>,
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -190,7 +190,7 @@ fn string_field(
     pointer: &str,
     field: &'static str,
     required: bool,
-    bad: &mut Vec<BadField>,
+    bad: &mut Vec<VsoBadField>,
 ) -> Option<String> {
     let problem = match obj.pointer(pointer) {
         None | Some(Value::Null) => FieldProblem::Missing,
@@ -201,7 +201,7 @@ fn string_field(
         },
     };
     if required || matches!(problem, FieldProblem::NotString { .. }) {
-        bad.push(BadField { field, problem });
+        bad.push(VsoBadField { field, problem });
     }
     None
 }
@@ -221,7 +221,7 @@ fn role_field(method: &str) -> Option<(&'static str, &'static str)> {
 
 /// A VaultAuth's login. Without `vaultAuthGlobalRef`, the method, mount and role are required
 /// (VSO's `Validate` refuses an empty role); with it, empty ones come from the VaultAuthGlobal.
-fn vault_auth_login(obj: &Value, bad: &mut Vec<BadField>) -> VaultAuthLogin {
+fn vault_auth_login(obj: &Value, bad: &mut Vec<VsoBadField>) -> VaultAuthLogin {
     let global_ref = obj
         .pointer("/spec/vaultAuthGlobalRef")
         .is_some_and(|g| !g.is_null());
@@ -490,15 +490,15 @@ mod tests {
         assert_eq!(
             a.bad,
             [
-                BadField {
+                VsoBadField {
                     field: "spec.mount",
                     problem: FieldProblem::Missing
                 },
-                BadField {
+                VsoBadField {
                     field: "spec.kubernetes.role",
                     problem: FieldProblem::NotString { found: "a number" }
                 },
-                BadField {
+                VsoBadField {
                     field: "spec.namespace",
                     problem: FieldProblem::NotString { found: "a list" }
                 },
@@ -515,7 +515,7 @@ mod tests {
         let c = vso_object_info(&conn, VAULT_CONNECTION).unwrap();
         assert_eq!(
             c.bad,
-            [BadField {
+            [VsoBadField {
                 field: "spec.address",
                 problem: FieldProblem::Empty
             }]

@@ -17,8 +17,8 @@ use super::findings::capped;
 use super::findings::{any_problem, joined, rfc3339, Finding, Lines, Severity};
 use super::Request;
 use crate::kube::{
-    parse_ref, BadField, EsoCluster, FieldProblem, KubeError, VaultAuthLogin,
-    VaultStaticSecretInfo, VsoKind, VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION,
+    parse_ref, EsoCluster, FieldProblem, KubeError, VaultAuthLogin, VaultStaticSecretInfo,
+    VsoBadField, VsoKind, VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION,
 };
 use crate::kv::KvVersion;
 use crate::seed::Status;
@@ -1033,7 +1033,7 @@ fn unresolved(object: String, check: &ObjectCheck) -> Identity {
 }
 
 /// A field missing or malformed of `object` (as shown), each a finding.
-fn bad_fields<'a>(object: &'a str, bad: &'a [BadField]) -> impl Iterator<Item = Identity> + 'a {
+fn bad_fields<'a>(object: &'a str, bad: &'a [VsoBadField]) -> impl Iterator<Item = Identity> + 'a {
     bad.iter().map(move |b| Identity::BadField {
         object: object.to_string(),
         field: b.field,
