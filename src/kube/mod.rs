@@ -14,6 +14,7 @@ mod argocd;
 mod config;
 mod error;
 mod status;
+mod store;
 mod vso;
 
 use std::collections::{BTreeMap, HashMap};
@@ -36,6 +37,7 @@ pub use status::{
     EventInfo, ExternalSecretInfo, PushSecretInfo, ReadyCondition, RemoteRef, SecretStoreInfo,
     StoreKind, StoreRef, ESO_GROUP,
 };
+pub use store::{vault_provider, StoreAuth, StoreKv, StoreProblem, VaultStore};
 
 pub use vso::{
     parse_ref, Condition, VaultStaticSecretInfo, VsoKind, VsoObjectInfo, VAULT_AUTH,
