@@ -25,6 +25,7 @@ pub mod eso;
 pub mod facts;
 pub mod findings;
 pub mod grants;
+pub mod store;
 pub mod values;
 pub mod vso;
 
@@ -234,7 +235,7 @@ pub async fn run(
     let deadline = req.wait.map(|w| std::time::Instant::now() + w);
     let kube = if req.wants(PartName::Kube) {
         let facts = facts::Facts::gather(&inspection, &plan.targets, policy.as_ref(), &detected);
-        Some(cluster::check(plan, &facts, req, progress, &mut notes).await)
+        Some(cluster::check(vault, plan, &facts, req, progress, &mut notes).await)
     } else {
         None
     };
