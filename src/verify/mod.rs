@@ -6,7 +6,8 @@
 //! - [`grants`], the part `policy`: do ESO's Vault policies grant what it needs on every path;
 //! - [`cluster`], the part `kube`: finds the cluster and the namespaces, waits while `--wait`
 //!   lasts, and runs the cluster checks: [`eso`] (ExternalSecrets Ready and fresh, their target
-//!   Secrets, PushSecrets and stores) and [`vso`] (VaultStaticSecrets synced and fresh, their
+//!   Secrets, PushSecrets and stores, each store's Vault provider judged by [`store`] against
+//!   what was seeded) and [`vso`] (VaultStaticSecrets synced and fresh, their
 //!   destination Secrets, VaultAuths and VaultConnections);
 //! - [`argocd`], the part `argocd` (specs with `[argocd]`): the secrets app Synced and Healthy,
 //!   each consumer Application at a later app wave, argocd-cm's Application health check.
