@@ -14,6 +14,7 @@ mod argocd;
 mod config;
 mod error;
 mod status;
+mod store;
 mod vso;
 
 use std::collections::{BTreeMap, HashMap};
@@ -35,6 +36,7 @@ pub use status::{
     template_reads, BadField, DataFrom, EventInfo, ExternalSecretInfo, PushSecretInfo,
     ReadyCondition, RemoteRef, SecretStoreInfo, StoreKind, StoreRef, TemplateEntry, ESO_GROUP,
 };
+pub use store::{vault_provider, StoreAuth, StoreKv, StoreProblem, VaultStore};
 
 pub use vso::{
     parse_ref, Condition, FieldProblem, VaultAuthLogin, VaultStaticSecretInfo, VsoBadField,

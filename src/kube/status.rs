@@ -11,6 +11,7 @@ use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
+use super::store::{vault_provider, StoreProblem, VaultStore};
 use super::KubeError;
 
 /// The group of every ESO kind.
@@ -208,6 +209,9 @@ pub struct SecretStoreInfo {
     /// The `Ready` condition: status, reason (`Valid`, `ValidationUnknown`, `InvalidProviderConfig`), message, when it last changed (flattened in JSON).
     #[serde(flatten)]
     pub condition: ReadyCondition,
+    /// Its `spec.provider.vault`, or why it cannot be read (carried, not an error: one bad store
+    /// is that store's problem, not the whole part's).
+    pub vault: Result<VaultStore, StoreProblem>,
 }
 
 /// One Warning event about an object (core/v1 Event).
@@ -597,6 +601,7 @@ pub fn secret_store_info(
         name,
         api_version: api_version.to_string(),
         condition: cond,
+        vault: vault_provider(obj),
     })
 }
 

@@ -293,6 +293,9 @@ fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
         for p in &o.problems {
             let _ = writeln!(out, "            {}", t(p));
         }
+        for n in &o.notes {
+            let _ = writeln!(out, "            note: {}", t(n));
+        }
     }
 }
 

@@ -267,6 +267,11 @@ impl Vault {
         &self.addr
     }
 
+    /// The Vault namespace requests are sent to (`VAULT_NAMESPACE`), if any.
+    pub fn namespace(&self) -> Option<&str> {
+        self.auth.namespace.as_ref().and_then(|n| n.to_str().ok())
+    }
+
     /// HTTP requests sent so far, retries included.
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)

@@ -53,14 +53,44 @@ impl Vault {
             Reply::Ok(b) => decode::<Envelope>(&b, "GET", &path)?.data,
             Reply::NotFound(_) => None,
         };
-        Ok(raw.map(|r| RoleTokens {
-            policies: if r.token_policies.is_empty() {
-                r.policies
-            } else {
-                r.token_policies
-            },
-            no_default_policy: r.token_no_default_policy,
+        // OpenBao's role read returns both (`policies` is the older name of the same list,
+        // kept in step with it); a role written by an older server may have only one. Both count.
+        Ok(raw.map(|r| {
+            let mut policies = r.token_policies;
+            for p in r.policies {
+                if !policies.contains(&p) {
+                    policies.push(p);
+                }
+            }
+            RoleTokens {
+                policies,
+                no_default_policy: r.token_no_default_policy,
+            }
         }))
+    }
+
+    /// The `role_id` of AppRole role `role` on `auth_mount` (`auth/<mount>/role/<role>/role-id`);
+    /// `None` when the role does not exist. A role ID names a role, it is not a credential.
+    pub async fn approle_role_id(
+        &self,
+        auth_mount: &str,
+        role: &str,
+    ) -> Result<Option<String>, VaultError> {
+        #[derive(Deserialize)]
+        struct Raw {
+            role_id: Option<String>,
+        }
+        #[derive(Deserialize)]
+        struct Envelope {
+            data: Option<Raw>,
+        }
+        let path = format!("auth/{auth_mount}/role/{role}/role-id");
+        Ok(match self.send(|| Call::get(&path), "read").await? {
+            Reply::Ok(b) => decode::<Envelope>(&b, "GET", &path)?
+                .data
+                .and_then(|d| d.role_id),
+            Reply::NotFound(_) => None,
+        })
     }
 
     /// Create a child token of the caller's holding exactly `policies` (plus `default` unless

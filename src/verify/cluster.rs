@@ -10,10 +10,12 @@ use serde::Serialize;
 
 use super::eso::{self, EsoReport, Wanted};
 use super::facts::Facts;
+use super::store;
 use super::vso::{self, VssCheck};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::{EsoCluster, KubeError};
 use crate::spec::EnvPlan;
+use crate::vault::Vault;
 
 /// How often the cluster is asked again while waiting.
 const POLL: Duration = Duration::from_secs(2);
@@ -52,11 +54,7 @@ pub fn wanted(plan: &EnvPlan<'_>, default_namespace: &str) -> Wanted {
     };
     let mut seen = HashSet::new();
     for (spec, env) in &plan.specs {
-        let ns = env
-            .kube_namespace
-            .clone()
-            .or_else(|| spec.eso.namespace.clone())
-            .unwrap_or_else(|| default_namespace.to_string());
+        let ns = store::eso_namespace(spec, env, default_namespace);
         for name in &spec.eso.external_secrets {
             if seen.insert((ns.clone(), name.clone())) {
                 wanted.external_secrets.push((ns.clone(), name.clone()));
@@ -89,7 +87,9 @@ pub fn context(plan: &EnvPlan<'_>, req: &Request) -> Option<String> {
 }
 
 /// Connect, then check (and wait). What was done and whether waiting ran out go to `notes`.
+/// `vault` is the Vault vault-seed talked to: the stores are compared with it.
 pub async fn check(
+    vault: &Vault,
     plan: &EnvPlan<'_>,
     facts: &Facts<'_>,
     req: &Request,
@@ -119,10 +119,16 @@ pub async fn check(
     }
     let expected = vso::Expected::of(plan, req, cluster.default_namespace());
     let deadline = req.wait.map(|w| Instant::now() + w);
+    let inputs = store::Inputs {
+        vault,
+        plan,
+        default_namespace: cluster.default_namespace(),
+        eso_token_given: req.eso_token.is_some(),
+    };
     let (result, ran_out) = poll(
         deadline,
         progress,
-        || check_once(&cluster, &wanted, plan, facts, &expected),
+        || check_once(&cluster, &wanted, plan, facts, &inputs, &expected),
         |k| !k.ok,
         |k| match (
             wanted.external_secrets.is_empty(),
@@ -203,9 +209,10 @@ async fn check_once(
     wanted: &Wanted,
     plan: &EnvPlan<'_>,
     facts: &Facts<'_>,
+    inputs: &store::Inputs<'_>,
     expected: &vso::Expected,
 ) -> Result<ClusterPart, KubeError> {
-    let mut eso = eso::check(cluster, wanted, &plan.targets, facts).await?;
+    let mut eso = eso::check(cluster, wanted, &plan.targets, facts, inputs).await?;
     let vso = vso::check(
         cluster,
         &wanted.static_secrets,

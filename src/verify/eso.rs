@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 
 use super::facts::{Facts, PathFacts};
 use super::findings::{any_problem, colon, joined, rfc3339, Finding, Lines, Severity};
+use super::store::{self, StoreFinding, StoreUser};
 use crate::generate::Generator;
 use crate::kube::{
     DataFrom, EsoCluster, ExternalSecretInfo, KubeError, ReadyCondition, RemoteRef, StoreKind,
@@ -66,6 +67,8 @@ pub struct ObjectCheck {
     pub reason: Option<String>,
     /// What is wrong.
     pub problems: Vec<String>,
+    /// Worth knowing (how a store logs in, when that is judged elsewhere).
+    pub notes: Vec<String>,
     /// The findings `problems` is made from.
     #[serde(skip)]
     pub(crate) findings: Vec<ObjectFinding>,
@@ -466,16 +469,22 @@ pub(crate) enum ObjectFinding {
     },
     /// VSO says it is not Healthy (`message` on one line).
     NotHealthy { message: Option<String> },
+    /// What the store check finds about a store's Vault provider ([`super::store`]).
+    Store(StoreFinding),
 }
 
 impl Finding for ObjectFinding {
     fn severity(&self) -> Severity {
-        Severity::Problem
+        match self {
+            ObjectFinding::Store(f) => f.severity(),
+            _ => Severity::Problem,
+        }
     }
 
     fn message(&self) -> String {
         use ObjectFinding::*;
         match self {
+            Store(f) => f.message(),
             Missing { shown } => format!("{shown} does not exist"),
             NotReady { reason, message } => format!(
                 "not Ready: {}{}",
@@ -507,13 +516,15 @@ impl ObjectCheck {
         reason: Option<String>,
         findings: Vec<ObjectFinding>,
     ) -> ObjectCheck {
+        let lines = Lines::of(&findings);
         ObjectCheck {
             kind: kind.into(),
             namespace,
             name,
             ok: !any_problem(&findings),
             reason,
-            problems: Lines::of(&findings).problems,
+            problems: lines.problems,
+            notes: lines.notes,
             findings,
         }
     }
@@ -595,6 +606,7 @@ pub async fn check(
     wanted: &Wanted,
     targets: &[Target],
     facts: &Facts<'_>,
+    inputs: &store::Inputs<'_>,
 ) -> Result<EsoReport, KubeError> {
     let provided = provided_checks(cluster, targets, facts).await;
     let ctx = Ctx {
@@ -605,7 +617,7 @@ pub async fn check(
         skip_target_secrets: wanted.skip_target_secrets,
     };
     let mut external_secrets = Vec::new();
-    let mut stores: BTreeSet<(Option<String>, StoreKind, String)> = BTreeSet::new();
+    let mut stores: BTreeMap<(Option<String>, StoreKind, String), Vec<StoreUser>> = BTreeMap::new();
     for (ns, name) in &wanted.external_secrets {
         let check = match cluster.external_secret(ns, name).await? {
             None => EsCheck::new(
@@ -619,7 +631,13 @@ pub async fn check(
             ),
             Some(es) => {
                 let findings = check_external_secret(&ctx, ns, name, &es).await?;
-                stores.extend(store_of(&es, ns));
+                if let Some(key) = store_of(&es, ns) {
+                    stores.entry(key).or_default().push(StoreUser {
+                        namespace: ns.clone(),
+                        name: name.clone(),
+                        refs: es.data.clone(),
+                    });
+                }
                 EsCheck::new(ns, name, Some(es), findings)
             }
         };
@@ -643,24 +661,41 @@ pub async fn check(
             findings,
         ));
     }
-    for (ns, kind, name) in stores {
-        let found = cluster
-            .secret_store(ns.as_deref().unwrap_or(""), kind, &name)
-            .await?;
-        let findings = match &found {
-            None => vec![ObjectFinding::Missing {
-                shown: format!("{} `{name}`", kind.kind()),
-            }],
-            Some(s) => ready_finding(&s.condition),
-        };
-        let reason = found.and_then(|s| s.condition.reason);
-        objects.push(ObjectCheck::new(kind.kind(), ns, name, reason, findings));
+    for ((ns, kind, name), users) in stores {
+        objects.push(store_check(cluster, inputs, facts, (ns, kind, name), &users).await?);
     }
     Ok(EsoReport {
         external_secrets,
         objects,
         provided,
     })
+}
+
+/// A store's check: it exists, is Ready, and its Vault provider is the one vault-seed seeded
+/// and judged ([`store::check`]).
+async fn store_check(
+    cluster: &EsoCluster,
+    inputs: &store::Inputs<'_>,
+    facts: &Facts<'_>,
+    (ns, kind, name): (Option<String>, StoreKind, String),
+    users: &[StoreUser],
+) -> Result<ObjectCheck, KubeError> {
+    let found = cluster
+        .secret_store(ns.as_deref().unwrap_or(""), kind, &name)
+        .await?;
+    let findings = match &found {
+        None => vec![ObjectFinding::Missing {
+            shown: format!("{} `{name}`", kind.kind()),
+        }],
+        Some(s) => {
+            let mut f = ready_finding(&s.condition);
+            let of_store = store::check(inputs, facts, &s.vault, users).await;
+            f.extend(of_store.into_iter().map(ObjectFinding::Store));
+            f
+        }
+    };
+    let reason = found.and_then(|s| s.condition.reason);
+    Ok(ObjectCheck::new(kind.kind(), ns, name, reason, findings))
 }
 
 /// Not Ready, unless its Ready condition is True.

@@ -2,11 +2,11 @@
 //! explanations ("`X` field `value` is still a placeholder", "ESO's policy does not grant
 //! `read` on `secret/data/X`").
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use time::OffsetDateTime;
 
-use super::grants::{GrantsPart, PolicyPart};
+use super::grants::{GrantsPart, Method, PolicyPart};
 use super::Checked;
 use crate::acl::Capability;
 use crate::kv::KvVersion;
@@ -54,6 +54,9 @@ pub struct Facts<'a> {
     detected: &'a dyn Fn(&str) -> Option<KvVersion>,
     eso_gaps: HashMap<&'a str, Vec<Capability>>,
     vso_gaps: HashMap<&'a str, Vec<Capability>>,
+    /// The policies the part `policy` judged ESO's token by, `default` included when it
+    /// counts; `None` when that part could not judge them.
+    eso_policies: Option<BTreeSet<String>>,
     /// Each full path's state, an index in `inspection` (of a path listed twice, the last).
     by_path: HashMap<String, usize>,
 }
@@ -73,6 +76,16 @@ impl<'a> Facts<'a> {
             Some(Checked::Done(part)) => (gaps(Some(&part.eso)), gaps(part.vso.as_ref())),
             _ => (HashMap::new(), HashMap::new()),
         };
+        let eso_policies = match grants {
+            Some(Checked::Done(part)) if part.eso.method != Method::Unknown => {
+                let mut all: BTreeSet<String> = part.eso.policies.iter().cloned().collect();
+                if part.eso.carries_default {
+                    all.insert("default".into());
+                }
+                Some(all)
+            }
+            _ => None,
+        };
         // In target order: a later state of one path replaces an earlier one.
         let by_path = inspection
             .paths
@@ -86,6 +99,7 @@ impl<'a> Facts<'a> {
             detected,
             eso_gaps,
             vso_gaps,
+            eso_policies,
             by_path,
         }
     }
@@ -94,6 +108,17 @@ impl<'a> Facts<'a> {
     /// reports; `None` when neither says (a default is not knowledge).
     pub fn known_kv_version(&self, t: &Target) -> Option<KvVersion> {
         t.kv_version().or((self.detected)(t.mount()))
+    }
+
+    /// The policies the part `policy` judged ESO's token by (`default` included when it
+    /// counts); `None` when it could not judge them.
+    pub fn eso_policies(&self) -> Option<BTreeSet<String>> {
+        self.eso_policies.clone()
+    }
+
+    /// A mount's KV version as the server reports it.
+    pub fn detected(&self, mount: &str) -> Option<KvVersion> {
+        (self.detected)(mount)
     }
 
     /// The facts of a path, by its full path (of a path listed twice, the last).
@@ -138,7 +163,7 @@ mod tests {
     use crate::generate::Generator;
     use crate::seed::{Outcome, PathResult};
     use crate::spec::{Field, Origin, Target};
-    use crate::verify::grants::{Method, Operator};
+    use crate::verify::grants::Operator;
     use crate::verify::values::tests::inspected;
 
     fn target(mount: &str) -> Target {
@@ -199,6 +224,7 @@ mod tests {
             ok: false,
             method: Method::Policies,
             policies: Vec::new(),
+            carries_default: true,
             report: PolicyReport::from_checks(
                 false,
                 vec![gap("kv/app/dev/A"), gap("secret/data/app/dev/A")],

@@ -141,6 +141,7 @@ impl Serialize for PolicyPart {
         let GrantsPart {
             operator,
             used: _,
+            carries_default: _,
             ok: _,
             method,
             policies,
@@ -176,8 +177,12 @@ pub struct GrantsPart {
     pub ok: bool,
     /// How the answer was found.
     pub method: Method,
-    /// The policies that count (the spec's and the auth role's; `default` is not listed).
+    /// The policies that count (the auth role's when Vault answers for it, else the spec's;
+    /// `default` is not listed).
     pub policies: Vec<String>,
+    /// Whether the token judged carries `default` too.
+    #[serde(skip)]
+    pub carries_default: bool,
     /// Per path: required, granted, missing; and the HCL to add.
     pub report: PolicyReport,
     /// Problems that are not a gap on a path (a missing policy, an unreadable role, a part that
@@ -257,6 +262,14 @@ enum GrantFinding {
     PolicyUnreadable { policy: String },
     /// An auth role this token may not read.
     RoleUnreadable { who: Operator, role_path: String },
+    /// A policy the spec says the operator's token carries, which its auth role does not give
+    /// (`gives`: what the role gives, `default` included when it does).
+    NotFromRole {
+        who: Operator,
+        policy: String,
+        role: crate::spec::AuthRole,
+        gives: Vec<String>,
+    },
     /// A templated rule whose match needs the operator's identity.
     Templated {
         who: Operator,
@@ -285,6 +298,7 @@ impl Finding for GrantFinding {
             | TooDeep { .. }
             | PolicyMissing { .. }
             | RoleMissing { .. }
+            | NotFromRole { .. }
             | Undecidable { .. } => Severity::Problem,
             _ => Severity::Note,
         }
@@ -303,6 +317,17 @@ impl Finding for GrantFinding {
             RoleMissing { who, role_path } => {
                 format!("{}'s auth role `{role_path}` does not exist", who.name())
             }
+            NotFromRole { who, policy, role, gives } => format!(
+                "the spec says {}'s token carries `{policy}`; role `{}` on `{}` gives {}",
+                who.name(),
+                role.name,
+                role.mount,
+                if gives.is_empty() {
+                    "no policy".to_string()
+                } else {
+                    format!("`{}`", joined(gives))
+                }
+            ),
             Undecidable { who, .. } => format!(
                 "cannot decide whether {}'s policies grant what it needs: vault-seed could neither evaluate them nor ask Vault for a token holding exactly them",
                 who.name()
@@ -394,6 +419,7 @@ fn part(
         ok: report.ok && errors.is_empty() && method != Method::Unknown,
         method,
         policies: eso.names.clone(),
+        carries_default: eso.default,
         report,
         errors,
         notes: of(Severity::Note),
@@ -434,6 +460,7 @@ async fn check_for(
                 ok: true,
                 method: Method::Policies,
                 policies: Vec::new(),
+                carries_default: true,
                 report: acl::check(&[], std::mem::take(requirements)),
                 errors: Vec::new(),
                 notes: Vec::new(),
@@ -622,11 +649,22 @@ async fn eso_policies(
         .into_iter()
         .collect();
     let mut judged: BTreeSet<(&str, &str)> = BTreeSet::new();
+    let mut said = BTreeSet::new();
     for (spec, _) in plan.specs.iter() {
         let (policies, role) = access_of(who, spec);
-        add(&mut names, policies);
-        let Some(role) = role else { continue };
+        let Some(role) = role else {
+            add(&mut names, policies);
+            continue;
+        };
         let key = (role.mount.as_str(), role.name.as_str());
+        // The role Vault answers for is what the operator's token carries: the spec's
+        // `policies` are checked against it, not added to it.
+        if let Some(Ok(Some(r))) = answers.get(&key) {
+            let new = not_from_role(who, policies, role, r);
+            found.extend(new.into_iter().filter(|f| said.insert(f.message())));
+        } else {
+            add(&mut names, policies);
+        }
         if !judged.insert(key) {
             continue;
         }
@@ -647,19 +685,54 @@ async fn eso_policies(
             }
         }
     }
-    names.remove("");
-    let default =
-        names.contains("default") || roles.is_empty() || roles.iter().any(|no_default| !no_default);
-    let root = names.contains("root");
-    let names: Vec<String> = names
-        .into_iter()
-        .filter(|n| n != "default" && n != "root")
-        .collect();
-    Ok(EsoPolicies {
-        names,
-        default,
-        root,
-    })
+    Ok(EsoPolicies::of(names, &roles))
+}
+
+impl EsoPolicies {
+    /// From the names found and each readable role's `token_no_default_policy`: `default`
+    /// unless every role sets it.
+    fn of(mut names: BTreeSet<String>, roles: &[bool]) -> EsoPolicies {
+        names.remove("");
+        let default = names.contains("default")
+            || roles.is_empty()
+            || roles.iter().any(|no_default| !no_default);
+        let root = names.contains("root");
+        let names: Vec<String> = names
+            .into_iter()
+            .filter(|n| n != "default" && n != "root")
+            .collect();
+        EsoPolicies {
+            names,
+            default,
+            root,
+        }
+    }
+}
+
+/// The spec's policies that `role` does not give (`default` it gives unless
+/// `token_no_default_policy`), each said once.
+fn not_from_role(
+    who: Operator,
+    policies: &[String],
+    role: &crate::spec::AuthRole,
+    r: &crate::vault::RoleTokens,
+) -> Vec<GrantFinding> {
+    let mut gives: Vec<String> = r.policies.clone();
+    if !r.no_default_policy && !gives.iter().any(|p| p == "default") {
+        gives.push("default".into());
+    }
+    gives.sort();
+    let mut seen = BTreeSet::new();
+    policies
+        .iter()
+        .filter(|p| !p.is_empty() && !gives.contains(p) && seen.insert(p.as_str()))
+        .map(|p| GrantFinding::NotFromRole {
+            who,
+            policy: p.clone(),
+            role: role.clone(),
+            gives: gives.clone(),
+        })
+        .collect()
 }
 
 /// Ask `sys/capabilities` for a short-lived token with exactly ESO's policies, revoked at once;

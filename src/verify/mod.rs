@@ -6,7 +6,8 @@
 //! - [`grants`], the part `policy`: do ESO's Vault policies grant what it needs on every path;
 //! - [`cluster`], the part `kube`: finds the cluster and the namespaces, waits while `--wait`
 //!   lasts, and runs the cluster checks: [`eso`] (ExternalSecrets Ready and fresh, their target
-//!   Secrets, PushSecrets and stores) and [`vso`] (VaultStaticSecrets synced and fresh, their
+//!   Secrets, PushSecrets and stores, each store's Vault provider judged by [`store`] against
+//!   what was seeded) and [`vso`] (VaultStaticSecrets synced and fresh, their
 //!   destination Secrets, VaultAuths and VaultConnections);
 //! - [`argocd`], the part `argocd` (specs with `[argocd]`): the secrets app Synced and Healthy,
 //!   each consumer Application at a later app wave, argocd-cm's Application health check.
@@ -25,6 +26,7 @@ pub mod eso;
 pub mod facts;
 pub mod findings;
 pub mod grants;
+pub mod store;
 pub mod values;
 pub mod vso;
 
@@ -230,7 +232,7 @@ pub async fn run(
     let deadline = req.wait.map(|w| std::time::Instant::now() + w);
     let kube = if req.wants(PartName::Kube) {
         let facts = facts::Facts::gather(&inspection, &plan.targets, policy.as_ref(), &detected);
-        Some(cluster::check(plan, &facts, req, progress, &mut notes).await)
+        Some(cluster::check(vault, plan, &facts, req, progress, &mut notes).await)
     } else {
         None
     };

@@ -103,7 +103,7 @@ fn fixed() -> (OpenBao, FakeKube) {
 #[test]
 fn the_fixed_layout_passes_with_every_part() {
     let bao = vault_with(RUNBOOK_POLICY);
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     fixed_layout(&kube);
     let specs = specs_with(ARGOCD);
     let doc = verify(&bao, &specs, &kube, &["-o", "json"])

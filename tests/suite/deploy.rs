@@ -1352,7 +1352,7 @@ fn the_hook_jobs_seed_and_verify_as_pods_and_rbac_is_exactly_what_verify_reads()
 
     // Sync: the ExternalSecrets appear, one not synced yet (ESO retries after seeding).
     let kube = &cluster.kube;
-    kube.put(fake_kube::real_spec_store());
+    kube.put(fake_kube::real_spec_store(&cluster.bao.addr));
     kube.put(fake_kube::real_spec_external_secret("core-service-secret").ready_synced(&later()));
     kube.put(
         fake_kube::real_spec_external_secret("zitadel-secret").sync_error("2026-01-01T00:00:00Z"),
@@ -1427,11 +1427,9 @@ fn the_hook_jobs_seed_and_verify_as_pods_and_rbac_is_exactly_what_verify_reads()
         o["spec"]["secretStoreRef"] =
             json!({"kind": "ClusterSecretStore", "name": "vault-cluster"});
     });
-    kube.put(fake_kube::cluster_secret_store(
-        "vault-cluster",
-        true,
-        "Valid",
-        "store validated",
+    kube.put(fake_kube::at_vault(
+        fake_kube::cluster_secret_store("vault-cluster", true, "Valid", "store validated"),
+        &cluster.bao.addr,
     ));
     let out = cluster.run(&verify, &variant);
     assert_eq!(

@@ -28,7 +28,7 @@ fn verify(bao: &OpenBao, kube: &FakeKube, args: &[&str]) -> Run {
 /// The seeded environment and the healthy cluster, with `core-service-secret` changed by `f`.
 fn with_core(f: impl FnOnce(&mut Value)) -> (OpenBao, FakeKube) {
     let bao = vault_with(RUNBOOK_POLICY);
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     kube.update("ExternalSecret", Some(NS), CORE, f);
     (bao, kube)
 }
@@ -64,7 +64,7 @@ fn salt_ref(es: &mut Value) -> &mut Value {
 #[test]
 fn the_healthy_cluster_is_done_and_its_targets_are_checked() {
     let bao = vault_with(RUNBOOK_POLICY);
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     verify(&bao, &kube, &[])
         .status(0)
         .stdout_has("verify auh1-dev: done")
@@ -144,7 +144,7 @@ fn the_target_named_by_spec_target_name_must_exist_whatever_the_binding_says() {
 #[test]
 fn a_target_key_with_an_empty_value_is_not_done() {
     let bao = vault_with(RUNBOOK_POLICY);
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     kube.update("Secret", Some(NS), CORE, |s| {
         s["data"]["SECURITY__API_KEY_SALT"] = json!("");
     });
@@ -160,7 +160,7 @@ fn a_target_key_with_an_empty_value_is_not_done() {
 fn skipped_target_secrets_are_said_not_checked_never_fine() {
     // A missing target and an empty value are not seen without reading Secrets: said unchecked.
     let bao = vault_with(RUNBOOK_POLICY);
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     kube.update("Secret", Some(NS), "zitadel-secret", |s| {
         s["data"]["masterkey"] = json!("");
     });
@@ -196,7 +196,7 @@ fn a_version_pinned_before_a_rotate_is_not_done_naming_both_versions() {
         .output()
         .expect_code(0);
     assert_eq!(bao.kv_version("secret", SALT), Some(2));
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     kube.update("ExternalSecret", Some(NS), CORE, |es| {
         salt_ref(es)["version"] = json!("1");
     });

@@ -27,12 +27,12 @@ fn seeded_vault() -> OpenBao {
 
 /// The two ExternalSecrets of the real spec Ready after seeding, their store Valid; no target
 /// Secret (a cluster whose Secrets vault-seed may not read).
-fn ready_cluster() -> FakeKube {
+fn ready_cluster(bao: &OpenBao) -> FakeKube {
     let kube = FakeKube::start_tls();
     let later = (time::OffsetDateTime::now_utc() + time::Duration::minutes(1))
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap();
-    kube.put(fake_kube::real_spec_store());
+    kube.put(fake_kube::real_spec_store(&bao.addr));
     for name in ["core-service-secret", "zitadel-secret"] {
         kube.put(fake_kube::real_spec_external_secret(name).ready_synced(&later));
     }
@@ -59,7 +59,7 @@ fn pod(kube: &FakeKube, bao: &OpenBao) -> Pod {
 #[test]
 fn verify_in_a_pod_reads_the_cluster_through_the_in_cluster_configuration() {
     let bao = seeded_vault();
-    let kube = ready_cluster();
+    let kube = ready_cluster(&bao);
     let bin = common::run::bin();
     let out = pod(&kube, &bao)
         .command(&bin)

@@ -44,7 +44,7 @@ fn own_address() -> IpAddr {
 #[test]
 fn plain_http_to_the_cluster_off_loopback_is_refused_before_anything_is_sent() {
     let bao = vault_with(RUNBOOK_POLICY);
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     let dir = tempfile::tempdir().unwrap();
     // The control: loopback over plain http is allowed, and reaches its server.
     let out = verify(&bao, &kube.kubeconfig(), &[]);

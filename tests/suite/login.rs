@@ -1172,7 +1172,7 @@ fn a_stop_signal_while_verify_waits_for_the_cluster_revokes_its_login_token() {
     let bao = OpenBao::dev();
     let approle = AppRoleLogin::new(&bao);
     let kube = FakeKube::start();
-    kube.put(fake_kube::real_spec_store());
+    kube.put(fake_kube::real_spec_store(&bao.addr));
     for name in ["core-service-secret", "zitadel-secret"] {
         kube.put(fake_kube::real_spec_external_secret(name).sync_error("2030-01-01T00:00:00Z"));
     }

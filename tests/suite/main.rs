@@ -11,6 +11,7 @@ mod argocd;
 mod change;
 mod cli;
 mod deploy;
+mod eso_store;
 mod eso_sync;
 mod faults;
 mod gen;

@@ -192,15 +192,9 @@ fn the_provided_paths_are_read_while_the_owned_paths_are_written() {
 
 /// The cluster once ask-db has pushed: `core-service-secret` reads a provided path (as the
 /// runbook's secrets app does) and is Ready; its Secret has every key.
-fn cluster_reading_a_provided_path() -> FakeKube {
+fn cluster_reading_a_provided_path(bao: &OpenBao) -> FakeKube {
     let kube = FakeKube::start();
-    kube.put(fake_kube::secret_store(
-        "ask",
-        "vault-backend",
-        true,
-        "Valid",
-        "store validated",
-    ));
+    kube.put(fake_kube::real_spec_store(&bao.addr));
     let later = (time::OffsetDateTime::now_utc() + time::Duration::minutes(1))
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap();
@@ -256,7 +250,7 @@ fn present_and_valid_provided_paths_let_verify_say_done() {
     run(&bao, &["apply", ENV]).expect_code(0);
     bao.ask_db_pushes();
     bao.eso_role(POLICY);
-    let kube = cluster_reading_a_provided_path();
+    let kube = cluster_reading_a_provided_path(&bao);
     let out = verify_with(&bao, &kube, &["-o", "json"]).expect_code(0);
     let doc = out.json();
     assert_eq!(doc["ok"], true, "{doc}");
@@ -371,7 +365,7 @@ fn the_providers_push_secret_failing_with_a_403_is_shown_as_the_cause() {
     let bao = OpenBao::dev();
     run(&bao, &["apply", ENV]).expect_code(0);
     bao.eso_role(POLICY);
-    let kube = cluster_reading_a_provided_path();
+    let kube = cluster_reading_a_provided_path(&bao);
     // Without ask-db's push, core-service-secret cannot sync.
     kube.update("ExternalSecret", Some("ask"), "core-service-secret", |es| {
         fake_kube::set_ready(

@@ -70,17 +70,11 @@ const ZITADEL_KEYS: &[(&str, &str, Option<&str>)] = &[(
     Some("password"),
 )];
 
-/// The cluster as it is once the bootstrap is done: store Valid, both ExternalSecrets Ready
-/// after seeding, target Secrets with every key.
-pub(crate) fn healthy_cluster() -> FakeKube {
+/// The cluster as it is once the bootstrap is done: store Valid and reading `bao`, both
+/// ExternalSecrets Ready after seeding, target Secrets with every key.
+pub(crate) fn healthy_cluster(bao: &OpenBao) -> FakeKube {
     let kube = FakeKube::start();
-    kube.put(fake_kube::secret_store(
-        "ask",
-        "vault-backend",
-        true,
-        "Valid",
-        "store validated",
-    ));
+    kube.put(fake_kube::real_spec_store(&bao.addr));
     kube.put(
         fake_kube::external_secret("ask", "core-service-secret", CORE_KEYS).ready_synced(&later()),
     );
@@ -122,7 +116,7 @@ fn es<'a>(doc: &'a Value, name: &str) -> &'a Value {
 #[test]
 fn the_whole_chain_is_done() {
     let bao = vault_with(RUNBOOK_POLICY);
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     let out = verify(&bao, Some(&kube), &["-o", "json"]).status(0).check();
     let doc = out.json();
     assert_eq!(doc["ok"], true);
@@ -291,7 +285,7 @@ fn a_sync_error_is_explained_by_the_policy_gap_and_the_event() {
     let bao = vault_with(
         r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update"] }"#,
     );
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     kube.put(
         fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).sync_error(&later()),
     );
@@ -333,7 +327,7 @@ fn a_sync_error_is_explained_by_the_policy_gap_and_the_event() {
 #[test]
 fn stale_ready_missing_key_and_unknown_remote_ref_are_reported() {
     let bao = vault_with(RUNBOOK_POLICY);
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     // Ready, but synced before the secrets were seeded.
     kube.put(
         fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS)
@@ -371,7 +365,7 @@ fn stale_ready_missing_key_and_unknown_remote_ref_are_reported() {
 #[test]
 fn only_v1beta1_served_and_force_sync() {
     let bao = vault_with(RUNBOOK_POLICY);
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     kube.serve_versions(&["v1beta1"]);
     let out = verify(&bao, Some(&kube), &["-o", "json", "--force-sync"])
         .status(0)
@@ -401,7 +395,7 @@ fn only_v1beta1_served_and_force_sync() {
 #[test]
 fn wait_sees_an_external_secret_become_ready() {
     let bao = vault_with(RUNBOOK_POLICY);
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     kube.put(
         fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).sync_error(&later()),
     );
@@ -439,7 +433,7 @@ fn wait_sees_an_external_secret_become_ready() {
 #[test]
 fn unreachable_cluster_and_skip_kube() {
     let bao = vault_with(RUNBOOK_POLICY);
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     let kubeconfig = kube.kubeconfig();
     let copy = bao.home.path().join("kubeconfig");
     std::fs::copy(&kubeconfig, &copy).unwrap();
@@ -458,7 +452,7 @@ fn unreachable_cluster_and_skip_kube() {
 #[test]
 fn no_secret_appears_in_a_full_session_at_trace_level() {
     let bao = vault_with(RUNBOOK_POLICY);
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     let mut all = String::new();
     // Each run must do its work (checked below), else the search would cover only early exits.
     let run = |args: &[&str]| {
@@ -774,7 +768,7 @@ fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
 #[test]
 fn hostile_cluster_text_is_clean_and_bounded() {
     let bao = vault_with(RUNBOOK_POLICY);
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     let hostile = format!(
         "\x1b]0;pwned\x07\x1b[2Jcleared\r\x1b[1Afake line\u{9b}31m\u{202e}desrever\u{2066}\u{202a}\u{202b}\u{202c}\u{2067}\u{2068}\u{2069}\u{200e}\u{200f}\u{061c}{}",
         "A".repeat(20 * 1024 * 1024)
@@ -797,12 +791,15 @@ fn hostile_cluster_text_is_clean_and_bounded() {
         "UpdateFailed\x1b]2;title\x1b\\",
         &hostile,
     ));
-    kube.put(fake_kube::secret_store(
-        "ask",
-        "vault-backend",
-        false,
-        "Invalid\x07\u{202d}",
-        "\x1b[2J",
+    kube.put(fake_kube::at_vault(
+        fake_kube::secret_store(
+            "ask",
+            "vault-backend",
+            false,
+            "Invalid\x07\u{202d}",
+            "\x1b[2J",
+        ),
+        &bao.addr,
     ));
     let clean = |bytes: &[u8], what: &str| {
         let s = String::from_utf8_lossy(bytes);
@@ -859,7 +856,7 @@ fn hostile_cluster_text_is_clean_and_bounded() {
 #[test]
 fn vault_tokens_quoted_by_the_cluster_are_redacted() {
     let bao = vault_with(RUNBOOK_POLICY);
-    let kube = healthy_cluster();
+    let kube = healthy_cluster(&bao);
     // A token OpenBao minted (its dev server's are `s.` and 24 characters), and a signed service
     // token's shape (`hvs.` and base64url).
     let legacy = bao.token_with_policies(&["default"]);
@@ -884,12 +881,15 @@ fn vault_tokens_quoted_by_the_cluster_are_redacted() {
         "UpdateFailed",
         &format!("error processing spec.data[0], token={service}: permission denied"),
     ));
-    kube.put(fake_kube::secret_store(
-        "ask",
-        "vault-backend",
-        false,
-        "InvalidProviderConfig",
-        &format!("cannot login with {service} or {legacy}"),
+    kube.put(fake_kube::at_vault(
+        fake_kube::secret_store(
+            "ask",
+            "vault-backend",
+            false,
+            "InvalidProviderConfig",
+            &format!("cannot login with {service} or {legacy}"),
+        ),
+        &bao.addr,
     ));
     let secrets = [&service[4..], &legacy[legacy.find('.').unwrap() + 1..]];
     // No token reaches the output.

@@ -1265,9 +1265,20 @@ fn fixture_in(folder: &str, file: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The real spec's SecretStore (`secret-specs/core-service.toml`): `ask/vault-backend`, Valid.
-pub fn real_spec_store() -> Value {
-    secret_store("ask", "vault-backend", true, "Valid", "store validated")
+/// The real spec's SecretStore (`secret-specs/core-service.toml`): `ask/vault-backend`, Valid,
+/// reading the Vault at `vault_addr` (the one vault-seed talks to in the test: the real spec
+/// declares no `cluster_vault_addr`).
+pub fn real_spec_store(vault_addr: &str) -> Value {
+    at_vault(
+        secret_store("ask", "vault-backend", true, "Valid", "store validated"),
+        vault_addr,
+    )
+}
+
+/// `store` with its `spec.provider.vault.server` set to `server`.
+pub fn at_vault(mut store: Value, server: &str) -> Value {
+    store["spec"]["provider"]["vault"]["server"] = json!(server);
+    store
 }
 
 /// One of the real spec's ExternalSecrets in `ask` for `auh1-dev`, reading one key:
