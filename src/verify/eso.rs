@@ -462,6 +462,9 @@ pub(crate) enum ObjectFinding {
     DefaultUnsearchable { kind: String, error: String },
     /// No VSO default exists.
     NoDefault { kind: String },
+    /// Several VSO defaults exist (`found`: each `namespace/name`): which one VSO uses is not
+    /// known here.
+    SeveralDefaults { found: Vec<String> },
     /// VSO says it is not valid (`error` on one line).
     NotValid {
         valid: Option<bool>,
@@ -496,6 +499,10 @@ impl Finding for ObjectFinding {
             ),
             NoDefault { kind } => format!(
                 "no {kind} named `default` exists: VSO's default, used when nothing names one, is missing"
+            ),
+            SeveralDefaults { found } => format!(
+                "several are named `default` (`{}`) and VSO uses the one in its own namespace, which vault-seed does not know: not checked",
+                joined(found)
             ),
             NotValid { valid, error } => format!(
                 "not valid (`status.valid` is {}){}",

@@ -13,7 +13,6 @@ use time::OffsetDateTime;
 
 use super::eso::{ObjectCheck, ObjectFinding};
 use super::facts::{Facts, PathFacts};
-use super::findings::capped;
 use super::findings::{any_problem, joined, rfc3339, Finding, Lines, Severity};
 use super::Request;
 use crate::kube::{
@@ -1190,16 +1189,13 @@ async fn check_object(
         ObjRef::Default => match cluster.vso_defaults(kind).await {
             Ok(mut all) if all.len() <= 1 => all.pop(),
             Ok(all) => {
-                let names: Vec<String> = all
+                let found = all
                     .iter()
-                    .map(|a| format!("`{}/{}`", a.namespace, a.name))
+                    .map(|a| format!("{}/{}", a.namespace, a.name))
                     .collect();
-                let problem = format!(
-                    "several are named `default` ({}) and VSO uses the one in its own namespace, which vault-seed does not know: not checked",
-                    names.join(", ")
-                );
-                let checked = check(None, default(), Some("ambiguous".into()), Vec::new());
-                return Ok((not_done(checked, problem), None));
+                let why = ObjectFinding::SeveralDefaults { found };
+                let checked = check(None, default(), Some("ambiguous".into()), vec![why]);
+                return Ok((checked, None));
             }
             Err(e @ KubeError::Forbidden { .. }) => {
                 let why = ObjectFinding::DefaultUnsearchable {
@@ -1257,14 +1253,6 @@ fn validity(o: &VsoObjectInfo) -> Option<ObjectFinding> {
     (healthy.ready == Some(false)).then(|| ObjectFinding::NotHealthy {
         message: healthy.message.as_deref().map(one_line),
     })
-}
-
-/// A check that could not be made: not ok, with `problem` as its line. (The object findings
-/// are ESO's module's; this one is VSO's alone.)
-fn not_done(mut check: ObjectCheck, problem: String) -> ObjectCheck {
-    check.ok = false;
-    check.problems.push(capped(problem));
-    check
 }
 
 /// The first problem of a check, as found (not yet capped).
