@@ -464,6 +464,19 @@ pub struct PolicyArgs {
     /// Whose policy to print.
     #[arg(long = "for", value_enum, default_value_t = PolicyFor::Eso, value_name = "WHO")]
     pub holder: PolicyFor,
+    /// Read the policy NAME from Vault and print it with the rules it lacks added below its
+    /// text, as it is; no rule is removed or narrowed. Write the result back under the same name
+    /// (`vault policy write NAME FILE`): a shared policy keeps the other applications' rules. A
+    /// policy that does not exist merges with nothing. Needs a Vault token with `read` on
+    /// `sys/policies/acl/NAME`.
+    #[arg(long, value_name = "NAME")]
+    pub merge: Option<String>,
+    /// With --merge: print only the rules it adds (HCL), to review before writing.
+    #[arg(long, requires = "merge")]
+    pub diff: bool,
+    /// Vault connection (used only with --merge).
+    #[command(flatten)]
+    pub vault: VaultArgs,
 }
 
 /// Whose policy `policy` prints (`--for`).

@@ -9,6 +9,7 @@
 //!   [`Requirements`] holds them merged by path, each folder and name once, for [`check`].
 //! - [`check`] compares the two and proposes the HCL to add, one rule per folder;
 //!   [`minimal_policy`] prints the smallest policy that satisfies a spec.
+//! - [`merge`] adds what an existing policy lacks below its text, never narrowing it.
 //! - [`seeder_rules`] is the smallest policy vault-seed itself needs on an environment.
 //!
 //! No Vault client code lives here: reading policies from a server is the caller's business.
@@ -16,6 +17,7 @@
 mod check;
 mod eval;
 mod hcl1;
+mod merge;
 mod needs;
 mod parse;
 mod required;
@@ -30,6 +32,7 @@ pub use check::{
     PathCheck, PolicyReport, Unfixable,
 };
 pub use eval::{evaluate, Acl, Decision, Grant, MatchKind, Refusal};
+pub use merge::{merge, merged_text, Merge, MergeError};
 pub use needs::Requirements;
 pub use parse::{parse, PolicyError};
 pub use required::{

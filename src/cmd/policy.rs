@@ -1,20 +1,73 @@
 //! `vault-seed policy ENV [--for eso|seeder|vso]`: print the minimal Vault policy ESO, vault-seed
-//! itself or the Vault Secrets Operator needs for an environment.
+//! itself or the Vault Secrets Operator needs for an environment; with `--merge NAME`, the policy
+//! `NAME` read from Vault with what it lacks added.
 
 use crate::acl;
 use crate::cli::{GlobalArgs, PolicyArgs, PolicyFor};
-use crate::report::hcl::PolicyReport;
+use crate::report::hcl::{Merging, PolicyReport};
 use crate::spec::EnvPlan;
 
+use super::session::Session;
 use super::Failure;
 
 pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Failure> {
     let set = super::load_specs(g)?;
     let plan = set.plan(&args.env, &[])?;
-    match args.holder {
-        PolicyFor::Eso => eso(args, &plan),
-        PolicyFor::Seeder => Ok(seeder(args, &plan)),
-        PolicyFor::Vso => vso(args, &plan),
+    let mut report = match args.holder {
+        PolicyFor::Eso => eso(args, &plan)?,
+        PolicyFor::Seeder => seeder(args, &plan),
+        PolicyFor::Vso => vso(args, &plan)?,
+    };
+    if let Some(name) = &args.merge {
+        report.merge = Some(merge(g, args, &plan, name, &report.rules)?);
+    }
+    Ok(report)
+}
+
+/// `--merge NAME`: the policy `NAME` as Vault holds it, and the rules it lacks for what this
+/// environment needs (ESO's and VSO's paths, or the seeder's rules as they are printed).
+fn merge(
+    g: &GlobalArgs,
+    args: &PolicyArgs,
+    plan: &EnvPlan<'_>,
+    name: &str,
+    rules: &[acl::Rule],
+) -> Result<Merging, Failure> {
+    let requirements = match args.holder {
+        PolicyFor::Eso => acl::requirements(plan, &|_| None),
+        PolicyFor::Vso => acl::vso_requirements(plan, &|_| None),
+        PolicyFor::Seeder => rules.iter().map(rule_requirement).collect(),
+    };
+    let session = Session::from_plan(g, plan, &args.vault)?;
+    let text = super::runtime()?.block_on(async {
+        let read = session.checked(session.vault.read_policy(name)).await?;
+        read.map_err(|e| {
+            let help = e.help();
+            Failure::new(format!("cannot read policy `{name}` to merge into it: {e}"))
+                .maybe_help(help)
+        })
+    })?;
+    let merged = acl::merge(name, text.as_deref(), &requirements).map_err(|e| {
+        let help = e.help();
+        Failure::new(e.to_string()).maybe_help(help)
+    })?;
+    Ok(Merging {
+        name: name.to_string(),
+        text,
+        added: merged.added,
+        diff: args.diff,
+    })
+}
+
+/// A printed rule as a requirement: what its pattern matches needs its capabilities (the
+/// seeder's rules are made per folder, without a record per path).
+fn rule_requirement(r: &acl::Rule) -> acl::Requirement {
+    acl::Requirement {
+        path: r.pattern.trim_end_matches('*').to_string(),
+        capabilities: r.capabilities,
+        uses: Vec::new(),
+        folder_rule: r.pattern.as_str().into(),
+        params: Vec::new(),
     }
 }
 
@@ -32,6 +85,8 @@ fn seeder(args: &PolicyArgs, plan: &EnvPlan<'_>) -> PolicyReport {
         .chain(acl::seeder_notes(plan))
         .collect(),
         rules: acl::seeder_rules(plan),
+        for_flag: " --for seeder",
+        merge: None,
     }
 }
 
@@ -58,6 +113,8 @@ fn eso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
             .next()
             .cloned(),
         rules,
+        for_flag: "",
+        merge: None,
     })
 }
 
@@ -89,5 +146,7 @@ fn vso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
             .next()
             .cloned(),
         rules,
+        for_flag: " --for vso",
+        merge: None,
     })
 }

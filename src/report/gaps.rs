@@ -10,7 +10,7 @@ use crate::text::for_terminal as t;
 /// The report for people: one `error:` per rule that closes gaps (with the number of paths it
 /// covers; `verbose` lists them) and that rule, then the full HCL to add. `policies` names the
 /// policies checked. What comes from the server (patterns, names, parameter names) is made safe
-/// for a terminal.
+/// for a terminal. [`merge_hint`] goes after it.
 pub fn render(report: &PolicyReport, policies: &[String], style: &Style, verbose: bool) -> String {
     let mut out = String::new();
     let names = if policies.is_empty() {
@@ -124,6 +124,22 @@ pub fn render(report: &PolicyReport, policies: &[String], style: &Style, verbose
         ));
     }
     out
+}
+
+/// How to add the rules to the policy (`merge`, the `policy --merge` command): a policy is often
+/// shared, and writing only these rules under its name would drop every other application's.
+/// Empty when there is nothing to add.
+pub fn merge_hint(report: &PolicyReport, merge: &str, style: &Style) -> String {
+    if report.add.is_empty() {
+        return String::new();
+    }
+    format!(
+        "  {}: {}\n",
+        style.help("help"),
+        t(&format!(
+            "add them keeping the policy's other rules (writing only these would replace it): `{merge}`"
+        ))
+    )
 }
 
 /// What decided a gap beyond "not granted": a `deny`, or a constraint refusing ESO's request.

@@ -1,10 +1,12 @@
 //! `policy`'s report: the minimal ESO (or vault-seed) policy as HCL with a comment naming the environment, or
-//! the JSON document `{"env", "policy", "rules"}`.
+//! the JSON document `{"env", "policy", "rules"}`; with `--merge NAME`, the policy `NAME` with
+//! what it lacks added (`--diff`: only that), and `{"merge_policy", "exists", "merged", "added"}`
+//! besides in JSON.
 
 use serde::Serialize;
 
 use super::{Format, Rendered, Report, View};
-use crate::acl::{render_hcl, write_hcl, Rule};
+use crate::acl::{merged_text, render_hcl, write_hcl, Rule};
 
 /// The minimal policy of an environment.
 pub struct PolicyReport {
@@ -20,14 +22,82 @@ pub struct PolicyReport {
     pub policy_name: Option<String>,
     /// The rules.
     pub rules: Vec<Rule>,
+    /// How the hint's command says whose policy (`" --for seeder"`; empty for ESO's).
+    pub for_flag: &'static str,
+    /// `--merge NAME`: the existing policy and what it lacks.
+    pub merge: Option<Merging>,
 }
 
-/// `--output json`: `{"env", "policy", "rules": [{"path", "capabilities"}]}`.
+/// An existing policy and the rules added to it (`--merge`).
+pub struct Merging {
+    /// Its name.
+    pub name: String,
+    /// Its text as Vault holds it; `None` when it does not exist.
+    pub text: Option<String>,
+    /// The rules it lacks.
+    pub added: Vec<Rule>,
+    /// `--diff`: print only the added rules.
+    pub diff: bool,
+}
+
+impl PolicyReport {
+    /// The comment above the added rules.
+    fn added_comment(&self) -> String {
+        format!(
+            "# vault-seed: added for environment `{}` ({})",
+            self.env,
+            applications(&self.apps)
+        )
+    }
+
+    /// What `--merge` prints: the policy's text as it is, then the added rules under a comment
+    /// (`--diff`: only those); a policy that does not exist says so first.
+    fn merged(&self, m: &Merging) -> String {
+        let mut out = String::new();
+        if m.text.is_none() {
+            out.push_str(&format!(
+                "# vault-seed: policy `{}` does not exist in Vault: merged with nothing\n",
+                m.name
+            ));
+        }
+        if m.diff {
+            if m.added.is_empty() {
+                out.push_str(&format!(
+                    "# vault-seed: policy `{}` already grants what environment `{}` needs: nothing to add\n",
+                    m.name, self.env
+                ));
+            } else {
+                out.push_str(&self.added_comment());
+                out.push('\n');
+                out.push_str(&render_hcl(&m.added));
+            }
+            return out;
+        }
+        out.push_str(&merged_text(
+            m.text.as_deref(),
+            &self.added_comment(),
+            &m.added,
+        ));
+        out
+    }
+}
+
+/// `--output json`: `{"env", "policy", "rules": [{"path", "capabilities"}]}`; with `--merge`,
+/// `merge_policy` (its name), `exists`, `merged` (the text to write back) and `added` (the rules
+/// added, as `rules`) besides.
 #[derive(Serialize)]
 struct PolicyJson<'a> {
     env: &'a str,
     policy: &'a str,
     rules: &'a [Rule],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    merge_policy: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exists: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    merged: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    added: Option<&'a [Rule]>,
 }
 
 /// The applications a policy is for, as the header's comment names them: the first eight, then
@@ -53,12 +123,22 @@ impl Report for PolicyReport {
                             env: &self.env,
                             policy: &hcl,
                             rules: &self.rules,
+                            merge_policy: self.merge.as_ref().map(|m| m.name.as_str()),
+                            exists: self.merge.as_ref().map(|m| m.text.is_some()),
+                            merged: self.merge.as_ref().map(|m| {
+                                merged_text(m.text.as_deref(), &self.added_comment(), &m.added)
+                            }),
+                            added: self.merge.as_ref().map(|m| m.added.as_slice()),
                         },
                         out,
                     )
                 },
                 true,
             );
+        }
+        if let Some(m) = &self.merge {
+            let text = self.merged(m);
+            return Rendered::stream(move |out| out.write_all(text.as_bytes()), true);
         }
         Rendered::stream(
             |out| {
@@ -73,9 +153,12 @@ impl Report for PolicyReport {
                     writeln!(out, "# vault-seed: {note}")?;
                 }
                 if let Some(name) = &self.policy_name {
+                    // Never `vault policy write NAME FILE` of these rules alone: that replaces a
+                    // shared policy and drops the other applications' rules.
                     writeln!(
                         out,
-                        "# vault-seed: write it with `vault policy write {name} FILE`"
+                        "# vault-seed: merge it into the existing policy, keeping its other rules: `vault-seed policy {}{} --merge {name} > FILE && vault policy write {name} FILE`",
+                        self.env, self.for_flag
                     )?;
                 }
                 write_hcl(&self.rules, out)

@@ -68,7 +68,7 @@ fn text(out: &mut dyn io::Write, style: &Style, v: &Verification, verbose: bool)
     }
     let mut rest = String::new();
     match &v.policy {
-        Some(Checked::Done(p)) => policy(&mut rest, style, p, verbose),
+        Some(Checked::Done(p)) => policy(&mut rest, style, &v.env, p, verbose),
         Some(Checked::Failed(f)) => failed(&mut rest, style, "policy", f),
         None => {}
     }
@@ -161,21 +161,21 @@ fn values(out: &mut dyn io::Write, style: &Style, env: &str, v: &ValuesPart) -> 
 
 /// ESO's grants, then VSO's, each under its own line (`policy:` alone when only ESO counts, as
 /// before VSO was known).
-fn policy(out: &mut String, style: &Style, p: &PolicyPart, verbose: bool) {
+fn policy(out: &mut String, style: &Style, env: &str, p: &PolicyPart, verbose: bool) {
     let mut operators = p.operators().peekable();
     if operators.peek().is_none() {
-        grants(out, style, &p.eso, "policy", verbose);
+        grants(out, style, env, &p.eso, "policy", verbose);
     }
     for g in operators {
         let title = match (&p.vso, g.operator) {
             (None, _) => "policy".to_string(),
             (Some(_), who) => format!("policy ({})", who.name()),
         };
-        grants(out, style, g, &title, verbose);
+        grants(out, style, env, g, &title, verbose);
     }
 }
 
-fn grants(out: &mut String, style: &Style, p: &GrantsPart, title: &str, verbose: bool) {
+fn grants(out: &mut String, style: &Style, env: &str, p: &GrantsPart, title: &str, verbose: bool) {
     let _ = writeln!(
         out,
         "{} {title}: {} ({})",
@@ -197,7 +197,10 @@ fn grants(out: &mut String, style: &Style, p: &GrantsPart, title: &str, verbose:
         let _ = writeln!(out, "       {}: {}", style.help("help"), t(h));
     }
     if !p.report.ok {
-        for line in gaps::render(&p.report, &p.policies, style, verbose).lines() {
+        for line in (gaps::render(&p.report, &p.policies, style, verbose)
+            + &gaps::merge_hint(&p.report, &merge_command(env, p), style))
+            .lines()
+        {
             if line.is_empty() {
                 let _ = writeln!(out);
             } else {
@@ -205,6 +208,19 @@ fn grants(out: &mut String, style: &Style, p: &GrantsPart, title: &str, verbose:
             }
         }
     }
+}
+
+/// The command that writes the missing rules into the first policy without dropping its others:
+/// `vault-seed policy ENV [--for vso] --merge NAME > FILE && vault policy write NAME FILE`.
+fn merge_command(env: &str, p: &GrantsPart) -> String {
+    let name = p.policies.first().map_or("NAME", String::as_str);
+    let holder = match p.operator {
+        crate::verify::grants::Operator::Eso => "",
+        crate::verify::grants::Operator::Vso => " --for vso",
+    };
+    format!(
+        "vault-seed policy {env}{holder} --merge {name} > FILE && vault policy write {name} FILE"
+    )
 }
 
 /// An object's problems, then why (`why:`), then notes (`note:`), under its line.

@@ -28,6 +28,7 @@ mod login;
 mod mixed_kv;
 mod order;
 mod policy_eval;
+mod policy_merge;
 mod project;
 mod provided;
 mod seeder_policy;
