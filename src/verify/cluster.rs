@@ -14,7 +14,7 @@ use super::store;
 use super::vso::{self, VssCheck};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::{EsoCluster, KubeError};
-use crate::spec::EnvPlan;
+use crate::spec::{EnvPlan, Environment, Vso};
 use crate::vault::Vault;
 
 /// How often the cluster is asked again while waiting.
@@ -64,11 +64,7 @@ pub fn wanted(plan: &EnvPlan<'_>, default_namespace: &str) -> Wanted {
             wanted.push_secrets.push((ns.clone(), name.clone()));
         }
         if let Some(v) = &spec.vso {
-            let ns = env
-                .kube_namespace
-                .clone()
-                .or_else(|| v.namespace.clone())
-                .unwrap_or_else(|| default_namespace.to_string());
+            let ns = vso_namespace(v, env, default_namespace);
             for name in &v.static_secrets {
                 if !wanted.static_secrets.contains(&(ns.clone(), name.clone())) {
                     wanted.static_secrets.push((ns.clone(), name.clone()));
@@ -239,4 +235,13 @@ fn progress_of_vso(checks: &[VssCheck]) -> String {
         checks.iter().filter(|v| v.ok).count(),
         checks.len()
     )
+}
+
+/// The namespace of a spec's VaultStaticSecrets: the environment's `kube_namespace`, else
+/// `[vso] namespace`, else the kubeconfig's.
+pub(super) fn vso_namespace(v: &Vso, env: &Environment, default_namespace: &str) -> String {
+    env.kube_namespace
+        .clone()
+        .or_else(|| v.namespace.clone())
+        .unwrap_or_else(|| default_namespace.to_string())
 }

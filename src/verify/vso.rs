@@ -121,11 +121,7 @@ impl Expected {
                 }
             }
             let Some(v) = &spec.vso else { continue };
-            let ns = env
-                .kube_namespace
-                .clone()
-                .or_else(|| v.namespace.clone())
-                .unwrap_or_else(|| default_namespace.to_string());
+            let ns = super::cluster::vso_namespace(v, env, default_namespace);
             for name in &v.static_secrets {
                 let key = (ns.clone(), name.clone());
                 if !e.roles.iter().any(|(k, _)| *k == key) {
