@@ -634,6 +634,7 @@ fn judge(t: &Target, p: &crate::vault::Present) -> PathResult {
         .iter()
         .map(|f| {
             let (outcome, detail) = match p.fields.get(&f.name) {
+                None if t.fixed => (Outcome::Invalid, Some(fixed_lacks(&f.name, p))),
                 None => (Outcome::Missing, None),
                 Some(FieldValue::NotText(kind)) => {
                     (Outcome::Invalid, Some(format!("is {kind}, not a string")))
@@ -668,7 +669,22 @@ fn judge(t: &Target, p: &crate::vault::Present) -> PathResult {
     }
 }
 
-/// Judge a live secret; add fields the spec has and it lacks, with `cas=<version>`.
+/// Why a fixed secret that lacks `field` is invalid: the data encrypted with its value needs
+/// that value, so a new one written beside it (under the name the spec expects) would be used
+/// instead and the data lost. It is never extended; the person decides.
+fn fixed_lacks(field: &str, p: &crate::vault::Present) -> String {
+    let held: Vec<&str> = p.fields.keys().map(String::as_str).collect();
+    let holds = match held.as_slice() {
+        [] => "holds no field".to_string(),
+        names => format!("holds `{}`", names.join("`, `")),
+    };
+    format!(
+        "fixed, and {holds}; the spec says `{field}`: rename the field in the spec, or move the value (vault-seed never adds a field to a fixed secret)"
+    )
+}
+
+/// Judge a live secret; add fields the spec has and it lacks, with `cas=<version>` (never to a
+/// fixed secret: [`judge`] calls those fields invalid).
 async fn judge_or_extend(
     ctx: &Ctx<'_>,
     mount: &KvMount,
@@ -681,7 +697,7 @@ async fn judge_or_extend(
         .iter()
         .filter(|f| !p.fields.contains_key(&f.name))
         .collect();
-    if missing.is_empty() {
+    if missing.is_empty() || t.fixed {
         return result;
     }
     let mark = |r: &mut PathResult, o: Outcome, d: Option<String>| {

@@ -1368,3 +1368,46 @@ fn rows_are_written_while_the_run_goes_not_at_its_end() {
         assert_eq!(bao.kv_version("secret", &format!("{app}/dev/ONE")), Some(1));
     }
 }
+
+/// A hand-seeded masterkey under another field name than the spec's: a fixed secret is never
+/// extended (a new key beside the old would be used instead, and the data encrypted with the
+/// old one lost). `plan`, `apply` and `verify` call the field invalid and say what it holds.
+#[test]
+fn a_fixed_secret_lacking_the_specs_field_is_invalid_and_never_extended() {
+    const FIXED: &str = "[vault]\nmount = \"secret\"\npath = \"zitadel/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.ZITADEL_MASTERKEY]\ndescription = \"masterkey\"\nfixed = true\nfields.password = { generator = \"masterkey\" }\n";
+    let bao = OpenBao::dev();
+    let dir = spec_dir(&bao, FIXED);
+    let hand_made = "0123456789abcdef0123456789abcdef";
+    bao.kv_put(
+        "secret",
+        "zitadel/dev/ZITADEL_MASTERKEY",
+        json!({ "masterkey": hand_made }),
+    );
+    let said = "fixed, and holds `masterkey`; the spec says `password`: rename the field in the spec, or move the value";
+    for command in ["plan", "apply"] {
+        let out = Run::new(&bao)
+            .specs(dir.path())
+            .args([command, "dev", "-o", "json"])
+            .status(1)
+            .stdout_has(said)
+            .never_shows(hand_made)
+            .check();
+        let doc = out.json();
+        let row = &doc["results"][0];
+        assert_eq!(row["outcome"], "invalid", "{command}: {doc}");
+        assert_eq!(row["field"], "password", "{command}: {doc}");
+    }
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["verify", "dev", "--skip-kube"])
+        .status(1)
+        .stdout_has(said)
+        .never_shows(hand_made)
+        .check();
+    let (data, version) = bao
+        .kv_get("secret", "zitadel/dev/ZITADEL_MASTERKEY")
+        .unwrap();
+    assert_eq!(version, 1, "nothing written");
+    assert_eq!(data.keys().collect::<Vec<_>>(), ["masterkey"]);
+    assert_eq!(data["masterkey"], hand_made);
+}
