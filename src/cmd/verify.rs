@@ -20,7 +20,7 @@ use super::session::Session;
 use super::Failure;
 
 pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Failure> {
-    let mut req = request(args)?;
+    let req = request(args)?;
     let mut set = super::load_specs(g)?;
     let mut plan = set.plan_without_secrets(&args.env, &[])?;
     if req.parts.contains(&PartName::Argocd) && !verify::argocd::configured(&plan) {
@@ -35,8 +35,6 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Fai
         runtime.block_on(check_cluster_config(g, &plan, &req))?;
     }
     let session = Session::from_plan(g, &plan, &args.vault)?;
-    req.vault_addr = session.vault.addr().to_string();
-    req.vault_namespace = session.settings.namespace.clone();
     runtime.block_on(async {
         session.announce("verify");
         // The token check and the mount detection at once, with the connections the reads
@@ -131,9 +129,6 @@ fn request(args: &VerifyArgs) -> Result<Request, Failure> {
         eso_token: None,
         concurrency: usize::from(args.concurrency),
         skip_target_secrets: args.skip_target_secrets,
-        // Set once the session has resolved them.
-        vault_addr: String::new(),
-        vault_namespace: None,
     };
     if args.force_sync && !req.wants(PartName::Kube) {
         return Err(Failure::usage("--force-sync needs the Kubernetes part")

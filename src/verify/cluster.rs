@@ -113,7 +113,7 @@ pub async fn check(
             notes.push(line);
         }
     }
-    let expected = vso::Expected::of(plan, req, cluster.default_namespace());
+    let expected = vso::Expected::of(plan, vault, cluster.default_namespace());
     let deadline = req.wait.map(|w| Instant::now() + w);
     let inputs = store::Inputs {
         vault,

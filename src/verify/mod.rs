@@ -100,10 +100,6 @@ pub struct Request {
     pub concurrency: usize,
     /// Read no target Secret (`--skip-target-secrets`): their keys go unchecked.
     pub skip_target_secrets: bool,
-    /// The Vault address vault-seed talks to: an operator reading another Vault is not done.
-    pub vault_addr: String,
-    /// The Vault namespace vault-seed uses (`None`: the root).
-    pub vault_namespace: Option<String>,
 }
 
 impl Request {
@@ -112,6 +108,14 @@ impl Request {
         (self.parts.is_empty() || self.parts.contains(&part))
             && !(matches!(part, PartName::Kube | PartName::Argocd) && self.skip_kube)
     }
+}
+
+/// A Vault namespace as operators and vault-seed name it, compared: without the `/` at either
+/// end, and none for the root (empty).
+pub(crate) fn vault_namespace(ns: Option<&str>) -> Option<String> {
+    ns.map(|n| n.trim_matches('/'))
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
 }
 
 /// A part's typed report.

@@ -300,13 +300,9 @@ fn version(facts: &Facts<'_>, store: &VaultStore, t: &Target) -> Option<StoreFin
 
 /// The store's Vault namespace is the one vault-seed used (none on both sides is the same).
 fn namespace(inputs: &Inputs<'_>, store: &VaultStore) -> Option<StoreFinding> {
-    let norm = |n: Option<&str>| {
-        n.map(|n| n.trim_matches('/').to_string())
-            .filter(|n| !n.is_empty())
-    };
     let (theirs, used) = (
-        norm(store.namespace.as_deref()),
-        norm(inputs.vault.namespace()),
+        super::vault_namespace(store.namespace.as_deref()),
+        super::vault_namespace(inputs.vault.namespace()),
     );
     (theirs != used).then_some(StoreFinding::OtherNamespace {
         store: theirs,

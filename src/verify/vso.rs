@@ -14,7 +14,7 @@ use time::OffsetDateTime;
 use super::eso::{ObjectCheck, ObjectFinding};
 use super::facts::{Facts, PathFacts};
 use super::findings::{any_problem, joined, rfc3339, Finding, Lines, Severity};
-use super::Request;
+use super::vault_namespace;
 use crate::kube::{
     parse_ref, EsoCluster, FieldProblem, KubeError, VaultAuthLogin, VaultStaticSecretInfo,
     VsoBadField, VsoKind, VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION,
@@ -23,6 +23,7 @@ use crate::kv::KvVersion;
 use crate::seed::Status;
 use crate::spec::{AuthRole, EnvPlan, Target};
 use crate::vault::address::same_vault;
+use crate::vault::Vault;
 
 /// The key VSO adds to every destination Secret unless `excludeRaw` (`helpers/secrets.go`
 /// `SecretDataKeyRaw`).
@@ -106,12 +107,12 @@ pub struct Expected {
 }
 
 impl Expected {
-    /// From the specs of `plan` and the connection of `req`; VaultStaticSecrets are in the
-    /// namespace [`super::cluster::wanted`] gives them.
-    pub fn of(plan: &EnvPlan<'_>, req: &Request, default_namespace: &str) -> Expected {
+    /// From the specs of `plan` and the Vault vault-seed talked to; VaultStaticSecrets are in
+    /// the namespace [`super::cluster::wanted`] gives them.
+    pub fn of(plan: &EnvPlan<'_>, vault: &Vault, default_namespace: &str) -> Expected {
         let mut e = Expected {
-            vault_addr: req.vault_addr.clone(),
-            vault_namespace: vault_namespace(req.vault_namespace.as_deref()),
+            vault_addr: vault.addr().to_string(),
+            vault_namespace: vault_namespace(vault.namespace()),
             ..Expected::default()
         };
         for (spec, env) in &plan.specs {
@@ -139,13 +140,6 @@ impl Expected {
             .find(|((n, m), _)| n == ns && m == name)
             .and_then(|(_, r)| r.as_ref())
     }
-}
-
-/// A Vault namespace as compared: without leading or trailing `/`; empty is none (the root).
-fn vault_namespace(ns: Option<&str>) -> Option<String> {
-    ns.map(|n| n.trim_matches('/'))
-        .filter(|n| !n.is_empty())
-        .map(str::to_string)
 }
 
 /// Annotate each VaultStaticSecret with `vault-seed/force-sync=<unix time>` so VSO reconciles it
