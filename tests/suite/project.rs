@@ -437,3 +437,59 @@ fn every_test_file_is_a_module_of_the_one_test_binary() {
     }
     assert!(modules >= 16, "{modules} modules");
 }
+
+/// The README's Guarantees table is the project's promise, each row naming the tests that prove
+/// it: every file a row cites exists, and every test it names (a snake_case name after a cited
+/// `.rs` file) is a `fn` in that file. A rename or a move cannot leave a promise without proof.
+#[test]
+fn every_test_the_readme_cites_exists() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let table = readme
+        .split("\n## Guarantees\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("README.md has a Guarantees section");
+    let mut problems = Vec::new();
+    let mut cited = 0;
+    for row in table.lines().filter(|l| l.starts_with("| ")).skip(1) {
+        let proved_by = row.rsplit(" | ").next().unwrap_or_default();
+        let mut file: Option<(String, String)> = None;
+        for token in proved_by.split('`').skip(1).step_by(2) {
+            let is_path = ["src/", "tests/", "scripts/", "bench/", "deploy/", "fuzz/"]
+                .iter()
+                .any(|p| token.starts_with(p));
+            if is_path {
+                if !root().join(token).exists() {
+                    problems.push(format!("`{token}` does not exist"));
+                }
+                if token.ends_with(".rs") {
+                    let text = std::fs::read_to_string(root().join(token)).unwrap_or_default();
+                    file = Some((token.to_string(), text));
+                }
+                continue;
+            }
+            let is_fn_name = token.contains('_')
+                && token
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if !is_fn_name {
+                continue; // a value in a note, such as `cas=0`
+            }
+            cited += 1;
+            match &file {
+                Some((_, text)) if text.contains(&format!("fn {token}(")) => {}
+                Some((path, _)) => problems.push(format!("`{path}` has no `fn {token}(`")),
+                None => problems.push(format!("`{token}` is cited before any `.rs` file")),
+            }
+        }
+    }
+    assert!(
+        cited > 100,
+        "only {cited} tests cited: is the table parsed?"
+    );
+    assert!(
+        problems.is_empty(),
+        "README.md's Guarantees table cites what is not there:\n{}",
+        problems.join("\n")
+    );
+}
