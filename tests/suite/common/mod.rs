@@ -631,3 +631,41 @@ pub fn has(out: &str, wanted: impl AsRef<str>) {
     let wanted = wanted.as_ref();
     assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
 }
+
+/// Waits for `child` as `Child::wait_with_output` does, and gives its peak resident memory in
+/// kB: the kernel's `ru_maxrss` for that one process (`wait4`), so no peak is missed, however
+/// short, and a run that measured nothing cannot pass.
+pub fn wait_with_peak_rss(mut child: Child) -> (std::process::Output, u64) {
+    use std::os::unix::process::ExitStatusExt;
+    fn drain<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    }
+    drop(child.stdin.take());
+    let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
+    let pid = libc::pid_t::try_from(child.id()).expect("a pid");
+    let mut status = 0;
+    // SAFETY: `rusage` is plain integers, for which all zeroes is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `status` and `usage` are valid for writes for the call; `pid` is our child,
+        // not yet waited for (`child` is never waited on: dropping a `Child` does not wait).
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "wait4: {e}");
+    }
+    let output = std::process::Output {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    };
+    (output, u64::try_from(usage.ru_maxrss).unwrap_or(0))
+}
