@@ -528,10 +528,13 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
         "pat-from-stdin-5e1f".to_string(),
     ];
     // What ask-db provides (read by apply, plan and verify), and what the cluster's target
-    // Secrets hold (read by verify for their keys).
+    // Secrets hold (read by verify for their keys), as text and as the API sends it (base64).
     secrets.extend(common::ASK_DB_PASSWORDS.map(|(_, v)| v.to_string()));
     for key in CORE_KEYS.iter().map(|(k, _, _)| *k).chain(["masterkey"]) {
-        secrets.push(cluster_value(key));
+        use base64::Engine as _;
+        let value = cluster_value(key);
+        secrets.push(base64::engine::general_purpose::STANDARD.encode(&value));
+        secrets.push(value);
     }
     for name in [
         "SECURITY__API_KEY_SALT",
@@ -557,9 +560,9 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
     }
     assert_eq!(
         secrets.len(),
-        16,
-        "the token, the cluster's token, PAT, 3 provided values, 5 target Secret values, 4 \
-         generated values and the rotated salt's new one"
+        21,
+        "the token, the cluster's token, PAT, 3 provided values, 5 target Secret values (each \
+         twice), 4 generated values and the rotated salt's new one"
     );
     for s in &secrets {
         assert!(!all.contains(s.as_str()), "a secret leaked into the output");
