@@ -586,12 +586,10 @@ fn an_answer_larger_than_the_cap_fails_clearly_without_being_held() {
             bytes: BODY,
             chunked,
         });
-        let child = vault_seed(home.path(), specs.path(), TOKEN)
+        let (out, peak_kb) = vault_seed(home.path(), specs.path(), TOKEN)
             .addr(&vault.addr)
             .args(["plan", "dev"])
-            .spawn();
-        let (out, peak_kb) = common::wait_with_peak_rss(child);
-        let out = Out::from(out);
+            .output_with_peak_rss();
         assert_eq!(out.status.code(), Some(1), "{}", out.all_text());
         let err = out.stderr_text();
         assert!(
