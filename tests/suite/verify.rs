@@ -1236,6 +1236,28 @@ fn the_verdict_names_the_parts_it_did_not_check_and_why() {
             .unwrap_or_else(|| panic!("{args:?}: no verdict in:\n{stdout}"));
         assert_eq!(line, format!("verify auh1-dev: {verdict}"), "{args:?}");
     }
+    // A part asked for that could not be checked (no cluster answers) is named so.
+    let dir = tempfile::tempdir().unwrap();
+    let nowhere = dir.path().join("kubeconfig");
+    std::fs::write(
+        &nowhere,
+        fake_kube::kubeconfig_yaml("http://127.0.0.1:9", "kube-token", "fake"),
+    )
+    .unwrap();
+    let out = verify(&bao, None, &[])
+        .arg("--kubeconfig")
+        .arg(&nowhere)
+        .status(1)
+        .check();
+    let stdout = out.stdout_text();
+    assert!(
+        stdout.lines().any(|l| l
+            == format!(
+                "verify auh1-dev: NOT done (vault, policy checked; not checked: kube (it could \
+                 not be checked); {no_argocd})"
+            )),
+        "{stdout}"
+    );
     let doc = verify(&bao, Some(&kube), &["--skip-kube", "-o", "json"])
         .status(0)
         .check()
