@@ -41,9 +41,12 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
         "verify",
         &[
             "command", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes",
+            "checked", "not_checked",
         ],
         "A part not asked for is null; a part that could not be checked is {ok: false, error, \
-         help}. vault.results: path, field, generator, status (valid, pending, missing, deleted, \
+         help}. checked: the parts checked (ok is about these only); not_checked: {part, why} \
+         for each part left out (why: --only, --skip-kube, no [argocd] section, could not be \
+         checked) and for target Secrets under --skip-target-secrets. vault.results: path, field, generator, status (valid, pending, missing, deleted, \
          invalid, denied, error, skipped), version, created_time, detail, provided_by. \
          kube.provided: the paths other applications provide (path, provided_by, ok, \
          push_secret, ready, reason, message, event, explanations). argocd (specs with \
