@@ -292,7 +292,7 @@ fn consumers_of_paths_nobody_seeds_are_orphans_and_unreadable_ones_not_checked()
     w.kube.put(odd);
     w.never_shows_a_value(w.audit(&[]))
         .status(1)
-        .stdout_has(format!("ExternalSecret ask/stale"))
+        .stdout_has("ExternalSecret ask/stale")
         .stdout_has(format!(
             "reads `{FOLDER}/GONE`, under the specs' folders, and no spec names it"
         ))
