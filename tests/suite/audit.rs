@@ -284,6 +284,13 @@ fn consumers_of_paths_nobody_seeds_are_orphans_and_unreadable_ones_not_checked()
         "secret",
         &format!("{FOLDER}/GONE_TOO"),
     ));
+    // A key from the cluster that would act on a terminal, and is long: escaped and capped.
+    let hostile = format!("{FOLDER}/\u{1b}[2J\u{202e}{}", "A".repeat(3000));
+    w.kube.put(external_secret(
+        "ask",
+        "hostile",
+        &[("H", &hostile, Some("password"))],
+    ));
     let mut finder = external_secret("ask", "finder", &[]).0;
     finder["spec"]["dataFrom"] = json!([{"find": {"name": {"regexp": ".*"}}}]);
     w.kube.put(finder);
@@ -302,10 +309,17 @@ fn consumers_of_paths_nobody_seeds_are_orphans_and_unreadable_ones_not_checked()
         .stdout_has("`dataFrom.find`")
         .stdout_has("ExternalSecret `ask/odd`")
         .stdout_lacks("other-app")
+        .stdout_has("ExternalSecret ask/hostile")
+        .stdout_has(format!("{FOLDER}/\\u{{1b}}[2J\\u{{202e}}AAAA"))
+        .stdout_has("… (2531 more characters)")
+        .stdout_lacks("\u{1b}[2J")
+        .stdout_lacks("\u{202e}")
         .check();
     let doc = w.audit(&["-o", "json"]).json();
     let found = of_kind(&doc, "orphan-consumer");
-    assert_eq!(found.len(), 2, "{doc}");
+    assert_eq!(found.len(), 3, "{doc}");
+    assert_eq!(found[0]["name"], "hostile");
+    let found = &found[1..];
     assert_eq!(found[0]["object_kind"], "ExternalSecret");
     assert_eq!(found[0]["namespace"], "ask");
     assert_eq!(found[0]["name"], "stale");
