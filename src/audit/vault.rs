@@ -214,9 +214,7 @@ async fn folders(
 fn out_of_bound(mount: &str, bound: usize, what: &str) -> Finding {
     Finding::NotChecked {
         what: format!("mount `{mount}`"),
-        why: format!(
-            "stopped at {bound} requests (--max-scan-requests) with {what} not all listed"
-        ),
+        why: format!("stopped at {bound} requests (--max-scan-requests): {what} not all looked at"),
     }
 }
 
