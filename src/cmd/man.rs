@@ -59,6 +59,25 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          notes. kube.objects: stores, PushSecrets, VaultAuths, VaultConnections.",
     ),
     (
+        "audit",
+        &[
+            "command",
+            "env",
+            "ok",
+            "kube_checked",
+            "mount_scanned",
+            "scanned",
+            "findings",
+            "counts",
+        ],
+        "findings, worst first: kind (unnamed-path, marked-path, unnamed-field, \
+         orphan-consumer, not-checked, note), severity (orphan, not-checked, note), place, \
+         message, and the kind's facts (mount, path, app, spec_file, secret, field, object_kind, \
+         namespace, name, reads, what, why); never a value. scanned: folders, lists, \
+         secrets_read, metadata_reads, mounts_scanned, namespaces, external_secrets, \
+         vault_static_secrets. counts: orphans, not_checked, notes.",
+    ),
+    (
         "set, rotate",
         &[
             "command",

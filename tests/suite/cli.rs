@@ -553,12 +553,14 @@ fn json_documents_have_the_keys_the_man_page_lists() {
     let apply = seed(&["apply", "auh1-dev"]);
     let verify = seed(&["verify", "auh1-dev", "--skip-kube"]);
     let rotate = seed(&["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--dry-run"]);
+    let audit = seed(&["audit", "auh1-dev", "--skip-kube"]);
     assert!(apply.status.success(), "{}", apply.stderr_text());
     assert!(rotate.status.success(), "{}", rotate.stderr_text());
     expect("plan", &plan);
     expect("apply", &apply);
     expect("verify", &verify);
     expect("rotate", &rotate);
+    expect("audit", &audit);
 
     // Stopped before results: Vault does not answer.
     let closed = format!("http://127.0.0.1:{}", common::free_port());

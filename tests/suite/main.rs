@@ -8,6 +8,7 @@ mod common;
 
 mod apply;
 mod argocd;
+mod audit;
 mod change;
 mod cli;
 mod deploy;
