@@ -1447,10 +1447,7 @@ mod tests {
     }
 
     fn field(generator: Generator) -> Field {
-        Field {
-            name: "password".into(),
-            generator,
-        }
+        Field::new("password", generator)
     }
 
     fn with_decoding(strategy: &str) -> RemoteRef {
