@@ -187,6 +187,11 @@ pub enum Command {
     Set(SetArgs),
 
     /// Replace a secret's value with a fresh one from its generator (old one kept in KV history).
+    ///
+    /// Each field's `rotation` in the spec decides: `replace`, `keyring` (the new key first, up
+    /// to `keep` previous keys kept behind it) or `never` (as `fixed = true`). A fixed field, and
+    /// a `fernet` or `masterkey` field whose spec states no `rotation`, are refused (exit 2),
+    /// nothing sent.
     Rotate(RotateArgs),
 
     /// Print the minimal Vault policy (HCL) ESO, VSO or vault-seed needs for an environment.

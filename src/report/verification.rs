@@ -182,6 +182,9 @@ fn values(out: &mut dyn io::Write, style: &Style, env: &str, v: &ValuesPart) -> 
             row.field
         )?;
     }
+    for n in &v.notes {
+        writeln!(out, "       {}: {}", style.help("note"), t(n))?;
+    }
     Ok(())
 }
 

@@ -1453,10 +1453,7 @@ mod tests {
     }
 
     fn field(generator: Generator) -> Field {
-        Field {
-            name: "password".into(),
-            generator,
-        }
+        Field::new("password", generator)
     }
 
     fn with_decoding(strategy: &str) -> RemoteRef {

@@ -552,7 +552,12 @@ fn json_documents_have_the_keys_the_man_page_lists() {
     let plan = seed(&["plan", "auh1-dev"]);
     let apply = seed(&["apply", "auh1-dev"]);
     let verify = seed(&["verify", "auh1-dev", "--skip-kube"]);
-    let rotate = seed(&["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--dry-run"]);
+    let rotate = seed(&[
+        "rotate",
+        "auh1-dev",
+        "APP__CORE_SERVICES_MACHINE_TOKEN",
+        "--dry-run",
+    ]);
     let audit = seed(&["audit", "auh1-dev", "--skip-kube"]);
     assert!(apply.status.success(), "{}", apply.stderr_text());
     assert!(rotate.status.success(), "{}", rotate.stderr_text());

@@ -1103,7 +1103,12 @@ fn a_stop_signal_revokes_the_login_token_of_every_command_that_logs_in() {
         &["apply", "auh1-dev"],
         &["verify", "auh1-dev", "--skip-kube"],
         &["set", "auh1-dev", "IAM_SERVICE__PAT", "--force"],
-        &["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--yes"],
+        &[
+            "rotate",
+            "auh1-dev",
+            "APP__CORE_SERVICES_MACHINE_TOKEN",
+            "--yes",
+        ],
     ];
     for args in commands {
         for (signal, code) in STOP_SIGNALS {

@@ -32,6 +32,7 @@ mod policy_eval;
 mod policy_merge;
 mod project;
 mod provided;
+mod rotation;
 mod seeder_policy;
 mod set_hints;
 mod spec_props;

@@ -494,9 +494,20 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
         (pat["value"].as_str(), version),
         (Some("pat-from-stdin-5e1f"), 2)
     );
-    seen(run(&["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--yes"]).status(0));
+    seen(
+        run(&[
+            "rotate",
+            "auh1-dev",
+            "APP__CORE_SERVICES_MACHINE_TOKEN",
+            "--yes",
+        ])
+        .status(0),
+    );
     assert_eq!(
-        bao.kv_version("secret", &format!("{FOLDER}/SECURITY__API_KEY_SALT")),
+        bao.kv_version(
+            "secret",
+            &format!("{FOLDER}/APP__CORE_SERVICES_MACHINE_TOKEN")
+        ),
         Some(2)
     );
     let doc = seen(
