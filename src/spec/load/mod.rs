@@ -43,11 +43,7 @@ use vso::*;
 
 /// An environment's override may change a keyring field's generator only to one whose values
 /// can still form a keyring: the keys already stored are a list, and `rotate` keeps them.
-fn keyrings_kept(
-    cx: &mut Cx<'_>,
-    secrets: &[Secret],
-    environments: &BTreeMap<String, (Environment, BTreeMap<String, (Span, SecretOverride)>)>,
-) {
+fn keyrings_kept(cx: &mut Cx<'_>, secrets: &[Secret], environments: &BTreeMap<String, EnvEntry>) {
     let by_name: HashMap<&str, &Secret> = secrets.iter().map(|s| (&*s.name, s)).collect();
     for (env, overrides) in environments.values() {
         for (secret, (span, ov)) in overrides {

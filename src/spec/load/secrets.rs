@@ -36,24 +36,7 @@ pub(super) fn parse_secrets(
         if description.is_none() && !th.contains("description") {
             cx.err(key.span, format!("secret `{}` has no `description`", shown(&name)), Some("people read specs: say what the secret is for, e.g. `description = \"Fernet key encrypting stored credentials\"`".into()));
         }
-        let fixed_span = th.take("fixed").map(|(k, mut v)| {
-            let span = k.span;
-            let b = match v.take() {
-                ValueInner::Boolean(b) => Some(b),
-                other => {
-                    cx.err(
-                        v.span,
-                        format!(
-                            "`fixed` in {ctx} must be `true` or `false`, found {}",
-                            other.type_str()
-                        ),
-                        None,
-                    );
-                    None
-                }
-            };
-            (b.unwrap_or(false), span)
-        });
+        let fixed_span = take_fixed(cx, &mut th, &ctx);
         let fixed = fixed_span.is_some_and(|(b, _)| b);
         let provided = parse_provided(cx, &mut th, &ctx, envs);
         if let (Some(_), Some((true, span))) = (&provided, fixed_span) {
@@ -167,6 +150,28 @@ pub(super) fn parse_fields_of(
     out
 }
 
+/// `fixed` of a secret or a field, with the span of its key; a value of the wrong type is a
+/// problem and counts as `false`.
+fn take_fixed(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> Option<(bool, Span)> {
+    th.take("fixed").map(|(k, mut v)| {
+        let b = match v.take() {
+            ValueInner::Boolean(b) => b,
+            other => {
+                cx.err(
+                    v.span,
+                    format!(
+                        "`fixed` in {ctx} must be `true` or `false`, found {}",
+                        other.type_str()
+                    ),
+                    None,
+                );
+                false
+            }
+        };
+        (b, k.span)
+    })
+}
+
 /// The rotation keys of a field (`fixed`, `rotation`, `keep`) as written, with their spans.
 #[derive(Default)]
 struct RotationKeys {
@@ -177,25 +182,8 @@ struct RotationKeys {
 
 impl RotationKeys {
     fn take(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> RotationKeys {
-        let fixed = th.take("fixed").map(|(k, mut v)| {
-            let b = match v.take() {
-                ValueInner::Boolean(b) => b,
-                other => {
-                    cx.err(
-                        v.span,
-                        format!(
-                            "`fixed` in {ctx} must be `true` or `false`, found {}",
-                            other.type_str()
-                        ),
-                        None,
-                    );
-                    false
-                }
-            };
-            (b, k.span)
-        });
         RotationKeys {
-            fixed,
+            fixed: take_fixed(cx, th, ctx),
             rotation: cx.take_string(th, "rotation", ctx),
             keep: cx.take_int(th, "keep", ctx),
         }
