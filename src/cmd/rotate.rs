@@ -4,6 +4,7 @@ use crate::cli::{GlobalArgs, RotateArgs};
 use crate::replace::{self, ChangeError};
 use crate::report::{self, changes::ChangeReport};
 use crate::vault::VaultError;
+use crate::verify::readers::Readers;
 
 use super::session::Session;
 use super::set::{changed_meanwhile, refuse_provided};
@@ -45,6 +46,12 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
             .help("rotate on a KV v2 mount, or by hand after saving the old value"));
         }
         let current = replace::read_current(&session.vault, &mount, &t, &env).await?;
+        // What reads the value, said before it is replaced (in a dry run too).
+        let readers = if names.iter().any(|n| current.fields.contains_key(n)) {
+            super::readers::before_replace(g, &args.readers, &env, &t, &names).await
+        } else {
+            Readers::default()
+        };
         let report = |outcome, new_version| ChangeReport {
             command: "rotate",
             env: env.clone(),
@@ -54,9 +61,13 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
             old_version: Some(current.version),
             new_version,
             ok: true,
+            readers: Readers::default(),
         };
         if args.dry_run {
-            return Ok(report("would-rotate", Some(current.version + 1)));
+            return Ok(ChangeReport {
+                readers,
+                ..report("would-rotate", Some(current.version + 1))
+            });
         }
         let mut values = Vec::new();
         for f in &fields {
@@ -72,7 +83,10 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
                     "version {} is kept in KV v2 history",
                     current.version
                 ));
-                Ok(report("rotated", Some(v)))
+                Ok(ChangeReport {
+                    readers,
+                    ..report("rotated", Some(v))
+                })
             }
             Err(ChangeError::Vault(VaultError::CasMismatch { .. })) => {
                 Err(changed_meanwhile(&path, current.version))

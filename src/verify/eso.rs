@@ -820,10 +820,11 @@ fn bad_fields(es: &ExternalSecretInfo) -> Vec<EsFinding> {
         .collect()
 }
 
-/// The spec's path a remoteRef key names (`ask/x` below the mount, or `secret/ask/x`).
-fn spec_target<'t>(ctx: &Ctx<'t>, key: &str) -> Option<&'t Target> {
+/// The spec's path a remoteRef key names (`ask/x` below the mount, or `secret/ask/x`), among
+/// `targets`.
+pub(super) fn spec_target<'t>(targets: &'t [Target], key: &str) -> Option<&'t Target> {
     let key = key.trim_start_matches('/');
-    ctx.targets
+    targets
         .iter()
         .find(|t| &*t.path == key || t.full_path() == key)
 }
@@ -831,7 +832,7 @@ fn spec_target<'t>(ctx: &Ctx<'t>, key: &str) -> Option<&'t Target> {
 /// A remoteRef must be a path and field of the spec, present in Vault, delivered as seeded: its
 /// findings, and the time its path was created in Vault.
 fn remote_ref(ctx: &Ctx<'_>, r: &RemoteRef, found: &mut Vec<EsFinding>) -> Option<OffsetDateTime> {
-    let Some(t) = spec_target(ctx, &r.key) else {
+    let Some(t) = spec_target(ctx.targets, &r.key) else {
         found.push(EsFinding::NotSpecPath {
             key: r.key.clone(),
             secret_key: r.secret_key.clone(),
@@ -990,7 +991,7 @@ fn data_from(
     for (index, d) in es.data_from.iter().enumerate() {
         match d {
             DataFrom::Extract { reference: r, .. } => {
-                let Some(t) = spec_target(ctx, &r.key) else {
+                let Some(t) = spec_target(ctx.targets, &r.key) else {
                     found.push(EsFinding::ExtractNotSpecPath { key: r.key.clone() });
                     continue;
                 };
@@ -1021,7 +1022,10 @@ fn mapped_keys(ctx: &Ctx<'_>, es: &ExternalSecretInfo) -> Vec<String> {
             rewritten: false,
         } = d
         {
-            if let (Some(t), None) = (spec_target(ctx, &reference.key), &reference.property) {
+            if let (Some(t), None) = (
+                spec_target(ctx.targets, &reference.key),
+                &reference.property,
+            ) {
                 keys.extend(t.fields.iter().map(|f| f.name.clone()));
             }
         }
@@ -1283,10 +1287,11 @@ async fn push_secret_state(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn es(ready: Option<bool>, refresh: Option<i64>) -> ExternalSecretInfo {
+    /// An ExternalSecret `ns/app` reading three keys of `ask/app` (other modules' tests use it).
+    pub(crate) fn es(ready: Option<bool>, refresh: Option<i64>) -> ExternalSecretInfo {
         let condition = ReadyCondition {
             ready,
             reason: Some("SecretSyncedError".into()),

@@ -31,6 +31,7 @@ mod policy_eval;
 mod policy_merge;
 mod project;
 mod provided;
+mod readers;
 mod seeder_policy;
 mod set_hints;
 mod spec_props;
