@@ -315,6 +315,61 @@ mod tests {
         }
     }
 
+    /// Each reader is named (a pin and a `find` are warnings); none found among what the specs
+    /// list says so; not checked says why, never "no reader".
+    #[test]
+    fn what_is_said_before_the_write() {
+        let t = crate::replace::tests::target("app", "SALT", &["password"]);
+        let mut es = crate::verify::eso::tests::es(Some(true), None);
+        es.data = vec![remote("app/dev/SALT", Some("password"), Some("2"))];
+        es.data_from = vec![DataFrom::Find];
+        let readers = Readers {
+            readers: eso_readers(&es, &t, &["password".to_string()]),
+            readers_checked: true,
+            readers_note: None,
+            listed: (1, 0),
+        };
+        let said = |r: &Readers| -> Vec<(Severity, String)> {
+            r.findings("secret/app/dev/SALT", "dev")
+                .iter()
+                .map(|f| (f.severity(), f.message()))
+                .collect()
+        };
+        let lines = said(&readers);
+        let severities: Vec<Severity> = lines.iter().map(|(s, _)| *s).collect();
+        assert_eq!(
+            severities,
+            [
+                Severity::Note,
+                Severity::Warning,
+                Severity::Warning,
+                Severity::Note
+            ],
+            "{lines:?}"
+        );
+        assert!(lines[1]
+            .1
+            .contains("pinned to version 2 (`remoteRef.version`)"));
+        assert!(lines[2]
+            .1
+            .starts_with("ExternalSecret `ns/app` may read it"));
+        let none = Readers {
+            readers: Vec::new(),
+            ..readers.clone()
+        };
+        assert_eq!(
+            said(&none),
+            [(Severity::Note, "no reader: none of the 1 ExternalSecret(s) and 0 VaultStaticSecret(s) the specs list maps `secret/app/dev/SALT`".to_string())]
+        );
+        assert_eq!(
+            said(&Readers::not_checked("forbidden".into())),
+            [(
+                Severity::Warning,
+                "readers not checked: forbidden".to_string()
+            )]
+        );
+    }
+
     #[test]
     fn an_external_secret_reads_the_fields_replaced_of_its_path_only() {
         let t = crate::replace::tests::target("app", "SALT", &["password", "note"]);
