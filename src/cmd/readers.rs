@@ -8,6 +8,7 @@ use crate::order::findings::Severity;
 use crate::report::{self, Style};
 use crate::spec::Target;
 use crate::text::for_terminal;
+use crate::vault::Present;
 use crate::verify::cluster;
 use crate::verify::readers::{self, Readers};
 
@@ -36,6 +37,23 @@ pub(super) async fn before_replace(
         }
     }
     found
+}
+
+/// [`before_replace`] for `rotate` of `fields`, when one of them holds a value in `current`;
+/// else nothing is replaced and the cluster is not asked.
+pub(super) async fn before_rotate(
+    g: &GlobalArgs,
+    args: &ReadersArgs,
+    env: &str,
+    t: &Target,
+    fields: &[String],
+    current: &Present,
+) -> Readers {
+    if fields.iter().any(|f| current.fields.contains_key(f)) {
+        before_replace(g, args, env, t, fields).await
+    } else {
+        Readers::default()
+    }
 }
 
 /// The readers, or why the cluster cannot tell. The specs are loaded again for their `[eso]`

@@ -820,9 +820,14 @@ fn bad_fields(es: &ExternalSecretInfo) -> Vec<EsFinding> {
         .collect()
 }
 
-/// The spec's path a remoteRef key names (`ask/x` below the mount, or `secret/ask/x`), among
-/// `targets`.
-pub(super) fn spec_target<'t>(targets: &'t [Target], key: &str) -> Option<&'t Target> {
+/// The spec's path a remoteRef key names ([`target_of_key`]).
+fn spec_target<'t>(ctx: &Ctx<'t>, key: &str) -> Option<&'t Target> {
+    target_of_key(ctx.targets, key)
+}
+
+/// The target of `targets` an ESO key names: `ask/x` below the mount, or `secret/ask/x` (a
+/// leading `/` ignored). The one rule `verify` and `audit` match ESO keys by.
+pub(crate) fn target_of_key<'t>(targets: &'t [Target], key: &str) -> Option<&'t Target> {
     let key = key.trim_start_matches('/');
     targets
         .iter()
@@ -832,7 +837,7 @@ pub(super) fn spec_target<'t>(targets: &'t [Target], key: &str) -> Option<&'t Ta
 /// A remoteRef must be a path and field of the spec, present in Vault, delivered as seeded: its
 /// findings, and the time its path was created in Vault.
 fn remote_ref(ctx: &Ctx<'_>, r: &RemoteRef, found: &mut Vec<EsFinding>) -> Option<OffsetDateTime> {
-    let Some(t) = spec_target(ctx.targets, &r.key) else {
+    let Some(t) = spec_target(ctx, &r.key) else {
         found.push(EsFinding::NotSpecPath {
             key: r.key.clone(),
             secret_key: r.secret_key.clone(),
@@ -991,7 +996,7 @@ fn data_from(
     for (index, d) in es.data_from.iter().enumerate() {
         match d {
             DataFrom::Extract { reference: r, .. } => {
-                let Some(t) = spec_target(ctx.targets, &r.key) else {
+                let Some(t) = spec_target(ctx, &r.key) else {
                     found.push(EsFinding::ExtractNotSpecPath { key: r.key.clone() });
                     continue;
                 };
@@ -1022,10 +1027,7 @@ fn mapped_keys(ctx: &Ctx<'_>, es: &ExternalSecretInfo) -> Vec<String> {
             rewritten: false,
         } = d
         {
-            if let (Some(t), None) = (
-                spec_target(ctx.targets, &reference.key),
-                &reference.property,
-            ) {
+            if let (Some(t), None) = (spec_target(ctx, &reference.key), &reference.property) {
                 keys.extend(t.fields.iter().map(|f| f.name.clone()));
             }
         }
@@ -1452,10 +1454,7 @@ pub(crate) mod tests {
     }
 
     fn field(generator: Generator) -> Field {
-        Field {
-            name: "password".into(),
-            generator,
-        }
+        Field::new("password", generator)
     }
 
     fn with_decoding(strategy: &str) -> RemoteRef {

@@ -1,6 +1,6 @@
 //! Who reads a value that `set --force` or `rotate` is about to replace: the ExternalSecrets
 //! and VaultStaticSecrets the specs list that map the secret's path, found with `verify`'s own
-//! matchers ([`super::eso::spec_target`], [`super::vso::spec_target`]). Replacing the Fernet
+//! matchers ([`super::eso::target_of_key`], [`super::vso::target_of_vss`]). Replacing the Fernet
 //! key or a salt silently breaks what reads it; the person sees the readers before the write.
 //!
 //! The cluster only informs: when it cannot tell (no kubeconfig, unreachable, forbidden, a CRD
@@ -253,7 +253,7 @@ fn eso_readers(es: &ExternalSecretInfo, t: &Target, fields: &[String]) -> Vec<Re
         };
     let mut found = Vec::new();
     for r in &es.data {
-        if eso::spec_target(only, &r.key).is_some() && reads(&r.property) {
+        if eso::target_of_key(only, &r.key).is_some() && reads(&r.property) {
             let key = Some(text::cap(&r.secret_key).into_owned());
             found.push(reader(
                 r.property.as_ref(),
@@ -267,7 +267,7 @@ fn eso_readers(es: &ExternalSecretInfo, t: &Target, fields: &[String]) -> Vec<Re
     for d in &es.data_from {
         match d {
             DataFrom::Extract { reference: r, .. }
-                if eso::spec_target(only, &r.key).is_some() && reads(&r.property) =>
+                if eso::target_of_key(only, &r.key).is_some() && reads(&r.property) =>
             {
                 found.push(reader(
                     r.property.as_ref(),
@@ -286,7 +286,7 @@ fn eso_readers(es: &ExternalSecretInfo, t: &Target, fields: &[String]) -> Vec<Re
 
 /// A VaultStaticSecret reads every field of the one path it names.
 fn vso_reader(v: &VaultStaticSecretInfo, t: &Target) -> Option<Reader> {
-    vso::spec_target(std::slice::from_ref(t), v)?;
+    vso::target_of_vss(std::slice::from_ref(t), v)?;
     Some(Reader {
         kind: VSS,
         namespace: v.namespace.clone(),

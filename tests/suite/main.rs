@@ -8,6 +8,7 @@ mod common;
 
 mod apply;
 mod argocd;
+mod audit;
 mod change;
 mod cli;
 mod deploy;
@@ -32,6 +33,7 @@ mod policy_merge;
 mod project;
 mod provided;
 mod readers;
+mod rotation;
 mod seeder_policy;
 mod set_hints;
 mod spec_props;

@@ -29,7 +29,7 @@ auth_mount = "kubernetes"
 auth_role = "ask-core-service"
 [secrets.SECURITY__MASTER_ENCRYPTION_KEY]
 description = "Fernet key"
-fields.password = { generator = "fernet" }
+fields.password = { generator = "fernet", rotation = "replace" }
 [secrets.SECURITY__API_KEY_SALT]
 description = "salt"
 fields.password = { generator = "hex32" }
