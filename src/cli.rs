@@ -183,7 +183,10 @@ pub enum Command {
 
     /// Store a value read from stdin (a PAT, a client token) in a secret's field.
     ///
-    /// Replaces a placeholder without asking; a real value only with `--force`.
+    /// Replaces a placeholder without asking; a real value only with `--force`, after naming on
+    /// stderr the ExternalSecrets and VaultStaticSecrets the specs list that read it (a reader
+    /// pinned to a version is flagged; a cluster that cannot tell is said, and the write goes
+    /// ahead; `--skip-kube` asks no cluster).
     Set(SetArgs),
 
     /// Replace a secret's value with a fresh one from its generator (old one kept in KV history).
@@ -192,6 +195,11 @@ pub enum Command {
     /// to `keep` previous keys kept behind it) or `never` (as `fixed = true`). A fixed field, and
     /// a `fernet` or `masterkey` field whose spec states no `rotation`, are refused (exit 2),
     /// nothing sent.
+    ///
+    /// Before it writes, names on stderr the ExternalSecrets and VaultStaticSecrets the specs
+    /// list that read the value (a reader pinned to a version keeps serving the old one); a
+    /// cluster that cannot tell is said, and the rotation goes ahead. `--skip-kube` asks no
+    /// cluster.
     Rotate(RotateArgs),
 
     /// Print the minimal Vault policy (HCL) ESO, VSO or vault-seed needs for an environment.
@@ -473,7 +481,8 @@ pub struct SetArgs {
     /// The secret, and its field when it has several: `IAM_SERVICE__PAT` or `NAME.FIELD`.
     #[arg(value_name = "SECRET[.FIELD]")]
     pub target: String,
-    /// Replace a real value, not only a placeholder.
+    /// Replace a real value, not only a placeholder. Before it writes, it names the
+    /// ExternalSecrets and VaultStaticSecrets the specs list that read the value (see --skip-kube).
     #[arg(long)]
     pub force: bool,
     /// Write to MOUNT although its type cannot be read (the token may not read
@@ -481,9 +490,28 @@ pub struct SetArgs {
     /// nothing is written to a mount vault-seed has not seen to be a KV engine. Repeatable.
     #[arg(long, value_name = "MOUNT")]
     pub assume_kv_mount: Vec<String>,
+    /// The cluster, asked who reads the value before it is replaced.
+    #[command(flatten)]
+    pub readers: ReadersArgs,
     /// Vault connection.
     #[command(flatten)]
     pub vault: VaultArgs,
+}
+
+/// Where `set` and `rotate` look for the readers of a value before they replace it: the
+/// cluster as `verify` finds it. Only read; a cluster that cannot tell never stops the write.
+#[derive(Debug, Args)]
+pub struct ReadersArgs {
+    /// Send nothing to the cluster: the value's readers (ExternalSecrets, VaultStaticSecrets)
+    /// are not named before it is replaced.
+    #[arg(long)]
+    pub skip_kube: bool,
+    /// kubeconfig file; else KUBECONFIG, ~/.kube/config, in-cluster.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig context; else the spec's `kube_context`, else the current context.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
 }
 
 /// `rotate` options.
@@ -506,6 +534,9 @@ pub struct RotateArgs {
     /// nothing is written to a mount vault-seed has not seen to be a KV engine. Repeatable.
     #[arg(long, value_name = "MOUNT")]
     pub assume_kv_mount: Vec<String>,
+    /// The cluster, asked who reads the value before it is replaced.
+    #[command(flatten)]
+    pub readers: ReadersArgs,
     /// Vault connection.
     #[command(flatten)]
     pub vault: VaultArgs,

@@ -88,8 +88,14 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
             "old_version",
             "new_version",
             "ok",
+            "readers",
+            "readers_checked",
+            "readers_note",
         ],
-        "outcome: set, replaced-placeholder, added, unchanged, rotated, would-rotate.",
+        "outcome: set, replaced-placeholder, added, unchanged, rotated, would-rotate. readers: \
+         kind, namespace, name, field, secret_key, secret, via, pinned_version, certain (what \
+         reads the value replaced); readers_checked: false when the cluster was not asked or \
+         could not tell, readers_note says why.",
     ),
     (
         "policy",

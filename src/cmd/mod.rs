@@ -10,6 +10,7 @@ mod man;
 mod order;
 mod policy;
 mod prompt;
+mod readers;
 mod rotate;
 mod session;
 mod set;

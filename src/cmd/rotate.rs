@@ -9,6 +9,7 @@ use crate::report::{self, changes::ChangeReport};
 use crate::spec::{Field, Rotation, Target};
 use crate::vault::FieldValue;
 use crate::vault::VaultError;
+use crate::verify::readers::Readers;
 
 use super::session::Session;
 use super::set::{changed_meanwhile, refuse_provided};
@@ -75,9 +76,16 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
             old_version: Some(current.version),
             new_version,
             ok: true,
+            readers: Readers::default(),
         };
+        // What reads the value, said before it is replaced (in a dry run too).
+        let readers =
+            || super::readers::before_rotate(g, &args.readers, &env, &t, &names, &current);
         if args.dry_run {
-            return Ok(report("would-rotate", Some(current.version + 1)));
+            return Ok(ChangeReport {
+                readers: readers().await,
+                ..report("would-rotate", Some(current.version + 1))
+            });
         }
         let mut values = Vec::new();
         let mut kept = Vec::new();
@@ -99,6 +107,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
             };
             values.push((f.name.clone(), v));
         }
+        let readers = readers().await;
         match replace::write_fields(&session.vault, &mount, &t, &current, &values, "rotate").await {
             Ok(v) => {
                 for k in &kept {
@@ -108,7 +117,10 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
                     "version {} is kept in KV v2 history",
                     current.version
                 ));
-                Ok(report("rotated", Some(v)))
+                Ok(ChangeReport {
+                    readers,
+                    ..report("rotated", Some(v))
+                })
             }
             Err(ChangeError::Vault(VaultError::CasMismatch { .. })) => {
                 Err(changed_meanwhile(&path, current.version))

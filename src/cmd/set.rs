@@ -11,6 +11,7 @@ use crate::replace::{self, ChangeError};
 use crate::report::{self, changes::ChangeReport};
 use crate::spec::Target;
 use crate::vault::{FieldValue, VaultError};
+use crate::verify::readers::Readers;
 
 use super::prompt::HiddenTty;
 use super::session::Session;
@@ -95,6 +96,7 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             old_version,
             new_version,
             ok: true,
+            readers: Readers::default(),
         };
         if let Some(FieldValue::Text(old)) = current.fields.get(&field.name) {
             if old.expose_secret() == value.expose_secret() {
@@ -111,6 +113,13 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
                 current.version + 1
             ));
         }
+        // What reads the value, said before a real one is replaced.
+        let readers = if replacing {
+            let fields = [field.name.clone()];
+            super::readers::before_replace(g, &args.readers, &env, &t, &fields).await
+        } else {
+            Readers::default()
+        };
         let written = replace::write_fields(
             &session.vault,
             &mount,
@@ -121,11 +130,14 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
         )
         .await;
         match written {
-            Ok(v) => Ok(report(
-                outcome,
-                Some(current.version).filter(|v| *v > 0),
-                Some(v).filter(|v| *v > 0),
-            )),
+            Ok(v) => Ok(ChangeReport {
+                readers,
+                ..report(
+                    outcome,
+                    Some(current.version).filter(|v| *v > 0),
+                    Some(v).filter(|v| *v > 0),
+                )
+            }),
             Err(ChangeError::Vault(VaultError::CasMismatch { .. })) => Err(changed_meanwhile(&path, current.version)),
             Err(e) => Err(e.into()),
         }

@@ -1,9 +1,11 @@
 //! `set`'s and `rotate`'s report: one line (outcome, path, fields, versions), or the JSON
-//! document `{"command", "env", "path", "fields", "outcome", "old_version", "new_version", "ok"}`.
+//! document `{"command", "env", "path", "fields", "outcome", "old_version", "new_version", "ok",
+//! "readers", "readers_checked", "readers_note"}`.
 
 use serde::Serialize;
 
 use super::{Format, Rendered, Report, View};
+use crate::verify::readers::Readers;
 
 /// The result of a `set` or `rotate`.
 #[derive(Serialize)]
@@ -24,6 +26,9 @@ pub struct ChangeReport {
     pub new_version: Option<u64>,
     /// Always true: a change that failed is a failure, not a report.
     pub ok: bool,
+    /// What reads the value replaced (`readers`, `readers_checked`, `readers_note`).
+    #[serde(flatten)]
+    pub readers: Readers,
 }
 
 impl Report for ChangeReport {

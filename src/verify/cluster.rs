@@ -77,8 +77,13 @@ pub fn wanted(plan: &EnvPlan<'_>, default_namespace: &str) -> Wanted {
 
 /// The kubeconfig context: `--context`, else the first `kube_context` the specs give.
 pub fn context(plan: &EnvPlan<'_>, req: &Request) -> Option<String> {
-    req.context
-        .clone()
+    context_of(plan, req.context.as_deref())
+}
+
+/// The kubeconfig context: `given` (`--context`), else the first `kube_context` the specs give.
+pub fn context_of(plan: &EnvPlan<'_>, given: Option<&str>) -> Option<String> {
+    given
+        .map(str::to_string)
         .or_else(|| plan.specs.iter().find_map(|(_, e)| e.kube_context.clone()))
 }
 

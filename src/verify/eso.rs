@@ -1289,10 +1289,11 @@ async fn push_secret_state(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn es(ready: Option<bool>, refresh: Option<i64>) -> ExternalSecretInfo {
+    /// An ExternalSecret `ns/app` reading three keys of `ask/app` (other modules' tests use it).
+    pub(crate) fn es(ready: Option<bool>, refresh: Option<i64>) -> ExternalSecretInfo {
         let condition = ReadyCondition {
             ready,
             reason: Some("SecretSyncedError".into()),

@@ -15,6 +15,9 @@
 //! The object checks return typed findings ([`findings`]: severity, and each part's enum words
 //! its own), from which their reports' sentence lists are made.
 //!
+//! [`readers`] is not a part: `set` and `rotate` ask it, before they replace a value, which of
+//! the objects the specs list read it.
+//!
 //! [`facts`] carries what the Vault and policy parts found into the cluster checks'
 //! explanations. A new part (the Vault Secrets Operator's objects, Argo CD's Applications) is a
 //! module with its typed report implementing [`Part`], and a line in [`run`] (or, checked in the
@@ -26,6 +29,7 @@ pub mod eso;
 pub mod facts;
 pub mod findings;
 pub mod grants;
+pub mod readers;
 pub mod store;
 pub mod values;
 pub mod vso;

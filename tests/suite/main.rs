@@ -33,6 +33,7 @@ mod policy_eval;
 mod policy_merge;
 mod project;
 mod provided;
+mod readers;
 mod rotation;
 mod seeder_policy;
 mod set_hints;

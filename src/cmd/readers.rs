@@ -1,0 +1,103 @@
+//! Before `set --force` or `rotate` replaces a real value: name on stderr what reads it
+//! ([`crate::verify::readers`]), from the cluster as `verify` finds it. Whatever the cluster
+//! answers, or fails to, the command goes on to write: a rotation never depends on the cluster.
+
+use crate::cli::{GlobalArgs, ReadersArgs};
+use crate::kube::EsoCluster;
+use crate::order::findings::Severity;
+use crate::report::{self, Style};
+use crate::spec::Target;
+use crate::text::for_terminal;
+use crate::vault::Present;
+use crate::verify::cluster;
+use crate::verify::readers::{self, Readers};
+
+/// Find and say the readers of `fields` of `t` in environment `env`; their record for the
+/// report.
+pub(super) async fn before_replace(
+    g: &GlobalArgs,
+    args: &ReadersArgs,
+    env: &str,
+    t: &Target,
+    fields: &[String],
+) -> Readers {
+    let found = if args.skip_kube {
+        Readers::not_checked("--skip-kube: the cluster was not asked".into())
+    } else {
+        look(g, args, env, t, fields)
+            .await
+            .unwrap_or_else(Readers::not_checked)
+    };
+    let style = Style::stderr(g.color);
+    let path = t.full_path();
+    for f in found.findings(&path, env) {
+        match f.severity() {
+            Severity::Note => report::say(&format!("{}: {}", style.help("note"), f.message())),
+            _ => report::warn(&style, &f.message()),
+        }
+    }
+    found
+}
+
+/// [`before_replace`] for `rotate` of `fields`, when one of them holds a value in `current`;
+/// else nothing is replaced and the cluster is not asked.
+pub(super) async fn before_rotate(
+    g: &GlobalArgs,
+    args: &ReadersArgs,
+    env: &str,
+    t: &Target,
+    fields: &[String],
+    current: &Present,
+) -> Readers {
+    if fields.iter().any(|f| current.fields.contains_key(f)) {
+        before_replace(g, args, env, t, fields).await
+    } else {
+        Readers::default()
+    }
+}
+
+/// The readers, or why the cluster cannot tell. The specs are loaded again for their `[eso]`
+/// and `[vso]` lists, which the command's session does not keep (a second load of a few spec
+/// files, paid only before a replacement).
+async fn look(
+    g: &GlobalArgs,
+    args: &ReadersArgs,
+    env: &str,
+    t: &Target,
+    fields: &[String],
+) -> Result<Readers, String> {
+    let mut set = super::load_specs(g).map_err(|e| format!("the specs: {}", e.message))?;
+    let plan = set
+        .plan_without_secrets(env, &[])
+        .map_err(|e| format!("the specs: {e}"))?;
+    // Nothing listed, nothing to ask: no request goes to the cluster.
+    let listed = cluster::wanted(&plan, "");
+    if listed.external_secrets.is_empty() && listed.static_secrets.is_empty() {
+        return Err("the specs list no ExternalSecret (`[eso] external_secrets`) or VaultStaticSecret (`[vso] static_secrets`)".into());
+    }
+    let context = cluster::context_of(&plan, args.context.as_deref());
+    let kubeconfig = args.kubeconfig.as_deref();
+    if let Ok(Some(p)) = EsoCluster::preflight(kubeconfig, context.as_deref()).await {
+        if p.skip_tls_verify {
+            report::warn(
+                &Style::stderr(g.color),
+                &format!(
+                    "TLS verification of the Kubernetes API at `{}` is off (insecure-skip-tls-verify in the kubeconfig): anyone on the path can read the cluster credentials",
+                    for_terminal(&p.server)
+                ),
+            );
+        }
+    }
+    let kube = EsoCluster::connect(kubeconfig, context.as_deref())
+        .await
+        .map_err(|e| e.to_string())?;
+    let wanted = cluster::wanted(&plan, kube.default_namespace());
+    Ok(readers::find(
+        &kube,
+        &wanted.external_secrets,
+        &wanted.static_secrets,
+        t,
+        fields,
+    )
+    .await)
+}

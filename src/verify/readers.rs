@@ -1,0 +1,392 @@
+//! Who reads a value that `set --force` or `rotate` is about to replace: the ExternalSecrets
+//! and VaultStaticSecrets the specs list that map the secret's path, found with `verify`'s own
+//! matchers ([`super::eso::target_of_key`], [`super::vso::target_of_vss`]). Replacing the Fernet
+//! key or a salt silently breaks what reads it; the person sees the readers before the write.
+//!
+//! The cluster only informs: when it cannot tell (no kubeconfig, unreachable, forbidden, a CRD
+//! missing), the readers are "not checked" and the write still goes ahead. Wording and
+//! severity live in [`ReaderFinding`].
+
+use serde::Serialize;
+
+use super::eso;
+use super::vso;
+use crate::kube::{DataFrom, EsoCluster, ExternalSecretInfo, VaultStaticSecretInfo};
+use crate::order::findings::Severity;
+use crate::spec::Target;
+use crate::text;
+
+/// One object that reads (or may read) the secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reader {
+    /// `ExternalSecret` or `VaultStaticSecret`.
+    pub kind: &'static str,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// The Vault field it reads; `None`: every field.
+    pub field: Option<String>,
+    /// The key of the target Secret it writes the value to (an ExternalSecret's `secretKey`).
+    pub secret_key: Option<String>,
+    /// The Secret it writes.
+    pub secret: Option<String>,
+    /// How it reads: `remoteRef`, `dataFrom.extract`, `dataFrom.find`, `spec.path`.
+    pub via: &'static str,
+    /// The KV version it is pinned to (`remoteRef.version`, `spec.version`): it keeps serving
+    /// that version, never the new one.
+    pub pinned_version: Option<String>,
+    /// False when vault-seed cannot tell whether it reads this path (`dataFrom.find`).
+    pub certain: bool,
+}
+
+/// What was found of the secret's readers: `-o json`'s `readers`, `readers_checked` and
+/// `readers_note` of `set` and `rotate`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Readers {
+    /// The objects that read the secret's path (those found before a failure too).
+    pub readers: Vec<Reader>,
+    /// Every ExternalSecret and VaultStaticSecret the specs list was read.
+    pub readers_checked: bool,
+    /// Why they were not checked; `None` when they were.
+    pub readers_note: Option<String>,
+    /// How many ExternalSecrets and VaultStaticSecrets the specs list.
+    #[serde(skip)]
+    listed: (usize, usize),
+}
+
+impl Default for Readers {
+    /// No real value is replaced (a first write, a placeholder filled, an unchanged value): the
+    /// readers are not asked about.
+    fn default() -> Readers {
+        Readers::not_checked("no real value is replaced".into())
+    }
+}
+
+impl Readers {
+    /// Not checked, for `reason`.
+    pub fn not_checked(reason: String) -> Readers {
+        Readers {
+            readers: Vec::new(),
+            readers_checked: false,
+            readers_note: Some(reason),
+            listed: (0, 0),
+        }
+    }
+
+    /// What to say before the write of `path` in environment `env`, in order.
+    pub fn findings<'a>(&'a self, path: &'a str, env: &'a str) -> Vec<ReaderFinding<'a>> {
+        let mut found = Vec::new();
+        for r in &self.readers {
+            found.push(if r.certain {
+                ReaderFinding::Reads(r)
+            } else {
+                ReaderFinding::MayRead(r)
+            });
+            if r.pinned_version.is_some() {
+                found.push(ReaderFinding::Pinned(r));
+            }
+        }
+        if !self.readers.is_empty() {
+            found.push(ReaderFinding::Refresh { env });
+        }
+        match &self.readers_note {
+            Some(reason) => found.push(ReaderFinding::NotChecked { reason }),
+            None if self.readers.is_empty() => found.push(ReaderFinding::NoReader {
+                path,
+                external_secrets: self.listed.0,
+                static_secrets: self.listed.1,
+            }),
+            None => {}
+        }
+        found
+    }
+}
+
+/// A sentence said before the write.
+#[derive(Debug)]
+pub enum ReaderFinding<'a> {
+    /// It reads the secret.
+    Reads(&'a Reader),
+    /// It may read the secret; vault-seed cannot tell.
+    MayRead(&'a Reader),
+    /// It is pinned to a version: it keeps serving the old value.
+    Pinned(&'a Reader),
+    /// The readers take the new value at their next sync.
+    Refresh {
+        /// The environment.
+        env: &'a str,
+    },
+    /// None of the objects the specs list maps the path.
+    NoReader {
+        /// The secret's full path.
+        path: &'a str,
+        /// How many ExternalSecrets the specs list.
+        external_secrets: usize,
+        /// How many VaultStaticSecrets.
+        static_secrets: usize,
+    },
+    /// The cluster could not tell.
+    NotChecked {
+        /// Why.
+        reason: &'a str,
+    },
+}
+
+impl ReaderFinding<'_> {
+    /// How it counts: a warning when the new value may not reach a reader, or nobody knows.
+    pub fn severity(&self) -> Severity {
+        match self {
+            ReaderFinding::Reads(_) | ReaderFinding::Refresh { .. } => Severity::Note,
+            ReaderFinding::NoReader { .. } => Severity::Note,
+            ReaderFinding::MayRead(_)
+            | ReaderFinding::Pinned(_)
+            | ReaderFinding::NotChecked { .. } => Severity::Warning,
+        }
+    }
+
+    /// The sentence, safe for a terminal (cluster text quoted).
+    pub fn message(&self) -> String {
+        let q = |s: &str| text::quoted(s);
+        let object = |r: &Reader| format!("{} `{}/{}`", r.kind, q(&r.namespace), q(&r.name));
+        match self {
+            ReaderFinding::Reads(r) => {
+                let from = match &r.field {
+                    Some(f) => format!("field `{}`", q(f)),
+                    None if r.secret_key.is_some() => "every field, as JSON,".to_string(),
+                    None => "every field".to_string(),
+                };
+                let to = match (&r.secret_key, &r.secret) {
+                    (Some(k), Some(s)) => format!("key `{}` of Secret `{}`", q(k), q(s)),
+                    (Some(k), None) => format!("key `{}`", q(k)),
+                    (None, Some(s)) => format!("Secret `{}`", q(s)),
+                    (None, None) => "its Secret".to_string(),
+                };
+                format!("read by {} ({from} -> {to}, {})", object(r), r.via)
+            }
+            ReaderFinding::MayRead(r) => format!(
+                "{} may read it: its `{}` chooses paths by name or tags, which vault-seed does not judge",
+                object(r),
+                r.via
+            ),
+            ReaderFinding::Pinned(r) => format!(
+                "{} is pinned to version {} (`{}`): it will keep serving the old value, not the new one",
+                object(r),
+                q(r.pinned_version.as_deref().unwrap_or_default()),
+                if r.kind == VSS { "spec.version" } else { "remoteRef.version" }
+            ),
+            ReaderFinding::Refresh { env } => format!(
+                "they take the new value at their next sync; `vault-seed verify {env} --force-sync` asks now"
+            ),
+            ReaderFinding::NoReader {
+                path,
+                external_secrets,
+                static_secrets,
+            } => format!(
+                "no reader: none of the {external_secrets} ExternalSecret(s) and {static_secrets} VaultStaticSecret(s) the specs list maps `{path}`"
+            ),
+            ReaderFinding::NotChecked { reason } => {
+                format!("readers not checked: {}", text::for_terminal(reason))
+            }
+        }
+    }
+}
+
+const ES: &str = "ExternalSecret";
+const VSS: &str = "VaultStaticSecret";
+
+/// The readers of `fields` of `t` among the ExternalSecrets and VaultStaticSecrets `wanted`
+/// (`(namespace, name)` each, as [`super::cluster::wanted`] resolves them). A failure to read
+/// one stops the look: the readers found so far are kept, and the whole is not checked.
+pub async fn find(
+    cluster: &EsoCluster,
+    external_secrets: &[(String, String)],
+    static_secrets: &[(String, String)],
+    t: &Target,
+    fields: &[String],
+) -> Readers {
+    let mut found = Readers {
+        readers: Vec::new(),
+        readers_checked: true,
+        readers_note: None,
+        listed: (external_secrets.len(), static_secrets.len()),
+    };
+    let failed = |mut found: Readers, e: crate::kube::KubeError| {
+        found.readers_checked = false;
+        found.readers_note = Some(text::cap(&e.to_string()).into_owned());
+        found
+    };
+    for (ns, name) in external_secrets {
+        match cluster.external_secret(ns, name).await {
+            Ok(Some(es)) => found.readers.extend(eso_readers(&es, t, fields)),
+            Ok(None) => {}
+            Err(e) => return failed(found, e),
+        }
+    }
+    for (ns, name) in static_secrets {
+        match cluster.vault_static_secret(ns, name).await {
+            Ok(Some(v)) => found.readers.extend(vso_reader(&v, t)),
+            Ok(None) => {}
+            Err(e) => return failed(found, e),
+        }
+    }
+    found
+}
+
+/// What of `fields` of `t` an ExternalSecret reads: each `data` entry whose remoteRef maps the
+/// path (a property among `fields`, or the whole secret), each `dataFrom.extract` of the path,
+/// and each `dataFrom.find`, which may.
+fn eso_readers(es: &ExternalSecretInfo, t: &Target, fields: &[String]) -> Vec<Reader> {
+    let only = std::slice::from_ref(t);
+    let reads = |property: &Option<String>| property.as_ref().is_none_or(|p| fields.contains(p));
+    let reader =
+        |field: Option<&String>, secret_key, via, version: Option<&String>, certain| Reader {
+            kind: ES,
+            namespace: es.namespace.clone(),
+            name: es.name.clone(),
+            field: field.map(|f| text::cap(f).into_owned()),
+            secret_key,
+            secret: Some(text::cap(&es.target_secret).into_owned()),
+            via,
+            pinned_version: version.map(|v| text::cap(v).into_owned()),
+            certain,
+        };
+    let mut found = Vec::new();
+    for r in &es.data {
+        if eso::target_of_key(only, &r.key).is_some() && reads(&r.property) {
+            let key = Some(text::cap(&r.secret_key).into_owned());
+            found.push(reader(
+                r.property.as_ref(),
+                key,
+                "remoteRef",
+                r.version.as_ref(),
+                true,
+            ));
+        }
+    }
+    for d in &es.data_from {
+        match d {
+            DataFrom::Extract { reference: r, .. }
+                if eso::target_of_key(only, &r.key).is_some() && reads(&r.property) =>
+            {
+                found.push(reader(
+                    r.property.as_ref(),
+                    None,
+                    "dataFrom.extract",
+                    r.version.as_ref(),
+                    true,
+                ));
+            }
+            DataFrom::Find => found.push(reader(None, None, "dataFrom.find", None, false)),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// A VaultStaticSecret reads every field of the one path it names.
+fn vso_reader(v: &VaultStaticSecretInfo, t: &Target) -> Option<Reader> {
+    vso::target_of_vss(std::slice::from_ref(t), v)?;
+    Some(Reader {
+        kind: VSS,
+        namespace: v.namespace.clone(),
+        name: v.name.clone(),
+        field: None,
+        secret_key: None,
+        secret: Some(text::cap(&v.destination).into_owned()).filter(|d| !d.is_empty()),
+        via: "spec.path",
+        pinned_version: v.pinned_version.map(|p| p.to_string()),
+        certain: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::RemoteRef;
+
+    fn remote(key: &str, property: Option<&str>, version: Option<&str>) -> RemoteRef {
+        RemoteRef {
+            secret_key: "KEY".into(),
+            key: key.into(),
+            property: property.map(str::to_string),
+            version: version.map(str::to_string),
+            decoding: None,
+        }
+    }
+
+    /// Each reader is named (a pin and a `find` are warnings); none found among what the specs
+    /// list says so; not checked says why, never "no reader".
+    #[test]
+    fn what_is_said_before_the_write() {
+        let t = crate::replace::tests::target("app", "SALT", &["password"]);
+        let mut es = crate::verify::eso::tests::es(Some(true), None);
+        es.data = vec![remote("app/dev/SALT", Some("password"), Some("2"))];
+        es.data_from = vec![DataFrom::Find];
+        let readers = Readers {
+            readers: eso_readers(&es, &t, &["password".to_string()]),
+            readers_checked: true,
+            readers_note: None,
+            listed: (1, 0),
+        };
+        let said = |r: &Readers| -> Vec<(Severity, String)> {
+            r.findings("secret/app/dev/SALT", "dev")
+                .iter()
+                .map(|f| (f.severity(), f.message()))
+                .collect()
+        };
+        let lines = said(&readers);
+        let severities: Vec<Severity> = lines.iter().map(|(s, _)| *s).collect();
+        assert_eq!(
+            severities,
+            [
+                Severity::Note,
+                Severity::Warning,
+                Severity::Warning,
+                Severity::Note
+            ],
+            "{lines:?}"
+        );
+        assert!(lines[1]
+            .1
+            .contains("pinned to version 2 (`remoteRef.version`)"));
+        assert!(lines[2]
+            .1
+            .starts_with("ExternalSecret `ns/app` may read it"));
+        let none = Readers {
+            readers: Vec::new(),
+            ..readers.clone()
+        };
+        assert_eq!(
+            said(&none),
+            [(Severity::Note, "no reader: none of the 1 ExternalSecret(s) and 0 VaultStaticSecret(s) the specs list maps `secret/app/dev/SALT`".to_string())]
+        );
+        assert_eq!(
+            said(&Readers::not_checked("forbidden".into())),
+            [(
+                Severity::Warning,
+                "readers not checked: forbidden".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn an_external_secret_reads_the_fields_replaced_of_its_path_only() {
+        let t = crate::replace::tests::target("app", "SALT", &["password", "note"]);
+        let mut es = crate::verify::eso::tests::es(Some(true), None);
+        es.data = vec![
+            remote("app/dev/SALT", Some("password"), None),
+            remote("secret/app/dev/SALT", Some("note"), Some("3")),
+            remote("app/dev/OTHER", Some("password"), None),
+            remote("app/dev/SALT", None, None),
+        ];
+        let fields = ["password".to_string()];
+        let found = eso_readers(&es, &t, &fields);
+        let shown: Vec<_> = found
+            .iter()
+            .map(|r| (r.field.as_deref(), r.pinned_version.as_deref()))
+            .collect();
+        // The note field is not replaced; OTHER is another path; no property reads it all.
+        assert_eq!(shown, [(Some("password"), None), (None, None)]);
+    }
+}

@@ -1,0 +1,352 @@
+//! `rotate` and `set --force` name what reads a value before they replace it: the
+//! ExternalSecrets and VaultStaticSecrets the spec lists that map its path, read from the fake
+//! Kubernetes API server by the real kube-rs client, the value in a real OpenBao. A cluster that
+//! cannot tell never stops the write.
+
+use crate::common;
+
+use common::fake_kube::{external_secret, kubeconfig_yaml, vso_fixture, FakeKube};
+use common::{has, spec_dir, OpenBao, Out, Run};
+use serde_json::{json, Value};
+
+const FERNET: &str = "ask/core-service/auh1-dev/SECURITY__MASTER_ENCRYPTION_KEY";
+const SALT: &str = "ask/core-service/auh1-dev/SECURITY__API_KEY_SALT";
+
+/// The runbook's shape: one ExternalSecret and one VaultStaticSecret read the Fernet key, one
+/// of each reads the salt; a placeholder a person fills in.
+const SPEC: &str = r#"
+name = "core-service"
+[vault]
+mount = "secret"
+path = "ask/core-service/{env}"
+[environments.auh1-dev]
+kube_namespace = "ask"
+[eso]
+external_secrets = ["core-service-secret", "salt-secret"]
+[vso]
+static_secrets = ["fernet-key", "salt"]
+auth_mount = "kubernetes"
+auth_role = "ask-core-service"
+[secrets.SECURITY__MASTER_ENCRYPTION_KEY]
+description = "Fernet key"
+fields.password = { generator = "fernet", rotation = "replace" }
+[secrets.SECURITY__API_KEY_SALT]
+description = "salt"
+fields.password = { generator = "hex32" }
+[secrets.IAM_SERVICE__PAT]
+description = "PAT"
+fields.value = { generator = "placeholder" }
+"#;
+
+/// Rotate the Fernet key, JSON on stdout.
+const ROTATE: &[&str] = &[
+    "rotate",
+    "auh1-dev",
+    "SECURITY__MASTER_ENCRYPTION_KEY",
+    "--yes",
+    "-o",
+    "json",
+];
+
+struct World {
+    bao: OpenBao,
+    specs: tempfile::TempDir,
+    kube: FakeKube,
+}
+
+/// OpenBao with the spec applied; a cluster holding the four readers.
+fn world() -> World {
+    let bao = OpenBao::dev();
+    let specs = spec_dir(SPEC);
+    Run::new(&bao)
+        .specs(specs.path())
+        .args(["apply", "auh1-dev"])
+        .output()
+        .expect_code(0);
+    let kube = FakeKube::start();
+    kube.put(external_secret(
+        "ask",
+        "core-service-secret",
+        &[("SECURITY__MASTER_ENCRYPTION_KEY", FERNET, Some("password"))],
+    ));
+    kube.put(external_secret(
+        "ask",
+        "salt-secret",
+        &[("SECURITY__API_KEY_SALT", SALT, Some("password"))],
+    ));
+    kube.put(vss("fernet-key", FERNET, None));
+    kube.put(vss("salt", SALT, None));
+    World { bao, specs, kube }
+}
+
+/// A VaultStaticSecret `ask/<name>` reading `path` on `secret`, pinned to `version` if given.
+fn vss(name: &str, path: &str, version: Option<u64>) -> Value {
+    let mut obj = vso_fixture("vaultstaticsecret-synced.yaml").remove(0);
+    obj["metadata"]["name"] = json!(name);
+    obj["spec"]["path"] = json!(path);
+    obj["spec"]["destination"]["name"] = json!(name);
+    if let Some(v) = version {
+        obj["spec"]["version"] = json!(v);
+    }
+    obj
+}
+
+impl World {
+    /// `vault-seed <args>` against this Vault and cluster.
+    fn run(&self, args: &[&str]) -> Run {
+        Run::new(&self.bao)
+            .specs(self.specs.path())
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(self.kube.kubeconfig())
+    }
+
+    fn version(&self, path: &str) -> u64 {
+        self.bao.kv_get("secret", path).unwrap().1
+    }
+
+    /// Every value of the environment, the Vault token and the cluster's bearer token.
+    fn secrets(&self) -> Vec<String> {
+        let mut all = vec![self.bao.token.clone(), self.kube.token.clone()];
+        for path in [FERNET, SALT] {
+            let (data, _) = self.bao.kv_get("secret", path).unwrap();
+            all.extend(data.values().filter_map(|v| v.as_str()).map(str::to_string));
+        }
+        all
+    }
+}
+
+fn readers_named(doc: &Value) -> Vec<String> {
+    doc["readers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no readers in {doc:#}"))
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}/{}",
+                r["kind"].as_str().unwrap(),
+                r["namespace"].as_str().unwrap(),
+                r["name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// Rotating the Fernet key names, before the write, the ExternalSecret and the
+/// VaultStaticSecret that map its path (with the field and key); those reading the salt are not
+/// named. The JSON document carries them.
+#[test]
+fn rotate_names_the_objects_that_map_the_path_and_only_those() {
+    let w = world();
+    let out = w.run(ROTATE).output().expect_code(0);
+    let err = out.stderr_text();
+    has(
+        &err,
+        "read by ExternalSecret `ask/core-service-secret` (field `password` -> key `SECURITY__MASTER_ENCRYPTION_KEY` of Secret `core-service-secret`, remoteRef)",
+    );
+    has(
+        &err,
+        "read by VaultStaticSecret `ask/fernet-key` (every field -> Secret `fernet-key`, spec.path)",
+    );
+    has(&err, "`vault-seed verify auh1-dev --force-sync` asks now");
+    assert!(
+        !err.contains("salt-secret") && !err.contains("`ask/salt`"),
+        "a reader of another path is named:\n{err}"
+    );
+    assert_eq!(w.version(FERNET), 2, "the rotation was written");
+    let doc = out.json();
+    assert_eq!(doc["readers_checked"], true);
+    assert_eq!(doc["readers_note"], Value::Null);
+    assert_eq!(
+        readers_named(&doc),
+        [
+            "ExternalSecret ask/core-service-secret",
+            "VaultStaticSecret ask/fernet-key"
+        ]
+    );
+    let es = &doc["readers"][0];
+    assert_eq!(
+        (&es["field"], &es["secret_key"], &es["pinned_version"]),
+        (
+            &json!("password"),
+            &json!("SECURITY__MASTER_ENCRYPTION_KEY"),
+            &Value::Null
+        )
+    );
+    assert_eq!(
+        doc["readers"][1]["field"],
+        Value::Null,
+        "VSO reads every field"
+    );
+}
+
+/// `set --force` of a real value names its readers; filling a placeholder replaces no real
+/// value and asks the cluster nothing.
+#[test]
+fn set_force_names_the_readers_and_filling_a_placeholder_asks_no_cluster() {
+    let w = world();
+    let out = w
+        .run(&["set", "auh1-dev", "SECURITY__API_KEY_SALT", "--force"])
+        .stdin("ab".repeat(32))
+        .output()
+        .expect_code(0);
+    has(
+        &out.stderr_text(),
+        "read by ExternalSecret `ask/salt-secret` (field `password` -> key `SECURITY__API_KEY_SALT`",
+    );
+    has(&out.stderr_text(), "read by VaultStaticSecret `ask/salt`");
+    assert_eq!(w.version(SALT), 2);
+    let asked = w.kube.requests().len();
+    assert!(asked > 0);
+    let doc = w
+        .run(&["set", "auh1-dev", "IAM_SERVICE__PAT", "-o", "json"])
+        .stdin("a-pat-made-by-a-person")
+        .output()
+        .expect_code(0)
+        .json();
+    assert_eq!(doc["outcome"], "replaced-placeholder");
+    assert_eq!(doc["readers_checked"], false);
+    assert_eq!(doc["readers_note"], "no real value is replaced");
+    assert_eq!(w.kube.requests().len(), asked, "the cluster was asked");
+}
+
+/// An unreachable cluster, RBAC that forbids reading ExternalSecrets, VSO's CRDs missing: the
+/// readers are "not checked", with the reason, and the rotation is written all the same.
+#[test]
+fn a_cluster_that_cannot_tell_is_said_and_the_write_goes_ahead() {
+    let w = world();
+    let closed = tempfile::tempdir().unwrap();
+    let config = closed.path().join("kubeconfig");
+    let server = format!("http://127.0.0.1:{}", common::free_port());
+    std::fs::write(&config, kubeconfig_yaml(&server, "t0ken-unused", "fake")).unwrap();
+    let out = Run::new(&w.bao)
+        .specs(w.specs.path())
+        .args(ROTATE)
+        .arg("--kubeconfig")
+        .arg(&config)
+        .output()
+        .expect_code(0);
+    has(
+        &out.stderr_text(),
+        "readers not checked: cannot reach the Kubernetes API",
+    );
+    let doc = out.json();
+    assert_eq!(doc["outcome"], "rotated");
+    assert_eq!(doc["readers_checked"], false);
+    has(
+        doc["readers_note"].as_str().unwrap(),
+        "cannot reach the Kubernetes API",
+    );
+    assert_eq!(w.version(FERNET), 2);
+
+    w.kube.deny("externalsecrets");
+    let doc = w.run(ROTATE).output().expect_code(0).json();
+    assert_eq!(doc["readers_checked"], false);
+    has(doc["readers_note"].as_str().unwrap(), "forbidden");
+    assert_eq!(w.version(FERNET), 3);
+
+    let other = world();
+    other.kube.without_vso();
+    let out = other.run(ROTATE).output().expect_code(0);
+    has(
+        &out.stderr_text(),
+        "readers not checked: the cluster serves no `VaultStaticSecret`",
+    );
+    let doc = out.json();
+    // The ExternalSecret read before VSO's kind failed is still named.
+    assert_eq!(
+        readers_named(&doc),
+        ["ExternalSecret ask/core-service-secret"]
+    );
+    assert_eq!(doc["readers_checked"], false);
+    assert_eq!(other.version(FERNET), 2);
+}
+
+/// `--skip-kube` sends nothing to the cluster, though a kubeconfig is given.
+#[test]
+fn skip_kube_sends_nothing_to_the_cluster() {
+    let w = world();
+    let out = w.run(ROTATE).arg("--skip-kube").output().expect_code(0);
+    assert_eq!(w.kube.requests(), [], "the cluster was asked");
+    has(&out.stderr_text(), "readers not checked: --skip-kube");
+    let doc = out.json();
+    assert_eq!(
+        (&doc["readers_checked"], &doc["readers"]),
+        (&json!(false), &json!([]))
+    );
+    assert_eq!(w.version(FERNET), 2);
+    w.run(&[
+        "set",
+        "auh1-dev",
+        "SECURITY__API_KEY_SALT",
+        "--force",
+        "--skip-kube",
+    ])
+    .stdin("cd".repeat(32))
+    .output()
+    .expect_code(0);
+    assert_eq!(w.kube.requests(), [], "the cluster was asked");
+    assert_eq!(w.version(SALT), 2);
+}
+
+/// A reader pinned to a version (`remoteRef.version`, `spec.version`) keeps serving the old
+/// value: said as a warning, and in JSON.
+#[test]
+fn a_reader_pinned_to_a_version_is_flagged() {
+    let w = world();
+    let mut es = external_secret(
+        "ask",
+        "core-service-secret",
+        &[("SECURITY__MASTER_ENCRYPTION_KEY", FERNET, Some("password"))],
+    );
+    es.0["spec"]["data"][0]["remoteRef"]["version"] = json!("1");
+    w.kube.put(es);
+    w.kube.put(vss("fernet-key", FERNET, Some(1)));
+    let out = w.run(ROTATE).output().expect_code(0);
+    let err = out.stderr_text();
+    has(
+        &err,
+        "warning: ExternalSecret `ask/core-service-secret` is pinned to version 1 (`remoteRef.version`): it will keep serving the old value",
+    );
+    has(
+        &err,
+        "warning: VaultStaticSecret `ask/fernet-key` is pinned to version 1 (`spec.version`)",
+    );
+    let doc = out.json();
+    let pins: Vec<&Value> = doc["readers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["pinned_version"])
+        .collect();
+    assert_eq!(pins, [&json!("1"), &json!("1")]);
+}
+
+/// At trace level (vault-seed's and kube-rs' logs), no value, old or new, and no token shows.
+#[test]
+fn no_value_or_token_in_any_output_at_trace_level() {
+    let w = world();
+    let before = w.secrets();
+    let rotate = w
+        .run(ROTATE)
+        .env("RUST_LOG", "trace")
+        .output()
+        .expect_code(0);
+    let set = w
+        .run(&["set", "auh1-dev", "SECURITY__API_KEY_SALT", "--force"])
+        .env("RUST_LOG", "trace")
+        .stdin("ef".repeat(32))
+        .output()
+        .expect_code(0);
+    let outs: [Out; 2] = [rotate, set];
+    let mut secrets = before;
+    secrets.extend(w.secrets());
+    for out in &outs {
+        let all = out.all_text();
+        has(&all, "read by ExternalSecret");
+        has(&all, "vault_seed::kube");
+        for s in &secrets {
+            assert!(!all.contains(s.as_str()), "a secret appears in the output");
+        }
+    }
+}
