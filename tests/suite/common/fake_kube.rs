@@ -5,6 +5,9 @@
 //! field selector), core/v1 Secrets, ConfigMaps and Events with field selectors, JSON merge
 //! patches on ExternalSecrets and VaultStaticSecrets, Argo CD's `argoproj.io/v1alpha1`
 //! Applications) and answers 404 with a real `Status` object for anything it does not serve.
+//! It refuses what a real API server refuses (`docs/development.md`, "What the fake Kubernetes
+//! API enforces"): unsupported field selectors, RBAC denials in the server's words, groups whose
+//! CRDs are not installed; and it can shed load (429) or fail PATCHes in a webhook (500).
 //! Objects are plain JSON shaped like `tests/fixtures/eso/`, `tests/fixtures/vso/` and
 //! `tests/fixtures/argocd/`; the helpers below build or load them.
 //! [`FakeKube::start`] writes a real kubeconfig (bearer token, context `fake`) that the client
