@@ -1,5 +1,6 @@
 //! `verify`'s report: each part's verdict and what to do, or the JSON document
-//! `{"command": "verify", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes"}`.
+//! `{"command": "verify", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes",
+//! "checked", "not_checked"}`.
 
 use std::fmt::Write;
 use std::io;
@@ -84,15 +85,40 @@ fn text(out: &mut dyn io::Write, style: &Style, v: &Verification, verbose: bool)
     }
     let _ = writeln!(
         rest,
-        "verify {}: {}",
+        "verify {}: {} ({})",
         v.env,
         if v.ok {
             style.ok("done")
         } else {
             style.error("NOT done")
-        }
+        },
+        coverage(v)
     );
     out.write_all(rest.as_bytes())
+}
+
+/// What the verdict is about: `vault, policy checked; not checked: kube, argocd (--skip-kube)`,
+/// the parts left out for the same reason named together.
+fn coverage(v: &Verification) -> String {
+    let mut s = if v.checked.is_empty() {
+        "nothing checked".to_string()
+    } else {
+        format!("{} checked", v.checked.join(", "))
+    };
+    let mut left = v.not_checked.iter().peekable();
+    if left.peek().is_some() {
+        s.push_str("; not checked: ");
+    }
+    let mut groups = Vec::new();
+    while let Some(first) = left.next() {
+        let mut parts = vec![first.part];
+        while let Some(next) = left.next_if(|n| n.why == first.why) {
+            parts.push(next.part);
+        }
+        groups.push(format!("{} ({})", parts.join(", "), first.why));
+    }
+    s.push_str(&groups.join("; "));
+    s
 }
 
 fn mark(style: &Style, ok: bool) -> String {
@@ -155,6 +181,9 @@ fn values(out: &mut dyn io::Write, style: &Style, env: &str, v: &ValuesPart) -> 
             row.path,
             row.field
         )?;
+    }
+    for n in &v.notes {
+        writeln!(out, "       {}: {}", style.help("note"), t(n))?;
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ mod common;
 
 mod apply;
 mod argocd;
+mod audit;
 mod change;
 mod cli;
 mod deploy;
@@ -31,6 +32,7 @@ mod policy_eval;
 mod policy_merge;
 mod project;
 mod provided;
+mod rotation;
 mod seeder_policy;
 mod set_hints;
 mod spec_props;

@@ -193,7 +193,7 @@ fn round(bao: &OpenBao, login: &std::path::Path, policy: &str) -> Round {
     runs.push(("set", out.code(), out.all_text()));
     let out = seed()
         .token(&token)
-        .args(["rotate", ENV, "SECURITY__API_KEY_SALT", "--yes"])
+        .args(["rotate", ENV, "APP__CORE_SERVICES_MACHINE_TOKEN", "--yes"])
         .output();
     runs.push(("rotate", out.code(), out.all_text()));
     let metadata = SECRETS.iter().all(|name| {
