@@ -931,9 +931,12 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
                     "the server could not find the requested resource",
                 ));
             }
-            Some((
-                200,
-                list_in(st, plural, ns, &format!("{VSO_GROUP}/v1beta1")),
+            Some(list_in(
+                st,
+                plural,
+                ns,
+                &format!("{VSO_GROUP}/v1beta1"),
+                &req.query,
             ))
         }
         ["apis", ESO_GROUP, version, "namespaces", ns, plural] if get => {
@@ -942,28 +945,40 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
                     "the server could not find the requested resource",
                 ));
             }
-            Some((
-                200,
-                list_in(st, plural, ns, &format!("{ESO_GROUP}/{version}")),
+            Some(list_in(
+                st,
+                plural,
+                ns,
+                &format!("{ESO_GROUP}/{version}"),
+                &req.query,
             ))
         }
         _ => None,
     }
 }
 
-/// Every stored object of `plural` in namespace `ns`, as a list (`audit` lists them).
-fn list_in(st: &State, plural: &str, ns: &str, api_version: &str) -> Value {
+/// Every stored object of `plural` in namespace `ns` that the `fieldSelector` matches, as a
+/// list (`audit` lists them); 400 for a selector the server refuses.
+fn list_in(st: &State, plural: &str, ns: &str, api_version: &str, query: &str) -> (u16, Value) {
+    let selector = match field_selector(plural, query) {
+        Ok(s) => s,
+        Err(refused) => return refused,
+    };
     let items: Vec<Value> = st
         .objects
         .iter()
         .filter(|((p, n, _), _)| p == plural && n.as_deref() == Some(ns))
         .map(|(_, o)| o.clone())
+        .filter(|o| field_selector_matches(o, &selector))
         .collect();
-    json!({
-        "kind": "List", "apiVersion": api_version,
-        "metadata": {"resourceVersion": st.resource_version.to_string()},
-        "items": items,
-    })
+    (
+        200,
+        json!({
+            "kind": "List", "apiVersion": api_version,
+            "metadata": {"resourceVersion": st.resource_version.to_string()},
+            "items": items,
+        }),
+    )
 }
 
 /// A TokenReview's answer, as the API server gives it (`authentication.k8s.io/v1`, 201).
