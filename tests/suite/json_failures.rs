@@ -264,7 +264,12 @@ fn failures_against_a_server_are_one_document_and_refusals_exit_2() {
     );
     let doc = failure(
         &seed(
-            &["set", "auh1-dev", "SECURITY__API_KEY_SALT", "--force"],
+            &[
+                "set",
+                "auh1-dev",
+                "APP__CORE_SERVICES_MACHINE_TOKEN",
+                "--force",
+            ],
             "not-hex\n",
         ),
         "set",
@@ -279,7 +284,7 @@ fn failures_against_a_server_are_one_document_and_refusals_exit_2() {
     );
     let doc = failure(
         &seed(
-            &["set", "auh1-dev", "SECURITY__API_KEY_SALT"],
+            &["set", "auh1-dev", "APP__CORE_SERVICES_MACHINE_TOKEN"],
             &"ab".repeat(32),
         ),
         "set",

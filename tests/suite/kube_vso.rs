@@ -78,19 +78,7 @@ fn world(seed: bool, policy: &str) -> World {
             .output()
             .expect_code(0);
     }
-    bao.put_policy("vso-ask", policy);
-    let (s, b) = bao.api(
-        "POST",
-        "sys/auth/kubernetes",
-        Some(&json!({ "type": "kubernetes" })),
-    );
-    assert!(s == 204 || s == 200, "{b}");
-    let (s, b) = bao.api(
-        "POST",
-        "auth/kubernetes/role/ask-core-service",
-        Some(&json!({ "bound_service_account_names": ["vso-auth"], "bound_service_account_namespaces": ["ask"], "token_policies": ["vso-ask"] })),
-    );
-    assert!(s == 204 || s == 200, "{b}");
+    bao.vso_role("ask-core-service", policy);
     let kube = FakeKube::start();
     for f in ["vaultauth.yaml", "vaultconnection.yaml"] {
         for obj in vso_fixture(f) {

@@ -6,6 +6,7 @@
 
 mod common;
 
+mod airgap;
 mod apply;
 mod argocd;
 mod audit;

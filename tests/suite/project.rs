@@ -404,6 +404,45 @@ fn scripts_find_the_binary_where_cargo_put_it() {
     );
 }
 
+/// Issue 33: `scripts/demo` ends with `verify auh1-dev: done`, saying that it plays ask-db's part
+/// (the database passwords another application provides) and filling the PAT with `set`; the
+/// verify before that is not done, said beforehand. Run with this test's binary and its `bao`.
+#[test]
+fn the_demo_ends_done_saying_it_plays_ask_dbs_part() {
+    let bao = crate::common::bao_bin();
+    let path = std::env::join_paths(std::iter::once(bao.parent().unwrap().to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(root().join("scripts/demo"))
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", home.path())
+        .env("NO_COLOR", "1")
+        .env("VAULT_SEED_DEMO_BIN", crate::common::run::bin())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{all}");
+    assert_eq!(
+        stdout.lines().last(),
+        Some("verify auh1-dev: done"),
+        "{all}"
+    );
+    let said = |s: &str| {
+        stdout
+            .find(s)
+            .unwrap_or_else(|| panic!("no {s:?} in:\n{all}"))
+    };
+    let not_done = said("verify auh1-dev: NOT done");
+    assert!(said("not done yet: the database passwords ask-db provides are absent") < not_done);
+    let plays = said("the demo plays ask-db's part");
+    let set = said("replaced-placeholder secret/ask/core-service/auh1-dev/IAM_SERVICE__PAT");
+    assert!(not_done < plays && plays < set, "{all}");
+}
+
 /// The integration tests are one binary (`tests/suite/main.rs`, a module per topic): a test
 /// file left outside it would build as a binary of its own (recompiling the harness), and a file
 /// in `tests/suite/` that `main.rs` does not declare would never run at all.
