@@ -83,6 +83,9 @@ pub struct ApplicationInfo {
     pub conditions: Vec<(String, String)>,
     /// `status.resources[]`.
     pub resources: Vec<AppResource>,
+    /// `status.resourceHealthSource`: `appTree` when Argo CD keeps its resources' health out of
+    /// the Application (`controller.resource.health.persist: false`, the default since 3.0).
+    pub resource_health_source: Option<String>,
 }
 
 /// What a lookup of an Application found.
@@ -149,6 +152,8 @@ struct AppStatus {
     conditions: Vec<Condition>,
     #[serde(default)]
     resources: Vec<ResourceStatus>,
+    #[serde(rename = "resourceHealthSource")]
+    resource_health_source: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -237,6 +242,7 @@ impl ApplicationInfo {
         };
         let status = obj.status;
         Ok(ApplicationInfo {
+            resource_health_source: non_empty(status.resource_health_source).map(capped),
             app,
             parent,
             sync: status.sync.and_then(|s| non_empty(s.status)).map(capped),

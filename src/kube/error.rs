@@ -126,6 +126,20 @@ pub enum KubeError {
         message: String,
     },
 
+    /// The API server shed the request (HTTP 429): API Priority and Fairness, or its
+    /// max-in-flight limit. Its body is plain text, not a Status, so there is no message to quote.
+    #[error("the Kubernetes API at `{server}` is overloaded and refused to {verb} `{resource}` `{object}` (429 Too Many Requests)")]
+    Throttled {
+        /// The API server URL.
+        server: String,
+        /// `get`, `list`, `patch`.
+        verb: &'static str,
+        /// The resource, with its group.
+        resource: String,
+        /// `namespace/name`, or the name alone.
+        object: String,
+    },
+
     /// None of the API versions we know for a kind is served: its CRD is not installed.
     #[error("the cluster serves no `{kind}` in `{group}` {}", versions.join(" or "))]
     NotServed {
@@ -226,6 +240,9 @@ impl KubeError {
                 "check with `kubectl auth can-i {verb} {resource}{}`",
                 ns_flag(namespace)
             ),
+            KubeError::Throttled { .. } => {
+                "retry in a moment (`verify --wait 2m` keeps asking); if it persists, the cluster's API server is overloaded".into()
+            }
             KubeError::NotServed { group, .. } if *group == super::VSO_GROUP => {
                 "install the Vault Secrets Operator (its CRDs) or check the context".into()
             }

@@ -691,6 +691,12 @@ impl EsoCluster {
                 object,
                 message,
             },
+            ::kube::Error::Api(ErrorResponse { code: 429, .. }) => KubeError::Throttled {
+                server: self.server.clone(),
+                verb: op.verb,
+                resource: op.resource,
+                object,
+            },
             ::kube::Error::Api(ErrorResponse {
                 code,
                 reason,

@@ -387,6 +387,9 @@ enum AppFinding {
     Condition { kind: String, message: String },
     /// Note: more resources not Healthy than are listed.
     MoreUnhealthy { name: String, more: usize },
+    /// Note: `name` is not Healthy and Argo CD keeps its resources' health out of the
+    /// Application, so which resource is at fault is not listed.
+    HealthNotPersisted { name: String },
     /// Note: no tracking names the app-of-apps of `name`.
     NoTracking { name: String, secrets_app: String },
 }
@@ -395,9 +398,11 @@ impl Finding for AppFinding {
     fn severity(&self) -> Severity {
         use AppFinding::*;
         match self {
-            Operation { .. } | Condition { .. } | MoreUnhealthy { .. } | NoTracking { .. } => {
-                Severity::Note
-            }
+            Operation { .. }
+            | Condition { .. }
+            | MoreUnhealthy { .. }
+            | HealthNotPersisted { .. }
+            | NoTracking { .. } => Severity::Note,
             _ => Severity::Problem,
         }
     }
@@ -464,6 +469,11 @@ impl Finding for AppFinding {
             MoreUnhealthy { name, more } => format!(
                 "{more} more resources are not Healthy (`argocd app get {name}` lists them)"
             ),
+            HealthNotPersisted { name } => format!(
+                "Argo CD keeps its resources' health out of the Application \
+                 (`status.resourceHealthSource: appTree`, the default since 3.0): \
+                 `argocd app get {name}` shows which resource is not Healthy"
+            ),
             NoTracking { name, secrets_app } => format!(
                 "no tracking annotation or label names the app-of-apps of `{name}`: app waves order it \
                  only as a child of the same app-of-apps as `{secrets_app}`"
@@ -520,9 +530,11 @@ impl AppFinding {
             OtherParent { name, secrets_app, .. } => {
                 format!("make `{name}` and `{secrets_app}` children of one app-of-apps")
             }
-            Operation { .. } | Condition { .. } | MoreUnhealthy { .. } | NoTracking { .. } => {
-                String::new()
-            }
+            Operation { .. }
+            | Condition { .. }
+            | MoreUnhealthy { .. }
+            | HealthNotPersisted { .. }
+            | NoTracking { .. } => String::new(),
         }
     }
 
@@ -675,6 +687,13 @@ fn secrets_app(l: &Layout, lookup: &AppLookup) -> AppCheck {
         .take(UNHEALTHY_SHOWN)
         .map(|r| (*r).clone())
         .collect();
+    if a.health.as_deref() != Some("Healthy")
+        && a.resource_health_source.as_deref() == Some("appTree")
+    {
+        check
+            .findings
+            .push(AppFinding::HealthNotPersisted { name: name.clone() });
+    }
     if unhealthy.len() > UNHEALTHY_SHOWN {
         let more = unhealthy.len() - UNHEALTHY_SHOWN;
         check

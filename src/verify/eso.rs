@@ -144,7 +144,14 @@ pub async fn force_sync(cluster: &EsoCluster, wanted: &Wanted) -> Vec<String> {
     for (ns, name) in &wanted.external_secrets {
         let version = match cluster.external_secret(ns, name).await {
             Ok(Some(es)) => es.api_version,
-            _ => continue,
+            // Its check says it does not exist.
+            Ok(None) => continue,
+            Err(e) => {
+                done.push(format!(
+                    "could not annotate ExternalSecret `{ns}/{name}`: it cannot be read: {e}"
+                ));
+                continue;
+            }
         };
         match cluster.force_sync(ns, name, &version).await {
             Ok(_) => done.push(format!(

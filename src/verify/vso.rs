@@ -149,7 +149,14 @@ pub async fn force_sync(cluster: &EsoCluster, wanted: &[(String, String)]) -> Ve
     for (ns, name) in wanted {
         match cluster.vault_static_secret(ns, name).await {
             Ok(Some(_)) => {}
-            _ => continue,
+            // Its check says it does not exist.
+            Ok(None) => continue,
+            Err(e) => {
+                done.push(format!(
+                    "could not annotate VaultStaticSecret `{ns}/{name}`: it cannot be read: {e}"
+                ));
+                continue;
+            }
         }
         match cluster.force_sync_vso(ns, name).await {
             Ok(_) => done.push(format!(

@@ -712,3 +712,58 @@ fn lint_checks_the_argocd_section() {
     .unwrap();
     lint(dir.path(), 0);
 }
+
+/// A cluster without Argo CD (no `argoproj.io`): said so, and not done.
+#[test]
+fn a_cluster_without_argo_cd_says_it_is_not_installed() {
+    let (bao, kube) = fixed();
+    kube.without_argocd();
+    let specs = specs_with(ARGOCD);
+    let doc = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"])
+        .expect_code(1)
+        .json();
+    assert_eq!(
+        (&doc["ok"], &doc["argocd"]["ok"]),
+        (&json!(false), &json!(false))
+    );
+    has(
+        &messages(app(&doc, "core-service-secrets")),
+        "the cluster serves no Argo CD Application (`argoproj.io/v1alpha1`): Argo CD is not installed in this cluster",
+    );
+}
+
+/// Argo CD 3.x's default keeps resource health out of the Application: a Degraded secrets app
+/// lists no unhealthy resource, and is still not done; a note says where to look.
+#[test]
+fn a_degraded_secrets_app_without_persisted_resource_health_is_not_done() {
+    let (bao, kube) = fixed();
+    kube.put(fake_kube::argocd_fixture(
+        "application-secrets-synced-v3-default.yaml",
+    ));
+    edit_app(&kube, "core-service-secrets", |a| {
+        a["status"]["health"]["status"] = json!("Degraded");
+    });
+    let specs = specs_with(ARGOCD);
+    let doc = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"])
+        .expect_code(1)
+        .json();
+    let secrets = app(&doc, "core-service-secrets");
+    assert_eq!(
+        (&secrets["ok"], &secrets["health"], &secrets["unhealthy"]),
+        (&json!(false), &json!("Degraded"), &json!([]))
+    );
+    has(
+        &messages(secrets),
+        "the secrets app `core-service-secrets` is Degraded",
+    );
+    has(
+        &secrets["notes"].to_string(),
+        "Argo CD keeps its resources' health out of the Application (`status.resourceHealthSource: appTree`, the default since 3.0): `argocd app get core-service-secrets` shows which resource is not Healthy",
+    );
+    has(
+        &verify(&bao, &specs, &kube, &["--only", "argocd"])
+            .expect_code(1)
+            .stdout_text(),
+        "verify auh1-dev: NOT done",
+    );
+}

@@ -8,6 +8,7 @@ use common::fake_kube::{
     cluster_secret_store, event, external_secret, fixture, kubeconfig_yaml, push_secret, secret,
     secret_store, FakeKube,
 };
+use serde_json::json;
 use time::OffsetDateTime;
 use vault_seed::kube::{EsoCluster, KubeError, StoreKind};
 
@@ -657,10 +658,118 @@ async fn rbac_denial_says_which_can_i_to_run() {
     );
     let text = format!("{err}\n  {}", err.help().unwrap_or_default());
     assert!(
-        text.starts_with("forbidden to get `secrets` `core-service/db-credentials` (403): secrets is forbidden: User"),
+        text.starts_with("forbidden to get `secrets` `core-service/db-credentials` (403): secrets \"db-credentials\" is forbidden: User \"system:serviceaccount:ci:verifier\" cannot get resource \"secrets\" in API group \"\" in the namespace \"core-service\"\n"),
         "{text}"
     );
     assert!(text.ends_with("\n  check with `kubectl auth can-i get secrets -n core-service`"));
     // The ExternalSecret itself is still readable.
     assert!(cluster.external_secret(NS, "db").await.unwrap().is_some());
+}
+
+/// `verify auh1-dev` of the real spec against `kube`, with `args`.
+fn verify_real(bao: &common::OpenBao, kube: &FakeKube, args: &[&str]) -> common::Out {
+    common::Run::new(bao)
+        .real_specs()
+        .args(["verify", "auh1-dev", "--kubeconfig"])
+        .arg(kube.kubeconfig())
+        .args(args)
+        .output()
+}
+
+/// A cluster without ESO's CRDs (no `external-secrets.io` at all): `verify` says ESO is not
+/// installed and is not done; a PushSecret is not "absent" there but not served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_without_eso_is_not_installed_and_never_done() {
+    let bao = crate::verify::vault_with(crate::verify::RUNBOOK_POLICY);
+    let kube = crate::verify::healthy_cluster(&bao);
+    kube.without_eso();
+    let doc = verify_real(&bao, &kube, &["-o", "json"])
+        .expect_code(1)
+        .json();
+    assert_eq!(
+        (&doc["ok"], &doc["kube"]["ok"]),
+        (&json!(false), &json!(false))
+    );
+    let error = doc["kube"]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("the cluster serves no `") && error.contains("in `external-secrets.io`"),
+        "{error}"
+    );
+    assert!(
+        doc["kube"]["help"]
+            .as_str()
+            .unwrap()
+            .starts_with("install External Secrets Operator (its CRDs) or check the context"),
+        "{doc}"
+    );
+    let text = verify_real(&bao, &kube, &[]).expect_code(1).stdout_text();
+    assert!(text.contains("verify auh1-dev: NOT done"), "{text}");
+
+    let cluster = kube.connect().await;
+    let err = cluster.push_secret("ask", "ask-db").await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the cluster serves no `PushSecret` in `external-secrets.io` v1alpha1"
+    );
+}
+
+/// An admission webhook failing the `--force-sync` PATCH (500): the note names the object and
+/// the webhook; the verdict rests on the ExternalSecrets' own state (here Ready after seeding).
+#[test]
+fn force_sync_refused_by_a_webhook_names_the_object() {
+    let bao = crate::verify::vault_with(crate::verify::RUNBOOK_POLICY);
+    let kube = crate::verify::healthy_cluster(&bao);
+    kube.fail_patches_in_webhook("validate.externalsecrets.example.com");
+    let out = verify_real(&bao, &kube, &["--force-sync", "-o", "json"]).expect_code(0);
+    let notes = out.json()["notes"].to_string();
+    assert!(
+        notes.contains("could not annotate ExternalSecret `ask/core-service-secret`: cannot patch `externalsecrets.external-secrets.io` `ask/core-service-secret`: 500 InternalError: Internal error occurred: failed calling webhook \\\"validate.externalsecrets.example.com\\\""),
+        "{notes}"
+    );
+    assert_eq!(kube.patches().len(), 2, "both were tried");
+    assert!(kube
+        .get("ExternalSecret", Some("ask"), "core-service-secret")
+        .unwrap()["metadata"]
+        .get("annotations")
+        .is_none());
+}
+
+/// API Priority and Fairness sheds a request (429, plain text): a clear error naming what was
+/// asked, never a silent pass; `--wait` asks again and gets through.
+#[test]
+fn a_throttled_api_server_is_a_clear_error_and_wait_asks_again() {
+    let bao = crate::verify::vault_with(crate::verify::RUNBOOK_POLICY);
+    let kube = crate::verify::healthy_cluster(&bao);
+    kube.throttle("/externalsecrets/core-service-secret", 1);
+    let doc = verify_real(&bao, &kube, &["-o", "json"])
+        .expect_code(1)
+        .json();
+    assert_eq!(doc["kube"]["ok"], false);
+    assert_eq!(
+        doc["kube"]["error"],
+        format!("the Kubernetes API at `{}` is overloaded and refused to get `externalsecrets.external-secrets.io` `ask/core-service-secret` (429 Too Many Requests)", kube.addr)
+    );
+    assert!(
+        doc["kube"]["help"]
+            .as_str()
+            .unwrap()
+            .starts_with("retry in a moment (`verify --wait 2m` keeps asking)"),
+        "{doc}"
+    );
+
+    // Shed twice more: when `--force-sync` reads it (said), and at the first check, which
+    // `--wait` asks again.
+    kube.throttle("/externalsecrets/core-service-secret", 2);
+    let doc = verify_real(&bao, &kube, &["--force-sync", "--wait", "1m", "-o", "json"])
+        .expect_code(0)
+        .json();
+    let notes = doc["notes"].to_string();
+    assert!(
+        notes.contains("could not annotate ExternalSecret `ask/core-service-secret`: it cannot be read: the Kubernetes API at"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("annotated ExternalSecret `ask/zitadel-secret` with force-sync"),
+        "{notes}"
+    );
 }

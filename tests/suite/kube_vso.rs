@@ -148,6 +148,16 @@ fn vss<'a>(doc: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no VaultStaticSecret {name} in {doc:#}"))
 }
 
+/// The checked VaultAuth or VaultConnection in `doc`.
+fn object<'a>(doc: &'a Value, kind: &str) -> &'a Value {
+    doc["kube"]["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in {doc:#}"))
+}
+
 fn has(out: &str, wanted: impl AsRef<str>) {
     let wanted = wanted.as_ref();
     assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
@@ -445,12 +455,7 @@ fn vault_auth_invalid() {
         .seen(&later(), 12),
     );
     let doc = w.verify(&["-o", "json"]).expect_code(1).json();
-    let auth = doc["kube"]["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == "VaultAuth")
-        .unwrap();
+    let auth = object(&doc, "VaultAuth");
     assert_eq!(auth["ok"], false);
     has(
         &strings(&auth["problems"]),
@@ -925,5 +930,38 @@ fn skip_target_secrets_leaves_the_destination_unread() {
             .iter()
             .any(|r| r.path.contains("/secrets/")),
         "a Secret was read"
+    );
+}
+
+/// Namespace-only RBAC (RoleBindings, the common real case): VSO's default VaultAuth cannot be
+/// searched for across namespaces, which is said and is not done; a VaultAuth named by its
+/// namespace is read as before.
+#[test]
+fn a_forbidden_cluster_wide_vault_auth_list_is_not_done() {
+    let w = world(true, VSO_POLICY);
+    w.kube.deny_cluster_wide("vaultauths");
+    w.kube.deny_cluster_wide("vaultconnections");
+    put_fixture(&w.kube, "destination-secret.yaml");
+    w.kube
+        .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
+    w.verify(&[]).expect_code(0);
+
+    let mut obj = reconciled_at("vaultstaticsecret-synced.yaml", &later());
+    obj["spec"].as_object_mut().unwrap().remove("vaultAuthRef");
+    w.kube.put(obj);
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    assert_eq!(
+        (&doc["ok"], &doc["kube"]["ok"]),
+        (&json!(false), &json!(false))
+    );
+    let auth = object(&doc, "VaultAuth");
+    assert_eq!(auth["ok"], false);
+    assert_eq!(
+        auth["problems"],
+        json!(["VSO's default VaultAuth (`default` in the operator's namespace) cannot be looked for: forbidden to list `vaultauths.secrets.hashicorp.com` `metadata.name=default` (403): vaultauths.secrets.hashicorp.com is forbidden: User \"system:serviceaccount:ci:verifier\" cannot list resource \"vaultauths\" in API group \"secrets.hashicorp.com\" at the cluster scope"])
+    );
+    has(
+        &w.verify(&[]).expect_code(1).stdout_text(),
+        "verify auh1-dev: NOT done",
     );
 }

@@ -5,6 +5,9 @@
 //! field selector), core/v1 Secrets, ConfigMaps and Events with field selectors, JSON merge
 //! patches on ExternalSecrets and VaultStaticSecrets, Argo CD's `argoproj.io/v1alpha1`
 //! Applications) and answers 404 with a real `Status` object for anything it does not serve.
+//! It refuses what a real API server refuses (`docs/development.md`, "What the fake Kubernetes
+//! API enforces"): unsupported field selectors, RBAC denials in the server's words, groups whose
+//! CRDs are not installed; and it can shed load (429) or fail PATCHes in a webhook (500).
 //! Objects are plain JSON shaped like `tests/fixtures/eso/`, `tests/fixtures/vso/` and
 //! `tests/fixtures/argocd/`; the helpers below build or load them.
 //! [`FakeKube::start`] writes a real kubeconfig (bearer token, context `fake`) that the client
@@ -75,8 +78,14 @@ struct State {
     unknown: Vec<String>,
     /// Resources (plural) whose requests RBAC denies.
     denied: Vec<String>,
-    /// VSO's CRDs are not installed: `secrets.hashicorp.com` is not served.
-    no_vso: bool,
+    /// Resources (plural) whose requests at the cluster scope RBAC denies (namespace-only RBAC).
+    denied_cluster_wide: Vec<String>,
+    /// Which operators' CRDs the cluster has.
+    installed: Installed,
+    /// `(part of a path, times)`: that many requests to such a path answered 429 first.
+    throttled: Vec<(String, usize)>,
+    /// The admission webhook that fails every PATCH (500), by name.
+    failing_webhook: Option<String>,
     resource_version: u64,
     /// How TokenReviews are answered (`None`: 404, as an API server without the API).
     review: Option<Review>,
@@ -84,6 +93,40 @@ struct State {
     reviews: Vec<Value>,
     /// Bearer tokens accepted besides the server's own (a pod's service-account token).
     bearers: Vec<String>,
+}
+
+/// Which operators' CRDs the cluster has: a group not installed is absent from discovery and
+/// every path under it is a 404, as on a cluster where the CRDs were never applied.
+#[derive(Debug, Clone, Copy)]
+struct Installed {
+    /// External Secrets Operator (`external-secrets.io`, PushSecrets included).
+    eso: bool,
+    /// Vault Secrets Operator (`secrets.hashicorp.com`).
+    vso: bool,
+    /// Argo CD (`argoproj.io`).
+    argocd: bool,
+}
+
+impl Default for Installed {
+    fn default() -> Self {
+        Installed {
+            eso: true,
+            vso: true,
+            argocd: true,
+        }
+    }
+}
+
+impl Installed {
+    /// Whether the API group `group` is served (groups the fake does not model are not).
+    fn serves(self, group: &str) -> bool {
+        match group {
+            ESO_GROUP => self.eso,
+            VSO_GROUP => self.vso,
+            ARGOCD_GROUP => self.argocd,
+            _ => true,
+        }
+    }
 }
 
 /// How the fake answers `POST /apis/authentication.k8s.io/v1/tokenreviews` (OpenBao's kubernetes
@@ -268,15 +311,45 @@ impl FakeKube {
         self.state().es_versions = versions.iter().map(|v| v.to_string()).collect();
     }
 
+    /// Serve no `external-secrets.io` kinds (PushSecrets neither), as a cluster without ESO's
+    /// CRDs: the group is not in discovery and its paths answer 404.
+    pub fn without_eso(&self) {
+        self.state().installed.eso = false;
+    }
+
     /// Serve no `secrets.hashicorp.com` kinds, as a cluster without VSO's CRDs.
     pub fn without_vso(&self) {
-        self.state().no_vso = true;
+        self.state().installed.vso = false;
+    }
+
+    /// Serve no `argoproj.io` kinds, as a cluster without Argo CD.
+    pub fn without_argocd(&self) {
+        self.state().installed.argocd = false;
     }
 
     /// Deny every request on this resource (`secrets`, `events`, `externalsecrets`...) with a
     /// 403, as RBAC would for a user without the verb.
     pub fn deny(&self, plural: &str) {
         self.state().denied.push(plural.to_string());
+    }
+
+    /// Deny the requests on this resource made at the cluster scope (a list across namespaces,
+    /// a cluster-scoped object) and allow those in a namespace: RBAC granted by RoleBindings
+    /// only, the common case for a CI or a person's account.
+    pub fn deny_cluster_wide(&self, plural: &str) {
+        self.state().denied_cluster_wide.push(plural.to_string());
+    }
+
+    /// Answer the next `times` requests whose path contains `path_part` with 429, as API
+    /// Priority and Fairness sheds load: a plain-text body and `Retry-After: 1`.
+    pub fn throttle(&self, path_part: &str, times: usize) {
+        self.state().throttled.push((path_part.to_string(), times));
+    }
+
+    /// Fail every PATCH with the 500 an admission webhook that cannot be called gives
+    /// (`failurePolicy: Fail` and its service down), naming the webhook `name`.
+    pub fn fail_patches_in_webhook(&self, name: &str) {
+        self.state().failing_webhook = Some(name.to_string());
     }
 
     /// Add or replace an object (any kind the server knows; the group in its `apiVersion` is
@@ -472,16 +545,29 @@ fn serve_stream<S: Read + Write>(conn: S, state: &Mutex<State>, token: &str) {
         let reason = match status {
             200 => "OK",
             201 => "Created",
+            400 => "Bad Request",
             401 => "Unauthorized",
             403 => "Forbidden",
             404 => "Not Found",
             405 => "Method Not Allowed",
             415 => "Unsupported Media Type",
+            429 => "Too Many Requests",
+            500 => "Internal Server Error",
             _ => "Error",
         };
-        let body = body.to_string();
+        // A bare string is sent as plain text, as Go's `http.Error` sends it (the 429 of API
+        // Priority and Fairness is not a Status object).
+        let (content_type, body) = match body {
+            Value::String(text) => ("text/plain; charset=utf-8", text + "\n"),
+            json => ("application/json", json.to_string()),
+        };
+        let retry_after = if status == 429 {
+            "Retry-After: 1\r\n"
+        } else {
+            ""
+        };
         let head = format!(
-            "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n{retry_after}Content-Length: {}\r\n\r\n",
             body.len()
         );
         if conn.write_all(head.as_bytes()).is_err() || conn.write_all(body.as_bytes()).is_err() {
@@ -559,7 +645,14 @@ fn status_object(code: u16, reason: &str, message: &str) -> Value {
 }
 
 fn not_found(what: &str) -> (u16, Value) {
-    (404, status_object(404, "NotFound", what))
+    let mut s = status_object(404, "NotFound", what);
+    s["details"] = json!({});
+    (404, s)
+}
+
+/// The 404 of a path the server does not serve (an API group whose CRDs are not installed).
+fn not_served() -> (u16, Value) {
+    not_found("the server could not find the requested resource")
 }
 
 fn handle(req: &HttpRequest, state: &Mutex<State>, token: &str) -> (u16, Value) {
@@ -575,9 +668,17 @@ fn handle(req: &HttpRequest, state: &Mutex<State>, token: &str) -> (u16, Value) 
     if bearer != Some(token) && !st.bearers.iter().any(|b| Some(b.as_str()) == bearer) {
         return (401, status_object(401, "Unauthorized", "Unauthorized"));
     }
+    if let Some(shed) = throttled(&mut st, &req.path) {
+        return shed;
+    }
     let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();
-    if let Some(denied) = forbidden(&segs, &st.denied, &req.method) {
-        return denied;
+    if let Some(attrs) = Attributes::of(&segs, &req.method, &req.query) {
+        if st.denied.iter().any(|d| d == attrs.resource)
+            || (attrs.namespace.is_none()
+                && st.denied_cluster_wide.iter().any(|d| d == attrs.resource))
+        {
+            return forbidden(&attrs);
+        }
     }
     let answer = route(req, &segs, &mut st);
     if let Some(a) = answer {
@@ -589,32 +690,105 @@ fn handle(req: &HttpRequest, state: &Mutex<State>, token: &str) -> (u16, Value) 
     not_found("the server could not find the requested resource")
 }
 
-/// RBAC's answer for a denied resource, worded as the API server words it.
-fn forbidden(segs: &[&str], denied: &[String], method: &str) -> Option<(u16, Value)> {
-    let (group, ns, plural) = match segs {
-        ["api", "v1", "namespaces", ns, plural, ..] => ("", Some(*ns), *plural),
-        ["apis", group, _, "namespaces", ns, plural, ..] => (*group, Some(*ns), *plural),
-        ["apis", group, _, plural, ..] => (*group, None, *plural),
-        _ => return None,
-    };
-    if !denied.iter().any(|d| d == plural) {
-        return None;
+/// The user RBAC names in its answers.
+const USER: &str = "system:serviceaccount:ci:verifier";
+
+/// What RBAC judges a resource request by (`k8s.io/apiserver` `RequestInfo`): its verb, API
+/// group, resource, namespace (none at the cluster scope) and object name (none for a list).
+struct Attributes<'a> {
+    verb: &'static str,
+    group: &'a str,
+    resource: &'a str,
+    namespace: Option<&'a str>,
+    name: Option<&'a str>,
+}
+
+impl<'a> Attributes<'a> {
+    /// `None` for discovery and other non-resource paths.
+    fn of(segs: &[&'a str], method: &str, query: &str) -> Option<Self> {
+        let (group, rest) = match segs {
+            ["api", "v1", rest @ ..] => ("", rest),
+            ["apis", group, _, rest @ ..] => (*group, rest),
+            _ => return None,
+        };
+        let (namespace, resource, name) = match rest {
+            ["namespaces", ns, resource, name, ..] => (Some(*ns), *resource, Some(*name)),
+            ["namespaces", ns, resource] => (Some(*ns), *resource, None),
+            [resource, name, ..] => (None, *resource, Some(*name)),
+            [resource] => (None, *resource, None),
+            _ => return None,
+        };
+        let watch = query_param(query, "watch").is_some_and(|w| w == "true" || w == "1");
+        let verb = match (method, name) {
+            ("GET", None) if watch => "watch",
+            ("GET", None) => "list",
+            ("GET", Some(_)) => "get",
+            ("PATCH", _) => "patch",
+            ("PUT", _) => "update",
+            ("POST", _) => "create",
+            ("DELETE", None) => "deletecollection",
+            ("DELETE", Some(_)) => "delete",
+            _ => "get",
+        };
+        Some(Attributes {
+            verb,
+            group,
+            resource,
+            namespace,
+            name,
+        })
     }
-    let verb = match (method, segs.len()) {
-        ("PATCH", _) => "patch",
-        ("GET", 5) if group.is_empty() => "list",
-        ("GET", 6) if !group.is_empty() => "list",
-        _ => "get",
+}
+
+/// RBAC's 403, as the API server builds it (`responsewriters.Forbidden`, `NewForbidden`):
+/// `<resource>[.<group>] ["<name>"] is forbidden: User "<user>" cannot <verb> resource
+/// "<resource>" in API group "<group>" in the namespace "<ns>"` (or `at the cluster scope`).
+fn forbidden(a: &Attributes<'_>) -> (u16, Value) {
+    let qualified = if a.group.is_empty() {
+        a.resource.to_string()
+    } else {
+        format!("{}.{}", a.resource, a.group)
     };
-    let scope = match ns {
+    let named = a.name.map(|n| format!(" \"{n}\"")).unwrap_or_default();
+    let scope = match a.namespace {
         Some(ns) => format!("in the namespace \"{ns}\""),
         None => "at the cluster scope".to_string(),
     };
     let message = format!(
-        "{plural}{} is forbidden: User \"system:serviceaccount:ci:verifier\" cannot {verb} resource \"{plural}\" in API group \"{group}\" {scope}",
-        if group.is_empty() { String::new() } else { format!(".{group}") },
+        "{qualified}{named} is forbidden: User \"{USER}\" cannot {} resource \"{}\" in API group \"{}\" {scope}",
+        a.verb, a.resource, a.group,
     );
-    Some((403, status_object(403, "Forbidden", &message)))
+    let mut s = status_object(403, "Forbidden", &message);
+    s["details"] = json!({"name": a.name.unwrap_or(""), "group": a.group, "kind": a.resource});
+    (403, s)
+}
+
+/// API Priority and Fairness shedding this request: `Some(429)` while the path has
+/// [`FakeKube::throttle`] answers left.
+fn throttled(st: &mut State, path: &str) -> Option<(u16, Value)> {
+    let (_, left) = st
+        .throttled
+        .iter_mut()
+        .find(|(part, left)| *left > 0 && path.contains(part.as_str()))?;
+    *left -= 1;
+    // `http.Error(w, "Too many requests, please try again later.", 429)`
+    // (`k8s.io/apiserver` `filters.tooManyRequests`).
+    Some((429, json!("Too many requests, please try again later.")))
+}
+
+/// The 500 of an admission webhook that cannot be called (`failurePolicy: Fail`): a
+/// `NewInternalError` around `ErrCallingWebhook`.
+fn webhook_failure(webhook: &str) -> (u16, Value) {
+    let cause = format!(
+        "failed calling webhook \"{webhook}\": failed to call webhook: Post \"https://{webhook}.svc:443/validate?timeout=10s\": context deadline exceeded"
+    );
+    let mut s = status_object(
+        500,
+        "InternalError",
+        &format!("Internal error occurred: {cause}"),
+    );
+    s["details"] = json!({"causes": [{"message": cause}]});
+    (500, s)
 }
 
 /// The answer for a path, or `None` when the path is unknown.
@@ -636,16 +810,18 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
             200,
             resource_list(
                 "v1",
-                &[("secrets", "Secret", true), ("events", "Event", true)],
+                &[
+                    ("secrets", "Secret", true),
+                    ("events", "Event", true),
+                    ("configmaps", "ConfigMap", true),
+                ],
             ),
         )),
         ["apis"] if get => Some((
             200,
-            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": if st.no_vso { vec![eso_group(st)] } else { vec![eso_group(st), vso_group()] }}),
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": served_groups(st)}),
         )),
-        ["apis", VSO_GROUP, ..] if st.no_vso => Some(not_found(
-            "the server could not find the requested resource",
-        )),
+        ["apis", group, ..] if !st.installed.serves(group) => Some(not_served()),
         ["apis", VSO_GROUP] if get => Some((200, vso_group())),
         ["apis", VSO_GROUP, "v1beta1"] if get => Some((
             200,
@@ -657,7 +833,7 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
                     "the server could not find the requested resource",
                 ));
             }
-            Some((200, list_all(st, plural, &req.query)))
+            Some(list_all(st, plural, &req.query))
         }
         ["apis", VSO_GROUP, "v1beta1", "namespaces", ns, plural, name] => {
             if !VSO_RESOURCES.iter().any(|r| r.0 == *plural) {
@@ -713,9 +889,7 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
                 name,
             ))
         }
-        ["api", "v1", "namespaces", ns, "events"] if get => {
-            Some((200, list_events(st, ns, &req.query)))
-        }
+        ["api", "v1", "namespaces", ns, "events"] if get => Some(list_events(st, ns, &req.query)),
         ["apis", ESO_GROUP, version, "namespaces", ns, plural, name] => {
             if !eso_resources(st, version).iter().any(|r| r.0 == *plural) {
                 return Some(not_found(
@@ -757,9 +931,12 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
                     "the server could not find the requested resource",
                 ));
             }
-            Some((
-                200,
-                list_in(st, plural, ns, &format!("{VSO_GROUP}/v1beta1")),
+            Some(list_in(
+                st,
+                plural,
+                ns,
+                &format!("{VSO_GROUP}/v1beta1"),
+                &req.query,
             ))
         }
         ["apis", ESO_GROUP, version, "namespaces", ns, plural] if get => {
@@ -768,28 +945,40 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
                     "the server could not find the requested resource",
                 ));
             }
-            Some((
-                200,
-                list_in(st, plural, ns, &format!("{ESO_GROUP}/{version}")),
+            Some(list_in(
+                st,
+                plural,
+                ns,
+                &format!("{ESO_GROUP}/{version}"),
+                &req.query,
             ))
         }
         _ => None,
     }
 }
 
-/// Every stored object of `plural` in namespace `ns`, as a list (`audit` lists them).
-fn list_in(st: &State, plural: &str, ns: &str, api_version: &str) -> Value {
+/// Every stored object of `plural` in namespace `ns` that the `fieldSelector` matches, as a
+/// list (`audit` lists them); 400 for a selector the server refuses.
+fn list_in(st: &State, plural: &str, ns: &str, api_version: &str, query: &str) -> (u16, Value) {
+    let selector = match field_selector(plural, query) {
+        Ok(s) => s,
+        Err(refused) => return refused,
+    };
     let items: Vec<Value> = st
         .objects
         .iter()
         .filter(|((p, n, _), _)| p == plural && n.as_deref() == Some(ns))
         .map(|(_, o)| o.clone())
+        .filter(|o| field_selector_matches(o, &selector))
         .collect();
-    json!({
-        "kind": "List", "apiVersion": api_version,
-        "metadata": {"resourceVersion": st.resource_version.to_string()},
-        "items": items,
-    })
+    (
+        200,
+        json!({
+            "kind": "List", "apiVersion": api_version,
+            "metadata": {"resourceVersion": st.resource_version.to_string()},
+            "items": items,
+        }),
+    )
 }
 
 /// A TokenReview's answer, as the API server gives it (`authentication.k8s.io/v1`, 201).
@@ -858,6 +1047,25 @@ fn eso_group(st: &State) -> Value {
     })
 }
 
+/// The API groups discovery lists: ESO, VSO and Argo CD where installed.
+fn served_groups(st: &State) -> Vec<Value> {
+    let mut groups = Vec::new();
+    if st.installed.eso {
+        groups.push(eso_group(st));
+    }
+    if st.installed.vso {
+        groups.push(vso_group());
+    }
+    if st.installed.argocd {
+        let v = json!({"groupVersion": format!("{ARGOCD_GROUP}/v1alpha1"), "version": "v1alpha1"});
+        groups.push(json!({
+            "kind": "APIGroup", "apiVersion": "v1", "name": ARGOCD_GROUP,
+            "versions": [v.clone()], "preferredVersion": v,
+        }));
+    }
+    groups
+}
+
 fn vso_group() -> Value {
     let v = json!({"groupVersion": format!("{VSO_GROUP}/v1beta1"), "version": "v1beta1"});
     json!({
@@ -867,9 +1075,12 @@ fn vso_group() -> Value {
 }
 
 /// Every stored object of `plural` in all namespaces that the `fieldSelector` (e.g.
-/// `metadata.name=default`) matches, as a list.
-fn list_all(st: &State, plural: &str, query: &str) -> Value {
-    let selector = query_param(query, "fieldSelector").unwrap_or_default();
+/// `metadata.name=default`) matches, as a list; 400 for a selector the server refuses.
+fn list_all(st: &State, plural: &str, query: &str) -> (u16, Value) {
+    let selector = match field_selector(plural, query) {
+        Ok(s) => s,
+        Err(refused) => return refused,
+    };
     let items: Vec<Value> = st
         .objects
         .iter()
@@ -877,11 +1088,14 @@ fn list_all(st: &State, plural: &str, query: &str) -> Value {
         .map(|(_, o)| o.clone())
         .filter(|o| field_selector_matches(o, &selector))
         .collect();
-    json!({
-        "kind": "List", "apiVersion": format!("{VSO_GROUP}/v1beta1"),
-        "metadata": {"resourceVersion": st.resource_version.to_string()},
-        "items": items,
-    })
+    (
+        200,
+        json!({
+            "kind": "List", "apiVersion": format!("{VSO_GROUP}/v1beta1"),
+            "metadata": {"resourceVersion": st.resource_version.to_string()},
+            "items": items,
+        }),
+    )
 }
 
 fn resource_list(group_version: &str, resources: &[(&str, &str, bool)]) -> Value {
@@ -953,6 +1167,9 @@ fn patch_object(
     if content_type != "application/merge-patch+json" {
         return (415, status_object(415, "UnsupportedMediaType", &format!("the body of the request was in an unknown format - accepted media types include: application/merge-patch+json; got {content_type}")));
     }
+    if let Some(webhook) = &st.failing_webhook {
+        return webhook_failure(webhook);
+    }
     st.resource_version += 1;
     let rv = st.resource_version.to_string();
     let key = (plural.to_string(), Some(ns.to_string()), name.to_string());
@@ -985,8 +1202,11 @@ fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
-fn list_events(st: &State, ns: &str, query: &str) -> Value {
-    let selector = query_param(query, "fieldSelector").unwrap_or_default();
+fn list_events(st: &State, ns: &str, query: &str) -> (u16, Value) {
+    let selector = match field_selector("events", query) {
+        Ok(s) => s,
+        Err(refused) => return refused,
+    };
     let items: Vec<Value> = st
         .events
         .iter()
@@ -994,11 +1214,106 @@ fn list_events(st: &State, ns: &str, query: &str) -> Value {
         .filter(|e| field_selector_matches(e, &selector))
         .cloned()
         .collect();
-    json!({
-        "kind": "EventList", "apiVersion": "v1",
-        "metadata": {"resourceVersion": st.resource_version.to_string()},
-        "items": items,
-    })
+    (
+        200,
+        json!({
+            "kind": "EventList", "apiVersion": "v1",
+            "metadata": {"resourceVersion": st.resource_version.to_string()},
+            "items": items,
+        }),
+    )
+}
+
+/// The field labels a real API server lets a list of `plural` select on.
+enum Selectable {
+    /// A core kind with its own conversion function (`pkg/apis/core/v1/conversion.go`
+    /// `AddFieldLabelConversionsFor*`): these labels only.
+    Fixed(&'static [&'static str]),
+    /// A core kind without one: `runtime.DefaultMetaV1FieldSelectorConversion`.
+    Meta,
+    /// A custom resource (`apiextensions-apiserver` `ConvertFieldLabel`, no `selectableFields`
+    /// in ESO's, VSO's or Argo CD's CRDs): `metadata.name`, and `metadata.namespace` unless
+    /// cluster-scoped.
+    CustomResource { cluster_scoped: bool },
+}
+
+fn selectable(plural: &str) -> Selectable {
+    match plural {
+        "events" => Selectable::Fixed(&[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+            "metadata.namespace",
+            "metadata.name",
+        ]),
+        "secrets" => Selectable::Fixed(&["type", "metadata.namespace", "metadata.name"]),
+        "pods" => Selectable::Fixed(&[
+            "metadata.name",
+            "metadata.namespace",
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+        ]),
+        "configmaps" | "serviceaccounts" | "services" => Selectable::Meta,
+        "clustersecretstores" => Selectable::CustomResource {
+            cluster_scoped: true,
+        },
+        _ => Selectable::CustomResource {
+            cluster_scoped: false,
+        },
+    }
+}
+
+/// Whether a list of `plural` may select on field `label`; else the server's reason.
+fn field_selector_allowed(plural: &str, label: &str) -> Result<(), String> {
+    let unsupported = || Err(format!("field label not supported: {label}"));
+    match selectable(plural) {
+        Selectable::Fixed(labels) if labels.contains(&label) => Ok(()),
+        Selectable::Fixed(_) => unsupported(),
+        Selectable::Meta if label == "metadata.name" || label == "metadata.namespace" => Ok(()),
+        Selectable::Meta => Err(format!(
+            "\"{label}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        )),
+        Selectable::CustomResource { .. } if label == "metadata.name" => Ok(()),
+        Selectable::CustomResource {
+            cluster_scoped: false,
+        } if label == "metadata.namespace" => Ok(()),
+        Selectable::CustomResource { .. } => unsupported(),
+    }
+}
+
+/// A list's `fieldSelector`, or the 400 a real server answers for one it cannot parse or whose
+/// field it does not support.
+fn field_selector(plural: &str, query: &str) -> Result<String, (u16, Value)> {
+    let selector = query_param(query, "fieldSelector").unwrap_or_default();
+    let bad = |message: String| (400, status_object(400, "BadRequest", &message));
+    for term in selector.split(',').filter(|t| !t.is_empty()) {
+        let Some((label, _)) = term
+            .split_once("!=")
+            .or_else(|| term.split_once("=="))
+            .or_else(|| term.split_once('='))
+        else {
+            return Err(bad(format!(
+                "invalid selector: '{selector}'; can't understand '{term}'"
+            )));
+        };
+        field_selector_allowed(plural, label).map_err(bad)?;
+    }
+    Ok(selector)
 }
 
 fn query_param(query: &str, name: &str) -> Option<String> {
@@ -1026,6 +1341,12 @@ fn field_selector_matches(obj: &Value, selector: &str) -> bool {
             (f, v, false)
         } else {
             return false;
+        };
+        // An Event's `source` label selects `source.component`.
+        let field = if field == "source" {
+            "source.component"
+        } else {
+            field
         };
         let pointer = format!("/{}", field.replace('.', "/"));
         let have = obj.pointer(&pointer).and_then(Value::as_str).unwrap_or("");
