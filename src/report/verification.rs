@@ -11,6 +11,7 @@ use crate::seed::Status;
 use crate::text::for_terminal as t;
 use crate::verify::argocd::ArgocdPart;
 use crate::verify::cluster::ClusterPart;
+use crate::verify::consumers::ConsumersPart;
 use crate::verify::grants::{GrantsPart, PolicyPart};
 use crate::verify::values::ValuesPart;
 use crate::verify::{Checked, PartFailure, Verification};
@@ -82,14 +83,27 @@ fn text(out: &mut dyn io::Write, style: &Style, v: &Verification, verbose: bool)
         Some(Checked::Failed(f)) => failed(&mut rest, style, "argocd", f),
         None => {}
     }
+    let mut unchecked = 0;
+    match &v.consumers {
+        Some(Checked::Done(c)) => {
+            unchecked = c.not_checked;
+            consumers(&mut rest, style, c);
+        }
+        Some(Checked::Failed(f)) => failed(&mut rest, style, "consumers", f),
+        None => {}
+    }
+    // What was not checked is said with the verdict, so a "done" never hides it.
     let _ = writeln!(
         rest,
         "verify {}: {}",
         v.env,
-        if v.ok {
-            style.ok("done")
-        } else {
-            style.error("NOT done")
+        match (v.ok, unchecked) {
+            (true, 0) => style.ok("done"),
+            (true, n) => format!(
+                "{}, except {n} workload(s) not checked (see consumers)",
+                style.ok("done")
+            ),
+            (false, _) => style.error("NOT done"),
         }
     );
     out.write_all(rest.as_bytes())
@@ -233,6 +247,47 @@ fn details(out: &mut String, problems: &[String], why: &[String], notes: &[Strin
     }
     for n in notes {
         let _ = writeln!(out, "            note: {}", t(n));
+    }
+}
+
+fn consumers(out: &mut String, style: &Style, c: &ConsumersPart) {
+    let _ = writeln!(
+        out,
+        "{} consumers: {} ({}): {} workload(s) read {} target Secret(s){}",
+        mark(style, c.ok),
+        t(&c.server),
+        t(c.context.as_deref().unwrap_or("in-cluster")),
+        c.workloads.len(),
+        c.secrets.len(),
+        if c.not_checked > 0 {
+            format!(", {} not checked", c.not_checked)
+        } else {
+            String::new()
+        }
+    );
+    for p in &c.problems {
+        let _ = writeln!(out, "       {}: {}", style.error("error"), t(p));
+    }
+    for n in &c.notes {
+        let _ = writeln!(out, "       note: {}", t(n));
+    }
+    for w in &c.workloads {
+        let m = if w.ok && !w.checked {
+            style.warn("----")
+        } else {
+            mark(style, w.ok)
+        };
+        let _ = writeln!(
+            out,
+            "     {m} {} {}/{}",
+            w.kind,
+            t(&w.namespace),
+            t(&w.name)
+        );
+        details(out, &w.problems, &[], &w.notes);
+        if let Some(fix) = &w.fix {
+            let _ = writeln!(out, "            {}: {}", style.help("fix"), t(fix));
+        }
     }
 }
 

@@ -22,6 +22,7 @@
 
 pub mod argocd;
 pub mod cluster;
+pub mod consumers;
 pub mod eso;
 pub mod facts;
 pub mod findings;
@@ -51,15 +52,18 @@ pub enum PartName {
     Kube,
     /// Argo CD's Applications and argocd-cm.
     Argocd,
+    /// The workloads that read the target Secrets.
+    Consumers,
 }
 
 impl PartName {
     /// Every part, in report order.
-    pub const ALL: [PartName; 4] = [
+    pub const ALL: [PartName; 5] = [
         PartName::Vault,
         PartName::Policy,
         PartName::Kube,
         PartName::Argocd,
+        PartName::Consumers,
     ];
 
     /// Its name on the command line and in JSON.
@@ -69,6 +73,7 @@ impl PartName {
             PartName::Policy => "policy",
             PartName::Kube => "kube",
             PartName::Argocd => "argocd",
+            PartName::Consumers => "consumers",
         }
     }
 
@@ -100,13 +105,18 @@ pub struct Request {
     pub concurrency: usize,
     /// Read no target Secret (`--skip-target-secrets`): their keys go unchecked.
     pub skip_target_secrets: bool,
+    /// Restart the workloads that run with a Secret's old data (`--restart`).
+    pub restart: bool,
 }
 
 impl Request {
     /// Whether `part` is asked for.
     pub fn wants(&self, part: PartName) -> bool {
         (self.parts.is_empty() || self.parts.contains(&part))
-            && !(matches!(part, PartName::Kube | PartName::Argocd) && self.skip_kube)
+            && !(matches!(
+                part,
+                PartName::Kube | PartName::Argocd | PartName::Consumers
+            ) && self.skip_kube)
     }
 }
 
@@ -190,6 +200,8 @@ pub struct Verification {
     pub kube: Option<Checked<cluster::ClusterPart>>,
     /// Argo CD's Applications; `None` when not asked for or no spec has `[argocd]`.
     pub argocd: Option<Checked<argocd::ArgocdPart>>,
+    /// The workloads that read the target Secrets; `None` when not asked for.
+    pub consumers: Option<Checked<consumers::ConsumersPart>>,
     /// What is not about one part (waiting ran out, ExternalSecrets annotated).
     pub notes: Vec<String>,
 }
@@ -245,6 +257,11 @@ pub async fn run(
     } else {
         None
     };
+    let consumers = if req.wants(PartName::Consumers) {
+        Some(consumers::check(plan, req, deadline, progress, &mut notes).await)
+    } else {
+        None
+    };
     let values = req.wants(PartName::Vault).then(|| {
         Checked::Done(values::judge(
             inspection,
@@ -265,11 +282,13 @@ pub async fn run(
         },
         kube,
         argocd,
+        consumers,
         notes,
     };
     v.ok = ok_or_absent(&v.vault)
         && ok_or_absent(&v.policy)
         && ok_or_absent(&v.kube)
-        && ok_or_absent(&v.argocd);
+        && ok_or_absent(&v.argocd)
+        && ok_or_absent(&v.consumers);
     v
 }

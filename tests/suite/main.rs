@@ -10,6 +10,7 @@ mod apply;
 mod argocd;
 mod change;
 mod cli;
+mod consumers;
 mod deploy;
 mod eso_store;
 mod eso_sync;
