@@ -187,10 +187,26 @@ pub enum Command {
     Set(SetArgs),
 
     /// Replace a secret's value with a fresh one from its generator (old one kept in KV history).
+    ///
+    /// Each field's `rotation` in the spec decides: `replace`, `keyring` (the new key first, up
+    /// to `keep` previous keys kept behind it) or `never` (as `fixed = true`). A fixed field, and
+    /// a `fernet` or `masterkey` field whose spec states no `rotation`, are refused (exit 2),
+    /// nothing sent.
     Rotate(RotateArgs),
 
     /// Print the minimal Vault policy (HCL) ESO, VSO or vault-seed needs for an environment.
     Policy(PolicyArgs),
+
+    /// List what the specs no longer describe; changes nothing.
+    ///
+    /// Paths under the specs' folders that no spec names; paths elsewhere on the specs' mounts
+    /// marked `managed-by=vault-seed` that no spec names now; fields of a spec's secret the spec
+    /// does not name; ExternalSecrets and VaultStaticSecrets in the specs' namespaces reading a
+    /// path under the specs' folders that no spec names. Never prints a value. A LIST denied, a
+    /// failure or the --max-scan-requests bound reached is "not checked". Exit 0: nothing found;
+    /// 1: an orphan, or something not checked.
+    #[command(after_help = AUDIT_AFTER_HELP)]
+    Audit(AuditArgs),
 
     /// Check offline that Secrets and ConfigMaps exist before their consumers run (Argo CD order).
     ///
@@ -223,6 +239,7 @@ impl Command {
             Command::Set(_) => "set",
             Command::Rotate(_) => "rotate",
             Command::Policy(_) => "policy",
+            Command::Audit(_) => "audit",
             Command::Order(_) => "order",
             Command::Completions(_) => "completions",
             Command::Man(_) => "man",
@@ -409,6 +426,45 @@ pub struct VerifyArgs {
     /// Requests to Vault in flight at once.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrency: u16,
+    /// Vault connection.
+    #[command(flatten)]
+    pub vault: VaultArgs,
+}
+
+const AUDIT_AFTER_HELP: &str = "\
+Examples:
+  vault-seed audit auh1-dev                     Vault and the cluster
+  vault-seed audit auh1-dev --skip-kube -o json Vault only, one JSON document
+  vault-seed audit auh1-dev --skip-mount-scan   only the specs' own folders, fields and consumers
+
+A path is named when any spec names it in any environment. The token needs `list` on the \
+mounts' metadata and `read` on the secrets and their metadata (what it lacks is reported, \
+never fatal). Docs: docs/audit.md.";
+
+/// `audit` options.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The environment.
+    #[arg(value_name = "ENV")]
+    pub env: String,
+    /// Look at Vault only: nothing is sent to the cluster.
+    #[arg(long)]
+    pub skip_kube: bool,
+    /// Do not scan the specs' mounts beyond their folders for paths marked as vault-seed's.
+    #[arg(long)]
+    pub skip_mount_scan: bool,
+    /// The most LISTs and metadata reads per mount; past it, the rest is "not checked".
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub max_scan_requests: u32,
+    /// Requests to Vault in flight at once.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrency: u16,
+    /// kubeconfig file; else KUBECONFIG, ~/.kube/config, in-cluster.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig context; else the spec's `kube_context`, else the current context.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
     /// Vault connection.
     #[command(flatten)]
     pub vault: VaultArgs,
@@ -604,6 +660,7 @@ mod tests {
             vec!["set", "e", "S"],
             vec!["rotate", "e", "S"],
             vec!["policy", "e"],
+            vec!["audit", "e"],
             vec!["order", "--app", "a=b"],
             vec!["completions", "bash"],
             vec!["man"],
@@ -613,7 +670,7 @@ mod tests {
             assert_eq!(cli.command.name(), args[0]);
             assert!(names.contains(&args[0]));
         }
-        assert_eq!(names.len(), 11, "{names:?}");
+        assert_eq!(names.len(), 12, "{names:?}");
     }
 
     #[test]

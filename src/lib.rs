@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod acl;
+pub mod audit;
 mod backticks;
 pub mod cli;
 pub mod cmd;

@@ -250,10 +250,7 @@ pub(crate) mod tests {
         );
         let fields = fields
             .iter()
-            .map(|f| Field {
-                name: f.to_string(),
-                generator: Generator::Uuid,
-            })
+            .map(|f| Field::new(*f, Generator::Uuid))
             .collect();
         let path = format!("{folder}/dev/{name}").into();
         Target::new(origin, path, name.into(), false, fields, None)

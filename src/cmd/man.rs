@@ -40,19 +40,13 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
     (
         "verify",
         &[
-            "command",
-            "env",
-            "ok",
-            "strict",
-            "vault",
-            "policy",
-            "kube",
-            "argocd",
-            "consumers",
-            "notes",
+            "command", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "consumers",
+            "notes", "checked", "not_checked",
         ],
         "A part not asked for is null; a part that could not be checked is {ok: false, error, \
-         help}. vault.results: path, field, generator, status (valid, pending, missing, deleted, \
+         help}. checked: the parts checked (ok is about these only); not_checked: {part, why} \
+         for each part left out (why: --only, --skip-kube, no [argocd] section, could not be \
+         checked) and for target Secrets under --skip-target-secrets. vault.results: path, field, generator, status (valid, pending, missing, deleted, \
          invalid, denied, error, skipped), version, created_time, detail, provided_by. \
          kube.provided: the paths other applications provide (path, provided_by, ok, \
          push_secret, ready, reason, message, event, explanations). argocd (specs with \
@@ -66,6 +60,25 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          ok, server, context, not_checked (readers not checked, never ok), secrets (namespace, \
          name, source, read, exists, changed_at, changed_by), workloads (kind, namespace, name, \
          ok, checked, secrets, how, restarted_by, fix, problems, notes), problems, notes.",
+    ),
+    (
+        "audit",
+        &[
+            "command",
+            "env",
+            "ok",
+            "kube_checked",
+            "mount_scanned",
+            "scanned",
+            "findings",
+            "counts",
+        ],
+        "findings, worst first: kind (unnamed-path, marked-path, unnamed-field, \
+         orphan-consumer, not-checked, note), severity (orphan, not-checked, note), place, \
+         message, and the kind's facts (mount, path, app, spec_file, secret, field, object_kind, \
+         namespace, name, reads, what, why); never a value. scanned: folders, lists, \
+         secrets_read, metadata_reads, mounts_scanned, namespaces, external_secrets, \
+         vault_static_secrets. counts: orphans, not_checked, notes.",
     ),
     (
         "set, rotate",

@@ -2,6 +2,7 @@
 //! [`Failure`]; none prints its result or its errors (`run.rs` does, in one place).
 
 mod apply;
+mod audit;
 mod completions;
 mod gen;
 mod lint;
@@ -51,6 +52,7 @@ pub fn execute(cli: &Cli, printer: Printer<'_>) -> Result<Done, Failure> {
         Command::Set(args) => set::run(g, args).map(boxed),
         Command::Rotate(args) => rotate::run(g, args).map(boxed),
         Command::Policy(args) => policy::run(g, args).map(boxed),
+        Command::Audit(args) => audit::run(g, args).map(boxed),
         Command::Verify(args) => verify::run(g, args).map(boxed),
         Command::Order(args) => order::run(g, args).map(boxed),
         Command::Completions(args) => Ok(boxed(completions::run(args))),

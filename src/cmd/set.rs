@@ -45,11 +45,15 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
         // writes nothing: exit 2, as every refused request.
         let (replacing, outcome) = match current.fields.get(&field.name) {
             None => (false, "added"),
-            Some(FieldValue::Text(v)) if field.generator.validate(v) == Validity::Pending => {
+            Some(FieldValue::Text(v)) if field.validate(v) == Validity::Pending => {
                 (false, "replaced-placeholder")
             }
-            Some(_) if t.fixed => {
-                return Err(Failure::usage(format!("`{path}` is fixed: data is encrypted with it, so vault-seed never changes it once written"))
+            Some(_) if t.is_fixed(&field) => {
+                let what = match t.fixed {
+                    true => format!("`{path}` is fixed"),
+                    false => format!("field `{}` of `{path}` is fixed", field.name),
+                };
+                return Err(Failure::usage(format!("{what}: data is encrypted with it, so vault-seed never changes it once written"))
                     .help("if it really must change, do it by hand with the runbook for re-encrypting the data"));
             }
             Some(_) if !args.force => {
@@ -61,14 +65,6 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             }
             Some(_) => (true, "set"),
         };
-        if replacing {
-            report::say(&format!(
-                "replacing field `{}` of `{path}`: version {} -> {}",
-                field.name,
-                current.version,
-                current.version + 1
-            ));
-        }
         report::say(&format!(
             "reading the new value of `{path}` field `{}` from stdin (current version {})",
             field.name, current.version
@@ -85,7 +81,7 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
                     Failure::usage("that is the placeholder marker itself").help("give the real value")
                 );
             }
-        } else if let Validity::Invalid(why) = field.generator.validate(&value) {
+        } else if let Validity::Invalid(why) = field.validate(&value) {
             return Err(Failure::usage(format!("the value {why}; nothing was written")).help(
                 format!("field `{}` holds a {}", field.name, field.generator.describe()),
             ));
@@ -104,6 +100,16 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             if old.expose_secret() == value.expose_secret() {
                 return Ok(report("unchanged", Some(current.version), None));
             }
+        }
+        // Said once the value passed its checks and differs: a refused or unchanged value
+        // replaces nothing.
+        if replacing {
+            report::say(&format!(
+                "replacing field `{}` of `{path}`: version {} -> {}",
+                field.name,
+                current.version,
+                current.version + 1
+            ));
         }
         let written = replace::write_fields(
             &session.vault,

@@ -77,7 +77,16 @@ async fn check_cluster_config(
     req: &Request,
 ) -> Result<(), Failure> {
     let context = verify::cluster::context(plan, req);
-    let preflight = EsoCluster::preflight(req.kubeconfig.as_deref(), context.as_deref())
+    cluster_preflight(g, req.kubeconfig.as_deref(), context.as_deref()).await
+}
+
+/// [`check_cluster_config`] for a kubeconfig and context (`audit` shares it).
+pub(super) async fn cluster_preflight(
+    g: &GlobalArgs,
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+) -> Result<(), Failure> {
+    let preflight = EsoCluster::preflight(kubeconfig, context)
         .await
         .map_err(|e| Failure::from(e).exit(Exit::Usage))?;
     if let Some(p) = preflight.filter(|p| p.skip_tls_verify) {

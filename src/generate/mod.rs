@@ -125,6 +125,22 @@ impl Generator {
         }
     }
 
+    /// Whether its values encrypt or hash stored data (a Fernet key, Zitadel's masterkey): a
+    /// new value makes that data unreadable unless the old one stays, so `rotate` asks the
+    /// spec to say how it may rotate.
+    pub fn keys_data(&self) -> bool {
+        matches!(self, Generator::Fernet | Generator::Masterkey)
+    }
+
+    /// Whether a comma-separated list of its values is a keyring a reader can take: keys of
+    /// a fixed alphabet without commas (Fernet, hex, base64), not free text.
+    pub fn keyring_allowed(&self) -> bool {
+        matches!(
+            self,
+            Generator::Fernet | Generator::Hex { .. } | Generator::Base64 { .. }
+        )
+    }
+
     /// Whether the value is meant to be written by a person after deploy.
     pub fn is_placeholder(&self) -> bool {
         matches!(self, Generator::Placeholder { .. })

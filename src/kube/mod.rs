@@ -13,6 +13,7 @@
 mod argocd;
 mod config;
 mod error;
+mod list;
 mod status;
 mod store;
 mod vso;
@@ -33,6 +34,7 @@ use time::OffsetDateTime;
 
 pub use argocd::{AppLookup, AppResource, ApplicationInfo, OperationInfo, ARGOCD_GROUP};
 pub use error::KubeError;
+pub use list::{Listed, Unreadable};
 pub use status::{
     template_reads, BadField, DataFrom, EventInfo, ExternalSecretInfo, PushSecretInfo,
     ReadyCondition, RemoteRef, SecretStoreInfo, StoreKind, StoreRef, TemplateEntry, ESO_GROUP,

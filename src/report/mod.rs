@@ -11,6 +11,7 @@ use std::io::{IsTerminal, Write};
 use serde::Serialize;
 use zeroize::Zeroizing;
 
+pub mod auditing;
 pub mod changes;
 pub mod diagnostics;
 pub mod gaps;

@@ -84,7 +84,6 @@ impl SeedReport {
             out: Out::Fresh(out),
             error: None,
             summary: Summary::default(),
-            waiting: Vec::new(),
             unflushed: false,
         }
     }
@@ -106,8 +105,7 @@ struct JsonRow<'a> {
     provided_by: Option<&'a str>,
 }
 
-/// Where the rows go as the run hands them on: written at once, counted, and the few a summary
-/// names (provided paths still absent) kept.
+/// Where the rows go as the run hands them on: written at once and counted.
 pub struct Rows<'r, 'o> {
     report: &'r SeedReport,
     view: View,
@@ -115,8 +113,6 @@ pub struct Rows<'r, 'o> {
     /// Why stdout stopped taking rows; the run goes on to its end.
     error: Option<io::Error>,
     summary: Summary,
-    /// Provided paths still absent, with their provider.
-    waiting: Vec<(String, String)>,
     /// Rows were written since stdout was last flushed.
     unflushed: bool,
 }
@@ -137,13 +133,6 @@ enum Out<'o> {
 impl Sink for Rows<'_, '_> {
     fn path(&mut self, p: PathResult) {
         self.summary.add(&p);
-        if p.fields
-            .iter()
-            .any(|f| f.outcome == Outcome::ProvidedAbsent)
-        {
-            let by = p.target.provided.as_ref().map_or("", |x| x.by.as_str());
-            self.waiting.push((p.target.full_path(), by.to_string()));
-        }
         if self.error.is_none() {
             self.unflushed = true;
             if let Err(e) = self.write(&p) {
@@ -261,9 +250,7 @@ impl<'o> Rows<'_, 'o> {
                 doc.end()
             }
             Out::Table(out) => {
-                let tail = self
-                    .report
-                    .tail(&self.view.out, &self.summary, &self.waiting);
+                let tail = self.report.tail(&self.view.out, &self.summary);
                 out.write_all(tail.as_bytes())
             }
             Out::Fresh(_) | Out::Moving => unreachable!("started"),
@@ -333,9 +320,10 @@ impl SeedReport {
         line.trim_end().to_string()
     }
 
-    /// The lines after the table: the summary, the provided paths still absent, and for `plan`
-    /// that nothing was written.
-    fn tail(&self, style: &Style, s: &Summary, waiting: &[(String, String)]) -> String {
+    /// The lines after the table: the summary, the count of provided paths, and for `plan` that
+    /// nothing was written. Each provided path's row already names its provider and whether it
+    /// waits for it, so the summary counts them and does not list them again.
+    fn tail(&self, style: &Style, s: &Summary) -> String {
         let dry_run = self.dry_run;
         let mut tail = String::new();
         let verb =
@@ -361,13 +349,6 @@ impl SeedReport {
                 tail,
                 "provided by other applications (never written): {} field(s) present, {} absent",
                 s.provided_present, s.provided_absent
-            );
-        }
-        for (path, by) in waiting {
-            let _ = writeln!(
-                tail,
-                "  {}: {path} (provided by {by})",
-                style.warn("waiting"),
             );
         }
         if dry_run {

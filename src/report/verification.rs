@@ -1,5 +1,6 @@
 //! `verify`'s report: each part's verdict and what to do, or the JSON document
-//! `{"command": "verify", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes"}`.
+//! `{"command": "verify", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes",
+//! "checked", "not_checked"}`.
 
 use std::fmt::Write;
 use std::io;
@@ -83,30 +84,47 @@ fn text(out: &mut dyn io::Write, style: &Style, v: &Verification, verbose: bool)
         Some(Checked::Failed(f)) => failed(&mut rest, style, "argocd", f),
         None => {}
     }
-    let mut unchecked = 0;
     match &v.consumers {
-        Some(Checked::Done(c)) => {
-            unchecked = c.not_checked;
-            consumers(&mut rest, style, c);
-        }
+        Some(Checked::Done(c)) => consumers(&mut rest, style, c),
         Some(Checked::Failed(f)) => failed(&mut rest, style, "consumers", f),
         None => {}
     }
-    // What was not checked is said with the verdict, so a "done" never hides it.
     let _ = writeln!(
         rest,
-        "verify {}: {}",
+        "verify {}: {} ({})",
         v.env,
-        match (v.ok, unchecked) {
-            (true, 0) => style.ok("done"),
-            (true, n) => format!(
-                "{}, except {n} workload(s) not checked (see consumers)",
-                style.ok("done")
-            ),
-            (false, _) => style.error("NOT done"),
-        }
+        if v.ok {
+            style.ok("done")
+        } else {
+            style.error("NOT done")
+        },
+        coverage(v)
     );
     out.write_all(rest.as_bytes())
+}
+
+/// What the verdict is about: `vault, policy checked; not checked: kube, argocd (--skip-kube)`,
+/// the parts left out for the same reason named together.
+fn coverage(v: &Verification) -> String {
+    let mut s = if v.checked.is_empty() {
+        "nothing checked".to_string()
+    } else {
+        format!("{} checked", v.checked.join(", "))
+    };
+    let mut left = v.not_checked.iter().peekable();
+    if left.peek().is_some() {
+        s.push_str("; not checked: ");
+    }
+    let mut groups = Vec::new();
+    while let Some(first) = left.next() {
+        let mut parts = vec![first.part];
+        while let Some(next) = left.next_if(|n| n.why == first.why) {
+            parts.push(next.part);
+        }
+        groups.push(format!("{} ({})", parts.join(", "), first.why));
+    }
+    s.push_str(&groups.join("; "));
+    s
 }
 
 fn mark(style: &Style, ok: bool) -> String {
@@ -169,6 +187,9 @@ fn values(out: &mut dyn io::Write, style: &Style, env: &str, v: &ValuesPart) -> 
             row.path,
             row.field
         )?;
+    }
+    for n in &v.notes {
+        writeln!(out, "       {}: {}", style.help("note"), t(n))?;
     }
     Ok(())
 }
@@ -254,7 +275,12 @@ fn consumers(out: &mut String, style: &Style, c: &ConsumersPart) {
     let _ = writeln!(
         out,
         "{} consumers: {} ({}): {} workload(s) read {} target Secret(s){}",
-        mark(style, c.ok),
+        // A reader not checked is never shown as ok, nor is the part holding it.
+        if c.ok && c.not_checked > 0 {
+            style.warn("----")
+        } else {
+            mark(style, c.ok)
+        },
         t(&c.server),
         t(c.context.as_deref().unwrap_or("in-cluster")),
         c.workloads.len(),

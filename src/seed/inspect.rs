@@ -13,7 +13,7 @@ use futures::stream::{self, StreamExt};
 use indexmap::IndexSet;
 use serde::Serialize;
 
-use super::{discover, judge, Outcome, PathResult};
+use super::{discover, judge, Outcome, PathResult, Unnamed};
 use crate::kv::KvMount;
 use crate::mounts::Mounts;
 use crate::spec::Target;
@@ -208,6 +208,8 @@ pub struct Inspection {
     details: IndexSet<Box<str>>,
     /// Fields per status, over every path, by [`Status::index`].
     counts: [usize; Status::ALL.len()],
+    /// The secrets holding fields no spec names, for a note.
+    unnamed: Unnamed,
 }
 
 impl Inspection {
@@ -220,11 +222,13 @@ impl Inspection {
             fields: Vec::with_capacity(fields),
             details: IndexSet::new(),
             counts: [0; Status::ALL.len()],
+            unnamed: Unnamed::default(),
         }
     }
 
     /// The result `r` for the target at `target`: its fields counted, and its state kept.
     pub fn add(&mut self, target: usize, r: PathResult) {
+        self.unnamed.add(&r);
         for f in &r.fields {
             self.counts[Status::of(f.outcome).index()] += 1;
         }
@@ -249,6 +253,7 @@ impl Inspection {
 
     /// Every path added: the lists at their length.
     fn finish(&mut self) {
+        self.notes.extend(self.unnamed.note());
         self.details.shrink_to_fit();
         self.fields.shrink_to_fit();
         self.paths.shrink_to_fit();

@@ -27,7 +27,7 @@ use crate::spec::Target;
 use crate::vault::{Existing, FieldValue, Vault, VaultError, WriteFields};
 
 pub use inspect::{inspect, Detail, FieldFound, FieldState, Found, Inspection, PathState, Status};
-pub use outcome::{FieldResult, Outcome, PathResult, Summary};
+pub use outcome::{FieldResult, Outcome, PathResult, Summary, Unnamed};
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -148,6 +148,7 @@ async fn pipeline<E>(
     let mut order = InOrder::default();
     let mut written = false;
     let mut denied = Denied::default();
+    let mut unnamed = Unnamed::default();
     // Over a network a new connection costs a round trip (two with TLS) before its first
     // request: open those the requests after the gate will use now, alongside the gate's, rather
     // than after it. (`HEAD sys/health` carries no token and depends on no answer.)
@@ -243,6 +244,7 @@ async fn pipeline<E>(
                 }
                 Done::Path(i, r) => {
                     written |= r.written;
+                    unnamed.add(&r);
                     order.put(i, *r, sink);
                     progress();
                 }
@@ -253,6 +255,7 @@ async fn pipeline<E>(
     let detected: &Mounts = detected.as_ref().unwrap_or(&empty);
     let mut notes = detected.notes.clone();
     notes.extend(list_denied_note(denied));
+    notes.extend(unnamed.note());
     debug_assert!(order.waiting.is_empty(), "every result was handed on");
     if !opts.metadata && !opts.dry_run && written {
         notes.push("--no-metadata: the paths written carry no custom_metadata marking them as vault-seed's".into());
@@ -629,17 +632,32 @@ fn holds_exactly(p: &crate::vault::Present, values: &[(String, SecretString)]) -
 
 /// Judge each field of a live secret against its generator.
 fn judge(t: &Target, p: &crate::vault::Present) -> PathResult {
+    // A fixed field that is absent blocks the other absent fields too: written beside a value
+    // under another name, they would pair with a key the data was never encrypted with.
+    let fixed_missing = t
+        .fields
+        .iter()
+        .find(|f| t.is_fixed(f) && !p.fields.contains_key(&f.name));
     let fields = t
         .fields
         .iter()
         .map(|f| {
             let (outcome, detail) = match p.fields.get(&f.name) {
-                None if t.fixed => (Outcome::Invalid, Some(fixed_lacks(&f.name, p))),
-                None => (Outcome::Missing, None),
+                None if t.is_fixed(f) => (Outcome::Invalid, Some(fixed_lacks(&f.name, p))),
+                None => match fixed_missing {
+                    Some(fixed) => (
+                        Outcome::Invalid,
+                        Some(format!(
+                            "absent, and not added while fixed field `{}` is missing",
+                            fixed.name
+                        )),
+                    ),
+                    None => (Outcome::Missing, None),
+                },
                 Some(FieldValue::NotText(kind)) => {
                     (Outcome::Invalid, Some(format!("is {kind}, not a string")))
                 }
-                Some(FieldValue::Text(v)) => match f.generator.validate(v) {
+                Some(FieldValue::Text(v)) => match f.validate(v) {
                     Validity::Valid => (Outcome::Exists, None),
                     Validity::Pending => (Outcome::Pending, None),
                     Validity::Invalid(why) => (Outcome::Invalid, Some(why)),
@@ -658,6 +676,15 @@ fn judge(t: &Target, p: &crate::vault::Present) -> PathResult {
     // wrote it), and never marked now.
     let unmarked = p.version == 1
         && p.custom_metadata.get("managed-by").map(String::as_str) != Some("vault-seed");
+    let unnamed = match t.provided {
+        Some(_) => Vec::new(),
+        None => p
+            .fields
+            .keys()
+            .filter(|k| !t.fields.iter().any(|f| &f.name == *k))
+            .cloned()
+            .collect(),
+    };
     PathResult {
         target: t.clone(),
         version: Some(p.version).filter(|v| *v > 0),
@@ -666,6 +693,7 @@ fn judge(t: &Target, p: &crate::vault::Present) -> PathResult {
         detail: unmarked.then(|| "present, not marked (no vault-seed custom_metadata)".into()),
         vault_unavailable: false,
         created_time: p.created_time.clone(),
+        unnamed,
     }
 }
 
@@ -697,7 +725,11 @@ async fn judge_or_extend(
         .iter()
         .filter(|f| !p.fields.contains_key(&f.name))
         .collect();
-    if missing.is_empty() || t.fixed {
+    if missing.is_empty()
+        || t.fields
+            .iter()
+            .any(|f| t.is_fixed(f) && !p.fields.contains_key(&f.name))
+    {
         return result;
     }
     let mark = |r: &mut PathResult, o: Outcome, d: Option<String>| {
@@ -831,10 +863,10 @@ mod tests {
             mount.into(),
             None,
         );
-        let fields = Arc::from(vec![Field {
-            name: "password".into(),
-            generator: crate::generate::Generator::Fernet,
-        }]);
+        let fields = Arc::from(vec![Field::new(
+            "password",
+            crate::generate::Generator::Fernet,
+        )]);
         let provided = provided.then(|| {
             Arc::new(Provided {
                 by: "db".into(),

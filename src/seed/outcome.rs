@@ -109,6 +109,62 @@ pub struct PathResult {
     pub vault_unavailable: bool,
     /// When the secret's current version was created (RFC 3339), when it was read.
     pub created_time: Option<String>,
+    /// Fields the live secret holds that its spec does not name (a likely rename), as stored;
+    /// never those of a provided secret, whose provider writes what it likes.
+    pub unnamed: Vec<String>,
+}
+
+/// The secrets of a run that hold fields no spec names, gathered for one note: the first few
+/// named, the rest counted (a platform may have thousands).
+#[derive(Debug, Default)]
+pub struct Unnamed {
+    /// `path (`a`, `b`)` of the first few.
+    shown: Vec<String>,
+    /// How many secrets in all.
+    count: usize,
+}
+
+impl Unnamed {
+    /// The most secrets named in the note.
+    const SHOWN: usize = 5;
+    /// The most field names shown for one secret.
+    const FIELDS: usize = 3;
+
+    /// Count `r` when its secret holds fields no spec names.
+    pub fn add(&mut self, r: &PathResult) {
+        if r.unnamed.is_empty() {
+            return;
+        }
+        self.count += 1;
+        if self.shown.len() < Self::SHOWN {
+            let mut names: Vec<String> = r
+                .unnamed
+                .iter()
+                .take(Self::FIELDS)
+                .map(|n| format!("`{}`", crate::text::quoted(n)))
+                .collect();
+            if r.unnamed.len() > Self::FIELDS {
+                names.push(format!("{} more", r.unnamed.len() - Self::FIELDS));
+            }
+            self.shown
+                .push(format!("`{}` ({})", r.target.full_path(), names.join(", ")));
+        }
+    }
+
+    /// The note, when some secret holds such fields.
+    pub fn note(&self) -> Option<String> {
+        if self.count == 0 {
+            return None;
+        }
+        let more = match self.count - self.shown.len() {
+            0 => String::new(),
+            n => format!(" and {n} more secret(s)"),
+        };
+        Some(format!(
+            "fields no spec names: {}{more}; a renamed field? vault-seed leaves them as they are (rename the field in the spec, or remove the old one by hand)",
+            self.shown.join(", ")
+        ))
+    }
 }
 
 /// Map a Vault error to an outcome and a message that names the path and what is missing.
@@ -142,6 +198,7 @@ impl PathResult {
             detail,
             vault_unavailable: false,
             created_time: None,
+            unnamed: Vec::new(),
         }
     }
 

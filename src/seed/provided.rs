@@ -76,5 +76,6 @@ fn result(p: PathState) -> PathResult {
         detail: p.detail.filter(|d| !d.starts_with("present, not marked")),
         vault_unavailable: false,
         created_time: p.created_time,
+        unnamed: Vec::new(),
     }
 }

@@ -11,7 +11,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::generate::Generator;
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::generate::{Generator, Validity};
 use crate::kv::{KvMount, KvVersion};
 pub use diag::{Diagnostic, Location};
 pub use load::{load_dir, load_files, load_sources, LoadError};
@@ -171,6 +173,79 @@ pub struct Field {
     pub name: String,
     /// Its generator.
     pub generator: Generator,
+    /// What `rotate` may do to it (`rotation`, or `fixed = true`).
+    pub rotation: Rotation,
+}
+
+impl Field {
+    /// A field made by `generator`, with no stated rotation.
+    pub fn new(name: impl Into<String>, generator: Generator) -> Field {
+        Field {
+            name: name.into(),
+            generator,
+            rotation: Rotation::Unstated,
+        }
+    }
+
+    /// Judge a live value: a keyring's every key, newest first, else the value itself. A bad
+    /// key is named by its place, never by its text.
+    pub fn validate(&self, value: &SecretString) -> Validity {
+        let Rotation::Keyring { .. } = self.rotation else {
+            return self.generator.validate(value);
+        };
+        let keys: Vec<&str> = value.expose_secret().split(',').collect();
+        if keys.len() == 1 {
+            return self.generator.validate(value);
+        }
+        for (i, key) in keys.iter().enumerate() {
+            let at = || format!("key {} of {} (newest first)", i + 1, keys.len());
+            match self
+                .generator
+                .validate(&SecretString::from(key.to_string()))
+            {
+                Validity::Valid => {}
+                Validity::Pending => {
+                    return Validity::Invalid(format!("{} is the placeholder marker", at()))
+                }
+                Validity::Invalid(why) => return Validity::Invalid(format!("{} {why}", at())),
+            }
+        }
+        Validity::Valid
+    }
+}
+
+/// What `rotate` may do to a field's value (`rotation`): data encrypted or hashed with a key
+/// needs that key, so the spec says whether the old one must stay readable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rotation {
+    /// No `rotation` key: `rotate` replaces the value, but refuses a generator whose values
+    /// encrypt or hash stored data ([`Generator::keys_data`]) until the spec says.
+    Unstated,
+    /// `"replace"`: a new value replaces the old one.
+    Replace,
+    /// `"keyring"`: the new key first, then up to `keep` previous keys, comma-separated (the
+    /// form MultiFernet and Airflow's `fernet_key` read).
+    Keyring {
+        /// How many previous keys stay after a rotation (1 to [`MAX_KEEP`]).
+        keep: u8,
+    },
+    /// `"never"`, or `fixed = true`: the value never changes once written.
+    Never,
+}
+
+/// The most previous keys a keyring keeps.
+pub const MAX_KEEP: u8 = 10;
+
+impl Rotation {
+    /// As written in a spec (`replace`, `keyring`, `never`), or `None` when unstated.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Rotation::Unstated => None,
+            Rotation::Replace => Some("replace"),
+            Rotation::Keyring { .. } => Some("keyring"),
+            Rotation::Never => Some("never"),
+        }
+    }
 }
 
 /// How External Secrets Operator reaches and uses the secrets.
@@ -338,6 +413,12 @@ impl Target {
         }
     }
 
+    /// Whether `field` never changes once written: the secret is `fixed`, or the field is
+    /// (`fixed = true`, `rotation = "never"`).
+    pub fn is_fixed(&self, field: &Field) -> bool {
+        self.fixed || field.rotation == Rotation::Never
+    }
+
     /// The spec file it comes from.
     pub fn spec_file(&self) -> &Path {
         &self.origin.file
@@ -428,10 +509,7 @@ impl Spec {
                         Some(&i) => fields[i].generator = generator.clone(),
                         None => {
                             at.insert(name.clone(), fields.len());
-                            fields.push(Field {
-                                name: name.clone(),
-                                generator: generator.clone(),
-                            });
+                            fields.push(Field::new(name.clone(), generator.clone()));
                         }
                     }
                 }

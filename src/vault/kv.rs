@@ -286,6 +286,30 @@ impl Vault {
         }
     }
 
+    /// A KV v2 secret's custom metadata, read from its metadata path (no value is read); `None`
+    /// when the path has no metadata (absent). `audit` reads only this of paths no spec names.
+    pub async fn kv_read_custom_metadata(
+        &self,
+        mount: &KvMount,
+        path: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, VaultError> {
+        #[derive(Deserialize)]
+        struct Meta {
+            #[serde(default)]
+            custom_metadata: Option<BTreeMap<String, String>>,
+        }
+        let api = mount.metadata_path(path);
+        match self.send(|| Call::get(&api), "read").await? {
+            Reply::NotFound(_) => Ok(None),
+            Reply::Ok(b) => {
+                let env: Envelope<Meta> = decode(&b, "GET", &api)?;
+                Ok(Some(
+                    env.data.and_then(|m| m.custom_metadata).unwrap_or_default(),
+                ))
+            }
+        }
+    }
+
     /// Replace a KV v2 secret's custom metadata.
     pub async fn kv_set_custom_metadata(
         &self,

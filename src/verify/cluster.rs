@@ -239,7 +239,7 @@ fn progress_of_vso(checks: &[VssCheck]) -> String {
 
 /// The namespace of a spec's VaultStaticSecrets: the environment's `kube_namespace`, else
 /// `[vso] namespace`, else the kubeconfig's.
-pub(super) fn vso_namespace(v: &Vso, env: &Environment, default_namespace: &str) -> String {
+pub(crate) fn vso_namespace(v: &Vso, env: &Environment, default_namespace: &str) -> String {
     env.kube_namespace
         .clone()
         .or_else(|| v.namespace.clone())

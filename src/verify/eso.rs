@@ -820,10 +820,16 @@ fn bad_fields(es: &ExternalSecretInfo) -> Vec<EsFinding> {
         .collect()
 }
 
-/// The spec's path a remoteRef key names (`ask/x` below the mount, or `secret/ask/x`).
+/// The spec's path a remoteRef key names ([`target_of_key`]).
 fn spec_target<'t>(ctx: &Ctx<'t>, key: &str) -> Option<&'t Target> {
+    target_of_key(ctx.targets, key)
+}
+
+/// The target of `targets` an ESO key names: `ask/x` below the mount, or `secret/ask/x` (a
+/// leading `/` ignored). The one rule `verify` and `audit` match ESO keys by.
+pub(crate) fn target_of_key<'t>(targets: &'t [Target], key: &str) -> Option<&'t Target> {
     let key = key.trim_start_matches('/');
-    ctx.targets
+    targets
         .iter()
         .find(|t| &*t.path == key || t.full_path() == key)
 }
@@ -1447,10 +1453,7 @@ mod tests {
     }
 
     fn field(generator: Generator) -> Field {
-        Field {
-            name: "password".into(),
-            generator,
-        }
+        Field::new("password", generator)
     }
 
     fn with_decoding(strategy: &str) -> RemoteRef {

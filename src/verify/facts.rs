@@ -173,11 +173,7 @@ mod tests {
             mount.into(),
             None,
         );
-        let fields = vec![Field {
-            name: "value".into(),
-            generator: Generator::Uuid,
-        }]
-        .into();
+        let fields = vec![Field::new("value", Generator::Uuid)].into();
         Target::new(origin, "app/dev/A".into(), "A".into(), false, fields, None)
     }
 

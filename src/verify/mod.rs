@@ -81,6 +81,14 @@ impl PartName {
     pub fn parse(name: &str) -> Option<PartName> {
         PartName::ALL.into_iter().find(|p| p.as_str() == name)
     }
+
+    /// Whether the part reads the cluster (`--skip-kube` leaves it out).
+    fn in_cluster(self) -> bool {
+        matches!(
+            self,
+            PartName::Kube | PartName::Argocd | PartName::Consumers
+        )
+    }
 }
 
 /// What to verify, and how.
@@ -112,11 +120,18 @@ pub struct Request {
 impl Request {
     /// Whether `part` is asked for.
     pub fn wants(&self, part: PartName) -> bool {
-        (self.parts.is_empty() || self.parts.contains(&part))
-            && !(matches!(
-                part,
-                PartName::Kube | PartName::Argocd | PartName::Consumers
-            ) && self.skip_kube)
+        self.left_out(part).is_none()
+    }
+
+    /// The option that leaves `part` out, if one does.
+    pub fn left_out(&self, part: PartName) -> Option<&'static str> {
+        if !self.parts.is_empty() && !self.parts.contains(&part) {
+            Some("--only")
+        } else if self.skip_kube && part.in_cluster() {
+            Some("--skip-kube")
+        } else {
+            None
+        }
     }
 }
 
@@ -204,6 +219,73 @@ pub struct Verification {
     pub consumers: Option<Checked<consumers::ConsumersPart>>,
     /// What is not about one part (waiting ran out, ExternalSecrets annotated).
     pub notes: Vec<String>,
+    /// The parts checked, in report order.
+    pub checked: Vec<&'static str>,
+    /// What was not checked, and why: a verdict of "done" is about the parts checked only.
+    pub not_checked: Vec<NotChecked>,
+}
+
+/// Something a verification did not check, and why.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct NotChecked {
+    /// A part (`kube`), or what of one was left out (`target Secrets`).
+    pub part: &'static str,
+    /// The option that left it out (`--skip-kube`), or another reason.
+    pub why: &'static str,
+}
+
+impl Verification {
+    /// Whether `part` was asked for but could not be checked.
+    fn could_not_check(&self, part: PartName) -> bool {
+        fn failed<T>(p: &Option<Checked<T>>) -> bool {
+            matches!(p, Some(Checked::Failed(_)))
+        }
+        match part {
+            PartName::Vault => failed(&self.vault),
+            PartName::Policy => failed(&self.policy),
+            PartName::Kube => failed(&self.kube),
+            PartName::Argocd => failed(&self.argocd),
+            PartName::Consumers => failed(&self.consumers),
+        }
+    }
+
+    /// Fills `checked` and `not_checked`: each part is checked unless an option left it out,
+    /// it does not apply to the specs, or it could not be checked.
+    fn name_what_was_checked(&mut self, req: &Request, argocd_configured: bool) {
+        for part in PartName::ALL {
+            let why = req
+                .left_out(part)
+                .or_else(|| {
+                    (part == PartName::Argocd && !argocd_configured)
+                        .then_some("no spec has an `[argocd]` section")
+                })
+                .or_else(|| {
+                    self.could_not_check(part)
+                        .then_some("it could not be checked")
+                });
+            match why {
+                None => self.checked.push(part.as_str()),
+                Some(why) => self.not_checked.push(NotChecked {
+                    part: part.as_str(),
+                    why,
+                }),
+            }
+        }
+        if req.skip_target_secrets && self.checked.contains(&PartName::Kube.as_str()) {
+            self.not_checked.push(NotChecked {
+                part: "target Secrets",
+                why: "--skip-target-secrets",
+            });
+        }
+        if let Some(Checked::Done(c)) = &self.consumers {
+            if c.not_checked > 0 {
+                self.not_checked.push(NotChecked {
+                    part: "consumers' readers through env or subPath",
+                    why: "--skip-target-secrets",
+                });
+            }
+        }
+    }
 }
 
 fn ok_or_absent<T: Part>(part: &Option<Checked<T>>) -> bool {
@@ -275,16 +357,15 @@ pub async fn run(
         ok: false,
         strict: req.strict,
         vault: values,
-        policy: if req.wants(PartName::Policy) {
-            policy
-        } else {
-            None
-        },
+        policy: policy.filter(|_| req.wants(PartName::Policy)),
         kube,
         argocd,
         consumers,
         notes,
+        checked: Vec::new(),
+        not_checked: Vec::new(),
     };
+    v.name_what_was_checked(req, argocd::configured(plan));
     v.ok = ok_or_absent(&v.vault)
         && ok_or_absent(&v.policy)
         && ok_or_absent(&v.kube)

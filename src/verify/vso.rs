@@ -652,6 +652,18 @@ fn missing(ns: &str, name: &str) -> Checked {
 
 /// One VaultStaticSecret: its path, whether it is synced and fresh, its destination Secret,
 /// why it is not synced, and the VaultAuth it names.
+/// The target of `targets` a VaultStaticSecret reads (`spec.mount`, `spec.path`, slashes
+/// trimmed). The one rule `verify` and `audit` match VaultStaticSecrets by.
+pub(crate) fn target_of_vss<'t>(
+    targets: &'t [Target],
+    v: &VaultStaticSecretInfo,
+) -> Option<&'t Target> {
+    let (mount, path) = (v.mount.trim_matches('/'), v.path.trim_matches('/'));
+    targets
+        .iter()
+        .find(|t| t.mount() == mount && &*t.path == path)
+}
+
 async fn check_vss(
     ctx: &Ctx<'_>,
     ns: &str,
@@ -660,10 +672,7 @@ async fn check_vss(
 ) -> Result<Checked, KubeError> {
     let mut found = Vec::new();
     let full = format!("{}/{}", v.mount.trim_matches('/'), v.path.trim_matches('/'));
-    let target = ctx
-        .targets
-        .iter()
-        .find(|t| t.mount() == v.mount.trim_matches('/') && &*t.path == v.path.trim_matches('/'));
+    let target = target_of_vss(ctx.targets, v);
     let path_facts = target.and_then(|t| ctx.facts.get(&t.full_path()));
     let read = target.zip(path_facts.as_ref());
     let object = format!("VaultStaticSecret `{ns}/{name}`");

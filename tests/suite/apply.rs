@@ -740,9 +740,12 @@ fn no_value_appears_in_any_output_at_any_verbosity() {
             .unwrap();
         assert_eq!(pat["value"], value.as_str(), "set did its work");
         typed.push(value);
-        seen(run(&["rotate", ENV, "SECURITY__API_KEY_SALT", "--yes"]).status(0));
+        seen(run(&["rotate", ENV, "APP__CORE_SERVICES_MACHINE_TOKEN", "--yes"]).status(0));
         assert_eq!(
-            bao.kv_version("secret", &format!("{FOLDER}/SECURITY__API_KEY_SALT")),
+            bao.kv_version(
+                "secret",
+                &format!("{FOLDER}/APP__CORE_SERVICES_MACHINE_TOKEN")
+            ),
             Some(i as u64 + 2),
             "rotate did its work"
         );
@@ -762,7 +765,7 @@ fn no_value_appears_in_any_output_at_any_verbosity() {
         outputs.push(out.all_text());
     }
     let all = outputs.join("\n");
-    // Every value each secret ever held: the salt's rotated versions too.
+    // Every value each secret ever held: the machine token's rotated versions too.
     let mut secrets = vec![bao.token.clone(), hand_made.to_string()];
     secrets.extend(typed);
     for (name, field) in REAL {

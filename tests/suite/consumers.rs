@@ -337,11 +337,16 @@ fn without_reading_the_secret_an_env_reader_is_not_checked_never_ok() {
     w.kube.put(pod_of(NS, "web", "web-1", BEFORE));
     let out = w.verify(&["--skip-target-secrets"]);
     let text = out.stdout_text();
+    has(&text, "---- consumers: ");
+    has(
+        &text,
+        "1 workload(s) read 1 target Secret(s), 1 not checked",
+    );
     has(&text, "---- Deployment apps/web");
     has(&text, "not checked: reads `db` through env, and when its data changed is not known without reading it (--skip-target-secrets)");
     has(
         &text,
-        "verify auh1-dev: done, except 1 workload(s) not checked (see consumers)",
+        "verify auh1-dev: done (consumers checked; not checked: vault, policy, kube, argocd (--only); consumers' readers through env or subPath (--skip-target-secrets))",
     );
     assert!(!text.contains("ok   Deployment"), "{text}");
     assert!(
@@ -354,6 +359,13 @@ fn without_reading_the_secret_an_env_reader_is_not_checked_never_ok() {
     let doc = w.verify(&["--skip-target-secrets", "-o", "json"]).json();
     assert_eq!(doc["consumers"]["not_checked"], 1);
     assert_eq!(only_workload(&doc)["checked"], false);
+    assert!(
+        doc["not_checked"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"part": "consumers' readers through env or subPath", "why": "--skip-target-secrets"})),
+        "{doc:#}"
+    );
 }
 
 #[test]

@@ -9,10 +9,10 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Out, Run};
 use serde_json::{json, Value};
@@ -576,54 +576,20 @@ fn server_text_echoing_the_token_and_values_is_redacted_and_capped() {
 // ---------------------------------------------------------------------------------------------
 // 10. Answers larger than vault-seed reads.
 
-/// Peak resident memory of a process (kB), while it runs.
-fn vm_hwm(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
 #[test]
 fn an_answer_larger_than_the_cap_fails_clearly_without_being_held() {
     const BODY: u64 = 256 * 1024 * 1024;
     let home = tempfile::tempdir().unwrap();
     let specs = spec_dir("https://unused.example", 1);
     for chunked in [true, false] {
-        let pid = Arc::new(AtomicU32::new(0));
-        let peak = Arc::new(AtomicU64::new(0));
-        let vault = {
-            let (pid, peak) = (pid.clone(), peak.clone());
-            Stub::start("127.0.0.1:0", move |_| {
-                // Sample the client's peak memory now and again while the body streams.
-                let (pid, peak) = (pid.clone(), peak.clone());
-                std::thread::spawn(move || {
-                    let start = Instant::now();
-                    while start.elapsed() < Duration::from_secs(60) {
-                        let p = pid.load(Ordering::SeqCst);
-                        match (p != 0).then(|| vm_hwm(p)).flatten() {
-                            Some(kb) => {
-                                peak.fetch_max(kb, Ordering::SeqCst);
-                            }
-                            None if p != 0 => return,
-                            None => {}
-                        }
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                });
-                Answer::Huge {
-                    bytes: BODY,
-                    chunked,
-                }
-            })
-        };
-        let child = vault_seed(home.path(), specs.path(), TOKEN)
+        let vault = Stub::start("127.0.0.1:0", move |_| Answer::Huge {
+            bytes: BODY,
+            chunked,
+        });
+        let (out, peak_kb) = vault_seed(home.path(), specs.path(), TOKEN)
             .addr(&vault.addr)
             .args(["plan", "dev"])
-            .spawn();
-        pid.store(child.id(), Ordering::SeqCst);
-        let out = Out::from(child.wait_with_output().unwrap());
+            .output_with_peak_rss();
         assert_eq!(out.status.code(), Some(1), "{}", out.all_text());
         let err = out.stderr_text();
         assert!(
@@ -634,12 +600,13 @@ fn an_answer_larger_than_the_cap_fails_clearly_without_being_held() {
         // buffers hold a few MiB), and its memory stayed low.
         let sent = vault.sent.load(Ordering::SeqCst);
         assert!(sent < BODY / 4, "chunked={chunked}: {sent} bytes were read");
-        let peak_kb = peak.load(Ordering::SeqCst);
         println!(
             "chunked={chunked}: {sent} bytes sent of {BODY}, vault-seed's peak RSS {peak_kb} kB"
         );
+        // The kernel's peak for the process, so nothing is missed; the bound leaves room for a
+        // debug build's own size and still says the body was not held.
         assert!(
-            peak_kb < 80 * 1024,
+            peak_kb > 0 && peak_kb < BODY / 2 / 1024,
             "chunked={chunked}: vault-seed's peak RSS reached {peak_kb} kB"
         );
         // Not retried. The mount detection went with the token check (and met the same

@@ -147,7 +147,7 @@ fn offline_failures_of_every_command_are_one_document_in_one_shape() {
         2,
     );
     failure(
-        &run(&["rotate", "auh1-dev", "SECURITY__API_KEY_SALT"]),
+        &run(&["rotate", "auh1-dev", "APP__CORE_SERVICES_MACHINE_TOKEN"]),
         "rotate",
         2,
     );
@@ -184,7 +184,12 @@ fn failures_against_a_server_are_one_document_and_refusals_exit_2() {
         vec!["apply", "auh1-dev"],
         vec!["verify", "auh1-dev", "--skip-kube"],
         vec!["set", "auh1-dev", "IAM_SERVICE__PAT"],
-        vec!["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--yes"],
+        vec![
+            "rotate",
+            "auh1-dev",
+            "APP__CORE_SERVICES_MACHINE_TOKEN",
+            "--yes",
+        ],
     ] {
         let out = Run::home(home.path())
             .addr(&addr)
@@ -259,7 +264,12 @@ fn failures_against_a_server_are_one_document_and_refusals_exit_2() {
     );
     let doc = failure(
         &seed(
-            &["set", "auh1-dev", "SECURITY__API_KEY_SALT", "--force"],
+            &[
+                "set",
+                "auh1-dev",
+                "APP__CORE_SERVICES_MACHINE_TOKEN",
+                "--force",
+            ],
             "not-hex\n",
         ),
         "set",
@@ -274,7 +284,7 @@ fn failures_against_a_server_are_one_document_and_refusals_exit_2() {
     );
     let doc = failure(
         &seed(
-            &["set", "auh1-dev", "SECURITY__API_KEY_SALT"],
+            &["set", "auh1-dev", "APP__CORE_SERVICES_MACHINE_TOKEN"],
             &"ab".repeat(32),
         ),
         "set",

@@ -5,6 +5,8 @@
 
 use crate::common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use common::fake_kube::{self, vso_fixture, FakeKube};
 use common::{spec_dir, OpenBao, Out, Run};
 use serde_json::{json, Value};
@@ -76,19 +78,7 @@ fn world(seed: bool, policy: &str) -> World {
             .output()
             .expect_code(0);
     }
-    bao.put_policy("vso-ask", policy);
-    let (s, b) = bao.api(
-        "POST",
-        "sys/auth/kubernetes",
-        Some(&json!({ "type": "kubernetes" })),
-    );
-    assert!(s == 204 || s == 200, "{b}");
-    let (s, b) = bao.api(
-        "POST",
-        "auth/kubernetes/role/ask-core-service",
-        Some(&json!({ "bound_service_account_names": ["vso-auth"], "bound_service_account_namespaces": ["ask"], "token_policies": ["vso-ask"] })),
-    );
-    assert!(s == 204 || s == 200, "{b}");
+    bao.vso_role("ask-core-service", policy);
     let kube = FakeKube::start();
     for f in ["vaultauth.yaml", "vaultconnection.yaml"] {
         for obj in vso_fixture(f) {
@@ -576,13 +566,26 @@ fn wait_waits_for_the_vault_static_secret() {
             .filter(|r| r.path.ends_with("/vaultstaticsecrets/zitadel-masterkey"))
             .count()
     };
+    // Set when the run is over, however it ended (a panic included): the thread then stops
+    // waiting for a look that will never come, so a regression fails instead of hanging.
+    let over = AtomicBool::new(false);
+    struct Over<'a>(&'a AtomicBool);
+    impl Drop for Over<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
     std::thread::scope(|s| {
         s.spawn(|| {
             while looked() < 1 {
+                if over.load(Ordering::SeqCst) {
+                    return;
+                }
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
             kube.put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
         });
+        let _over = Over(&over);
         let out = w.verify(&["--wait", "2m", "-o", "json"]).expect_code(0);
         assert_eq!(vss(&out.json(), "zitadel-masterkey")["ok"], true);
     });

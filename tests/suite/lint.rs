@@ -193,7 +193,7 @@ fn help_lists_planned_commands() {
     let out = Run::home("/nonexistent").arg("--help").output();
     let text = out.stdout_text();
     for cmd in [
-        "lint", "gen", "plan", "apply", "verify", "set", "rotate", "policy", "order",
+        "lint", "gen", "plan", "apply", "verify", "set", "rotate", "policy", "audit", "order",
     ] {
         assert!(
             text.contains(&format!("  {cmd} ")),
@@ -682,5 +682,93 @@ fn a_spec_nested_10000_deep_is_one_problem_naming_the_limit() {
         common::has(&err, "error: the spec nests deeper than 128 levels\n");
         common::has(&err, format!("app.toml:2:{col}\n"));
         common::has(&err, "error: 1 problem(s) in the specs");
+    }
+}
+
+/// `fixed`, `rotation` and `keep` in the wrong place or of the wrong type: each a problem at
+/// its own line and column, and nothing loads.
+#[test]
+fn rotation_keys_in_the_wrong_place_or_of_the_wrong_type_are_problems_with_locations() {
+    let spec = r#"[vault]
+mount = "secret"
+path = "app/{env}"
+[environments.dev]
+[environments.dev.secrets.RING]
+fields.key = { generator = "password", rotation = "replace" }
+[secrets.RING]
+description = "a keyring"
+fields.key = { generator = "fernet", rotation = "keyring", keep = 11 }
+[secrets.WRONG]
+description = "wrong values and types"
+fields.a = { generator = "hex32", rotation = "sometimes" }
+fields.b = { generator = "hex32", rotation = 3 }
+fields.c = { generator = "hex32", keep = 2 }
+fields.d = { generator = "hex32", fixed = true, rotation = "replace" }
+fields.e = { generator = "uuid", rotation = "keyring" }
+fields.f = { generator = "hex32", fixed = "yes" }
+[secrets.FIXED]
+description = "a fixed secret"
+fixed = true
+fields.g = { generator = "masterkey", rotation = "replace" }
+[secrets.PROVIDED]
+description = "another's"
+provided_by = "someone else"
+fields.h = { generator = "hex32", rotation = "never" }
+"#;
+    let (code, out, err) = lint_one(spec);
+    assert_eq!(code, 2, "{out}{err}");
+    // An override may not make a keyring field a generator whose values cannot form one.
+    let overridden = spec.replace(", rotation = \"replace\" }", " }");
+    let (_, _, ov_err) = lint_one(&overridden[..overridden.find("[secrets.WRONG]").unwrap()]);
+    assert!(
+        ov_err.contains("environment `dev` makes keyring field `key` of `RING` a `password`, which cannot be a keyring\n  --> specs/broken.toml:5:27"),
+        "{ov_err}"
+    );
+    // Each problem and the line:col of its key or value.
+    for (problem, at) in [
+        ("the field is an environment's override", "6:52"),
+        (
+            "`keep = 11` in field `key` of `[secrets.RING]` is out of range",
+            "9:67",
+        ),
+        (
+            "`rotation` in field `a` of `[secrets.WRONG]` is `sometimes`",
+            "12:47",
+        ),
+        (
+            "`rotation` in field `b` of `[secrets.WRONG]` must be a string",
+            "13:46",
+        ),
+        (
+            "`keep` in field `c` of `[secrets.WRONG]` is for `rotation = \"keyring\"`",
+            "14:42",
+        ),
+        ("`fixed = true` together with `rotation`", "15:35"),
+        (
+            "a `uuid` value cannot be a comma-separated list of keys",
+            "16:46",
+        ),
+        (
+            "`fixed` in field `f` of `[secrets.WRONG]` must be `true` or `false`",
+            "17:44",
+        ),
+        (
+            "but the secret is `fixed`: its fields never rotate",
+            "21:51",
+        ),
+        ("the field is provided by another application", "25:47"),
+    ] {
+        let line = err
+            .lines()
+            .position(|l| l.contains(problem))
+            .unwrap_or_else(|| panic!("no {problem:?} in:\n{err}"));
+        let location = err
+            .lines()
+            .skip(line)
+            .find(|l| l.contains("--> specs/broken.toml:"));
+        assert!(
+            location.is_some_and(|l| l.trim_end().ends_with(&format!("broken.toml:{at}"))),
+            "{problem:?} not at {at}: {location:?}\n{err}"
+        );
     }
 }

@@ -94,9 +94,14 @@ impl Recorder {
     }
 }
 
-/// `vault-seed` with no Vault token anywhere: HOME is an empty directory, no VAULT_TOKEN.
+/// `vault-seed` with no Vault token anywhere: HOME is an empty directory, no VAULT_TOKEN. At
+/// `RUST_LOG=trace`, so that every login test's search of the output for the JWT, secret-id
+/// and token ([`never_shown`]) covers the most vault-seed logs.
 fn seed(rec: &Recorder, home: &Path) -> Run {
-    Run::home(home).addr(&rec.proxy.addr).real_specs()
+    Run::home(home)
+        .addr(&rec.proxy.addr)
+        .real_specs()
+        .env("RUST_LOG", "trace")
 }
 
 /// The token accessors Vault holds now.
@@ -473,6 +478,7 @@ fn a_refused_login_is_one_json_failure_document() {
         .arg(&jwt_file)
         .status(1)
         .check();
+    never_shown(&out, &[sa_jwt.as_str()]);
     let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     assert_eq!(doc["ok"], false);
     assert_eq!(doc["command"], "apply");
@@ -508,6 +514,10 @@ fn options_that_make_no_login_send_nothing() {
             "environment variable `NOT_SET_HERE` (`--jwt-env`) is not set or empty",
         ),
         (
+            &["apply", "auh1-dev", "--auth", "jwt", "--jwt-env", "VAULT_ID_TOKEN"],
+            "`--auth jwt` needs `--role`",
+        ),
+        (
             &["plan", "auh1-dev", "--auth", "approle", "--role-id-file", "x"],
             "`--auth approle` needs `--role-id-file` and `--secret-id-file`",
         ),
@@ -520,13 +530,21 @@ fn options_that_make_no_login_send_nothing() {
             "`--auth-mount auth/kubernetes` starts with `auth/`",
         ),
     ];
+    // A JWT in the environment that a bad option leaves unused, searched for in the output.
+    let id_token = Signer::new().sign(&jwt::gitlab_claims(
+        "https://vault.example.invalid",
+        "platform/secret-specs",
+        "main",
+    ));
     for (args, message) in cases {
-        seed(&rec, dir.path())
+        let out = seed(&rec, dir.path())
+            .env("VAULT_ID_TOKEN", &id_token)
             .args(*args)
             .status(2)
             .stderr_has(*message)
             .stderr_has("help:")
             .check();
+        never_shown(&out, &[id_token.as_str()]);
     }
     assert_eq!(
         rec.proxy
@@ -609,7 +627,7 @@ fn jwt_login_with_a_gitlab_id_token_from_the_environment_or_a_file() {
     // The same token from a file, `verify --skip-kube`: done.
     let file = write(dir.path(), "id_token", &id_token);
     let rec = Recorder::start(&bao);
-    seed(&rec, dir.path())
+    let out = seed(&rec, dir.path())
         .args([
             "verify", "auh1-dev", "--only", "vault", "--auth", "jwt", "--role", "ci",
         ])
@@ -617,6 +635,10 @@ fn jwt_login_with_a_gitlab_id_token_from_the_environment_or_a_file() {
         .arg(&file)
         .status(0)
         .check();
+    let token = rec.tokens().into_iter().next().expect("a token");
+    let mut secrets = vec![id_token.as_str(), token.as_str()];
+    secrets.extend(written.iter().map(String::as_str).filter(|v| v.len() >= 8));
+    never_shown(&out, &secrets);
     assert_eq!(rec.count("POST /v1/auth/jwt/login"), 1);
     assert_eq!(rec.count("POST /v1/auth/token/revoke-self"), 1);
     assert_eq!(accessors(&bao), before);
@@ -661,7 +683,7 @@ fn jwt_refusals_say_which_check_failed_and_write_nothing() {
         "main",
     ));
     let rec = Recorder::start(&bao);
-    seed(&rec, dir.path())
+    let out = seed(&rec, dir.path())
         .env("CI_JOB_JWT", &forged)
         .args([
             "apply",
@@ -676,6 +698,7 @@ fn jwt_refusals_say_which_check_failed_and_write_nothing() {
         .status(1)
         .stderr_has("does not verify against `auth/jwt/config`")
         .check();
+    never_shown(&out, &[forged.as_str()]);
     nothing_written(&bao);
 }
 
@@ -832,9 +855,14 @@ fn the_login_happens_in_the_namespace() {
     let dir = tempfile::tempdir().unwrap();
     let role_file = write(dir.path(), "role-id", &role_id);
     let secret_file = write(dir.path(), "secret-id", &secret_id);
+    // A token of the namespace's own, so that its accessor list is a list (an empty one is a
+    // 404, which would also be what a wrong path gives).
+    let (s, b) = bao.api("POST", "team/auth/token/create", Some(&json!({})));
+    ok(s, &b, "a token in the namespace");
     let before = accessors_at(&bao, "team/");
+    assert_eq!(before.len(), 1, "{before:?}");
     let rec = Recorder::start(&bao);
-    seed(&rec, dir.path())
+    let out = seed(&rec, dir.path())
         .env("VAULT_NAMESPACE", "team")
         .args([
             "apply",
@@ -860,13 +888,18 @@ fn the_login_happens_in_the_namespace() {
     assert_eq!(s, 200);
     nothing_written(&bao);
     let token = rec.tokens().into_iter().next().unwrap();
-    let (s, _) = bao.api(
+    let (s, body) = bao.api(
         "POST",
         "team/auth/token/lookup",
         Some(&json!({ "token": token })),
     );
-    assert_ne!(s, 200, "the namespace's login token is still valid");
+    assert_eq!(
+        (s, &body["errors"]),
+        (403, &json!(["bad token"])),
+        "the namespace's login token is not revoked: {body}"
+    );
     assert_eq!(accessors_at(&bao, "team/"), before);
+    never_shown(&out, &[secret_id.as_str(), token.as_str()]);
 }
 
 /// `sh -c 'mount -o remount,bind,ro / && exec "$@"'`: a private mount namespace whose root is
@@ -1070,7 +1103,12 @@ fn a_stop_signal_revokes_the_login_token_of_every_command_that_logs_in() {
         &["apply", "auh1-dev"],
         &["verify", "auh1-dev", "--skip-kube"],
         &["set", "auh1-dev", "IAM_SERVICE__PAT", "--force"],
-        &["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--yes"],
+        &[
+            "rotate",
+            "auh1-dev",
+            "APP__CORE_SERVICES_MACHINE_TOKEN",
+            "--yes",
+        ],
     ];
     for args in commands {
         for (signal, code) in STOP_SIGNALS {

@@ -6,8 +6,10 @@
 
 mod common;
 
+mod airgap;
 mod apply;
 mod argocd;
+mod audit;
 mod change;
 mod cli;
 mod consumers;
@@ -32,6 +34,7 @@ mod policy_eval;
 mod policy_merge;
 mod project;
 mod provided;
+mod rotation;
 mod seeder_policy;
 mod set_hints;
 mod spec_props;

@@ -108,16 +108,12 @@ fn an_absent_provided_path_waits_in_apply_and_fails_verify_naming_the_provider()
             "{name} was written"
         );
     }
-    // People see the waiting paths in the summary.
+    // People see the waiting paths counted in the summary (each named once, on its row).
     let again = run(&bao, &["apply", ENV]).expect_code(0);
     let text = again.stdout_text();
     has(
         &text,
         "provided by other applications (never written): 0 field(s) present, 3 absent",
-    );
-    has(
-        &text,
-        format!("waiting: secret/{DB} (provided by {PROVIDER})"),
     );
 
     bao.eso_role(POLICY);
@@ -140,6 +136,31 @@ fn an_absent_provided_path_waits_in_apply_and_fails_verify_naming_the_provider()
     // The policy part reads the provided paths too, and is satisfied.
     assert_eq!(doc["policy"]["ok"], true, "{doc}");
     no_value_in(&bao, &[&plan, &apply, &again, &verify]);
+}
+
+/// Issue 33: `plan` and `apply` name each provided path once, on its row with its provider;
+/// the summary under the table counts them and never lists the rows a second time.
+#[test]
+fn plan_and_apply_name_each_provided_path_once() {
+    let bao = OpenBao::dev();
+    for command in ["plan", "apply"] {
+        let text = run(&bao, &[command, ENV]).expect_code(0).stdout_text();
+        for (name, _) in ASK_DB_PASSWORDS {
+            let path = format!("secret/ask/postgresql/auh1-dev/{name}");
+            let lines: Vec<&str> = text.lines().filter(|l| l.contains(&path)).collect();
+            assert_eq!(lines.len(), 1, "{command}: {path} not said once:\n{text}");
+            assert!(
+                lines[0].starts_with("provided ")
+                    && lines[0].contains("provided: absent (waiting for ask-db: "),
+                "{command}: {}",
+                lines[0]
+            );
+        }
+        has(
+            &text,
+            "provided by other applications (never written): 0 field(s) present, 3 absent\n",
+        );
+    }
 }
 
 /// The provided paths are read in the same pipeline as the owned ones are written, not after
@@ -312,12 +333,20 @@ fn an_invalid_provided_value_fails_verify_and_is_never_overwritten() {
 }
 
 /// `set` and `rotate` refuse a provided path before sending anything: exit 2, the provider named,
-/// nothing written, one JSON failure document.
+/// nothing written, one JSON failure document. "Nothing sent" is counted: each refusal is run
+/// again against a listener standing in for Vault, which must see no connection; a control run
+/// (`set` of a secret the spec owns) shows that it does count.
 #[test]
 fn set_and_rotate_refuse_a_provided_path() {
     let bao = OpenBao::dev();
     bao.ask_db_pushes();
     let before = bao.kv_get("secret", DB).unwrap();
+    let stand_in = common::Silent::start();
+    let connections = || {
+        stand_in
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst)
+    };
     for (args, stdin) in [
         (
             vec!["set", ENV, "core-service-db-password"],
@@ -352,7 +381,24 @@ fn set_and_rotate_refuse_a_provided_path() {
             "is provided by another application",
         );
         assert_eq!(bao.kv_get("secret", DB).unwrap(), before, "{args:?}");
+        Run::new(&bao)
+            .real_specs()
+            .addr(&stand_in.addr)
+            .args(&args)
+            .stdin(stdin)
+            .output()
+            .expect_code(2);
+        assert_eq!(connections(), 0, "{args:?} connected before refusing");
     }
+    Run::new(&bao)
+        .real_specs()
+        .addr(&stand_in.addr)
+        .env("VAULT_SEED_GIVE_UP_AFTER", "2s")
+        .args(["set", ENV, "IAM_SERVICE__PAT", "--answer-timeout", "1s"])
+        .stdin("a-personal-access-token")
+        .output()
+        .expect_code(1);
+    assert!(connections() > 0, "the stand-in for Vault counts nothing");
 }
 
 /// The provider's PushSecret failing with Vault's 403 (the provider's own policy lacks the
@@ -387,13 +433,13 @@ fn the_providers_push_secret_failing_with_a_403_is_shown_as_the_cause() {
         denied,
         "2026-01-01T00:00:00Z",
     );
-    let shape = &fake_kube::fixture("05_pushsecret-vault-ready-false_issue-2320.yaml")[0];
-    assert_eq!(shape["status"]["conditions"][0]["reason"], "Errored");
-    assert_eq!(
-        ps["status"]["conditions"][0]["reason"],
-        shape["status"]["conditions"][0]["reason"]
-    );
-    ps["status"]["syncedPushSecrets"] = json!({"ClusterSecretStore/vault": {}});
+    // The status is fixture 05's, as ESO wrote it (its reason, `Errored`, is what verify must
+    // show), with the 403's message and this provider's store.
+    let mut status =
+        fake_kube::fixture("05_pushsecret-vault-ready-false_issue-2320.yaml")[0]["status"].clone();
+    status["conditions"][0]["message"] = denied.into();
+    status["syncedPushSecrets"] = json!({"ClusterSecretStore/vault": {}});
+    ps["status"] = status;
     kube.put(ps);
     // An older failure, and the latest: only the latest is shown.
     for (message, at, count) in [

@@ -193,7 +193,7 @@ fn round(bao: &OpenBao, login: &std::path::Path, policy: &str) -> Round {
     runs.push(("set", out.code(), out.all_text()));
     let out = seed()
         .token(&token)
-        .args(["rotate", ENV, "SECURITY__API_KEY_SALT", "--yes"])
+        .args(["rotate", ENV, "APP__CORE_SERVICES_MACHINE_TOKEN", "--yes"])
         .output();
     runs.push(("rotate", out.code(), out.all_text()));
     let metadata = SECRETS.iter().all(|name| {
@@ -213,7 +213,7 @@ fn a_token_with_exactly_the_seeder_policy_applies_verifies_sets_and_rotates() {
     let (policy, _) = printed("seeder");
     let r = round(&bao, login.path(), &policy);
     assert!(r.complete(), "{}", r.show());
-    // Each did its work: every path written, the PAT set, the salt rotated.
+    // Each did its work: every path written, the PAT set, the machine token rotated.
     for name in SECRETS {
         assert!(
             bao.kv_get("secret", &format!("{FOLDER}/{name}")).is_some(),
@@ -226,7 +226,10 @@ fn a_token_with_exactly_the_seeder_policy_applies_verifies_sets_and_rotates() {
     assert_eq!(pat["value"], "pat-from-zitadel-0123456789");
     assert_eq!(version, 2);
     assert_eq!(
-        bao.kv_version("secret", &format!("{FOLDER}/SECURITY__API_KEY_SALT")),
+        bao.kv_version(
+            "secret",
+            &format!("{FOLDER}/APP__CORE_SERVICES_MACHINE_TOKEN")
+        ),
         Some(2)
     );
     has(&r.runs[0].2, "token from approle login at `auth/approle`");

@@ -148,7 +148,12 @@ fn commands_against_a_server_fail_cleanly_on_a_full_or_closed_stdout() {
                 "a-pat-value\n",
             ),
             (
-                vec!["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--dry-run"],
+                vec![
+                    "rotate",
+                    "auh1-dev",
+                    "APP__CORE_SERVICES_MACHINE_TOKEN",
+                    "--dry-run",
+                ],
                 "",
             ),
         ] {

@@ -81,14 +81,24 @@ pub(crate) fn healthy_cluster(bao: &OpenBao) -> FakeKube {
     kube.put(
         fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).ready_synced(&later()),
     );
-    let core: Vec<(&str, &str)> = CORE_KEYS.iter().map(|(k, _, _)| (*k, "x")).collect();
+    let values: Vec<(&str, String)> = CORE_KEYS
+        .iter()
+        .map(|(k, _, _)| (*k, cluster_value(k)))
+        .collect();
+    let core: Vec<(&str, &str)> = values.iter().map(|(k, v)| (*k, v.as_str())).collect();
     kube.put(fake_kube::secret("ask", "core-service-secret", &core));
     kube.put(fake_kube::secret(
         "ask",
         "zitadel-secret",
-        &[("masterkey", "x")],
+        &[("masterkey", &cluster_value("masterkey"))],
     ));
     kube
+}
+
+/// The value [`healthy_cluster`] puts at a target Secret's `key`: distinctive, so that a search
+/// of the output for it can find it.
+fn cluster_value(key: &str) -> String {
+    format!("cluster-secret-value-of-{key}-5c1e")
 }
 
 /// `verify auh1-dev` of the real spec with `args`, against `kube` when given: a run to set
@@ -484,9 +494,20 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
         (pat["value"].as_str(), version),
         (Some("pat-from-stdin-5e1f"), 2)
     );
-    seen(run(&["rotate", "auh1-dev", "SECURITY__API_KEY_SALT", "--yes"]).status(0));
+    seen(
+        run(&[
+            "rotate",
+            "auh1-dev",
+            "APP__CORE_SERVICES_MACHINE_TOKEN",
+            "--yes",
+        ])
+        .status(0),
+    );
     assert_eq!(
-        bao.kv_version("secret", &format!("{FOLDER}/SECURITY__API_KEY_SALT")),
+        bao.kv_version(
+            "secret",
+            &format!("{FOLDER}/APP__CORE_SERVICES_MACHINE_TOKEN")
+        ),
         Some(2)
     );
     let doc = seen(
@@ -507,11 +528,25 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
             .status(0)
             .stdout_has("nothing was written (plan)"),
     );
+    seen(
+        run(&["policy", "auh1-dev", "--merge", "eso-ask-push"])
+            .status(0)
+            .stdout_has("path \"secret/data/ask/core-service/*\""),
+    );
     let mut secrets = vec![
         bao.token.clone(),
         kube.token.clone(),
         "pat-from-stdin-5e1f".to_string(),
     ];
+    // What ask-db provides (read by apply, plan and verify), and what the cluster's target
+    // Secrets hold (read by verify for their keys), as text and as the API sends it (base64).
+    secrets.extend(common::ASK_DB_PASSWORDS.map(|(_, v)| v.to_string()));
+    for key in CORE_KEYS.iter().map(|(k, _, _)| *k).chain(["masterkey"]) {
+        use base64::Engine as _;
+        let value = cluster_value(key);
+        secrets.push(base64::engine::general_purpose::STANDARD.encode(&value));
+        secrets.push(value);
+    }
     for name in [
         "SECURITY__API_KEY_SALT",
         "SECURITY__MASTER_ENCRYPTION_KEY",
@@ -536,8 +571,9 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
     }
     assert_eq!(
         secrets.len(),
-        8,
-        "the token, the cluster's token, PAT, 4 generated values and the rotated salt's new one"
+        21,
+        "the token, the cluster's token, PAT, 3 provided values, 5 target Secret values (each \
+         twice), 4 generated values and the rotated salt's new one"
     );
     for s in &secrets {
         assert!(!all.contains(s.as_str()), "a secret leaked into the output");
@@ -1171,4 +1207,80 @@ path "secret/metadata/ask/*" { capabilities = ["read", "list"] }
         let salt = body["data"]["data"]["password"].as_str().unwrap();
         assert!(!all.contains(salt), "a secret leaked into the output");
     }
+}
+
+/// "done" is about the parts checked: the verdict line and the JSON name each part left out and
+/// why (`--skip-kube`, `--only`, `--skip-target-secrets`, a part the specs do not configure), so
+/// `verify --skip-kube`'s "done" is never read as the cluster's.
+#[test]
+fn the_verdict_names_the_parts_it_did_not_check_and_why() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster(&bao);
+    let no_argocd = "argocd (no spec has an `[argocd]` section)";
+    let cases: [(&[&str], String); 4] = [
+        (
+            &["--skip-kube"],
+            "done (vault, policy checked; not checked: kube, argocd, consumers (--skip-kube))"
+                .into(),
+        ),
+        (
+            &["--only", "vault"],
+            "done (vault checked; not checked: policy, kube, argocd, consumers (--only))".into(),
+        ),
+        (
+            &[],
+            format!("done (vault, policy, kube, consumers checked; not checked: {no_argocd})"),
+        ),
+        (
+            &["--skip-target-secrets"],
+            format!(
+                "done (vault, policy, kube, consumers checked; not checked: {no_argocd}; target \
+                 Secrets (--skip-target-secrets))"
+            ),
+        ),
+    ];
+    for (args, verdict) in cases {
+        let out = verify(&bao, Some(&kube), args).status(0).check();
+        let stdout = out.stdout_text();
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("verify auh1-dev:"))
+            .unwrap_or_else(|| panic!("{args:?}: no verdict in:\n{stdout}"));
+        assert_eq!(line, format!("verify auh1-dev: {verdict}"), "{args:?}");
+    }
+    // A part asked for that could not be checked (no cluster answers) is named so.
+    let dir = tempfile::tempdir().unwrap();
+    let nowhere = dir.path().join("kubeconfig");
+    std::fs::write(
+        &nowhere,
+        fake_kube::kubeconfig_yaml("http://127.0.0.1:9", "kube-token", "fake"),
+    )
+    .unwrap();
+    let out = verify(&bao, None, &[])
+        .arg("--kubeconfig")
+        .arg(&nowhere)
+        .status(1)
+        .check();
+    let stdout = out.stdout_text();
+    assert!(
+        stdout.lines().any(|l| l
+            == format!(
+                "verify auh1-dev: NOT done (vault, policy checked; not checked: kube (it could \
+                 not be checked); {no_argocd}; consumers (it could not be checked))"
+            )),
+        "{stdout}"
+    );
+    let doc = verify(&bao, Some(&kube), &["--skip-kube", "-o", "json"])
+        .status(0)
+        .check()
+        .json();
+    assert_eq!(doc["checked"], json!(["vault", "policy"]));
+    assert_eq!(
+        doc["not_checked"],
+        json!([
+            {"part": "kube", "why": "--skip-kube"},
+            {"part": "argocd", "why": "--skip-kube"},
+            {"part": "consumers", "why": "--skip-kube"}
+        ])
+    );
 }

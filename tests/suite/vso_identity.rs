@@ -53,22 +53,10 @@ fn world(spec: &str) -> World {
         .args(["apply", "auh1-dev"])
         .output()
         .expect_code(0);
-    bao.put_policy(
-        "vso-ask",
+    bao.vso_role(
+        "ask-core-service",
         r#"path "secret/data/ask/core-service/*" { capabilities = ["read"] }"#,
     );
-    let (s, b) = bao.api(
-        "POST",
-        "sys/auth/kubernetes",
-        Some(&json!({ "type": "kubernetes" })),
-    );
-    assert!(s == 204 || s == 200, "{b}");
-    let (s, b) = bao.api(
-        "POST",
-        "auth/kubernetes/role/ask-core-service",
-        Some(&json!({ "bound_service_account_names": ["vso-auth"], "bound_service_account_namespaces": ["ask"], "token_policies": ["vso-ask"] })),
-    );
-    assert!(s == 204 || s == 200, "{b}");
     let kube = FakeKube::start();
     for f in [
         "vaultauth.yaml",

@@ -25,8 +25,8 @@ use toml_span::{de_helpers::TableHelper, ErrorKind, Span, Value};
 
 use super::diag::{is_unshowable, shown, Diagnostic, SourceFile, SHOWN_MAX};
 use super::{
-    few, Argocd, AuthRole, Environment, Environments, Eso, EsoAccess, Field, Provided, Secret,
-    SecretOverride, Spec, SpecSet, Target, VaultTarget, Vso, ENV_PLACEHOLDER,
+    few, Argocd, AuthRole, Environment, Environments, Eso, EsoAccess, Field, Provided, Rotation,
+    Secret, SecretOverride, Spec, SpecSet, Target, VaultTarget, Vso, ENV_PLACEHOLDER, MAX_KEEP,
 };
 use crate::backticks::backticked;
 use crate::generate::{Generator, Param, Params, Syntax, GENERATOR_NAMES};
@@ -40,6 +40,41 @@ use names::*;
 use secrets::*;
 use vault::*;
 use vso::*;
+
+/// An environment's override may change a keyring field's generator only to one whose values
+/// can still form a keyring: the keys already stored are a list, and `rotate` keeps them.
+fn keyrings_kept(
+    cx: &mut Cx<'_>,
+    secrets: &[Secret],
+    environments: &BTreeMap<String, (Environment, BTreeMap<String, (Span, SecretOverride)>)>,
+) {
+    let by_name: HashMap<&str, &Secret> = secrets.iter().map(|s| (&*s.name, s)).collect();
+    for (env, overrides) in environments.values() {
+        for (secret, (span, ov)) in overrides {
+            let Some(s) = by_name.get(secret.as_str()) else {
+                continue;
+            };
+            for f in s.fields.iter() {
+                let Some(g) = ov.fields.get(&f.name) else {
+                    continue;
+                };
+                if matches!(f.rotation, Rotation::Keyring { .. }) && !g.keyring_allowed() {
+                    cx.err(
+                        *span,
+                        format!(
+                            "environment `{}` makes keyring field `{}` of `{}` a `{}`, which cannot be a keyring",
+                            env.name,
+                            f.name,
+                            shown(secret),
+                            g.name()
+                        ),
+                        Some("keep a `fernet`, `hex` or `base64` generator in the override, or give the field `rotation = \"replace\"`".into()),
+                    );
+                }
+            }
+        }
+    }
+}
 
 /// Why the specs could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -688,6 +723,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
             );
         }
     }
+    keyrings_kept(cx, &secrets, &environments);
     if cx.diags.len() > errors_before {
         return None;
     }

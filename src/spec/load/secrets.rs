@@ -66,7 +66,11 @@ pub(super) fn parse_secrets(
         let fields = match th.take("fields") {
             Some((fk, f)) => {
                 let declared = f.has_keys();
-                let fields = parse_fields_of(cx, f, &ctx, provided.is_some());
+                let place = match provided {
+                    Some(_) => Place::Provided,
+                    None => Place::Secret { fixed },
+                };
+                let fields = parse_fields_of(cx, f, &ctx, place);
                 if !declared {
                     cx.err(
                         fk.span,
@@ -103,7 +107,18 @@ pub(super) fn parse_secrets(
 }
 
 pub(super) fn parse_fields(cx: &mut Cx<'_>, v: Value<'_>, secret_ctx: &str) -> Vec<Field> {
-    parse_fields_of(cx, v, secret_ctx, false)
+    parse_fields_of(cx, v, secret_ctx, Place::Override)
+}
+
+/// Where a field is declared, which decides the keys it may have.
+#[derive(Clone, Copy)]
+pub(super) enum Place {
+    /// A secret vault-seed seeds; `fixed` when the whole secret is.
+    Secret { fixed: bool },
+    /// A secret another application provides: no generator needed, no rotation.
+    Provided,
+    /// An environment's override: only the generator changes.
+    Override,
 }
 
 /// The fields of a secret; a provided secret's fields may leave the generator out (`{}`: any
@@ -112,8 +127,9 @@ pub(super) fn parse_fields_of(
     cx: &mut Cx<'_>,
     v: Value<'_>,
     secret_ctx: &str,
-    provided: bool,
+    place: Place,
 ) -> Vec<Field> {
+    let provided = matches!(place, Place::Provided);
     let mut out = Vec::new();
     for (key, val) in cx.entries(v, &format!("`fields` of {secret_ctx}")) {
         let name = key.name.to_string();
@@ -127,12 +143,12 @@ pub(super) fn parse_fields_of(
         }
         let ctx = format!("field `{name}` of {secret_ctx}");
         let span = val.span;
-        let generator = if provided && val.as_table().is_some_and(|t| t.is_empty()) {
-            Some(crate::generate::Generator::Any)
+        let parsed = if provided && val.as_table().is_some_and(|t| t.is_empty()) {
+            Some((crate::generate::Generator::Any, Rotation::Unstated))
         } else {
-            parse_generator(cx, val, &ctx)
+            parse_generator(cx, val, &ctx, place)
         };
-        if let Some(generator) = generator {
+        if let Some((generator, rotation)) = parsed {
             if provided && generator.is_placeholder() {
                 cx.err(
                     span,
@@ -141,10 +157,145 @@ pub(super) fn parse_fields_of(
                 );
                 continue;
             }
-            out.push(Field { name, generator });
+            out.push(Field {
+                name,
+                generator,
+                rotation,
+            });
         }
     }
     out
+}
+
+/// The rotation keys of a field (`fixed`, `rotation`, `keep`) as written, with their spans.
+#[derive(Default)]
+struct RotationKeys {
+    fixed: Option<(bool, Span)>,
+    rotation: Option<(String, Span)>,
+    keep: Option<(i64, Span)>,
+}
+
+impl RotationKeys {
+    fn take(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> RotationKeys {
+        let fixed = th.take("fixed").map(|(k, mut v)| {
+            let b = match v.take() {
+                ValueInner::Boolean(b) => b,
+                other => {
+                    cx.err(
+                        v.span,
+                        format!(
+                            "`fixed` in {ctx} must be `true` or `false`, found {}",
+                            other.type_str()
+                        ),
+                        None,
+                    );
+                    false
+                }
+            };
+            (b, k.span)
+        });
+        RotationKeys {
+            fixed,
+            rotation: cx.take_string(th, "rotation", ctx),
+            keep: cx.take_int(th, "keep", ctx),
+        }
+    }
+
+    /// The keys present, with their spans, in file order.
+    fn present(&self) -> Vec<(&'static str, Span)> {
+        let mut keys: Vec<(&'static str, Span)> = [
+            self.fixed.map(|f| ("fixed", f.1)),
+            self.rotation.as_ref().map(|r| ("rotation", r.1)),
+            self.keep.map(|k| ("keep", k.1)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        keys.sort_by_key(|(_, s)| s.start);
+        keys
+    }
+
+    /// The field's rotation, or problems at the keys at fault.
+    fn judge(self, cx: &mut Cx<'_>, ctx: &str, place: Place, generator: &Generator) -> Rotation {
+        let secret_fixed = match place {
+            Place::Secret { fixed } => fixed,
+            Place::Provided | Place::Override => {
+                let (why, help) = match place {
+                    Place::Provided => ("is provided by another application", "vault-seed never writes or rotates a provided secret: remove it"),
+                    _ => ("is an environment's override", "an override changes the generator only; say how the field rotates in its `[secrets.NAME]` table"),
+                };
+                for (key, span) in self.present() {
+                    cx.err(
+                        span,
+                        format!("`{key}` in {ctx}: the field {why}"),
+                        Some(help.into()),
+                    );
+                }
+                return Rotation::Unstated;
+            }
+        };
+        let mut rotation = match &self.rotation {
+            None => Rotation::Unstated,
+            Some((r, span)) => match r.as_str() {
+                "replace" => Rotation::Replace,
+                "never" => Rotation::Never,
+                "keyring" if generator.keyring_allowed() => Rotation::Keyring { keep: 1 },
+                "keyring" => {
+                    cx.err(
+                        *span,
+                        format!("`rotation = \"keyring\"` in {ctx}: a `{}` value cannot be a comma-separated list of keys", generator.name()),
+                        Some("keyrings are for `fernet`, `hex` and `base64` keys; choose `replace` or `never`".into()),
+                    );
+                    Rotation::Unstated
+                }
+                other => {
+                    cx.err(
+                        *span,
+                        format!("`rotation` in {ctx} is `{}`", shown(other)),
+                        Some("one of `replace` (a new value replaces the old), `keyring` (the new key first, the previous ones kept), `never` (the same as `fixed = true`)".into()),
+                    );
+                    Rotation::Unstated
+                }
+            },
+        };
+        if let Some((true, span)) = self.fixed {
+            if self.rotation.is_some() {
+                cx.err(
+                    span,
+                    format!("`fixed = true` together with `rotation` in {ctx}"),
+                    Some("`fixed = true` is `rotation = \"never\"`: keep one".into()),
+                );
+            }
+            rotation = Rotation::Never;
+        }
+        if let Some((keep, span)) = self.keep {
+            match rotation {
+                Rotation::Keyring { .. } => match u8::try_from(keep) {
+                    Ok(k) if (1..=MAX_KEEP).contains(&k) => rotation = Rotation::Keyring { keep: k },
+                    _ => cx.err(
+                        span,
+                        format!("`keep = {keep}` in {ctx} is out of range"),
+                        Some(format!("a keyring keeps 1 to {MAX_KEEP} previous keys")),
+                    ),
+                },
+                _ => cx.err(
+                    span,
+                    format!("`keep` in {ctx} is for `rotation = \"keyring\"`"),
+                    Some("it says how many previous keys a keyring keeps; remove it, or set `rotation = \"keyring\"`".into()),
+                ),
+            }
+        }
+        if secret_fixed && matches!(rotation, Rotation::Replace | Rotation::Keyring { .. }) {
+            if let Some((_, span)) = self.rotation {
+                cx.err(
+                    span,
+                    format!("`rotation` in {ctx}, but the secret is `fixed`: its fields never rotate"),
+                    Some("remove `fixed = true` from the secret and say `fixed = true` on the fields that must never change".into()),
+                );
+            }
+        }
+        rotation
+    }
 }
 
 /// `provided_by`, `push_secret`, `mount`, `path` of a secret: a provided secret, or `None`. The
@@ -271,7 +422,12 @@ pub(super) fn check_push_secret(s: &str) -> Result<(), String> {
     }
 }
 
-pub(super) fn parse_generator(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> Option<Generator> {
+pub(super) fn parse_generator(
+    cx: &mut Cx<'_>,
+    mut v: Value<'_>,
+    ctx: &str,
+    place: Place,
+) -> Option<(Generator, Rotation)> {
     let span = v.span;
     if let Some(s) = v.as_str() {
         cx.err(
@@ -282,6 +438,7 @@ pub(super) fn parse_generator(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> O
         return None;
     }
     let mut th = cx.table(&mut v, ctx)?;
+    let rotation = RotationKeys::take(cx, &mut th, ctx);
     let gen = cx.take_string(&mut th, "generator", ctx);
     let bytes = cx.take_int(&mut th, "bytes", ctx);
     let length = cx.take_int(&mut th, "length", ctx);
@@ -307,7 +464,10 @@ pub(super) fn parse_generator(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> O
         marker: marker.as_ref().map(|m| m.0.as_str()),
     };
     match Generator::from_params(&params, Syntax::Spec) {
-        Ok(g) => Some(g),
+        Ok(g) => {
+            let rotation = rotation.judge(cx, ctx, place, &g);
+            Some((g, rotation))
+        }
         Err(errors) => {
             for e in errors {
                 let at = match e.param {

@@ -763,8 +763,45 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
                 name,
             ))
         }
+        ["apis", VSO_GROUP, "v1beta1", "namespaces", ns, plural] if get => {
+            if !VSO_RESOURCES.iter().any(|r| r.0 == *plural) {
+                return Some(not_found(
+                    "the server could not find the requested resource",
+                ));
+            }
+            Some((
+                200,
+                list_in(st, plural, ns, &format!("{VSO_GROUP}/v1beta1")),
+            ))
+        }
+        ["apis", ESO_GROUP, version, "namespaces", ns, plural] if get => {
+            if !eso_resources(st, version).iter().any(|r| r.0 == *plural) {
+                return Some(not_found(
+                    "the server could not find the requested resource",
+                ));
+            }
+            Some((
+                200,
+                list_in(st, plural, ns, &format!("{ESO_GROUP}/{version}")),
+            ))
+        }
         _ => None,
     }
+}
+
+/// Every stored object of `plural` in namespace `ns`, as a list (`audit` lists them).
+fn list_in(st: &State, plural: &str, ns: &str, api_version: &str) -> Value {
+    let items: Vec<Value> = st
+        .objects
+        .iter()
+        .filter(|((p, n, _), _)| p == plural && n.as_deref() == Some(ns))
+        .map(|(_, o)| o.clone())
+        .collect();
+    json!({
+        "kind": "List", "apiVersion": api_version,
+        "metadata": {"resourceVersion": st.resource_version.to_string()},
+        "items": items,
+    })
 }
 
 /// A TokenReview's answer, as the API server gives it (`authentication.k8s.io/v1`, 201).

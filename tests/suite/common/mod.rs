@@ -488,6 +488,20 @@ impl OpenBao {
     /// the role `eso` of a Kubernetes auth method at `kubernetes`.
     pub fn eso_role(&self, policy: &str) {
         self.put_policy("eso-ask-push", policy);
+        self.kubernetes_role("eso", "external-secrets/external-secrets", "eso-ask-push");
+    }
+
+    /// VSO's side: policy `vso-ask` holding `policy`, carried by the role `role` of a Kubernetes
+    /// auth method at `kubernetes`, for VSO's VaultAuth service account `ask/vso-auth`.
+    pub fn vso_role(&self, role: &str, policy: &str) {
+        self.put_policy("vso-ask", policy);
+        self.kubernetes_role(role, "ask/vso-auth", "vso-ask");
+    }
+
+    /// A Kubernetes auth method at `kubernetes` and its role `role` for the service account
+    /// `account` (`namespace/name`), carrying the policy `policy`.
+    fn kubernetes_role(&self, role: &str, account: &str, policy: &str) {
+        let (namespace, name) = account.split_once('/').expect("namespace/name");
         let (s, b) = self.api(
             "POST",
             "sys/auth/kubernetes",
@@ -496,8 +510,8 @@ impl OpenBao {
         assert!(s == 204 || s == 200, "{b}");
         let (s, b) = self.api(
             "POST",
-            "auth/kubernetes/role/eso",
-            Some(&serde_json::json!({ "bound_service_account_names": ["external-secrets"], "bound_service_account_namespaces": ["external-secrets"], "token_policies": ["eso-ask-push"] })),
+            &format!("auth/kubernetes/role/{role}"),
+            Some(&serde_json::json!({ "bound_service_account_names": [name], "bound_service_account_namespaces": [namespace], "token_policies": [policy] })),
         );
         assert!(s == 204 || s == 200, "{b}");
     }

@@ -291,6 +291,47 @@ impl Run {
 
     /// Start the run and return at once, stdin, stdout and stderr piped: to run several at
     /// once, to talk to it while it runs, or to signal it.
+    /// Runs to the end under a small Python parent that waits for vault-seed with `os.wait4`:
+    /// what it printed, and its peak resident memory in kB as the kernel counted it (nothing
+    /// sampled, so no peak is missed). Not a child of this test process: Linux's `ru_maxrss`
+    /// keeps the larger of a process's own peak and the memory of the process it was started
+    /// from (up to its `exec`), and this test process holds hundreds of MiB.
+    pub fn output_with_peak_rss(self) -> (Out, u64) {
+        const WAIT4: &str = r#"
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+with open(sys.argv[1], "w") as report:
+    report.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"#;
+        let report = tempfile::NamedTempFile::new().expect("a report file");
+        let mut cmd = Command::new("python3");
+        cmd.arg("-c")
+            .arg(WAIT4)
+            .arg(report.path())
+            .arg(self.cmd.get_program())
+            .args(self.cmd.get_args())
+            .env_clear()
+            .stdin(Stdio::null());
+        // Every variable of the run is explicit (`Run::home` clears the environment).
+        for (k, v) in self.cmd.get_envs() {
+            if let Some(v) = v {
+                cmd.env(k, v);
+            }
+        }
+        if let Some(dir) = self.cmd.get_current_dir() {
+            cmd.current_dir(dir);
+        }
+        let out = Out::from(cmd.output().expect("run python3"));
+        let kb = std::fs::read_to_string(report.path())
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no ru_maxrss reported: {}", out.stderr_text()));
+        (out, kb)
+    }
+
     pub fn spawn(mut self) -> Child {
         self.cmd
             .stdin(Stdio::piped())

@@ -1,0 +1,202 @@
+//! Issue 33: the second runbook (the air-gapped deployment, Vault Secrets Operator), encoded in
+//! `secret-specs-airgap/` apart from the first runbook's `secret-specs/`. Its specs lint; `apply`
+//! against real OpenBao writes every path vault-seed owns, each Secret's keys at one path, and
+//! never the CloudNativePG superuser's; `verify` is not done only while that path is absent.
+
+use crate::common;
+
+use common::{OpenBao, Out, Run};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+const ENV: &str = "auh1-dev";
+const SUPERUSER: &str = "ask/zitadel-psql-secret";
+const PROVIDER: &str = "CloudNativePG: superuser password of Cluster ask-pg (Secret ask-pg-superuser), copied into Vault by the platform team";
+
+/// Each path vault-seed owns and the keys of the Secret its VaultStaticSecret writes.
+const OWNED: [(&str, &[&str]); 4] = [
+    (
+        "ask/core-service-secret",
+        &[
+            "DATABASE__PASSWORD",
+            "SECURITY__API_KEY_SALT",
+            "SECURITY__MASTER_ENCRYPTION_KEY",
+            "APP__CORE_SERVICES_MACHINE_TOKEN",
+            "IAM_SERVICE__PAT",
+        ],
+    ),
+    (
+        "ask/zitadel-secret-kv",
+        &["masterkey", "DATABASE__PASSWORD", "ADMIN_PASSWORD"],
+    ),
+    ("ask/harbor-pull-secret", &[".dockerconfigjson"]),
+    ("ask/frontend", &["oidc_client_id"]),
+];
+
+/// What `vault-seed policy auh1-dev --for vso` prints for these specs.
+const VSO_POLICY: &str = r#"path "secret/data/ask/*" { capabilities = ["read"] }"#;
+
+fn airgap_specs() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("secret-specs-airgap")
+}
+
+fn run(bao: &OpenBao, args: &[&str]) -> Out {
+    Run::new(bao).specs(airgap_specs()).args(args).output()
+}
+
+/// Every value a run must never print: what is under `secret/ask/`, but the markers.
+#[track_caller]
+fn no_value_in(bao: &OpenBao, outs: &[&Out]) {
+    let mut values = Vec::new();
+    for path in OWNED.iter().map(|(p, _)| *p).chain([SUPERUSER]) {
+        if let Some((data, _)) = bao.kv_get("secret", path) {
+            values.extend(
+                data.values()
+                    .filter_map(|v| v.as_str())
+                    .filter(|v| !matches!(*v, "placeholder" | r#"{"auths":{}}"#))
+                    .map(str::to_string),
+            );
+        }
+    }
+    assert!(!values.is_empty());
+    for out in outs {
+        let all = out.all_text();
+        for v in &values {
+            assert!(!all.contains(v.as_str()), "a value leaked:\n{all}");
+        }
+    }
+}
+
+/// The statuses of `verify`'s vault part that are not `valid`, as (path, field, status).
+fn not_valid(doc: &Value) -> Vec<(String, String, String)> {
+    doc["vault"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] != "valid")
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            (s("path"), s("field"), s("status"))
+        })
+        .collect()
+}
+
+#[test]
+fn the_airgap_specs_lint_clean_apart_from_the_first_runbooks() {
+    let out = Run::offline()
+        .specs(airgap_specs())
+        .args(["lint", "-o", "json"])
+        .output()
+        .expect_code(0);
+    let doc = out.json();
+    assert_eq!(doc["ok"], true, "{doc}");
+    let text = Run::offline()
+        .specs(airgap_specs())
+        .arg("lint")
+        .output()
+        .expect_code(0)
+        .stdout_text();
+    assert!(
+        text.contains("`core-service-airgap`, 5 secret(s), 11 field(s), environments: auh1-dev"),
+        "{text}"
+    );
+    // The first runbook's folder holds none of the second's.
+    let first = Run::offline()
+        .real_specs()
+        .arg("lint")
+        .output()
+        .expect_code(0)
+        .stdout_text();
+    assert!(!first.contains("core-service-airgap"), "{first}");
+}
+
+/// `apply` writes each Secret's keys at one path, in their formats, and never the provided
+/// superuser path; run again it writes nothing.
+#[test]
+fn apply_writes_every_owned_path_and_never_the_provided_one() {
+    let bao = OpenBao::dev();
+    let apply = run(&bao, &["apply", ENV, "-o", "json"]).expect_code(0);
+    let doc = apply.json();
+    assert_eq!(doc["summary"]["created"], 10, "{doc}");
+    assert_eq!(doc["summary"]["written_paths"], 4, "{doc}");
+    assert_eq!(doc["summary"]["provided_absent"], 1, "{doc}");
+    for (path, keys) in OWNED {
+        let (data, _) = bao
+            .kv_get("secret", path)
+            .unwrap_or_else(|| panic!("{path} not written"));
+        let mut got: Vec<&str> = data.keys().map(String::as_str).collect();
+        let mut want = keys.to_vec();
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want, "{path}");
+    }
+    let (zitadel, _) = bao.kv_get("secret", "ask/zitadel-secret-kv").unwrap();
+    assert_eq!(zitadel["masterkey"].as_str().unwrap().len(), 32);
+    let (pull, _) = bao.kv_get("secret", "ask/harbor-pull-secret").unwrap();
+    // The marker is a docker config Kubernetes accepts while a person has yet to fill it in.
+    let config: Value = serde_json::from_str(pull[".dockerconfigjson"].as_str().unwrap()).unwrap();
+    assert_eq!(config, json!({ "auths": {} }));
+    let superuser = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == format!("secret/{SUPERUSER}"))
+        .unwrap();
+    assert_eq!(superuser["outcome"], "provided-absent");
+    assert_eq!(superuser["written"], false);
+    assert_eq!(superuser["provided_by"], PROVIDER);
+    assert_eq!(bao.kv_get("secret", SUPERUSER), None);
+    assert_eq!(bao.kv_version("secret", SUPERUSER), None);
+
+    let again = run(&bao, &["apply", ENV, "-o", "json"]).expect_code(0);
+    assert_eq!(again.json()["summary"]["written_paths"], 0);
+    assert_eq!(bao.kv_get("secret", SUPERUSER), None);
+    no_value_in(&bao, &[&apply, &again]);
+}
+
+/// After `apply`, with VSO's role and policy in place, `verify --skip-kube` is not done for one
+/// reason only: the superuser path CloudNativePG's password goes to is absent. The placeholders
+/// people fill in are pending (warnings). Once it is there, verify is done.
+#[test]
+fn verify_waits_only_for_the_provided_path_and_the_placeholders() {
+    let bao = OpenBao::dev();
+    run(&bao, &["apply", ENV]).expect_code(0);
+    // VSO's side as the spec names it: role `vso-ask` on `kubernetes`, policy `vso-ask`.
+    bao.vso_role("vso-ask", VSO_POLICY);
+    let verify = run(&bao, &["verify", ENV, "--skip-kube", "-o", "json"]).expect_code(1);
+    let doc = verify.json();
+    let row = |p: &str, f: &str, s: &str| (format!("secret/{p}"), f.to_string(), s.to_string());
+    assert_eq!(
+        not_valid(&doc),
+        [
+            row("ask/core-service-secret", "IAM_SERVICE__PAT", "pending"),
+            row(SUPERUSER, "db-admin-password", "missing"),
+            row("ask/harbor-pull-secret", ".dockerconfigjson", "pending"),
+            row("ask/frontend", "oidc_client_id", "pending"),
+        ],
+        "{doc}"
+    );
+    assert_eq!(doc["vault"]["ok"], false, "{doc}");
+    assert_eq!(doc["policy"]["ok"], true, "{doc}");
+    let text = run(&bao, &["verify", ENV, "--skip-kube"])
+        .expect_code(1)
+        .stdout_text();
+    assert!(
+        text.contains(&format!(
+            "missing  secret/{SUPERUSER}  db-admin-password  waiting for {PROVIDER}: vault-seed never writes it"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("verify auh1-dev: NOT done"), "{text}");
+
+    // The platform team copies CNPG's superuser password into Vault.
+    bao.kv_put(
+        "secret",
+        SUPERUSER,
+        json!({ "db-admin-password": "Pg0superuserPassw0rdFromCnpg0001" }),
+    );
+    let done = run(&bao, &["verify", ENV, "--skip-kube"]).expect_code(0);
+    let text = done.stdout_text();
+    assert!(text.contains("verify auh1-dev: done"), "{text}");
+    no_value_in(&bao, &[&verify, &done]);
+}

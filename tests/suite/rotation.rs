@@ -1,0 +1,303 @@
+//! How values may rotate: fixed fields, `rotation = "replace" | "keyring" | "never"`, the
+//! refusal of a data key whose spec does not say, fields no spec names, against real OpenBao.
+
+use crate::common;
+
+use std::sync::atomic::Ordering;
+
+use common::{OpenBao, Run};
+use serde_json::{json, Map, Value};
+
+const SPEC: &str = r#"
+[vault]
+mount = "secret"
+path = "app/{env}"
+[environments.dev]
+vault_addr = "{addr}"
+[secrets.ZITADEL]
+description = "a fixed masterkey beside a password that rotates"
+fields.masterkey = { generator = "masterkey", fixed = true }
+fields.password = { generator = "password", length = 24, rotation = "replace" }
+[secrets.FERNET]
+description = "a MultiFernet keyring keeping two previous keys"
+fields.key = { generator = "fernet", rotation = "keyring", keep = 2 }
+[secrets.UNSTATED]
+description = "data keys whose spec does not say how they rotate"
+fields.fernet = { generator = "fernet" }
+fields.master = { generator = "masterkey" }
+[secrets.TOKEN]
+description = "a token, replaced as today"
+fields.password = { generator = "hex32" }
+"#;
+
+fn setup() -> (OpenBao, tempfile::TempDir) {
+    let bao = OpenBao::dev();
+    let dir = common::spec_dir(&SPEC.replace("{addr}", &bao.addr));
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev"])
+        .status(0)
+        .check();
+    (bao, dir)
+}
+
+fn get(bao: &OpenBao, name: &str) -> (Map<String, Value>, u64) {
+    bao.kv_get("secret", &format!("app/dev/{name}")).unwrap()
+}
+
+fn text(v: &Value) -> String {
+    v.as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_fixed_field_never_rotates_and_its_neighbour_does() {
+    let (bao, dir) = setup();
+    let (before, _) = get(&bao, "ZITADEL");
+    let run = || Run::new(&bao).specs(dir.path());
+    // The whole secret: refused before anything is sent, naming the field and the command
+    // that rotates the other one.
+    run()
+        .args(["rotate", "dev", "ZITADEL", "--yes", "-v"])
+        .status(2)
+        .stderr_has("field `masterkey` of `secret/app/dev/ZITADEL` is fixed")
+        .stderr_has("`vault-seed rotate dev ZITADEL.password --yes`")
+        .check();
+    run()
+        .args(["rotate", "dev", "ZITADEL.masterkey", "--yes"])
+        .status(2)
+        .stderr_has("is fixed")
+        .check();
+    run()
+        .args(["set", "dev", "ZITADEL.masterkey", "--force"])
+        .stdin("0123456789abcdef0123456789abcdef\n")
+        .status(2)
+        .stderr_has("field `masterkey` of `secret/app/dev/ZITADEL` is fixed")
+        .check();
+    assert_eq!(get(&bao, "ZITADEL"), (before.clone(), 1), "nothing written");
+    run()
+        .args(["rotate", "dev", "ZITADEL.password", "--yes"])
+        .status(0)
+        .check();
+    let (after, version) = get(&bao, "ZITADEL");
+    assert_eq!(version, 2);
+    assert_eq!(
+        after["masterkey"], before["masterkey"],
+        "the fixed field kept"
+    );
+    assert_ne!(
+        after["password"], before["password"],
+        "its neighbour rotated"
+    );
+}
+
+#[test]
+fn a_secret_lacking_a_fixed_field_is_invalid_and_nothing_is_added() {
+    let bao = OpenBao::dev();
+    let dir = common::spec_dir(&SPEC.replace("{addr}", &bao.addr));
+    // Seeded by hand under another field name: the masterkey Zitadel's data is encrypted with.
+    let by_hand = "4d4b5f68616e645f736565646564215f";
+    bao.kv_put("secret", "app/dev/ZITADEL", json!({ "key": by_hand }));
+    let run = || Run::new(&bao).specs(dir.path());
+    for command in ["plan", "apply"] {
+        run()
+            .args([command, "dev"])
+            .status(1)
+            .stdout_has("holds `key`; the spec says `masterkey`")
+            .stdout_has("not added while fixed field `masterkey` is missing")
+            .never_shows(by_hand)
+            .check();
+    }
+    run()
+        .args(["verify", "dev", "--only", "vault"])
+        .status(1)
+        .stdout_has("the spec says `masterkey`")
+        .check();
+    let (data, version) = get(&bao, "ZITADEL");
+    assert_eq!(version, 1, "never extended");
+    assert_eq!(data, json!({ "key": by_hand }).as_object().unwrap().clone());
+}
+
+#[test]
+fn a_keyring_rotation_keeps_the_previous_keys_newest_first() {
+    let (bao, dir) = setup();
+    let run = || Run::new(&bao).specs(dir.path());
+    let mut keys = vec![text(&get(&bao, "FERNET").0["key"])];
+    assert!(!keys[0].contains(','), "a first write is one key");
+    for round in 2..=4u64 {
+        run()
+            .args(["rotate", "dev", "FERNET", "--yes"])
+            .status(0)
+            .stderr_has("the new key first")
+            .check();
+        let (data, version) = get(&bao, "FERNET");
+        assert_eq!(version, round);
+        let ring: Vec<String> = text(&data["key"]).split(',').map(String::from).collect();
+        // The new key, then at most two of the previous ones, newest first.
+        let mut want = keys.iter().rev().take(2).cloned().collect::<Vec<_>>();
+        want.insert(0, ring[0].clone());
+        assert_eq!(ring, want, "round {round}");
+        assert!(!keys.contains(&ring[0]), "a new key");
+        keys.push(ring[0].clone());
+    }
+    run()
+        .args(["verify", "dev", "--only", "vault"])
+        .status(0)
+        .check();
+    // A keyring with a bad second key: named by its place, never by its text; not carried on.
+    let good = keys.last().unwrap().clone();
+    bao.kv_put(
+        "secret",
+        "app/dev/FERNET",
+        json!({ "key": format!("{good},too-short-key") }),
+    );
+    run()
+        .args(["verify", "dev", "--only", "vault"])
+        .status(1)
+        .stdout_has("key 2 of 2 (newest first)")
+        .never_shows("too-short-key")
+        .never_shows(&good)
+        .check();
+    run()
+        .args(["rotate", "dev", "FERNET", "--yes"])
+        .status(1)
+        .stderr_has("is not a valid keyring")
+        .never_shows("too-short-key")
+        .check();
+    assert_eq!(get(&bao, "FERNET").1, 5, "nothing written");
+}
+
+#[test]
+fn rotating_a_data_key_without_a_stated_rotation_is_refused() {
+    // A Vault that never answers: a refusal that sent anything would hang, not exit 2.
+    let silent = common::Silent::start();
+    let bao = OpenBao::dev();
+    let dir = common::spec_dir(&SPEC.replace("{addr}", &bao.addr));
+    let offline = || {
+        Run::new(&bao)
+            .specs(dir.path())
+            .addr(&silent.addr)
+            .token("s.never-sent")
+    };
+    offline()
+        .args(["rotate", "dev", "UNSTATED.fernet", "--yes"])
+        .status(2)
+        .stderr_has("is a Fernet key that encrypts or hashes stored data, and the spec does not say how it may rotate")
+        .stderr_has("`rotation = \"keyring\"`")
+        .check();
+    offline()
+        .args(["rotate", "dev", "UNSTATED.master", "--yes"])
+        .status(2)
+        .stderr_has("is a Zitadel masterkey")
+        .stderr_has("`rotation = \"replace\"`")
+        .stderr_lacks("keyring")
+        .check();
+    offline()
+        .args(["rotate", "dev", "UNSTATED", "--yes"])
+        .status(2)
+        .check();
+    assert_eq!(silent.connections.load(Ordering::SeqCst), 0, "nothing sent");
+    // A generator whose values hash or encrypt nothing rotates as before.
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev"])
+        .status(0)
+        .check();
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["rotate", "dev", "TOKEN", "--yes"])
+        .status(0)
+        .check();
+    assert_eq!(get(&bao, "TOKEN").1, 2);
+}
+
+#[test]
+fn the_real_spec_never_rotates_the_fernet_key_or_the_salt() {
+    let bao = OpenBao::dev();
+    Run::new(&bao)
+        .real_specs()
+        .args(["apply", "auh1-dev"])
+        .status(0)
+        .check();
+    for secret in ["SECURITY__MASTER_ENCRYPTION_KEY", "SECURITY__API_KEY_SALT"] {
+        Run::new(&bao)
+            .real_specs()
+            .args(["rotate", "auh1-dev", secret, "--yes"])
+            .status(2)
+            .stderr_has("is fixed")
+            .check();
+        let path = format!("ask/core-service/auh1-dev/{secret}");
+        assert_eq!(bao.kv_version("secret", &path), Some(1), "{secret}");
+    }
+    Run::new(&bao)
+        .real_specs()
+        .args([
+            "rotate",
+            "auh1-dev",
+            "APP__CORE_SERVICES_MACHINE_TOKEN",
+            "--yes",
+        ])
+        .status(0)
+        .check();
+}
+
+#[test]
+fn fields_no_spec_names_get_a_note_and_are_left_alone() {
+    let (bao, dir) = setup();
+    let (mut data, _) = get(&bao, "TOKEN");
+    // The value a rename left behind, and a hostile field name.
+    data.insert("old_password".into(), json!("0ld-va1ue-kept-by-hand"));
+    data.insert("\u{1b}[31mred".into(), json!("x"));
+    bao.kv_put("secret", "app/dev/TOKEN", Value::Object(data.clone()));
+    let run = || Run::new(&bao).specs(dir.path());
+    for args in [
+        &["plan", "dev"][..],
+        &["apply", "dev"],
+        &["verify", "dev", "--only", "vault"],
+    ] {
+        let out = run()
+            .args(args)
+            .status(0)
+            .never_shows("0ld-va1ue-kept-by-hand")
+            .check();
+        let all = out.all_text();
+        let note = all
+            .lines()
+            .find(|l| l.contains("fields no spec names: `secret/app/dev/TOKEN` ("))
+            .unwrap_or_else(|| panic!("{args:?}: no note in {all}"));
+        assert!(note.contains("`old_password`"), "{args:?}: {note}");
+        assert!(!all.contains('\u{1b}'), "{args:?}: the name is cleaned");
+    }
+    let doc = run()
+        .args(["apply", "dev", "-o", "json"])
+        .status(0)
+        .check()
+        .json();
+    assert!(doc["notes"].to_string().contains("old_password"), "{doc}");
+    assert_eq!(get(&bao, "TOKEN"), (data, 2), "left as it is");
+}
+
+#[test]
+fn set_says_replacing_only_after_the_value_passed_its_checks() {
+    let (bao, dir) = setup();
+    let run = || Run::new(&bao).specs(dir.path());
+    let current = text(&get(&bao, "TOKEN").0["password"]);
+    run()
+        .args(["set", "dev", "TOKEN", "--force"])
+        .stdin("not-hex\n")
+        .status(2)
+        .stderr_lacks("replacing")
+        .check();
+    run()
+        .args(["set", "dev", "TOKEN", "--force"])
+        .stdin(format!("{current}\n"))
+        .status(0)
+        .stderr_lacks("replacing")
+        .stdout_has("unchanged")
+        .check();
+    run()
+        .args(["set", "dev", "TOKEN", "--force"])
+        .stdin(format!("{}\n", "ab".repeat(32)))
+        .status(0)
+        .stderr_has("replacing field `password` of `secret/app/dev/TOKEN`: version 1 -> 2")
+        .check();
+}
