@@ -11,6 +11,8 @@
 //!   destination Secrets, VaultAuths and VaultConnections);
 //! - [`argocd`], the part `argocd` (specs with `[argocd]`): the secrets app Synced and Healthy,
 //!   each consumer Application at a later app wave, argocd-cm's Application health check.
+//! - [`consumers`], the part `consumers`: the workloads reading the target Secrets run pods that
+//!   started after the data last changed (or something restarts them); `--restart`.
 //!
 //! The object checks return typed findings ([`findings`]: severity, and each part's enum words
 //! its own), from which their reports' sentence lists are made.
