@@ -397,6 +397,7 @@ fn restart_needs_the_consumers_part() {
     Run::new(&w.bao)
         .specs(w.specs.path())
         .args(["verify", "auh1-dev", "--skip-kube", "--restart"])
-        .output()
-        .expect_code(2);
+        .stderr_has("--restart needs the consumers part")
+        .status(2)
+        .check();
 }
