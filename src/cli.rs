@@ -392,7 +392,7 @@ pub struct VerifyArgs {
     /// The environment.
     #[arg(value_name = "ENV")]
     pub env: String,
-    /// Only these parts: vault, policy, kube, argocd (repeat or comma-separate).
+    /// Only these parts: vault, policy, kube, argocd, consumers (repeat or comma-separate).
     #[arg(long, value_delimiter = ',', value_name = "PART")]
     pub only: Vec<String>,
     /// Placeholders still unreplaced are failures, not warnings.
@@ -408,7 +408,13 @@ pub struct VerifyArgs {
     /// re-reads Vault and rewrites the Secret only if the data differs).
     #[arg(long)]
     pub force_sync: bool,
-    /// Skip the Kubernetes parts, kube and argocd (Vault and policy only).
+    /// Restart the workloads that read a target Secret through env or subPath and run pods
+    /// older than its data (`kubectl rollout restart`'s patch; a Rollout's `spec.restartAt`),
+    /// then, with --wait, wait for their new pods. Off by default: verify writes nothing unless
+    /// asked.
+    #[arg(long)]
+    pub restart: bool,
+    /// Skip the Kubernetes parts, kube, argocd and consumers (Vault and policy only).
     #[arg(long)]
     pub skip_kube: bool,
     /// Do not read the target Secrets of ExternalSecrets and VaultStaticSecrets (their keys go

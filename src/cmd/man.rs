@@ -40,8 +40,8 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
     (
         "verify",
         &[
-            "command", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes",
-            "checked", "not_checked",
+            "command", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "consumers",
+            "notes", "checked", "not_checked",
         ],
         "A part not asked for is null; a part that could not be checked is {ok: false, error, \
          help}. checked: the parts checked (ok is about these only); not_checked: {part, why} \
@@ -56,7 +56,10 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          report of the same shape (null without [vso]). kube.vault_static_secrets: namespace, \
          name, ok, synced, ready, healthy, secret_synced, generation, last_generation, path, \
          type, destination_secret, vault_auth, reconciled_at, message, problems, explanations, \
-         notes. kube.objects: stores, PushSecrets, VaultAuths, VaultConnections.",
+         notes. kube.objects: stores, PushSecrets, VaultAuths, VaultConnections. consumers: \
+         ok, server, context, not_checked (readers not checked, never ok), secrets (namespace, \
+         name, source, read, exists, changed_at, changed_by), workloads (kind, namespace, name, \
+         ok, checked, secrets, how, restarted_by, fix, problems, notes), problems, notes.",
     ),
     (
         "audit",

@@ -31,7 +31,7 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Fai
         .help("add `[argocd]` with `secrets_app` and `consumers` to the spec (docs/spec.md has an example), or leave `argocd` out of --only"));
     }
     let runtime = super::runtime()?;
-    if req.wants(PartName::Kube) || req.wants(PartName::Argocd) {
+    if req.wants(PartName::Kube) || req.wants(PartName::Argocd) || req.wants(PartName::Consumers) {
         runtime.block_on(check_cluster_config(g, &plan, &req))?;
     }
     let session = Session::from_plan(g, &plan, &args.vault)?;
@@ -138,7 +138,12 @@ fn request(args: &VerifyArgs) -> Result<Request, Failure> {
         eso_token: None,
         concurrency: usize::from(args.concurrency),
         skip_target_secrets: args.skip_target_secrets,
+        restart: args.restart,
     };
+    if args.restart && !req.wants(PartName::Consumers) {
+        return Err(Failure::usage("--restart needs the consumers part")
+            .help("drop --skip-kube (or add `consumers` to --only)"));
+    }
     if args.force_sync && !req.wants(PartName::Kube) {
         return Err(Failure::usage("--force-sync needs the Kubernetes part")
             .help("drop --skip-kube (or add `kube` to --only)"));

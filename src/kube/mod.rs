@@ -17,6 +17,7 @@ mod list;
 mod status;
 mod store;
 mod vso;
+mod workloads;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -45,6 +46,8 @@ pub use vso::{
     VsoKind, VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION, VAULT_STATIC_SECRET, VSO_DEFAULT_NAME,
     VSO_GROUP, VSO_VERSION,
 };
+
+pub use workloads::{restart_patch, DataChange, PodInfo, WorkloadKind};
 
 use status::object_name;
 

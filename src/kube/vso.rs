@@ -137,6 +137,11 @@ pub struct VaultStaticSecretInfo {
     pub vault_namespace: Option<String>,
     /// Fields missing or malformed (`spec.mount`, `spec.path`, `spec.type`, ...).
     pub bad: Vec<VsoBadField>,
+    /// `spec.rolloutRestartTargets`: the workloads VSO restarts when it changes the Secret's
+    /// data, as `(kind, name)` with VSO's kind names (`argo.Rollout`).
+    pub rollout_restart_targets: Vec<(String, String)>,
+    /// `spec.rolloutRestartTargets` (or an entry) is not of the shape VSO writes: what is wrong.
+    pub rollout_restart_bad: Option<String>,
 }
 
 /// What vault-seed needs to know about a VaultAuth or a VaultConnection.
@@ -275,6 +280,7 @@ pub fn vault_static_secret_info(obj: &Value) -> Result<VaultStaticSecretInfo, Ku
                 _ => true,
             })
     };
+    let (rollout_restart_targets, rollout_restart_bad) = rollout_restart_targets(obj);
     Ok(VaultStaticSecretInfo {
         generation: obj.pointer("/metadata/generation").and_then(Value::as_i64),
         last_generation: obj
@@ -311,9 +317,41 @@ pub fn vault_static_secret_info(obj: &Value) -> Result<VaultStaticSecretInfo, Ku
         vault_auth_ref,
         vault_namespace,
         bad,
+        rollout_restart_targets,
+        rollout_restart_bad,
         namespace,
         name,
     })
+}
+
+/// `spec.rolloutRestartTargets` as `(kind, name)` pairs, or what is wrong with it.
+fn rollout_restart_targets(obj: &Value) -> (Vec<(String, String)>, Option<String>) {
+    let Some(list) = obj.pointer("/spec/rolloutRestartTargets") else {
+        return (Vec::new(), None);
+    };
+    let Some(items) = list.as_array() else {
+        return (
+            Vec::new(),
+            Some("`spec.rolloutRestartTargets` is not a list".into()),
+        );
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        match (str_at(item, "/kind"), str_at(item, "/name")) {
+            (Some(k), Some(n)) if !k.is_empty() && !n.is_empty() => {
+                out.push((text(k), text(n)));
+            }
+            _ => {
+                return (
+                    out,
+                    Some(format!(
+                        "`spec.rolloutRestartTargets[{i}]` has no string `kind` and `name`"
+                    )),
+                )
+            }
+        }
+    }
+    (out, None)
 }
 
 /// Read a VaultAuth or a VaultConnection.

@@ -12,6 +12,7 @@ use crate::seed::Status;
 use crate::text::for_terminal as t;
 use crate::verify::argocd::ArgocdPart;
 use crate::verify::cluster::ClusterPart;
+use crate::verify::consumers::ConsumersPart;
 use crate::verify::grants::{GrantsPart, PolicyPart};
 use crate::verify::values::ValuesPart;
 use crate::verify::{Checked, PartFailure, Verification};
@@ -81,6 +82,11 @@ fn text(out: &mut dyn io::Write, style: &Style, v: &Verification, verbose: bool)
     match &v.argocd {
         Some(Checked::Done(a)) => argocd(&mut rest, style, a),
         Some(Checked::Failed(f)) => failed(&mut rest, style, "argocd", f),
+        None => {}
+    }
+    match &v.consumers {
+        Some(Checked::Done(c)) => consumers(&mut rest, style, c),
+        Some(Checked::Failed(f)) => failed(&mut rest, style, "consumers", f),
         None => {}
     }
     let _ = writeln!(
@@ -262,6 +268,52 @@ fn details(out: &mut String, problems: &[String], why: &[String], notes: &[Strin
     }
     for n in notes {
         let _ = writeln!(out, "            note: {}", t(n));
+    }
+}
+
+fn consumers(out: &mut String, style: &Style, c: &ConsumersPart) {
+    let _ = writeln!(
+        out,
+        "{} consumers: {} ({}): {} workload(s) read {} target Secret(s){}",
+        // A reader not checked is never shown as ok, nor is the part holding it.
+        if c.ok && c.not_checked > 0 {
+            style.warn("----")
+        } else {
+            mark(style, c.ok)
+        },
+        t(&c.server),
+        t(c.context.as_deref().unwrap_or("in-cluster")),
+        c.workloads.len(),
+        c.secrets.len(),
+        if c.not_checked > 0 {
+            format!(", {} not checked", c.not_checked)
+        } else {
+            String::new()
+        }
+    );
+    for p in &c.problems {
+        let _ = writeln!(out, "       {}: {}", style.error("error"), t(p));
+    }
+    for n in &c.notes {
+        let _ = writeln!(out, "       note: {}", t(n));
+    }
+    for w in &c.workloads {
+        let m = if w.ok && !w.checked {
+            style.warn("----")
+        } else {
+            mark(style, w.ok)
+        };
+        let _ = writeln!(
+            out,
+            "     {m} {} {}/{}",
+            w.kind,
+            t(&w.namespace),
+            t(&w.name)
+        );
+        details(out, &w.problems, &[], &w.notes);
+        if let Some(fix) = &w.fix {
+            let _ = writeln!(out, "            {}: {}", style.help("fix"), t(fix));
+        }
     }
 }
 

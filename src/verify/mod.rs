@@ -11,6 +11,8 @@
 //!   destination Secrets, VaultAuths and VaultConnections);
 //! - [`argocd`], the part `argocd` (specs with `[argocd]`): the secrets app Synced and Healthy,
 //!   each consumer Application at a later app wave, argocd-cm's Application health check.
+//! - [`consumers`], the part `consumers`: the workloads reading the target Secrets run pods that
+//!   started after the data last changed (or something restarts them); `--restart`.
 //!
 //! The object checks return typed findings ([`findings`]: severity, and each part's enum words
 //! its own), from which their reports' sentence lists are made.
@@ -25,6 +27,7 @@
 
 pub mod argocd;
 pub mod cluster;
+pub mod consumers;
 pub mod eso;
 pub mod facts;
 pub mod findings;
@@ -55,15 +58,18 @@ pub enum PartName {
     Kube,
     /// Argo CD's Applications and argocd-cm.
     Argocd,
+    /// The workloads that read the target Secrets.
+    Consumers,
 }
 
 impl PartName {
     /// Every part, in report order.
-    pub const ALL: [PartName; 4] = [
+    pub const ALL: [PartName; 5] = [
         PartName::Vault,
         PartName::Policy,
         PartName::Kube,
         PartName::Argocd,
+        PartName::Consumers,
     ];
 
     /// Its name on the command line and in JSON.
@@ -73,6 +79,7 @@ impl PartName {
             PartName::Policy => "policy",
             PartName::Kube => "kube",
             PartName::Argocd => "argocd",
+            PartName::Consumers => "consumers",
         }
     }
 
@@ -83,7 +90,10 @@ impl PartName {
 
     /// Whether the part reads the cluster (`--skip-kube` leaves it out).
     fn in_cluster(self) -> bool {
-        matches!(self, PartName::Kube | PartName::Argocd)
+        matches!(
+            self,
+            PartName::Kube | PartName::Argocd | PartName::Consumers
+        )
     }
 }
 
@@ -109,6 +119,8 @@ pub struct Request {
     pub concurrency: usize,
     /// Read no target Secret (`--skip-target-secrets`): their keys go unchecked.
     pub skip_target_secrets: bool,
+    /// Restart the workloads that run with a Secret's old data (`--restart`).
+    pub restart: bool,
 }
 
 impl Request {
@@ -209,6 +221,8 @@ pub struct Verification {
     pub kube: Option<Checked<cluster::ClusterPart>>,
     /// Argo CD's Applications; `None` when not asked for or no spec has `[argocd]`.
     pub argocd: Option<Checked<argocd::ArgocdPart>>,
+    /// The workloads that read the target Secrets; `None` when not asked for.
+    pub consumers: Option<Checked<consumers::ConsumersPart>>,
     /// What is not about one part (waiting ran out, ExternalSecrets annotated).
     pub notes: Vec<String>,
     /// The parts checked, in report order.
@@ -237,6 +251,7 @@ impl Verification {
             PartName::Policy => failed(&self.policy),
             PartName::Kube => failed(&self.kube),
             PartName::Argocd => failed(&self.argocd),
+            PartName::Consumers => failed(&self.consumers),
         }
     }
 
@@ -267,6 +282,14 @@ impl Verification {
                 part: "target Secrets",
                 why: "--skip-target-secrets",
             });
+        }
+        if let Some(Checked::Done(c)) = &self.consumers {
+            if c.not_checked > 0 {
+                self.not_checked.push(NotChecked {
+                    part: "consumers' readers through env or subPath",
+                    why: "--skip-target-secrets",
+                });
+            }
         }
     }
 }
@@ -322,6 +345,11 @@ pub async fn run(
     } else {
         None
     };
+    let consumers = if req.wants(PartName::Consumers) {
+        Some(consumers::check(plan, req, deadline, progress, &mut notes).await)
+    } else {
+        None
+    };
     let values = req.wants(PartName::Vault).then(|| {
         Checked::Done(values::judge(
             inspection,
@@ -335,13 +363,10 @@ pub async fn run(
         ok: false,
         strict: req.strict,
         vault: values,
-        policy: if req.wants(PartName::Policy) {
-            policy
-        } else {
-            None
-        },
+        policy: policy.filter(|_| req.wants(PartName::Policy)),
         kube,
         argocd,
+        consumers,
         notes,
         checked: Vec::new(),
         not_checked: Vec::new(),
@@ -350,6 +375,7 @@ pub async fn run(
     v.ok = ok_or_absent(&v.vault)
         && ok_or_absent(&v.policy)
         && ok_or_absent(&v.kube)
-        && ok_or_absent(&v.argocd);
+        && ok_or_absent(&v.argocd)
+        && ok_or_absent(&v.consumers);
     v
 }

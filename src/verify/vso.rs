@@ -1305,6 +1305,8 @@ mod tests {
             vault_auth_ref: None,
             vault_namespace: None,
             bad: Vec::new(),
+            rollout_restart_targets: Vec::new(),
+            rollout_restart_bad: None,
         }
     }
 

@@ -12,6 +12,7 @@ mod argocd;
 mod audit;
 mod change;
 mod cli;
+mod consumers;
 mod deploy;
 mod eso_store;
 mod eso_sync;

@@ -1220,21 +1220,22 @@ fn the_verdict_names_the_parts_it_did_not_check_and_why() {
     let cases: [(&[&str], String); 4] = [
         (
             &["--skip-kube"],
-            "done (vault, policy checked; not checked: kube, argocd (--skip-kube))".into(),
+            "done (vault, policy checked; not checked: kube, argocd, consumers (--skip-kube))"
+                .into(),
         ),
         (
             &["--only", "vault"],
-            "done (vault checked; not checked: policy, kube, argocd (--only))".into(),
+            "done (vault checked; not checked: policy, kube, argocd, consumers (--only))".into(),
         ),
         (
             &[],
-            format!("done (vault, policy, kube checked; not checked: {no_argocd})"),
+            format!("done (vault, policy, kube, consumers checked; not checked: {no_argocd})"),
         ),
         (
             &["--skip-target-secrets"],
             format!(
-                "done (vault, policy, kube checked; not checked: {no_argocd}; target Secrets \
-                 (--skip-target-secrets))"
+                "done (vault, policy, kube, consumers checked; not checked: {no_argocd}; target \
+                 Secrets (--skip-target-secrets))"
             ),
         ),
     ];
@@ -1265,7 +1266,7 @@ fn the_verdict_names_the_parts_it_did_not_check_and_why() {
         stdout.lines().any(|l| l
             == format!(
                 "verify auh1-dev: NOT done (vault, policy checked; not checked: kube (it could \
-                 not be checked); {no_argocd})"
+                 not be checked); {no_argocd}; consumers (it could not be checked))"
             )),
         "{stdout}"
     );
@@ -1278,7 +1279,8 @@ fn the_verdict_names_the_parts_it_did_not_check_and_why() {
         doc["not_checked"],
         json!([
             {"part": "kube", "why": "--skip-kube"},
-            {"part": "argocd", "why": "--skip-kube"}
+            {"part": "argocd", "why": "--skip-kube"},
+            {"part": "consumers", "why": "--skip-kube"}
         ])
     );
 }

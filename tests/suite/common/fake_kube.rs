@@ -93,6 +93,8 @@ struct State {
     reviews: Vec<Value>,
     /// Bearer tokens accepted besides the server's own (a pod's service-account token).
     bearers: Vec<String>,
+    /// Secrets served as `PartialObjectMetadata` (`namespace/name`), in order.
+    metadata_reads: Vec<String>,
 }
 
 /// Which operators' CRDs the cluster has: a group not installed is absent from discovery and
@@ -426,6 +428,11 @@ impl FakeKube {
         self.state().requests.clone()
     }
 
+    /// The Secrets served as their metadata alone (`namespace/name`), in order.
+    pub fn metadata_reads(&self) -> Vec<String> {
+        self.state().metadata_reads.clone()
+    }
+
     /// Requests the server does not know (answered 404), as `METHOD path?query`.
     pub fn unknown_requests(&self) -> Vec<String> {
         self.state().unknown.clone()
@@ -485,7 +492,9 @@ fn plural_of(kind: &str) -> &'static str {
         "VaultConnection" => "vaultconnections",
         "Application" => "applications",
         "ConfigMap" => "configmaps",
-        other => panic!("fake kube: unknown kind {other}"),
+        other => {
+            workload_plural(other).unwrap_or_else(|| panic!("fake kube: unknown kind {other}"))
+        }
     }
 }
 
@@ -793,6 +802,9 @@ fn webhook_failure(webhook: &str) -> (u16, Value) {
 
 /// The answer for a path, or `None` when the path is unknown.
 fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value)> {
+    if let Some(answer) = workload_route(req, segs, st) {
+        return Some(answer);
+    }
     let get = req.method == "GET";
     match segs {
         ["apis", "authentication.k8s.io", "v1", "tokenreviews"] if req.method == "POST" => {
@@ -1669,4 +1681,225 @@ pub fn argocd_fixture(file: &str) -> Value {
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("fixture {} cannot be read: {e}", path.display()));
     serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("fixture {file} is not YAML: {e}"))
+}
+
+// ----- Workloads, pods and Secret metadata (the part `consumers`) -----
+
+/// Workload kinds and pods: (kind, plural, API group, whether strategic merge patches apply).
+const WORKLOADS: [(&str, &str, &str, bool); 6] = [
+    ("Deployment", "deployments", "apps", true),
+    ("StatefulSet", "statefulsets", "apps", true),
+    ("DaemonSet", "daemonsets", "apps", true),
+    ("CronJob", "cronjobs", "batch", true),
+    ("Rollout", "rollouts", ARGOCD_GROUP, false),
+    ("Pod", "pods", "", true),
+];
+
+fn workload_plural(kind: &str) -> Option<&'static str> {
+    WORKLOADS.iter().find(|w| w.0 == kind).map(|w| w.1)
+}
+
+/// Lists of workloads and pods (with `labelSelector`), their PATCHes (strategic merge for the
+/// built-in kinds, merge for the Rollout CRD, as the API server takes them; the body recorded),
+/// and a Secret's metadata alone when the client asks for `PartialObjectMetadata`.
+fn workload_route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value)> {
+    let (group, version, ns, plural, name) = match segs {
+        ["api", "v1", "namespaces", ns, "secrets", name]
+            if req.method == "GET"
+                && req
+                    .header("accept")
+                    .is_some_and(|a| a.contains("as=PartialObjectMetadata")) =>
+        {
+            st.metadata_reads.push(format!("{ns}/{name}"));
+            return Some(secret_metadata(st, ns, name));
+        }
+        ["api", "v1", "namespaces", ns, "pods"] => ("", "v1", *ns, "pods", None),
+        ["apis", g, v, "namespaces", ns, plural] => (*g, *v, *ns, *plural, None),
+        ["apis", g, v, "namespaces", ns, plural, name] => (*g, *v, *ns, *plural, Some(*name)),
+        _ => return None,
+    };
+    let w = WORKLOADS.iter().find(|w| w.1 == plural && w.2 == group)?;
+    let api_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    match (req.method.as_str(), name) {
+        ("GET", None) => {
+            let selector = query_param(&req.query, "labelSelector").unwrap_or_default();
+            let items: Vec<Value> = st
+                .objects
+                .iter()
+                .filter(|((p, n, _), _)| p == plural && n.as_deref() == Some(ns))
+                .map(|(_, o)| {
+                    let mut o = o.clone();
+                    o["apiVersion"] = json!(api_version);
+                    o
+                })
+                .filter(|o| label_selector_matches(&o["metadata"]["labels"], &selector))
+                .collect();
+            Some((
+                200,
+                json!({
+                    "kind": format!("{}List", w.0), "apiVersion": api_version,
+                    "metadata": {"resourceVersion": st.resource_version.to_string()},
+                    "items": items,
+                }),
+            ))
+        }
+        ("GET", Some(name)) => Some(get_object(st, &api_version, plural, Some(ns), name)),
+        ("PATCH", Some(name)) => {
+            let content_type = req.header("content-type").unwrap_or_default().to_string();
+            let body: Value = match serde_json::from_slice(&req.body) {
+                Ok(b) => b,
+                Err(e) => return Some((400, status_object(400, "BadRequest", &e.to_string()))),
+            };
+            st.patches.push(RecordedPatch {
+                path: req.path.clone(),
+                content_type: content_type.clone(),
+                body: body.clone(),
+            });
+            let accepted: &[&str] = if w.3 {
+                &[
+                    "application/strategic-merge-patch+json",
+                    "application/merge-patch+json",
+                ]
+            } else {
+                &["application/merge-patch+json"]
+            };
+            if !accepted.contains(&content_type.as_str()) {
+                return Some((415, status_object(415, "UnsupportedMediaType", &format!("the body of the request was in an unknown format - accepted media types include: {}", accepted.join(", ")))));
+            }
+            st.resource_version += 1;
+            let rv = st.resource_version.to_string();
+            let key = (plural.to_string(), Some(ns.to_string()), name.to_string());
+            let Some(obj) = st.objects.get_mut(&key) else {
+                let mut s = status_object(
+                    404,
+                    "NotFound",
+                    &format!("{plural}.{group} \"{name}\" not found"),
+                );
+                s["details"] = json!({"name": name, "group": group, "kind": plural});
+                return Some((404, s));
+            };
+            // The restart patches only set map keys, where both kinds of patch agree.
+            merge_patch(obj, &body);
+            obj["metadata"]["resourceVersion"] = json!(rv);
+            let mut out = obj.clone();
+            out["apiVersion"] = json!(api_version);
+            Some((200, out))
+        }
+        _ => Some((
+            405,
+            status_object(405, "MethodNotAllowed", "method not allowed"),
+        )),
+    }
+}
+
+/// A Secret as `PartialObjectMetadata`: its metadata, never its data.
+fn secret_metadata(st: &State, ns: &str, name: &str) -> (u16, Value) {
+    let key = (
+        "secrets".to_string(),
+        Some(ns.to_string()),
+        name.to_string(),
+    );
+    match st.objects.get(&key) {
+        Some(obj) => (
+            200,
+            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}),
+        ),
+        None => not_found_object("secrets", name),
+    }
+}
+
+/// A label selector (`a=b,c in (d,e),!f,g,h notin (i)`) against `labels`.
+fn label_selector_matches(labels: &Value, selector: &str) -> bool {
+    let mut terms = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in selector.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                terms.push(&selector[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    terms.push(&selector[start..]);
+    let label = |k: &str| labels.get(k.trim()).and_then(Value::as_str);
+    let set = |v: &str| -> Vec<String> {
+        v.trim()
+            .trim_start_matches('(')
+            .trim_end_matches(')')
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .collect()
+    };
+    terms.iter().filter(|t| !t.trim().is_empty()).all(|t| {
+        if let Some((k, v)) = t.split_once(" notin ") {
+            !label(k).is_some_and(|l| set(v).iter().any(|s| s == l))
+        } else if let Some((k, v)) = t.split_once(" in ") {
+            label(k).is_some_and(|l| set(v).iter().any(|s| s == l))
+        } else if let Some((k, v)) = t.split_once("!=") {
+            label(k) != Some(v.trim())
+        } else if let Some((k, v)) = t.split_once('=') {
+            label(k.trim_end_matches('=')) == Some(v.trim())
+        } else if let Some(k) = t.trim().strip_prefix('!') {
+            label(k).is_none()
+        } else {
+            label(t).is_some()
+        }
+    })
+}
+
+/// A workload of `kind` (`Deployment`, `StatefulSet`, `DaemonSet`, `Rollout`; `CronJob` puts
+/// `pod` under `spec.jobTemplate`) selecting pods labelled `app=<name>`, with `pod` as its pod
+/// template's spec.
+pub fn workload(kind: &str, ns: &str, name: &str, pod: Value) -> Value {
+    let (_, _, group, _) = WORKLOADS
+        .iter()
+        .find(|w| w.0 == kind)
+        .expect("a workload kind");
+    let api_version = match *group {
+        "apps" | "batch" => format!("{group}/v1"),
+        g => format!("{g}/v1alpha1"),
+    };
+    let template = json!({"metadata": {"labels": {"app": name}}, "spec": pod});
+    let spec = if kind == "CronJob" {
+        json!({"schedule": "0 * * * *", "jobTemplate": {"spec": {"template": template}}})
+    } else {
+        json!({"selector": {"matchLabels": {"app": name}}, "template": template})
+    };
+    json!({
+        "apiVersion": api_version, "kind": kind,
+        "metadata": {"name": name, "namespace": ns, "annotations": {}},
+        "spec": spec,
+    })
+}
+
+/// A running pod of the workload `app` (label `app=<app>`), started at `started`.
+pub fn pod_of(ns: &str, app: &str, name: &str, started: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": {"app": app}},
+        "spec": {"containers": [{"name": "app", "image": "app"}]},
+        "status": {"phase": "Running", "startTime": started},
+    })
+}
+
+/// `secret` with a `managedFields` entry of `manager` owning its `data` keys, stamped `at`.
+pub fn with_data_manager(mut secret: Value, manager: &str, at: &str) -> Value {
+    let keys: serde_json::Map<String, Value> = secret["data"]
+        .as_object()
+        .map(|d| d.keys().map(|k| (format!("f:{k}"), json!({}))).collect())
+        .unwrap_or_default();
+    secret["metadata"]["managedFields"] = json!([
+        {"manager": "kubectl-create", "operation": "Update", "apiVersion": "v1", "time": "2020-01-01T00:00:00Z",
+         "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {}}}},
+        {"manager": manager, "operation": "Update", "apiVersion": "v1", "time": at,
+         "fieldsType": "FieldsV1", "fieldsV1": {"f:data": keys, "f:type": {}}},
+    ]);
+    secret
 }

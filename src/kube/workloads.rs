@@ -1,0 +1,326 @@
+//! Workloads and their pods, for the part `consumers`: which workloads of a namespace read a
+//! Secret, when their pods started, when the Secret's data last changed, and the restart that
+//! `kubectl rollout restart` sends.
+//!
+//! Workloads and pods are read as plain JSON (a shape the check does not expect is named by it,
+//! never a reason to fail the whole list). A Secret is read as its metadata only
+//! (`PartialObjectMetadata`): its values are never sent to vault-seed.
+
+use ::kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+};
+use ::kube::core::ErrorResponse;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use super::{EsoCluster, KubeError, Op};
+
+/// A kind of workload whose pods can read a Secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum WorkloadKind {
+    /// `apps/v1` Deployment.
+    Deployment,
+    /// `apps/v1` StatefulSet.
+    StatefulSet,
+    /// `apps/v1` DaemonSet.
+    DaemonSet,
+    /// `batch/v1` CronJob: each run starts new pods.
+    CronJob,
+    /// Argo Rollouts' `argoproj.io/v1alpha1` Rollout.
+    Rollout,
+}
+
+impl WorkloadKind {
+    /// Every kind, in the order listed.
+    pub const ALL: [WorkloadKind; 5] = [
+        WorkloadKind::Deployment,
+        WorkloadKind::StatefulSet,
+        WorkloadKind::DaemonSet,
+        WorkloadKind::CronJob,
+        WorkloadKind::Rollout,
+    ];
+
+    /// The kind's name.
+    pub fn kind(self) -> &'static str {
+        match self {
+            WorkloadKind::Deployment => "Deployment",
+            WorkloadKind::StatefulSet => "StatefulSet",
+            WorkloadKind::DaemonSet => "DaemonSet",
+            WorkloadKind::CronJob => "CronJob",
+            WorkloadKind::Rollout => "Rollout",
+        }
+    }
+
+    /// Its API group.
+    pub fn group(self) -> &'static str {
+        match self {
+            WorkloadKind::Deployment | WorkloadKind::StatefulSet | WorkloadKind::DaemonSet => {
+                "apps"
+            }
+            WorkloadKind::CronJob => "batch",
+            WorkloadKind::Rollout => "argoproj.io",
+        }
+    }
+
+    fn version(self) -> &'static str {
+        match self {
+            WorkloadKind::Rollout => "v1alpha1",
+            _ => "v1",
+        }
+    }
+
+    /// Its resource name (RBAC's and the URL's).
+    pub fn plural(self) -> &'static str {
+        match self {
+            WorkloadKind::Deployment => "deployments",
+            WorkloadKind::StatefulSet => "statefulsets",
+            WorkloadKind::DaemonSet => "daemonsets",
+            WorkloadKind::CronJob => "cronjobs",
+            WorkloadKind::Rollout => "rollouts",
+        }
+    }
+
+    /// The kind as VSO's `rolloutRestartTargets[].kind` names it (`argo.Rollout`).
+    pub fn from_vso(kind: &str) -> Option<WorkloadKind> {
+        match kind {
+            "Deployment" => Some(WorkloadKind::Deployment),
+            "StatefulSet" => Some(WorkloadKind::StatefulSet),
+            "DaemonSet" => Some(WorkloadKind::DaemonSet),
+            "argo.Rollout" => Some(WorkloadKind::Rollout),
+            _ => None,
+        }
+    }
+
+    fn resource(self) -> ApiResource {
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(self.group(), self.version(), self.kind()),
+            self.plural(),
+        )
+    }
+}
+
+/// A pod, as far as the part needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodInfo {
+    /// Its name.
+    pub name: String,
+    /// `status.startTime`; `None` while no node has taken it (it will read the Secret as it is
+    /// when its containers start).
+    pub started: Option<OffsetDateTime>,
+    /// `metadata.deletionTimestamp` is set: it is going away.
+    pub deleting: bool,
+    /// `status.startTime` is there but not a time: the pod is named, never taken as fresh.
+    pub bad_start: bool,
+}
+
+/// When a Secret's data last changed, as its `managedFields` tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataChange {
+    /// The latest `time` of a `managedFields` entry that owns a key under `data`; `None` when no
+    /// entry does (managed fields off, or stripped).
+    pub at: Option<OffsetDateTime>,
+    /// That entry's `manager`.
+    pub manager: Option<String>,
+    /// The Secret's `reloader.stakater.com/match` is `"true"` (Reloader's `search` mode).
+    pub reloader_match: bool,
+    /// The Secret's `reloader.stakater.com/ignore` is `"true"`: Reloader skips it.
+    pub reloader_ignore: bool,
+}
+
+impl EsoCluster {
+    /// The objects of `kind` in `ns`, as JSON. A kind the cluster does not serve (Argo Rollouts
+    /// not installed: the list answers 404) has none.
+    pub async fn workloads(&self, kind: WorkloadKind, ns: &str) -> Result<Vec<Value>, KubeError> {
+        let ar = kind.resource();
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
+        let op = || Op {
+            verb: "list",
+            resource: plural_in_group(kind.plural(), kind.group()),
+            namespace: Some(ns),
+            name: "",
+        };
+        let list = match api.list(&ListParams::default()).await {
+            Ok(l) => l,
+            Err(::kube::Error::Api(ErrorResponse { code: 404, .. }))
+                if kind == WorkloadKind::Rollout =>
+            {
+                return Ok(Vec::new())
+            }
+            Err(e) => return Err(self.error(e, op())),
+        };
+        list.items
+            .iter()
+            .map(|o| serde_json::to_value(o).map_err(|e| self.decode_error(&op(), e.to_string())))
+            .collect()
+    }
+
+    /// The pods of `ns` that the label selector `selector` (`a=b,c in (d)`) matches.
+    pub async fn pods(&self, ns: &str, selector: &str) -> Result<Vec<PodInfo>, KubeError> {
+        let ar = ApiResource::erase::<Pod>(&());
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
+        let list = api
+            .list(&ListParams::default().labels(selector))
+            .await
+            .map_err(|e| {
+                self.error(
+                    e,
+                    Op {
+                        verb: "list",
+                        resource: "pods".into(),
+                        namespace: Some(ns),
+                        name: selector,
+                    },
+                )
+            })?;
+        Ok(list
+            .items
+            .iter()
+            .map(|p| {
+                let start = p.data.pointer("/status/startTime");
+                let started = start.and_then(Value::as_str).and_then(parse_time);
+                PodInfo {
+                    name: crate::text::cap(p.metadata.name.as_deref().unwrap_or("?")).into_owned(),
+                    bad_start: start.is_some_and(|s| !s.is_null()) && started.is_none(),
+                    started,
+                    deleting: p.metadata.deletion_timestamp.is_some(),
+                }
+            })
+            .collect())
+    }
+
+    /// When Secret `ns/name`'s data last changed; `None` when it does not exist. Only its
+    /// metadata is asked for (`PartialObjectMetadata`), so its values never travel.
+    pub async fn secret_data_change(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<DataChange>, KubeError> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), ns);
+        let meta = api.get_metadata_opt(name).await.map_err(|e| {
+            self.error(
+                e,
+                Op {
+                    verb: "get",
+                    resource: "secrets".into(),
+                    namespace: Some(ns),
+                    name,
+                },
+            )
+        })?;
+        Ok(meta.map(|m| {
+            let annotation = |k: &str| {
+                m.metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(k))
+                    .is_some_and(|v| v == "true")
+            };
+            let reloader_match = annotation("reloader.stakater.com/match");
+            let reloader_ignore = annotation("reloader.stakater.com/ignore");
+            let entries = m.metadata.managed_fields.unwrap_or_default();
+            let latest = entries
+                .iter()
+                .filter(|e| {
+                    e.fields_v1
+                        .as_ref()
+                        .and_then(|f| f.0.get("f:data"))
+                        .and_then(Value::as_object)
+                        .is_some_and(|d| d.keys().any(|k| k.starts_with("f:")))
+                })
+                .filter_map(|e| {
+                    let t = e.time.as_ref()?.0;
+                    let at = OffsetDateTime::from_unix_timestamp(t.timestamp()).ok()?;
+                    Some((at, e.manager.clone()))
+                })
+                .max_by_key(|(at, _)| *at);
+            DataChange {
+                at: latest.as_ref().map(|l| l.0),
+                manager: latest
+                    .and_then(|l| l.1)
+                    .map(|m| crate::text::cap(&m).into_owned()),
+                reloader_match,
+                reloader_ignore,
+            }
+        }))
+    }
+
+    /// Restart a workload as `kubectl rollout restart` does: a strategic merge patch setting the
+    /// pod template's `kubectl.kubernetes.io/restartedAt` annotation; for a Rollout, as
+    /// `kubectl argo rollouts restart` does, a merge patch of `spec.restartAt`. Returns the time
+    /// written.
+    pub async fn restart(
+        &self,
+        kind: WorkloadKind,
+        ns: &str,
+        name: &str,
+    ) -> Result<OffsetDateTime, KubeError> {
+        let now = OffsetDateTime::now_utc();
+        let now = now.replace_nanosecond(0).unwrap_or(now);
+        let stamp = now
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        let ar = kind.resource();
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
+        let body = restart_patch(kind, &stamp);
+        let patch = match kind {
+            WorkloadKind::Rollout => Patch::Merge(&body),
+            _ => Patch::Strategic(&body),
+        };
+        api.patch(name, &PatchParams::default(), &patch)
+            .await
+            .map_err(|e| {
+                self.error(
+                    e,
+                    Op {
+                        verb: "patch",
+                        resource: plural_in_group(kind.plural(), kind.group()),
+                        namespace: Some(ns),
+                        name,
+                    },
+                )
+            })?;
+        tracing::debug!(%ns, %name, kind = kind.kind(), at = %stamp, "restarted");
+        Ok(now)
+    }
+}
+
+/// The body of the restart patch of a `kind`, stamped `at` (RFC 3339).
+pub fn restart_patch(kind: WorkloadKind, at: &str) -> Value {
+    match kind {
+        WorkloadKind::Rollout => serde_json::json!({"spec": {"restartAt": at}}),
+        _ => serde_json::json!({"spec": {"template": {"metadata": {"annotations": {
+            "kubectl.kubernetes.io/restartedAt": at
+        }}}}}),
+    }
+}
+
+fn plural_in_group(plural: &str, group: &str) -> String {
+    format!("{plural}.{group}")
+}
+
+fn parse_time(s: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_restart_patch_is_kubectls() {
+        assert_eq!(
+            restart_patch(WorkloadKind::Deployment, "2026-01-01T00:00:00Z").to_string(),
+            r#"{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-01-01T00:00:00Z"}}}}}"#
+        );
+        assert_eq!(
+            restart_patch(WorkloadKind::Rollout, "2026-01-01T00:00:00Z").to_string(),
+            r#"{"spec":{"restartAt":"2026-01-01T00:00:00Z"}}"#
+        );
+        assert_eq!(
+            WorkloadKind::from_vso("argo.Rollout"),
+            Some(WorkloadKind::Rollout)
+        );
+        assert_eq!(WorkloadKind::from_vso("Rollout"), None);
+    }
+}

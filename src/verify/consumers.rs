@@ -1,0 +1,1099 @@
+//! The part `consumers`: do the workloads that read the spec's target Secrets run with their
+//! current data?
+//!
+//! For each target Secret (of the ExternalSecrets and VaultStaticSecrets the specs name), the
+//! workloads of its namespace (Deployment, StatefulSet, DaemonSet, CronJob, Argo Rollout) that
+//! read it, through the consumer view `order` uses ([`crate::order::consumers`]), and how:
+//!
+//! - a plain volume (`secret` or `projected`): the kubelet refreshes the files, fine;
+//! - env (`env[].valueFrom.secretKeyRef`, `envFrom`) or a volume mounted with `subPath`: read
+//!   once when the container starts, so every running pod must have started after the Secret's
+//!   data last changed. When it did not, the workload is not done, unless something restarts it:
+//!   Reloader's annotations, or the VaultStaticSecret's `rolloutRestartTargets` (VSO restarts
+//!   them when it changes the data); then a note says which, and `--wait` waits for it;
+//! - a CronJob: its next run reads the Secret as it is then.
+//!
+//! When the data last changed is the latest `time` of the Secret's `managedFields` entries that
+//! own a key of `data` ([`crate::kube::DataChange`]): the API server stamps an entry when that
+//! manager's write changes the object, so the time is at or after the change (a write of the
+//! same manager that changes only labels moves it later, which can only make pods look older).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use super::findings::{any_problem, rfc3339, Finding, Lines, Severity};
+use super::{Checked, Part, Progress, Request};
+use crate::kube::{DataChange, EsoCluster, KubeError, PodInfo, WorkloadKind};
+use crate::order::consumers::{consumer, Via};
+use crate::order::producers::DataKind;
+use crate::spec::EnvPlan;
+
+/// A target Secret the part looks for readers of.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub secret: String,
+    /// The object that writes it (`ExternalSecret ask/db`).
+    pub source: String,
+    /// The VaultStaticSecret's `rolloutRestartTargets`: VSO restarts these when it changes the
+    /// data.
+    pub restarted_by_vso: Vec<(WorkloadKind, String)>,
+}
+
+/// How a workload reads a Secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum How {
+    /// `env[].valueFrom.secretKeyRef` or `envFrom`: read when a container starts.
+    Env,
+    /// A volume mounted with `subPath`: the file is copied when the container starts.
+    SubPath,
+    /// A volume: the kubelet refreshes the files.
+    Volume,
+}
+
+impl How {
+    fn as_str(self) -> &'static str {
+        match self {
+            How::Env => "env",
+            How::SubPath => "a subPath volume",
+            How::Volume => "a volume",
+        }
+    }
+}
+
+/// What restarts a workload when the Secret changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Restarter {
+    /// A Reloader annotation on the workload (its key).
+    Reloader(String),
+    /// A VaultStaticSecret's `rolloutRestartTargets`.
+    Vso(String),
+}
+
+impl std::fmt::Display for Restarter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Restarter::Reloader(a) => write!(
+                f,
+                "Reloader (annotation `{a}`; that Reloader runs is not checked)"
+            ),
+            Restarter::Vso(v) => write!(f, "VSO (`rolloutRestartTargets` of {v})"),
+        }
+    }
+}
+
+/// What the part finds about one workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConsumerFinding {
+    /// It reads the Secret through a plain volume: refreshed by the kubelet.
+    Volume {
+        /// The Secret.
+        secret: String,
+    },
+    /// A CronJob: its next run reads the Secret fresh.
+    CronJob {
+        /// The Secret.
+        secret: String,
+    },
+    /// Every running pod started after the data changed.
+    Fresh {
+        /// The Secret.
+        secret: String,
+        /// How it reads it.
+        how: How,
+        /// Pods running.
+        pods: usize,
+    },
+    /// Pods started before the change, and nothing restarts them.
+    Stale {
+        /// The Secret.
+        secret: String,
+        /// How it reads it.
+        how: How,
+        /// When the data changed.
+        changed_at: OffsetDateTime,
+        /// Who changed it (the `managedFields` manager).
+        manager: Option<String>,
+        /// The pods that started before.
+        old: Vec<String>,
+    },
+    /// Pods started before the change, and something will restart them.
+    WillRestart {
+        /// The Secret.
+        secret: String,
+        /// How it reads it.
+        how: How,
+        /// What restarts it.
+        by: Restarter,
+        /// Pods that started before the change.
+        old: usize,
+    },
+    /// When the data changed cannot be known here: not checked.
+    NotChecked {
+        /// The Secret.
+        secret: String,
+        /// How it reads it.
+        how: How,
+        /// Why.
+        why: String,
+    },
+    /// A shape the check does not expect: named and skipped, never taken as fine.
+    Shape {
+        /// What is wrong.
+        what: String,
+    },
+    /// A Rollout whose pod template is another object's (`spec.workloadRef`): not checked.
+    WorkloadRef,
+    /// A pod's `status.startTime` is not a time.
+    BadStart {
+        /// The pod.
+        pod: String,
+    },
+    /// `--restart` sent the restart.
+    Restarted {
+        /// When.
+        at: OffsetDateTime,
+    },
+    /// `--restart` could not restart it.
+    RestartFailed {
+        /// Why.
+        error: String,
+    },
+}
+
+impl Finding for ConsumerFinding {
+    fn severity(&self) -> Severity {
+        match self {
+            ConsumerFinding::Stale { .. } => Severity::Leading,
+            ConsumerFinding::Shape { .. }
+            | ConsumerFinding::WorkloadRef
+            | ConsumerFinding::BadStart { .. }
+            | ConsumerFinding::RestartFailed { .. } => Severity::Problem,
+            ConsumerFinding::Volume { .. }
+            | ConsumerFinding::CronJob { .. }
+            | ConsumerFinding::Fresh { .. }
+            | ConsumerFinding::WillRestart { .. }
+            | ConsumerFinding::NotChecked { .. }
+            | ConsumerFinding::Restarted { .. } => Severity::Note,
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            ConsumerFinding::Volume { secret } => format!(
+                "reads `{secret}` through a volume: the kubelet refreshes its files, no restart needed"
+            ),
+            ConsumerFinding::CronJob { secret } => {
+                format!("reads `{secret}`; a CronJob's next run reads it as it is then")
+            }
+            ConsumerFinding::Fresh { secret, how, pods } => format!(
+                "reads `{secret}` through {}; its {pods} pod(s) started after the data last changed",
+                how.as_str()
+            ),
+            ConsumerFinding::Stale {
+                secret,
+                how,
+                changed_at,
+                manager,
+                old,
+            } => format!(
+                "reads `{secret}` through {}, but {} pod(s) started before its data changed at {}{} (`{}`{}): they run with the old value",
+                how.as_str(),
+                old.len(),
+                rfc3339(*changed_at),
+                manager.as_ref().map(|m| format!(" by `{m}`")).unwrap_or_default(),
+                old.iter().take(3).cloned().collect::<Vec<_>>().join("`, `"),
+                if old.len() > 3 { ", …" } else { "" }
+            ),
+            ConsumerFinding::WillRestart {
+                secret,
+                how,
+                by,
+                old,
+            } => format!(
+                "reads `{secret}` through {}; {old} pod(s) started before its data changed, and {by} restarts it (--wait waits for it)",
+                how.as_str()
+            ),
+            ConsumerFinding::NotChecked { secret, how, why } => format!(
+                "not checked: reads `{secret}` through {}, and {why}",
+                how.as_str()
+            ),
+            ConsumerFinding::Shape { what } => {
+                format!("not checked: {what}; skipped, not taken as fine")
+            }
+            ConsumerFinding::WorkloadRef => "not checked: its pod template is another object's (`spec.workloadRef`), which vault-seed does not read".into(),
+            ConsumerFinding::BadStart { pod } => {
+                format!("not checked: pod `{pod}` has a `status.startTime` that is not a time")
+            }
+            ConsumerFinding::Restarted { at } => {
+                format!("restarted at {} (--restart)", rfc3339(*at))
+            }
+            ConsumerFinding::RestartFailed { error } => format!("--restart failed: {error}"),
+        }
+    }
+}
+
+/// One workload that reads a target Secret.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkloadCheck {
+    /// `Deployment`, `StatefulSet`, `DaemonSet`, `CronJob`, `Rollout`.
+    pub kind: &'static str,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// No problem.
+    pub ok: bool,
+    /// Some reader's state could not be checked (and no problem).
+    pub checked: bool,
+    /// The target Secrets it reads.
+    pub secrets: Vec<String>,
+    /// How it reads them (`env`, `sub-path`, `volume`).
+    pub how: Vec<How>,
+    /// What restarts it (Reloader, VSO), when something does.
+    pub restarted_by: Option<String>,
+    /// The command that restarts it, when it needs one.
+    pub fix: Option<String>,
+    /// What is wrong.
+    pub problems: Vec<String>,
+    /// Worth knowing.
+    pub notes: Vec<String>,
+    #[serde(skip)]
+    findings: Vec<ConsumerFinding>,
+    #[serde(skip)]
+    kind_of: Option<WorkloadKind>,
+}
+
+/// A target Secret, and when its data last changed.
+#[derive(Debug, Clone, Serialize)]
+pub struct SecretCheck {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// What writes it.
+    pub source: String,
+    /// Whether it was read (`--skip-target-secrets` reads none).
+    pub read: bool,
+    /// It exists (`null` when not read).
+    pub exists: Option<bool>,
+    /// When its data last changed (RFC 3339), when known.
+    pub changed_at: Option<String>,
+    /// The `managedFields` manager of that change.
+    pub changed_by: Option<String>,
+}
+
+/// The part's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsumersPart {
+    /// Nothing is wrong.
+    pub ok: bool,
+    /// The API server.
+    pub server: String,
+    /// The kubeconfig context; `None` in a pod.
+    pub context: Option<String>,
+    /// Workloads whose reading could not be checked (each says why); not failures, but never
+    /// shown as checked.
+    pub not_checked: usize,
+    /// The target Secrets.
+    pub secrets: Vec<SecretCheck>,
+    /// The workloads that read them.
+    pub workloads: Vec<WorkloadCheck>,
+    /// What is wrong beyond one workload (a target that cannot be found).
+    pub problems: Vec<String>,
+    /// Worth knowing.
+    pub notes: Vec<String>,
+}
+
+impl Part for ConsumersPart {
+    fn ok(&self) -> bool {
+        self.ok
+    }
+}
+
+impl ConsumersPart {
+    /// Whether time may help: pods older than a change, being restarted.
+    fn worth_waiting(&self) -> bool {
+        self.workloads.iter().any(|w| {
+            w.findings.iter().any(|f| {
+                matches!(
+                    f,
+                    ConsumerFinding::Stale { .. } | ConsumerFinding::WillRestart { .. }
+                )
+            })
+        })
+    }
+
+    fn progress(&self) -> String {
+        let waiting = self
+            .workloads
+            .iter()
+            .filter(|w| !w.ok || w.restarted_by.is_some())
+            .count();
+        format!(
+            "{}/{} workload(s) run with the current data",
+            self.workloads.len() - waiting.min(self.workloads.len()),
+            self.workloads.len()
+        )
+    }
+}
+
+/// The `kubectl` command that restarts a workload.
+pub fn restart_command(kind: WorkloadKind, ns: &str, name: &str) -> String {
+    match kind {
+        WorkloadKind::Rollout => format!("kubectl argo rollouts -n {ns} restart {name}"),
+        k => format!(
+            "kubectl -n {ns} rollout restart {}/{name}",
+            k.kind().to_lowercase()
+        ),
+    }
+}
+
+/// Connect, find the target Secrets, check (with `--restart`, restart what needs it) and wait.
+pub async fn check(
+    plan: &EnvPlan<'_>,
+    req: &Request,
+    deadline: Option<Instant>,
+    progress: &dyn Fn(Progress<'_>),
+    notes: &mut Vec<String>,
+) -> Checked<ConsumersPart> {
+    let cluster = match super::cluster::connect(plan, req).await {
+        Ok(c) => c,
+        Err((error, help)) => return Checked::failed(error, Some(help)),
+    };
+    let (targets, problems) = match targets(&cluster, plan).await {
+        Ok(t) => t,
+        Err(e) => return Checked::failed(e.to_string(), e.help()),
+    };
+    let read = !req.skip_target_secrets;
+    let mut restarted: BTreeMap<(WorkloadKind, String, String), Result<OffsetDateTime, String>> =
+        BTreeMap::new();
+    if req.restart {
+        match check_once(&cluster, &targets, &problems, read, &restarted).await {
+            Ok(first) => {
+                for w in first.workloads.iter().filter(|w| w.fix.is_some()) {
+                    let Some(kind) = w.kind_of else { continue };
+                    let result = cluster
+                        .restart(kind, &w.namespace, &w.name)
+                        .await
+                        .map_err(|e| e.to_string());
+                    if let Ok(at) = &result {
+                        let line = format!(
+                            "restarted {} {}/{} at {} (--restart)",
+                            kind.kind(),
+                            w.namespace,
+                            w.name,
+                            rfc3339(*at)
+                        );
+                        progress(Progress::Did(&line));
+                        notes.push(line);
+                    }
+                    restarted.insert((kind, w.namespace.clone(), w.name.clone()), result);
+                }
+            }
+            Err(e) => return Checked::failed(e.to_string(), e.help()),
+        }
+    }
+    let (result, ran_out) = super::cluster::poll(
+        deadline,
+        progress,
+        || check_once(&cluster, &targets, &problems, read, &restarted),
+        ConsumersPart::worth_waiting,
+        ConsumersPart::progress,
+    )
+    .await;
+    if let (Some(wait), true) = (req.wait, ran_out) {
+        notes.push(format!(
+            "waited {} and not every workload ran with the current data",
+            humantime::format_duration(wait)
+        ));
+    }
+    match result {
+        Ok(p) => Checked::Done(p),
+        Err(e) => Checked::failed(e.to_string(), e.help()),
+    }
+}
+
+/// The target Secrets of the specs' ExternalSecrets and VaultStaticSecrets, read from the
+/// cluster (`spec.target.name`, `spec.destination.name`); what cannot be found is a problem.
+async fn targets(
+    cluster: &EsoCluster,
+    plan: &EnvPlan<'_>,
+) -> Result<(Vec<Target>, Vec<String>), KubeError> {
+    let wanted = super::cluster::wanted(plan, cluster.default_namespace());
+    let mut out: Vec<Target> = Vec::new();
+    let mut problems = Vec::new();
+    for (ns, name) in &wanted.external_secrets {
+        match cluster.external_secret(ns, name).await? {
+            Some(es) => out.push(Target {
+                namespace: ns.clone(),
+                secret: es.target_secret.clone(),
+                source: format!("ExternalSecret {ns}/{name}"),
+                restarted_by_vso: Vec::new(),
+            }),
+            None => problems.push(format!(
+                "ExternalSecret `{ns}/{name}` does not exist: the readers of its target Secret are not checked"
+            )),
+        }
+    }
+    for (ns, name) in &wanted.static_secrets {
+        match cluster.vault_static_secret(ns, name).await? {
+            Some(v) => {
+                let mut restarted_by_vso = Vec::new();
+                for (kind, target) in &v.rollout_restart_targets {
+                    match WorkloadKind::from_vso(kind) {
+                        Some(k) => restarted_by_vso.push((k, target.clone())),
+                        None => problems.push(format!(
+                            "VaultStaticSecret `{ns}/{name}`: `rolloutRestartTargets` kind `{kind}` is not one VSO restarts (`Deployment`, `StatefulSet`, `DaemonSet`, `argo.Rollout`)"
+                        )),
+                    }
+                }
+                if let Some(bad) = &v.rollout_restart_bad {
+                    problems.push(format!(
+                        "VaultStaticSecret `{ns}/{name}`: {bad}: what VSO restarts is not known"
+                    ));
+                }
+                if v.destination.is_empty() {
+                    problems.push(format!(
+                        "VaultStaticSecret `{ns}/{name}` names no `spec.destination.name`: its readers are not checked"
+                    ));
+                    continue;
+                }
+                out.push(Target {
+                    namespace: ns.clone(),
+                    secret: v.destination.clone(),
+                    source: format!("VaultStaticSecret {ns}/{name}"),
+                    restarted_by_vso,
+                });
+            }
+            None => problems.push(format!(
+                "VaultStaticSecret `{ns}/{name}` does not exist: the readers of its destination Secret are not checked"
+            )),
+        }
+    }
+    Ok((out, problems))
+}
+
+/// What the Secret tells: when its data changed, and Reloader's `match` annotation.
+struct Change {
+    data: Option<DataChange>,
+    read: bool,
+}
+
+async fn check_once(
+    cluster: &EsoCluster,
+    targets: &[Target],
+    problems: &[String],
+    read: bool,
+    restarted: &BTreeMap<(WorkloadKind, String, String), Result<OffsetDateTime, String>>,
+) -> Result<ConsumersPart, KubeError> {
+    let mut secrets = Vec::new();
+    let mut changes: BTreeMap<(String, String), Change> = BTreeMap::new();
+    for t in targets {
+        let key = (t.namespace.clone(), t.secret.clone());
+        if changes.contains_key(&key) {
+            continue;
+        }
+        let data = if read {
+            cluster.secret_data_change(&t.namespace, &t.secret).await?
+        } else {
+            None
+        };
+        secrets.push(SecretCheck {
+            namespace: t.namespace.clone(),
+            name: t.secret.clone(),
+            source: t.source.clone(),
+            read,
+            exists: read.then_some(data.is_some()),
+            changed_at: data.as_ref().and_then(|d| d.at).map(rfc3339),
+            changed_by: data.as_ref().and_then(|d| d.manager.clone()),
+        });
+        changes.insert(key, Change { data, read });
+    }
+    let namespaces: BTreeSet<&str> = targets.iter().map(|t| t.namespace.as_str()).collect();
+    let mut workloads = Vec::new();
+    for ns in namespaces {
+        let in_ns: Vec<&Target> = targets.iter().filter(|t| t.namespace == ns).collect();
+        for kind in WorkloadKind::ALL {
+            for obj in cluster.workloads(kind, ns).await? {
+                if let Some(mut w) = judge_workload(kind, ns, &obj, &in_ns, &changes) {
+                    if w.findings.iter().any(needs_pods) {
+                        pods_findings(cluster, kind, ns, &obj, &in_ns, &changes, &mut w).await?;
+                    }
+                    if let Some(r) = restarted.get(&(kind, ns.to_string(), w.name.clone())) {
+                        w.findings.push(match r {
+                            Ok(at) => ConsumerFinding::Restarted { at: *at },
+                            Err(e) => ConsumerFinding::RestartFailed { error: e.clone() },
+                        });
+                    }
+                    finish(&mut w);
+                    workloads.push(w);
+                }
+            }
+        }
+    }
+    let not_checked = workloads.iter().filter(|w| w.ok && !w.checked).count();
+    let ok = problems.is_empty() && workloads.iter().all(|w| w.ok);
+    Ok(ConsumersPart {
+        ok,
+        server: cluster.server().to_string(),
+        context: cluster.context().map(str::to_string),
+        not_checked,
+        secrets,
+        workloads,
+        problems: problems.to_vec(),
+        notes: if read {
+            Vec::new()
+        } else {
+            vec!["target Secrets were not read (--skip-target-secrets): when their data changed is not known, so readers through env or subPath are not checked".into()]
+        },
+    })
+}
+
+/// A placeholder the pods check replaces.
+fn needs_pods(f: &ConsumerFinding) -> bool {
+    matches!(
+        f,
+        ConsumerFinding::Fresh {
+            pods: usize::MAX,
+            ..
+        }
+    )
+}
+
+fn finish(w: &mut WorkloadCheck) {
+    let lines = Lines::of(&w.findings);
+    w.ok = !any_problem(&w.findings);
+    w.checked = !w
+        .findings
+        .iter()
+        .any(|f| matches!(f, ConsumerFinding::NotChecked { .. }));
+    w.fix = w
+        .findings
+        .iter()
+        .any(|f| matches!(f, ConsumerFinding::Stale { .. }))
+        .then(|| w.kind_of.map(|k| restart_command(k, &w.namespace, &w.name)))
+        .flatten();
+    w.restarted_by = w.findings.iter().find_map(|f| match f {
+        ConsumerFinding::WillRestart { by, .. } => Some(by.to_string()),
+        _ => None,
+    });
+    w.problems = lines.problems;
+    w.notes = lines.explanations.into_iter().chain(lines.notes).collect();
+}
+
+/// The workload's reads of the targets, judged without its pods; `None` when it reads none.
+fn judge_workload(
+    kind: WorkloadKind,
+    ns: &str,
+    obj: &Value,
+    targets: &[&Target],
+    changes: &BTreeMap<(String, String), Change>,
+) -> Option<WorkloadCheck> {
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let mut w = WorkloadCheck {
+        kind: kind.kind(),
+        namespace: ns.to_string(),
+        name: crate::text::cap(name).into_owned(),
+        ok: true,
+        checked: true,
+        secrets: Vec::new(),
+        how: Vec::new(),
+        restarted_by: None,
+        fix: None,
+        problems: Vec::new(),
+        notes: Vec::new(),
+        findings: Vec::new(),
+        kind_of: Some(kind),
+    };
+    if let Some(what) = shape_problem(kind, obj) {
+        // Whether it reads a target is not known: named, never taken as not reading.
+        w.findings.push(ConsumerFinding::Shape { what });
+        finish(&mut w);
+        return Some(w);
+    }
+    let c = consumer(kind.group(), kind.kind(), obj)?;
+    if c.workload_ref.is_some() {
+        w.findings.push(ConsumerFinding::WorkloadRef);
+        finish(&mut w);
+        return Some(w);
+    }
+    let reads = target_reads(kind, obj, &c.reads, targets);
+    if reads.is_empty() {
+        return None;
+    }
+    for (secret, how) in reads {
+        if !w.how.contains(&how) {
+            w.how.push(how);
+        }
+        let change = changes.get(&(ns.to_string(), secret.clone()));
+        w.secrets.push(secret.clone());
+        w.findings.push(reader_finding(kind, how, secret, change));
+    }
+    Some(w)
+}
+
+/// Each target Secret `reads` reads, with the strongest way it is read (env before subPath
+/// before volume).
+fn target_reads(
+    kind: WorkloadKind,
+    obj: &Value,
+    reads: &[crate::order::consumers::Read],
+    targets: &[&Target],
+) -> BTreeMap<String, How> {
+    let sub_path = pod_spec(kind, obj)
+        .map(sub_path_volumes)
+        .unwrap_or_default();
+    let mut out: BTreeMap<String, How> = BTreeMap::new();
+    for r in reads.iter().filter(|r| r.data == DataKind::Secret) {
+        let how = match &r.via {
+            Via::Env { .. } | Via::EnvFrom { .. } => How::Env,
+            Via::Volume { volume } | Via::Projected { volume } if sub_path.contains(volume) => {
+                How::SubPath
+            }
+            Via::Volume { .. } | Via::Projected { .. } => How::Volume,
+            Via::ImagePullSecrets => continue,
+        };
+        if targets.iter().any(|t| t.secret == r.name) {
+            let e = out.entry(r.name.clone()).or_insert(how);
+            *e = (*e).min(how);
+        }
+    }
+    out
+}
+
+/// What one read is, before the pods are looked at: readers through env or subPath whose
+/// Secret's change time is known get a placeholder ([`needs_pods`]) that [`pods_findings`]
+/// replaces.
+fn reader_finding(
+    kind: WorkloadKind,
+    how: How,
+    secret: String,
+    change: Option<&Change>,
+) -> ConsumerFinding {
+    match (kind, how, change) {
+        (WorkloadKind::CronJob, _, _) => ConsumerFinding::CronJob { secret },
+        (_, How::Volume, _) => ConsumerFinding::Volume { secret },
+        (_, _, Some(Change { read: false, .. })) => ConsumerFinding::NotChecked {
+            secret,
+            how,
+            why: "when its data changed is not known without reading it (--skip-target-secrets)"
+                .into(),
+        },
+        (_, _, Some(Change { data: None, .. }) | None) => ConsumerFinding::Shape {
+            what: format!(
+                "Secret `{secret}` does not exist, so its readers through env cannot start"
+            ),
+        },
+        (
+            _,
+            _,
+            Some(Change {
+                data: Some(DataChange { at: None, .. }),
+                ..
+            }),
+        ) => ConsumerFinding::Shape {
+            what: format!(
+                "when Secret `{secret}`'s data changed is not known: no `managedFields` entry owns its `data`"
+            ),
+        },
+        (_, _, Some(_)) => ConsumerFinding::Fresh {
+            secret,
+            how,
+            pods: usize::MAX,
+        },
+    }
+}
+
+/// Replace the placeholders of `w` with what its pods show.
+#[allow(clippy::too_many_arguments)]
+async fn pods_findings(
+    cluster: &EsoCluster,
+    kind: WorkloadKind,
+    ns: &str,
+    obj: &Value,
+    targets: &[&Target],
+    changes: &BTreeMap<(String, String), Change>,
+    w: &mut WorkloadCheck,
+) -> Result<(), KubeError> {
+    let selector = match label_selector(obj) {
+        Ok(s) => s,
+        Err(what) => {
+            w.findings.retain(|f| !needs_pods(f));
+            w.findings.push(ConsumerFinding::Shape { what });
+            return Ok(());
+        }
+    };
+    let pods: Vec<PodInfo> = cluster
+        .pods(ns, &selector)
+        .await?
+        .into_iter()
+        .filter(|p| !p.deleting)
+        .collect();
+    for p in pods.iter().filter(|p| p.bad_start) {
+        w.findings.push(ConsumerFinding::BadStart {
+            pod: p.name.clone(),
+        });
+    }
+    let name = w.name.clone();
+    let restarter =
+        |secret: &str, change: &DataChange| restarter(kind, &name, obj, secret, change, targets);
+    let findings = std::mem::take(&mut w.findings);
+    for f in findings {
+        let ConsumerFinding::Fresh {
+            secret,
+            how,
+            pods: usize::MAX,
+        } = f
+        else {
+            w.findings.push(f);
+            continue;
+        };
+        let Some(Change {
+            data: Some(change @ DataChange { at: Some(at), .. }),
+            ..
+        }) = changes.get(&(ns.to_string(), secret.clone()))
+        else {
+            continue;
+        };
+        let old: Vec<String> = pods
+            .iter()
+            .filter(|p| p.started.is_some_and(|s| s < *at))
+            .map(|p| p.name.clone())
+            .collect();
+        let by = restarter(&secret, change);
+        w.findings.push(match (old.is_empty(), by) {
+            (true, _) => ConsumerFinding::Fresh {
+                secret,
+                how,
+                pods: pods.len(),
+            },
+            (false, Some(by)) => ConsumerFinding::WillRestart {
+                secret,
+                how,
+                by,
+                old: old.len(),
+            },
+            (false, None) => ConsumerFinding::Stale {
+                secret,
+                how,
+                changed_at: *at,
+                manager: change.manager.clone(),
+                old,
+            },
+        });
+    }
+    Ok(())
+}
+
+/// What restarts workload `kind/name` when `secret` changes: Reloader's annotations on it
+/// (`reloader.stakater.com/auto`, `secret.reloader.stakater.com/auto`,
+/// `secret.reloader.stakater.com/reload` naming the Secret, `reloader.stakater.com/search` with
+/// the Secret's `reloader.stakater.com/match`; none when the Secret has
+/// `reloader.stakater.com/ignore`: Reloader's `internal/pkg/handler`), or a VaultStaticSecret's
+/// `rolloutRestartTargets` naming it.
+fn restarter(
+    kind: WorkloadKind,
+    name: &str,
+    obj: &Value,
+    secret: &str,
+    change: &DataChange,
+    targets: &[&Target],
+) -> Option<Restarter> {
+    let vso = targets
+        .iter()
+        .filter(|t| t.secret == secret)
+        .find(|t| {
+            t.restarted_by_vso
+                .iter()
+                .any(|(k, n)| *k == kind && n == name)
+        })
+        .map(|t| {
+            Restarter::Vso(
+                t.source
+                    .trim_start_matches("VaultStaticSecret ")
+                    .to_string(),
+            )
+        });
+    if vso.is_some() || change.reloader_ignore {
+        return vso;
+    }
+    let ann = |k: &str| {
+        obj.pointer("/metadata/annotations")
+            .and_then(|a| a.get(k))
+            .and_then(Value::as_str)
+    };
+    let search = "reloader.stakater.com/search";
+    if ann(search) == Some("true") && change.reloader_match {
+        return Some(Restarter::Reloader(format!(
+            "{search}: \"true\"` with the Secret's `reloader.stakater.com/match: \"true\""
+        )));
+    }
+    for key in [
+        "reloader.stakater.com/auto",
+        "secret.reloader.stakater.com/auto",
+    ] {
+        if ann(key) == Some("true") {
+            return Some(Restarter::Reloader(format!("{key}: \"true\"")));
+        }
+    }
+    let key = "secret.reloader.stakater.com/reload";
+    ann(key)
+        .is_some_and(|v| v.split(',').any(|s| s.trim() == secret))
+        .then(|| Restarter::Reloader(key.to_string()))
+}
+
+/// The pod spec of a workload (its template's).
+fn pod_spec(kind: WorkloadKind, obj: &Value) -> Option<&Value> {
+    match kind {
+        WorkloadKind::CronJob => obj.pointer("/spec/jobTemplate/spec/template/spec"),
+        _ => obj.pointer("/spec/template/spec"),
+    }
+}
+
+/// The volumes some container mounts with `subPath` or `subPathExpr`.
+fn sub_path_volumes(pod: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for list in ["initContainers", "containers"] {
+        for c in pod
+            .get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            for m in c
+                .get("volumeMounts")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let sub = ["subPath", "subPathExpr"].iter().any(|k| {
+                    m.get(*k)
+                        .and_then(Value::as_str)
+                        .is_some_and(|s| !s.is_empty())
+                });
+                if let (true, Some(v)) = (sub, m.get("name").and_then(Value::as_str)) {
+                    out.insert(v.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What is wrong with a workload's shape where the consumer view reads it, if anything: the
+/// view skips what it does not expect, which here would read as "does not read the Secret".
+fn shape_problem(kind: WorkloadKind, obj: &Value) -> Option<String> {
+    if obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Some("`metadata.name` is not a string".into());
+    }
+    if kind == WorkloadKind::Rollout && obj.pointer("/spec/workloadRef").is_some() {
+        return None;
+    }
+    let prefix = match kind {
+        WorkloadKind::CronJob => "spec.jobTemplate.spec.template.spec",
+        _ => "spec.template.spec",
+    };
+    let Some(pod) = pod_spec(kind, obj).filter(|p| p.is_object()) else {
+        return Some(format!("`{prefix}` is missing or not an object"));
+    };
+    pod_shape(pod, prefix).err()
+}
+
+/// `v.field` is a list of objects (or absent, when not `required`).
+fn objects(v: &Value, field: &str, required: bool, at: &str) -> Result<(), String> {
+    match v.get(field) {
+        None if !required => Ok(()),
+        Some(Value::Array(items)) if items.iter().all(Value::is_object) => Ok(()),
+        _ => Err(format!("`{at}.{field}` is not a list of objects")),
+    }
+}
+
+/// The entries of list `v.field`, numbered.
+fn entries<'a>(v: &'a Value, field: &str) -> impl Iterator<Item = (usize, &'a Value)> {
+    v.get(field)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+}
+
+/// Where `pointer` is in `v`, it must be a string (`what` names the field).
+fn string_at(v: &Value, pointer: &str, what: impl FnOnce() -> String) -> Result<(), String> {
+    match v.pointer(pointer) {
+        Some(x) if !x.is_string() => Err(format!("`{}` is not a string", what())),
+        _ => Ok(()),
+    }
+}
+
+fn pod_shape(pod: &Value, prefix: &str) -> Result<(), String> {
+    objects(pod, "containers", true, prefix)?;
+    objects(pod, "initContainers", false, prefix)?;
+    objects(pod, "volumes", false, prefix)?;
+    for field in ["initContainers", "containers"] {
+        for (i, c) in entries(pod, field) {
+            container_shape(c, &format!("{prefix}.{field}[{i}]"))?;
+        }
+    }
+    for (i, v) in entries(pod, "volumes") {
+        let at = format!("{prefix}.volumes[{i}]");
+        if !v.get("name").is_some_and(Value::is_string) {
+            return Err(format!("`{at}.name` is not a string"));
+        }
+        string_at(v, "/secret/secretName", || {
+            format!("{at}.secret.secretName")
+        })?;
+        if v.get("projected").is_some() {
+            objects(
+                &v["projected"],
+                "sources",
+                false,
+                &format!("{at}.projected"),
+            )?;
+            for (j, src) in entries(&v["projected"], "sources") {
+                string_at(src, "/secret/name", || {
+                    format!("{at}.projected.sources[{j}].secret.name")
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn container_shape(c: &Value, at: &str) -> Result<(), String> {
+    objects(c, "env", false, at)?;
+    objects(c, "envFrom", false, at)?;
+    objects(c, "volumeMounts", false, at)?;
+    for (j, e) in entries(c, "env") {
+        string_at(e, "/valueFrom/secretKeyRef/name", || {
+            format!("{at}.env[{j}].valueFrom.secretKeyRef.name")
+        })?;
+        if e.pointer("/valueFrom/secretKeyRef").is_some()
+            && e.pointer("/valueFrom/secretKeyRef/name").is_none()
+        {
+            return Err(format!(
+                "`{at}.env[{j}].valueFrom.secretKeyRef.name` is not a string"
+            ));
+        }
+    }
+    for (j, e) in entries(c, "envFrom") {
+        string_at(e, "/secretRef/name", || {
+            format!("{at}.envFrom[{j}].secretRef.name")
+        })?;
+    }
+    for (j, m) in entries(c, "volumeMounts") {
+        for key in ["name", "subPath", "subPathExpr"] {
+            string_at(m, &format!("/{key}"), || {
+                format!("{at}.volumeMounts[{j}].{key}")
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// A workload's `spec.selector` as a label selector string, or what is wrong with it.
+fn label_selector(obj: &Value) -> Result<String, String> {
+    let Some(sel) = obj.pointer("/spec/selector").filter(|s| s.is_object()) else {
+        return Err("`spec.selector` is missing or not an object: its pods cannot be found".into());
+    };
+    let mut terms = Vec::new();
+    if let Some(labels) = sel.get("matchLabels") {
+        let Some(labels) = labels.as_object() else {
+            return Err("`spec.selector.matchLabels` is not an object".into());
+        };
+        for (k, v) in labels {
+            let Some(v) = v.as_str() else {
+                return Err(format!("`spec.selector.matchLabels.{k}` is not a string"));
+            };
+            terms.push(format!("{k}={v}"));
+        }
+    }
+    if let Some(exprs) = sel.get("matchExpressions") {
+        let Some(exprs) = exprs.as_array() else {
+            return Err("`spec.selector.matchExpressions` is not a list".into());
+        };
+        for (i, e) in exprs.iter().enumerate() {
+            let bad = || format!("`spec.selector.matchExpressions[{i}]` is not a selector term");
+            let key = e.get("key").and_then(Value::as_str).ok_or_else(bad)?;
+            let values = || -> Result<String, String> {
+                let vs: Option<Vec<&str>> = e
+                    .get("values")
+                    .and_then(Value::as_array)
+                    .and_then(|a| a.iter().map(Value::as_str).collect::<Option<Vec<_>>>());
+                vs.filter(|v| !v.is_empty())
+                    .map(|v| v.join(","))
+                    .ok_or_else(bad)
+            };
+            terms.push(match e.get("operator").and_then(Value::as_str) {
+                Some("In") => format!("{key} in ({})", values()?),
+                Some("NotIn") => format!("{key} notin ({})", values()?),
+                Some("Exists") => key.to_string(),
+                Some("DoesNotExist") => format!("!{key}"),
+                _ => return Err(bad()),
+            });
+        }
+    }
+    if terms.is_empty() {
+        return Err("`spec.selector` is empty: which pods are its own is not known".into());
+    }
+    Ok(terms.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn selectors_become_label_selector_strings() {
+        let d = json!({"spec": {"selector": {"matchLabels": {"app": "a"}, "matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["x", "y"]},
+            {"key": "old", "operator": "DoesNotExist"}
+        ]}}});
+        assert_eq!(label_selector(&d).unwrap(), "app=a,tier in (x,y),!old");
+        assert!(label_selector(&json!({"spec": {"selector": {}}})).is_err());
+        assert!(label_selector(&json!({"spec": {"selector": {"matchLabels": {"a": 1}}}})).is_err());
+    }
+
+    #[test]
+    fn odd_shapes_are_named() {
+        let d =
+            json!({"metadata": {"name": "d"}, "spec": {"template": {"spec": {"containers": "x"}}}});
+        assert_eq!(
+            shape_problem(WorkloadKind::Deployment, &d).unwrap(),
+            "`spec.template.spec.containers` is not a list of objects"
+        );
+        let d = json!({"metadata": {"name": "d"}, "spec": {"template": {"spec": {"containers": [
+            {"name": "a", "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": 5}}}]}
+        ]}}}});
+        assert!(shape_problem(WorkloadKind::Deployment, &d)
+            .unwrap()
+            .contains("secretKeyRef.name"));
+    }
+
+    #[test]
+    fn restart_commands() {
+        assert_eq!(
+            restart_command(WorkloadKind::StatefulSet, "ask", "db"),
+            "kubectl -n ask rollout restart statefulset/db"
+        );
+        assert_eq!(
+            restart_command(WorkloadKind::Rollout, "ask", "web"),
+            "kubectl argo rollouts -n ask restart web"
+        );
+    }
+}

@@ -1,0 +1,403 @@
+//! `verify --only consumers` and `--restart`: the workloads that read the spec's target Secrets,
+//! served by the fake Kubernetes API server (workloads, pods, the Secret's `managedFields`) to the
+//! real kube-rs client, with a real OpenBao for the session.
+
+use crate::common;
+
+use common::fake_kube::{external_secret, pod_of, secret, with_data_manager, workload, FakeKube};
+use common::{spec_dir, OpenBao, Out, Run};
+use serde_json::{json, Value};
+
+const NS: &str = "apps";
+
+const SPEC: &str = r#"
+name = "core-service"
+[vault]
+mount = "secret"
+path = "core-service/{env}"
+[environments.auh1-dev]
+kube_namespace = "apps"
+[eso]
+external_secrets = ["db"]
+[secrets.db]
+description = "the database password"
+fields.password = { generator = "password" }
+"#;
+
+/// When ESO last wrote the Secret's data.
+const CHANGED: &str = "2026-02-01T00:00:00Z";
+const BEFORE: &str = "2026-01-15T00:00:00Z";
+const AFTER: &str = "2026-02-02T00:00:00Z";
+/// The Secret's value, which must never show.
+const VALUE: &str = "s3cr3t-consumer-value";
+
+struct World {
+    bao: OpenBao,
+    specs: tempfile::TempDir,
+    kube: FakeKube,
+}
+
+/// The ExternalSecret `apps/db` and its Secret `db`, whose data ESO last changed at `CHANGED`.
+fn world() -> World {
+    let bao = OpenBao::dev();
+    let specs = spec_dir(SPEC);
+    let kube = FakeKube::start();
+    kube.put(
+        external_secret(
+            NS,
+            "db",
+            &[("password", "core-service/auh1-dev/db", Some("password"))],
+        )
+        .ready_synced(CHANGED),
+    );
+    kube.put(with_data_manager(
+        secret(NS, "db", &[("password", VALUE)]),
+        "externalsecrets.external-secrets.io/db",
+        CHANGED,
+    ));
+    World { bao, specs, kube }
+}
+
+impl World {
+    fn verify(&self, args: &[&str]) -> Out {
+        let out = Run::new(&self.bao)
+            .specs(self.specs.path())
+            .args(["verify", "auh1-dev", "--only", "consumers", "--kubeconfig"])
+            .arg(self.kube.kubeconfig())
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output();
+        assert!(!out.all_text().contains(VALUE), "{}", out.all_text());
+        out
+    }
+}
+
+/// A pod spec reading Secret `db` through `how`: `env`, `envFrom`, `volume`, `subPath`.
+fn reads(how: &str) -> Value {
+    let container = match how {
+        "env" => {
+            json!({"name": "app", "env": [{"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}}]})
+        }
+        "envFrom" => json!({"name": "app", "envFrom": [{"secretRef": {"name": "db"}}]}),
+        "volume" => {
+            json!({"name": "app", "volumeMounts": [{"name": "creds", "mountPath": "/creds"}]})
+        }
+        "subPath" => {
+            json!({"name": "app", "volumeMounts": [{"name": "creds", "mountPath": "/creds/password", "subPath": "password"}]})
+        }
+        other => panic!("{other}"),
+    };
+    json!({
+        "containers": [container],
+        "volumes": [{"name": "creds", "secret": {"secretName": "db"}}],
+    })
+}
+
+fn has(out: &str, wanted: impl AsRef<str>) {
+    let wanted = wanted.as_ref();
+    assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
+}
+
+fn only_workload(doc: &Value) -> &Value {
+    let w = doc["consumers"]["workloads"].as_array().expect("workloads");
+    assert_eq!(w.len(), 1, "{doc:#}");
+    &w[0]
+}
+
+#[test]
+fn an_env_reader_with_pods_older_than_the_data_is_not_done_and_names_the_restart() {
+    let w = world();
+    w.kube.put(workload("Deployment", NS, "web", reads("env")));
+    w.kube.put(pod_of(NS, "web", "web-1", BEFORE));
+    w.kube.put(pod_of(NS, "web", "web-2", AFTER));
+    // Another app's pod, not selected by `app=web`, never counts.
+    w.kube.put(pod_of(NS, "other", "other-1", BEFORE));
+    let out = w.verify(&[]).expect_code(1);
+    let text = out.stdout_text();
+    has(&text, "FAIL Deployment apps/web");
+    has(&text, "reads `db` through env, but 1 pod(s) started before its data changed at 2026-02-01T00:00:00Z by `externalsecrets.external-secrets.io/db` (`web-1`)");
+    has(&text, "fix: kubectl -n apps rollout restart deployment/web");
+    has(&text, "verify auh1-dev: NOT done");
+    assert!(w.kube.patches().is_empty(), "verify wrote to the cluster");
+
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let c = only_workload(&doc);
+    assert_eq!(c["ok"], false);
+    assert_eq!(c["how"], json!(["env"]));
+    assert_eq!(c["fix"], "kubectl -n apps rollout restart deployment/web");
+    assert_eq!(doc["consumers"]["secrets"][0]["changed_at"], CHANGED);
+    assert_eq!(
+        doc["consumers"]["secrets"][0]["changed_by"],
+        "externalsecrets.external-secrets.io/db"
+    );
+    // The Secret was asked for as metadata only, every time.
+    let gets = w
+        .kube
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/api/v1/namespaces/apps/secrets/db")
+        .count();
+    assert!(gets > 0);
+    assert_eq!(w.kube.metadata_reads().len(), gets);
+}
+
+#[test]
+fn readers_whose_pods_started_after_the_change_and_volume_readers_pass() {
+    let w = world();
+    w.kube
+        .put(workload("StatefulSet", NS, "db-client", reads("envFrom")));
+    w.kube.put(pod_of(NS, "db-client", "db-client-0", AFTER));
+    w.kube
+        .put(workload("DaemonSet", NS, "agent", reads("volume")));
+    w.kube.put(pod_of(NS, "agent", "agent-x", BEFORE));
+    w.kube.put(workload("CronJob", NS, "report", reads("env")));
+    let out = w.verify(&[]).expect_code(0);
+    let text = out.stdout_text();
+    has(&text, "ok   StatefulSet apps/db-client");
+    has(&text, "its 1 pod(s) started after the data last changed");
+    has(&text, "ok   DaemonSet apps/agent");
+    has(
+        &text,
+        "reads `db` through a volume: the kubelet refreshes its files, no restart needed",
+    );
+    has(&text, "ok   CronJob apps/report");
+    has(&text, "a CronJob's next run reads it as it is then");
+    has(&text, "verify auh1-dev: done");
+}
+
+#[test]
+fn a_subpath_volume_is_read_once_like_env() {
+    let w = world();
+    w.kube
+        .put(workload("Deployment", NS, "web", reads("subPath")));
+    w.kube.put(pod_of(NS, "web", "web-1", BEFORE));
+    let out = w.verify(&[]).expect_code(1);
+    has(
+        &out.stdout_text(),
+        "reads `db` through a subPath volume, but 1 pod(s)",
+    );
+}
+
+#[test]
+fn reloader_and_vso_restart_targets_pass_with_a_note() {
+    let w = world();
+    let mut auto = workload("Deployment", NS, "auto", reads("env"));
+    auto["metadata"]["annotations"]["reloader.stakater.com/auto"] = json!("true");
+    w.kube.put(auto);
+    w.kube.put(pod_of(NS, "auto", "auto-1", BEFORE));
+    let mut named = workload("Deployment", NS, "named", reads("env"));
+    named["metadata"]["annotations"]["secret.reloader.stakater.com/reload"] = json!("other, db");
+    w.kube.put(named);
+    w.kube.put(pod_of(NS, "named", "named-1", BEFORE));
+    // `search` counts only with the Secret's `match`.
+    let mut search = workload("Deployment", NS, "search", reads("env"));
+    search["metadata"]["annotations"]["reloader.stakater.com/search"] = json!("true");
+    w.kube.put(search);
+    w.kube.put(pod_of(NS, "search", "search-1", BEFORE));
+    let out = w.verify(&[]).expect_code(1);
+    let text = out.stdout_text();
+    has(&text, "ok   Deployment apps/auto");
+    has(
+        &text,
+        "Reloader (annotation `reloader.stakater.com/auto: \"true\"`",
+    );
+    has(&text, "ok   Deployment apps/named");
+    has(
+        &text,
+        "Reloader (annotation `secret.reloader.stakater.com/reload`",
+    );
+    has(&text, "FAIL Deployment apps/search");
+
+    w.kube.update("Secret", Some(NS), "db", |s| {
+        s["metadata"]["annotations"] = json!({"reloader.stakater.com/match": "true"});
+    });
+    let out = w.verify(&[]).expect_code(0);
+    has(&out.stdout_text(), "ok   Deployment apps/search");
+    has(&out.stdout_text(), "reloader.stakater.com/search");
+
+    // The Secret's `ignore` turns Reloader off for it.
+    w.kube.update("Secret", Some(NS), "db", |s| {
+        s["metadata"]["annotations"] = json!({"reloader.stakater.com/ignore": "true"});
+    });
+    let out = w.verify(&[]).expect_code(1);
+    has(&out.stdout_text(), "FAIL Deployment apps/auto");
+}
+
+#[test]
+fn a_vso_rollout_restart_target_passes_with_a_note() {
+    let mut w = world();
+    w.specs = spec_dir(&SPEC.replace("[eso]\nexternal_secrets", "[vso]\nstatic_secrets"));
+    w.kube.put(json!({
+        "apiVersion": "secrets.hashicorp.com/v1beta1", "kind": "VaultStaticSecret",
+        "metadata": {"name": "db", "namespace": NS, "generation": 1},
+        "spec": {"mount": "secret", "path": "core-service/auh1-dev/db", "type": "kv-v2",
+                 "destination": {"name": "db", "create": true},
+                 "rolloutRestartTargets": [{"kind": "argo.Rollout", "name": "web"}]},
+    }));
+    w.kube.put(workload("Rollout", NS, "web", reads("env")));
+    w.kube.put(pod_of(NS, "web", "web-1", BEFORE));
+    w.kube.put(workload("Deployment", NS, "api", reads("env")));
+    w.kube.put(pod_of(NS, "api", "api-1", BEFORE));
+    let out = w.verify(&[]).expect_code(1);
+    let text = out.stdout_text();
+    has(&text, "ok   Rollout apps/web");
+    has(
+        &text,
+        "VSO (`rolloutRestartTargets` of apps/db) restarts it",
+    );
+    has(&text, "FAIL Deployment apps/api");
+    has(&text, "fix: kubectl -n apps rollout restart deployment/api");
+}
+
+#[test]
+fn restart_sends_exactly_the_rollout_patch_and_waits_for_new_pods() {
+    let w = world();
+    w.kube.put(workload("Deployment", NS, "web", reads("env")));
+    w.kube.put(pod_of(NS, "web", "web-1", BEFORE));
+    w.kube
+        .put(workload("Rollout", NS, "canary", reads("envFrom")));
+    w.kube.put(pod_of(NS, "canary", "canary-1", BEFORE));
+    w.kube
+        .put(workload("Deployment", NS, "fresh", reads("env")));
+    w.kube.put(pod_of(NS, "fresh", "fresh-1", AFTER));
+    let kube = &w.kube;
+    // The controllers replace the pods once the restart arrives: no timing involved.
+    let replaced = std::thread::scope(|s| {
+        let controller = s.spawn(|| {
+            let start = std::time::Instant::now();
+            while start.elapsed() < std::time::Duration::from_secs(120) {
+                if kube.patches().len() == 2 {
+                    kube.put(pod_of(NS, "web", "web-1", AFTER));
+                    kube.put(pod_of(NS, "canary", "canary-1", AFTER));
+                    return true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            false
+        });
+        let out = w.verify(&["--restart", "--wait", "2m"]).expect_code(0);
+        has(&out.stderr_text(), "restarted Deployment apps/web at ");
+        has(&out.stdout_text(), "verify auh1-dev: done");
+        controller.join().unwrap()
+    });
+    assert!(replaced, "verify sent no restart");
+    let patches = w.kube.patches();
+    assert_eq!(patches.len(), 2, "{patches:?}");
+    let web = &patches[0];
+    assert_eq!(web.path, "/apis/apps/v1/namespaces/apps/deployments/web");
+    assert_eq!(web.content_type, "application/strategic-merge-patch+json");
+    let at = web.body["spec"]["template"]["metadata"]["annotations"]
+        ["kubectl.kubernetes.io/restartedAt"]
+        .as_str()
+        .expect("restartedAt")
+        .to_string();
+    assert!(
+        time::OffsetDateTime::parse(&at, &time::format_description::well_known::Rfc3339).is_ok()
+    );
+    assert_eq!(
+        web.body,
+        json!({"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": at}}}}})
+    );
+    let canary = &patches[1];
+    assert_eq!(
+        canary.path,
+        "/apis/argoproj.io/v1alpha1/namespaces/apps/rollouts/canary"
+    );
+    assert_eq!(canary.content_type, "application/merge-patch+json");
+    let at = canary.body["spec"]["restartAt"]
+        .as_str()
+        .expect("restartAt");
+    assert_eq!(canary.body, json!({"spec": {"restartAt": at}}));
+    // The workload written to carries the annotation, as the API server keeps it.
+    assert_eq!(
+        w.kube.get("Deployment", Some(NS), "web").unwrap()["spec"]["template"]["metadata"]
+            ["annotations"]["kubectl.kubernetes.io/restartedAt"],
+        json!(
+            web.body["spec"]["template"]["metadata"]["annotations"]
+                ["kubectl.kubernetes.io/restartedAt"]
+        )
+    );
+}
+
+#[test]
+fn restart_without_wait_is_still_not_done_until_new_pods_run() {
+    let w = world();
+    w.kube.put(workload("Deployment", NS, "web", reads("env")));
+    w.kube.put(pod_of(NS, "web", "web-1", BEFORE));
+    let out = w.verify(&["--restart"]).expect_code(1);
+    has(&out.stdout_text(), "restarted at ");
+    has(&out.stdout_text(), "FAIL Deployment apps/web");
+    assert_eq!(w.kube.patches().len(), 1);
+}
+
+#[test]
+fn without_reading_the_secret_an_env_reader_is_not_checked_never_ok() {
+    let w = world();
+    w.kube.put(workload("Deployment", NS, "web", reads("env")));
+    w.kube.put(pod_of(NS, "web", "web-1", BEFORE));
+    let out = w.verify(&["--skip-target-secrets"]);
+    let text = out.stdout_text();
+    has(&text, "---- consumers: ");
+    has(
+        &text,
+        "1 workload(s) read 1 target Secret(s), 1 not checked",
+    );
+    has(&text, "---- Deployment apps/web");
+    has(&text, "not checked: reads `db` through env, and when its data changed is not known without reading it (--skip-target-secrets)");
+    has(
+        &text,
+        "verify auh1-dev: done (consumers checked; not checked: vault, policy, kube, argocd (--only); consumers' readers through env or subPath (--skip-target-secrets))",
+    );
+    assert!(!text.contains("ok   Deployment"), "{text}");
+    assert!(
+        w.kube
+            .requests()
+            .iter()
+            .all(|r| !r.path.contains("/secrets")),
+        "a Secret was read"
+    );
+    let doc = w.verify(&["--skip-target-secrets", "-o", "json"]).json();
+    assert_eq!(doc["consumers"]["not_checked"], 1);
+    assert_eq!(only_workload(&doc)["checked"], false);
+    assert!(
+        doc["not_checked"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"part": "consumers' readers through env or subPath", "why": "--skip-target-secrets"})),
+        "{doc:#}"
+    );
+}
+
+#[test]
+fn odd_shapes_are_named_and_not_taken_as_fine_and_cluster_text_is_cleaned() {
+    let w = world();
+    let mut odd = workload("Deployment", NS, "odd\u{1b}[31mred", reads("env"));
+    odd["spec"]["template"]["spec"]["containers"] = json!("not a list");
+    w.kube.put(odd);
+    let mut by_ref = workload("Rollout", NS, "by-ref", reads("env"));
+    by_ref["spec"]["workloadRef"] =
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"});
+    w.kube.put(by_ref);
+    let mut no_selector = workload("Deployment", NS, "no-selector", reads("env"));
+    no_selector["spec"]["selector"] = json!({});
+    w.kube.put(no_selector);
+    let out = w.verify(&[]).expect_code(1);
+    let text = out.stdout_text();
+    assert!(!text.contains('\u{1b}'), "{text}");
+    has(&text, "not checked: `spec.template.spec.containers` is not a list of objects; skipped, not taken as fine");
+    has(&text, "FAIL Rollout apps/by-ref");
+    has(&text, "`spec.workloadRef`");
+    has(&text, "FAIL Deployment apps/no-selector");
+    has(&text, "`spec.selector` is empty");
+}
+
+#[test]
+fn restart_needs_the_consumers_part() {
+    let w = world();
+    Run::new(&w.bao)
+        .specs(w.specs.path())
+        .args(["verify", "auh1-dev", "--skip-kube", "--restart"])
+        .stderr_has("--restart needs the consumers part")
+        .status(2)
+        .check();
+}
