@@ -94,11 +94,16 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
             "readers",
             "readers_checked",
             "readers_note",
+            "restarts",
+            "restarts_note",
         ],
         "outcome: set, replaced-placeholder, added, unchanged, rotated, would-rotate. readers: \
          kind, namespace, name, field, secret_key, secret, via, pinned_version, certain (what \
          reads the value replaced); readers_checked: false when the cluster was not asked or \
-         could not tell, readers_note says why.",
+         could not tell, readers_note says why. restarts: kind, namespace, name, secret, how \
+         (env, sub-path; null when the workload could not be read), restarted_by, command (the \
+         workloads that keep the old value until restarted); restarts_note: why they were not \
+         looked for.",
     ),
     (
         "policy",

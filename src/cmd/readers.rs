@@ -9,8 +9,8 @@ use crate::report::{self, Style};
 use crate::spec::Target;
 use crate::text::for_terminal;
 use crate::vault::Present;
-use crate::verify::cluster;
 use crate::verify::readers::{self, Readers};
+use crate::verify::{cluster, consumers};
 
 /// Find and say the readers of `fields` of `t` in environment `env`; their record for the
 /// report.
@@ -92,12 +92,33 @@ async fn look(
         .await
         .map_err(|e| e.to_string())?;
     let wanted = cluster::wanted(&plan, kube.default_namespace());
-    Ok(readers::find(
+    let mut found = readers::find(
         &kube,
         &wanted.external_secrets,
         &wanted.static_secrets,
         t,
         fields,
     )
-    .await)
+    .await;
+    // Which workloads will keep the old value: known now, said once the write is done.
+    let secrets = found.secrets();
+    if !secrets.is_empty() {
+        match consumers::restarts(&kube, &plan, &secrets).await {
+            Ok(r) => found.restarts = r,
+            Err(e) => found.restarts_note = Some(crate::text::cap(&e.to_string()).into_owned()),
+        }
+    }
+    Ok(found)
+}
+
+/// After the write (or, with `dry_run`, instead of it): the workloads that will need a
+/// restart once ESO or VSO refreshes the Secret they read.
+pub(super) fn after_write(g: &GlobalArgs, found: &Readers) {
+    let style = Style::stderr(g.color);
+    for f in found.after_write() {
+        match f.severity() {
+            Severity::Note => report::say(&format!("{}: {}", style.help("note"), f.message())),
+            _ => report::warn(&style, &f.message()),
+        }
+    }
 }

@@ -82,8 +82,10 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
         let readers =
             || super::readers::before_rotate(g, &args.readers, &env, &t, &names, &current);
         if args.dry_run {
+            let readers = readers().await;
+            super::readers::after_write(g, &readers);
             return Ok(ChangeReport {
-                readers: readers().await,
+                readers,
                 ..report("would-rotate", Some(current.version + 1))
             });
         }
@@ -117,6 +119,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
                     "version {} is kept in KV v2 history",
                     current.version
                 ));
+                super::readers::after_write(g, &readers);
                 Ok(ChangeReport {
                     readers,
                     ..report("rotated", Some(v))

@@ -129,6 +129,9 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             "set",
         )
         .await;
+        if written.is_ok() {
+            super::readers::after_write(g, &readers);
+        }
         match written {
             Ok(v) => Ok(ChangeReport {
                 readers,

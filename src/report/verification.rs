@@ -103,7 +103,7 @@ fn text(out: &mut dyn io::Write, style: &Style, v: &Verification, verbose: bool)
     out.write_all(rest.as_bytes())
 }
 
-/// What the verdict is about: `vault, policy checked; not checked: kube, argocd (--skip-kube)`,
+/// What the verdict is about: `vault, policy checked; not checked: kube, argocd, consumers (--skip-kube)`,
 /// the parts left out for the same reason named together.
 fn coverage(v: &Verification) -> String {
     let mut s = if v.checked.is_empty() {

@@ -59,7 +59,8 @@ pub enum How {
 }
 
 impl How {
-    fn as_str(self) -> &'static str {
+    /// As said in a sentence ("reads it through env").
+    pub fn as_str(self) -> &'static str {
         match self {
             How::Env => "env",
             How::SubPath => "a subPath volume",
@@ -479,6 +480,107 @@ async fn targets(
         }
     }
     Ok((out, problems))
+}
+
+/// A workload that reads, through env or a `subPath`, a Secret a value of `set` or `rotate`
+/// reaches: it runs with the old value until it restarts (`set`'s and `rotate`'s `restarts`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Restart {
+    /// `Deployment`, `StatefulSet`, `DaemonSet`, `Rollout`.
+    pub kind: &'static str,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name (capped).
+    pub name: String,
+    /// The Secret it reads.
+    pub secret: String,
+    /// How it reads it; `None`: its shape could not be read, so it may read it.
+    pub how: Option<How>,
+    /// What restarts it when the Secret changes, if anything does.
+    pub restarted_by: Option<String>,
+    /// The command that restarts it.
+    pub command: String,
+}
+
+/// The workloads that will need a restart once the Secrets `secrets` (namespace, name) change:
+/// those reading one through env or a `subPath`, each with what restarts it, if anything.
+/// CronJobs (their next run reads the Secret) and plain volumes (the kubelet refreshes them)
+/// need none. A workload whose shape cannot be read is named as needing one: never taken as
+/// not reading.
+pub async fn restarts(
+    cluster: &EsoCluster,
+    plan: &EnvPlan<'_>,
+    secrets: &BTreeSet<(String, String)>,
+) -> Result<Vec<Restart>, KubeError> {
+    let (all, _) = targets(cluster, plan).await?;
+    let targets: Vec<Target> = all
+        .into_iter()
+        .filter(|t| secrets.contains(&(t.namespace.clone(), t.secret.clone())))
+        .collect();
+    let mut out = Vec::new();
+    let namespaces: BTreeSet<&str> = targets.iter().map(|t| t.namespace.as_str()).collect();
+    for ns in namespaces {
+        let in_ns: Vec<&Target> = targets.iter().filter(|t| t.namespace == ns).collect();
+        let mut changes = BTreeMap::new();
+        for t in &in_ns {
+            // Only Reloader's annotations of the Secret are used here; unreadable, none count.
+            let change = cluster
+                .secret_data_change(ns, &t.secret)
+                .await
+                .ok()
+                .flatten()
+                .unwrap_or(DataChange {
+                    at: None,
+                    manager: None,
+                    reloader_match: false,
+                    reloader_ignore: false,
+                });
+            changes.insert(t.secret.clone(), change);
+        }
+        for kind in WorkloadKind::ALL
+            .into_iter()
+            .filter(|k| *k != WorkloadKind::CronJob)
+        {
+            for obj in cluster.workloads(kind, ns).await? {
+                let name = obj
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?");
+                let restart = |secret: &str, how, restarted_by| Restart {
+                    kind: kind.kind(),
+                    namespace: ns.to_string(),
+                    name: crate::text::cap(name).into_owned(),
+                    secret: secret.to_string(),
+                    how,
+                    restarted_by,
+                    command: restart_command(kind, ns, name),
+                };
+                let readable = shape_problem(kind, &obj).is_none();
+                let Some(c) = readable
+                    .then(|| consumer(kind.group(), kind.kind(), &obj))
+                    .flatten()
+                else {
+                    if !readable {
+                        for t in &in_ns {
+                            out.push(restart(&t.secret, None, None));
+                        }
+                    }
+                    continue;
+                };
+                for (secret, how) in target_reads(kind, &obj, &c.reads, &in_ns) {
+                    if how == How::Volume {
+                        continue;
+                    }
+                    let by = changes
+                        .get(&secret)
+                        .and_then(|ch| restarter(kind, name, &obj, &secret, ch, &in_ns))
+                        .map(|r| r.to_string());
+                    out.push(restart(&secret, Some(how), by));
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// What the Secret tells: when its data changed, and Reloader's `match` annotation.

@@ -50,6 +50,11 @@ pub struct Readers {
     pub readers_checked: bool,
     /// Why they were not checked; `None` when they were.
     pub readers_note: Option<String>,
+    /// The workloads that read the readers' target Secrets through env or a `subPath`: they
+    /// run with the old value until restarted.
+    pub restarts: Vec<super::consumers::Restart>,
+    /// Why those workloads were not looked for, when readers were found but they were not.
+    pub restarts_note: Option<String>,
     /// How many ExternalSecrets and VaultStaticSecrets the specs list.
     #[serde(skip)]
     listed: (usize, usize),
@@ -70,8 +75,36 @@ impl Readers {
             readers: Vec::new(),
             readers_checked: false,
             readers_note: Some(reason),
+            restarts: Vec::new(),
+            restarts_note: None,
             listed: (0, 0),
         }
+    }
+
+    /// The target Secrets the readers write, as (namespace, name).
+    pub fn secrets(&self) -> std::collections::BTreeSet<(String, String)> {
+        self.readers
+            .iter()
+            .filter_map(|r| Some((r.namespace.clone(), r.secret.clone()?)))
+            .collect()
+    }
+
+    /// What to say once the value is written: each workload that will need a restart, or why
+    /// they were not looked for.
+    pub fn after_write(&self) -> Vec<RestartFinding<'_>> {
+        let mut found: Vec<RestartFinding<'_>> = self
+            .restarts
+            .iter()
+            .map(|r| match (&r.how, &r.restarted_by) {
+                (None, _) => RestartFinding::Unreadable(r),
+                (Some(_), Some(by)) => RestartFinding::RestartedBy(r, by),
+                (Some(_), None) => RestartFinding::Needs(r),
+            })
+            .collect();
+        if let Some(why) = &self.restarts_note {
+            found.push(RestartFinding::NotChecked(why));
+        }
+        found
     }
 
     /// What to say before the write of `path` in environment `env`, in order.
@@ -209,6 +242,8 @@ pub async fn find(
         readers: Vec::new(),
         readers_checked: true,
         readers_note: None,
+        restarts: Vec::new(),
+        restarts_note: None,
         listed: (external_secrets.len(), static_secrets.len()),
     };
     let failed = |mut found: Readers, e: crate::kube::KubeError| {
@@ -327,6 +362,8 @@ mod tests {
             readers: eso_readers(&es, &t, &["password".to_string()]),
             readers_checked: true,
             readers_note: None,
+            restarts: Vec::new(),
+            restarts_note: None,
             listed: (1, 0),
         };
         let said = |r: &Readers| -> Vec<(Severity, String)> {
@@ -388,5 +425,60 @@ mod tests {
             .collect();
         // The note field is not replaced; OTHER is another path; no property reads it all.
         assert_eq!(shown, [(Some("password"), None), (None, None)]);
+    }
+}
+
+/// What `set` and `rotate` say after the write about the workloads reading the value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestartFinding<'a> {
+    /// It reads the Secret through env or a `subPath`, and nothing restarts it.
+    Needs(&'a super::consumers::Restart),
+    /// It does, and this restarts it.
+    RestartedBy(&'a super::consumers::Restart, &'a str),
+    /// Its shape could not be read: it may read the Secret.
+    Unreadable(&'a super::consumers::Restart),
+    /// The workloads were not looked for, and why.
+    NotChecked(&'a str),
+}
+
+impl RestartFinding<'_> {
+    /// A warning when a workload will keep the old value until someone restarts it, or when
+    /// that is not known; else a note.
+    pub fn severity(&self) -> Severity {
+        match self {
+            RestartFinding::RestartedBy(..) => Severity::Note,
+            _ => Severity::Warning,
+        }
+    }
+
+    /// The sentence, with the command that restarts the workload.
+    pub fn message(&self) -> String {
+        let who = |r: &super::consumers::Restart| {
+            format!("{} `{}/{}`", r.kind, r.namespace, text::quoted(&r.name))
+        };
+        match self {
+            RestartFinding::Needs(r) => format!(
+                "{} reads Secret `{}` through {}: it keeps the old value until it restarts, once the Secret is refreshed: `{}`",
+                who(r),
+                r.secret,
+                r.how.map_or("env", |h| h.as_str()),
+                r.command
+            ),
+            RestartFinding::RestartedBy(r, by) => format!(
+                "{} reads Secret `{}` through {}: {by} restarts it when the Secret is refreshed",
+                who(r),
+                r.secret,
+                r.how.map_or("env", |h| h.as_str()),
+            ),
+            RestartFinding::Unreadable(r) => format!(
+                "{} could not be read, so it may read Secret `{}`: if it does through env, restart it once the Secret is refreshed: `{}`",
+                who(r),
+                r.secret,
+                r.command
+            ),
+            RestartFinding::NotChecked(why) => {
+                format!("the workloads reading the value were not looked for: {why}")
+            }
+        }
     }
 }

@@ -428,7 +428,7 @@ fn the_demo_ends_done_saying_it_plays_ask_dbs_part() {
     assert!(out.status.success(), "{all}");
     assert_eq!(
         stdout.lines().last(),
-        Some("verify auh1-dev: done (vault, policy checked; not checked: kube, argocd (--skip-kube))"),
+        Some("verify auh1-dev: done (vault, policy checked; not checked: kube, argocd, consumers (--skip-kube))"),
         "{all}"
     );
     let said = |s: &str| {

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::fake_kube::{external_secret, kubeconfig_yaml, vso_fixture, FakeKube};
+use common::fake_kube::{external_secret, kubeconfig_yaml, vso_fixture, workload, FakeKube};
 use common::{has, spec_dir, OpenBao, Out, Run};
 use serde_json::{json, Value};
 
@@ -349,4 +349,74 @@ fn no_value_or_token_in_any_output_at_trace_level() {
             assert!(!all.contains(s.as_str()), "a secret appears in the output");
         }
     }
+}
+
+/// After the write, `rotate` names the workloads that read the value through env and will keep
+/// the old one until restarted, with the command; one that Reloader restarts gets a note; a
+/// plain volume, a CronJob and a reader of another Secret are not named.
+#[test]
+fn rotate_ends_with_the_workloads_that_will_need_a_restart() {
+    let w = world();
+    let env_from = |secret: &str| json!({"containers": [{"name": "app", "envFrom": [{"secretRef": {"name": secret}}]}]});
+    w.kube.put(workload(
+        "Deployment",
+        "ask",
+        "api",
+        env_from("core-service-secret"),
+    ));
+    let mut web = workload("Deployment", "ask", "web", env_from("core-service-secret"));
+    web["metadata"]["annotations"]["reloader.stakater.com/auto"] = json!("true");
+    w.kube.put(web);
+    w.kube.put(workload(
+        "Deployment",
+        "ask",
+        "files",
+        json!({
+            "containers": [{"name": "app", "volumeMounts": [{"name": "c", "mountPath": "/c"}]}],
+            "volumes": [{"name": "c", "secret": {"secretName": "core-service-secret"}}],
+        }),
+    ));
+    w.kube.put(workload(
+        "CronJob",
+        "ask",
+        "nightly",
+        env_from("core-service-secret"),
+    ));
+    w.kube.put(workload(
+        "Deployment",
+        "ask",
+        "other",
+        env_from("salt-secret"),
+    ));
+    let out = w.run(ROTATE).output().expect_code(0);
+    let err = out.stderr_text();
+    has(
+        &err,
+        "Deployment `ask/api` reads Secret `core-service-secret` through env: it keeps the old value until it restarts, once the Secret is refreshed: `kubectl -n ask rollout restart deployment/api`",
+    );
+    has(
+        &err,
+        "Deployment `ask/web` reads Secret `core-service-secret` through env: Reloader (annotation `reloader.stakater.com/auto: \"true\"`",
+    );
+    let written = err.find("is kept in KV v2 history").unwrap();
+    assert!(
+        err.find("`ask/api`").unwrap() > written,
+        "said after the write:\n{err}"
+    );
+    for absent in ["`ask/files`", "`ask/nightly`", "`ask/other`"] {
+        assert!(!err.contains(absent), "{absent} named:\n{err}");
+    }
+    let doc = out.json();
+    let named: Vec<&str> = doc["restarts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(named, ["api", "web"], "{doc:#}");
+    // --skip-kube: nothing asked, nothing named.
+    let asked = w.kube.requests().len();
+    let out = w.run(ROTATE).arg("--skip-kube").output().expect_code(0);
+    assert!(!out.stderr_text().contains("`ask/api`"));
+    assert_eq!(w.kube.requests().len(), asked);
 }
