@@ -277,7 +277,8 @@ pub struct ManArgs {
 /// `gen` options.
 #[derive(Debug, Args)]
 pub struct GenArgs {
-    /// Generator: hex, hex32, fernet, masterkey, placeholder, base64, base64url, password, uuid.
+    /// Generator: hex, hex32, fernet, masterkey, placeholder, base64, base64url, password, uuid,
+    /// ed25519, ecdsa-p256 (PKCS#8 PEM private keys).
     #[arg(value_name = "GENERATOR")]
     pub generator: String,
     /// Random bytes for hex, base64, base64url: 16 to 4096 [default: 32].

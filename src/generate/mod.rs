@@ -5,6 +5,7 @@
 //! Validators never echo the value they judge: their reasons speak of lengths and alphabets.
 
 mod charset;
+mod keys;
 mod params;
 
 use std::fmt;
@@ -17,6 +18,7 @@ use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
 pub use charset::{CharClass, CharClasses};
+pub use keys::KeyType;
 pub use params::{Param, ParamError, Params, Syntax};
 
 /// Default number of random bytes for `hex`, `base64` and `base64url`.
@@ -66,6 +68,8 @@ pub enum Generator {
     },
     /// A random UUID, version 4.
     Uuid,
+    /// An asymmetric private key, PKCS#8 PEM (`ed25519`, `ecdsa-p256`).
+    Key(KeyType),
     /// Not a generator: the field of a provided secret (`provided_by`) declared without one.
     /// Another application makes the value; any non-empty text is accepted and nothing is ever
     /// generated (no spec or `gen` can name it).
@@ -83,6 +87,8 @@ pub const GENERATOR_NAMES: &[&str] = &[
     "base64url",
     "password",
     "uuid",
+    "ed25519",
+    "ecdsa-p256",
 ];
 
 /// What a validator thinks of a value that already exists.
@@ -121,6 +127,8 @@ impl Generator {
             Generator::Base64 { url_safe: true, .. } => "base64url",
             Generator::Password { .. } => "password",
             Generator::Uuid => "uuid",
+            Generator::Key(KeyType::Ed25519) => "ed25519",
+            Generator::Key(KeyType::EcdsaP256) => "ecdsa-p256",
             Generator::Any => "any",
         }
     }
@@ -170,6 +178,7 @@ impl Generator {
                 zeroize::Zeroize::zeroize(&mut b);
                 id.hyphenated().to_string()
             }
+            Generator::Key(kind) => kind.generate()?,
             Generator::Any => return Err(RngError::NotGenerated),
         };
         let value = SecretString::from(value);
@@ -239,6 +248,7 @@ impl Generator {
                 Ok(_) => Validity::Valid,
                 Err(_) => Validity::Invalid("is not a UUID".to_string()),
             },
+            Generator::Key(kind) => kind.validate(v),
             Generator::Any if v.is_empty() => Validity::Invalid("is empty".to_string()),
             Generator::Any => Validity::Valid,
         }
@@ -265,6 +275,7 @@ impl Generator {
                 format!("{length}-char password from {classes}")
             }
             Generator::Uuid => "random UUID v4".into(),
+            Generator::Key(kind) => format!("{} private key, PKCS#8 PEM", kind.label()),
             Generator::Any => "any non-empty text, made by another application".into(),
         }
     }

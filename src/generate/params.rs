@@ -3,8 +3,8 @@
 //! takes which option and in what range.
 
 use super::{
-    CharClass, CharClasses, Generator, DEFAULT_BYTES, DEFAULT_MARKER, DEFAULT_PASSWORD_LENGTH,
-    GENERATOR_NAMES, MAX_BYTES, MIN_BYTES, PASSWORD_LENGTHS,
+    CharClass, CharClasses, Generator, KeyType, DEFAULT_BYTES, DEFAULT_MARKER,
+    DEFAULT_PASSWORD_LENGTH, GENERATOR_NAMES, MAX_BYTES, MIN_BYTES, PASSWORD_LENGTHS,
 };
 
 /// Which option a problem is about, so the caller can point at it (a span, a flag).
@@ -198,6 +198,8 @@ impl Generator {
             },
             "password" => Generator::Password { length, classes },
             "uuid" => Generator::Uuid,
+            "ed25519" => Generator::Key(KeyType::Ed25519),
+            "ecdsa-p256" => Generator::Key(KeyType::EcdsaP256),
             other => {
                 let known: Vec<String> = GENERATOR_NAMES.iter().map(|s| s.to_string()).collect();
                 let list = GENERATOR_NAMES

@@ -18,6 +18,8 @@ fn any_generator() -> impl Strategy<Value = Generator> {
         (*PASSWORD_LENGTHS.start()..=200usize, classes)
             .prop_map(|(length, classes)| Generator::Password { length, classes }),
         Just(Generator::Uuid),
+        Just(Generator::Key(KeyType::Ed25519)),
+        Just(Generator::Key(KeyType::EcdsaP256)),
     ]
 }
 
@@ -68,6 +70,10 @@ proptest! {
                 let id = uuid::Uuid::parse_str(v).unwrap();
                 prop_assert_eq!(id.get_version_num(), 4);
                 prop_assert_eq!(v.len(), 36);
+            }
+            Generator::Key(_) => {
+                prop_assert!(v.starts_with("-----BEGIN PRIVATE KEY-----\n"));
+                prop_assert!(v.ends_with("-----END PRIVATE KEY-----\n"));
             }
             Generator::Any => unreachable!("not among the generators drawn"),
         }
@@ -206,4 +212,67 @@ fn any_validates_non_empty_text_and_generates_nothing() {
         Err(RngError::NotGenerated)
     ));
     assert!(!GENERATOR_NAMES.contains(&Generator::Any.name()));
+}
+
+#[test]
+fn key_generators_make_pkcs8_pem_keys_of_their_type() {
+    let ed = Generator::Key(KeyType::Ed25519);
+    let ec = Generator::Key(KeyType::EcdsaP256);
+    for g in [&ed, &ec] {
+        let a = g.generate().unwrap();
+        let b = g.generate().unwrap();
+        assert_ne!(a.expose_secret(), b.expose_secret());
+        let pem = a.expose_secret();
+        assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----\n"), "{g}");
+        assert!(pem.trim_end().ends_with("-----END PRIVATE KEY-----"), "{g}");
+        assert_eq!(g.validate(&a), Validity::Valid, "{g}");
+    }
+    let an_ec_key = ec.generate().unwrap();
+    assert_eq!(
+        ed.validate(&an_ec_key),
+        Validity::Invalid("is a PKCS#8 ECDSA P-256 key, expected Ed25519".into())
+    );
+    let an_ed_key = ed.generate().unwrap();
+    assert_eq!(
+        ec.validate(&an_ed_key),
+        Validity::Invalid("is a PKCS#8 Ed25519 key, expected ECDSA P-256".into())
+    );
+}
+
+#[test]
+fn keys_that_do_not_parse_are_invalid_and_never_quoted() {
+    let ed = Generator::Key(KeyType::Ed25519);
+    let key = ed.generate().unwrap();
+    let pem = key.expose_secret();
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let relabelled = pem.replace("PRIVATE KEY", "RSA PRIVATE KEY");
+    let odd_label = pem.replace("PRIVATE KEY", "SECRET STUFF");
+    let twice = format!("{pem}{pem}");
+    // The right armour around DER that is no key.
+    let not_a_key = pem::encode(&pem::Pem::new("PRIVATE KEY", b"0123456789abcdef".to_vec()));
+    let truncated = pem.replacen(&body[..20], "", 1);
+    let cases: [(&str, &str); 6] = [
+        (&body, "is not PEM"),
+        (
+            &relabelled,
+            "labelled `RSA PRIVATE KEY`, expected `PRIVATE KEY`",
+        ),
+        (&odd_label, "labelled another label"),
+        (&twice, "holds 2 PEM blocks"),
+        (
+            &not_a_key,
+            "does not parse as a PKCS#8 key (expected Ed25519)",
+        ),
+        (&truncated, "does not parse as a PKCS#8 key"),
+    ];
+    for (value, want) in cases {
+        match ed.validate(&s(value)) {
+            Validity::Invalid(reason) => {
+                assert!(reason.contains(want), "{reason:?} lacks {want:?}");
+                assert!(!reason.contains(&body[..16]), "{reason}");
+                assert!(!reason.contains("SECRET"), "{reason}");
+            }
+            other => panic!("{want}: {other:?}"),
+        }
+    }
 }

@@ -1,0 +1,200 @@
+//! Key-material generators (`ed25519`, `ecdsa-p256`) against real OpenBao: what `apply` writes
+//! and `gen` prints parses with an independent tool (the `openssl` CLI), a key made by openssl
+//! is kept, one of the wrong type or that does not parse is `invalid` and never overwritten, and
+//! no line of a key appears in any output, trace logs included.
+
+use crate::common;
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+use common::{OpenBao, Run};
+use serde_json::{json, Value};
+
+const SPEC: &str = r#"
+[vault]
+mount = "secret"
+path = "app/{env}"
+[environments.dev]
+vault_addr = "{addr}"
+[secrets.KEYS]
+description = "signing keys"
+fields.ed = { generator = "ed25519" }
+fields.ec = { generator = "ecdsa-p256" }
+"#;
+
+/// `openssl ARGS` with `input` on stdin; its stdout. The test fails, never skips, without it.
+fn openssl(args: &[&str], input: &str) -> (bool, String) {
+    let mut child = Command::new("openssl")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect(
+            "the `openssl` CLI checks the keys independently: install it (apt-get install openssl)",
+        );
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// What `openssl pkey` reads in a PKCS#8 PEM key: its text dump, which names the key type.
+fn openssl_reads(pem: &str) -> String {
+    assert!(
+        pem.starts_with("-----BEGIN PRIVATE KEY-----\n"),
+        "not PKCS#8 PEM"
+    );
+    let (ok, text) = openssl(&["pkey", "-noout", "-text"], pem);
+    assert!(ok, "openssl could not read the key");
+    text
+}
+
+/// Assert the text dump is of the generator's key type.
+fn assert_key_type(generator: &str, pem: &str) {
+    let text = openssl_reads(pem);
+    match generator {
+        "ed25519" => assert!(text.starts_with("ED25519 Private-Key:"), "{generator}"),
+        "ecdsa-p256" => assert!(
+            text.starts_with("Private-Key: (256 bit") && text.contains("NIST CURVE: P-256"),
+            "{generator}"
+        ),
+        other => panic!("no check for {other}"),
+    }
+}
+
+/// A key made by `openssl genpkey`, PKCS#8 PEM.
+fn openssl_key(args: &[&str]) -> String {
+    let mut all = vec!["genpkey"];
+    all.extend_from_slice(args);
+    let (ok, pem) = openssl(&all, "");
+    assert!(ok && pem.starts_with("-----BEGIN PRIVATE KEY-----"));
+    pem
+}
+
+/// Each base64 line of a PEM key: none may appear anywhere in the output.
+fn assert_never_shown(outputs: &[String], pem: &str) {
+    for line in pem.lines().filter(|l| !l.starts_with("-----")) {
+        for (i, out) in outputs.iter().enumerate() {
+            assert!(!out.contains(line), "a line of a key is in output {i}");
+        }
+    }
+}
+
+/// The outcome and detail of the row of `field` in an `apply -o json` document.
+fn outcome(doc: &Value, field: &str) -> (String, String) {
+    let row = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["field"] == field)
+        .unwrap_or_else(|| panic!("{field} not in {doc}"));
+    (
+        row["outcome"].as_str().unwrap().to_string(),
+        row["detail"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+#[test]
+fn apply_writes_keys_openssl_reads_and_never_shows_them() {
+    let bao = OpenBao::dev();
+    let dir = common::spec_dir(&SPEC.replace("{addr}", &bao.addr));
+    let run = |args: &[&str]| {
+        Run::new(&bao)
+            .specs(dir.path())
+            .args(args)
+            .env("RUST_LOG", "trace")
+    };
+    let mut outputs = Vec::new();
+    let out = run(&["apply", "dev", "-o", "json", "-vvv"])
+        .status(0)
+        .check();
+    outputs.push(out.all_text());
+    let doc = out.json();
+    assert_eq!(outcome(&doc, "ed").0, "created");
+    assert_eq!(outcome(&doc, "ec").0, "created");
+    let (data, version) = bao.kv_get("secret", "app/dev/KEYS").unwrap();
+    assert_eq!(version, 1);
+    let ed = data["ed"].as_str().unwrap().to_string();
+    let ec = data["ec"].as_str().unwrap().to_string();
+    assert_key_type("ed25519", &ed);
+    assert_key_type("ecdsa-p256", &ec);
+    // Read back and judged valid: nothing written the second time.
+    for args in [
+        &["apply", "dev", "-vvv"][..],
+        &["apply", "dev", "-o", "json", "-vvv"],
+        &["plan", "dev", "-vvv"],
+    ] {
+        outputs.push(run(args).status(0).check().all_text());
+    }
+    assert_eq!(bao.kv_version("secret", "app/dev/KEYS"), Some(1));
+    assert_never_shown(&outputs, &ed);
+    assert_never_shown(&outputs, &ec);
+}
+
+#[test]
+fn keys_from_openssl_are_kept_and_wrong_ones_are_invalid_never_overwritten() {
+    let bao = OpenBao::dev();
+    let dir = common::spec_dir(&SPEC.replace("{addr}", &bao.addr));
+    let run = || Run::new(&bao).specs(dir.path()).env("RUST_LOG", "trace");
+    let ed = openssl_key(&["-algorithm", "ed25519"]);
+    let ec = openssl_key(&["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]);
+    bao.kv_put("secret", "app/dev/KEYS", json!({ "ed": ed, "ec": ec }));
+    let out = run().args(["apply", "dev", "-o", "json"]).status(0).check();
+    let doc = out.json();
+    assert_eq!(outcome(&doc, "ed").0, "exists");
+    assert_eq!(outcome(&doc, "ec").0, "exists");
+    let mut outputs = vec![out.all_text()];
+
+    // An ECDSA key where an Ed25519 key belongs, and a key cut short: invalid, and kept.
+    let cut = ed.replacen(&ed.lines().nth(1).unwrap()[..16], "", 1);
+    for (fields, field, want) in [
+        (
+            json!({ "ed": ec, "ec": ec }),
+            "ed",
+            "is a PKCS#8 ECDSA P-256 key, expected Ed25519",
+        ),
+        (
+            json!({ "ed": ed, "ec": cut }),
+            "ec",
+            "does not parse as a PKCS#8 key (expected ECDSA P-256)",
+        ),
+    ] {
+        bao.kv_put("secret", "app/dev/KEYS", fields.clone());
+        let version = bao.kv_version("secret", "app/dev/KEYS");
+        let out = run().args(["apply", "dev", "-o", "json"]).status(1).check();
+        let (o, detail) = outcome(&out.json(), field);
+        assert_eq!(o, "invalid");
+        assert!(detail.contains(want), "{detail}");
+        outputs.push(out.all_text());
+        outputs.push(
+            run()
+                .args(["apply", "dev"])
+                .status(1)
+                .stdout_has("invalid")
+                .check()
+                .all_text(),
+        );
+        let (data, v) = bao.kv_get("secret", "app/dev/KEYS").unwrap();
+        assert_eq!((Value::Object(data), Some(v)), (fields, version));
+    }
+    assert_never_shown(&outputs, &ed);
+    assert_never_shown(&outputs, &ec);
+}
+
+#[test]
+fn gen_prints_a_key_openssl_reads() {
+    for g in ["ed25519", "ecdsa-p256"] {
+        let out = Run::offline().args(["gen", g]).status(0).check();
+        assert_key_type(g, &out.stdout_text());
+        assert!(out.stderr_text().is_empty());
+    }
+}
