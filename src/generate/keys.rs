@@ -6,6 +6,8 @@ use ed25519::pkcs8::spki::der::pem::LineEnding;
 use ed25519::pkcs8::EncodePrivateKey as _;
 use ed25519::KeypairBytes;
 use rcgen::{KeyPair, SignatureAlgorithm, PKCS_ECDSA_P256_SHA256, PKCS_ED25519};
+use rsa::pkcs8::DecodePrivateKey as _;
+use rsa::traits::PublicKeyParts as _;
 use zeroize::Zeroizing;
 
 use super::{RngError, Validity};
@@ -33,21 +35,33 @@ pub enum KeyType {
     Ed25519,
     /// ECDSA on NIST P-256 (secp256r1).
     EcdsaP256,
+    /// RSA with a modulus of `bits` bits (one of [`RSA_BITS`]).
+    Rsa {
+        /// Modulus size.
+        bits: usize,
+    },
 }
+
+/// The RSA key sizes a spec may ask for.
+pub const RSA_BITS: &[usize] = &[2048, 3072, 4096];
+/// The RSA key size when a spec does not say.
+pub const DEFAULT_RSA_BITS: usize = 2048;
 
 impl KeyType {
     fn algorithm(self) -> &'static SignatureAlgorithm {
         match self {
             KeyType::Ed25519 => &PKCS_ED25519,
             KeyType::EcdsaP256 => &PKCS_ECDSA_P256_SHA256,
+            KeyType::Rsa { .. } => &rcgen::PKCS_RSA_SHA256,
         }
     }
 
     /// How people name the key type.
-    pub fn label(self) -> &'static str {
+    pub fn label(self) -> String {
         match self {
-            KeyType::Ed25519 => "Ed25519",
-            KeyType::EcdsaP256 => "ECDSA P-256",
+            KeyType::Ed25519 => "Ed25519".into(),
+            KeyType::EcdsaP256 => "ECDSA P-256".into(),
+            KeyType::Rsa { bits } => format!("RSA {bits}-bit"),
         }
     }
 
@@ -73,6 +87,14 @@ impl KeyType {
             KeyType::EcdsaP256 => KeyPair::generate_for(self.algorithm())
                 .map(|key| key.serialize_pem())
                 .map_err(|e| RngError::Failed(e.to_string())),
+            KeyType::Rsa { bits } => {
+                let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, bits)
+                    .map_err(|e| RngError::Failed(e.to_string()))?;
+                let pem = key
+                    .to_pkcs8_pem(LineEnding::LF)
+                    .map_err(|e| RngError::Failed(e.to_string()))?;
+                Ok(pem.to_string())
+            }
         }
     }
 
@@ -82,8 +104,27 @@ impl KeyType {
             Ok(der) => der,
             Err(reason) => return Validity::Invalid(reason),
         };
+        // ring reads RSA keys of 2048 to 4096 bits only: the rsa crate reads any size, to say it.
+        if let KeyType::Rsa { bits } = self {
+            if let Ok(key) = rsa::RsaPrivateKey::from_pkcs8_der(&der) {
+                let size = key.size() * 8;
+                return match key.validate() {
+                    Err(_) => Validity::Invalid(format!(
+                        "is a PKCS#8 RSA key whose parts do not agree (expected RSA {bits}-bit)"
+                    )),
+                    Ok(()) if size != bits => Validity::Invalid(format!(
+                        "is a PKCS#8 RSA {size}-bit key, expected RSA {bits}-bit"
+                    )),
+                    Ok(()) => Validity::Valid,
+                };
+            }
+        }
         match KeyPair::try_from(der.as_slice()) {
-            Ok(key) if key.algorithm() == self.algorithm() => Validity::Valid,
+            Ok(key)
+                if key.algorithm() == self.algorithm() && !matches!(self, KeyType::Rsa { .. }) =>
+            {
+                Validity::Valid
+            }
             Ok(key) => Validity::Invalid(format!(
                 "is a PKCS#8 {} key, expected {}",
                 algorithm_label(key.algorithm()),

@@ -18,7 +18,7 @@ use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
 pub use charset::{CharClass, CharClasses};
-pub use keys::KeyType;
+pub use keys::{KeyType, DEFAULT_RSA_BITS, RSA_BITS};
 pub use params::{Param, ParamError, Params, Syntax};
 
 /// Default number of random bytes for `hex`, `base64` and `base64url`.
@@ -68,7 +68,7 @@ pub enum Generator {
     },
     /// A random UUID, version 4.
     Uuid,
-    /// An asymmetric private key, PKCS#8 PEM (`ed25519`, `ecdsa-p256`).
+    /// An asymmetric private key, PKCS#8 PEM (`ed25519`, `ecdsa-p256`, `rsa`).
     Key(KeyType),
     /// Not a generator: the field of a provided secret (`provided_by`) declared without one.
     /// Another application makes the value; any non-empty text is accepted and nothing is ever
@@ -89,6 +89,7 @@ pub const GENERATOR_NAMES: &[&str] = &[
     "uuid",
     "ed25519",
     "ecdsa-p256",
+    "rsa",
 ];
 
 /// What a validator thinks of a value that already exists.
@@ -129,6 +130,7 @@ impl Generator {
             Generator::Uuid => "uuid",
             Generator::Key(KeyType::Ed25519) => "ed25519",
             Generator::Key(KeyType::EcdsaP256) => "ecdsa-p256",
+            Generator::Key(KeyType::Rsa { .. }) => "rsa",
             Generator::Any => "any",
         }
     }
@@ -294,6 +296,7 @@ impl fmt::Display for Generator {
         match self {
             Generator::Hex { bytes } => write!(f, "hex(bytes={bytes})"),
             Generator::Base64 { bytes, .. } => write!(f, "{}(bytes={bytes})", self.name()),
+            Generator::Key(KeyType::Rsa { bits }) => write!(f, "rsa(bits={bits})"),
             Generator::Password { length, classes } => {
                 write!(f, "password(length={length}, classes={classes})")
             }

@@ -276,3 +276,59 @@ fn keys_that_do_not_parse_are_invalid_and_never_quoted() {
         }
     }
 }
+
+#[test]
+fn an_rsa_key_has_its_size_and_keys_of_another_size_or_type_are_invalid() {
+    let rsa = Generator::Key(KeyType::Rsa { bits: 2048 });
+    let key = rsa.generate().unwrap();
+    assert!(key
+        .expose_secret()
+        .starts_with("-----BEGIN PRIVATE KEY-----\n"));
+    assert_eq!(rsa.validate(&key), Validity::Valid);
+    assert_eq!(
+        Generator::Key(KeyType::Rsa { bits: 3072 }).validate(&key),
+        Validity::Invalid("is a PKCS#8 RSA 2048-bit key, expected RSA 3072-bit".into())
+    );
+    assert_eq!(
+        Generator::Key(KeyType::Ed25519).validate(&key),
+        Validity::Invalid("is a PKCS#8 RSA key, expected Ed25519".into())
+    );
+    let ed = Generator::Key(KeyType::Ed25519).generate().unwrap();
+    assert_eq!(
+        rsa.validate(&ed),
+        Validity::Invalid("is a PKCS#8 Ed25519 key, expected RSA 2048-bit".into())
+    );
+}
+
+#[test]
+fn rsa_sizes_are_2048_3072_or_4096() {
+    let build = |bits| {
+        Generator::from_params(
+            &Params {
+                name: "rsa",
+                bits: Some(bits),
+                ..Params::default()
+            },
+            Syntax::Spec,
+        )
+    };
+    assert_eq!(build(4096), Ok(Generator::Key(KeyType::Rsa { bits: 4096 })));
+    for bad in [1024, 2047, 8192, -1] {
+        let e = build(bad).unwrap_err();
+        assert_eq!((e.len(), e[0].param), (1, Param::Bits), "{bad}");
+        assert_eq!(e[0].help, "2048, 3072 or 4096");
+    }
+    let rsa = Generator::from_params(
+        &Params {
+            name: "rsa",
+            ..Params::default()
+        },
+        Syntax::Spec,
+    );
+    assert_eq!(
+        rsa,
+        Ok(Generator::Key(KeyType::Rsa {
+            bits: DEFAULT_RSA_BITS
+        }))
+    );
+}

@@ -1,4 +1,4 @@
-//! Key-material generators (`ed25519`, `ecdsa-p256`) against real OpenBao: what `apply` writes
+//! Key-material generators (`ed25519`, `ecdsa-p256`, `rsa`) against real OpenBao: what `apply` writes
 //! and `gen` prints parses with an independent tool (the `openssl` CLI), a key made by openssl
 //! is kept, one of the wrong type or that does not parse is `invalid` and never overwritten, and
 //! no line of a key appears in any output, trace logs included.
@@ -21,6 +21,7 @@ vault_addr = "{addr}"
 description = "signing keys"
 fields.ed = { generator = "ed25519" }
 fields.ec = { generator = "ecdsa-p256" }
+fields.rsa = { generator = "rsa", bits = 2048 }
 "#;
 
 /// `openssl ARGS` with `input` on stdin; its stdout. The test fails, never skips, without it.
@@ -65,6 +66,10 @@ fn assert_key_type(generator: &str, pem: &str) {
         "ed25519" => assert!(text.starts_with("ED25519 Private-Key:"), "{generator}"),
         "ecdsa-p256" => assert!(
             text.starts_with("Private-Key: (256 bit") && text.contains("NIST CURVE: P-256"),
+            "{generator}"
+        ),
+        "rsa" => assert!(
+            text.starts_with("Private-Key: (2048 bit, 2 primes)"),
             "{generator}"
         ),
         other => panic!("no check for {other}"),
@@ -121,12 +126,17 @@ fn apply_writes_keys_openssl_reads_and_never_shows_them() {
     let doc = out.json();
     assert_eq!(outcome(&doc, "ed").0, "created");
     assert_eq!(outcome(&doc, "ec").0, "created");
+    assert_eq!(outcome(&doc, "rsa").0, "created");
     let (data, version) = bao.kv_get("secret", "app/dev/KEYS").unwrap();
     assert_eq!(version, 1);
     let ed = data["ed"].as_str().unwrap().to_string();
     let ec = data["ec"].as_str().unwrap().to_string();
+    let rsa = data["rsa"].as_str().unwrap().to_string();
     assert_key_type("ed25519", &ed);
     assert_key_type("ecdsa-p256", &ec);
+    assert_key_type("rsa", &rsa);
+    let (ok, _) = openssl(&["rsa", "-check", "-noout"], &rsa);
+    assert!(ok, "openssl rsa -check refused the key");
     // Read back and judged valid: nothing written the second time.
     for args in [
         &["apply", "dev", "-vvv"][..],
@@ -138,6 +148,7 @@ fn apply_writes_keys_openssl_reads_and_never_shows_them() {
     assert_eq!(bao.kv_version("secret", "app/dev/KEYS"), Some(1));
     assert_never_shown(&outputs, &ed);
     assert_never_shown(&outputs, &ec);
+    assert_never_shown(&outputs, &rsa);
 }
 
 #[test]
@@ -147,25 +158,43 @@ fn keys_from_openssl_are_kept_and_wrong_ones_are_invalid_never_overwritten() {
     let run = || Run::new(&bao).specs(dir.path()).env("RUST_LOG", "trace");
     let ed = openssl_key(&["-algorithm", "ed25519"]);
     let ec = openssl_key(&["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]);
-    bao.kv_put("secret", "app/dev/KEYS", json!({ "ed": ed, "ec": ec }));
+    let rsa = openssl_key(&["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]);
+    let rsa3072 = openssl_key(&["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:3072"]);
+    bao.kv_put(
+        "secret",
+        "app/dev/KEYS",
+        json!({ "ed": ed, "ec": ec, "rsa": rsa }),
+    );
     let out = run().args(["apply", "dev", "-o", "json"]).status(0).check();
     let doc = out.json();
     assert_eq!(outcome(&doc, "ed").0, "exists");
     assert_eq!(outcome(&doc, "ec").0, "exists");
+    assert_eq!(outcome(&doc, "rsa").0, "exists");
     let mut outputs = vec![out.all_text()];
 
-    // An ECDSA key where an Ed25519 key belongs, and a key cut short: invalid, and kept.
+    // An ECDSA key where an Ed25519 key belongs, a key cut short, an RSA key of another size,
+    // and an Ed25519 key where an RSA key belongs: invalid, and kept.
     let cut = ed.replacen(&ed.lines().nth(1).unwrap()[..16], "", 1);
     for (fields, field, want) in [
         (
-            json!({ "ed": ec, "ec": ec }),
+            json!({ "ed": ec, "ec": ec, "rsa": rsa }),
             "ed",
             "is a PKCS#8 ECDSA P-256 key, expected Ed25519",
         ),
         (
-            json!({ "ed": ed, "ec": cut }),
+            json!({ "ed": ed, "ec": cut, "rsa": rsa }),
             "ec",
             "does not parse as a PKCS#8 key (expected ECDSA P-256)",
+        ),
+        (
+            json!({ "ed": ed, "ec": ec, "rsa": rsa3072 }),
+            "rsa",
+            "is a PKCS#8 RSA 3072-bit key, expected RSA 2048-bit",
+        ),
+        (
+            json!({ "ed": ed, "ec": ec, "rsa": ed }),
+            "rsa",
+            "is a PKCS#8 Ed25519 key, expected RSA 2048-bit",
         ),
     ] {
         bao.kv_put("secret", "app/dev/KEYS", fields.clone());
@@ -188,12 +217,48 @@ fn keys_from_openssl_are_kept_and_wrong_ones_are_invalid_never_overwritten() {
     }
     assert_never_shown(&outputs, &ed);
     assert_never_shown(&outputs, &ec);
+    assert_never_shown(&outputs, &rsa);
+    assert_never_shown(&outputs, &rsa3072);
+}
+
+#[test]
+fn an_impossible_rsa_size_is_a_located_lint_error_and_apply_sends_nothing() {
+    let bao = OpenBao::dev();
+    let spec = SPEC
+        .replace("{addr}", &bao.addr)
+        .replace("bits = 2048", "bits = 1024");
+    let dir = common::spec_dir(&spec);
+    let line = spec
+        .lines()
+        .position(|l| l.contains("bits = 1024"))
+        .unwrap()
+        + 1;
+    let col = spec.lines().nth(line - 1).unwrap().find("1024").unwrap() + 1;
+    for cmd in [&["lint"][..], &["apply", "dev"]] {
+        let out = Run::new(&bao).specs(dir.path()).args(cmd).status(2).check();
+        let err = out.stderr_text();
+        assert!(err.contains(&format!("app.toml:{line}:{col}")), "{err}");
+        assert!(
+            err.contains("`bits = 1024` is not an RSA key size"),
+            "{err}"
+        );
+        assert!(err.contains("2048, 3072 or 4096"), "{err}");
+    }
+    assert_eq!(bao.kv_get("secret", "app/dev/KEYS"), None);
 }
 
 #[test]
 fn gen_prints_a_key_openssl_reads() {
-    for g in ["ed25519", "ecdsa-p256"] {
-        let out = Run::offline().args(["gen", g]).status(0).check();
+    for (g, flags) in [
+        ("ed25519", &[][..]),
+        ("ecdsa-p256", &[]),
+        ("rsa", &["--bits", "2048"]),
+    ] {
+        let out = Run::offline()
+            .args(["gen", g])
+            .args(flags)
+            .status(0)
+            .check();
         assert_key_type(g, &out.stdout_text());
         assert!(out.stderr_text().is_empty());
     }

@@ -432,6 +432,7 @@ pub(super) fn parse_generator(
     let length = cx.take_int(&mut th, "length", ctx);
     let classes = cx.take_strings(&mut th, "classes", ctx);
     let marker = cx.take_string(&mut th, "marker", ctx);
+    let bits = cx.take_int(&mut th, "bits", ctx);
     if gen.is_none() && !th.contains("generator") {
         cx.err(
             span,
@@ -450,6 +451,7 @@ pub(super) fn parse_generator(
         length: length.map(|l| l.0),
         classes: class_names.as_deref(),
         marker: marker.as_ref().map(|m| m.0.as_str()),
+        bits: bits.map(|b| b.0),
     };
     match Generator::from_params(&params, Syntax::Spec) {
         Ok(g) => {
@@ -467,6 +469,7 @@ pub(super) fn parse_generator(
                         .and_then(|c| c.get(i))
                         .map_or(span, |c| c.1),
                     Param::Marker => marker.as_ref().map_or(span, |m| m.1),
+                    Param::Bits => bits.map_or(span, |b| b.1),
                 };
                 cx.err(at, e.message, Some(e.help));
             }
