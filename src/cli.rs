@@ -278,7 +278,7 @@ pub struct ManArgs {
 #[derive(Debug, Args)]
 pub struct GenArgs {
     /// Generator: hex, hex32, fernet, masterkey, placeholder, base64, base64url, password, uuid,
-    /// ed25519, ecdsa-p256, rsa (PKCS#8 PEM private keys).
+    /// ed25519, ecdsa-p256, rsa (PKCS#8 PEM private keys), ssh-ed25519 (OpenSSH).
     #[arg(value_name = "GENERATOR")]
     pub generator: String,
     /// Random bytes for hex, base64, base64url: 16 to 4096 [default: 32].

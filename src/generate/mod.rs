@@ -7,6 +7,7 @@
 mod charset;
 mod keys;
 mod params;
+mod ssh;
 
 use std::fmt;
 
@@ -70,6 +71,8 @@ pub enum Generator {
     Uuid,
     /// An asymmetric private key, PKCS#8 PEM (`ed25519`, `ecdsa-p256`, `rsa`).
     Key(KeyType),
+    /// An OpenSSH Ed25519 private key, unencrypted.
+    SshEd25519,
     /// Not a generator: the field of a provided secret (`provided_by`) declared without one.
     /// Another application makes the value; any non-empty text is accepted and nothing is ever
     /// generated (no spec or `gen` can name it).
@@ -90,6 +93,7 @@ pub const GENERATOR_NAMES: &[&str] = &[
     "ed25519",
     "ecdsa-p256",
     "rsa",
+    "ssh-ed25519",
 ];
 
 /// What a validator thinks of a value that already exists.
@@ -131,6 +135,7 @@ impl Generator {
             Generator::Key(KeyType::Ed25519) => "ed25519",
             Generator::Key(KeyType::EcdsaP256) => "ecdsa-p256",
             Generator::Key(KeyType::Rsa { .. }) => "rsa",
+            Generator::SshEd25519 => "ssh-ed25519",
             Generator::Any => "any",
         }
     }
@@ -181,6 +186,7 @@ impl Generator {
                 id.hyphenated().to_string()
             }
             Generator::Key(kind) => kind.generate()?,
+            Generator::SshEd25519 => ssh::generate()?,
             Generator::Any => return Err(RngError::NotGenerated),
         };
         let value = SecretString::from(value);
@@ -251,6 +257,7 @@ impl Generator {
                 Err(_) => Validity::Invalid("is not a UUID".to_string()),
             },
             Generator::Key(kind) => kind.validate(v),
+            Generator::SshEd25519 => ssh::validate(v),
             Generator::Any if v.is_empty() => Validity::Invalid("is empty".to_string()),
             Generator::Any => Validity::Valid,
         }
@@ -278,6 +285,7 @@ impl Generator {
             }
             Generator::Uuid => "random UUID v4".into(),
             Generator::Key(kind) => format!("{} private key, PKCS#8 PEM", kind.label()),
+            Generator::SshEd25519 => "Ed25519 private key, OpenSSH format".into(),
             Generator::Any => "any non-empty text, made by another application".into(),
         }
     }

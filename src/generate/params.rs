@@ -230,6 +230,7 @@ impl Generator {
             "ed25519" => Generator::Key(KeyType::Ed25519),
             "ecdsa-p256" => Generator::Key(KeyType::EcdsaP256),
             "rsa" => Generator::Key(KeyType::Rsa { bits }),
+            "ssh-ed25519" => Generator::SshEd25519,
             other => {
                 let known: Vec<String> = GENERATOR_NAMES.iter().map(|s| s.to_string()).collect();
                 let list = GENERATOR_NAMES

@@ -20,6 +20,7 @@ fn any_generator() -> impl Strategy<Value = Generator> {
         Just(Generator::Uuid),
         Just(Generator::Key(KeyType::Ed25519)),
         Just(Generator::Key(KeyType::EcdsaP256)),
+        Just(Generator::SshEd25519),
     ]
 }
 
@@ -74,6 +75,9 @@ proptest! {
             Generator::Key(_) => {
                 prop_assert!(v.starts_with("-----BEGIN PRIVATE KEY-----\n"));
                 prop_assert!(v.ends_with("-----END PRIVATE KEY-----\n"));
+            }
+            Generator::SshEd25519 => {
+                prop_assert!(v.starts_with("-----BEGIN OPENSSH PRIVATE KEY-----\n"));
             }
             Generator::Any => unreachable!("not among the generators drawn"),
         }
@@ -330,5 +334,41 @@ fn rsa_sizes_are_2048_3072_or_4096() {
         Ok(Generator::Key(KeyType::Rsa {
             bits: DEFAULT_RSA_BITS
         }))
+    );
+}
+
+#[test]
+fn ssh_ed25519_keys_are_openssh_and_checked_half_against_half() {
+    let ssh = Generator::SshEd25519;
+    let a = ssh.generate().unwrap();
+    let b = ssh.generate().unwrap();
+    assert_ne!(a.expose_secret(), b.expose_secret());
+    assert!(a
+        .expose_secret()
+        .starts_with("-----BEGIN OPENSSH PRIVATE KEY-----\n"));
+    assert_eq!(ssh.validate(&a), Validity::Valid);
+    // The public half of another key beside this private half.
+    let key = ssh_key::PrivateKey::from_openssh(a.expose_secret()).unwrap();
+    let other = ssh_key::PrivateKey::from_openssh(b.expose_secret()).unwrap();
+    let mut pair = key.key_data().ed25519().unwrap().clone();
+    pair.public = other.key_data().ed25519().unwrap().public;
+    let mixed = ssh_key::PrivateKey::new(ssh_key::private::KeypairData::Ed25519(pair), "")
+        .unwrap()
+        .to_openssh(ssh_key::LineEnding::LF)
+        .unwrap();
+    assert_eq!(
+        ssh.validate(&s(&mixed)),
+        Validity::Invalid(
+            "is an OpenSSH Ed25519 key whose public half does not match its private half".into()
+        )
+    );
+    let pkcs8 = Generator::Key(KeyType::Ed25519).generate().unwrap();
+    assert!(
+        matches!(ssh.validate(&pkcs8), Validity::Invalid(r) if r.starts_with("is not an OpenSSH private key"))
+    );
+    let cut = a.expose_secret().replacen("b3BlbnNzaC1rZXk", "", 1);
+    assert_eq!(
+        ssh.validate(&s(&cut)),
+        Validity::Invalid("is an OpenSSH private key block that does not parse".into())
     );
 }

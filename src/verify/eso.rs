@@ -945,7 +945,7 @@ fn generator_encoding(g: &Generator) -> (&'static str, Option<&'static str>) {
         }
         Generator::Hex { .. } | Generator::Masterkey => ("hex", None),
         Generator::Uuid => ("a UUID", None),
-        Generator::Key(_) => ("a PEM key", None),
+        Generator::Key(_) | Generator::SshEd25519 => ("a PEM key", None),
         Generator::Password { .. } => ("a password", None),
         Generator::Placeholder { .. } => ("text a person fills in", None),
         Generator::Any => ("a value of a format it does not know", None),
@@ -959,7 +959,7 @@ fn never_base64(g: &Generator) -> bool {
         Generator::Hex { bytes } => (2 * bytes) % 4 != 0,
         Generator::Password { length, .. } => length % 4 != 0,
         // `-----BEGIN PRIVATE KEY-----` has spaces, which no base64 decoding takes.
-        Generator::Key(_) => true,
+        Generator::Key(_) | Generator::SshEd25519 => true,
         _ => false,
     }
 }

@@ -1,6 +1,6 @@
-//! Key-material generators (`ed25519`, `ecdsa-p256`, `rsa`) against real OpenBao: what `apply` writes
-//! and `gen` prints parses with an independent tool (the `openssl` CLI), a key made by openssl
-//! is kept, one of the wrong type or that does not parse is `invalid` and never overwritten, and
+//! Key-material generators (`ed25519`, `ecdsa-p256`, `rsa`, `ssh-ed25519`) against real
+//! OpenBao: what `apply` writes and `gen` prints parses with an independent tool (the `openssl`
+//! CLI, OpenSSH's `ssh-keygen`), a key made by those tools is kept, one of the wrong type or that does not parse is `invalid` and never overwritten, and
 //! no line of a key appears in any output, trace logs included.
 
 use crate::common;
@@ -22,6 +22,7 @@ description = "signing keys"
 fields.ed = { generator = "ed25519" }
 fields.ec = { generator = "ecdsa-p256" }
 fields.rsa = { generator = "rsa", bits = 2048 }
+fields.ssh = { generator = "ssh-ed25519" }
 "#;
 
 /// `openssl ARGS` with `input` on stdin; its stdout. The test fails, never skips, without it.
@@ -48,6 +49,40 @@ fn openssl(args: &[&str], input: &str) -> (bool, String) {
     )
 }
 
+/// `ssh-keygen ARGS -f FILE` on a private key written to a 0600 file; (success, stdout).
+fn ssh_keygen(args: &[&str], key: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("key");
+    std::fs::write(&file, key).unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let out = Command::new("ssh-keygen")
+        .args(args)
+        .arg("-f")
+        .arg(&file)
+        .stdin(Stdio::null())
+        .output()
+        .expect("OpenSSH's `ssh-keygen` checks the ssh keys: install it (apt-get install openssh-client)");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// An unencrypted OpenSSH key made by `ssh-keygen -t TYPE`, with `passphrase`.
+fn ssh_keygen_key(kind: &str, passphrase: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("key");
+    let ok = Command::new("ssh-keygen")
+        .args(["-q", "-t", kind, "-N", passphrase, "-C", "", "-f"])
+        .arg(&file)
+        .stdin(Stdio::null())
+        .status()
+        .expect("OpenSSH's `ssh-keygen` makes the test's ssh keys")
+        .success();
+    assert!(ok);
+    std::fs::read_to_string(&file).unwrap()
+}
+
 /// What `openssl pkey` reads in a PKCS#8 PEM key: its text dump, which names the key type.
 fn openssl_reads(pem: &str) -> String {
     assert!(
@@ -61,6 +96,15 @@ fn openssl_reads(pem: &str) -> String {
 
 /// Assert the text dump is of the generator's key type.
 fn assert_key_type(generator: &str, pem: &str) {
+    if generator == "ssh-ed25519" {
+        assert!(pem.starts_with("-----BEGIN OPENSSH PRIVATE KEY-----\n"));
+        let (ok, public) = ssh_keygen(&["-y"], pem);
+        assert!(
+            ok && public.starts_with("ssh-ed25519 AAAA"),
+            "ssh-keygen could not read it"
+        );
+        return;
+    }
     let text = openssl_reads(pem);
     match generator {
         "ed25519" => assert!(text.starts_with("ED25519 Private-Key:"), "{generator}"),
@@ -127,11 +171,14 @@ fn apply_writes_keys_openssl_reads_and_never_shows_them() {
     assert_eq!(outcome(&doc, "ed").0, "created");
     assert_eq!(outcome(&doc, "ec").0, "created");
     assert_eq!(outcome(&doc, "rsa").0, "created");
+    assert_eq!(outcome(&doc, "ssh").0, "created");
     let (data, version) = bao.kv_get("secret", "app/dev/KEYS").unwrap();
     assert_eq!(version, 1);
     let ed = data["ed"].as_str().unwrap().to_string();
     let ec = data["ec"].as_str().unwrap().to_string();
     let rsa = data["rsa"].as_str().unwrap().to_string();
+    let ssh = data["ssh"].as_str().unwrap().to_string();
+    assert_key_type("ssh-ed25519", &ssh);
     assert_key_type("ed25519", &ed);
     assert_key_type("ecdsa-p256", &ec);
     assert_key_type("rsa", &rsa);
@@ -149,6 +196,7 @@ fn apply_writes_keys_openssl_reads_and_never_shows_them() {
     assert_never_shown(&outputs, &ed);
     assert_never_shown(&outputs, &ec);
     assert_never_shown(&outputs, &rsa);
+    assert_never_shown(&outputs, &ssh);
 }
 
 #[test]
@@ -160,41 +208,61 @@ fn keys_from_openssl_are_kept_and_wrong_ones_are_invalid_never_overwritten() {
     let ec = openssl_key(&["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]);
     let rsa = openssl_key(&["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]);
     let rsa3072 = openssl_key(&["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:3072"]);
+    let ssh = ssh_keygen_key("ed25519", "");
+    let ssh_rsa = ssh_keygen_key("rsa", "");
+    let ssh_locked = ssh_keygen_key("ed25519", "a passphrase");
     bao.kv_put(
         "secret",
         "app/dev/KEYS",
-        json!({ "ed": ed, "ec": ec, "rsa": rsa }),
+        json!({ "ed": ed, "ec": ec, "rsa": rsa, "ssh": ssh }),
     );
     let out = run().args(["apply", "dev", "-o", "json"]).status(0).check();
     let doc = out.json();
     assert_eq!(outcome(&doc, "ed").0, "exists");
     assert_eq!(outcome(&doc, "ec").0, "exists");
     assert_eq!(outcome(&doc, "rsa").0, "exists");
+    assert_eq!(outcome(&doc, "ssh").0, "exists");
     let mut outputs = vec![out.all_text()];
 
     // An ECDSA key where an Ed25519 key belongs, a key cut short, an RSA key of another size,
-    // and an Ed25519 key where an RSA key belongs: invalid, and kept.
+    // an Ed25519 key where an RSA key belongs, an OpenSSH RSA key, an encrypted OpenSSH key and a
+    // PKCS#8 key where an OpenSSH key belongs: invalid, and kept.
     let cut = ed.replacen(&ed.lines().nth(1).unwrap()[..16], "", 1);
     for (fields, field, want) in [
         (
-            json!({ "ed": ec, "ec": ec, "rsa": rsa }),
+            json!({ "ed": ec, "ec": ec, "rsa": rsa, "ssh": ssh }),
             "ed",
             "is a PKCS#8 ECDSA P-256 key, expected Ed25519",
         ),
         (
-            json!({ "ed": ed, "ec": cut, "rsa": rsa }),
+            json!({ "ed": ed, "ec": cut, "rsa": rsa, "ssh": ssh }),
             "ec",
             "does not parse as a PKCS#8 key (expected ECDSA P-256)",
         ),
         (
-            json!({ "ed": ed, "ec": ec, "rsa": rsa3072 }),
+            json!({ "ed": ed, "ec": ec, "rsa": rsa3072, "ssh": ssh }),
             "rsa",
             "is a PKCS#8 RSA 3072-bit key, expected RSA 2048-bit",
         ),
         (
-            json!({ "ed": ed, "ec": ec, "rsa": ed }),
+            json!({ "ed": ed, "ec": ec, "rsa": ed, "ssh": ssh }),
             "rsa",
             "is a PKCS#8 Ed25519 key, expected RSA 2048-bit",
+        ),
+        (
+            json!({ "ed": ed, "ec": ec, "rsa": rsa, "ssh": ssh_rsa }),
+            "ssh",
+            "is an OpenSSH RSA key, expected Ed25519",
+        ),
+        (
+            json!({ "ed": ed, "ec": ec, "rsa": rsa, "ssh": ssh_locked }),
+            "ssh",
+            "is an encrypted OpenSSH key",
+        ),
+        (
+            json!({ "ed": ed, "ec": ec, "rsa": rsa, "ssh": ed }),
+            "ssh",
+            "is not an OpenSSH private key",
         ),
     ] {
         bao.kv_put("secret", "app/dev/KEYS", fields.clone());
@@ -219,6 +287,8 @@ fn keys_from_openssl_are_kept_and_wrong_ones_are_invalid_never_overwritten() {
     assert_never_shown(&outputs, &ec);
     assert_never_shown(&outputs, &rsa);
     assert_never_shown(&outputs, &rsa3072);
+    assert_never_shown(&outputs, &ssh);
+    assert_never_shown(&outputs, &ssh_rsa);
 }
 
 #[test]
@@ -253,6 +323,7 @@ fn gen_prints_a_key_openssl_reads() {
         ("ed25519", &[][..]),
         ("ecdsa-p256", &[]),
         ("rsa", &["--bits", "2048"]),
+        ("ssh-ed25519", &[]),
     ] {
         let out = Run::offline()
             .args(["gen", g])
