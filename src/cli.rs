@@ -278,7 +278,7 @@ pub struct ManArgs {
 #[derive(Debug, Args)]
 pub struct GenArgs {
     /// Generator: hex, hex32, fernet, masterkey, placeholder, base64, base64url, password, uuid,
-    /// ed25519, ecdsa-p256, rsa (PKCS#8 PEM private keys), ssh-ed25519 (OpenSSH).
+    /// ed25519, ecdsa-p256, rsa (PKCS#8 PEM private keys), ssh-ed25519 (OpenSSH), jwks.
     #[arg(value_name = "GENERATOR")]
     pub generator: String,
     /// Random bytes for hex, base64, base64url: 16 to 4096 [default: 32].
@@ -297,6 +297,9 @@ pub struct GenArgs {
     /// Size of an RSA key: 2048, 3072 or 4096 [default: 2048].
     #[arg(long, value_name = "N")]
     pub bits: Option<usize>,
+    /// Algorithm of a jwks key: RS256 or ES256 [default: RS256].
+    #[arg(long, value_name = "ALG")]
+    pub alg: Option<String>,
 }
 
 /// How to reach Vault, as the `vault` CLI does. Under their own heading in `--help`.

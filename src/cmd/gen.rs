@@ -14,6 +14,7 @@ pub(super) fn run(a: &GenArgs) -> Result<Generated, Failure> {
         classes: (!a.classes.is_empty()).then_some(a.classes.as_slice()),
         marker: a.marker.as_deref(),
         bits: a.bits.map(|b| i64::try_from(b).unwrap_or(i64::MAX)),
+        alg: a.alg.as_deref(),
     };
     let generator = Generator::from_params(&params, Syntax::Flag)?;
     let value = generator

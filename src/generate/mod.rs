@@ -5,6 +5,7 @@
 //! Validators never echo the value they judge: their reasons speak of lengths and alphabets.
 
 mod charset;
+mod jwks;
 mod keys;
 mod params;
 mod ssh;
@@ -19,6 +20,7 @@ use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
 pub use charset::{CharClass, CharClasses};
+pub use jwks::JwkAlg;
 pub use keys::{KeyType, DEFAULT_RSA_BITS, RSA_BITS};
 pub use params::{Param, ParamError, Params, Syntax};
 
@@ -73,6 +75,11 @@ pub enum Generator {
     Key(KeyType),
     /// An OpenSSH Ed25519 private key, unencrypted.
     SshEd25519,
+    /// A JSON Web Key Set of one private key for `alg`, with a `kid`.
+    Jwks {
+        /// `RS256` (RSA 2048) or `ES256` (P-256).
+        alg: JwkAlg,
+    },
     /// Not a generator: the field of a provided secret (`provided_by`) declared without one.
     /// Another application makes the value; any non-empty text is accepted and nothing is ever
     /// generated (no spec or `gen` can name it).
@@ -94,6 +101,7 @@ pub const GENERATOR_NAMES: &[&str] = &[
     "ecdsa-p256",
     "rsa",
     "ssh-ed25519",
+    "jwks",
 ];
 
 /// What a validator thinks of a value that already exists.
@@ -136,6 +144,7 @@ impl Generator {
             Generator::Key(KeyType::EcdsaP256) => "ecdsa-p256",
             Generator::Key(KeyType::Rsa { .. }) => "rsa",
             Generator::SshEd25519 => "ssh-ed25519",
+            Generator::Jwks { .. } => "jwks",
             Generator::Any => "any",
         }
     }
@@ -187,6 +196,7 @@ impl Generator {
             }
             Generator::Key(kind) => kind.generate()?,
             Generator::SshEd25519 => ssh::generate()?,
+            Generator::Jwks { alg } => jwks::generate(*alg)?,
             Generator::Any => return Err(RngError::NotGenerated),
         };
         let value = SecretString::from(value);
@@ -258,6 +268,7 @@ impl Generator {
             },
             Generator::Key(kind) => kind.validate(v),
             Generator::SshEd25519 => ssh::validate(v),
+            Generator::Jwks { alg } => jwks::validate(v, *alg),
             Generator::Any if v.is_empty() => Validity::Invalid("is empty".to_string()),
             Generator::Any => Validity::Valid,
         }
@@ -286,6 +297,7 @@ impl Generator {
             Generator::Uuid => "random UUID v4".into(),
             Generator::Key(kind) => format!("{} private key, PKCS#8 PEM", kind.label()),
             Generator::SshEd25519 => "Ed25519 private key, OpenSSH format".into(),
+            Generator::Jwks { alg } => format!("JWKS of one {} private key with a kid", alg.name()),
             Generator::Any => "any non-empty text, made by another application".into(),
         }
     }
@@ -305,6 +317,7 @@ impl fmt::Display for Generator {
             Generator::Hex { bytes } => write!(f, "hex(bytes={bytes})"),
             Generator::Base64 { bytes, .. } => write!(f, "{}(bytes={bytes})", self.name()),
             Generator::Key(KeyType::Rsa { bits }) => write!(f, "rsa(bits={bits})"),
+            Generator::Jwks { alg } => write!(f, "jwks(alg={})", alg.name()),
             Generator::Password { length, classes } => {
                 write!(f, "password(length={length}, classes={classes})")
             }

@@ -3,7 +3,7 @@
 //! takes which option and in what range.
 
 use super::{
-    CharClass, CharClasses, Generator, KeyType, DEFAULT_BYTES, DEFAULT_MARKER,
+    CharClass, CharClasses, Generator, JwkAlg, KeyType, DEFAULT_BYTES, DEFAULT_MARKER,
     DEFAULT_PASSWORD_LENGTH, DEFAULT_RSA_BITS, GENERATOR_NAMES, MAX_BYTES, MIN_BYTES,
     PASSWORD_LENGTHS, RSA_BITS,
 };
@@ -23,6 +23,8 @@ pub enum Param {
     Marker,
     /// `bits`.
     Bits,
+    /// `alg`.
+    Alg,
 }
 
 /// How option names are written in messages: spec keys (`bytes = 4`) or flags (`--bytes 4`).
@@ -65,6 +67,8 @@ pub struct Params<'a> {
     pub marker: Option<&'a str>,
     /// `bits`, if given.
     pub bits: Option<i64>,
+    /// `alg`, if given.
+    pub alg: Option<&'a str>,
 }
 
 /// One problem with the options.
@@ -147,6 +151,24 @@ impl Generator {
                     DEFAULT_RSA_BITS
                 }
             },
+        };
+        if p.alg.is_some() && name != "jwks" {
+            err(
+                Param::Alg,
+                not_for("alg"),
+                format!("only `jwks` takes `{}`", syntax.key("alg")),
+            );
+        }
+        let alg = match p.alg.filter(|_| name == "jwks") {
+            None => JwkAlg::Rs256,
+            Some(a) => JwkAlg::from_name(a).unwrap_or_else(|| {
+                err(
+                    Param::Alg,
+                    format!("`{}` is not an algorithm vault-seed makes keys for", a),
+                    "`RS256` (RSA 2048) or `ES256` (P-256)".into(),
+                );
+                JwkAlg::Rs256
+            }),
         };
         let takes_bytes = matches!(name, "hex" | "base64" | "base64url" | "hex32");
         let bytes = match p.bytes.filter(|_| takes_bytes) {
@@ -231,6 +253,7 @@ impl Generator {
             "ecdsa-p256" => Generator::Key(KeyType::EcdsaP256),
             "rsa" => Generator::Key(KeyType::Rsa { bits }),
             "ssh-ed25519" => Generator::SshEd25519,
+            "jwks" => Generator::Jwks { alg },
             other => {
                 let known: Vec<String> = GENERATOR_NAMES.iter().map(|s| s.to_string()).collect();
                 let list = GENERATOR_NAMES

@@ -79,6 +79,7 @@ proptest! {
             Generator::SshEd25519 => {
                 prop_assert!(v.starts_with("-----BEGIN OPENSSH PRIVATE KEY-----\n"));
             }
+            Generator::Jwks { .. } => prop_assert!(v.starts_with(r#"{"keys":[{"#), "not a JWKS"),
             Generator::Any => unreachable!("not among the generators drawn"),
         }
     }
@@ -371,4 +372,46 @@ fn ssh_ed25519_keys_are_openssh_and_checked_half_against_half() {
         ssh.validate(&s(&cut)),
         Validity::Invalid("is an OpenSSH private key block that does not parse".into())
     );
+}
+
+#[test]
+fn a_jwks_holds_one_private_key_of_its_alg_with_a_kid() {
+    for (alg, other) in [
+        (JwkAlg::Rs256, JwkAlg::Es256),
+        (JwkAlg::Es256, JwkAlg::Rs256),
+    ] {
+        let g = Generator::Jwks { alg };
+        let v = g.generate().unwrap();
+        assert_eq!(g.validate(&v), Validity::Valid, "{g}");
+        let doc: serde_json::Value = serde_json::from_str(v.expose_secret()).unwrap();
+        let key = &doc["keys"][0];
+        assert_eq!(doc["keys"].as_array().unwrap().len(), 1);
+        assert_eq!(key["alg"], alg.name());
+        assert_eq!(
+            key["kid"].as_str().unwrap().len(),
+            43,
+            "a SHA-256 thumbprint"
+        );
+        assert!(matches!(
+            Generator::Jwks { alg: other }.validate(&v),
+            Validity::Invalid(r) if r.starts_with("its key has `kty`")
+        ));
+        // A private part changed: the key no longer rebuilds.
+        let mut broken = doc.clone();
+        let d = key["d"].as_str().unwrap();
+        let flipped = if d.starts_with('A') { "B" } else { "A" };
+        broken["keys"][0]["d"] = format!("{flipped}{}", &d[1..]).into();
+        match g.validate(&s(&broken.to_string())) {
+            Validity::Invalid(r) => assert!(!r.contains(&d[..12]), "{r}"),
+            other => panic!("{g}: {other:?}"),
+        }
+        let two = serde_json::json!({ "keys": [key, key] }).to_string();
+        assert!(
+            matches!(g.validate(&s(&two)), Validity::Invalid(r) if r.starts_with("holds 2 keys"))
+        );
+    }
+    assert!(matches!(
+        Generator::Jwks { alg: JwkAlg::Rs256 }.validate(&s("not json")),
+        Validity::Invalid(r) if r.starts_with("is not JSON")
+    ));
 }

@@ -433,6 +433,7 @@ pub(super) fn parse_generator(
     let classes = cx.take_strings(&mut th, "classes", ctx);
     let marker = cx.take_string(&mut th, "marker", ctx);
     let bits = cx.take_int(&mut th, "bits", ctx);
+    let alg = cx.take_string(&mut th, "alg", ctx);
     if gen.is_none() && !th.contains("generator") {
         cx.err(
             span,
@@ -452,6 +453,7 @@ pub(super) fn parse_generator(
         classes: class_names.as_deref(),
         marker: marker.as_ref().map(|m| m.0.as_str()),
         bits: bits.map(|b| b.0),
+        alg: alg.as_ref().map(|a| a.0.as_str()),
     };
     match Generator::from_params(&params, Syntax::Spec) {
         Ok(g) => {
@@ -470,6 +472,7 @@ pub(super) fn parse_generator(
                         .map_or(span, |c| c.1),
                     Param::Marker => marker.as_ref().map_or(span, |m| m.1),
                     Param::Bits => bits.map_or(span, |b| b.1),
+                    Param::Alg => alg.as_ref().map_or(span, |a| a.1),
                 };
                 cx.err(at, e.message, Some(e.help));
             }
