@@ -277,7 +277,8 @@ pub struct ManArgs {
 /// `gen` options.
 #[derive(Debug, Args)]
 pub struct GenArgs {
-    /// Generator: hex, hex32, fernet, masterkey, placeholder, base64, base64url, password, uuid.
+    /// Generator: hex, hex32, fernet, masterkey, placeholder, base64, base64url, password, uuid,
+    /// ed25519, ecdsa-p256, rsa (PKCS#8 PEM private keys), ssh-ed25519 (OpenSSH), jwks.
     #[arg(value_name = "GENERATOR")]
     pub generator: String,
     /// Random bytes for hex, base64, base64url: 16 to 4096 [default: 32].
@@ -293,6 +294,12 @@ pub struct GenArgs {
     /// Marker text of a placeholder [default: placeholder].
     #[arg(long, value_name = "TEXT")]
     pub marker: Option<String>,
+    /// Size of an RSA key: 2048, 3072 or 4096 [default: 2048].
+    #[arg(long, value_name = "N")]
+    pub bits: Option<usize>,
+    /// Algorithm of a jwks key: RS256 or ES256 [default: RS256].
+    #[arg(long, value_name = "ALG")]
+    pub alg: Option<String>,
 }
 
 /// How to reach Vault, as the `vault` CLI does. Under their own heading in `--help`.
@@ -743,6 +750,7 @@ mod tests {
         assert!(help("bytes").contains(&format!("[default: {DEFAULT_BYTES}]")));
         assert!(help("length").contains(&format!("[default: {DEFAULT_PASSWORD_LENGTH}]")));
         assert!(help("marker").contains(&format!("[default: {DEFAULT_MARKER}]")));
+        assert!(help("bits").contains(&format!("[default: {}]", crate::generate::DEFAULT_RSA_BITS)));
         let classes = crate::generate::CharClasses::default();
         let names: Vec<&str> = classes.classes().iter().map(|c| c.name()).collect();
         assert!(help("classes").contains(&format!("[default: {}]", names.join(","))));

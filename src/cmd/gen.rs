@@ -13,6 +13,8 @@ pub(super) fn run(a: &GenArgs) -> Result<Generated, Failure> {
         length: a.length.map(|l| i64::try_from(l).unwrap_or(i64::MAX)),
         classes: (!a.classes.is_empty()).then_some(a.classes.as_slice()),
         marker: a.marker.as_deref(),
+        bits: a.bits.map(|b| i64::try_from(b).unwrap_or(i64::MAX)),
+        alg: a.alg.as_deref(),
     };
     let generator = Generator::from_params(&params, Syntax::Flag)?;
     let value = generator

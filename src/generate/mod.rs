@@ -5,7 +5,10 @@
 //! Validators never echo the value they judge: their reasons speak of lengths and alphabets.
 
 mod charset;
+mod jwks;
+mod keys;
 mod params;
+mod ssh;
 
 use std::fmt;
 
@@ -17,6 +20,8 @@ use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
 pub use charset::{CharClass, CharClasses};
+pub use jwks::JwkAlg;
+pub use keys::{KeyType, DEFAULT_RSA_BITS, RSA_BITS};
 pub use params::{Param, ParamError, Params, Syntax};
 
 /// Default number of random bytes for `hex`, `base64` and `base64url`.
@@ -66,6 +71,15 @@ pub enum Generator {
     },
     /// A random UUID, version 4.
     Uuid,
+    /// An asymmetric private key, PKCS#8 PEM (`ed25519`, `ecdsa-p256`, `rsa`).
+    Key(KeyType),
+    /// An OpenSSH Ed25519 private key, unencrypted.
+    SshEd25519,
+    /// A JSON Web Key Set of one private key for `alg`, with a `kid`.
+    Jwks {
+        /// `RS256` (RSA 2048) or `ES256` (P-256).
+        alg: JwkAlg,
+    },
     /// Not a generator: the field of a provided secret (`provided_by`) declared without one.
     /// Another application makes the value; any non-empty text is accepted and nothing is ever
     /// generated (no spec or `gen` can name it).
@@ -83,6 +97,11 @@ pub const GENERATOR_NAMES: &[&str] = &[
     "base64url",
     "password",
     "uuid",
+    "ed25519",
+    "ecdsa-p256",
+    "rsa",
+    "ssh-ed25519",
+    "jwks",
 ];
 
 /// What a validator thinks of a value that already exists.
@@ -121,6 +140,11 @@ impl Generator {
             Generator::Base64 { url_safe: true, .. } => "base64url",
             Generator::Password { .. } => "password",
             Generator::Uuid => "uuid",
+            Generator::Key(KeyType::Ed25519) => "ed25519",
+            Generator::Key(KeyType::EcdsaP256) => "ecdsa-p256",
+            Generator::Key(KeyType::Rsa { .. }) => "rsa",
+            Generator::SshEd25519 => "ssh-ed25519",
+            Generator::Jwks { .. } => "jwks",
             Generator::Any => "any",
         }
     }
@@ -170,6 +194,9 @@ impl Generator {
                 zeroize::Zeroize::zeroize(&mut b);
                 id.hyphenated().to_string()
             }
+            Generator::Key(kind) => kind.generate()?,
+            Generator::SshEd25519 => ssh::generate()?,
+            Generator::Jwks { alg } => jwks::generate(*alg)?,
             Generator::Any => return Err(RngError::NotGenerated),
         };
         let value = SecretString::from(value);
@@ -239,6 +266,9 @@ impl Generator {
                 Ok(_) => Validity::Valid,
                 Err(_) => Validity::Invalid("is not a UUID".to_string()),
             },
+            Generator::Key(kind) => kind.validate(v),
+            Generator::SshEd25519 => ssh::validate(v),
+            Generator::Jwks { alg } => jwks::validate(v, *alg),
             Generator::Any if v.is_empty() => Validity::Invalid("is empty".to_string()),
             Generator::Any => Validity::Valid,
         }
@@ -265,6 +295,9 @@ impl Generator {
                 format!("{length}-char password from {classes}")
             }
             Generator::Uuid => "random UUID v4".into(),
+            Generator::Key(kind) => format!("{} private key, PKCS#8 PEM", kind.label()),
+            Generator::SshEd25519 => "Ed25519 private key, OpenSSH format".into(),
+            Generator::Jwks { alg } => format!("JWKS of one {} private key with a kid", alg.name()),
             Generator::Any => "any non-empty text, made by another application".into(),
         }
     }
@@ -283,6 +316,8 @@ impl fmt::Display for Generator {
         match self {
             Generator::Hex { bytes } => write!(f, "hex(bytes={bytes})"),
             Generator::Base64 { bytes, .. } => write!(f, "{}(bytes={bytes})", self.name()),
+            Generator::Key(KeyType::Rsa { bits }) => write!(f, "rsa(bits={bits})"),
+            Generator::Jwks { alg } => write!(f, "jwks(alg={})", alg.name()),
             Generator::Password { length, classes } => {
                 write!(f, "password(length={length}, classes={classes})")
             }

@@ -3,8 +3,9 @@
 //! takes which option and in what range.
 
 use super::{
-    CharClass, CharClasses, Generator, DEFAULT_BYTES, DEFAULT_MARKER, DEFAULT_PASSWORD_LENGTH,
-    GENERATOR_NAMES, MAX_BYTES, MIN_BYTES, PASSWORD_LENGTHS,
+    CharClass, CharClasses, Generator, JwkAlg, KeyType, DEFAULT_BYTES, DEFAULT_MARKER,
+    DEFAULT_PASSWORD_LENGTH, DEFAULT_RSA_BITS, GENERATOR_NAMES, MAX_BYTES, MIN_BYTES,
+    PASSWORD_LENGTHS, RSA_BITS,
 };
 
 /// Which option a problem is about, so the caller can point at it (a span, a flag).
@@ -20,6 +21,10 @@ pub enum Param {
     Classes(usize),
     /// `marker`.
     Marker,
+    /// `bits`.
+    Bits,
+    /// `alg`.
+    Alg,
 }
 
 /// How option names are written in messages: spec keys (`bytes = 4`) or flags (`--bytes 4`).
@@ -60,6 +65,10 @@ pub struct Params<'a> {
     pub classes: Option<&'a [String]>,
     /// `marker`, if given.
     pub marker: Option<&'a str>,
+    /// `bits`, if given.
+    pub bits: Option<i64>,
+    /// `alg`, if given.
+    pub alg: Option<&'a str>,
 }
 
 /// One problem with the options.
@@ -119,6 +128,48 @@ impl Generator {
                 format!("only `placeholder` takes `{}`", syntax.key("marker")),
             );
         }
+        if p.bits.is_some() && name != "rsa" {
+            err(
+                Param::Bits,
+                not_for("bits"),
+                format!("only `rsa` takes `{}`", syntax.key("bits")),
+            );
+        }
+        let bits = match p.bits.filter(|_| name == "rsa") {
+            None => DEFAULT_RSA_BITS,
+            Some(n) => match usize::try_from(n) {
+                Ok(n) if RSA_BITS.contains(&n) => n,
+                _ => {
+                    err(
+                        Param::Bits,
+                        format!(
+                            "`{}` is not an RSA key size vault-seed makes",
+                            syntax.assign("bits", n)
+                        ),
+                        "2048, 3072 or 4096".into(),
+                    );
+                    DEFAULT_RSA_BITS
+                }
+            },
+        };
+        if p.alg.is_some() && name != "jwks" {
+            err(
+                Param::Alg,
+                not_for("alg"),
+                format!("only `jwks` takes `{}`", syntax.key("alg")),
+            );
+        }
+        let alg = match p.alg.filter(|_| name == "jwks") {
+            None => JwkAlg::Rs256,
+            Some(a) => JwkAlg::from_name(a).unwrap_or_else(|| {
+                err(
+                    Param::Alg,
+                    format!("`{}` is not an algorithm vault-seed makes keys for", a),
+                    "`RS256` (RSA 2048) or `ES256` (P-256)".into(),
+                );
+                JwkAlg::Rs256
+            }),
+        };
         let takes_bytes = matches!(name, "hex" | "base64" | "base64url" | "hex32");
         let bytes = match p.bytes.filter(|_| takes_bytes) {
             None => DEFAULT_BYTES,
@@ -198,6 +249,11 @@ impl Generator {
             },
             "password" => Generator::Password { length, classes },
             "uuid" => Generator::Uuid,
+            "ed25519" => Generator::Key(KeyType::Ed25519),
+            "ecdsa-p256" => Generator::Key(KeyType::EcdsaP256),
+            "rsa" => Generator::Key(KeyType::Rsa { bits }),
+            "ssh-ed25519" => Generator::SshEd25519,
+            "jwks" => Generator::Jwks { alg },
             other => {
                 let known: Vec<String> = GENERATOR_NAMES.iter().map(|s| s.to_string()).collect();
                 let list = GENERATOR_NAMES

@@ -18,6 +18,9 @@ fn any_generator() -> impl Strategy<Value = Generator> {
         (*PASSWORD_LENGTHS.start()..=200usize, classes)
             .prop_map(|(length, classes)| Generator::Password { length, classes }),
         Just(Generator::Uuid),
+        Just(Generator::Key(KeyType::Ed25519)),
+        Just(Generator::Key(KeyType::EcdsaP256)),
+        Just(Generator::SshEd25519),
     ]
 }
 
@@ -69,6 +72,14 @@ proptest! {
                 prop_assert_eq!(id.get_version_num(), 4);
                 prop_assert_eq!(v.len(), 36);
             }
+            Generator::Key(_) => {
+                prop_assert!(v.starts_with("-----BEGIN PRIVATE KEY-----\n"));
+                prop_assert!(v.ends_with("-----END PRIVATE KEY-----\n"));
+            }
+            Generator::SshEd25519 => {
+                prop_assert!(v.starts_with("-----BEGIN OPENSSH PRIVATE KEY-----\n"));
+            }
+            Generator::Jwks { .. } => prop_assert!(v.starts_with(r#"{"keys":[{"#), "not a JWKS"),
             Generator::Any => unreachable!("not among the generators drawn"),
         }
     }
@@ -206,4 +217,201 @@ fn any_validates_non_empty_text_and_generates_nothing() {
         Err(RngError::NotGenerated)
     ));
     assert!(!GENERATOR_NAMES.contains(&Generator::Any.name()));
+}
+
+#[test]
+fn key_generators_make_pkcs8_pem_keys_of_their_type() {
+    let ed = Generator::Key(KeyType::Ed25519);
+    let ec = Generator::Key(KeyType::EcdsaP256);
+    for g in [&ed, &ec] {
+        let a = g.generate().unwrap();
+        let b = g.generate().unwrap();
+        assert_ne!(a.expose_secret(), b.expose_secret());
+        let pem = a.expose_secret();
+        assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----\n"), "{g}");
+        assert!(pem.trim_end().ends_with("-----END PRIVATE KEY-----"), "{g}");
+        assert_eq!(g.validate(&a), Validity::Valid, "{g}");
+    }
+    let an_ec_key = ec.generate().unwrap();
+    assert_eq!(
+        ed.validate(&an_ec_key),
+        Validity::Invalid("is a PKCS#8 ECDSA P-256 key, expected Ed25519".into())
+    );
+    let an_ed_key = ed.generate().unwrap();
+    assert_eq!(
+        ec.validate(&an_ed_key),
+        Validity::Invalid("is a PKCS#8 Ed25519 key, expected ECDSA P-256".into())
+    );
+}
+
+#[test]
+fn keys_that_do_not_parse_are_invalid_and_never_quoted() {
+    let ed = Generator::Key(KeyType::Ed25519);
+    let key = ed.generate().unwrap();
+    let pem = key.expose_secret();
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let relabelled = pem.replace("PRIVATE KEY", "RSA PRIVATE KEY");
+    let odd_label = pem.replace("PRIVATE KEY", "SECRET STUFF");
+    let twice = format!("{pem}{pem}");
+    // The right armour around DER that is no key.
+    let not_a_key = pem::encode(&pem::Pem::new("PRIVATE KEY", b"0123456789abcdef".to_vec()));
+    let truncated = pem.replacen(&body[..20], "", 1);
+    let cases: [(&str, &str); 6] = [
+        (&body, "is not PEM"),
+        (
+            &relabelled,
+            "labelled `RSA PRIVATE KEY`, expected `PRIVATE KEY`",
+        ),
+        (&odd_label, "labelled another label"),
+        (&twice, "holds 2 PEM blocks"),
+        (
+            &not_a_key,
+            "does not parse as a PKCS#8 key (expected Ed25519)",
+        ),
+        (&truncated, "does not parse as a PKCS#8 key"),
+    ];
+    for (value, want) in cases {
+        match ed.validate(&s(value)) {
+            Validity::Invalid(reason) => {
+                assert!(reason.contains(want), "{reason:?} lacks {want:?}");
+                assert!(!reason.contains(&body[..16]), "{reason}");
+                assert!(!reason.contains("SECRET"), "{reason}");
+            }
+            other => panic!("{want}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn an_rsa_key_has_its_size_and_keys_of_another_size_or_type_are_invalid() {
+    let rsa = Generator::Key(KeyType::Rsa { bits: 2048 });
+    let key = rsa.generate().unwrap();
+    assert!(key
+        .expose_secret()
+        .starts_with("-----BEGIN PRIVATE KEY-----\n"));
+    assert_eq!(rsa.validate(&key), Validity::Valid);
+    assert_eq!(
+        Generator::Key(KeyType::Rsa { bits: 3072 }).validate(&key),
+        Validity::Invalid("is a PKCS#8 RSA 2048-bit key, expected RSA 3072-bit".into())
+    );
+    assert_eq!(
+        Generator::Key(KeyType::Ed25519).validate(&key),
+        Validity::Invalid("is a PKCS#8 RSA key, expected Ed25519".into())
+    );
+    let ed = Generator::Key(KeyType::Ed25519).generate().unwrap();
+    assert_eq!(
+        rsa.validate(&ed),
+        Validity::Invalid("is a PKCS#8 Ed25519 key, expected RSA 2048-bit".into())
+    );
+}
+
+#[test]
+fn rsa_sizes_are_2048_3072_or_4096() {
+    let build = |bits| {
+        Generator::from_params(
+            &Params {
+                name: "rsa",
+                bits: Some(bits),
+                ..Params::default()
+            },
+            Syntax::Spec,
+        )
+    };
+    assert_eq!(build(4096), Ok(Generator::Key(KeyType::Rsa { bits: 4096 })));
+    for bad in [1024, 2047, 8192, -1] {
+        let e = build(bad).unwrap_err();
+        assert_eq!((e.len(), e[0].param), (1, Param::Bits), "{bad}");
+        assert_eq!(e[0].help, "2048, 3072 or 4096");
+    }
+    let rsa = Generator::from_params(
+        &Params {
+            name: "rsa",
+            ..Params::default()
+        },
+        Syntax::Spec,
+    );
+    assert_eq!(
+        rsa,
+        Ok(Generator::Key(KeyType::Rsa {
+            bits: DEFAULT_RSA_BITS
+        }))
+    );
+}
+
+#[test]
+fn ssh_ed25519_keys_are_openssh_and_checked_half_against_half() {
+    let ssh = Generator::SshEd25519;
+    let a = ssh.generate().unwrap();
+    let b = ssh.generate().unwrap();
+    assert_ne!(a.expose_secret(), b.expose_secret());
+    assert!(a
+        .expose_secret()
+        .starts_with("-----BEGIN OPENSSH PRIVATE KEY-----\n"));
+    assert_eq!(ssh.validate(&a), Validity::Valid);
+    // The public half of another key beside this private half.
+    let key = ssh_key::PrivateKey::from_openssh(a.expose_secret()).unwrap();
+    let other = ssh_key::PrivateKey::from_openssh(b.expose_secret()).unwrap();
+    let mut pair = key.key_data().ed25519().unwrap().clone();
+    pair.public = other.key_data().ed25519().unwrap().public;
+    let mixed = ssh_key::PrivateKey::new(ssh_key::private::KeypairData::Ed25519(pair), "")
+        .unwrap()
+        .to_openssh(ssh_key::LineEnding::LF)
+        .unwrap();
+    assert_eq!(
+        ssh.validate(&s(&mixed)),
+        Validity::Invalid(
+            "is an OpenSSH Ed25519 key whose public half does not match its private half".into()
+        )
+    );
+    let pkcs8 = Generator::Key(KeyType::Ed25519).generate().unwrap();
+    assert!(
+        matches!(ssh.validate(&pkcs8), Validity::Invalid(r) if r.starts_with("is not an OpenSSH private key"))
+    );
+    let cut = a.expose_secret().replacen("b3BlbnNzaC1rZXk", "", 1);
+    assert_eq!(
+        ssh.validate(&s(&cut)),
+        Validity::Invalid("is an OpenSSH private key block that does not parse".into())
+    );
+}
+
+#[test]
+fn a_jwks_holds_one_private_key_of_its_alg_with_a_kid() {
+    for (alg, other) in [
+        (JwkAlg::Rs256, JwkAlg::Es256),
+        (JwkAlg::Es256, JwkAlg::Rs256),
+    ] {
+        let g = Generator::Jwks { alg };
+        let v = g.generate().unwrap();
+        assert_eq!(g.validate(&v), Validity::Valid, "{g}");
+        let doc: serde_json::Value = serde_json::from_str(v.expose_secret()).unwrap();
+        let key = &doc["keys"][0];
+        assert_eq!(doc["keys"].as_array().unwrap().len(), 1);
+        assert_eq!(key["alg"], alg.name());
+        assert_eq!(
+            key["kid"].as_str().unwrap().len(),
+            43,
+            "a SHA-256 thumbprint"
+        );
+        assert!(matches!(
+            Generator::Jwks { alg: other }.validate(&v),
+            Validity::Invalid(r) if r.starts_with("its key has `kty`")
+        ));
+        // A private part changed: the key no longer rebuilds.
+        let mut broken = doc.clone();
+        let d = key["d"].as_str().unwrap();
+        let flipped = if d.starts_with('A') { "B" } else { "A" };
+        broken["keys"][0]["d"] = format!("{flipped}{}", &d[1..]).into();
+        match g.validate(&s(&broken.to_string())) {
+            Validity::Invalid(r) => assert!(!r.contains(&d[..12]), "{r}"),
+            other => panic!("{g}: {other:?}"),
+        }
+        let two = serde_json::json!({ "keys": [key, key] }).to_string();
+        assert!(
+            matches!(g.validate(&s(&two)), Validity::Invalid(r) if r.starts_with("holds 2 keys"))
+        );
+    }
+    assert!(matches!(
+        Generator::Jwks { alg: JwkAlg::Rs256 }.validate(&s("not json")),
+        Validity::Invalid(r) if r.starts_with("is not JSON")
+    ));
 }

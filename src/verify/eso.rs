@@ -945,6 +945,8 @@ fn generator_encoding(g: &Generator) -> (&'static str, Option<&'static str>) {
         }
         Generator::Hex { .. } | Generator::Masterkey => ("hex", None),
         Generator::Uuid => ("a UUID", None),
+        Generator::Key(_) | Generator::SshEd25519 => ("a PEM key", None),
+        Generator::Jwks { .. } => ("a JSON Web Key Set", None),
         Generator::Password { .. } => ("a password", None),
         Generator::Placeholder { .. } => ("text a person fills in", None),
         Generator::Any => ("a value of a format it does not know", None),
@@ -957,6 +959,10 @@ fn never_base64(g: &Generator) -> bool {
     match g {
         Generator::Hex { bytes } => (2 * bytes) % 4 != 0,
         Generator::Password { length, .. } => length % 4 != 0,
+        // `-----BEGIN PRIVATE KEY-----` has spaces, which no base64 decoding takes.
+        Generator::Key(_) | Generator::SshEd25519 => true,
+        // JSON's `{` and `"` are in no base64 alphabet.
+        Generator::Jwks { .. } => true,
         _ => false,
     }
 }

@@ -55,3 +55,16 @@ fn bad_options_are_usage_errors() {
     assert_eq!(c, 2);
     assert!(e.contains("out of range"), "{e}");
 }
+
+#[test]
+fn an_rsa_size_vault_seed_does_not_make_is_a_usage_error() {
+    let (c, v, e) = gen(&["rsa", "--bits", "1024"]);
+    assert_eq!((c, v.as_str()), (2, ""));
+    assert!(e.contains("`--bits 1024` is not an RSA key size"), "{e}");
+    let (c, _, e) = gen(&["ed25519", "--bits", "2048"]);
+    assert_eq!(c, 2);
+    assert!(
+        e.contains("generator `ed25519` does not take `--bits`"),
+        "{e}"
+    );
+}

@@ -22,6 +22,7 @@ mod harness;
 mod hostile;
 mod in_cluster;
 mod json_failures;
+mod keys;
 mod kube_eso;
 mod kube_logs;
 mod kube_vso;

@@ -432,6 +432,8 @@ pub(super) fn parse_generator(
     let length = cx.take_int(&mut th, "length", ctx);
     let classes = cx.take_strings(&mut th, "classes", ctx);
     let marker = cx.take_string(&mut th, "marker", ctx);
+    let bits = cx.take_int(&mut th, "bits", ctx);
+    let alg = cx.take_string(&mut th, "alg", ctx);
     if gen.is_none() && !th.contains("generator") {
         cx.err(
             span,
@@ -450,6 +452,8 @@ pub(super) fn parse_generator(
         length: length.map(|l| l.0),
         classes: class_names.as_deref(),
         marker: marker.as_ref().map(|m| m.0.as_str()),
+        bits: bits.map(|b| b.0),
+        alg: alg.as_ref().map(|a| a.0.as_str()),
     };
     match Generator::from_params(&params, Syntax::Spec) {
         Ok(g) => {
@@ -467,6 +471,8 @@ pub(super) fn parse_generator(
                         .and_then(|c| c.get(i))
                         .map_or(span, |c| c.1),
                     Param::Marker => marker.as_ref().map_or(span, |m| m.1),
+                    Param::Bits => bits.map_or(span, |b| b.1),
+                    Param::Alg => alg.as_ref().map_or(span, |a| a.1),
                 };
                 cx.err(at, e.message, Some(e.help));
             }
