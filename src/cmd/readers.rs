@@ -13,7 +13,7 @@ use crate::verify::readers::{self, Readers};
 use crate::verify::{cluster, consumers};
 
 /// Find and say the readers of `fields` of `t` in environment `env`; their record for the
-/// report.
+/// report. What the cluster named (objects, Secrets, workloads) is cleaned for the terminal.
 pub(super) async fn before_replace(
     g: &GlobalArgs,
     args: &ReadersArgs,
@@ -32,8 +32,12 @@ pub(super) async fn before_replace(
     let path = t.full_path();
     for f in found.findings(&path, env) {
         match f.severity() {
-            Severity::Note => report::say(&format!("{}: {}", style.help("note"), f.message())),
-            _ => report::warn(&style, &f.message()),
+            Severity::Note => report::say(&format!(
+                "{}: {}",
+                style.help("note"),
+                for_terminal(&f.message())
+            )),
+            _ => report::warn(&style, &for_terminal(&f.message())),
         }
     }
     found
@@ -117,8 +121,12 @@ pub(super) fn after_write(g: &GlobalArgs, found: &Readers) {
     let style = Style::stderr(g.color);
     for f in found.after_write() {
         match f.severity() {
-            Severity::Note => report::say(&format!("{}: {}", style.help("note"), f.message())),
-            _ => report::warn(&style, &f.message()),
+            Severity::Note => report::say(&format!(
+                "{}: {}",
+                style.help("note"),
+                for_terminal(&f.message())
+            )),
+            _ => report::warn(&style, &for_terminal(&f.message())),
         }
     }
 }
