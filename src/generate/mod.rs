@@ -4,11 +4,14 @@
 //! ([`rand::rngs::SysRng`], i.e. `getrandom(2)` on Linux) and returns a [`SecretString`].
 //! Validators never echo the value they judge: their reasons speak of lengths and alphabets.
 
+pub mod bcrypt;
 mod charset;
 mod jwks;
 mod keys;
 mod params;
+pub mod pubkey;
 mod ssh;
+pub mod x509;
 
 use std::fmt;
 
