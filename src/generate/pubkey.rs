@@ -276,6 +276,18 @@ pub(super) mod tests {
             .unwrap()
             .serialize_pem();
         let ssh_key = ssh::generate().unwrap();
+        // One key's private half with another's public half: its public key would be a lie.
+        let halves = |pem: &str| {
+            let key = PrivateKey::from_openssh(pem).unwrap();
+            key.key_data().ed25519().unwrap().clone()
+        };
+        let mut mixed = halves(&ssh_key);
+        mixed.public = halves(&ssh::generate().unwrap()).public;
+        let mixed = PrivateKey::new(ssh_key::private::KeypairData::Ed25519(mixed), "")
+            .unwrap()
+            .to_openssh(ssh_key::LineEnding::LF)
+            .unwrap()
+            .to_string();
         let cases = [
             ("garbage that is no key at all".to_string(), "is not PEM"),
             (
@@ -289,6 +301,7 @@ pub(super) mod tests {
                 ssh_key.replace("AAAA", "AAAB"),
                 "OpenSSH private key block that does not parse",
             ),
+            (mixed, "public half does not match its private half"),
         ];
         assert_invalid(&cases, |v| match public_key(&s(v)) {
             Ok(_) => Validity::Valid,
