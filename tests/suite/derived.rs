@@ -495,3 +495,35 @@ fn public_keys_certificates_and_bcrypt_hashes_are_what_openssl_and_libxcrypt_mak
         }
     }
 }
+
+/// A fixed secret never changes, so a source it copies cannot rotate: refused before anything is
+/// written, naming the fixed secret.
+#[test]
+fn a_source_a_fixed_secret_copies_cannot_rotate() {
+    let bao = OpenBao::dev();
+    let spec = r#"
+[vault]
+mount = "secret"
+path = "app/{env}"
+[environments.dev]
+vault_addr = "{addr}"
+[secrets.KEY]
+description = "a key"
+fields.value = { generator = "hex32", rotation = "replace" }
+[secrets.PINNED]
+description = "a copy that data is encrypted with"
+fixed = true
+fields.value = { copy = "KEY.value" }
+"#
+    .replace("{addr}", &bao.addr);
+    let dir = common::spec_dir(&spec);
+    let run = || Run::new(&bao).specs(dir.path());
+    run().args(["apply", "dev"]).status(0).check();
+    run()
+        .args(["rotate", "dev", "KEY.value", "--yes", "--skip-kube"])
+        .status(2)
+        .stderr_has("`secret/app/dev/PINNED` is fixed")
+        .check();
+    assert_eq!(bao.kv_version("secret", "app/dev/KEY"), Some(1));
+    assert_eq!(bao.kv_version("secret", "app/dev/PINNED"), Some(1));
+}
