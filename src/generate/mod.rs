@@ -4,11 +4,15 @@
 //! ([`rand::rngs::SysRng`], i.e. `getrandom(2)` on Linux) and returns a [`SecretString`].
 //! Validators never echo the value they judge: their reasons speak of lengths and alphabets.
 
+pub mod bcrypt;
 mod charset;
+pub mod derived;
 mod jwks;
 mod keys;
 mod params;
+pub mod pubkey;
 mod ssh;
+pub mod x509;
 
 use std::fmt;
 
@@ -20,10 +24,14 @@ use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
 pub use charset::{CharClass, CharClasses};
+pub use derived::{Derived, FieldRef};
 pub use jwks::JwkAlg;
 pub use keys::{KeyType, DEFAULT_RSA_BITS, RSA_BITS};
 pub use params::{Param, ParamError, Params, Syntax};
 
+/// What `apply` writes in a `from_secret` field until `vault-seed import` copies the value
+/// from the cluster: a placeholder, judged pending.
+pub const IMPORT_MARKER: &str = "import-from-cluster";
 /// Default number of random bytes for `hex`, `base64` and `base64url`.
 pub const DEFAULT_BYTES: usize = 32;
 /// Default length of a `password`.
@@ -80,6 +88,18 @@ pub enum Generator {
         /// `RS256` (RSA 2048) or `ES256` (P-256).
         alg: JwkAlg,
     },
+    /// Made from other fields' values (`derive`, `template`, `copy`, `x509-self-signed`).
+    Derived(Derived),
+    /// `from_secret = "NAMESPACE/NAME:KEY"`: the value a component wrote to a Kubernetes
+    /// Secret, copied into Vault by `vault-seed import`; until then, [`IMPORT_MARKER`].
+    FromSecret {
+        /// The Secret's namespace.
+        namespace: String,
+        /// The Secret's name.
+        name: String,
+        /// The key under its `data`.
+        key: String,
+    },
     /// Not a generator: the field of a provided secret (`provided_by`) declared without one.
     /// Another application makes the value; any non-empty text is accepted and nothing is ever
     /// generated (no spec or `gen` can name it).
@@ -124,6 +144,9 @@ pub enum RngError {
     /// The field's value is made by another application ([`Generator::Any`]).
     #[error("the value is made by another application; vault-seed generates none")]
     NotGenerated,
+    /// The field's value is made from other fields ([`Generator::Derived`]).
+    #[error("the value is made from other fields, not generated on its own")]
+    Derived,
 }
 
 impl Generator {
@@ -145,6 +168,8 @@ impl Generator {
             Generator::Key(KeyType::Rsa { .. }) => "rsa",
             Generator::SshEd25519 => "ssh-ed25519",
             Generator::Jwks { .. } => "jwks",
+            Generator::Derived(d) => d.name(),
+            Generator::FromSecret { .. } => "from_secret",
             Generator::Any => "any",
         }
     }
@@ -165,9 +190,20 @@ impl Generator {
         )
     }
 
-    /// Whether the value is meant to be written by a person after deploy.
+    /// Whether the value is meant to be written by a person after deploy, or imported.
     pub fn is_placeholder(&self) -> bool {
-        matches!(self, Generator::Placeholder { .. })
+        matches!(
+            self,
+            Generator::Placeholder { .. } | Generator::FromSecret { .. }
+        )
+    }
+
+    /// How it is made from other fields, if it is.
+    pub fn derived(&self) -> Option<&Derived> {
+        match self {
+            Generator::Derived(d) => Some(d),
+            _ => None,
+        }
     }
 
     /// A fresh value. Random bytes come from the OS CSPRNG and are zeroized after encoding.
@@ -197,10 +233,15 @@ impl Generator {
             Generator::Key(kind) => kind.generate()?,
             Generator::SshEd25519 => ssh::generate()?,
             Generator::Jwks { alg } => jwks::generate(*alg)?,
+            Generator::FromSecret { .. } => IMPORT_MARKER.to_string(),
+            Generator::Derived(_) => return Err(RngError::Derived),
             Generator::Any => return Err(RngError::NotGenerated),
         };
         let value = SecretString::from(value);
-        if !self.is_placeholder() {
+        if !matches!(
+            self,
+            Generator::Placeholder { .. } | Generator::FromSecret { .. }
+        ) {
             crate::redact::register(&value);
         }
         Ok(value)
@@ -269,6 +310,12 @@ impl Generator {
             Generator::Key(kind) => kind.validate(v),
             Generator::SshEd25519 => ssh::validate(v),
             Generator::Jwks { alg } => jwks::validate(v, *alg),
+            Generator::Derived(d) => d.validate(value),
+            Generator::FromSecret { .. } if v == IMPORT_MARKER => Validity::Pending,
+            Generator::FromSecret { .. } if v.is_empty() => {
+                Validity::Invalid("is empty".to_string())
+            }
+            Generator::FromSecret { .. } => Validity::Valid,
             Generator::Any if v.is_empty() => Validity::Invalid("is empty".to_string()),
             Generator::Any => Validity::Valid,
         }
@@ -298,6 +345,12 @@ impl Generator {
             Generator::Key(kind) => format!("{} private key, PKCS#8 PEM", kind.label()),
             Generator::SshEd25519 => "Ed25519 private key, OpenSSH format".into(),
             Generator::Jwks { alg } => format!("JWKS of one {} private key with a kid", alg.name()),
+            Generator::Derived(d) => d.describe(),
+            Generator::FromSecret {
+                namespace,
+                name,
+                key,
+            } => format!("imported from Secret {namespace}/{name}, key {key}"),
             Generator::Any => "any non-empty text, made by another application".into(),
         }
     }

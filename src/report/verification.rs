@@ -174,6 +174,8 @@ fn values(out: &mut dyn io::Write, style: &Style, env: &str, v: &ValuesPart) -> 
                 t(row.detail.unwrap_or_default()),
                 t(by)
             ),
+            // Made from a value still to be filled in: the detail names it.
+            (Status::Pending, _) if row.is_derived() => t(row.detail.unwrap_or_default()),
             (Status::Pending, _) => {
                 format!("fill in: vault-seed set {env} {} < value.txt", row.set_as())
             }

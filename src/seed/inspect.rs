@@ -362,7 +362,14 @@ async fn read_one(vault: &Vault, mounts: &Mounts, t: &Target, known_absent: bool
         );
     };
     tracing::debug!(path = %t.full_path(), known_absent, "deciding");
-    read_known(vault, mount, t, known_absent).await
+    let outside = match super::derive::source_mounts(t, mounts) {
+        Ok(sources) => super::derive::read_sources(vault, &sources).await,
+        Err(why) => Err(why),
+    };
+    match outside {
+        Ok(outside) => read_known(vault, mount, t, known_absent, &outside).await,
+        Err(why) => PathResult::all(t, Outcome::Error, None, Some(why)),
+    }
 }
 
 /// One target on its (usable) mount, read and judged: absent without a request when its
@@ -372,23 +379,24 @@ pub(super) async fn read_known(
     mount: &KvMount,
     t: &Target,
     known_absent: bool,
+    outside: &super::derive::Outside,
 ) -> PathResult {
     if known_absent {
-        return judged(t, Existing::Absent);
+        return judged(t, Existing::Absent, outside);
     }
     match vault.kv_read(mount, &t.path).await {
-        Ok(e) => judged(t, e),
+        Ok(e) => judged(t, e, outside),
         Err(e) => PathResult::from_error(t, &e, false),
     }
 }
 
 /// What is at `t`'s path, judged.
-fn judged(t: &Target, existing: Existing) -> PathResult {
+fn judged(t: &Target, existing: Existing, outside: &super::derive::Outside) -> PathResult {
     match existing {
         Existing::Absent => PathResult::all(t, Outcome::Missing, None, None),
         Existing::Deleted { .. } => PathResult::all(t, Outcome::Recreated, None, None),
         Existing::Present(p) => {
-            let mut r = judge(t, &p);
+            let mut r = judge(t, &p, outside);
             // A missing field that `apply` could not add either: an existing field is not a
             // string.
             if let Some((k, kind)) = p.fields.iter().find_map(|(k, v)| match v {

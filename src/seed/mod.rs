@@ -6,6 +6,7 @@
 //! later gets that field with `cas=<current version>` (*extended*), its other fields unchanged.
 //! KV v1 has no check-and-set: read-then-write, reported as not race-free.
 
+mod derive;
 mod inspect;
 mod outcome;
 mod provided;
@@ -26,6 +27,7 @@ use crate::mounts::Mounts;
 use crate::spec::Target;
 use crate::vault::{Existing, FieldValue, Vault, VaultError, WriteFields};
 
+pub use derive::{follow, followers, read_sources, source_mounts, Outside};
 pub use inspect::{inspect, Detail, FieldFound, FieldState, Found, Inspection, PathState, Status};
 pub use outcome::{FieldResult, Outcome, PathResult, Summary, Unnamed};
 
@@ -149,6 +151,9 @@ async fn pipeline<E>(
     let mut written = false;
     let mut denied = Denied::default();
     let mut unnamed = Unnamed::default();
+    // Targets that read another target's values, and those held back until its result is in.
+    let mut waits = derive::Waits::new(targets);
+    let mut parked: HashMap<usize, (&Target, Rc<Listing>)> = HashMap::new();
     // Over a network a new connection costs a round trip (two with TLS) before its first
     // request: open those the requests after the gate will use now, alongside the gate's, rather
     // than after it. (`HEAD sys/health` carries no token and depends on no answer.)
@@ -181,11 +186,32 @@ async fn pipeline<E>(
             let Some((i, t, listing)) = ready.pop_front() else {
                 break;
             };
+            if waits.waits(i) {
+                parked.insert(i, (t, listing));
+                continue;
+            }
+            let mut release = |i: usize, ready: &mut VecDeque<_>| {
+                for f in waits.done(i) {
+                    if let Some((t, l)) = parked.remove(&f) {
+                        ready.push_back((f, t, l));
+                    }
+                }
+            };
             let Some(mount) = d.get(t.mount()).cloned() else {
                 let why = d.errors.get(t.mount()).cloned().unwrap_or_default();
                 order.put(i, PathResult::all(t, Outcome::Error, None, Some(why)), sink);
+                release(i, &mut ready);
                 progress();
                 continue;
+            };
+            let sources = match derive::source_mounts(t, d) {
+                Ok(s) => s,
+                Err(why) => {
+                    order.put(i, PathResult::all(t, Outcome::Error, None, Some(why)), sink);
+                    release(i, &mut ready);
+                    progress();
+                    continue;
+                }
             };
             let skipped = if cancel.load(Ordering::SeqCst) {
                 Some("not attempted: interrupted")
@@ -197,6 +223,7 @@ async fn pipeline<E>(
             if let Some(why) = skipped {
                 let r = PathResult::all(t, Outcome::Skipped, None, Some(why.into()));
                 order.put(i, r, sink);
+                release(i, &mut ready);
                 progress();
                 continue;
             }
@@ -213,7 +240,7 @@ async fn pipeline<E>(
                 let r = if t.provided.is_some() {
                     provided::read(vault, &mount, t, known_absent).await
                 } else {
-                    seed_one(&ctx, &mount, t, known_absent).await
+                    seed_one(&ctx, &mount, t, known_absent, &sources).await
                 };
                 // After its retries, a path found Vault gone (unreachable, timing out, sealed):
                 // start no more work against it; the report says what was done.
@@ -246,6 +273,11 @@ async fn pipeline<E>(
                     written |= r.written;
                     unnamed.add(&r);
                     order.put(i, *r, sink);
+                    for f in waits.done(i) {
+                        if let Some((t, l)) = parked.remove(&f) {
+                            ready.push_back((f, t, l));
+                        }
+                    }
                     progress();
                 }
             },
@@ -257,6 +289,7 @@ async fn pipeline<E>(
     notes.extend(list_denied_note(denied));
     notes.extend(unnamed.note());
     debug_assert!(order.waiting.is_empty(), "every result was handed on");
+    debug_assert!(parked.is_empty(), "every waiting target was seeded");
     if !opts.metadata && !opts.dry_run && written {
         notes.push("--no-metadata: the paths written carry no custom_metadata marking them as vault-seed's".into());
     }
@@ -491,8 +524,19 @@ async fn discover(
 
 /// One target on its (usable) mount: absent without a request when its folder's listing lacks
 /// it, else read; then created, recreated, judged or extended.
-async fn seed_one(ctx: &Ctx<'_>, mount: &KvMount, t: &Target, known_absent: bool) -> PathResult {
+async fn seed_one(
+    ctx: &Ctx<'_>,
+    mount: &KvMount,
+    t: &Target,
+    known_absent: bool,
+    sources: &[(crate::spec::Source, KvMount)],
+) -> PathResult {
     tracing::debug!(path = %t.full_path(), known_absent, "deciding");
+    let outside = match derive::read_sources(ctx.vault, sources).await {
+        Ok(o) => o,
+        Err(why) => return PathResult::all(t, Outcome::Error, None, Some(why)),
+    };
+    let outside = &outside;
     let existing = if known_absent {
         Existing::Absent
     } else {
@@ -502,28 +546,41 @@ async fn seed_one(ctx: &Ctx<'_>, mount: &KvMount, t: &Target, known_absent: bool
         }
     };
     match existing {
-        Existing::Absent => create(ctx, mount, t, 0, BTreeMap::new(), Outcome::Created).await,
+        Existing::Absent => {
+            create(ctx, mount, t, 0, BTreeMap::new(), Outcome::Created, outside).await
+        }
         Existing::Deleted {
             version,
             custom_metadata,
-        } => create(ctx, mount, t, version, custom_metadata, Outcome::Recreated).await,
-        Existing::Present(p) => judge_or_extend(ctx, mount, t, p).await,
+        } => {
+            create(
+                ctx,
+                mount,
+                t,
+                version,
+                custom_metadata,
+                Outcome::Recreated,
+                outside,
+            )
+            .await
+        }
+        Existing::Present(p) => judge_or_extend(ctx, mount, t, p, outside).await,
     }
 }
 
-fn generate_all(fields: &[&crate::spec::Field]) -> Result<Vec<(String, SecretString)>, String> {
-    fields
-        .iter()
-        .map(|f| {
-            f.generator
-                .generate()
-                .map(|v| (f.name.clone(), v))
-                .map_err(|e| e.to_string())
-        })
-        .collect()
+/// Mark the fields that could not be made as missing, each with why.
+fn mark_unmade(r: &mut PathResult, unmade: &[(String, String)]) {
+    for (name, why) in unmade {
+        if let Some(f) = r.fields.iter_mut().find(|f| &f.field == name) {
+            f.outcome = Outcome::Missing;
+            f.detail = Some(why.clone());
+        }
+    }
 }
 
-/// Write every field of an absent (or deleted) path with `cas=version`.
+/// Write every field of an absent (or deleted) path with `cas=version`; a derived field whose
+/// input has no value yet is left out, and said.
+#[allow(clippy::too_many_arguments)]
 async fn create(
     ctx: &Ctx<'_>,
     mount: &KvMount,
@@ -531,15 +588,40 @@ async fn create(
     cas: u64,
     old_meta: BTreeMap<String, String>,
     outcome: Outcome,
+    outside: &derive::Outside,
 ) -> PathResult {
     let all: Vec<&crate::spec::Field> = t.fields.iter().collect();
     if ctx.opts.dry_run {
         return PathResult::all(t, outcome, None, None);
     }
-    let values = match generate_all(&all) {
+    let (values, unmade) = match derive::make(t, &all, &BTreeMap::new(), outside) {
         Ok(v) => v,
         Err(e) => return PathResult::all(t, Outcome::Error, None, Some(e)),
     };
+    if values.is_empty() {
+        let mut r = PathResult::all(t, Outcome::Missing, None, None);
+        mark_unmade(&mut r, &unmade);
+        return r;
+    }
+    let mut r = create_values(ctx, mount, t, cas, old_meta, outcome, outside, values).await;
+    if r.written {
+        mark_unmade(&mut r, &unmade);
+    }
+    r
+}
+
+/// [`create`]'s write of the values made.
+#[allow(clippy::too_many_arguments)]
+async fn create_values(
+    ctx: &Ctx<'_>,
+    mount: &KvMount,
+    t: &Target,
+    cas: u64,
+    old_meta: BTreeMap<String, String>,
+    outcome: Outcome,
+    outside: &derive::Outside,
+    values: Vec<(String, SecretString)>,
+) -> PathResult {
     let fields = WriteFields(values.iter().map(|(k, v)| (k.as_str(), v)).collect());
     let cas_opt = mount.cas(cas);
     match ctx
@@ -556,7 +638,7 @@ async fn create(
                 }
                 Ok(Existing::Present(p)) => {
                     ctx.contested.fetch_add(1, Ordering::SeqCst);
-                    let mut r = judge(t, &p);
+                    let mut r = judge(t, &p, outside);
                     r.detail = Some(
                         "KV v1: another writer wrote this path at the same time; the value there now is theirs, judged as it stands".into(),
                     );
@@ -601,7 +683,7 @@ async fn create(
                         )
                         .written()
                     } else {
-                        let mut r = judge(t, &p);
+                        let mut r = judge(t, &p, outside);
                         r.detail =
                             Some("created concurrently by someone else; left as it is".into());
                         r
@@ -630,8 +712,9 @@ fn holds_exactly(p: &crate::vault::Present, values: &[(String, SecretString)]) -
     })
 }
 
-/// Judge each field of a live secret against its generator.
-fn judge(t: &Target, p: &crate::vault::Present) -> PathResult {
+/// Judge each field of a live secret against its generator, and a derived field against its
+/// inputs (those of other secrets from `outside`).
+fn judge(t: &Target, p: &crate::vault::Present, outside: &derive::Outside) -> PathResult {
     // A fixed field that is absent blocks the other absent fields too: written beside a value
     // under another name, they would pair with a key the data was never encrypted with.
     let fixed_missing = t
@@ -658,7 +741,11 @@ fn judge(t: &Target, p: &crate::vault::Present) -> PathResult {
                     (Outcome::Invalid, Some(format!("is {kind}, not a string")))
                 }
                 Some(FieldValue::Text(v)) => match f.validate(v) {
-                    Validity::Valid => (Outcome::Exists, None),
+                    Validity::Valid => match derive::judge(f, v, &p.fields, &t.fields, outside) {
+                        None => (Outcome::Exists, None),
+                        Some(derive::Judgement::Pending(on)) => (Outcome::Pending, Some(on)),
+                        Some(derive::Judgement::Disagrees(why)) => (Outcome::Invalid, Some(why)),
+                    },
                     Validity::Pending => (Outcome::Pending, None),
                     Validity::Invalid(why) => (Outcome::Invalid, Some(why)),
                 },
@@ -718,8 +805,9 @@ async fn judge_or_extend(
     mount: &KvMount,
     t: &Target,
     p: crate::vault::Present,
+    outside: &derive::Outside,
 ) -> PathResult {
-    let mut result = judge(t, &p);
+    let mut result = judge(t, &p, outside);
     let missing: Vec<&crate::spec::Field> = t
         .fields
         .iter()
@@ -753,13 +841,17 @@ async fn judge_or_extend(
         mark(&mut result, Outcome::Extended, None);
         return result;
     }
-    let new_values = match generate_all(&missing) {
+    let (new_values, unmade) = match derive::make(t, &missing, &p.fields, outside) {
         Ok(v) => v,
         Err(e) => {
             mark(&mut result, Outcome::Error, Some(e));
             return result;
         }
     };
+    mark_unmade(&mut result, &unmade);
+    if new_values.is_empty() {
+        return result;
+    }
     let mut all: Vec<(&str, &SecretString)> = p
         .fields
         .iter()

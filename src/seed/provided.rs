@@ -22,7 +22,7 @@ pub(super) async fn read(
     t: &Target,
     known_absent: bool,
 ) -> PathResult {
-    let read = inspect::read_known(vault, mount, t, known_absent).await;
+    let read = inspect::read_known(vault, mount, t, known_absent, &Default::default()).await;
     let down = read.vault_unavailable;
     let mut r = result(PathState::from(read));
     r.vault_unavailable = down;

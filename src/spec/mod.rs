@@ -391,6 +391,77 @@ pub struct Target {
     pub fields: Arc<[Field]>,
     /// Provided by another application: read and judged, never written.
     pub provided: Option<Arc<Provided>>,
+    /// The other secrets its derived fields are made from (`copy`, `{SECRET.field}`), found
+    /// in its environment ([`attach_sources`]); `None` when it names none.
+    pub sources: Option<Arc<[Source]>>,
+}
+
+/// Another secret a target's derived fields are made from, as found in the environment.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// Its name, as the derived field writes it (`DB` of `copy = "DB.password"`).
+    pub name: Arc<str>,
+    /// Its KV mount.
+    pub mount: Box<str>,
+    /// Its path under the mount.
+    pub path: Box<str>,
+    /// Its fields, which judge the values read from it.
+    pub fields: Arc<[Field]>,
+}
+
+impl Source {
+    /// `mount/path`.
+    pub fn full_path(&self) -> String {
+        format!("{}/{}", self.mount, self.path)
+    }
+}
+
+/// Give each target whose derived fields name other secrets those secrets ([`find_source`]),
+/// among all of `targets` (the environment's, before `--only` narrows them). A name not found
+/// is left out: `lint` reports it, and the engine says the field has no source.
+pub fn attach_sources(targets: &mut [Target]) {
+    let wanted: Vec<usize> = (0..targets.len())
+        .filter(|&i| {
+            targets[i]
+                .fields
+                .iter()
+                .filter_map(|f| f.generator.derived())
+                .any(|d| d.reads_other_secrets())
+        })
+        .collect();
+    if wanted.is_empty() {
+        return;
+    }
+    let all: Vec<&Target> = targets.iter().collect();
+    let mut found: Vec<(usize, Vec<Source>)> = Vec::with_capacity(wanted.len());
+    for i in wanted {
+        let t = all[i];
+        let mut names: Vec<String> = t
+            .fields
+            .iter()
+            .filter_map(|f| f.generator.derived())
+            .flat_map(|d| d.inputs())
+            .filter_map(|r| r.secret)
+            .collect();
+        names.sort();
+        names.dedup();
+        let sources: Vec<Source> = names
+            .iter()
+            .filter_map(|n| {
+                let s = find_source(&all, t, n).ok()?;
+                Some(Source {
+                    name: Arc::from(n.as_str()),
+                    mount: Box::from(s.mount()),
+                    path: s.path.clone(),
+                    fields: Arc::clone(&s.fields),
+                })
+            })
+            .collect();
+        found.push((i, sources));
+    }
+    for (i, sources) in found {
+        targets[i].sources = Some(sources.into());
+    }
 }
 
 impl Target {
@@ -410,6 +481,7 @@ impl Target {
             fixed,
             fields,
             provided,
+            sources: None,
         }
     }
 
@@ -536,6 +608,7 @@ impl Spec {
             fixed: s.fixed,
             fields,
             provided: s.provided.clone(),
+            sources: None,
         })
     }
 }
@@ -659,6 +732,7 @@ impl SpecSet {
                 specs.push((spec, e));
             }
         }
+        attach_sources(&mut targets);
         let defining: Vec<(&Path, Option<&str>)> = specs
             .iter()
             .map(|(s, e)| (&*s.file, e.vault_addr.as_deref()))
@@ -704,6 +778,7 @@ impl SpecSet {
             ));
             targets.extend(spec.targets(e));
         }
+        attach_sources(&mut targets);
         let files: Vec<(&Path, Option<&str>)> = defining
             .iter()
             .map(|(f, a, _)| (&**f, a.as_deref()))
@@ -838,6 +913,43 @@ fn matches_only(t: &Target, only: &str) -> bool {
         || t.full_path() == only_trimmed
         || t.path.starts_with(&format!("{only_trimmed}/"))
         || t.full_path().starts_with(&format!("{only_trimmed}/"))
+}
+
+/// Why [`find_source`] found no secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceLookup {
+    /// No secret of the environment has that name.
+    Absent,
+    /// Secrets of that name in several other specs (their files), none in the field's own.
+    Ambiguous(Vec<String>),
+}
+
+/// The secret `name` that a derived field of `from` names (`copy = "NAME.field"`,
+/// `{NAME.field}`) among an environment's `targets`: the one of `from`'s own spec, else the one
+/// secret of that name in the environment's other specs.
+pub fn find_source<'t>(
+    targets: &[&'t Target],
+    from: &Target,
+    name: &str,
+) -> Result<&'t Target, SourceLookup> {
+    let named: Vec<&'t Target> = targets
+        .iter()
+        .copied()
+        .filter(|t| &*t.name == name)
+        .collect();
+    if let Some(t) = named.iter().find(|t| t.spec_file() == from.spec_file()) {
+        return Ok(t);
+    }
+    match named[..] {
+        [] => Err(SourceLookup::Absent),
+        [t] => Ok(t),
+        _ => Err(SourceLookup::Ambiguous(
+            named
+                .iter()
+                .map(|t| t.spec_file().display().to_string())
+                .collect(),
+        )),
+    }
 }
 
 /// At most eight items as "`a`, `b`", then how many more: a hostile spec may have thousands.

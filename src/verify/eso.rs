@@ -949,6 +949,8 @@ fn generator_encoding(g: &Generator) -> (&'static str, Option<&'static str>) {
         Generator::Jwks { .. } => ("a JSON Web Key Set", None),
         Generator::Password { .. } => ("a password", None),
         Generator::Placeholder { .. } => ("text a person fills in", None),
+        Generator::FromSecret { .. } => ("a value imported from the cluster", None),
+        Generator::Derived(_) => ("a value made from other fields", None),
         Generator::Any => ("a value of a format it does not know", None),
     }
 }

@@ -47,6 +47,14 @@ impl ValueRow<'_> {
     pub fn set_as(&self) -> String {
         selector(self.target, self.field, self.shared_names)
     }
+
+    /// Whether the field is made from others (pending on them, not filled in by a person).
+    pub fn is_derived(&self) -> bool {
+        self.target
+            .fields
+            .iter()
+            .any(|f| f.name == self.field && f.generator.derived().is_some())
+    }
 }
 
 /// The part's report.

@@ -30,6 +30,8 @@ pub(super) fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
                 found.insert(key, (make(), 0));
             }
         };
+    // The source problems already reported (owner, field, message): once, not per environment.
+    let mut sources_seen: HashSet<(Owner, String, String)> = HashSet::new();
     for env in env_names {
         let mut targets: Vec<(Owner, Target)> = Vec::new();
         for (si, spec) in specs.iter().enumerate() {
@@ -43,6 +45,7 @@ pub(super) fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
                 }
             }
         }
+        check_sources(env, specs, &targets, &mut sources_seen, diags);
         // Each path's first owner, by the path.
         // Sized at once: a map grown by doubling leaves its old tables in the allocator's heap.
         let mut paths: HashMap<String, Owner> = HashMap::with_capacity(targets.len());
@@ -118,6 +121,122 @@ pub(super) fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
             d.message.push_str(&format!(" and {more} other(s)"));
         }
         diags.push(d);
+    }
+}
+
+/// In `env`, every field of another secret that a derived field names (`copy`,
+/// `{SECRET.field}`) is found, as [`crate::spec::find_source`] finds it at run time, and has that
+/// field; and no field is made, through others and across secrets, from itself.
+fn check_sources(
+    env: &str,
+    specs: &[Spec],
+    targets: &[(Owner, Target)],
+    seen: &mut HashSet<(Owner, String, String)>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let all: Vec<&Target> = targets.iter().map(|(_, t)| t).collect();
+    let secret = |(s, k): Owner| &specs[s as usize].secrets[k as usize];
+    let mut report = |owner: Owner, field: &str, message: String, help: Option<String>| {
+        if seen.insert((owner, field.to_string(), message.clone())) {
+            let d = Diagnostic::at(secret(owner).location.clone(), message);
+            diags.push(match help {
+                Some(h) => d.with_help(h),
+                None => d,
+            });
+        }
+    };
+    // Nodes: (target, field); a node's index is its place in this list.
+    let mut node: HashMap<(usize, &str), usize> = HashMap::new();
+    let mut nodes: Vec<(usize, &str)> = Vec::new();
+    for (ti, (_, t)) in targets.iter().enumerate() {
+        if t.fields.iter().any(|f| f.generator.derived().is_some()) {
+            for f in t.fields.iter() {
+                node.insert((ti, &f.name), nodes.len());
+                nodes.push((ti, &f.name));
+            }
+        }
+    }
+    let mut edges: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut crossing: HashSet<(usize, usize)> = HashSet::new();
+    for (ti, (owner, t)) in targets.iter().enumerate() {
+        for f in t.fields.iter() {
+            let Some(d) = f.generator.derived() else {
+                continue;
+            };
+            let from = node[&(ti, f.name.as_str())];
+            for r in d.inputs() {
+                let Some(name) = &r.secret else {
+                    if let Some(&to) = node.get(&(ti, r.field.as_str())) {
+                        edges[from].push(to);
+                    }
+                    continue;
+                };
+                let at = format!("field `{}` of secret `{}`", shown(&f.name), shown(&t.name));
+                let source = match crate::spec::find_source(&all, t, name) {
+                    Ok(s) => s,
+                    Err(crate::spec::SourceLookup::Absent) => {
+                        report(*owner, &f.name, format!("{at} is made from `{}`, but environment `{env}` has no secret `{}`", shown(&r.to_string()), shown(name)), Some("name a secret of this spec, or of another spec that defines the environment, as `SECRET.field`".into()));
+                        continue;
+                    }
+                    Err(crate::spec::SourceLookup::Ambiguous(files)) => {
+                        report(*owner, &f.name, format!("{at} is made from `{}`, and environment `{env}` has a secret `{}` in more than one other spec: {}", shown(&r.to_string()), shown(name), files.join(", ")), Some("rename one of them; a secret of the field's own spec is found first".into()));
+                        continue;
+                    }
+                };
+                let Some(sf) = source.fields.iter().find(|sf| sf.name == r.field) else {
+                    let names: Vec<String> = source.fields.iter().map(|f| f.name.clone()).collect();
+                    report(*owner, &f.name, format!("{at} is made from `{}`, but secret `{}` has no field `{}` in environment `{env}`", shown(&r.to_string()), shown(name), shown(&r.field)), Some(format!("its fields: {}", crate::spec::few(&names))));
+                    continue;
+                };
+                let si = all
+                    .iter()
+                    .position(|c| std::ptr::eq(*c, source))
+                    .unwrap_or(ti);
+                let to = match node.get(&(si, sf.name.as_str())) {
+                    Some(&n) => n,
+                    None => {
+                        // A plain field of a secret with no derived ones: a leaf.
+                        let n = nodes.len();
+                        node.insert((si, &sf.name), n);
+                        nodes.push((si, &sf.name));
+                        edges.push(Vec::new());
+                        n
+                    }
+                };
+                edges[from].push(to);
+                crossing.insert((from, to));
+            }
+        }
+    }
+    if let Some(cycle) = super::derived::find_cycle(&edges) {
+        let across = cycle
+            .iter()
+            .zip(cycle.iter().cycle().skip(1))
+            .any(|(a, b)| crossing.contains(&(*a, *b)));
+        // A cycle inside one secret was reported where its fields are read.
+        if across {
+            let named: Vec<String> = cycle
+                .iter()
+                .map(|&n| {
+                    let (ti, field) = nodes[n];
+                    format!("`{}.{}`", shown(&targets[ti].1.name), shown(field))
+                })
+                .collect();
+            let (owner, first) = (targets[nodes[cycle[0]].0].0, nodes[cycle[0]].1);
+            report(
+                owner,
+                first,
+                format!(
+                    "fields are made from each other in environment `{env}`: {} -> {}",
+                    named.join(" -> "),
+                    named[0]
+                ),
+                Some(
+                    "one field of the cycle must be generated, not copied or made from the others"
+                        .into(),
+                ),
+            );
+        }
     }
 }
 

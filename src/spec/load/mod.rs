@@ -7,6 +7,7 @@
 
 mod argocd;
 mod cross;
+mod derived;
 mod environments;
 mod eso;
 mod names;
@@ -34,6 +35,7 @@ use crate::kv::KvVersion;
 use crate::suggest::suggest;
 use argocd::*;
 use cross::*;
+use derived::{Built, SourceKeys};
 use environments::*;
 use eso::*;
 use names::*;

@@ -114,6 +114,8 @@ pub(super) fn parse_fields_of(
 ) -> Vec<Field> {
     let provided = matches!(place, Place::Provided);
     let mut out = Vec::new();
+    let mut spans = Vec::new();
+    let mut declared = Vec::new();
     for (key, val) in cx.entries(v, &format!("`fields` of {secret_ctx}")) {
         let name = key.name.to_string();
         if let Err(why) = check_segment(&name) {
@@ -126,6 +128,7 @@ pub(super) fn parse_fields_of(
         }
         let ctx = format!("field `{name}` of {secret_ctx}");
         let span = val.span;
+        declared.push(name.clone());
         let parsed = if provided && val.as_table().is_some_and(|t| t.is_empty()) {
             Some((crate::generate::Generator::Any, Rotation::Unstated))
         } else {
@@ -145,7 +148,11 @@ pub(super) fn parse_fields_of(
                 generator,
                 rotation,
             });
+            spans.push(span);
         }
+    }
+    if let Place::Secret { .. } = place {
+        derived::check_inputs(cx, &out, &spans, &declared, secret_ctx);
     }
     out
 }
@@ -427,6 +434,7 @@ pub(super) fn parse_generator(
     }
     let mut th = cx.table(&mut v, ctx)?;
     let rotation = RotationKeys::take(cx, &mut th, ctx);
+    let sources = SourceKeys::take(cx, &mut th, ctx);
     let gen = cx.take_string(&mut th, "generator", ctx);
     let bytes = cx.take_int(&mut th, "bytes", ctx);
     let length = cx.take_int(&mut th, "length", ctx);
@@ -434,14 +442,61 @@ pub(super) fn parse_generator(
     let marker = cx.take_string(&mut th, "marker", ctx);
     let bits = cx.take_int(&mut th, "bits", ctx);
     let alg = cx.take_string(&mut th, "alg", ctx);
-    if gen.is_none() && !th.contains("generator") {
+    if gen.is_none() && !th.contains("generator") && !sources.any() {
         cx.err(
             span,
             format!("{ctx} has no `generator`"),
-            Some(format!("one of {}", backticked(GENERATOR_NAMES))),
+            Some(format!(
+                "one of {}; or a value made from others: {}",
+                backticked(GENERATOR_NAMES),
+                backticked(&derived::SOURCES[1..])
+            )),
         );
     }
     cx.finish(th, ctx);
+    match sources.build(cx, ctx, span, gen.as_ref(), place) {
+        Built::Plain => {}
+        Built::Failed => return None,
+        Built::Made(g) => {
+            let options = [
+                ("bytes", bytes.map(|b| b.1)),
+                ("length", length.map(|l| l.1)),
+                (
+                    "classes",
+                    classes.as_ref().and_then(|c| c.first().map(|c| c.1)),
+                ),
+                ("marker", marker.as_ref().map(|m| m.1)),
+                ("bits", bits.map(|b| b.1)),
+                ("alg", alg.as_ref().map(|a| a.1)),
+            ];
+            let mut ok = true;
+            for (key, at) in options {
+                if let Some(at) = at {
+                    cx.err(
+                        at,
+                        format!("{ctx} is a `{}` and takes no `{key}`", g.name()),
+                        None,
+                    );
+                    ok = false;
+                }
+            }
+            for (key, at) in rotation.present() {
+                let why = match g {
+                    Generator::FromSecret { .. } => {
+                        "`vault-seed import` replaces it from the cluster"
+                    }
+                    _ => "it is made again from its source whenever that changes",
+                };
+                cx.err(
+                    at,
+                    format!("`{key}` in {ctx}: {why}"),
+                    Some("say how the source field rotates instead".into()),
+                );
+                ok = false;
+            }
+            return ok.then_some((g, Rotation::Unstated));
+        }
+    }
     let (name, gspan) = gen?;
     let class_names: Option<Vec<String>> = classes
         .as_ref()
