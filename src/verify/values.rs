@@ -47,6 +47,16 @@ impl ValueRow<'_> {
     pub fn set_as(&self) -> String {
         selector(self.target, self.field, self.shared_names)
     }
+
+    /// Whether the field's value comes from a Kubernetes Secret (`from_secret`): `import`
+    /// fills it, not `set`.
+    pub fn imported(&self) -> bool {
+        self.target
+            .fields
+            .iter()
+            .find(|f| f.name == self.field)
+            .is_some_and(|f| crate::import::Source::of(f).is_some())
+    }
 }
 
 /// The part's report.
