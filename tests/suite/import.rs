@@ -16,6 +16,8 @@ mount = "secret"
 path = "ask/zitadel/{env}"
 [environments.dev]
 kube_namespace = "ask"
+[eso]
+policies = ["eso-zitadel"]
 [secrets.ADMIN]
 description = "Zitadel's admin machine user: its PAT from the setup job, and a client id"
 fields.pat = { from_secret = "ask/zitadel-admin-pat:pat" }
@@ -408,4 +410,38 @@ fn the_values_never_show_even_at_trace_level() {
         .never_shows("set-by-hand-0123456789")
         .status(0)
         .check();
+}
+
+/// A value in Vault other than its Secret's (put by hand, no `import`): the whole `verify`,
+/// every other part of which passes, is not done, and says to import with `--force`.
+#[test]
+fn verify_is_not_done_while_vault_and_the_secret_disagree() {
+    let w = world();
+    w.apply();
+    let policy = Run::offline()
+        .specs(w.specs.path())
+        .args(["policy", "dev"])
+        .status(0)
+        .check()
+        .stdout_text();
+    w.bao.put_policy("eso-zitadel", &policy);
+    // By hand, not by `import`: the database's value agrees, the PAT does not.
+    w.bao.kv_put("secret", DB, json!({"password": DB_PASSWORD}));
+    let client = w.field(ADMIN, "client").unwrap();
+    w.bao.kv_put(
+        "secret",
+        ADMIN,
+        json!({"pat": "typed-by-hand-PAT-77", "client": client}),
+    );
+    let out = w
+        .run(&["verify", "dev"])
+        .never_shows("typed-by-hand-PAT-77")
+        .check();
+    let text = out.stdout_text();
+    has(&text, "ok   vault: 3 field(s): 3 valid");
+    has(&text, "ok   policy: ");
+    has(&text, "FAIL imports: ");
+    has(&text, "Vault holds a value other than key `pat` of Secret `ask/zitadel-admin-pat`: run `vault-seed import dev --force`");
+    has(&text, "verify dev: NOT done");
+    assert_eq!(out.code(), 1, "{text}");
 }
