@@ -98,6 +98,7 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
             "readers_note",
             "restarts",
             "restarts_note",
+            "followed",
         ],
         "outcome: set, replaced-placeholder, added, unchanged, rotated, would-rotate. readers: \
          kind, namespace, name, field, secret_key, secret, via, pinned_version, certain (what \
@@ -105,7 +106,9 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          could not tell, readers_note says why. restarts: kind, namespace, name, secret, how \
          (env, sub-path; null when the workload could not be read), restarted_by, command (the \
          workloads that keep the old value until restarted); restarts_note: why they were not \
-         looked for.",
+         looked for. followed: path, fields, old_version, new_version, error (the secrets whose \
+         copies and templates of the changed fields were made again after it; error when one \
+         could not be written, and the exit code is 1).",
     ),
     (
         "import",

@@ -4,6 +4,7 @@
 mod apply;
 mod audit;
 mod completions;
+mod follow;
 mod gen;
 mod import;
 mod lint;

@@ -77,21 +77,30 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
             new_version,
             ok: true,
             readers: Readers::default(),
+            followed: Vec::new(),
         };
         // What reads the value, said before it is replaced (in a dry run too).
         let readers =
             || super::readers::before_rotate(g, &args.readers, &env, &t, &names, &current);
+        let assumed = &args.assume_kv_mount;
         if args.dry_run {
             let readers = readers().await;
             super::readers::after_write(g, &readers);
             return Ok(ChangeReport {
                 readers,
+                followed: super::follow::others(&session, &t, &names, true, assumed).await,
                 ..report("would-rotate", Some(current.version + 1))
             });
         }
         let mut values = Vec::new();
         let mut kept = Vec::new();
-        for f in &fields {
+        // A derived field is made again from its source, not generated.
+        let remade: Vec<String> = fields
+            .iter()
+            .filter(|f| f.generator.derived().is_some())
+            .map(|f| f.name.clone())
+            .collect();
+        for f in fields.iter().filter(|f| f.generator.derived().is_none()) {
             let v = f
                 .generator
                 .generate()
@@ -109,6 +118,10 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
             };
             values.push((f.name.clone(), v));
         }
+        let derived =
+            super::follow::in_secret(&session, &t, &current, &values, &remade, assumed).await?;
+        values.extend(derived);
+        let changed: Vec<String> = values.iter().map(|(n, _)| n.clone()).collect();
         let readers = readers().await;
         match replace::write_fields(&session.vault, &mount, &t, &current, &values, "rotate").await {
             Ok(v) => {
@@ -122,6 +135,8 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
                 super::readers::after_write(g, &readers);
                 Ok(ChangeReport {
                     readers,
+                    fields: changed.clone(),
+                    followed: super::follow::others(&session, &t, &changed, false, assumed).await,
                     ..report("rotated", Some(v))
                 })
             }

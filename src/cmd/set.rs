@@ -37,6 +37,18 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
         }
     };
     refuse_provided(&t, "set", &env)?;
+    if let Some(d) = field.generator.derived() {
+        return Err(Failure::usage(format!(
+            "field `{}` of `{}` is made from other fields ({}): vault-seed makes it, never a person",
+            field.name,
+            t.full_path(),
+            d.describe()
+        ))
+        .help(format!(
+            "set its source instead, and it follows; `vault-seed rotate {env} {}.{} --yes` makes it again from its source",
+            t.name, field.name
+        )));
+    }
     let runtime = super::runtime()?;
     runtime.block_on(async {
         let mount = session.mount_for(&t, &args.assume_kv_mount).await?;
@@ -97,6 +109,7 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             new_version,
             ok: true,
             readers: Readers::default(),
+            followed: Vec::new(),
         };
         if let Some(FieldValue::Text(old)) = current.fields.get(&field.name) {
             if old.expose_secret() == value.expose_secret() {
@@ -120,21 +133,35 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
         } else {
             Readers::default()
         };
-        let written = replace::write_fields(
-            &session.vault,
-            &mount,
+        let mut values = vec![(field.name.clone(), value)];
+        let derived = super::follow::in_secret(
+            &session,
             &t,
             &current,
-            &[(field.name.clone(), value)],
-            "set",
+            &values,
+            &[],
+            &args.assume_kv_mount,
         )
-        .await;
+        .await?;
+        values.extend(derived);
+        let written =
+            replace::write_fields(&session.vault, &mount, &t, &current, &values, "set").await;
         if written.is_ok() {
             super::readers::after_write(g, &readers);
         }
+        let changed: Vec<String> = values.iter().map(|(n, _)| n.clone()).collect();
         match written {
             Ok(v) => Ok(ChangeReport {
                 readers,
+                fields: changed.clone(),
+                followed: super::follow::others(
+                    &session,
+                    &t,
+                    &changed,
+                    false,
+                    &args.assume_kv_mount,
+                )
+                .await,
                 ..report(
                     outcome,
                     Some(current.version).filter(|v| *v > 0),

@@ -138,7 +138,7 @@ impl KeyType {
     }
 }
 
-fn algorithm_label(alg: &SignatureAlgorithm) -> &'static str {
+pub(super) fn algorithm_label(alg: &SignatureAlgorithm) -> &'static str {
     if alg == &PKCS_ED25519 {
         "Ed25519"
     } else if alg == &PKCS_ECDSA_P256_SHA256 {
@@ -154,11 +154,17 @@ fn algorithm_label(alg: &SignatureAlgorithm) -> &'static str {
 
 /// The DER inside `v`, which must be exactly one PEM block labelled `PRIVATE KEY` and nothing
 /// else but surrounding whitespace.
-fn pkcs8_der(v: &str) -> Result<Zeroizing<Vec<u8>>, String> {
+pub(super) fn pkcs8_der(v: &str) -> Result<Zeroizing<Vec<u8>>, String> {
+    pem_der(v, PKCS8_LABEL, "an unencrypted PKCS#8 key")
+}
+
+/// The DER inside `v`, which must be exactly one PEM block labelled `label` and nothing else but
+/// surrounding whitespace; `what` names the thing expected in reasons (`a certificate`).
+pub(super) fn pem_der(v: &str, label: &str, what: &str) -> Result<Zeroizing<Vec<u8>>, String> {
     let t = v.trim();
     if !t.starts_with("-----BEGIN ") || !t.ends_with("-----") {
         return Err(format!(
-            "is not PEM: a PKCS#8 key is one `-----BEGIN {PKCS8_LABEL}-----` block"
+            "is not PEM: {what} is one `-----BEGIN {label}-----` block"
         ));
     }
     let mut blocks = match pem::parse_many(t) {
@@ -167,18 +173,18 @@ fn pkcs8_der(v: &str) -> Result<Zeroizing<Vec<u8>>, String> {
     };
     if blocks.len() != 1 {
         return Err(format!(
-            "holds {} PEM blocks, expected one `{PKCS8_LABEL}` block",
+            "holds {} PEM blocks, expected one `{label}` block",
             blocks.len()
         ));
     }
     let block = blocks.remove(0);
-    if block.tag() != PKCS8_LABEL {
+    if block.tag() != label {
         let named = KNOWN_LABELS
             .iter()
             .find(|l| **l == block.tag())
             .map_or_else(|| "another label".to_string(), |l| format!("`{l}`"));
         return Err(format!(
-            "is a PEM block labelled {named}, expected `{PKCS8_LABEL}` (PKCS#8, unencrypted)"
+            "is a PEM block labelled {named}, expected `{label}` ({what})"
         ));
     }
     Ok(Zeroizing::new(block.into_contents()))

@@ -80,7 +80,9 @@ proptest! {
                 prop_assert!(v.starts_with("-----BEGIN OPENSSH PRIVATE KEY-----\n"));
             }
             Generator::Jwks { .. } => prop_assert!(v.starts_with(r#"{"keys":[{"#), "not a JWKS"),
-            Generator::Any => unreachable!("not among the generators drawn"),
+            Generator::Any | Generator::Derived(_) | Generator::FromSecret { .. } => {
+                unreachable!("not among the generators drawn")
+            }
         }
     }
 

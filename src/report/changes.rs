@@ -29,26 +29,65 @@ pub struct ChangeReport {
     /// What reads the value replaced (`readers`, `readers_checked`, `readers_note`).
     #[serde(flatten)]
     pub readers: Readers,
+    /// Fields of other secrets made from the changed ones, written after it (`followed`).
+    pub followed: Vec<Followed>,
+}
+
+/// A secret whose derived fields (a copy, a template) followed a change of their source.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Followed {
+    /// Its full path.
+    pub path: String,
+    /// The fields made again.
+    pub fields: Vec<String>,
+    /// The version before.
+    pub old_version: Option<u64>,
+    /// The version written.
+    pub new_version: Option<u64>,
+    /// Why it was not written, when it was not.
+    pub error: Option<String>,
 }
 
 impl Report for ChangeReport {
     fn render(&self, view: &View) -> Rendered<'_> {
+        // A change is done; a follower that could not be written makes the run not done.
+        let ok = self.followed.iter().all(|f| f.error.is_none());
         if view.format == Format::Json {
-            return Rendered::json(self, true);
+            return Rendered::json(self, ok);
         }
         let versions = match (self.old_version, self.new_version) {
             (Some(a), Some(b)) => format!("v{a} -> v{b}"),
             (Some(a), None) => format!("v{a}"),
             _ => String::new(),
         };
-        Rendered::text(
-            format!(
-                "{} {}  {}  {versions}\n",
-                view.out.ok(&format!("{:<9}", self.outcome)),
-                self.path,
-                self.fields.join(",")
-            ),
-            true,
-        )
+        let mut text = format!(
+            "{} {}  {}  {versions}\n",
+            view.out.ok(&format!("{:<9}", self.outcome)),
+            self.path,
+            self.fields.join(",")
+        );
+        for f in &self.followed {
+            let versions = match (f.old_version, f.new_version) {
+                (Some(a), Some(b)) => format!("v{a} -> v{b}"),
+                _ => String::new(),
+            };
+            let (label, tail) = match (&f.error, self.outcome) {
+                (Some(e), _) => (
+                    view.out.error(&format!("{:<9}", "not-followed")),
+                    crate::text::for_terminal(e),
+                ),
+                (None, "would-rotate") => (
+                    view.out.ok(&format!("{:<9}", "would-follow")),
+                    String::new(),
+                ),
+                (None, _) => (view.out.ok(&format!("{:<9}", "followed")), versions),
+            };
+            text.push_str(&format!(
+                "{label} {}  {}  {tail}\n",
+                f.path,
+                f.fields.join(",")
+            ));
+        }
+        Rendered::text(text, ok)
     }
 }

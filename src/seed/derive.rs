@@ -12,6 +12,9 @@ use crate::mounts::Mounts;
 use crate::spec::{Field, Source, Target};
 use crate::vault::{Existing, FieldValue, Vault};
 
+/// Values made for fields, by field name.
+pub type Made = Vec<(String, SecretString)>;
+
 /// An input's value and what its own field's generator thinks of it.
 type Judged = (SecretString, Validity);
 
@@ -51,14 +54,12 @@ pub async fn read_sources(vault: &Vault, sources: &[(Source, KvMount)]) -> Resul
         let Existing::Present(p) = existing else {
             continue;
         };
-        for f in s.fields.iter() {
-            if let Some(FieldValue::Text(v)) = p.fields.get(&f.name) {
-                let at = FieldRef {
-                    secret: Some(s.name.to_string()),
-                    field: f.name.clone(),
-                };
-                out.values.insert(at, (v.clone(), f.validate(v)));
-            }
+        for (name, judged) in own_values(&p.fields, &s.fields) {
+            let at = FieldRef {
+                secret: Some(s.name.to_string()),
+                field: name,
+            };
+            out.values.insert(at, judged);
         }
     }
     Ok(out)
@@ -91,13 +92,40 @@ impl Values<'_> {
 }
 
 fn own_values(p: &BTreeMap<String, FieldValue>, fields: &[Field]) -> HashMap<String, Judged> {
-    fields
+    let mut own = fields
         .iter()
         .filter_map(|f| match p.get(&f.name) {
             Some(FieldValue::Text(v)) => Some((f.name.clone(), (v.clone(), f.validate(v)))),
             _ => None,
         })
-        .collect()
+        .collect();
+    pending_through(fields, &mut own);
+    own
+}
+
+/// A derived field made from a pending one (a placeholder still holding its marker, or another
+/// field made from one) is pending too, however long the chain.
+fn pending_through(fields: &[Field], own: &mut HashMap<String, Judged>) {
+    loop {
+        let mut changed = false;
+        for f in fields {
+            let Some(d) = f.generator.derived() else {
+                continue;
+            };
+            let from_pending = d.inputs().iter().any(|r| {
+                r.secret.is_none() && matches!(own.get(&r.field), Some((_, Validity::Pending)))
+            });
+            if let Some((_, v)) = own.get_mut(&f.name) {
+                if from_pending && *v != Validity::Pending {
+                    *v = Validity::Pending;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
 }
 
 /// Values for the fields `wanted` of `t` (all of them for a new path, the missing ones for an
@@ -109,7 +137,7 @@ pub fn make(
     wanted: &[&Field],
     stored: &BTreeMap<String, FieldValue>,
     outside: &Outside,
-) -> Result<(Vec<(String, SecretString)>, Vec<(String, String)>), String> {
+) -> Result<(Made, Vec<(String, String)>), String> {
     let mut values = Values {
         fields: &t.fields,
         own: own_values(stored, &t.fields),
@@ -126,15 +154,36 @@ pub fn make(
         values.add(&f.name, v.clone());
         made.push((f.name.clone(), v));
     }
-    // Rounds: each makes the fields whose inputs all have values; lint rules out cycles, so a
-    // round that makes nothing leaves only fields waiting for a value this run cannot make.
-    loop {
+    let left = rounds(&mut values, left, &mut made)?;
+    let unmade = left
+        .iter()
+        .map(|f| {
+            (
+                f.name.clone(),
+                format!(
+                    "not written: made from {}, which has no value yet (run again once it has)",
+                    absent_inputs(f, &values)
+                ),
+            )
+        })
+        .collect();
+    Ok((made, unmade))
+}
+
+/// Make each derived field of `left` whose inputs all have values, in rounds (a field made in
+/// one round is an input of the next); lint rules out cycles, so a round that makes nothing
+/// leaves only fields waiting for a value this run cannot make: those are returned.
+fn rounds<'f>(
+    values: &mut Values<'_>,
+    mut left: Vec<&'f Field>,
+    made: &mut Made,
+) -> Result<Vec<&'f Field>, String> {
+    while !left.is_empty() {
         let before = left.len();
         let mut waiting = Vec::new();
         for f in left {
             let d = f.generator.derived().unwrap_or_else(|| unreachable!());
-            let ready = d.inputs().iter().all(|r| values.get(r).is_some());
-            if !ready {
+            if !d.inputs().iter().all(|r| values.get(r).is_some()) {
                 waiting.push(f);
                 continue;
             }
@@ -145,33 +194,34 @@ pub fn make(
             made.push((f.name.clone(), v));
         }
         left = waiting;
-        if left.is_empty() || left.len() == before {
+        if left.len() == before {
             break;
         }
     }
-    let unmade = left
-        .iter()
-        .map(|f| {
-            let d = f.generator.derived().unwrap_or_else(|| unreachable!());
-            let absent: Vec<String> = d
-                .inputs()
-                .iter()
-                .filter(|r| values.get(r).is_none())
-                .map(|r| format!("`{r}`"))
-                .collect();
-            (
-                f.name.clone(),
-                format!(
-                    "not written: made from {}, which has no value yet (run again once it has)",
-                    absent.join(", ")
-                ),
-            )
-        })
-        .collect();
-    Ok((made, unmade))
+    Ok(left)
 }
 
-/// What a stored derived field's inputs say of it, beyond its shape: `Pending` when an input is
+/// The inputs of derived field `f` with no value, as "`a`, `b`".
+fn absent_inputs(f: &Field, values: &Values<'_>) -> String {
+    let d = f.generator.derived().unwrap_or_else(|| unreachable!());
+    let absent: Vec<String> = d
+        .inputs()
+        .iter()
+        .filter(|r| values.get(r).is_none())
+        .map(|r| format!("`{r}`"))
+        .collect();
+    absent.join(", ")
+}
+
+/// What a stored derived field's inputs say of it ([`judge`]).
+pub enum Judgement {
+    /// An input is still a placeholder: the field is pending too, and this says on what.
+    Pending(String),
+    /// It is not what its inputs make: why.
+    Disagrees(String),
+}
+
+/// What a stored derived field's inputs say of it, beyond its shape: pending when an input is
 /// still a placeholder, `Invalid` when it is not what its inputs make, `None` when it agrees or
 /// an input has no value to compare with (the input's own result says so).
 pub fn judge(
@@ -180,23 +230,28 @@ pub fn judge(
     stored: &BTreeMap<String, FieldValue>,
     fields: &[Field],
     outside: &Outside,
-) -> Option<Validity> {
+) -> Option<Judgement> {
     let d = field.generator.derived()?;
     let values = Values {
         fields,
         own: own_values(stored, fields),
         outside,
     };
-    let inputs = d.inputs();
-    if inputs
+    let pending: Vec<String> = d
+        .inputs()
         .iter()
-        .any(|r| matches!(values.get(r), Some((_, Validity::Pending))))
-    {
-        return Some(Validity::Pending);
+        .filter(|r| matches!(values.get(r), Some((_, Validity::Pending))))
+        .map(|r| format!("`{r}`"))
+        .collect();
+    if !pending.is_empty() {
+        return Some(Judgement::Pending(format!(
+            "made from {}, still to be filled in; it follows when that is set",
+            pending.join(", ")
+        )));
     }
     match d.agrees(value, &|r: &FieldRef| values.get(r).map(|j| j.0.clone()))? {
-        Validity::Valid => None,
-        other => Some(other),
+        Validity::Invalid(why) => Some(Judgement::Disagrees(why)),
+        Validity::Valid | Validity::Pending => None,
     }
 }
 
@@ -254,4 +309,104 @@ impl Waits {
         }
         free
     }
+}
+
+/// The derived fields of `t` to make again after its fields `changed` took the values `new`:
+/// those made from a changed field, through others too, and `also` (a `rotate` of a derived
+/// field itself). Made from the values after the change (`stored`, with `new` over it), each
+/// after its inputs. Err: an input with no value, or one a derivation cannot use.
+pub fn follow(
+    t: &Target,
+    stored: &BTreeMap<String, FieldValue>,
+    new: &[(String, SecretString)],
+    also: &[String],
+    outside: &Outside,
+) -> Result<Vec<(String, SecretString)>, String> {
+    let mut again: Vec<&Field> = t.fields.iter().filter(|f| also.contains(&f.name)).collect();
+    loop {
+        let before = again.len();
+        for f in t.fields.iter() {
+            let Some(d) = f.generator.derived() else {
+                continue;
+            };
+            if again.iter().any(|a| a.name == f.name) {
+                continue;
+            }
+            let moved = d.inputs().iter().any(|r| {
+                r.secret.is_none()
+                    && (new.iter().any(|(n, _)| *n == r.field)
+                        || again.iter().any(|a| a.name == r.field))
+            });
+            if moved {
+                again.push(f);
+            }
+        }
+        if again.len() == before {
+            break;
+        }
+    }
+    if again.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut values = Values {
+        fields: &t.fields,
+        own: own_values(stored, &t.fields),
+        outside,
+    };
+    for (n, v) in new {
+        values.add(n, v.clone());
+    }
+    // Those made again have no value until made: each waits for its inputs.
+    for f in &again {
+        values.own.remove(&f.name);
+    }
+    let mut made = Vec::new();
+    if let Some(f) = rounds(&mut values, again, &mut made)?.first() {
+        return Err(format!(
+            "field `{}` is made from {}, which has no value; nothing was written",
+            f.name,
+            absent_inputs(f, &values)
+        ));
+    }
+    Ok(made)
+}
+
+/// The targets of `targets` with a derived field made from a field of `source` in `changed`:
+/// each with those fields. They follow a change of `source` in the same run.
+pub fn followers<'t>(
+    targets: &'t [Target],
+    source: &Target,
+    changed: &[String],
+) -> Vec<(&'t Target, Vec<String>)> {
+    let mut out = Vec::new();
+    for t in targets {
+        let Some(sources) = &t.sources else {
+            continue;
+        };
+        let names: Vec<&str> = sources
+            .iter()
+            .filter(|s| *s.mount == *source.mount() && s.path == source.path)
+            .map(|s| &*s.name)
+            .collect();
+        if names.is_empty() {
+            continue;
+        }
+        let fields: Vec<String> = t
+            .fields
+            .iter()
+            .filter(|f| {
+                f.generator.derived().is_some_and(|d| {
+                    d.inputs().iter().any(|r| {
+                        r.secret.as_deref().is_some_and(|s| names.contains(&s))
+                            && changed.contains(&r.field)
+                    })
+                })
+            })
+            .map(|f| f.name.clone())
+            .collect();
+        if !fields.is_empty() {
+            out.push((t, fields));
+        }
+    }
+    out
 }

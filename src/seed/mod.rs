@@ -27,6 +27,7 @@ use crate::mounts::Mounts;
 use crate::spec::Target;
 use crate::vault::{Existing, FieldValue, Vault, VaultError, WriteFields};
 
+pub use derive::{follow, followers, read_sources, source_mounts, Outside};
 pub use inspect::{inspect, Detail, FieldFound, FieldState, Found, Inspection, PathState, Status};
 pub use outcome::{FieldResult, Outcome, PathResult, Summary, Unnamed};
 
@@ -739,18 +740,15 @@ fn judge(t: &Target, p: &crate::vault::Present, outside: &derive::Outside) -> Pa
                 Some(FieldValue::NotText(kind)) => {
                     (Outcome::Invalid, Some(format!("is {kind}, not a string")))
                 }
-                Some(FieldValue::Text(v)) => {
-                    let validity = match f.validate(v) {
-                        Validity::Valid => derive::judge(f, v, &p.fields, &t.fields, outside)
-                            .unwrap_or(Validity::Valid),
-                        other => other,
-                    };
-                    match validity {
-                        Validity::Valid => (Outcome::Exists, None),
-                        Validity::Pending => (Outcome::Pending, None),
-                        Validity::Invalid(why) => (Outcome::Invalid, Some(why)),
-                    }
-                }
+                Some(FieldValue::Text(v)) => match f.validate(v) {
+                    Validity::Valid => match derive::judge(f, v, &p.fields, &t.fields, outside) {
+                        None => (Outcome::Exists, None),
+                        Some(derive::Judgement::Pending(on)) => (Outcome::Pending, Some(on)),
+                        Some(derive::Judgement::Disagrees(why)) => (Outcome::Invalid, Some(why)),
+                    },
+                    Validity::Pending => (Outcome::Pending, None),
+                    Validity::Invalid(why) => (Outcome::Invalid, Some(why)),
+                },
             };
             FieldResult {
                 field: f.name.clone(),

@@ -14,6 +14,7 @@ mod change;
 mod cli;
 mod consumers;
 mod deploy;
+mod derived;
 mod eso_store;
 mod eso_sync;
 mod faults;

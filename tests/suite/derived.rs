@@ -1,0 +1,360 @@
+//! Issue 33, items 2 and 3: fields made from other fields (`template`, `copy`, `derive`,
+//! `x509-self-signed`) against real OpenBao. Each is written after its inputs, never without
+//! them; `verify` compares it with its inputs without printing either; one made from a
+//! placeholder is pending and follows `set`; rotating a source rewrites what is made from it, in
+//! its secret and in others, in the same run.
+
+use crate::common;
+
+use base64::Engine as _;
+use common::{OpenBao, Run};
+use serde_json::{json, Value};
+
+/// `K` comes first, yet reads `DB`: the engine must seed `DB` first.
+const SPEC: &str = r#"
+[vault]
+mount = "secret"
+path = "app/{env}"
+[environments.dev]
+vault_addr = "{addr}"
+[secrets.K]
+description = "the application's connection settings"
+fields.password = { generator = "password", length = 24 }
+fields.dsn = { template = "postgresql://core:{password}@pg.ask.svc:5432/core?db={DB.password|base64}" }
+fields.db_password = { copy = "DB.password" }
+[secrets.DB]
+description = "the database's password"
+fields.password = { generator = "password", length = 24, rotation = "replace" }
+[secrets.PULL]
+description = "registry pull secret"
+fields.password = { generator = "placeholder", marker = "fill-me" }
+fields.dockerconfigjson = { template = "{{\"auths\":{{\"harbor.local\":{{\"auth\":\"{robot|base64}\"}}}}}}" }
+fields.robot = { template = "robot$core:{password}" }
+"#;
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+/// The field `field` of `path` under `secret/`.
+fn value(bao: &OpenBao, path: &str, field: &str) -> String {
+    let (data, _) = bao.kv_get("secret", path).unwrap();
+    data[field].as_str().unwrap().to_string()
+}
+
+/// The outcome and detail of `path`'s `field` in an `apply`/`plan` JSON document.
+fn row(doc: &Value, path: &str, field: &str) -> (String, String) {
+    let r = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"].as_str().unwrap().ends_with(path) && r["field"] == field)
+        .unwrap_or_else(|| panic!("{path} {field} not in {doc}"));
+    (
+        r["outcome"].as_str().unwrap().to_string(),
+        r["detail"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+#[test]
+fn templates_and_copies_are_made_after_their_sources_and_judged_against_them() {
+    let bao = OpenBao::dev();
+    let dir = common::spec_dir(&SPEC.replace("{addr}", &bao.addr));
+    let run = || Run::new(&bao).specs(dir.path()).env("RUST_LOG", "trace");
+    let first = run()
+        .args(["apply", "dev", "-o", "json", "-vvv"])
+        .status(0)
+        .check();
+    let doc = first.json();
+    for f in ["password", "dsn", "db_password"] {
+        assert_eq!(row(&doc, "app/dev/K", f).0, "created", "{f}");
+    }
+    let password = value(&bao, "app/dev/K", "password");
+    let db = value(&bao, "app/dev/DB", "password");
+    assert_eq!(
+        value(&bao, "app/dev/K", "dsn"),
+        format!(
+            "postgresql://core:{password}@pg.ask.svc:5432/core?db={}",
+            b64(&db)
+        )
+    );
+    assert_eq!(value(&bao, "app/dev/K", "db_password"), db);
+    let again = run().args(["apply", "dev", "-vvv"]).status(0).check();
+    assert_eq!(bao.kv_version("secret", "app/dev/K"), Some(1));
+    let verified = run()
+        .args(["verify", "dev", "--only", "vault"])
+        .status(0)
+        .check();
+    // Someone changes the source by hand: the copy and the template no longer agree with it.
+    bao.kv_put(
+        "secret",
+        "app/dev/DB",
+        json!({ "password": "a-new-db-password-24chr!" }),
+    );
+    let out = run()
+        .args(["verify", "dev", "--only", "vault", "-vvv"])
+        .status(1)
+        .check();
+    let text = out.stdout_text();
+    common::has(
+        &text,
+        "invalid  secret/app/dev/K  dsn  does not match its source",
+    );
+    common::has(
+        &text,
+        "invalid  secret/app/dev/K  db_password  does not match its source `DB.password`",
+    );
+    // apply never overwrites what exists: it says so, and writes nothing.
+    let applied = run().args(["apply", "dev", "-o", "json"]).status(1).check();
+    assert_eq!(
+        row(&applied.json(), "app/dev/K", "db_password").0,
+        "invalid"
+    );
+    assert_eq!(bao.kv_version("secret", "app/dev/K"), Some(1));
+    for o in [&first, &again, &verified, &out, &applied] {
+        let all = o.all_text();
+        for v in [&password, &db, &"a-new-db-password-24chr!".to_string()] {
+            assert!(!all.contains(v.as_str()), "a value is in the output");
+            assert!(!all.contains(&b64(v)), "a value's base64 is in the output");
+        }
+    }
+}
+
+#[test]
+fn a_template_of_a_placeholder_is_pending_and_follows_set_in_the_same_write() {
+    let bao = OpenBao::dev();
+    let dir = common::spec_dir(&SPEC.replace("{addr}", &bao.addr));
+    let run = || Run::new(&bao).specs(dir.path());
+    run().args(["apply", "dev"]).status(0).check();
+    let out = run()
+        .args(["verify", "dev", "--only", "vault"])
+        .status(0)
+        .check();
+    common::has(
+        &out.stdout_text(),
+        "pending  secret/app/dev/PULL  dockerconfigjson  made from `robot`, still to be filled in",
+    );
+    common::has(
+        &out.stdout_text(),
+        "pending  secret/app/dev/PULL  robot  made from `password`, still to be filled in",
+    );
+    // A derived field is never set by hand.
+    run()
+        .args(["set", "dev", "PULL.robot", "--skip-kube"])
+        .stdin("x")
+        .status(2)
+        .stderr_has("is made from other fields")
+        .check();
+    let set = run()
+        .args(["set", "dev", "PULL.password", "--skip-kube", "-o", "json"])
+        .stdin("s3cret-robot-token")
+        .status(0)
+        .check()
+        .json();
+    assert_eq!(
+        set["fields"],
+        json!(["password", "robot", "dockerconfigjson"])
+    );
+    assert_eq!(bao.kv_version("secret", "app/dev/PULL"), Some(2));
+    let auth = b64("robot$core:s3cret-robot-token");
+    let doc: Value =
+        serde_json::from_str(&value(&bao, "app/dev/PULL", "dockerconfigjson")).unwrap();
+    assert_eq!(doc["auths"]["harbor.local"]["auth"], json!(auth));
+    let out = run()
+        .args(["verify", "dev", "--only", "vault"])
+        .status(0)
+        .check();
+    assert!(
+        !out.stdout_text().contains("pending"),
+        "{}",
+        out.stdout_text()
+    );
+}
+
+#[test]
+fn rotating_a_source_rewrites_what_is_made_from_it_in_the_same_run() {
+    let bao = OpenBao::dev();
+    let dir = common::spec_dir(&SPEC.replace("{addr}", &bao.addr));
+    let run = || Run::new(&bao).specs(dir.path());
+    run().args(["apply", "dev"]).status(0).check();
+    let dry = run()
+        .args([
+            "rotate",
+            "dev",
+            "DB.password",
+            "--dry-run",
+            "--skip-kube",
+            "-o",
+            "json",
+        ])
+        .status(0)
+        .check()
+        .json();
+    assert_eq!(dry["followed"][0]["path"], json!("secret/app/dev/K"));
+    assert_eq!(bao.kv_version("secret", "app/dev/K"), Some(1));
+    let out = run()
+        .args(["rotate", "dev", "DB.password", "--yes", "--skip-kube"])
+        .status(0)
+        .check();
+    common::has(
+        &out.stdout_text(),
+        "followed  secret/app/dev/K  dsn,db_password  v1 -> v2",
+    );
+    let db = value(&bao, "app/dev/DB", "password");
+    assert_eq!(value(&bao, "app/dev/K", "db_password"), db);
+    assert!(value(&bao, "app/dev/K", "dsn").ends_with(&format!("?db={}", b64(&db))));
+    run()
+        .args(["verify", "dev", "--only", "vault"])
+        .status(0)
+        .check();
+    // A copy changed by hand is made again from its source by `rotate` of the copy.
+    let (mut data, _) = bao.kv_get("secret", "app/dev/K").unwrap();
+    data["db_password"] = json!("changed-by-hand");
+    bao.kv_put("secret", "app/dev/K", Value::Object(data));
+    run()
+        .args(["verify", "dev", "--only", "vault"])
+        .status(1)
+        .check();
+    run()
+        .args(["rotate", "dev", "K.db_password", "--yes", "--skip-kube"])
+        .status(0)
+        .check();
+    assert_eq!(value(&bao, "app/dev/K", "db_password"), db);
+    run()
+        .args(["verify", "dev", "--only", "vault"])
+        .status(0)
+        .check();
+    assert!(!out.all_text().contains(&db));
+}
+
+/// A copy of a secret another application provides, absent yet: the copy is not written (never
+/// without its source), the secret's other fields are; once the source is there, `apply` adds
+/// the copy.
+#[test]
+fn a_copy_whose_source_has_no_value_waits_and_is_added_once_it_has() {
+    let bao = OpenBao::dev();
+    let spec = r#"
+[vault]
+mount = "secret"
+path = "app/{env}"
+[environments.dev]
+vault_addr = "{addr}"
+[secrets.APP]
+description = "the application's settings"
+fields.salt = { generator = "hex32" }
+fields.db_password = { copy = "PG.password" }
+[secrets.PG]
+description = "pushed by the database operator"
+provided_by = "cnpg"
+path = "db/{env}/pg"
+fields.password = {}
+"#
+    .replace("{addr}", &bao.addr);
+    let dir = common::spec_dir(&spec);
+    let run = || Run::new(&bao).specs(dir.path());
+    let doc = run()
+        .args(["apply", "dev", "-o", "json"])
+        .status(1)
+        .check()
+        .json();
+    assert_eq!(row(&doc, "app/dev/APP", "salt").0, "created");
+    let (outcome, detail) = row(&doc, "app/dev/APP", "db_password");
+    assert_eq!(outcome, "missing");
+    assert!(
+        detail.contains("made from `PG.password`, which has no value yet"),
+        "{detail}"
+    );
+    let (data, _) = bao.kv_get("secret", "app/dev/APP").unwrap();
+    assert!(
+        data.get("db_password").is_none(),
+        "a copy was written without its source"
+    );
+    bao.kv_put(
+        "secret",
+        "db/dev/pg",
+        json!({ "password": "pushed-by-cnpg" }),
+    );
+    let doc = run()
+        .args(["apply", "dev", "-o", "json"])
+        .status(0)
+        .check()
+        .json();
+    assert_eq!(row(&doc, "app/dev/APP", "db_password").0, "extended");
+    assert_eq!(value(&bao, "app/dev/APP", "db_password"), "pushed-by-cnpg");
+}
+
+#[test]
+fn derivations_that_cannot_be_made_are_lint_errors_at_their_place_and_nothing_is_sent() {
+    let spec = r#"[vault]
+mount = "secret"
+path = "app/{env}"
+[environments.dev]
+vault_addr = "http://127.0.0.1:9"
+[secrets.A]
+description = "d"
+fields.x = { copy = "B.y" }
+fields.t = { template = "{nope}" }
+fields.k = { generator = "hex32" }
+fields.p = { derive = { public_key = "k" } }
+fields.g = { generator = "hex32", copy = "B.y" }
+fields.c = { generator = "x509-self-signed", key = "k", cn = "a", days = 99999 }
+"#;
+    let dir = common::spec_dir(spec);
+    let out = Run::offline()
+        .specs(dir.path())
+        .args(["apply", "dev"])
+        .status(2)
+        .check();
+    let err = out.stderr_text();
+    let file = "app.toml";
+    for (line_col, text) in [
+        (
+            ":9:12",
+            "field `t` of `[secrets.A]` is made from `nope`, which is not a field of the secret",
+        ),
+        (
+            ":11:12",
+            "field `p` of `[secrets.A]` is a `public_key` of `k`, which is a `hex`",
+        ),
+        (
+            ":12:43",
+            "field `g` of `[secrets.A]` has both `generator` and `copy`",
+        ),
+        (
+            ":13:74",
+            "`days = 99999` in field `c` of `[secrets.A]` is out of range",
+        ),
+    ] {
+        common::has(&err, format!("{file}{line_col}"));
+        common::has(&err, text);
+    }
+    common::has(&err, "nothing was sent to Vault");
+    // Across secrets, once each file reads well: a secret the environment lacks, a cycle.
+    let spec = r#"[vault]
+mount = "secret"
+path = "app/{env}"
+[environments.dev]
+vault_addr = "http://127.0.0.1:9"
+[secrets.A]
+description = "d"
+fields.x = { copy = "B.y" }
+fields.m = { copy = "MISSING.y" }
+[secrets.B]
+description = "d"
+fields.y = { template = "{A.x}!" }
+"#;
+    let dir = common::spec_dir(spec);
+    let out = Run::offline()
+        .specs(dir.path())
+        .args(["apply", "dev"])
+        .status(2)
+        .check();
+    let err = out.stderr_text();
+    common::has(&err, "app.toml:6:10");
+    common::has(&err, "field `m` of secret `A` is made from `MISSING.y`, but environment `dev` has no secret `MISSING`");
+    common::has(
+        &err,
+        "fields are made from each other in environment `dev`: `A.x` -> `B.y` -> `A.x`",
+    );
+    common::has(&err, "nothing was sent to Vault");
+}
