@@ -316,6 +316,18 @@ impl Verification {
     }
 }
 
+impl Verification {
+    /// Every part asked for is ok.
+    fn parts_ok(&self) -> bool {
+        ok_or_absent(&self.vault)
+            && ok_or_absent(&self.policy)
+            && ok_or_absent(&self.kube)
+            && ok_or_absent(&self.argocd)
+            && ok_or_absent(&self.consumers)
+            && ok_or_absent(&self.imports)
+    }
+}
+
 fn ok_or_absent<T: Part>(part: &Option<Checked<T>>) -> bool {
     part.as_ref().is_none_or(Checked::ok)
 }
@@ -401,11 +413,6 @@ pub async fn run(
         not_checked: Vec::new(),
     };
     v.name_what_was_checked(req, argocd::configured(plan), has_imports);
-    v.ok = ok_or_absent(&v.vault)
-        && ok_or_absent(&v.policy)
-        && ok_or_absent(&v.kube)
-        && ok_or_absent(&v.argocd)
-        && ok_or_absent(&v.consumers)
-        && ok_or_absent(&v.imports);
+    v.ok = v.parts_ok();
     v
 }

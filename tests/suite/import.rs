@@ -445,3 +445,45 @@ fn verify_is_not_done_while_vault_and_the_secret_disagree() {
     has(&text, "verify dev: NOT done");
     assert_eq!(out.code(), 1, "{text}");
 }
+
+/// Failures are one JSON document: an environment no spec defines (exit 2, nothing sent), a
+/// cluster that does not answer (exit 1, nothing written).
+#[test]
+fn failures_are_one_document_and_nothing_is_written() {
+    let w = world();
+    let doc = w
+        .run(&["import", "nowhere", "-o", "json"])
+        .status(2)
+        .check()
+        .json();
+    assert_eq!(
+        (&doc["command"], &doc["ok"]),
+        (&json!("import"), &json!(false))
+    );
+    let nowhere = tempfile::tempdir().unwrap();
+    let kubeconfig = nowhere.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        common::fake_kube::kubeconfig_yaml(
+            &format!("http://127.0.0.1:{}", common::free_port()),
+            "t",
+            "fake",
+        ),
+    )
+    .unwrap();
+    let doc = Run::new(&w.bao)
+        .specs(w.specs.path())
+        .args(["import", "dev", "-o", "json", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .status(1)
+        .check()
+        .json();
+    assert!(
+        doc["error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot reach the Kubernetes API"),
+        "{doc:#}"
+    );
+    assert_eq!((w.version(ADMIN), w.version(DB)), (None, None));
+}
