@@ -54,11 +54,14 @@ impl Source<'_> {
     }
 }
 
-/// Whether any field of `targets` is a `from_secret` field.
+/// Whether a field of `t` is a `from_secret` field.
+pub fn imports_into(t: &Target) -> bool {
+    t.fields.iter().any(|f| Source::of(f).is_some())
+}
+
+/// Whether a field of any of `targets` is a `from_secret` field.
 pub fn any(targets: &[Target]) -> bool {
-    targets
-        .iter()
-        .any(|t| t.fields.iter().any(|f| Source::of(f).is_some()))
+    targets.iter().any(imports_into)
 }
 
 /// Why a Secret's key gave no value to import or compare. Each reads as a sentence; none holds

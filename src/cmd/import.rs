@@ -20,7 +20,7 @@ pub(super) fn run(g: &GlobalArgs, args: &ImportArgs) -> Result<ImportReport, Fai
     let targets: Vec<Target> = plan
         .targets
         .iter()
-        .filter(|t| import::any(std::slice::from_ref(t)))
+        .filter(|t| import::imports_into(t))
         .cloned()
         .collect();
     if targets.is_empty() {

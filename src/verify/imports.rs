@@ -143,7 +143,7 @@ pub async fn check(
     };
     let mut results = Vec::new();
     for t in &plan.targets {
-        if crate::import::any(std::slice::from_ref(t)) {
+        if crate::import::imports_into(t) {
             results.extend(check_target(vault, &cluster, mounts, t, &plan.env).await);
         }
     }

@@ -486,4 +486,49 @@ fn failures_are_one_document_and_nothing_is_written() {
         "{doc:#}"
     );
     assert_eq!((w.version(ADMIN), w.version(DB)), (None, None));
+    // Without a `from_secret` field there is nothing to import, and `--only imports` is a usage
+    // error, as `--only argocd` without `[argocd]`.
+    let plain = spec_dir(
+        &SPEC
+            .replace(
+                r#"{ from_secret = "ask/zitadel-admin-pat:pat" }"#,
+                r#"{ generator = "placeholder" }"#,
+            )
+            .replace(
+                r#"{ from_secret = "ask/zitadel-psql-superuser:password" }"#,
+                r#"{ generator = "placeholder" }"#,
+            ),
+    );
+    let run = |args: &[&str]| {
+        Run::new(&w.bao)
+            .specs(plain.path())
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(w.kube.kubeconfig())
+    };
+    let doc = run(&["import", "dev", "-o", "json"])
+        .status(0)
+        .check()
+        .json();
+    assert_eq!(doc["results"], json!([]));
+    assert!(
+        doc["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("nothing to import"),
+        "{doc:#}"
+    );
+    run(&["verify", "dev", "--only", "imports"])
+        .status(2)
+        .stderr_has("no field of environment `dev` has `from_secret`")
+        .check();
+    let doc = run(&["verify", "dev", "--only", "vault", "-o", "json"])
+        .status(1) // nothing applied: missing
+        .check()
+        .json();
+    assert_eq!(doc["imports"], Value::Null);
+    assert!(
+        !doc.to_string().contains("imports"),
+        "no part imports: {doc:#}"
+    );
 }
