@@ -532,3 +532,43 @@ fn failures_are_one_document_and_nothing_is_written() {
         "no part imports: {doc:#}"
     );
 }
+
+/// Only a mount seen to be KV is written: a spec aimed at another engine's mount gets not done
+/// (its reason from the mount detection `apply` uses), exit 1, and that engine gets nothing.
+#[test]
+fn nothing_is_written_outside_a_kv_mount() {
+    let w = world();
+    let (status, body) = w.bao.api(
+        "POST",
+        "sys/mounts/notkv",
+        Some(&json!({"type": "transit"})),
+    );
+    assert!(status < 300, "{status} {body}");
+    let specs = spec_dir(&SPEC.replace(r#"mount = "secret""#, r#"mount = "notkv""#));
+    let doc = Run::new(&w.bao)
+        .specs(specs.path())
+        .args(["import", "dev", "-o", "json", "--kubeconfig"])
+        .arg(w.kube.kubeconfig())
+        .never_shows(PAT)
+        .never_shows(DB_PASSWORD)
+        .status(1)
+        .check()
+        .json();
+    for r in doc["results"].as_array().unwrap() {
+        assert_eq!(r["outcome"], "not-done", "{doc:#}");
+        assert!(
+            r["detail"]
+                .as_str()
+                .unwrap()
+                .contains("mount `notkv` is a `transit` engine, not KV; nothing was written"),
+            "{doc:#}"
+        );
+    }
+    assert!(
+        !w.kube
+            .requests()
+            .iter()
+            .any(|r| r.path.contains("/secrets/")),
+        "no Secret read for a path that cannot be written"
+    );
+}
