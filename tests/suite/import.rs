@@ -139,12 +139,17 @@ fn an_absent_field_is_imported_and_apply_adds_the_others_later() {
     assert!(w.field(ADMIN, "client").is_some(), "apply added the other");
 }
 
-/// After `apply`, the fields hold the import marker: `verify` says to run `import` (not
-/// `set`), `--dry-run` writes nothing, and `import` replaces the marker with cas.
+/// After `apply`, the fields hold the import marker: `apply`'s rows and `verify` say to run
+/// `import` (not `set`), `--dry-run` writes nothing, and `import` replaces the marker with cas.
 #[test]
 fn the_marker_apply_wrote_is_replaced_and_verify_pointed_to_import() {
     let w = world();
-    w.apply();
+    let out = Run::new(&w.bao)
+        .specs(w.specs.path())
+        .args(["apply", "dev"])
+        .status(0)
+        .check();
+    has(&out.stdout_text(), "after deploy: vault-seed import dev");
     assert_eq!(
         w.field(DB, "password").as_deref(),
         Some("import-from-cluster")
