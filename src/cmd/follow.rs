@@ -65,6 +65,28 @@ pub(super) async fn in_secret(
         .map_err(|e| Failure::new(format!("`{}`: {e}", t.full_path())))
 }
 
+/// A change of `t`'s fields `changed` that a `fixed` secret's copy or template would have to
+/// follow is refused before anything is written (exit 2): that secret never changes.
+pub(super) fn refuse_fixed_followers(
+    session: &Session,
+    t: &Target,
+    changed: &[String],
+) -> Result<(), Failure> {
+    for (f, fields) in seed::followers(&session.targets, t, changed) {
+        if f.fixed {
+            return Err(Failure::usage(format!(
+                "`{}` field(s) `{}` are made from `{}`, and `{}` is fixed: it never changes, so its source cannot either",
+                f.full_path(),
+                fields.join("`, `"),
+                t.full_path(),
+                f.full_path()
+            ))
+            .help("make the copy a value of its own (a generator) or remove `fixed` from its secret"));
+        }
+    }
+    Ok(())
+}
+
 /// After `t`'s fields `changed` were written: every field of another secret made from them,
 /// made again and written (with check-and-set), and so on down a chain of copies. Each
 /// follower's result, failures too: the change itself is done.

@@ -49,6 +49,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
         };
         return Err(Failure::usage(refused.message(&path)).help(help));
     }
+    super::follow::refuse_fixed_followers(&session, &t, &names_of(&fields))?;
     if !args.yes && !args.dry_run {
         return Err(
             Failure::usage(format!("rotating replaces the live value of `{path}`"))
@@ -56,7 +57,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
         );
     }
     let runtime = super::runtime()?;
-    let names: Vec<String> = fields.iter().map(|f| f.name.clone()).collect();
+    let names = names_of(&fields);
     runtime.block_on(async {
         let mount = session.mount_for(&t, &args.assume_kv_mount).await?;
         if !mount.version.has_cas() {
@@ -146,6 +147,10 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
             Err(e) => Err(e.into()),
         }
     })
+}
+
+fn names_of(fields: &[Field]) -> Vec<String> {
+    fields.iter().map(|f| f.name.clone()).collect()
 }
 
 /// Why `rotate` refuses a field, before anything is sent.

@@ -49,6 +49,7 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             t.name, field.name
         )));
     }
+    super::follow::refuse_fixed_followers(&session, &t, std::slice::from_ref(&field.name))?;
     let runtime = super::runtime()?;
     runtime.block_on(async {
         let mount = session.mount_for(&t, &args.assume_kv_mount).await?;

@@ -296,9 +296,14 @@ fn constant_time_eq(a: &str, b: &str) -> bool {
 }
 
 /// A public key's text without the line endings and surrounding space a person or a tool may
-/// have added.
+/// have added, and without an OpenSSH line's comment (`ssh-ed25519 AAAA... user@host`).
 fn normalized(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let words = s.split_whitespace();
+    if s.trim_start().starts_with("ssh-") {
+        words.take(2).collect::<Vec<_>>().join(" ")
+    } else {
+        words.collect::<Vec<_>>().join(" ")
+    }
 }
 
 /// Parse a `template`'s text: `{field}`, `{SECRET.field}`, optionally `|base64`; `{{` and `}}`

@@ -180,12 +180,12 @@ fn values(out: &mut dyn io::Write, style: &Style, env: &str, v: &ValuesPart) -> 
                 t(row.detail.unwrap_or_default()),
                 t(by)
             ),
-            (Status::Pending, _) if row.imported() => format!("run: vault-seed import {env}"),
-            (Status::Pending, _) => match row.detail {
-                // Made from a value still to be filled in: the detail names it.
-                Some(d) => t(d),
-                None => format!("fill in: vault-seed set {env} {} < value.txt", row.set_as()),
-            },
+            (Status::Pending, _) if row.is_imported() => format!("run: vault-seed import {env}"),
+            // Made from a value still to be filled in: the detail names it.
+            (Status::Pending, _) if row.is_derived() => t(row.detail.unwrap_or_default()),
+            (Status::Pending, _) => {
+                format!("fill in: vault-seed set {env} {} < value.txt", row.set_as())
+            }
             (Status::Missing | Status::Deleted, None) => format!("run: vault-seed apply {env}"),
             _ => t(row.detail.unwrap_or_default()),
         };

@@ -5,6 +5,8 @@
 
 use crate::common;
 
+use base64::Engine as _;
+
 use common::{OpenBao, Out, Run};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -29,7 +31,15 @@ const OWNED: [(&str, &[&str]); 4] = [
         "ask/zitadel-secret-kv",
         &["masterkey", "DATABASE__PASSWORD", "ADMIN_PASSWORD"],
     ),
-    ("ask/harbor-pull-secret", &[".dockerconfigjson"]),
+    (
+        "ask/harbor-pull-secret",
+        &[
+            "robot_name",
+            "robot_token",
+            "robot_auth",
+            ".dockerconfigjson",
+        ],
+    ),
     ("ask/frontend", &["oidc_client_id"]),
 ];
 
@@ -53,7 +63,7 @@ fn no_value_in(bao: &OpenBao, outs: &[&Out]) {
             values.extend(
                 data.values()
                     .filter_map(|v| v.as_str())
-                    .filter(|v| !matches!(*v, "placeholder" | r#"{"auths":{}}"#))
+                    .filter(|v| !v.contains("placeholder"))
                     .map(str::to_string),
             );
         }
@@ -97,7 +107,7 @@ fn the_airgap_specs_lint_clean_apart_from_the_first_runbooks() {
         .expect_code(0)
         .stdout_text();
     assert!(
-        text.contains("`core-service-airgap`, 5 secret(s), 11 field(s), environments: auh1-dev"),
+        text.contains("`core-service-airgap`, 5 secret(s), 14 field(s), environments: auh1-dev"),
         "{text}"
     );
     // The first runbook's folder holds none of the second's.
@@ -117,7 +127,7 @@ fn apply_writes_every_owned_path_and_never_the_provided_one() {
     let bao = OpenBao::dev();
     let apply = run(&bao, &["apply", ENV, "-o", "json"]).expect_code(0);
     let doc = apply.json();
-    assert_eq!(doc["summary"]["created"], 10, "{doc}");
+    assert_eq!(doc["summary"]["created"], 13, "{doc}");
     assert_eq!(doc["summary"]["written_paths"], 4, "{doc}");
     assert_eq!(doc["summary"]["provided_absent"], 1, "{doc}");
     for (path, keys) in OWNED {
@@ -133,9 +143,14 @@ fn apply_writes_every_owned_path_and_never_the_provided_one() {
     let (zitadel, _) = bao.kv_get("secret", "ask/zitadel-secret-kv").unwrap();
     assert_eq!(zitadel["masterkey"].as_str().unwrap().len(), 32);
     let (pull, _) = bao.kv_get("secret", "ask/harbor-pull-secret").unwrap();
-    // The marker is a docker config Kubernetes accepts while a person has yet to fill it in.
+    // Made from the placeholders: a docker config Kubernetes accepts while a person has yet to
+    // fill them in.
     let config: Value = serde_json::from_str(pull[".dockerconfigjson"].as_str().unwrap()).unwrap();
-    assert_eq!(config, json!({ "auths": {} }));
+    let auth = base64::engine::general_purpose::STANDARD.encode("robot-name-to-fill:placeholder");
+    assert_eq!(
+        config,
+        json!({ "auths": { "harbor.cl1.sq4.aegis.internal": { "auth": auth } } })
+    );
     let superuser = doc["results"]
         .as_array()
         .unwrap()
@@ -171,6 +186,9 @@ fn verify_waits_only_for_the_provided_path_and_the_placeholders() {
         [
             row("ask/core-service-secret", "IAM_SERVICE__PAT", "pending"),
             row(SUPERUSER, "db-admin-password", "missing"),
+            row("ask/harbor-pull-secret", "robot_name", "pending"),
+            row("ask/harbor-pull-secret", "robot_token", "pending"),
+            row("ask/harbor-pull-secret", "robot_auth", "pending"),
             row("ask/harbor-pull-secret", ".dockerconfigjson", "pending"),
             row("ask/frontend", "oidc_client_id", "pending"),
         ],

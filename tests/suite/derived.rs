@@ -358,3 +358,172 @@ fields.y = { template = "{A.x}!" }
     );
     common::has(&err, "nothing was sent to Vault");
 }
+
+const KEYS_SPEC: &str = r#"
+[vault]
+mount = "secret"
+path = "app/{env}"
+[environments.dev]
+vault_addr = "{addr}"
+[secrets.TLS]
+description = "the service's certificate"
+fields.key = { generator = "ecdsa-p256" }
+fields.crt = { generator = "x509-self-signed", key = "key", cn = "core.local", sans = ["core.local", "10.0.0.1"], days = 30 }
+fields.key_pub = { derive = { public_key = "key" } }
+[secrets.RSA]
+description = "a signing key"
+fields.rsa = { generator = "rsa", bits = 2048, rotation = "replace" }
+fields.rsa_pub = { derive = { public_key = "rsa" } }
+[secrets.SSH]
+description = "a deploy key"
+fields.ssh = { generator = "ssh-ed25519" }
+fields.ssh_pub = { derive = { public_key = "ssh" } }
+[secrets.ADMIN]
+description = "Argo CD's admin password and its hash"
+fields.password = { generator = "password", length = 24, rotation = "replace" }
+fields.hash = { derive = { bcrypt = "password", cost = 10 } }
+"#;
+
+/// Whether libxcrypt, through Python's `crypt`, takes `password` for the bcrypt `hash`: a
+/// bcrypt independent of the Rust crate.
+fn libxcrypt_accepts(hash: &str, password: &str) -> bool {
+    let script = "import sys, warnings\nwarnings.simplefilter('ignore')\nimport crypt\n\
+                  h, p = sys.stdin.read().split('\\n', 1)\nprint(crypt.crypt(p, h) == h)";
+    let (ok, out) = crate::keys::piped(
+        "python3",
+        &["-c", script],
+        &format!("{hash}\n{password}"),
+        "Python 3.11's crypt module (libxcrypt) checks bcrypt hashes",
+    );
+    assert!(ok, "python3's crypt could not check the hash");
+    out.trim() == "True"
+}
+
+#[test]
+fn public_keys_certificates_and_bcrypt_hashes_are_what_openssl_and_libxcrypt_make_of_them() {
+    let bao = OpenBao::dev();
+    let dir = common::spec_dir(&KEYS_SPEC.replace("{addr}", &bao.addr));
+    let run = || Run::new(&bao).specs(dir.path()).env("RUST_LOG", "trace");
+    let mut outputs = vec![run()
+        .args(["apply", "dev", "-vvv"])
+        .status(0)
+        .check()
+        .all_text()];
+    let (tls, _) = bao.kv_get("secret", "app/dev/TLS").unwrap();
+    let (key, crt) = (tls["key"].as_str().unwrap(), tls["crt"].as_str().unwrap());
+    let (ok, text) = crate::keys::openssl(&["x509", "-noout", "-text"], crt);
+    assert!(ok, "openssl could not read the certificate");
+    common::has(&text, "Subject: CN = core.local");
+    common::has(&text, "DNS:core.local, IP Address:10.0.0.1");
+    common::has(&text, "CA:FALSE");
+    let (_, cert_pub) = crate::keys::openssl(&["x509", "-noout", "-pubkey"], crt);
+    let (_, key_pub) = crate::keys::openssl(&["pkey", "-pubout"], key);
+    assert_eq!(cert_pub, key_pub, "the certificate is not for the key");
+    assert_eq!(tls["key_pub"].as_str().unwrap().trim(), key_pub.trim());
+    let dir_crt = tempfile::tempdir().unwrap();
+    let file = dir_crt.path().join("crt.pem");
+    std::fs::write(&file, crt).unwrap();
+    let (ok, _) = crate::keys::openssl(&["verify", "-CAfile", file.to_str().unwrap()], crt);
+    assert!(ok, "openssl does not verify the self-signed certificate");
+    let (rsa, _) = bao.kv_get("secret", "app/dev/RSA").unwrap();
+    let (_, rsa_pub) = crate::keys::openssl(&["pkey", "-pubout"], rsa["rsa"].as_str().unwrap());
+    assert_eq!(rsa["rsa_pub"].as_str().unwrap().trim(), rsa_pub.trim());
+    let (ssh, _) = bao.kv_get("secret", "app/dev/SSH").unwrap();
+    let (ok, ssh_pub) = crate::keys::ssh_keygen(&["-y"], ssh["ssh"].as_str().unwrap());
+    assert!(ok);
+    let words: Vec<&str> = ssh_pub.split_whitespace().take(2).collect();
+    assert_eq!(ssh["ssh_pub"].as_str().unwrap(), words.join(" "));
+    let (admin, _) = bao.kv_get("secret", "app/dev/ADMIN").unwrap();
+    let (password, hash) = (
+        admin["password"].as_str().unwrap(),
+        admin["hash"].as_str().unwrap(),
+    );
+    assert!(hash.starts_with("$2b$10$"), "not a cost-10 bcrypt hash");
+    assert!(libxcrypt_accepts(hash, password));
+    assert!(!libxcrypt_accepts(hash, "another password"));
+    outputs.push(
+        run()
+            .args(["verify", "dev", "--only", "vault", "-vvv"])
+            .status(0)
+            .check()
+            .all_text(),
+    );
+    // A key replaced by hand: its public half and its certificate no longer agree with it.
+    let (ok, other) = crate::keys::openssl(
+        &[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ],
+        "",
+    );
+    assert!(ok);
+    let mut changed = tls.clone();
+    changed.insert("key".into(), json!(other));
+    bao.kv_put("secret", "app/dev/TLS", Value::Object(changed));
+    let out = run()
+        .args(["verify", "dev", "--only", "vault", "-vvv"])
+        .status(1)
+        .check();
+    common::has(
+        &out.stdout_text(),
+        "invalid  secret/app/dev/TLS  crt  does not match its source `key`",
+    );
+    common::has(
+        &out.stdout_text(),
+        "invalid  secret/app/dev/TLS  key_pub  does not match its source `key`",
+    );
+    outputs.push(out.all_text());
+    // Rotating the password makes its hash again in the same write.
+    run()
+        .args(["rotate", "dev", "ADMIN.password", "--yes", "--skip-kube"])
+        .status(0)
+        .check();
+    let (admin, version) = bao.kv_get("secret", "app/dev/ADMIN").unwrap();
+    assert_eq!(version, 2);
+    let new = admin["password"].as_str().unwrap();
+    assert_ne!(new, password);
+    assert!(libxcrypt_accepts(admin["hash"].as_str().unwrap(), new));
+    for o in &outputs {
+        for v in [password, new, hash] {
+            assert!(!o.contains(v), "a value is in the output");
+        }
+        for line in key.lines().filter(|l| !l.starts_with("-----")) {
+            assert!(!o.contains(line), "a line of the key is in the output");
+        }
+    }
+}
+
+/// A fixed secret never changes, so a source it copies cannot rotate: refused before anything is
+/// written, naming the fixed secret.
+#[test]
+fn a_source_a_fixed_secret_copies_cannot_rotate() {
+    let bao = OpenBao::dev();
+    let spec = r#"
+[vault]
+mount = "secret"
+path = "app/{env}"
+[environments.dev]
+vault_addr = "{addr}"
+[secrets.KEY]
+description = "a key"
+fields.value = { generator = "hex32", rotation = "replace" }
+[secrets.PINNED]
+description = "a copy that data is encrypted with"
+fixed = true
+fields.value = { copy = "KEY.value" }
+"#
+    .replace("{addr}", &bao.addr);
+    let dir = common::spec_dir(&spec);
+    let run = || Run::new(&bao).specs(dir.path());
+    run().args(["apply", "dev"]).status(0).check();
+    run()
+        .args(["rotate", "dev", "KEY.value", "--yes", "--skip-kube"])
+        .status(2)
+        .stderr_has("`secret/app/dev/PINNED` is fixed")
+        .check();
+    assert_eq!(bao.kv_version("secret", "app/dev/KEY"), Some(1));
+    assert_eq!(bao.kv_version("secret", "app/dev/PINNED"), Some(1));
+}

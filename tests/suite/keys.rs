@@ -30,7 +30,7 @@ fields.jwks_ec = { generator = "jwks", alg = "ES256" }
 
 /// `program ARGS` with `input` on stdin; (success, stdout). The test fails, never skips, when
 /// the program is missing: `install` says how to get it.
-fn piped(program: &str, args: &[&str], input: &str, install: &str) -> (bool, String) {
+pub(crate) fn piped(program: &str, args: &[&str], input: &str, install: &str) -> (bool, String) {
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
@@ -52,12 +52,12 @@ fn piped(program: &str, args: &[&str], input: &str, install: &str) -> (bool, Str
 }
 
 /// `openssl ARGS` with `input` on stdin; (success, stdout).
-fn openssl(args: &[&str], input: &str) -> (bool, String) {
+pub(crate) fn openssl(args: &[&str], input: &str) -> (bool, String) {
     piped("openssl", args, input, "apt-get install openssl")
 }
 
 /// `ssh-keygen ARGS -f FILE` on a private key written to a 0600 file; (success, stdout).
-fn ssh_keygen(args: &[&str], key: &str) -> (bool, String) {
+pub(crate) fn ssh_keygen(args: &[&str], key: &str) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("key");
     std::fs::write(&file, key).unwrap();
