@@ -202,6 +202,15 @@ pub enum Command {
     /// cluster.
     Rotate(RotateArgs),
 
+    /// Copy into Vault the values components wrote to Kubernetes Secrets (`from_secret` fields).
+    ///
+    /// Each `from_secret = "NAMESPACE/NAME:KEY"` field of the environment gets the Secret's
+    /// value, with check-and-set: an absent field is added, the import marker `apply` wrote is
+    /// replaced, the same value is left alone; a different value is refused unless `--force`.
+    /// A Secret or key not there yet is "not done", one that cannot be read "not checked" (exit
+    /// 1). Never prints a value.
+    Import(ImportArgs),
+
     /// Print the minimal Vault policy (HCL) ESO, VSO or vault-seed needs for an environment.
     Policy(PolicyArgs),
 
@@ -246,6 +255,7 @@ impl Command {
             Command::Verify(_) => "verify",
             Command::Set(_) => "set",
             Command::Rotate(_) => "rotate",
+            Command::Import(_) => "import",
             Command::Policy(_) => "policy",
             Command::Audit(_) => "audit",
             Command::Order(_) => "order",
@@ -399,7 +409,8 @@ pub struct VerifyArgs {
     /// The environment.
     #[arg(value_name = "ENV")]
     pub env: String,
-    /// Only these parts: vault, policy, kube, argocd, consumers (repeat or comma-separate).
+    /// Only these parts: vault, policy, kube, argocd, consumers, imports (repeat or
+    /// comma-separate).
     #[arg(long, value_delimiter = ',', value_name = "PART")]
     pub only: Vec<String>,
     /// Placeholders still unreplaced are failures, not warnings.
@@ -421,20 +432,18 @@ pub struct VerifyArgs {
     /// asked.
     #[arg(long)]
     pub restart: bool,
-    /// Skip the Kubernetes parts, kube, argocd and consumers (Vault and policy only).
+    /// Skip the Kubernetes parts, kube, argocd, consumers and imports (Vault and policy only).
     #[arg(long)]
     pub skip_kube: bool,
     /// Do not read the target Secrets of ExternalSecrets and VaultStaticSecrets (their keys go
-    /// unchecked), so verify needs no `get` on Secrets, which would also let it read their values
-    /// (a hook Job's Role).
+    /// unchecked) nor the Secrets of `from_secret` fields (the part imports is left out), so
+    /// verify needs no `get` on Secrets, which would also let it read their values (a hook Job's
+    /// Role).
     #[arg(long, env = "VAULT_SEED_SKIP_TARGET_SECRETS")]
     pub skip_target_secrets: bool,
-    /// kubeconfig file; else KUBECONFIG, ~/.kube/config, in-cluster.
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// kubeconfig context; else the spec's `kube_context`, else the current context.
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
+    /// The cluster.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// File holding ESO's own Vault token, to ask the server which capabilities it has.
     #[arg(long, value_name = "FILE")]
     pub eso_token_file: Option<PathBuf>,
@@ -474,12 +483,9 @@ pub struct AuditArgs {
     /// Requests to Vault in flight at once.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrency: u16,
-    /// kubeconfig file; else KUBECONFIG, ~/.kube/config, in-cluster.
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// kubeconfig context; else the spec's `kube_context`, else the current context.
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
+    /// The cluster.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Vault connection.
     #[command(flatten)]
     pub vault: VaultArgs,
@@ -519,12 +525,40 @@ pub struct ReadersArgs {
     /// are not named before it is replaced.
     #[arg(long)]
     pub skip_kube: bool,
+    /// The cluster.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// Which cluster, as kubectl finds it: `verify`, `audit`, `import`, and `set`/`rotate`
+/// (asking who reads a value).
+#[derive(Debug, Args, Clone)]
+pub struct ClusterArgs {
     /// kubeconfig file; else KUBECONFIG, ~/.kube/config, in-cluster.
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
     /// kubeconfig context; else the spec's `kube_context`, else the current context.
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
+}
+
+/// `import` options: those of `apply` (what, where, Vault), the cluster, and how to write.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The cluster the Secrets are read from (first: the Vault heading of `common` would
+    /// otherwise hold these too).
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// What to import, and where.
+    #[command(flatten)]
+    pub common: ApplyArgs,
+    /// Replace a value Vault holds that differs from the Secret's (the old one stays in KV v2
+    /// history); without it such a field is refused.
+    #[arg(long, help_heading = None::<&str>)] // under Options, not the Vault heading before it
+    pub force: bool,
+    /// Show what would be imported; write nothing.
+    #[arg(long, help_heading = None::<&str>)]
+    pub dry_run: bool,
 }
 
 /// `rotate` options.
@@ -697,6 +731,7 @@ mod tests {
             vec!["verify", "e"],
             vec!["set", "e", "S"],
             vec!["rotate", "e", "S"],
+            vec!["import", "e"],
             vec!["policy", "e"],
             vec!["audit", "e"],
             vec!["order", "--app", "a=b"],
@@ -708,7 +743,7 @@ mod tests {
             assert_eq!(cli.command.name(), args[0]);
             assert!(names.contains(&args[0]));
         }
-        assert_eq!(names.len(), 12, "{names:?}");
+        assert_eq!(names.len(), 13, "{names:?}");
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod exit;
 pub mod failure;
 pub mod files;
 pub mod generate;
+pub mod import;
 pub mod kube;
 pub mod kv;
 pub mod logging;

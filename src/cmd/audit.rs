@@ -20,8 +20,8 @@ pub(super) fn run(g: &GlobalArgs, args: &AuditArgs) -> Result<AuditReport, Failu
         max_scan_requests: args.max_scan_requests as usize,
         mount_scan: !args.skip_mount_scan,
         kube: (!args.skip_kube).then(|| KubeTarget {
-            kubeconfig: args.kubeconfig.clone(),
-            context: args.context.clone(),
+            kubeconfig: args.cluster.kubeconfig.clone(),
+            context: args.cluster.context.clone(),
         }),
     };
     let runtime = super::runtime()?;

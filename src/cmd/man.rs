@@ -46,7 +46,9 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
         "A part not asked for is null; a part that could not be checked is {ok: false, error, \
          help}. checked: the parts checked (ok is about these only); not_checked: {part, why} \
          for each part left out (why: --only, --skip-kube, no [argocd] section, could not be \
-         checked) and for target Secrets under --skip-target-secrets. vault.results: path, field, generator, status (valid, pending, missing, deleted, \
+         checked) and for target Secrets under --skip-target-secrets. imports (only when a field has \
+         from_secret, absent otherwise): ok, server, context, results (path, field, secret, key, \
+         status: agrees, pending, differs, not-checked; ok, message). vault.results: path, field, generator, status (valid, pending, missing, deleted, \
          invalid, denied, error, skipped), version, created_time, detail, provided_by. \
          kube.provided: the paths other applications provide (path, provided_by, ok, \
          push_secret, ready, reason, message, event, explanations). argocd (specs with \
@@ -107,6 +109,16 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          looked for. followed: path, fields, old_version, new_version, error (the secrets whose \
          copies and templates of the changed fields were made again after it; error when one \
          could not be written, and the exit code is 1).",
+    ),
+    (
+        "import",
+        &[
+            "command", "env", "dry_run", "ok", "counts", "results", "notes",
+        ],
+        "results: one object per from_secret field, in spec order: path, field, secret \
+         (namespace/name), key, outcome (imported, replaced, exists, refused, not-done, \
+         not-checked; with dry_run: would-import, would-replace), old_version, new_version \
+         (KV v2, or null), detail (a reason, never a value). counts: fields per outcome.",
     ),
     (
         "policy",

@@ -6,6 +6,7 @@ mod audit;
 mod completions;
 mod follow;
 mod gen;
+mod import;
 mod lint;
 mod man;
 mod order;
@@ -53,6 +54,7 @@ pub fn execute(cli: &Cli, printer: Printer<'_>) -> Result<Done, Failure> {
         .map(Done::Printed),
         Command::Set(args) => set::run(g, args).map(boxed),
         Command::Rotate(args) => rotate::run(g, args).map(boxed),
+        Command::Import(args) => import::run(g, args).map(boxed),
         Command::Policy(args) => policy::run(g, args).map(boxed),
         Command::Audit(args) => audit::run(g, args).map(boxed),
         Command::Verify(args) => verify::run(g, args).map(boxed),

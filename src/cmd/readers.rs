@@ -79,8 +79,8 @@ async fn look(
     if listed.external_secrets.is_empty() && listed.static_secrets.is_empty() {
         return Err("the specs list no ExternalSecret (`[eso] external_secrets`) or VaultStaticSecret (`[vso] static_secrets`)".into());
     }
-    let context = cluster::context_of(&plan, args.context.as_deref());
-    let kubeconfig = args.kubeconfig.as_deref();
+    let context = cluster::context_of(&plan, args.cluster.context.as_deref());
+    let kubeconfig = args.cluster.kubeconfig.as_deref();
     if let Ok(Some(p)) = EsoCluster::preflight(kubeconfig, context.as_deref()).await {
         if p.skip_tls_verify {
             report::warn(

@@ -30,8 +30,23 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Fai
         ))
         .help("add `[argocd]` with `secrets_app` and `consumers` to the spec (docs/spec.md has an example), or leave `argocd` out of --only"));
     }
+    if req.parts.contains(&PartName::Imports) && !crate::import::any(&plan.targets) {
+        return Err(Failure::usage(format!(
+            "no field of environment `{}` has `from_secret`",
+            args.env
+        ))
+        .help("the part imports compares such fields with their Kubernetes Secrets; leave `imports` out of --only"));
+    }
     let runtime = super::runtime()?;
-    if req.wants(PartName::Kube) || req.wants(PartName::Argocd) || req.wants(PartName::Consumers) {
+    if [
+        PartName::Kube,
+        PartName::Argocd,
+        PartName::Consumers,
+        PartName::Imports,
+    ]
+    .into_iter()
+    .any(|p| req.wants(p))
+    {
         runtime.block_on(check_cluster_config(g, &plan, &req))?;
     }
     let session = Session::from_plan(g, &plan, &args.vault)?;
@@ -133,8 +148,8 @@ fn request(args: &VerifyArgs) -> Result<Request, Failure> {
         skip_kube: args.skip_kube,
         wait: args.wait,
         force_sync: args.force_sync,
-        kubeconfig: args.kubeconfig.clone(),
-        context: args.context.clone(),
+        kubeconfig: args.cluster.kubeconfig.clone(),
+        context: args.cluster.context.clone(),
         eso_token: None,
         concurrency: usize::from(args.concurrency),
         skip_target_secrets: args.skip_target_secrets,

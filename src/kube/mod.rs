@@ -8,7 +8,8 @@
 //!
 //! ESO kinds are read as dynamic objects, asking `external-secrets.io/v1` first and falling back
 //! to `v1beta1` when the cluster does not serve v1 (ESO before 0.16, or a chart that re-enables
-//! v1beta1 only). Secret values never leave this module: only a Secret's keys are returned.
+//! v1beta1 only). Secret values never leave this module: only a Secret's keys are returned,
+//! except the one key [`EsoCluster::secret_value`] reads for `import`, as a [`SecretString`].
 
 mod argocd;
 mod config;
@@ -16,6 +17,7 @@ mod error;
 mod list;
 mod status;
 mod store;
+mod value;
 mod vso;
 mod workloads;
 
@@ -30,6 +32,7 @@ use ::kube::api::{
 use ::kube::core::{ErrorResponse, Request};
 use ::kube::{Client, Resource};
 use k8s_openapi::api::core::v1::{Event, Secret};
+use secrecy::SecretString;
 use time::OffsetDateTime;
 
 pub use argocd::{AppLookup, AppResource, ApplicationInfo, OperationInfo, ARGOCD_GROUP};
@@ -40,6 +43,7 @@ pub use status::{
     ReadyCondition, RemoteRef, SecretStoreInfo, StoreKind, StoreRef, TemplateEntry, ESO_GROUP,
 };
 pub use store::{vault_provider, StoreAuth, StoreKv, StoreProblem, VaultStore};
+pub use value::SecretKey;
 
 pub use vso::{
     parse_ref, Condition, FieldProblem, VaultAuthLogin, VaultStaticSecretInfo, VsoBadField,
@@ -290,33 +294,11 @@ impl EsoCluster {
             #[serde(default)]
             data: Option<BTreeMap<String, Option<ValueLen>>>,
         }
-        let op = Op {
-            verb: "get",
-            resource: "secrets".into(),
-            namespace: Some(ns),
-            name,
+        let Some(text) = self.secret_text(ns, name).await? else {
+            return Ok(None);
         };
-        // Built with k8s-openapi's Secret for the path, but sent as text: kube-rs logs the whole
-        // body when typed parsing fails, and a Secret's body is exactly what must not be logged.
-        let request = Request::new(Secret::url_path(&(), Some(ns)))
-            .get(name, &GetParams::default())
-            .map_err(|e| self.decode_error(&op, e.to_string()))?;
-        let text = match self.client.request_text(request).await {
-            Ok(text) => zeroize::Zeroizing::new(text),
-            Err(::kube::Error::Api(ErrorResponse { code: 404, .. })) => return Ok(None),
-            Err(e) => return Err(self.error(e, op)),
-        };
-        let parsed: KeysOnly = serde_json::from_str(&text).map_err(|e| {
-            self.decode_error(
-                &op, // serde_json's message can quote the input: give only where and what kind.
-                format!(
-                    "not a Secret ({:?} error at line {} column {})",
-                    e.classify(),
-                    e.line(),
-                    e.column()
-                ),
-            )
-        })?;
+        let parsed: KeysOnly =
+            serde_json::from_str(&text).map_err(|e| self.not_a_secret(ns, name, &e))?;
         drop(text);
         let entries = parsed.data.unwrap_or_default().into_iter();
         Ok(Some(
@@ -324,6 +306,74 @@ impl EsoCluster {
                 .map(|(k, len)| (k, len.is_none_or(|l| l.0 == 0)))
                 .collect(),
         ))
+    }
+
+    /// The value of key `key` of Secret `ns/name`, base64-decoded, for `import` and its check
+    /// in `verify`: the one place a Secret's value leaves this module, as a [`SecretString`]
+    /// from the moment it is decoded. Only that key is kept while parsing (the others are
+    /// skipped unread) and the response text is zeroized.
+    pub async fn secret_value(
+        &self,
+        ns: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<SecretKey, KubeError> {
+        let Some(text) = self.secret_text(ns, name).await? else {
+            return Ok(SecretKey::NoSecret);
+        };
+        let mut de = serde_json::Deserializer::from_str(&text);
+        let encoded = serde::de::DeserializeSeed::deserialize(value::OneKey(key), &mut de)
+            .map_err(|e| self.not_a_secret(ns, name, &e))?;
+        drop(text);
+        let Some(encoded) = encoded else {
+            return Ok(SecretKey::NoKey);
+        };
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded.as_bytes())
+            .map(zeroize::Zeroizing::new)
+            .map_err(|_| {
+                self.decode_error(&secret_op(ns, name), format!("key `{key}` is not base64"))
+            })?;
+        match std::str::from_utf8(&bytes) {
+            Ok("") => Ok(SecretKey::Empty),
+            Ok(v) => Ok(SecretKey::Value(SecretString::from(v.to_string()))),
+            Err(_) => Ok(SecretKey::NotText),
+        }
+    }
+
+    /// The Secret `ns/name` as the API server's text, zeroized when dropped; `None` when it
+    /// does not exist. Built with k8s-openapi's Secret for the path, but sent as text: kube-rs
+    /// logs the whole body when typed parsing fails, and a Secret's body is exactly what must
+    /// not be logged.
+    async fn secret_text(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<zeroize::Zeroizing<String>>, KubeError> {
+        let op = secret_op(ns, name);
+        let request = Request::new(Secret::url_path(&(), Some(ns)))
+            .get(name, &GetParams::default())
+            .map_err(|e| self.decode_error(&op, e.to_string()))?;
+        match self.client.request_text(request).await {
+            Ok(text) => Ok(Some(zeroize::Zeroizing::new(text))),
+            Err(::kube::Error::Api(ErrorResponse { code: 404, .. })) => Ok(None),
+            Err(e) => Err(self.error(e, op)),
+        }
+    }
+
+    /// The Secret's text did not parse: where and what kind only, since serde_json's message
+    /// can quote the input.
+    fn not_a_secret(&self, ns: &str, name: &str, e: &serde_json::Error) -> KubeError {
+        self.decode_error(
+            &secret_op(ns, name),
+            format!(
+                "not a Secret ({:?} error at line {} column {})",
+                e.classify(),
+                e.line(),
+                e.column()
+            ),
+        )
     }
 
     /// The Warning events about an object (`kind` such as `ExternalSecret`), newest first.
@@ -738,6 +788,16 @@ impl EsoCluster {
                 source: Box::new(other),
             },
         }
+    }
+}
+
+/// A `get` of Secret `ns/name`, for its errors.
+fn secret_op<'a>(ns: &'a str, name: &'a str) -> Op<'a> {
+    Op {
+        verb: "get",
+        resource: "secrets".into(),
+        namespace: Some(ns),
+        name,
     }
 }
 

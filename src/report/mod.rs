@@ -1,7 +1,7 @@
 //! Output: human text or JSON on stdout, diagnostics on stderr, colour per `--color`/`NO_COLOR`.
 //!
 //! Each command's result is a [`Report`] (one module per document: [`seeding`] for `plan` and
-//! `apply`, [`verification`], [`changes`] for `set` and `rotate`, [`specs`] for `lint`, [`hcl`]
+//! `apply`, [`verification`], [`changes`] for `set` and `rotate`, [`imports`] for `import`, [`specs`] for `lint`, [`hcl`]
 //! for `policy`, [`ordering`], [`generated`] for `gen`), and the renderers of what the domain
 //! modules find ([`diagnostics`] for spec problems, [`gaps`] for ESO's policy gaps). Reports
 //! render; `run.rs` prints.
@@ -17,6 +17,7 @@ pub mod diagnostics;
 pub mod gaps;
 pub mod generated;
 pub mod hcl;
+pub mod imports;
 pub mod ordering;
 pub mod seeding;
 pub mod specs;

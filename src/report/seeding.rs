@@ -262,8 +262,10 @@ impl SeedReport {
     /// The table's line for a path's field: outcome, path, field, generator, version, detail.
     fn line(&self, style: &Style, p: &PathResult, f: &FieldResult) -> String {
         let version = p.version.map(|v| format!("v{v}")).unwrap_or_default();
-        let placeholder_hint = f.generator == "placeholder"
-            && matches!(f.outcome, Outcome::Created | Outcome::Pending);
+        let waiting = matches!(f.outcome, Outcome::Created | Outcome::Pending);
+        let placeholder_hint = f.generator == "placeholder" && waiting;
+        // The import marker: the component writes the value to its Secret after deploy.
+        let import_hint = f.generator == "from_secret" && waiting;
         let provided = p.target.provided.as_ref().map(|x| x.by.as_str());
         let detail = match (f.outcome, provided) {
             (Outcome::ProvidedPresent, _) => Some(format!(
@@ -282,6 +284,9 @@ impl SeedReport {
         let detail = detail
             .or_else(|| f.detail.clone())
             .or_else(|| p.detail.clone())
+            .or_else(|| {
+                import_hint.then(|| format!("after deploy: vault-seed import {}", self.env))
+            })
             .or_else(|| {
                 placeholder_hint.then(|| {
                     format!(

@@ -14,6 +14,7 @@ use crate::verify::argocd::ArgocdPart;
 use crate::verify::cluster::ClusterPart;
 use crate::verify::consumers::ConsumersPart;
 use crate::verify::grants::{GrantsPart, PolicyPart};
+use crate::verify::imports::ImportsPart;
 use crate::verify::values::ValuesPart;
 use crate::verify::{Checked, PartFailure, Verification};
 
@@ -87,6 +88,11 @@ fn text(out: &mut dyn io::Write, style: &Style, v: &Verification, verbose: bool)
     match &v.consumers {
         Some(Checked::Done(c)) => consumers(&mut rest, style, c),
         Some(Checked::Failed(f)) => failed(&mut rest, style, "consumers", f),
+        None => {}
+    }
+    match &v.imports {
+        Some(Checked::Done(p)) => imports(&mut rest, style, p),
+        Some(Checked::Failed(f)) => failed(&mut rest, style, "imports", f),
         None => {}
     }
     let _ = writeln!(
@@ -174,6 +180,7 @@ fn values(out: &mut dyn io::Write, style: &Style, env: &str, v: &ValuesPart) -> 
                 t(row.detail.unwrap_or_default()),
                 t(by)
             ),
+            (Status::Pending, _) if row.is_imported() => format!("run: vault-seed import {env}"),
             // Made from a value still to be filled in: the detail names it.
             (Status::Pending, _) if row.is_derived() => t(row.detail.unwrap_or_default()),
             (Status::Pending, _) => {
@@ -316,6 +323,39 @@ fn consumers(out: &mut String, style: &Style, c: &ConsumersPart) {
         if let Some(fix) = &w.fix {
             let _ = writeln!(out, "            {}: {}", style.help("fix"), t(fix));
         }
+    }
+}
+
+/// Each `from_secret` field compared with its Secret; one not checked is never shown as ok.
+fn imports(out: &mut String, style: &Style, p: &ImportsPart) {
+    let not_checked = p.not_checked();
+    let _ = writeln!(
+        out,
+        "{} imports: {} ({}): {} field(s) from Kubernetes Secrets{}",
+        mark(style, p.ok),
+        t(&p.server),
+        t(p.context.as_deref().unwrap_or("in-cluster")),
+        p.results.len(),
+        if not_checked > 0 {
+            format!(", {not_checked} not checked")
+        } else {
+            String::new()
+        }
+    );
+    for r in &p.results {
+        let m = match r.status {
+            "not-checked" => style.warn("----"),
+            _ => mark(style, r.ok),
+        };
+        let _ = writeln!(
+            out,
+            "     {m} {}  {}  (Secret {} key {})",
+            r.path,
+            r.field,
+            t(&r.secret),
+            t(&r.key)
+        );
+        let _ = writeln!(out, "            {}", t(&r.message));
     }
 }
 

@@ -13,6 +13,8 @@
 //!   each consumer Application at a later app wave, argocd-cm's Application health check.
 //! - [`consumers`], the part `consumers`: the workloads reading the target Secrets run pods that
 //!   started after the data last changed (or something restarts them); `--restart`.
+//! - [`imports`], the part `imports` (specs with a `from_secret` field): Vault holds the value
+//!   of each field's Kubernetes Secret key, once imported.
 //!
 //! The object checks return typed findings ([`findings`]: severity, and each part's enum words
 //! its own), from which their reports' sentence lists are made.
@@ -32,6 +34,7 @@ pub mod eso;
 pub mod facts;
 pub mod findings;
 pub mod grants;
+pub mod imports;
 pub mod readers;
 pub mod store;
 pub mod values;
@@ -60,16 +63,19 @@ pub enum PartName {
     Argocd,
     /// The workloads that read the target Secrets.
     Consumers,
+    /// The `from_secret` fields against their Kubernetes Secrets.
+    Imports,
 }
 
 impl PartName {
     /// Every part, in report order.
-    pub const ALL: [PartName; 5] = [
+    pub const ALL: [PartName; 6] = [
         PartName::Vault,
         PartName::Policy,
         PartName::Kube,
         PartName::Argocd,
         PartName::Consumers,
+        PartName::Imports,
     ];
 
     /// Its name on the command line and in JSON.
@@ -80,6 +86,7 @@ impl PartName {
             PartName::Kube => "kube",
             PartName::Argocd => "argocd",
             PartName::Consumers => "consumers",
+            PartName::Imports => "imports",
         }
     }
 
@@ -92,7 +99,7 @@ impl PartName {
     fn in_cluster(self) -> bool {
         matches!(
             self,
-            PartName::Kube | PartName::Argocd | PartName::Consumers
+            PartName::Kube | PartName::Argocd | PartName::Consumers | PartName::Imports
         )
     }
 }
@@ -135,6 +142,9 @@ impl Request {
             Some("--only")
         } else if self.skip_kube && part.in_cluster() {
             Some("--skip-kube")
+        } else if self.skip_target_secrets && part == PartName::Imports {
+            // Comparing means reading the Secrets' values, which this option is there to avoid.
+            Some("--skip-target-secrets")
         } else {
             None
         }
@@ -223,6 +233,10 @@ pub struct Verification {
     pub argocd: Option<Checked<argocd::ArgocdPart>>,
     /// The workloads that read the target Secrets; `None` when not asked for.
     pub consumers: Option<Checked<consumers::ConsumersPart>>,
+    /// The `from_secret` fields against their Secrets; `None` when not asked for or no field
+    /// has `from_secret` (then it is in neither `checked` nor `not_checked`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub imports: Option<Checked<imports::ImportsPart>>,
     /// What is not about one part (waiting ran out, ExternalSecrets annotated).
     pub notes: Vec<String>,
     /// The parts checked, in report order.
@@ -252,13 +266,21 @@ impl Verification {
             PartName::Kube => failed(&self.kube),
             PartName::Argocd => failed(&self.argocd),
             PartName::Consumers => failed(&self.consumers),
+            // A field whose Secret or value could not be read leaves the part not checked.
+            PartName::Imports => {
+                failed(&self.imports)
+                    || matches!(&self.imports, Some(Checked::Done(p)) if p.not_checked() > 0)
+            }
         }
     }
 
     /// Fills `checked` and `not_checked`: each part is checked unless an option left it out,
     /// it does not apply to the specs, or it could not be checked.
-    fn name_what_was_checked(&mut self, req: &Request, argocd_configured: bool) {
+    fn name_what_was_checked(&mut self, req: &Request, argocd_configured: bool, imports: bool) {
         for part in PartName::ALL {
+            if part == PartName::Imports && !imports {
+                continue;
+            }
             let why = req
                 .left_out(part)
                 .or_else(|| {
@@ -291,6 +313,18 @@ impl Verification {
                 });
             }
         }
+    }
+}
+
+impl Verification {
+    /// Every part asked for is ok.
+    fn parts_ok(&self) -> bool {
+        ok_or_absent(&self.vault)
+            && ok_or_absent(&self.policy)
+            && ok_or_absent(&self.kube)
+            && ok_or_absent(&self.argocd)
+            && ok_or_absent(&self.consumers)
+            && ok_or_absent(&self.imports)
     }
 }
 
@@ -350,6 +384,12 @@ pub async fn run(
     } else {
         None
     };
+    let has_imports = crate::import::any(&plan.targets);
+    let imports = if req.wants(PartName::Imports) && has_imports {
+        Some(imports::check(vault, plan, mounts, req).await)
+    } else {
+        None
+    };
     let values = req.wants(PartName::Vault).then(|| {
         Checked::Done(values::judge(
             inspection,
@@ -367,15 +407,12 @@ pub async fn run(
         kube,
         argocd,
         consumers,
+        imports,
         notes,
         checked: Vec::new(),
         not_checked: Vec::new(),
     };
-    v.name_what_was_checked(req, argocd::configured(plan));
-    v.ok = ok_or_absent(&v.vault)
-        && ok_or_absent(&v.policy)
-        && ok_or_absent(&v.kube)
-        && ok_or_absent(&v.argocd)
-        && ok_or_absent(&v.consumers);
+    v.name_what_was_checked(req, argocd::configured(plan), has_imports);
+    v.ok = v.parts_ok();
     v
 }

@@ -48,12 +48,24 @@ impl ValueRow<'_> {
         selector(self.target, self.field, self.shared_names)
     }
 
+    /// The field's generator in the spec.
+    fn generator_of(&self) -> Option<&crate::generate::Generator> {
+        let field = self.target.fields.iter().find(|f| f.name == self.field);
+        field.map(|f| &f.generator)
+    }
+
+    /// Whether the field's value comes from a Kubernetes Secret (`from_secret`): `import`
+    /// fills it, not `set`.
+    pub fn is_imported(&self) -> bool {
+        matches!(
+            self.generator_of(),
+            Some(crate::generate::Generator::FromSecret { .. })
+        )
+    }
+
     /// Whether the field is made from others (pending on them, not filled in by a person).
     pub fn is_derived(&self) -> bool {
-        self.target
-            .fields
-            .iter()
-            .any(|f| f.name == self.field && f.generator.derived().is_some())
+        self.generator_of().is_some_and(|g| g.derived().is_some())
     }
 }
 

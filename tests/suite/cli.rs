@@ -65,11 +65,12 @@ const SUBCOMMANDS: &[&str] = &[
     "verify",
     "set",
     "rotate",
+    "import",
     "policy",
     "completions",
     "man",
 ];
-const WITH_VAULT: &[&str] = &["plan", "apply", "verify", "set", "rotate"];
+const WITH_VAULT: &[&str] = &["plan", "apply", "verify", "set", "rotate", "import"];
 
 const GLOBAL_FLAGS: [&str; 4] = [
     "--specs <DIR>",
@@ -464,7 +465,7 @@ fn man_writes_a_page_per_command() {
 }
 
 /// The top-level keys the man page's JSON OUTPUT lists per command, read from the page.
-fn documented_keys() -> HashMap<String, BTreeSet<String>> {
+pub(crate) fn documented_keys() -> HashMap<String, BTreeSet<String>> {
     let roff = Run::offline().args(["man"]).output().stdout_text();
     let section = roff
         .split(".SH \"JSON OUTPUT\"")
@@ -494,7 +495,7 @@ fn documented_keys() -> HashMap<String, BTreeSet<String>> {
     docs
 }
 
-fn keys_of(out: &Out) -> BTreeSet<String> {
+pub(crate) fn keys_of(out: &Out) -> BTreeSet<String> {
     out.json()
         .as_object()
         .expect("a JSON object")

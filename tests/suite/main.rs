@@ -21,6 +21,7 @@ mod faults;
 mod gen;
 mod harness;
 mod hostile;
+mod import;
 mod in_cluster;
 mod json_failures;
 mod keys;

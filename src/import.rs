@@ -1,0 +1,447 @@
+//! `import`'s engine: copy into Vault the value a component wrote to a Kubernetes Secret, for
+//! each `from_secret = "NAMESPACE/NAME:KEY"` field ([`Generator::FromSecret`]).
+//!
+//! The Secret's key is read through the real kube client ([`EsoCluster::secret_value`]) and
+//! held as a [`SecretString`] from the moment it is decoded; it is compared with Vault's value
+//! without either being shown. Writes use [`crate::replace::write_fields`]: check-and-set with
+//! the version read (`cas=0` for a path that does not exist yet, holding only the imported
+//! fields; `apply` adds the others, as it adds any field a live secret lacks).
+//!
+//! `verify`'s part `imports` reads the Secrets with [`read_source`] too.
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Serialize;
+
+use crate::generate::{Generator, IMPORT_MARKER};
+use crate::kube::{EsoCluster, SecretKey};
+use crate::kv::KvMount;
+use crate::mounts::Mounts;
+use crate::replace::{self, ChangeError};
+use crate::spec::{Field, Target};
+use crate::vault::{Existing, FieldValue, Present, Vault, VaultError};
+
+/// A `from_secret` field: where its value comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source<'a> {
+    /// The Secret's namespace.
+    pub namespace: &'a str,
+    /// The Secret's name.
+    pub name: &'a str,
+    /// The key of its `data`.
+    pub key: &'a str,
+}
+
+impl Source<'_> {
+    /// The field's source, if it is a `from_secret` field.
+    pub fn of(field: &Field) -> Option<Source<'_>> {
+        match &field.generator {
+            Generator::FromSecret {
+                namespace,
+                name,
+                key,
+            } => Some(Source {
+                namespace,
+                name,
+                key,
+            }),
+            _ => None,
+        }
+    }
+
+    /// `namespace/name`.
+    pub fn secret(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Whether a field of `t` is a `from_secret` field.
+pub fn imports_into(t: &Target) -> bool {
+    t.fields.iter().any(|f| Source::of(f).is_some())
+}
+
+/// Whether a field of any of `targets` is a `from_secret` field.
+pub fn any(targets: &[Target]) -> bool {
+    targets.iter().any(imports_into)
+}
+
+/// Why a Secret's key gave no value to import or compare. Each reads as a sentence; none holds
+/// a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailable {
+    /// The Secret does not exist (yet).
+    NoSecret {
+        /// `namespace/name`.
+        secret: String,
+        /// The key.
+        key: String,
+    },
+    /// The Secret has no such key (yet).
+    NoKey {
+        /// `namespace/name`.
+        secret: String,
+        /// The key.
+        key: String,
+    },
+    /// The key's value is empty.
+    Empty {
+        /// `namespace/name`.
+        secret: String,
+        /// The key.
+        key: String,
+    },
+    /// The key's value is not UTF-8 text.
+    NotText {
+        /// `namespace/name`.
+        secret: String,
+        /// The key.
+        key: String,
+    },
+    /// The Secret could not be read (403, unreachable...): the error, cleaned by the kube
+    /// module.
+    Unreadable {
+        /// The error.
+        error: String,
+    },
+}
+
+impl Unavailable {
+    /// Whether it is "not checked" (the Secret could not be read), not "not done" (the value
+    /// is not there yet, or cannot go into Vault).
+    pub fn unreadable(&self) -> bool {
+        matches!(self, Unavailable::Unreadable { .. })
+    }
+
+    /// The sentence.
+    pub fn message(&self) -> String {
+        match self {
+            Unavailable::NoSecret { secret, key } => format!(
+                "Secret `{secret}` does not exist yet, so has no key `{key}` (the component writes it after deploy)"
+            ),
+            Unavailable::NoKey { secret, key } => format!(
+                "Secret `{secret}` has no key `{key}` yet (the component writes it after deploy)"
+            ),
+            Unavailable::Empty { secret, key } => {
+                format!("key `{key}` of Secret `{secret}` is empty")
+            }
+            Unavailable::NotText { secret, key } => format!(
+                "key `{key}` of Secret `{secret}` is not UTF-8 text; Vault's fields hold strings"
+            ),
+            Unavailable::Unreadable { error } => error.clone(),
+        }
+    }
+}
+
+/// Read `source`'s value from the cluster; registered for redaction as soon as it is read.
+pub async fn read_source(
+    cluster: &EsoCluster,
+    source: &Source<'_>,
+) -> Result<SecretString, Unavailable> {
+    let (secret, key) = (source.secret(), source.key.to_string());
+    match cluster
+        .secret_value(source.namespace, source.name, source.key)
+        .await
+    {
+        Ok(SecretKey::Value(v)) => {
+            crate::redact::register(&v);
+            Ok(v)
+        }
+        Ok(SecretKey::NoSecret) => Err(Unavailable::NoSecret { secret, key }),
+        Ok(SecretKey::NoKey) => Err(Unavailable::NoKey { secret, key }),
+        Ok(SecretKey::Empty) => Err(Unavailable::Empty { secret, key }),
+        Ok(SecretKey::NotText) => Err(Unavailable::NotText { secret, key }),
+        Err(e) => Err(Unavailable::Unreadable {
+            error: e.to_string(),
+        }),
+    }
+}
+
+/// What `import` did with one field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The field was absent and is now the Secret's value.
+    Imported,
+    /// The field held the import marker (or, with `--force`, another value) and now holds the
+    /// Secret's value.
+    Replaced,
+    /// The field already holds the Secret's value: nothing written.
+    Exists,
+    /// The field holds another value; not replaced without `--force`.
+    Refused,
+    /// `--dry-run`: would be imported.
+    WouldImport,
+    /// `--dry-run`: would be replaced.
+    WouldReplace,
+    /// Nothing written: the value is not there yet, or cannot be written.
+    NotDone,
+    /// The Secret (or Vault's value) could not be read.
+    NotChecked,
+}
+
+impl Outcome {
+    /// The word shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Imported => "imported",
+            Outcome::Replaced => "replaced",
+            Outcome::Exists => "exists",
+            Outcome::Refused => "refused",
+            Outcome::WouldImport => "would-import",
+            Outcome::WouldReplace => "would-replace",
+            Outcome::NotDone => "not-done",
+            Outcome::NotChecked => "not-checked",
+        }
+    }
+
+    /// Whether the field is where it should be (or would be).
+    pub fn ok(self) -> bool {
+        !matches!(
+            self,
+            Outcome::Refused | Outcome::NotDone | Outcome::NotChecked
+        )
+    }
+}
+
+/// One field's result. Never holds a value.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    /// The secret's full path.
+    pub path: String,
+    /// The field.
+    pub field: String,
+    /// The Secret read: `namespace/name`.
+    pub secret: String,
+    /// Its key.
+    pub key: String,
+    /// What was done.
+    pub outcome: Outcome,
+    /// The version read (KV v2), if the path existed.
+    pub old_version: Option<u64>,
+    /// The version written (KV v2).
+    pub new_version: Option<u64>,
+    /// Why, when there is more to say.
+    pub detail: Option<String>,
+}
+
+/// How to import.
+#[derive(Debug, Clone, Copy)]
+pub struct Request {
+    /// Replace a different value.
+    pub force: bool,
+    /// Write nothing.
+    pub dry_run: bool,
+}
+
+/// Import every `from_secret` field of `targets` whose mount is in `mounts`, one path at a
+/// time; a row per field, in spec order.
+pub async fn run(
+    vault: &Vault,
+    cluster: &EsoCluster,
+    mounts: &Mounts,
+    targets: &[Target],
+    req: Request,
+) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for t in targets {
+        let fields: Vec<(&Field, Source<'_>)> = t
+            .fields
+            .iter()
+            .filter_map(|f| Source::of(f).map(|s| (f, s)))
+            .collect();
+        if fields.is_empty() {
+            continue;
+        }
+        let mut path_rows: Vec<Row> = fields
+            .iter()
+            .map(|(f, s)| Row {
+                path: t.full_path(),
+                field: f.name.clone(),
+                secret: s.secret(),
+                key: s.key.to_string(),
+                outcome: Outcome::NotDone,
+                old_version: None,
+                new_version: None,
+                detail: None,
+            })
+            .collect();
+        match (&t.provided, mounts.get(t.mount())) {
+            (Some(p), _) => all(
+                &mut path_rows,
+                Outcome::NotDone,
+                format!(
+                    "provided by another application ({}): vault-seed never writes it",
+                    p.by
+                ),
+            ),
+            (None, None) => {
+                let why = mounts.errors.get(t.mount()).cloned().unwrap_or_default();
+                all(&mut path_rows, Outcome::NotDone, why)
+            }
+            (None, Some(mount)) => {
+                import_path(vault, cluster, mount, t, &fields, req, &mut path_rows).await
+            }
+        }
+        rows.extend(path_rows);
+    }
+    rows
+}
+
+fn all(rows: &mut [Row], outcome: Outcome, detail: String) {
+    for r in rows {
+        r.outcome = outcome;
+        r.detail = Some(detail.clone());
+    }
+}
+
+/// One path: read Vault's version, each field's Secret, decide, and write the fields to write
+/// in one check-and-set request.
+async fn import_path(
+    vault: &Vault,
+    cluster: &EsoCluster,
+    mount: &KvMount,
+    t: &Target,
+    fields: &[(&Field, Source<'_>)],
+    req: Request,
+    rows: &mut [Row],
+) {
+    let (current, existed) = match vault.kv_read(mount, &t.path).await {
+        Ok(Existing::Present(p)) => (p, true),
+        Ok(Existing::Absent) => (empty(0, Default::default()), false),
+        Ok(Existing::Deleted {
+            version,
+            custom_metadata,
+        }) => (empty(version, custom_metadata), false),
+        Err(e) => return all(rows, Outcome::NotChecked, e.to_string()),
+    };
+    let mut writes: Vec<(String, SecretString)> = Vec::new();
+    let mut written: Vec<usize> = Vec::new();
+    for (i, (f, source)) in fields.iter().enumerate() {
+        let row = &mut rows[i];
+        row.old_version = Some(current.version).filter(|v| *v > 0 && existed);
+        let value = match read_source(cluster, source).await {
+            Ok(v) => v,
+            Err(why) => {
+                row.outcome = match why.unreadable() {
+                    true => Outcome::NotChecked,
+                    false => Outcome::NotDone,
+                };
+                row.detail = Some(why.message());
+                continue;
+            }
+        };
+        let decided = decide(t, f, current.fields.get(&f.name), &value, req.force);
+        row.outcome = decided.0;
+        row.detail = decided.1;
+        if matches!(row.outcome, Outcome::Imported | Outcome::Replaced) {
+            writes.push((f.name.clone(), value));
+            written.push(i);
+        }
+    }
+    if writes.is_empty() {
+        return;
+    }
+    if let Some((name, kind)) = current.fields.iter().find_map(|(k, v)| match v {
+        FieldValue::NotText(kind) => Some((k, *kind)),
+        FieldValue::Text(_) => None,
+    }) {
+        let why = format!("field `{name}` of the secret is {kind}, not a string: rewriting the secret would change it; nothing was written");
+        for &i in &written {
+            rows[i].outcome = Outcome::NotDone;
+            rows[i].detail = Some(why.clone());
+        }
+        return;
+    }
+    if !existed && t.fixed {
+        let why = "the secret is fixed and does not exist yet: run `vault-seed apply` first, which writes every field at once".to_string();
+        for &i in &written {
+            rows[i].outcome = Outcome::NotDone;
+            rows[i].detail = Some(why.clone());
+        }
+        return;
+    }
+    if req.dry_run {
+        for &i in &written {
+            rows[i].outcome = match rows[i].outcome {
+                Outcome::Imported => Outcome::WouldImport,
+                _ => Outcome::WouldReplace,
+            };
+        }
+        return;
+    }
+    match replace::write_fields(vault, mount, t, &current, &writes, "import").await {
+        Ok(v) => {
+            for &i in &written {
+                rows[i].new_version = Some(v).filter(|v| *v > 0);
+            }
+        }
+        Err(e) => {
+            let why = match e {
+                ChangeError::Vault(VaultError::CasMismatch { .. }) => format!(
+                    "the secret changed after vault-seed read it (version {}); nothing was written: run the import again",
+                    current.version
+                ),
+                e => format!("{e}; nothing was written"),
+            };
+            for &i in &written {
+                rows[i].outcome = Outcome::NotDone;
+                rows[i].detail = Some(why.clone());
+            }
+        }
+    }
+}
+
+/// A secret with no live fields at `version` (0: never written).
+fn empty(version: u64, custom_metadata: std::collections::BTreeMap<String, String>) -> Present {
+    Present {
+        version,
+        created_time: None,
+        fields: Default::default(),
+        custom_metadata,
+    }
+}
+
+/// What to do with field `f` of `t`, which Vault holds as `held`, given the Secret's `value`.
+fn decide(
+    t: &Target,
+    f: &Field,
+    held: Option<&FieldValue>,
+    value: &SecretString,
+    force: bool,
+) -> (Outcome, Option<String>) {
+    let path = t.full_path();
+    match held {
+        None => (Outcome::Imported, None),
+        Some(FieldValue::NotText(kind)) => (
+            Outcome::NotDone,
+            Some(format!(
+                "field `{}` of `{path}` is {kind}, not a string; vault-seed writes strings only",
+                f.name
+            )),
+        ),
+        Some(FieldValue::Text(v)) if v.expose_secret() == IMPORT_MARKER => {
+            (Outcome::Replaced, Some("Vault held the import marker".into()))
+        }
+        Some(FieldValue::Text(v)) if v.expose_secret() == value.expose_secret() => (
+            Outcome::Exists,
+            Some("Vault already holds the Secret's value".into()),
+        ),
+        Some(FieldValue::Text(_)) if force && t.is_fixed(f) => (
+            Outcome::Refused,
+            Some(format!(
+                "field `{}` of `{path}` is fixed: vault-seed never changes it once written",
+                f.name
+            )),
+        ),
+        Some(FieldValue::Text(_)) if force => (
+            Outcome::Replaced,
+            Some("Vault held a different value (--force); the old one stays in KV v2 history".into()),
+        ),
+        Some(FieldValue::Text(_)) => (
+            Outcome::Refused,
+            Some(format!(
+                "field `{}` of `{path}` holds a value other than the Secret's; pass --force to replace it",
+                f.name
+            )),
+        ),
+    }
+}
