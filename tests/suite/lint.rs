@@ -193,7 +193,8 @@ fn help_lists_planned_commands() {
     let out = Run::home("/nonexistent").arg("--help").output();
     let text = out.stdout_text();
     for cmd in [
-        "lint", "gen", "plan", "apply", "verify", "set", "rotate", "policy", "audit", "order",
+        "lint", "gen", "plan", "apply", "verify", "set", "rotate", "import", "policy", "audit",
+        "order",
     ] {
         assert!(
             text.contains(&format!("  {cmd} ")),
