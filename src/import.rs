@@ -17,6 +17,7 @@ use crate::kube::{EsoCluster, SecretKey};
 use crate::kv::KvMount;
 use crate::mounts::Mounts;
 use crate::replace::{self, ChangeError};
+use crate::seed;
 use crate::spec::{Field, Target};
 use crate::vault::{Existing, FieldValue, Present, Vault, VaultError};
 
@@ -278,7 +279,13 @@ pub async fn run(
                 all(&mut path_rows, Outcome::NotDone, why)
             }
             (None, Some(mount)) => {
-                import_path(vault, cluster, mount, t, &fields, req, &mut path_rows).await
+                let at = At {
+                    vault,
+                    cluster,
+                    mounts,
+                    mount,
+                };
+                import_path(&at, t, &fields, req, &mut path_rows).await
             }
         }
         rows.extend(path_rows);
@@ -293,17 +300,25 @@ fn all(rows: &mut [Row], outcome: Outcome, detail: String) {
     }
 }
 
+/// Where one path's import reads and writes: Vault, the cluster, the usable mounts (for the
+/// sources of its derived fields) and the path's own mount.
+struct At<'a> {
+    vault: &'a Vault,
+    cluster: &'a EsoCluster,
+    mounts: &'a Mounts,
+    mount: &'a KvMount,
+}
+
 /// One path: read Vault's version, each field's Secret, decide, and write the fields to write
-/// in one check-and-set request.
+/// in one check-and-set request, with the fields of the secret made from them made again.
 async fn import_path(
-    vault: &Vault,
-    cluster: &EsoCluster,
-    mount: &KvMount,
+    at: &At<'_>,
     t: &Target,
     fields: &[(&Field, Source<'_>)],
     req: Request,
     rows: &mut [Row],
 ) {
+    let (vault, cluster, mount) = (at.vault, at.cluster, at.mount);
     let (current, existed) = match vault.kv_read(mount, &t.path).await {
         Ok(Existing::Present(p)) => (p, true),
         Ok(Existing::Absent) => (empty(0, Default::default()), false),
@@ -359,6 +374,16 @@ async fn import_path(
         }
         return;
     }
+    match follow(at, t, &current, &writes).await {
+        Ok(made) => writes.extend(made),
+        Err(why) => {
+            for &i in &written {
+                rows[i].outcome = Outcome::NotDone;
+                rows[i].detail = Some(why.clone());
+            }
+            return;
+        }
+    }
     if req.dry_run {
         for &i in &written {
             rows[i].outcome = match rows[i].outcome {
@@ -388,6 +413,36 @@ async fn import_path(
             }
         }
     }
+}
+
+/// The fields of `t` made from the imported ones (a template of the PAT, a copy, a bcrypt hash),
+/// made again from the new values for the same write, as `set` does: a derived field is never
+/// left made from a value that is no longer there. Err: why nothing may be written.
+async fn follow(
+    at: &At<'_>,
+    t: &Target,
+    current: &Present,
+    writes: &[(String, SecretString)],
+) -> Result<Vec<(String, SecretString)>, String> {
+    // Only a stored field can be left stale: one not written yet (the path is new, or its input
+    // held the marker) is made by the next `apply` from the imported value.
+    let moved = t.fields.iter().any(|f| {
+        current.fields.contains_key(&f.name)
+            && f.generator.derived().is_some_and(|d| {
+                d.inputs()
+                    .iter()
+                    .any(|r| r.secret.is_none() && writes.iter().any(|(n, _)| *n == r.field))
+            })
+    });
+    if !moved {
+        return Ok(Vec::new());
+    }
+    let sources = seed::source_mounts(t, at.mounts)?;
+    let outside = seed::read_sources(at.vault, &sources).await?;
+    // A fixed secret needs no check here: `decide` replaces none of its values but the marker,
+    // so what follows was made from the marker.
+    seed::follow(t, &current.fields, writes, &[], &outside)
+        .map_err(|e| format!("`{}`: {e}", t.full_path()))
 }
 
 /// A secret with no live fields at `version` (0: never written).

@@ -40,6 +40,11 @@ struct World {
 
 /// OpenBao with nothing applied; a cluster holding both components' Secrets.
 fn world() -> World {
+    world_of(SPEC)
+}
+
+/// [`world`] with another spec.
+fn world_of(spec: &str) -> World {
     let kube = FakeKube::start();
     kube.put(secret(
         "ask",
@@ -53,7 +58,7 @@ fn world() -> World {
     ));
     World {
         bao: OpenBao::dev(),
-        specs: spec_dir(SPEC),
+        specs: spec_dir(spec),
         kube,
     }
 }
@@ -237,6 +242,54 @@ fn another_value_is_refused_without_force_and_replaced_with_it() {
         (&json!(2), &json!(3))
     );
     assert_eq!(w.field(DB, "password").as_deref(), Some(DB_PASSWORD));
+}
+
+/// A field made from an imported one (here a template of the PAT) is made again in the same
+/// write, never left made from the marker; on a path not written yet it is left to `apply`,
+/// which makes it from the imported value.
+#[test]
+fn fields_made_from_an_imported_one_follow_it_in_the_same_write() {
+    let spec = SPEC.replace(
+        "fields.client = { generator = \"uuid\" }",
+        "fields.client = { generator = \"uuid\" }\nfields.header = { template = \"Bearer {pat}\" }",
+    );
+    let w = world_of(&spec);
+    w.apply();
+    assert_eq!(
+        w.field(ADMIN, "header").as_deref(),
+        Some("Bearer import-from-cluster"),
+        "apply made the template from the marker"
+    );
+    let client = w.field(ADMIN, "client");
+    let doc = w
+        .run(&["import", "dev", "--only", "ADMIN", "-o", "json"])
+        .status(0)
+        .check()
+        .json();
+    let r = row(&doc, ADMIN, "pat");
+    assert_eq!(r["outcome"], "replaced");
+    assert_eq!(
+        (&r["old_version"], &r["new_version"]),
+        (&json!(1), &json!(2)),
+        "one write: {doc:#}"
+    );
+    assert_eq!(w.field(ADMIN, "pat").as_deref(), Some(PAT));
+    assert_eq!(
+        w.field(ADMIN, "header"),
+        Some(format!("Bearer {PAT}")),
+        "the template followed the import in the same write"
+    );
+    assert_eq!(w.field(ADMIN, "client"), client, "the other fields kept");
+
+    // A path not written yet: the imported field alone, then `apply` adds the others.
+    let w = world_of(&spec);
+    w.run(&["import", "dev", "--only", "ADMIN"])
+        .status(0)
+        .check();
+    assert_eq!(w.field(ADMIN, "header"), None);
+    w.apply();
+    assert_eq!(w.field(ADMIN, "header"), Some(format!("Bearer {PAT}")));
+    assert_eq!(w.field(ADMIN, "pat").as_deref(), Some(PAT));
 }
 
 /// The Secret, or its key, is not there yet: not done, exit 1, nothing written.
