@@ -424,8 +424,8 @@ async fn follow(
     current: &Present,
     writes: &[(String, SecretString)],
 ) -> Result<Vec<(String, SecretString)>, String> {
-    // Only a stored field can be left stale: one not written yet (the path is new, or its input
-    // held the marker) is made by the next `apply` from the imported value.
+    // Only a stored field can be left stale: one not written yet (the path is new, or another
+    // secret it reads had no value) is made by the next `apply` from the imported value.
     let moved = t.fields.iter().any(|f| {
         current.fields.contains_key(&f.name)
             && f.generator.derived().is_some_and(|d| {
