@@ -42,20 +42,6 @@ fn value(bao: &OpenBao, path: &str, field: &str) -> String {
     data[field].as_str().unwrap().to_string()
 }
 
-/// The outcome and detail of `path`'s `field` in an `apply`/`plan` JSON document.
-fn row(doc: &Value, path: &str, field: &str) -> (String, String) {
-    let r = doc["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["path"].as_str().unwrap().ends_with(path) && r["field"] == field)
-        .unwrap_or_else(|| panic!("{path} {field} not in {doc}"));
-    (
-        r["outcome"].as_str().unwrap().to_string(),
-        r["detail"].as_str().unwrap_or_default().to_string(),
-    )
-}
-
 #[test]
 fn templates_and_copies_are_made_after_their_sources_and_judged_against_them() {
     let bao = OpenBao::dev();
@@ -67,7 +53,11 @@ fn templates_and_copies_are_made_after_their_sources_and_judged_against_them() {
         .check();
     let doc = first.json();
     for f in ["password", "dsn", "db_password"] {
-        assert_eq!(row(&doc, "app/dev/K", f).0, "created", "{f}");
+        assert_eq!(
+            common::field_outcome(&doc, "app/dev/K", f).0,
+            "created",
+            "{f}"
+        );
     }
     let password = value(&bao, "app/dev/K", "password");
     let db = value(&bao, "app/dev/DB", "password");
@@ -107,7 +97,7 @@ fn templates_and_copies_are_made_after_their_sources_and_judged_against_them() {
     // apply never overwrites what exists: it says so, and writes nothing.
     let applied = run().args(["apply", "dev", "-o", "json"]).status(1).check();
     assert_eq!(
-        row(&applied.json(), "app/dev/K", "db_password").0,
+        common::field_outcome(&applied.json(), "app/dev/K", "db_password").0,
         "invalid"
     );
     assert_eq!(bao.kv_version("secret", "app/dev/K"), Some(1));
@@ -257,8 +247,11 @@ fields.password = {}
         .status(1)
         .check()
         .json();
-    assert_eq!(row(&doc, "app/dev/APP", "salt").0, "created");
-    let (outcome, detail) = row(&doc, "app/dev/APP", "db_password");
+    assert_eq!(
+        common::field_outcome(&doc, "app/dev/APP", "salt").0,
+        "created"
+    );
+    let (outcome, detail) = common::field_outcome(&doc, "app/dev/APP", "db_password");
     assert_eq!(outcome, "missing");
     assert!(
         detail.contains("made from `PG.password`, which has no value yet"),
@@ -279,7 +272,10 @@ fields.password = {}
         .status(0)
         .check()
         .json();
-    assert_eq!(row(&doc, "app/dev/APP", "db_password").0, "extended");
+    assert_eq!(
+        common::field_outcome(&doc, "app/dev/APP", "db_password").0,
+        "extended"
+    );
     assert_eq!(value(&bao, "app/dev/APP", "db_password"), "pushed-by-cnpg");
 }
 

@@ -182,20 +182,6 @@ fn assert_never_shown(outputs: &[String], pem: &str) {
     }
 }
 
-/// The outcome and detail of the row of `field` in an `apply -o json` document.
-fn outcome(doc: &Value, field: &str) -> (String, String) {
-    let row = doc["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["field"] == field)
-        .unwrap_or_else(|| panic!("{field} not in {doc}"));
-    (
-        row["outcome"].as_str().unwrap().to_string(),
-        row["detail"].as_str().unwrap_or_default().to_string(),
-    )
-}
-
 #[test]
 fn apply_writes_keys_openssl_reads_and_never_shows_them() {
     let bao = OpenBao::dev();
@@ -212,12 +198,12 @@ fn apply_writes_keys_openssl_reads_and_never_shows_them() {
         .check();
     outputs.push(out.all_text());
     let doc = out.json();
-    assert_eq!(outcome(&doc, "ed").0, "created");
-    assert_eq!(outcome(&doc, "ec").0, "created");
-    assert_eq!(outcome(&doc, "rsa").0, "created");
-    assert_eq!(outcome(&doc, "ssh").0, "created");
-    assert_eq!(outcome(&doc, "jwks").0, "created");
-    assert_eq!(outcome(&doc, "jwks_ec").0, "created");
+    assert_eq!(common::field_outcome(&doc, "", "ed").0, "created");
+    assert_eq!(common::field_outcome(&doc, "", "ec").0, "created");
+    assert_eq!(common::field_outcome(&doc, "", "rsa").0, "created");
+    assert_eq!(common::field_outcome(&doc, "", "ssh").0, "created");
+    assert_eq!(common::field_outcome(&doc, "", "jwks").0, "created");
+    assert_eq!(common::field_outcome(&doc, "", "jwks_ec").0, "created");
     let (data, version) = bao.kv_get("secret", "app/dev/KEYS").unwrap();
     assert_eq!(version, 1);
     let ed = data["ed"].as_str().unwrap().to_string();
@@ -279,10 +265,10 @@ fn keys_from_openssl_are_kept_and_wrong_ones_are_invalid_never_overwritten() {
     );
     let out = run().args(["apply", "dev", "-o", "json"]).status(0).check();
     let doc = out.json();
-    assert_eq!(outcome(&doc, "ed").0, "exists");
-    assert_eq!(outcome(&doc, "ec").0, "exists");
-    assert_eq!(outcome(&doc, "rsa").0, "exists");
-    assert_eq!(outcome(&doc, "ssh").0, "exists");
+    assert_eq!(common::field_outcome(&doc, "", "ed").0, "exists");
+    assert_eq!(common::field_outcome(&doc, "", "ec").0, "exists");
+    assert_eq!(common::field_outcome(&doc, "", "rsa").0, "exists");
+    assert_eq!(common::field_outcome(&doc, "", "ssh").0, "exists");
     let mut outputs = vec![out.all_text()];
     // The sets apply added beside them, kept in every case below.
     let (data, _) = bao.kv_get("secret", "app/dev/KEYS").unwrap();
@@ -356,7 +342,7 @@ fn keys_from_openssl_are_kept_and_wrong_ones_are_invalid_never_overwritten() {
         bao.kv_put("secret", "app/dev/KEYS", fields.clone());
         let version = bao.kv_version("secret", "app/dev/KEYS");
         let out = run().args(["apply", "dev", "-o", "json"]).status(1).check();
-        let (o, detail) = outcome(&out.json(), field);
+        let (o, detail) = common::field_outcome(&out.json(), "", field);
         assert_eq!(o, "invalid");
         assert!(detail.contains(want), "{detail}");
         outputs.push(out.all_text());

@@ -645,3 +645,19 @@ pub fn has(out: &str, wanted: impl AsRef<str>) {
     let wanted = wanted.as_ref();
     assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
 }
+
+/// The outcome and detail of the first row of an `apply`/`plan` JSON document whose path ends
+/// with `path` (`""`: any) and whose field is `field`.
+#[track_caller]
+pub fn field_outcome(doc: &serde_json::Value, path: &str, field: &str) -> (String, String) {
+    let r = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"].as_str().unwrap().ends_with(path) && r["field"] == field)
+        .unwrap_or_else(|| panic!("{path} {field} not in {doc}"));
+    (
+        r["outcome"].as_str().unwrap().to_string(),
+        r["detail"].as_str().unwrap_or_default().to_string(),
+    )
+}
