@@ -316,6 +316,24 @@ seed_run() {
   echo "$(echo "$t1 - $t0" | bc -l) $rss ${req:--} $cpu $(sched_delta "$s0" "$s1") $(cat "$bench_work/sched")" >>"$out"
 }
 
+# seed_requests OUT SPECDIR ARGS...: one vault-seed run, unmeasured, with its request log alone
+# (`RUST_LOG=vault_seed::request=trace`: each request's method and path as sent); OUT gets the
+# list sorted, as `METHOD /v1/PATH` lines.
+seed_requests() {
+  local out=$1 specs=$2
+  shift 2
+  RUST_LOG=off,vault_seed::request=trace "$seed" --specs "$specs" "$@" >/dev/null 2>"$bench_work/list.err" || {
+    echo "error: vault-seed $* failed:" >&2
+    grep -v -e ' vault_seed::request: ' "$bench_work/list.err" | tail -5 >&2
+    exit 1
+  }
+  sed -n 's/.* vault_seed::request: //p' "$bench_work/list.err" | LC_ALL=C sort >"$out"
+}
+
+# replay_requests REQUESTS_FILE OUT: the replay's requests (gen_requests' file), sorted as
+# seed_requests sorts vault-seed's.
+replay_requests() { awk '{print $1 " /v1/" $2}' "$1" | LC_ALL=C sort >"$2"; }
+
 # wrk_run OUT REQUESTS_FILE CONCURRENCY [fast]: wrk pinned, bench/wrk/seed.lua; `fast` without
 # its response() callback (wrk then parses no answer). Appends to OUT
 # "wall_s over_399 requests client_cpu_s server_cpu_s server_wait_s span_s idle_s stolen_s", where

@@ -377,9 +377,14 @@ impl Vault {
     }
 
     fn request(&self, call: Call) -> reqwest::RequestBuilder {
+        let url = call.url(&self.base);
+        // Each request's method and path as they go on the wire, at trace level under a target
+        // of their own (`RUST_LOG=vault_seed::request=trace`): what bench/run compares with its
+        // replay. Never a header or the body: the token and the values stay out.
+        tracing::trace!(target: "vault_seed::request", "{} {}", call.method, url.path());
         let mut req = self
             .http
-            .request(call.method.clone(), call.url(&self.base))
+            .request(call.method.clone(), url)
             .headers(self.auth.headers());
         if let Some(body) = call.body {
             req = req

@@ -1374,6 +1374,72 @@ fn rows_are_written_while_the_run_goes_not_at_its_end() {
     }
 }
 
+/// `-vvv` lists each request as it goes on the wire, method and path (bench/run compares this
+/// list with its replay's): the same list as the server receives, and never the token or a
+/// value, which travel in the headers and bodies it leaves out.
+#[test]
+fn the_request_log_is_the_list_the_server_receives() {
+    use common::proxy::recording;
+    let bao = OpenBao::dev();
+    let dir = tempfile::tempdir().unwrap();
+    for app in ["a", "b"] {
+        let spec = format!(
+            "[vault]\nmount = \"secret\"\npath = \"{app}/{{env}}\"\n[environments.dev]\n\
+             [secrets.ONE]\ndescription = \"d\"\nfields.password = {{ generator = \"hex32\" }}\n\
+             [secrets.TWO]\ndescription = \"d\"\nfields.password = {{ generator = \"fernet\" }}\n"
+        );
+        std::fs::write(dir.path().join(format!("{app}.toml")), spec).unwrap();
+    }
+    let (proxy, events) = recording(&bao.addr, |_, _| {});
+    let mut shown = String::new();
+    // `-vvv`, and the request log alone (what bench/run asks for).
+    for (args, filter, one) in [
+        (
+            &["apply", "dev", "-vvv"][..],
+            None,
+            "POST /v1/secret/data/b/dev/TWO",
+        ),
+        (
+            &["plan", "dev"][..],
+            Some("off,vault_seed::request=trace"),
+            "GET /v1/secret/data/a/dev/ONE",
+        ),
+    ] {
+        let earlier = events.log().len();
+        let mut run = Run::new(&bao)
+            .specs(dir.path())
+            .addr(&proxy.addr)
+            .args(args);
+        if let Some(filter) = filter {
+            run = run.env("RUST_LOG", filter);
+        }
+        let out = run.status(0).check();
+        let mut logged: Vec<String> = out
+            .stderr_text()
+            .lines()
+            .filter_map(|l| l.split_once(" vault_seed::request: "))
+            .map(|(_, r)| r.to_string())
+            .collect();
+        let mut received: Vec<String> = events
+            .log()
+            .into_iter()
+            .skip(earlier)
+            .filter_map(|e| e.strip_prefix("sent ").map(str::to_string))
+            .collect();
+        assert!(logged.iter().any(|l| l == one), "{args:?}: {logged:?}");
+        logged.sort();
+        received.sort();
+        assert_eq!(logged, received, "{args:?}");
+        shown.push_str(&out.all_text());
+    }
+    assert!(!shown.contains(&bao.token), "the token was shown");
+    let paths: Vec<String> = ["a", "b"]
+        .iter()
+        .flat_map(|app| ["ONE", "TWO"].map(|s| format!("{app}/dev/{s}")))
+        .collect();
+    assert_no_value_in(&bao, &paths, &shown);
+}
+
 /// A hand-seeded masterkey under another field name than the spec's: a fixed secret is never
 /// extended (a new key beside the old would be used instead, and the data encrypted with the
 /// old one lost). `plan`, `apply` and `verify` call the field invalid and say what it holds.
