@@ -1294,6 +1294,21 @@ fn paths_are_written_while_other_folders_are_still_being_listed() {
     assert_no_value_in(&bao, &paths, &out.all_text());
 }
 
+/// Specs of two applications, `a` and `b`, each with two generated secrets (`ONE`, `TWO`) in
+/// its own folder (`secret/<app>/dev`).
+fn two_applications() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for app in ["a", "b"] {
+        let spec = format!(
+            "[vault]\nmount = \"secret\"\npath = \"{app}/{{env}}\"\n[environments.dev]\n\
+             [secrets.ONE]\ndescription = \"d\"\nfields.password = {{ generator = \"hex32\" }}\n\
+             [secrets.TWO]\ndescription = \"d\"\nfields.password = {{ generator = \"fernet\" }}\n"
+        );
+        std::fs::write(dir.path().join(format!("{app}.toml")), spec).unwrap();
+    }
+    dir
+}
+
 #[test]
 fn rows_are_written_while_the_run_goes_not_at_its_end() {
     use common::proxy::recording;
@@ -1306,15 +1321,7 @@ fn rows_are_written_while_the_run_goes_not_at_its_end() {
     // first from vault-seed's stdout, a pipe. A report printed at the run's end shows no row
     // while the run waits there (the hold lets go after a minute, and the assertions fail).
     let bao = OpenBao::dev();
-    let dir = tempfile::tempdir().unwrap();
-    for app in ["a", "b"] {
-        let spec = format!(
-            "[vault]\nmount = \"secret\"\npath = \"{app}/{{env}}\"\n[environments.dev]\n\
-             [secrets.ONE]\ndescription = \"d\"\nfields.password = {{ generator = \"hex32\" }}\n\
-             [secrets.TWO]\ndescription = \"d\"\nfields.password = {{ generator = \"hex32\" }}\n"
-        );
-        std::fs::write(dir.path().join(format!("{app}.toml")), spec).unwrap();
-    }
+    let dir = two_applications();
     let released = Arc::new(AtomicBool::new(false));
     let (proxy, events) = recording(&bao.addr, {
         let released = released.clone();
@@ -1381,15 +1388,7 @@ fn rows_are_written_while_the_run_goes_not_at_its_end() {
 fn the_request_log_is_the_list_the_server_receives() {
     use common::proxy::recording;
     let bao = OpenBao::dev();
-    let dir = tempfile::tempdir().unwrap();
-    for app in ["a", "b"] {
-        let spec = format!(
-            "[vault]\nmount = \"secret\"\npath = \"{app}/{{env}}\"\n[environments.dev]\n\
-             [secrets.ONE]\ndescription = \"d\"\nfields.password = {{ generator = \"hex32\" }}\n\
-             [secrets.TWO]\ndescription = \"d\"\nfields.password = {{ generator = \"fernet\" }}\n"
-        );
-        std::fs::write(dir.path().join(format!("{app}.toml")), spec).unwrap();
-    }
+    let dir = two_applications();
     let (proxy, events) = recording(&bao.addr, |_, _| {});
     let mut shown = String::new();
     // `-vvv`, and the request log alone (what bench/run asks for).
