@@ -314,6 +314,16 @@ seed_run() {
   cpu=$(awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {print u + s}' "$bench_work/time.txt")
   req=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' "$bench_work/seed.err" | tail -1)
   echo "$(echo "$t1 - $t0" | bc -l) $rss ${req:--} $cpu $(sched_delta "$s0" "$s1") $(cat "$bench_work/sched")" >>"$out"
+  # OUT.start: the seconds from the start to the token check's answer (`-v`'s `token ok`, its
+  # time in UTC): starting and loading the specs, before which vault-seed sends nothing (a spec
+  # error is reported before any request), and one round trip.
+  local ok
+  ok=$(awk '/ token ok / {print $1; exit}' "$bench_work/seed.err")
+  if [ -n "$ok" ]; then
+    echo "$(date -d "$ok" +%s.%N) - $t0" | bc -l >>"$out.start"
+  else
+    echo - >>"$out.start"
+  fi
 }
 
 # seed_requests OUT SPECDIR ARGS...: one vault-seed run, unmeasured, with its request log alone
