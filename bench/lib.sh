@@ -344,6 +344,35 @@ seed_requests() {
 # seed_requests sorts vault-seed's.
 replay_requests() { awk '{print $1 " /v1/" $2}' "$1" | LC_ALL=C sort >"$2"; }
 
+# check_requests NAME REQUESTS_FILE SPECDIR ARGS...: the replay's requests are vault-seed's, method
+# and path, from vault-seed's request log (a run of its own, unmeasured: logging costs time)
+# against the replay's file; else stop and show the first lines that differ.
+check_requests() {
+  local name=$1 file=$2 specs=$3
+  shift 3
+  seed_requests "$bench_work/$name.seed.list" "$specs" "$@"
+  replay_requests "$file" "$bench_work/$name.replay.list"
+  if ! cmp -s "$bench_work/$name.seed.list" "$bench_work/$name.replay.list"; then
+    echo "error: the replay's requests for \`$name\` are not vault-seed's (< vault-seed, > replay):" >&2
+    diff "$bench_work/$name.seed.list" "$bench_work/$name.replay.list" | grep '^[<>]' | head -10 >&2
+    echo "  help: vault-seed's requests changed: make gen_requests in bench/lib.sh send the same" >&2
+    exit 1
+  fi
+}
+
+# check_count SEED_FILE OTHER_FILE: in every measured run the other client sent as many requests
+# as vault-seed logged (`-v`), or the ratio compares different work.
+check_count() {
+  local a b
+  a=$(awk '{print $3}' "$1" | sort -u | tr '\n' ' ')
+  b=$(awk '{print $3}' "$2" | sort -u | tr '\n' ' ')
+  if [ "$a" != "$b" ]; then
+    echo "error: vault-seed sent ${a}requests and $(basename "${2%.*}") ${b}for the same case ($(basename "$1"))" >&2
+    echo "  help: vault-seed's requests changed: make gen_requests in bench/lib.sh send the same" >&2
+    exit 1
+  fi
+}
+
 # wrk_run OUT REQUESTS_FILE CONCURRENCY [fast]: wrk pinned, bench/wrk/seed.lua; `fast` without
 # its response() callback (wrk then parses no answer). Appends to OUT
 # "wall_s over_399 requests client_cpu_s server_cpu_s server_wait_s span_s idle_s stolen_s", where
