@@ -97,6 +97,19 @@ fn cargo_out(args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("cargo prints UTF-8")
 }
 
+/// The platform cargo builds for here (`rustc -vV`'s `host:`).
+fn host_triple() -> String {
+    let out = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("run rustc -vV");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names its host")
+        .to_string()
+}
+
 /// `1.89` or `1.88.0` as comparable numbers.
 fn rust_version(v: &str) -> Vec<u32> {
     let mut parts: Vec<u32> = v.split('.').map(|p| p.parse().expect(v)).collect();
@@ -105,20 +118,27 @@ fn rust_version(v: &str) -> Vec<u32> {
 }
 
 /// Cargo.toml's `rust-version` is what the locked dependencies need: no package that cargo builds
-/// (any target platform; normal, build and dev dependencies) declares a newer one. The lock file
+/// for this platform (normal, build and dev dependencies) declares a newer one. The lock file
 /// also holds optional dependencies that no enabled feature turns on (hcl-primitives' `perf`
 /// brings kstring, which declares 1.96); cargo never builds them, so `cargo tree` (what is built)
-/// decides, and `cargo metadata` gives each package's declared `rust_version`. Our own code is
-/// held to the same version by clippy's `incompatible_msrv` lint (CI runs clippy). What this
-/// does not prove: a crate that declares no `rust-version` is not covered, and nothing is built
-/// with that Rust (no other toolchain can be installed where this runs); the README says so.
+/// decides, and `cargo metadata` gives each package's declared `rust_version`. Both run offline,
+/// on what the build fetched: the suite needs no network (a builder with a vendored registry runs
+/// it), so other platforms' crates, which the build never downloads, are not covered. Our own
+/// code is held to the same version by clippy's `incompatible_msrv` lint (CI runs clippy). What
+/// this does not prove either: a crate that declares no `rust-version` is not covered, and nothing
+/// is built with that Rust (no other toolchain can be installed where this runs); the README says
+/// so.
 #[test]
 fn rust_version_covers_every_locked_dependency_that_is_built() {
+    let host = host_triple();
     let meta: serde_json::Value = serde_json::from_str(&cargo_out(&[
         "metadata",
         "--format-version",
         "1",
         "--locked",
+        "--offline",
+        "--filter-platform",
+        &host,
     ]))
     .expect("cargo metadata is JSON");
     let root_id = meta["resolve"]["root"].as_str().expect("a root package");
@@ -132,10 +152,11 @@ fn rust_version_covers_every_locked_dependency_that_is_built() {
     let tree = cargo_out(&[
         "tree",
         "--locked",
+        "--offline",
         "-e",
         "normal,build,dev",
         "--target",
-        "all",
+        &host,
         "--prefix",
         "none",
         "--format",
@@ -534,4 +555,134 @@ fn every_test_the_readme_cites_exists() {
         "README.md's Guarantees table cites what is not there:\n{}",
         problems.join("\n")
     );
+}
+
+/// A bin folder of stubs for `ensure_test_tools` (scripts/lib/tools.sh): `id` says `uid`, `sudo`
+/// runs its command only when `sudo_ok` (passwordless), `apt-get` logs its arguments and
+/// "installs" zsh and fish as stubs; the real python3, openssl, ssh-keygen, groff and coreutils
+/// the function calls are linked in. No zsh or fish is on this PATH until apt-get runs.
+fn stub_machine(dir: &Path, uid: u32, sudo_ok: bool) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let write = |name: &str, body: String| {
+        let p = bin.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    write("id", format!("echo {uid}\n"));
+    write(
+        "sudo",
+        if sudo_ok {
+            "[ \"$1\" = -n ] && shift; exec \"$@\"\n".into()
+        } else {
+            "echo 'sudo: a password is required' >&2; exit 1\n".into()
+        },
+    );
+    let log = dir.join("apt.log");
+    let bin_s = bin.display();
+    write(
+        "apt-get",
+        format!(
+            "echo \"$(/usr/bin/id -u) $*\" >> {log}\n\
+             case \"$1\" in install) for t in zsh fish; do printf '#!/bin/sh\\n' > {bin_s}/$t; chmod +x {bin_s}/$t; done;; esac\n",
+            log = log.display()
+        ),
+    );
+    // pyenv's `python3` is a shim script that needs its own PATH: link the interpreter itself.
+    let python = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 runs");
+    let python = String::from_utf8(python.stdout).unwrap();
+    std::os::unix::fs::symlink(python.trim(), bin.join("python3")).unwrap();
+    for real in [
+        "openssl",
+        "ssh-keygen",
+        "groff",
+        "env",
+        "true",
+        "sed",
+        "tr",
+        "chmod",
+    ] {
+        let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|d| d.join(real))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| panic!("`{real}` is not on PATH"));
+        std::os::unix::fs::symlink(found, bin.join(real)).unwrap();
+    }
+    bin
+}
+
+/// Runs `ensure_test_tools` on the stub machine; (exit code, stderr, apt-get's log).
+fn ensure_test_tools(uid: u32, sudo_ok: bool) -> (Option<i32>, String, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = stub_machine(tmp.path(), uid, sudo_ok);
+    let out = Command::new("/bin/bash")
+        .args([
+            "-c",
+            r#"set -euo pipefail; . "$1"; ensure_test_tools"#,
+            "bash",
+        ])
+        .arg(root().join("scripts/lib/tools.sh"))
+        .env_clear()
+        .env("PATH", &bin)
+        .output()
+        .unwrap();
+    let log = std::fs::read_to_string(tmp.path().join("apt.log")).unwrap_or_default();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        log,
+    )
+}
+
+/// Issue 45: on a machine without zsh and fish, `scripts/test` installs them before the build, as
+/// root or through passwordless sudo, with Debian's package names; without either it installs
+/// nothing, stops with exit 2 and says the one command to run.
+#[test]
+fn scripts_test_installs_the_tools_the_tests_need_or_says_the_command() {
+    let (code, stderr, log) = ensure_test_tools(0, false);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        log.contains(" update ")
+            && log.contains("install -y -qq --no-install-recommends")
+            && log.contains(" zsh fish"),
+        "apt-get was not asked for zsh and fish:\n{log}"
+    );
+    assert!(
+        stderr.contains("installing zsh fish with apt-get"),
+        "{stderr}"
+    );
+
+    let (code, stderr, log) = ensure_test_tools(1000, true);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        log.contains("install") && log.contains(" zsh fish"),
+        "{log}"
+    );
+
+    let (code, stderr, log) = ensure_test_tools(1000, false);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(log.is_empty(), "apt-get ran without root:\n{log}");
+    assert!(
+        stderr.contains("error: the tests need zsh fish")
+            && stderr.contains("help: sudo apt-get install -y --no-install-recommends zsh fish"),
+        "the refusal does not give the command:\n{stderr}"
+    );
+}
+
+/// scripts/test and .ci/run install through the one function: .ci/run has no install of its
+/// own that scripts/test could lack.
+#[test]
+fn ci_installs_nothing_that_scripts_test_does_not() {
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    let test = std::fs::read_to_string(root().join("scripts/test")).unwrap();
+    assert!(
+        !ci.contains("apt-get") && !ci.contains("ensure_bao"),
+        ".ci/run installs on its own"
+    );
+    assert!(ci.contains("exec scripts/test"));
+    assert!(test.contains("ensure_test_tools") && test.contains("ensure_bao"));
 }
