@@ -152,9 +152,7 @@ impl From<ChangeError> for Failure {
     fn from(e: ChangeError) -> Failure {
         let exit = match &e {
             ChangeError::NotInSpec { .. } | ChangeError::Ambiguous { .. } => Exit::Usage,
-            ChangeError::Absent { .. } | ChangeError::NotText { .. } | ChangeError::Vault(_) => {
-                Exit::Failure
-            }
+            ChangeError::Absent { .. } | ChangeError::Vault(_) => Exit::Failure,
         };
         Failure::new(e.to_string()).maybe_help(e.help()).exit(exit)
     }

@@ -3,7 +3,8 @@
 //!
 //! The Secret's key is read through the real kube client ([`EsoCluster::secret_value`]) and
 //! held as a [`SecretString`] from the moment it is decoded; it is compared with Vault's value
-//! without either being shown. Writes use [`crate::replace::write_fields`]: check-and-set with
+//! without either being shown. What may be written is the gate's ([`crate::gate`]) to decide;
+//! writes use [`crate::replace::write`]: check-and-set with
 //! the version read (`cas=0` for a path that does not exist yet, holding only the imported
 //! fields; `apply` adds the others, as it adds any field a live secret lacks).
 //!
@@ -12,14 +13,15 @@
 use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 
-use crate::generate::{Generator, IMPORT_MARKER};
+use crate::gate::{self, Held, Intent};
+use crate::generate::Generator;
 use crate::kube::{EsoCluster, SecretKey};
 use crate::kv::KvMount;
 use crate::mounts::Mounts;
 use crate::replace::{self, ChangeError};
 use crate::seed;
 use crate::spec::{Field, Target};
-use crate::vault::{Existing, FieldValue, Present, Vault, VaultError};
+use crate::vault::{FieldValue, Vault, VaultError};
 
 /// A `from_secret` field: where its value comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -319,20 +321,16 @@ async fn import_path(
     rows: &mut [Row],
 ) {
     let (vault, cluster, mount) = (at.vault, at.cluster, at.mount);
-    let (current, existed) = match vault.kv_read(mount, &t.path).await {
-        Ok(Existing::Present(p)) => (p, true),
-        Ok(Existing::Absent) => (empty(0, Default::default()), false),
-        Ok(Existing::Deleted {
-            version,
-            custom_metadata,
-        }) => (empty(version, custom_metadata), false),
+    let held = match vault.kv_read(mount, &t.path).await {
+        Ok(existing) => Held::of(existing),
         Err(e) => return all(rows, Outcome::NotChecked, e.to_string()),
     };
+    let intent = Intent::Import { force: req.force };
     let mut writes: Vec<(String, SecretString)> = Vec::new();
     let mut written: Vec<usize> = Vec::new();
     for (i, (f, source)) in fields.iter().enumerate() {
         let row = &mut rows[i];
-        row.old_version = Some(current.version).filter(|v| *v > 0 && existed);
+        row.old_version = Some(held.version).filter(|v| *v > 0 && held.live);
         let value = match read_source(cluster, source).await {
             Ok(v) => v,
             Err(why) => {
@@ -344,7 +342,7 @@ async fn import_path(
                 continue;
             }
         };
-        let decided = decide(t, f, current.fields.get(&f.name), &value, req.force);
+        let decided = decide(t, f, &held, &value, intent);
         row.outcome = decided.0;
         row.detail = decided.1;
         if matches!(row.outcome, Outcome::Imported | Outcome::Replaced) {
@@ -355,35 +353,31 @@ async fn import_path(
     if writes.is_empty() {
         return;
     }
-    if let Some((name, kind)) = current.fields.iter().find_map(|(k, v)| match v {
-        FieldValue::NotText(kind) => Some((k, *kind)),
-        FieldValue::Text(_) => None,
-    }) {
-        let why = format!("field `{name}` of the secret is {kind}, not a string: rewriting the secret would change it; nothing was written");
+    let not_done = |rows: &mut [Row], why: String| {
         for &i in &written {
             rows[i].outcome = Outcome::NotDone;
             rows[i].detail = Some(why.clone());
         }
-        return;
-    }
-    if !existed && t.fixed {
-        let why = "the secret is fixed and does not exist yet: run `vault-seed apply` first, which writes every field at once".to_string();
-        for &i in &written {
-            rows[i].outcome = Outcome::NotDone;
-            rows[i].detail = Some(why.clone());
-        }
-        return;
-    }
-    match follow(at, t, &current, &writes).await {
+    };
+    match follow(at, t, &held, &writes).await {
         Ok(made) => writes.extend(made),
-        Err(why) => {
+        Err(why) => return not_done(rows, why),
+    }
+    let approved = match gate::check(t, &held, intent, writes) {
+        Ok(a) => a,
+        Err(refused) => {
+            let why = refused
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
             for &i in &written {
-                rows[i].outcome = Outcome::NotDone;
-                rows[i].detail = Some(why.clone());
+                rows[i].outcome = Outcome::Refused;
+                rows[i].detail = Some(format!("{why}; nothing was written"));
             }
             return;
         }
-    }
+    };
     if req.dry_run {
         for &i in &written {
             rows[i].outcome = match rows[i].outcome {
@@ -393,7 +387,7 @@ async fn import_path(
         }
         return;
     }
-    match replace::write_fields(vault, mount, t, &current, &writes, "import").await {
+    match replace::write(vault, mount, t, &held, &approved, "import").await {
         Ok(v) => {
             for &i in &written {
                 rows[i].new_version = Some(v).filter(|v| *v > 0);
@@ -403,14 +397,11 @@ async fn import_path(
             let why = match e {
                 ChangeError::Vault(VaultError::CasMismatch { .. }) => format!(
                     "the secret changed after vault-seed read it (version {}); nothing was written: run the import again",
-                    current.version
+                    held.version
                 ),
                 e => format!("{e}; nothing was written"),
             };
-            for &i in &written {
-                rows[i].outcome = Outcome::NotDone;
-                rows[i].detail = Some(why.clone());
-            }
+            not_done(rows, why);
         }
     }
 }
@@ -421,7 +412,7 @@ async fn import_path(
 async fn follow(
     at: &At<'_>,
     t: &Target,
-    current: &Present,
+    current: &Held,
     writes: &[(String, SecretString)],
 ) -> Result<Vec<(String, SecretString)>, String> {
     // Only a stored field can be left stale: one not written yet (the path is new, or another
@@ -439,64 +430,57 @@ async fn follow(
     }
     let sources = seed::source_mounts(t, at.mounts)?;
     let outside = seed::read_sources(at.vault, &sources).await?;
-    // A fixed secret needs no check here: `decide` replaces none of its values but the marker,
-    // so what follows was made from the marker.
     seed::follow(t, &current.fields, writes, &[], &outside)
         .map_err(|e| format!("`{}`: {e}", t.full_path()))
 }
 
-/// A secret with no live fields at `version` (0: never written).
-fn empty(version: u64, custom_metadata: std::collections::BTreeMap<String, String>) -> Present {
-    Present {
-        version,
-        created_time: None,
-        fields: Default::default(),
-        custom_metadata,
-    }
-}
-
-/// What to do with field `f` of `t`, which Vault holds as `held`, given the Secret's `value`.
+/// What to do with field `f` of `t`, which Vault holds as `held`, given the Secret's `value`:
+/// the gate's word on the value alone ([`gate::refuse_value`]); the whole write is checked
+/// again with what follows it.
 fn decide(
     t: &Target,
     f: &Field,
-    held: Option<&FieldValue>,
+    held: &Held,
     value: &SecretString,
-    force: bool,
+    intent: Intent,
 ) -> (Outcome, Option<String>) {
-    let path = t.full_path();
-    match held {
-        None => (Outcome::Imported, None),
-        Some(FieldValue::NotText(kind)) => (
-            Outcome::NotDone,
-            Some(format!(
-                "field `{}` of `{path}` is {kind}, not a string; vault-seed writes strings only",
-                f.name
-            )),
-        ),
-        Some(FieldValue::Text(v)) if v.expose_secret() == IMPORT_MARKER => {
-            (Outcome::Replaced, Some("Vault held the import marker".into()))
-        }
-        Some(FieldValue::Text(v)) if v.expose_secret() == value.expose_secret() => (
+    let old = match held.fields.get(&f.name) {
+        Some(FieldValue::Text(v)) => Some(v),
+        _ => None,
+    };
+    if old.is_some_and(|v| v.expose_secret() == value.expose_secret()) {
+        return (
             Outcome::Exists,
             Some("Vault already holds the Secret's value".into()),
-        ),
-        Some(FieldValue::Text(_)) if force && t.is_fixed(f) => (
-            Outcome::Refused,
-            Some(format!(
-                "field `{}` of `{path}` is fixed: vault-seed never changes it once written",
-                f.name
-            )),
-        ),
-        Some(FieldValue::Text(_)) if force => (
+        );
+    }
+    let refused = gate::refuse_value(t, held, intent, &f.name, value);
+    if !refused.is_empty() {
+        let why = refused
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ");
+        let why = match refused
+            .iter()
+            .any(|r| matches!(r, gate::Refusal::RealValue { .. }))
+        {
+            true => format!("{why}; pass --force to replace it"),
+            false => why,
+        };
+        return (Outcome::Refused, Some(why));
+    }
+    match old {
+        None => (Outcome::Imported, None),
+        Some(v) if f.validate(v) == crate::generate::Validity::Pending => (
             Outcome::Replaced,
-            Some("Vault held a different value (--force); the old one stays in KV v2 history".into()),
+            Some("Vault held the import marker".into()),
         ),
-        Some(FieldValue::Text(_)) => (
-            Outcome::Refused,
-            Some(format!(
-                "field `{}` of `{path}` holds a value other than the Secret's; pass --force to replace it",
-                f.name
-            )),
+        Some(_) => (
+            Outcome::Replaced,
+            Some(
+                "Vault held a different value (--force); the old one stays in KV v2 history".into(),
+            ),
         ),
     }
 }

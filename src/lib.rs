@@ -12,6 +12,7 @@ pub mod duration;
 pub mod exit;
 pub mod failure;
 pub mod files;
+pub mod gate;
 pub mod generate;
 pub mod import;
 pub mod kube;

@@ -1,14 +1,14 @@
-//! Changing a secret that exists (`set`, `rotate`): pick the field, read the current version,
-//! write the new value with `cas=<that version>` so a concurrent change is detected, not
-//! overwritten, and record who changed it in the custom metadata.
+//! Changing a secret that exists (`set`, `rotate`, `import`, follow-ups): pick the field, read
+//! the current version, and send the write the gate approved (with `cas=<that version>`, so a
+//! concurrent change is detected, not overwritten), recording who changed it in the custom
+//! metadata. What may be written is [`crate::gate`]'s to decide, not this module's.
 
 use std::collections::BTreeSet;
 
-use secrecy::SecretString;
-
-use crate::kv::{KvMount, KvVersion};
+use crate::gate::{self, Held};
+use crate::kv::KvMount;
 use crate::spec::{Field, Target};
-use crate::vault::{Existing, FieldValue, Present, Vault, VaultError, WriteFields};
+use crate::vault::{Existing, Vault, VaultError};
 
 /// Why a change cannot be made. Each says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -40,16 +40,6 @@ pub enum ChangeError {
         /// The environment, for what to do.
         env: String,
     },
-    /// The secret holds a field that is not a string; rewriting it would change its type.
-    #[error("field `{field}` of `{path}` is {kind}, not a string; vault-seed writes strings only")]
-    NotText {
-        /// The full path.
-        path: String,
-        /// The field.
-        field: String,
-        /// Its JSON kind.
-        kind: &'static str,
-    },
     /// Vault refused or failed.
     #[error(transparent)]
     Vault(#[from] VaultError),
@@ -65,9 +55,6 @@ impl ChangeError {
             )),
             ChangeError::Absent { env, .. } => {
                 Some(format!("create it first with `vault-seed apply {env}`"))
-            }
-            ChangeError::NotText { .. } => {
-                Some("change it by hand, or give the field another name in the spec".into())
             }
             ChangeError::Vault(e) => e.help(),
         }
@@ -176,21 +163,9 @@ pub async fn read_current(
     mount: &KvMount,
     t: &Target,
     env: &str,
-) -> Result<Present, ChangeError> {
+) -> Result<Held, ChangeError> {
     match vault.kv_read(mount, &t.path).await? {
-        Existing::Present(p) => {
-            if let Some((field, kind)) = p.fields.iter().find_map(|(k, v)| match v {
-                FieldValue::NotText(kind) => Some((k.clone(), *kind)),
-                FieldValue::Text(_) => None,
-            }) {
-                return Err(ChangeError::NotText {
-                    path: t.full_path(),
-                    field,
-                    kind,
-                });
-            }
-            Ok(p)
-        }
+        Existing::Present(p) => Ok(Held::live(p)),
         Existing::Absent | Existing::Deleted { .. } => Err(ChangeError::Absent {
             path: t.full_path(),
             env: env.to_string(),
@@ -198,35 +173,20 @@ pub async fn read_current(
     }
 }
 
-/// Write `replacements` into the secret, keeping its other fields, with `cas=<current.version>`
-/// on KV v2; then record `action` in the custom metadata. Returns the new version.
-pub async fn write_fields(
+/// Send a write the gate approved ([`gate::write`]: check-and-set against the version read),
+/// then record `action` in the custom metadata (a failure there is warned of: the value is
+/// written). Returns the new version.
+pub async fn write(
     vault: &Vault,
     mount: &KvMount,
     t: &Target,
-    current: &Present,
-    replacements: &[(String, SecretString)],
+    held: &Held,
+    approved: &gate::Approved,
     action: &str,
 ) -> Result<u64, ChangeError> {
-    let mut all: Vec<(&str, &SecretString)> = current
-        .fields
-        .iter()
-        .filter(|(k, _)| !replacements.iter().any(|(r, _)| r == *k))
-        .filter_map(|(k, v)| match v {
-            FieldValue::Text(s) => Some((k.as_str(), s)),
-            FieldValue::NotText(_) => None,
-        })
-        .collect();
-    all.extend(replacements.iter().map(|(k, v)| (k.as_str(), v)));
-    let cas = mount.cas(current.version);
-    let version = vault
-        .kv_write(mount, &t.path, &WriteFields(all), cas, "update")
-        .await?;
-    if mount.version == KvVersion::V2 {
-        let meta = crate::seed::custom_metadata(t, action, current.custom_metadata.clone());
-        if let Err(e) = vault.kv_set_custom_metadata(mount, &t.path, &meta).await {
-            tracing::warn!(path = %t.full_path(), error = %e, "could not record the change in custom_metadata");
-        }
+    let version = gate::write(vault, mount, approved).await?;
+    if let Err(e) = gate::mark(vault, mount, t, action, held.custom_metadata.clone()).await {
+        tracing::warn!(path = %t.full_path(), error = %e, "could not record the change in custom_metadata");
     }
     Ok(version)
 }
@@ -246,7 +206,7 @@ pub(crate) mod tests {
             PathBuf::from(format!("specs/{folder}.toml")).into(),
             folder.into(),
             "secret".into(),
-            Some(KvVersion::V2),
+            Some(crate::kv::KvVersion::V2),
         );
         let fields = fields
             .iter()

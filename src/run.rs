@@ -81,6 +81,9 @@ pub fn show(r: &dyn Report, view: &View) -> Exit {
         return stdout_failed(&e, view);
     }
     to_stderr(&out.after);
+    if out.refused {
+        return Exit::Usage;
+    }
     Exit::of(out.ok)
 }
 

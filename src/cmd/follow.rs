@@ -4,12 +4,13 @@
 
 use secrecy::SecretString;
 
+use crate::gate::{self, Held, Intent};
 use crate::kv::KvMount;
 use crate::replace::{self, ChangeError};
 use crate::report::changes::Followed;
 use crate::seed::{self, Outside};
 use crate::spec::Target;
-use crate::vault::{Present, VaultError};
+use crate::vault::VaultError;
 
 use super::session::Session;
 use super::Failure;
@@ -44,7 +45,7 @@ async fn outside(session: &Session, t: &Target, assumed: &[String]) -> Result<Ou
 pub(super) async fn in_secret(
     session: &Session,
     t: &Target,
-    current: &Present,
+    current: &Held,
     values: &[(String, SecretString)],
     also: &[String],
     assumed: &[String],
@@ -63,28 +64,6 @@ pub(super) async fn in_secret(
     let outside = outside(session, t, assumed).await?;
     seed::follow(t, &current.fields, values, also, &outside)
         .map_err(|e| Failure::new(format!("`{}`: {e}", t.full_path())))
-}
-
-/// A change of `t`'s fields `changed` that a `fixed` secret's copy or template would have to
-/// follow is refused before anything is written (exit 2): that secret never changes.
-pub(super) fn refuse_fixed_followers(
-    session: &Session,
-    t: &Target,
-    changed: &[String],
-) -> Result<(), Failure> {
-    for (f, fields) in seed::followers(&session.targets, t, changed) {
-        if f.fixed {
-            return Err(Failure::usage(format!(
-                "`{}` field(s) `{}` are made from `{}`, and `{}` is fixed: it never changes, so its source cannot either",
-                f.full_path(),
-                fields.join("`, `"),
-                t.full_path(),
-                f.full_path()
-            ))
-            .help("make the copy a value of its own (a generator) or remove `fixed` from its secret"));
-        }
-    }
-    Ok(())
 }
 
 /// After `t`'s fields `changed` were written: every field of another secret made from them,
@@ -157,7 +136,14 @@ async fn follow_one(
     let outside = outside(session, f, assumed).await.map_err(|e| e.message)?;
     let values = seed::follow(f, &current.fields, &[], fields, &outside)?;
     let names: Vec<String> = values.iter().map(|(n, _)| n.clone()).collect();
-    match replace::write_fields(&session.vault, &mount, f, &current, &values, "follow").await {
+    let approved = gate::check(f, &current, Intent::Follow, values).map_err(|refused| {
+        refused
+            .iter()
+            .map(|r| format!("not written: {r}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    })?;
+    match replace::write(&session.vault, &mount, f, &current, &approved, "follow").await {
         Ok(v) => Ok((current.version, v, names)),
         Err(ChangeError::Vault(VaultError::CasMismatch { .. })) => Err(format!(
             "changed by someone else meanwhile (version {}); nothing written: `vault-seed rotate {} {}.{}` makes it again",

@@ -64,6 +64,28 @@ pub fn execute(cli: &Cli, printer: Printer<'_>) -> Result<Done, Failure> {
     }
 }
 
+/// The gate refused a write after reading what Vault holds: each rule broken with what to do;
+/// nothing was written (exit 2, as every refused request).
+pub(crate) fn refused(env: &str, refusals: &[crate::gate::Refusal]) -> Failure {
+    refusal_failure(env, refusals, "nothing was written")
+}
+
+/// The gate refused a write on the spec alone: nothing was sent (exit 2).
+pub(crate) fn refused_unsent(env: &str, refusals: &[crate::gate::Refusal]) -> Failure {
+    refusal_failure(env, refusals, "nothing was sent")
+}
+
+fn refusal_failure(env: &str, refusals: &[crate::gate::Refusal], nothing: &str) -> Failure {
+    let problems = refusals
+        .iter()
+        .map(|r| (format!("{r}; {nothing}"), Some(r.help(env))))
+        .collect();
+    Failure::several(
+        problems,
+        format!("{} rule(s) refuse the write; {nothing}", refusals.len()),
+    )
+}
+
 /// Load the specs; every problem is in the failure (exit 2: nothing was sent).
 pub(crate) fn load_specs(g: &GlobalArgs) -> Result<SpecSet, Failure> {
     spec::load_dir(&g.specs).map_err(|e| Failure::specs(e, &g.specs))

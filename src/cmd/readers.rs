@@ -8,7 +8,6 @@ use crate::order::findings::Severity;
 use crate::report::{self, Style};
 use crate::spec::Target;
 use crate::text::for_terminal;
-use crate::vault::Present;
 use crate::verify::readers::{self, Readers};
 use crate::verify::{cluster, consumers};
 
@@ -51,7 +50,7 @@ pub(super) async fn before_rotate(
     env: &str,
     t: &Target,
     fields: &[String],
-    current: &Present,
+    current: &crate::gate::Held,
 ) -> Readers {
     if fields.iter().any(|f| current.fields.contains_key(f)) {
         before_replace(g, args, env, t, fields).await

@@ -3,16 +3,17 @@
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::cli::{GlobalArgs, RotateArgs};
-use crate::generate::{Generator, Validity};
+use crate::gate::{self, Held, Intent};
+use crate::generate::Validity;
 use crate::replace::{self, ChangeError};
 use crate::report::{self, changes::ChangeReport};
-use crate::spec::{Field, Rotation, Target};
+use crate::spec::{Field, Rotation};
 use crate::vault::FieldValue;
 use crate::vault::VaultError;
 use crate::verify::readers::Readers;
 
 use super::session::Session;
-use super::set::{changed_meanwhile, refuse_provided};
+use super::set::changed_meanwhile;
 use super::Failure;
 
 pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Failure> {
@@ -23,33 +24,30 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
         (t, None) => (t.clone(), t.fields.to_vec(), true),
     };
     let path = t.full_path();
-    refuse_provided(&t, "rotate", &env)?;
     // Refusals that need no server: nothing is sent (exit 2, as every refused request).
-    if t.fixed {
-        return Err(Failure::usage(format!("`{path}` is fixed: data is encrypted with it, so it never rotates"))
-            .help("rotating it would make that data unreadable; remove `fixed = true` from the spec only if the application can re-encrypt"));
-    }
-    if let Some(refused) = fields.iter().find_map(|f| refusal(&t, f)) {
-        let others: Vec<&Field> = t
-            .fields
-            .iter()
-            .filter(|f| refusal(&t, f).is_none())
-            .collect();
-        let help = match (whole, others.as_slice()) {
-            (true, [_, ..]) => format!(
+    let all: Vec<&Field> = t.fields.iter().collect();
+    let refusing = |f: &Field| !gate::refuse_by_spec(&t, Intent::Rotate, &[f]).is_empty();
+    let refusals = gate::refuse_by_spec(&t, Intent::Rotate, &fields.iter().collect::<Vec<_>>());
+    if let Some(first) = refusals.first() {
+        let others: Vec<&&Field> = all.iter().filter(|f| !refusing(f)).collect();
+        let mut f = super::refused_unsent(&env, &refusals);
+        if let (true, [_, ..]) = (whole, others.as_slice()) {
+            f = f.help(format!(
                 "{}; or rotate only the others: {}",
-                refused.help(&env, &t),
+                first.help(&env),
                 others
                     .iter()
                     .map(|f| format!("`vault-seed rotate {env} {}.{} --yes`", t.name, f.name))
                     .collect::<Vec<_>>()
                     .join(", ")
-            ),
-            _ => refused.help(&env, &t),
-        };
-        return Err(Failure::usage(refused.message(&path)).help(help));
+            ));
+        }
+        return Err(f);
     }
-    super::follow::refuse_fixed_followers(&session, &t, &names_of(&fields))?;
+    let refusals = gate::refuse_followers(&session.targets, &t, &names_of(&fields));
+    if !refusals.is_empty() {
+        return Err(super::refused_unsent(&env, &refusals));
+    }
     if !args.yes && !args.dry_run {
         return Err(
             Failure::usage(format!("rotating replaces the live value of `{path}`"))
@@ -68,6 +66,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
             .help("rotate on a KV v2 mount, or by hand after saving the old value"));
         }
         let current = replace::read_current(&session.vault, &mount, &t, &env).await?;
+        let drops = dropped(&fields, &current);
         let report = |outcome, new_version| ChangeReport {
             command: "rotate",
             env: env.clone(),
@@ -85,6 +84,9 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
             || super::readers::before_rotate(g, &args.readers, &env, &t, &names, &current);
         let assumed = &args.assume_kv_mount;
         if args.dry_run {
+            for (name, n) in &drops {
+                report::say(&format!("field `{name}`: the rotation would drop {n} old key(s) from the keyring"));
+            }
             let readers = readers().await;
             super::readers::after_write(g, &readers);
             return Ok(ChangeReport {
@@ -109,10 +111,11 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
             let v = match f.rotation {
                 Rotation::Keyring { keep } => {
                     let (ring, n) = keyring(f, keep, v, current.fields.get(&f.name), &path)?;
-                    kept.push(format!(
-                        "field `{}`: the new key first, {n} previous key(s) kept",
-                        f.name
-                    ));
+                    let dropped = drops.iter().find(|(d, _)| *d == f.name).map_or(0, |(_, n)| *n);
+                    kept.push(match dropped {
+                        0 => format!("field `{}`: the new key first, {n} previous key(s) kept", f.name),
+                        d => format!("field `{}`: the new key first, {n} previous key(s) kept, {d} older key(s) dropped", f.name),
+                    });
                     ring
                 }
                 _ => v,
@@ -123,8 +126,10 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
             super::follow::in_secret(&session, &t, &current, &values, &remade, assumed).await?;
         values.extend(derived);
         let changed: Vec<String> = values.iter().map(|(n, _)| n.clone()).collect();
+        let approved = gate::check(&t, &current, Intent::Rotate, values)
+            .map_err(|r| super::refused(&env, &r))?;
         let readers = readers().await;
-        match replace::write_fields(&session.vault, &mount, &t, &current, &values, "rotate").await {
+        match replace::write(&session.vault, &mount, &t, &current, &approved, "rotate").await {
             Ok(v) => {
                 for k in &kept {
                     report::say(k);
@@ -153,55 +158,23 @@ fn names_of(fields: &[Field]) -> Vec<String> {
     fields.iter().map(|f| f.name.clone()).collect()
 }
 
-/// Why `rotate` refuses a field, before anything is sent.
-enum Refusal<'a> {
-    /// `fixed = true` or `rotation = "never"` on the field.
-    Fixed(&'a Field),
-    /// A placeholder: a person fills it in.
-    Placeholder(&'a Field),
-    /// A key that encrypts or hashes stored data, whose spec does not say how it may rotate.
-    Unstated(&'a Field),
-}
-
-/// Whether `rotate` refuses field `f` of `t`, and why.
-fn refusal<'a>(t: &Target, f: &'a Field) -> Option<Refusal<'a>> {
-    if t.is_fixed(f) {
-        Some(Refusal::Fixed(f))
-    } else if f.generator.is_placeholder() {
-        Some(Refusal::Placeholder(f))
-    } else if f.rotation == Rotation::Unstated && f.generator.keys_data() {
-        Some(Refusal::Unstated(f))
-    } else {
-        None
-    }
-}
-
-impl Refusal<'_> {
-    fn message(&self, path: &str) -> String {
-        match self {
-            Refusal::Fixed(f) => format!("field `{}` of `{path}` is fixed: data is encrypted with it, so it never rotates", f.name),
-            Refusal::Placeholder(f) => format!("field `{}` of `{path}` is a placeholder: a person fills it in, vault-seed does not generate it", f.name),
-            Refusal::Unstated(f) => format!(
-                "field `{}` of `{path}` is a {} that encrypts or hashes stored data, and the spec does not say how it may rotate",
-                f.name,
-                match f.generator {
-                    Generator::Masterkey => "Zitadel masterkey",
-                    _ => "Fernet key",
-                }
-            ),
-        }
-    }
-
-    fn help(&self, env: &str, t: &Target) -> String {
-        match self {
-            Refusal::Fixed(_) => "rotating it would make that data unreadable; remove `fixed = true` (or `rotation = \"never\"`) from the spec only if the application can re-encrypt".into(),
-            Refusal::Placeholder(f) => format!("store a new value with `vault-seed set {env} {}.{} < value.txt`", t.name, f.name),
-            Refusal::Unstated(f) => match f.generator {
-                Generator::Masterkey => format!("say it in the spec, on `fields.{}`: `rotation = \"replace\"` (the application re-encrypts its data) or `rotation = \"never\"`", f.name),
-                _ => format!("say it in the spec, on `fields.{}`: `rotation = \"keyring\"` (the new key first, the old ones kept: for readers of a key list, such as MultiFernet), `rotation = \"replace\"` (the data is re-encrypted or expendable) or `rotation = \"never\"`", f.name),
-            },
-        }
-    }
+/// For each keyring field among `fields`, how many old keys a rotation drops: those past its
+/// `keep` (a ring stored longer than the spec allows loses all of its surplus at once).
+fn dropped(fields: &[Field], current: &Held) -> Vec<(String, usize)> {
+    fields
+        .iter()
+        .filter_map(|f| {
+            let Rotation::Keyring { keep } = f.rotation else {
+                return None;
+            };
+            let Some(FieldValue::Text(v)) = current.fields.get(&f.name) else {
+                return None;
+            };
+            let n = v.expose_secret().split(',').count();
+            let d = n.saturating_sub(usize::from(keep));
+            (d > 0).then(|| (f.name.clone(), d))
+        })
+        .collect()
 }
 
 /// The keyring after a rotation: `new`, then up to `keep` keys of the live value `old`, newest
@@ -225,7 +198,7 @@ fn keyring(
         }
         Some(FieldValue::Text(v)) => v,
     };
-    if let Validity::Invalid(why) = f.validate(old) {
+    if let Validity::Invalid(why) = f.validate_keys(old) {
         return Err(Failure::new(format!(
             "field `{}` of `{path}` is not a valid keyring: it {why}; nothing was written",
             f.name

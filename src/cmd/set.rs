@@ -6,10 +6,10 @@ use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
 use crate::cli::{GlobalArgs, SetArgs};
-use crate::generate::{Generator, Validity};
+use crate::gate::{self, Intent};
+use crate::generate::Validity;
 use crate::replace::{self, ChangeError};
 use crate::report::{self, changes::ChangeReport};
-use crate::spec::Target;
 use crate::vault::{FieldValue, VaultError};
 use crate::verify::readers::Readers;
 
@@ -36,52 +36,36 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             )))
         }
     };
-    refuse_provided(&t, "set", &env)?;
-    if let Some(d) = field.generator.derived() {
-        return Err(Failure::usage(format!(
-            "field `{}` of `{}` is made from other fields ({}): vault-seed makes it, never a person",
-            field.name,
-            t.full_path(),
-            d.describe()
-        ))
-        .help(format!(
-            "set its source instead, and it follows; `vault-seed rotate {env} {}.{} --yes` makes it again from its source",
-            t.name, field.name
-        )));
+    let intent = Intent::Set { force: args.force };
+    let refusals = gate::refuse_by_spec(&t, intent, &[&field]);
+    if !refusals.is_empty() {
+        return Err(super::refused_unsent(&env, &refusals));
     }
-    super::follow::refuse_fixed_followers(&session, &t, std::slice::from_ref(&field.name))?;
+    let refusals = gate::refuse_followers(&session.targets, &t, std::slice::from_ref(&field.name));
+    if !refusals.is_empty() {
+        return Err(super::refused_unsent(&env, &refusals));
+    }
     let runtime = super::runtime()?;
     runtime.block_on(async {
         let mount = session.mount_for(&t, &args.assume_kv_mount).await?;
-        let current = replace::read_current(&session.vault, &mount, &t, &env).await?;
+        let held = replace::read_current(&session.vault, &mount, &t, &env).await?;
         let path = t.full_path();
         // Decide before asking for the value: never ask for what would be refused. A refusal
         // writes nothing: exit 2, as every refused request.
-        let (replacing, outcome) = match current.fields.get(&field.name) {
+        let refusals = gate::refuse_change(&t, &held, intent, std::slice::from_ref(&field.name));
+        if !refusals.is_empty() {
+            return Err(super::refused(&env, &refusals));
+        }
+        let (replacing, outcome) = match held.fields.get(&field.name) {
             None => (false, "added"),
             Some(FieldValue::Text(v)) if field.validate(v) == Validity::Pending => {
                 (false, "replaced-placeholder")
-            }
-            Some(_) if t.is_fixed(&field) => {
-                let what = match t.fixed {
-                    true => format!("`{path}` is fixed"),
-                    false => format!("field `{}` of `{path}` is fixed", field.name),
-                };
-                return Err(Failure::usage(format!("{what}: data is encrypted with it, so vault-seed never changes it once written"))
-                    .help("if it really must change, do it by hand with the runbook for re-encrypting the data"));
-            }
-            Some(_) if !args.force => {
-                return Err(Failure::usage(format!(
-                    "field `{}` of `{path}` holds a real value (version {}), not a placeholder",
-                    field.name, current.version
-                ))
-                .help("pass --force to replace it; the old value stays in KV v2 history"));
             }
             Some(_) => (true, "set"),
         };
         report::say(&format!(
             "reading the new value of `{path}` field `{}` from stdin (current version {})",
-            field.name, current.version
+            field.name, held.version
         ));
         let value = read_value().map_err(|msg| {
             Failure::usage(msg).help(format!(
@@ -89,16 +73,9 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
                 args.target
             ))
         })?;
-        if let Generator::Placeholder { marker } = &field.generator {
-            if value.expose_secret() == marker {
-                return Err(
-                    Failure::usage("that is the placeholder marker itself").help("give the real value")
-                );
-            }
-        } else if let Validity::Invalid(why) = field.validate(&value) {
-            return Err(Failure::usage(format!("the value {why}; nothing was written")).help(
-                format!("field `{}` holds a {}", field.name, field.generator.describe()),
-            ));
+        let refusals = gate::refuse_value(&t, &held, intent, &field.name, &value);
+        if !refusals.is_empty() {
+            return Err(super::refused(&env, &refusals));
         }
         let report = |outcome, old_version, new_version| ChangeReport {
             command: "set",
@@ -112,9 +89,9 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             readers: Readers::default(),
             followed: Vec::new(),
         };
-        if let Some(FieldValue::Text(old)) = current.fields.get(&field.name) {
+        if let Some(FieldValue::Text(old)) = held.fields.get(&field.name) {
             if old.expose_secret() == value.expose_secret() {
-                return Ok(report("unchanged", Some(current.version), None));
+                return Ok(report("unchanged", Some(held.version), None));
             }
         }
         // Said once the value passed its checks and differs: a refused or unchanged value
@@ -123,8 +100,8 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             report::say(&format!(
                 "replacing field `{}` of `{path}`: version {} -> {}",
                 field.name,
-                current.version,
-                current.version + 1
+                held.version,
+                held.version + 1
             ));
         }
         // What reads the value, said before a real one is replaced.
@@ -135,22 +112,17 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             Readers::default()
         };
         let mut values = vec![(field.name.clone(), value)];
-        let derived = super::follow::in_secret(
-            &session,
-            &t,
-            &current,
-            &values,
-            &[],
-            &args.assume_kv_mount,
-        )
-        .await?;
+        let derived =
+            super::follow::in_secret(&session, &t, &held, &values, &[], &args.assume_kv_mount)
+                .await?;
         values.extend(derived);
-        let written =
-            replace::write_fields(&session.vault, &mount, &t, &current, &values, "set").await;
+        let changed: Vec<String> = values.iter().map(|(n, _)| n.clone()).collect();
+        let approved =
+            gate::check(&t, &held, intent, values).map_err(|r| super::refused(&env, &r))?;
+        let written = replace::write(&session.vault, &mount, &t, &held, &approved, "set").await;
         if written.is_ok() {
             super::readers::after_write(g, &readers);
         }
-        let changed: Vec<String> = values.iter().map(|(n, _)| n.clone()).collect();
         match written {
             Ok(v) => Ok(ChangeReport {
                 readers,
@@ -165,30 +137,16 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
                 .await,
                 ..report(
                     outcome,
-                    Some(current.version).filter(|v| *v > 0),
+                    Some(held.version).filter(|v| *v > 0),
                     Some(v).filter(|v| *v > 0),
                 )
             }),
-            Err(ChangeError::Vault(VaultError::CasMismatch { .. })) => Err(changed_meanwhile(&path, current.version)),
+            Err(ChangeError::Vault(VaultError::CasMismatch { .. })) => {
+                Err(changed_meanwhile(&path, held.version))
+            }
             Err(e) => Err(e.into()),
         }
     })
-}
-
-/// A path another application provides is never written: a refused request, before anything is
-/// sent (exit 2).
-pub(super) fn refuse_provided(t: &Target, command: &str, env: &str) -> Result<(), Failure> {
-    match &t.provided {
-        None => Ok(()),
-        Some(p) => Err(Failure::usage(format!(
-            "`{}` is provided by another application ({}): vault-seed never writes it; nothing was sent",
-            t.full_path(),
-            p.by
-        ))
-        .help(format!(
-            "its provider makes and changes it, not `{command}`; `vault-seed verify {env}` shows whether it is there and valid"
-        ))),
-    }
 }
 
 /// Check-and-set refused the write: someone changed the secret after it was read (exit 1).

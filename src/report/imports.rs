@@ -59,7 +59,7 @@ impl Report for ImportReport {
         if self.has(Outcome::Refused) {
             let _ = writeln!(
                 after,
-                "{}: a refused field holds a value other than its Secret's; `vault-seed import {} --force` replaces it (the old one stays in KV v2 history)",
+                "{}: a refused field was not written (the rule is on its row); where it holds a value other than its Secret's, `vault-seed import {} --force` replaces it (the old one stays in KV v2 history)",
                 view.err.help("help"),
                 self.env
             );
@@ -79,6 +79,7 @@ impl Report for ImportReport {
             .collect();
         if view.format == Format::Json {
             return Rendered::json(self, self.ok)
+                .refused(self.has(Outcome::Refused))
                 .with_before(notes)
                 .with_after(after);
         }
@@ -130,6 +131,7 @@ impl Report for ImportReport {
             counts.join(", ")
         );
         Rendered::text(out, self.ok)
+            .refused(self.has(Outcome::Refused))
             .with_before(notes)
             .with_after(after)
     }

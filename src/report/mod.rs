@@ -188,6 +188,9 @@ pub struct Rendered<'a> {
     pub after: String,
     /// Whether everything is right: exit 0, else 1.
     pub ok: bool,
+    /// A write the gate refused ([`crate::gate`]): exit 2, as every refused request, whatever
+    /// `ok` says.
+    pub refused: bool,
 }
 
 impl<'a> Rendered<'a> {
@@ -198,6 +201,12 @@ impl<'a> Rendered<'a> {
             ok,
             ..Rendered::default()
         }
+    }
+
+    /// Exit 2 when `refused`: a write was refused by a rule and nothing of it was written.
+    pub fn refused(mut self, refused: bool) -> Rendered<'a> {
+        self.refused = refused;
+        self
     }
 
     /// One JSON document for stdout.

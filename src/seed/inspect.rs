@@ -17,7 +17,7 @@ use super::{discover, judge, Outcome, PathResult, Unnamed};
 use crate::kv::KvMount;
 use crate::mounts::Mounts;
 use crate::spec::Target;
-use crate::vault::{Existing, FieldValue, Vault};
+use crate::vault::{Existing, Vault};
 
 /// What is in Vault for one field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -395,25 +395,7 @@ fn judged(t: &Target, existing: Existing, outside: &super::derive::Outside) -> P
     match existing {
         Existing::Absent => PathResult::all(t, Outcome::Missing, None, None),
         Existing::Deleted { .. } => PathResult::all(t, Outcome::Recreated, None, None),
-        Existing::Present(p) => {
-            let mut r = judge(t, &p, outside);
-            // A missing field that `apply` could not add either: an existing field is not a
-            // string.
-            if let Some((k, kind)) = p.fields.iter().find_map(|(k, v)| match v {
-                FieldValue::NotText(kind) => Some((k, *kind)),
-                FieldValue::Text(_) => None,
-            }) {
-                for f in r
-                    .fields
-                    .iter_mut()
-                    .filter(|f| f.outcome == Outcome::Missing)
-                {
-                    f.outcome = Outcome::Error;
-                    f.detail = Some(format!("cannot add the field: existing field `{k}` is {kind}, and vault-seed writes strings only"));
-                }
-            }
-            r
-        }
+        Existing::Present(p) => judge(t, &crate::gate::Held::live(p), outside),
     }
 }
 

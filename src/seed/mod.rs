@@ -21,11 +21,12 @@ use futures::future::LocalBoxFuture;
 use futures::stream::{self, FuturesUnordered, StreamExt};
 use secrecy::{ExposeSecret, SecretString};
 
+use crate::gate::{self, Held, Intent, Refusal};
 use crate::generate::Validity;
 use crate::kv::{KvMount, KvVersion};
 use crate::mounts::Mounts;
 use crate::spec::Target;
-use crate::vault::{Existing, FieldValue, Vault, VaultError, WriteFields};
+use crate::vault::{Existing, FieldValue, Vault, VaultError};
 
 pub use derive::{follow, followers, read_sources, source_mounts, Outside};
 pub use inspect::{inspect, Detail, FieldFound, FieldState, Found, Inspection, PathState, Status};
@@ -564,7 +565,7 @@ async fn seed_one(
             )
             .await
         }
-        Existing::Present(p) => judge_or_extend(ctx, mount, t, p, outside).await,
+        Existing::Present(p) => judge_or_extend(ctx, mount, t, Held::live(p), outside).await,
     }
 }
 
@@ -622,13 +623,17 @@ async fn create_values(
     outside: &derive::Outside,
     values: Vec<(String, SecretString)>,
 ) -> PathResult {
-    let fields = WriteFields(values.iter().map(|(k, v)| (k.as_str(), v)).collect());
-    let cas_opt = mount.cas(cas);
-    match ctx
-        .vault
-        .kv_write(mount, &t.path, &fields, cas_opt, "create")
-        .await
-    {
+    let held = Held {
+        version: cas,
+        ..Held::default()
+    };
+    let approved = match gate::check(t, &held, Intent::Create, values.clone()) {
+        Ok(a) => a,
+        Err(refused) => {
+            return refused_result(PathResult::all(t, Outcome::Missing, None, None), &refused)
+        }
+    };
+    match gate::write(ctx.vault, mount, &approved).await {
         Ok(version) if mount.version == KvVersion::V1 => {
             // No check-and-set on KV v1: another writer may have written between our read and
             // our write, or after it. The path is ours only if it reads back as what we wrote.
@@ -638,7 +643,7 @@ async fn create_values(
                 }
                 Ok(Existing::Present(p)) => {
                     ctx.contested.fetch_add(1, Ordering::SeqCst);
-                    let mut r = judge(t, &p, outside);
+                    let mut r = judge(t, &Held::live(p), outside);
                     r.detail = Some(
                         "KV v1: another writer wrote this path at the same time; the value there now is theirs, judged as it stands".into(),
                     );
@@ -683,7 +688,7 @@ async fn create_values(
                         )
                         .written()
                     } else {
-                        let mut r = judge(t, &p, outside);
+                        let mut r = judge(t, &Held::live(p), outside);
                         r.detail =
                             Some("created concurrently by someone else; left as it is".into());
                         r
@@ -713,39 +718,61 @@ fn holds_exactly(p: &crate::vault::Present, values: &[(String, SecretString)]) -
 }
 
 /// Judge each field of a live secret against its generator, and a derived field against its
-/// inputs (those of other secrets from `outside`).
-fn judge(t: &Target, p: &crate::vault::Present, outside: &derive::Outside) -> PathResult {
-    // A fixed field that is absent blocks the other absent fields too: written beside a value
-    // under another name, they would pair with a key the data was never encrypted with.
-    let fixed_missing = t
-        .fields
+/// inputs (those of other secrets from `outside`). A field the secret lacks is missing, or
+/// invalid when the gate would refuse to add it ([`extend_refusals`]: a fixed secret that holds
+/// its value under another name, a key under a certificate made from its lost value).
+fn judge(t: &Target, held: &Held, outside: &derive::Outside) -> PathResult {
+    let refusals = extend_refusals(t, held);
+    // A refusal not about one missing field (a field that is not a string) stops them all.
+    let general = refusals
         .iter()
-        .find(|f| t.is_fixed(f) && !p.fields.contains_key(&f.name));
+        .find(|r| r.field().is_none_or(|f| held.fields.contains_key(f)));
+    let unnamed: Vec<String> = match t.provided {
+        Some(_) => Vec::new(),
+        None => held
+            .fields
+            .keys()
+            .filter(|k| !t.fields.iter().any(|f| &f.name == *k))
+            .cloned()
+            .collect(),
+    };
     let fields = t
         .fields
         .iter()
         .map(|f| {
-            let (outcome, detail) = match p.fields.get(&f.name) {
-                None if t.is_fixed(f) => (Outcome::Invalid, Some(fixed_lacks(&f.name, p))),
-                None => match fixed_missing {
-                    Some(fixed) => (
-                        Outcome::Invalid,
-                        Some(format!(
-                            "absent, and not added while fixed field `{}` is missing",
-                            fixed.name
-                        )),
-                    ),
-                    None => (Outcome::Missing, None),
+            let (outcome, detail) = match held.fields.get(&f.name) {
+                None => match refusals.iter().find(|r| r.field() == Some(f.name.as_str())) {
+                    Some(r) => (Outcome::Invalid, Some(r.to_string())),
+                    None => match (general, refusals.first()) {
+                        (Some(r), _) => {
+                            (Outcome::Error, Some(format!("cannot add the field: {r}")))
+                        }
+                        (None, Some(r)) => (
+                            Outcome::Missing,
+                            Some(format!(
+                                "not added while field `{}` is refused",
+                                r.field().unwrap_or_default()
+                            )),
+                        ),
+                        (None, None) => (Outcome::Missing, None),
+                    },
                 },
                 Some(FieldValue::NotText(kind)) => {
                     (Outcome::Invalid, Some(format!("is {kind}, not a string")))
                 }
                 Some(FieldValue::Text(v)) => match f.validate(v) {
-                    Validity::Valid => match derive::judge(f, v, &p.fields, &t.fields, outside) {
-                        None => (Outcome::Exists, None),
-                        Some(derive::Judgement::Pending(on)) => (Outcome::Pending, Some(on)),
-                        Some(derive::Judgement::Disagrees(why)) => (Outcome::Invalid, Some(why)),
-                    },
+                    Validity::Valid if t.fixed && !unnamed.is_empty() => {
+                        (Outcome::Invalid, Some(fixed_unnamed(&unnamed)))
+                    }
+                    Validity::Valid => {
+                        match derive::judge(f, v, &held.fields, &t.fields, outside) {
+                            None => (Outcome::Exists, None),
+                            Some(derive::Judgement::Pending(on)) => (Outcome::Pending, Some(on)),
+                            Some(derive::Judgement::Disagrees(why)) => {
+                                (Outcome::Invalid, Some(why))
+                            }
+                        }
+                    }
                     Validity::Pending => (Outcome::Pending, None),
                     Validity::Invalid(why) => (Outcome::Invalid, Some(why)),
                 },
@@ -761,63 +788,61 @@ fn judge(t: &Target, p: &crate::vault::Present, outside: &derive::Outside) -> Pa
     // A first version without vault-seed's marker: made by hand, by `--no-metadata`, or by a
     // run killed between its data and metadata writes. Said, never claimed (nothing proves who
     // wrote it), and never marked now.
-    let unmarked = p.version == 1
-        && p.custom_metadata.get("managed-by").map(String::as_str) != Some("vault-seed");
-    let unnamed = match t.provided {
-        Some(_) => Vec::new(),
-        None => p
-            .fields
-            .keys()
-            .filter(|k| !t.fields.iter().any(|f| &f.name == *k))
-            .cloned()
-            .collect(),
-    };
+    let unmarked = held.version == 1
+        && held.custom_metadata.get("managed-by").map(String::as_str) != Some("vault-seed");
     PathResult {
         target: t.clone(),
-        version: Some(p.version).filter(|v| *v > 0),
+        version: Some(held.version).filter(|v| *v > 0),
         fields,
         written: false,
         detail: unmarked.then(|| "present, not marked (no vault-seed custom_metadata)".into()),
         vault_unavailable: false,
-        created_time: p.created_time.clone(),
+        created_time: held.created_time.clone(),
         unnamed,
     }
 }
 
-/// Why a fixed secret that lacks `field` is invalid: the data encrypted with its value needs
-/// that value, so a new one written beside it (under the name the spec expects) would be used
-/// instead and the data lost. It is never extended; the person decides.
-fn fixed_lacks(field: &str, p: &crate::vault::Present) -> String {
-    let held: Vec<&str> = p.fields.keys().map(String::as_str).collect();
-    let holds = match held.as_slice() {
-        [] => "holds no field".to_string(),
-        names => format!("holds `{}`", names.join("`, `")),
-    };
+/// Why a fixed secret's valid value is not done while the secret holds fields no spec names:
+/// one may be the real key under an old name, and the value under the spec's name a newer one
+/// that the data was never encrypted with.
+fn fixed_unnamed(unnamed: &[String]) -> String {
     format!(
-        "fixed, and {holds}; the spec says `{field}`: rename the field in the spec, or move the value (vault-seed never adds a field to a fixed secret)"
+        "the secret is fixed and also holds `{}`, which no spec names: it may be the real value under an old name; name it in the spec (rename the field), or remove it by hand once you know it is not",
+        unnamed.join("`, `")
     )
 }
 
-/// Judge a live secret; add fields the spec has and it lacks, with `cas=<version>` (never to a
-/// fixed secret: [`judge`] calls those fields invalid).
+/// The gate's refusals of adding the fields a live secret lacks (`plan` predicts them, `apply`
+/// and `verify` say them).
+fn extend_refusals(t: &Target, held: &Held) -> Vec<Refusal> {
+    let missing: Vec<String> = t
+        .fields
+        .iter()
+        .filter(|f| !held.fields.contains_key(&f.name))
+        .map(|f| f.name.clone())
+        .collect();
+    if missing.is_empty() {
+        return Vec::new();
+    }
+    gate::refuse_change(t, held, Intent::Extend, &missing)
+}
+
+/// Judge a live secret; add fields the spec has and it lacks, with `cas=<version>`, when the
+/// gate allows it (never to a fixed secret: [`judge`] calls those fields invalid).
 async fn judge_or_extend(
     ctx: &Ctx<'_>,
     mount: &KvMount,
     t: &Target,
-    p: crate::vault::Present,
+    held: Held,
     outside: &derive::Outside,
 ) -> PathResult {
-    let mut result = judge(t, &p, outside);
+    let mut result = judge(t, &held, outside);
     let missing: Vec<&crate::spec::Field> = t
         .fields
         .iter()
-        .filter(|f| !p.fields.contains_key(&f.name))
+        .filter(|f| !held.fields.contains_key(&f.name))
         .collect();
-    if missing.is_empty()
-        || t.fields
-            .iter()
-            .any(|f| t.is_fixed(f) && !p.fields.contains_key(&f.name))
-    {
+    if missing.is_empty() || !extend_refusals(t, &held).is_empty() {
         return result;
     }
     let mark = |r: &mut PathResult, o: Outcome, d: Option<String>| {
@@ -830,18 +855,11 @@ async fn judge_or_extend(
             f.detail = d.clone();
         }
     };
-    if let Some((k, kind)) = p.fields.iter().find_map(|(k, v)| match v {
-        FieldValue::NotText(kind) => Some((k, *kind)),
-        _ => None,
-    }) {
-        mark(&mut result, Outcome::Error, Some(format!("cannot add the field: existing field `{k}` is {kind}, and vault-seed writes strings only")));
-        return result;
-    }
     if ctx.opts.dry_run {
         mark(&mut result, Outcome::Extended, None);
         return result;
     }
-    let (new_values, unmade) = match derive::make(t, &missing, &p.fields, outside) {
+    let (new_values, unmade) = match derive::make(t, &missing, &held.fields, outside) {
         Ok(v) => v,
         Err(e) => {
             mark(&mut result, Outcome::Error, Some(e));
@@ -852,23 +870,13 @@ async fn judge_or_extend(
     if new_values.is_empty() {
         return result;
     }
-    let mut all: Vec<(&str, &SecretString)> = p
-        .fields
-        .iter()
-        .filter_map(|(k, v)| match v {
-            FieldValue::Text(s) => Some((k.as_str(), s)),
-            _ => None,
-        })
-        .collect();
-    all.extend(new_values.iter().map(|(k, v)| (k.as_str(), v)));
-    let cas = mount.cas(p.version);
-    match ctx
-        .vault
-        .kv_write(mount, &t.path, &WriteFields(all), cas, "update")
-        .await
-    {
+    let approved = match gate::check(t, &held, Intent::Extend, new_values) {
+        Ok(a) => a,
+        Err(refused) => return refused_result(result, &refused),
+    };
+    match gate::write(ctx.vault, mount, &approved).await {
         Ok(version) => {
-            write_metadata(ctx, mount, t, p.custom_metadata.clone(), "extended").await;
+            write_metadata(ctx, mount, t, held.custom_metadata.clone(), "extended").await;
             mark(&mut result, Outcome::Extended, None);
             result.version = Some(version).filter(|v| *v > 0);
             result.written = true;
@@ -889,34 +897,31 @@ async fn judge_or_extend(
     result
 }
 
-/// vault-seed's custom_metadata: who manages the secret and from which spec. Never
-/// `managed-by=external-secrets`, which would let an ESO PushSecret take the path over.
-pub fn custom_metadata(
-    t: &Target,
-    action: &str,
-    mut base: BTreeMap<String, String>,
-) -> BTreeMap<String, String> {
-    let generators = t
-        .fields
+/// A result whose write the gate refused: each field a refusal names is invalid with why;
+/// a refusal of no field is the path's detail. Nothing was written.
+fn refused_result(mut r: PathResult, refused: &[Refusal]) -> PathResult {
+    for f in r.fields.iter_mut() {
+        if let Some(x) = refused.iter().find(|x| x.field() == Some(f.field.as_str())) {
+            f.outcome = Outcome::Invalid;
+            f.detail = Some(format!("{x}; nothing was written"));
+        }
+    }
+    let general: Vec<String> = refused
         .iter()
-        .map(|f| format!("{}={}", f.name, f.generator.name()))
-        .collect::<Vec<_>>()
-        .join(",");
-    let now = time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
-    base.insert("managed-by".into(), "vault-seed".into());
-    base.insert(
-        "vault-seed/spec".into(),
-        t.spec_file()
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-    );
-    base.insert("vault-seed/generators".into(), generators);
-    base.insert("vault-seed/last-action".into(), action.into());
-    base.insert("vault-seed/last-action-at".into(), now);
-    base
+        .filter(|x| x.field().is_none())
+        .map(ToString::to_string)
+        .collect();
+    if !general.is_empty() {
+        r.detail = Some(general.join("; "));
+        for f in r
+            .fields
+            .iter_mut()
+            .filter(|f| f.outcome != Outcome::Invalid)
+        {
+            f.outcome = Outcome::Error;
+        }
+    }
+    r
 }
 
 async fn write_metadata(
@@ -929,12 +934,7 @@ async fn write_metadata(
     if !ctx.opts.metadata || !mount.version.has_cas() || ctx.meta_warned.load(Ordering::Relaxed) {
         return;
     }
-    let meta = custom_metadata(t, action, base);
-    match ctx
-        .vault
-        .kv_set_custom_metadata(mount, &t.path, &meta)
-        .await
-    {
+    match gate::mark(ctx.vault, mount, t, action, base).await {
         Ok(()) => {}
         Err(VaultError::Denied { .. }) => ctx.meta_warned.store(true, Ordering::SeqCst),
         Err(e) => {

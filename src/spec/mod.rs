@@ -189,10 +189,25 @@ impl Field {
 
     /// Judge a live value: a keyring's every key, newest first, else the value itself. A bad
     /// key is named by its place, never by its text.
+    /// A keyring holds the newest key and at most `keep` previous ones: a longer list would
+    /// lose its oldest keys at the next rotation without a word.
     pub fn validate(&self, value: &SecretString) -> Validity {
-        let Rotation::Keyring { .. } = self.rotation else {
+        let Rotation::Keyring { keep } = self.rotation else {
             return self.generator.validate(value);
         };
+        let n = value.expose_secret().split(',').count();
+        if n > usize::from(keep) + 1 {
+            return Validity::Invalid(format!(
+                "holds {n} keys; the keyring keeps the newest and at most {keep} previous ({} in all)",
+                usize::from(keep) + 1
+            ));
+        }
+        self.validate_keys(value)
+    }
+
+    /// Judge each key of a keyring (of any length), newest first; a value of one key as it is.
+    /// `rotate` judges a ring it is about to shorten with it.
+    pub fn validate_keys(&self, value: &SecretString) -> Validity {
         let keys: Vec<&str> = value.expose_secret().split(',').collect();
         if keys.len() == 1 {
             return self.generator.validate(value);

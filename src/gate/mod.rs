@@ -1,0 +1,546 @@
+//! The write gate: every write to Vault's KV data is decided here, whichever command makes it.
+//!
+//! A command says what it means to do ([`Intent`]), what Vault holds at the path ([`Held`], read
+//! just before), and the values it wants to write. [`check`] returns the whole data to write
+//! ([`Approved`]) or every rule the write would break ([`Refusal`]); [`write`] sends only an
+//! approved write, with check-and-set against the version read, so a writer in between is never
+//! overwritten. Commands keep no write rule of their own: `apply`'s create and extend, `set`,
+//! `rotate`, `import`, the follow-ups of copies and templates and `move` all ask here, so a rule
+//! fixed once holds for every command.
+//!
+//! The rules:
+//! - a path another application provides is never written;
+//! - a fixed value that exists never changes; a fixed secret is created whole, only by `apply`
+//!   (or `move`), and never gains a field (its value may be stored under another name); nothing
+//!   is added beside a fixed field that is missing;
+//! - a real value (not a marker) is replaced only by `set --force`, `import --force`, `rotate`
+//!   or a follow-up of its source; a marker never replaces a real value, and a value a person
+//!   or the cluster gives is never a marker, nor one the field's check refuses (a keyring longer
+//!   than its `keep` included);
+//! - an input never gets a new value while a stored value made from its old one stays: the write
+//!   that changes it makes those again (`set`, `rotate`, `import` do), or it is refused (`apply`
+//!   never makes a key under an existing certificate);
+//! - a secret with a field that is not a string is not rewritten (the field would be lost).
+
+mod refusal;
+
+use std::collections::BTreeMap;
+
+use secrecy::{ExposeSecret, SecretString};
+
+pub use refusal::Refusal;
+
+use crate::generate::Validity;
+use crate::kv::{KvMount, KvVersion};
+use crate::spec::{Field, Target};
+use crate::vault::{Existing, FieldValue, Present, Vault, VaultError, WriteFields};
+
+/// What a command means to do with the fields it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intent {
+    /// `apply`: an absent (or deleted) path, every field made.
+    Create,
+    /// `apply`: the fields a live path lacks, made; the others unchanged.
+    Extend,
+    /// `set`: a value a person gives; `force` replaces a real one.
+    Set {
+        /// `--force`.
+        force: bool,
+    },
+    /// `rotate --yes`: fresh values from the generators.
+    Rotate,
+    /// `import`: the value a component wrote to a Kubernetes Secret; `force` replaces another.
+    Import {
+        /// `--force`.
+        force: bool,
+    },
+    /// A copy or template made again after its source in another secret changed.
+    Follow,
+    /// `move`: a secret's data copied from the path it was at before the layout changed.
+    Move,
+}
+
+impl Intent {
+    /// Whether the values come from outside vault-seed (a person, the cluster, an old path):
+    /// they must pass the field's check and may not be a marker.
+    fn given(self) -> bool {
+        matches!(
+            self,
+            Intent::Set { .. } | Intent::Import { .. } | Intent::Move
+        )
+    }
+
+    /// Whether the intent may replace a real value.
+    fn replaces(self) -> bool {
+        matches!(
+            self,
+            Intent::Set { force: true }
+                | Intent::Import { force: true }
+                | Intent::Rotate
+                | Intent::Follow
+        )
+    }
+
+    /// Whether the command makes again, in the same write, the stored fields made from the
+    /// fields it changes.
+    fn rederives(self) -> bool {
+        matches!(
+            self,
+            Intent::Set { .. } | Intent::Rotate | Intent::Import { .. } | Intent::Follow
+        )
+    }
+}
+
+/// What Vault holds at the path, read just before the write.
+#[derive(Debug, Default)]
+pub struct Held {
+    /// The version to check-and-set against: the live one, the deleted one, or 0 (never written).
+    pub version: u64,
+    /// Whether a live version is there (not absent, not deleted).
+    pub live: bool,
+    /// The live version's fields.
+    pub fields: BTreeMap<String, FieldValue>,
+    /// The custom metadata (KV v2), kept when vault-seed marks the path again.
+    pub custom_metadata: BTreeMap<String, String>,
+    /// When the live version was created (RFC 3339, KV v2).
+    pub created_time: Option<String>,
+}
+
+impl Held {
+    /// What a read found.
+    pub fn of(existing: Existing) -> Held {
+        match existing {
+            Existing::Absent => Held::default(),
+            Existing::Deleted {
+                version,
+                custom_metadata,
+            } => Held {
+                version,
+                custom_metadata,
+                ..Held::default()
+            },
+            Existing::Present(p) => Held::live(p),
+        }
+    }
+
+    /// A live version.
+    pub fn live(p: Present) -> Held {
+        Held {
+            version: p.version,
+            live: true,
+            fields: p.fields,
+            custom_metadata: p.custom_metadata,
+            created_time: p.created_time,
+        }
+    }
+
+    /// The text of `field`, if it holds text.
+    fn text(&self, field: &str) -> Option<&SecretString> {
+        match self.fields.get(field) {
+            Some(FieldValue::Text(v)) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// A write the gate allowed: the whole data of the new version, and the version it replaces.
+/// Only [`check`] makes one, and only [`write`] sends one.
+pub struct Approved {
+    path: Box<str>,
+    data: Vec<(String, SecretString)>,
+    version: u64,
+    live: bool,
+}
+
+impl Approved {
+    /// The version the write checks-and-sets against.
+    pub fn base_version(&self) -> u64 {
+        self.version
+    }
+}
+
+/// The refusals the spec alone decides, before anything is read: `intent` on `fields` of `t`.
+pub fn refuse_by_spec(t: &Target, intent: Intent, fields: &[&Field]) -> Vec<Refusal> {
+    let path = t.full_path();
+    if let Some(p) = &t.provided {
+        return vec![Refusal::Provided {
+            path,
+            by: p.by.to_string(),
+        }];
+    }
+    let mut out = Vec::new();
+    for f in fields {
+        let field = f.name.clone();
+        match intent {
+            Intent::Set { .. } => {
+                if let Some(d) = f.generator.derived() {
+                    out.push(Refusal::Derived {
+                        path: path.clone(),
+                        field,
+                        how: d.describe(),
+                    });
+                }
+            }
+            Intent::Rotate => {
+                if t.is_fixed(f) {
+                    out.push(Refusal::FixedChanges {
+                        path: path.clone(),
+                        field,
+                        whole: t.fixed,
+                    });
+                } else if f.generator.is_placeholder() {
+                    out.push(Refusal::PlaceholderRotates {
+                        path: path.clone(),
+                        field,
+                    });
+                } else if f.rotation == crate::spec::Rotation::Unstated && f.generator.keys_data() {
+                    out.push(Refusal::RotationUnstated {
+                        path: path.clone(),
+                        field,
+                        masterkey: f.generator == crate::generate::Generator::Masterkey,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The refusals of changing `fields` of `t` from `held` with `intent`, whatever the new values
+/// turn out to be: what `plan` predicts and what `set` asks before reading a value. [`check`]
+/// asks the same rules again with the values.
+pub fn refuse_change(t: &Target, held: &Held, intent: Intent, fields: &[String]) -> Vec<Refusal> {
+    let spec_fields: Vec<&Field> = fields
+        .iter()
+        .filter_map(|n| t.fields.iter().find(|f| f.name == *n))
+        .collect();
+    let mut out = refuse_by_spec(t, intent, &spec_fields);
+    if t.provided.is_some() {
+        return out;
+    }
+    out.extend(refuse_by_held(t, held, intent));
+    out.extend(refuse_fields(t, held, intent, fields, false));
+    if !intent.rederives() {
+        out.extend(stale(t, held, fields, &[]));
+    }
+    out
+}
+
+/// The rules on the secret as a whole: a field that is not a string (rewriting would lose it);
+/// a fixed secret that does not exist, which only `apply` (or `move`) creates, whole.
+fn refuse_by_held(t: &Target, held: &Held, intent: Intent) -> Option<Refusal> {
+    let path = t.full_path();
+    if held.live {
+        held.fields.iter().find_map(|(k, v)| match v {
+            FieldValue::NotText(kind) => Some(Refusal::NotText {
+                path: path.clone(),
+                field: k.clone(),
+                kind: kind.to_string(),
+            }),
+            FieldValue::Text(_) => None,
+        })
+    } else if t.fixed && !matches!(intent, Intent::Create | Intent::Move) {
+        Some(Refusal::FixedNotCreated { path })
+    } else {
+        None
+    }
+}
+
+/// The rules on each of `fields` against what is held: a fixed value never changes, a fixed
+/// secret (or field) is never added to a live secret, nothing is added beside a missing fixed
+/// field, a real value is replaced only by an intent that may. `remade`: the fields are made
+/// again from a changed input in the same write (only the fixed rules hold for them).
+fn refuse_fields(
+    t: &Target,
+    held: &Held,
+    intent: Intent,
+    fields: &[String],
+    remade: bool,
+) -> Vec<Refusal> {
+    let path = t.full_path();
+    let mut out = Vec::new();
+    let missing_fixed = t
+        .fields
+        .iter()
+        .find(|f| t.is_fixed(f) && !held.fields.contains_key(&f.name));
+    for f in fields
+        .iter()
+        .filter_map(|n| t.fields.iter().find(|f| f.name == *n))
+    {
+        let field = f.name.clone();
+        match held.fields.get(&f.name) {
+            None if held.live && t.is_fixed(f) => out.push(Refusal::FixedLacks {
+                path: path.clone(),
+                field,
+                holds: held.fields.keys().cloned().collect(),
+                whole: t.fixed,
+            }),
+            None if held.live => {
+                if let Some(fixed) = missing_fixed {
+                    out.push(Refusal::BesideMissingFixed {
+                        path: path.clone(),
+                        field,
+                        fixed: fixed.name.clone(),
+                    });
+                }
+            }
+            None | Some(FieldValue::NotText(_)) => {}
+            Some(FieldValue::Text(old)) => {
+                if f.validate(old) == Validity::Pending {
+                    // A marker is no value: filling it in is what it is there for.
+                    continue;
+                }
+                if t.is_fixed(f) {
+                    out.push(Refusal::FixedChanges {
+                        path: path.clone(),
+                        field,
+                        whole: t.fixed,
+                    });
+                } else if !remade && !intent.replaces() {
+                    out.push(Refusal::RealValue {
+                        path: path.clone(),
+                        field,
+                        version: held.version,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// For each of `changed`, the stored fields of `t` made from it that the write leaves as they
+/// are (not among `written`): they would disagree with the new value.
+fn stale(t: &Target, held: &Held, changed: &[String], written: &[String]) -> Vec<Refusal> {
+    let path = t.full_path();
+    let mut out = Vec::new();
+    for input in changed {
+        let derived: Vec<String> = t
+            .fields
+            .iter()
+            .filter(|d| {
+                held.fields.contains_key(&d.name)
+                    && !written.contains(&d.name)
+                    && !changed.contains(&d.name)
+                    && d.generator.derived().is_some_and(|how| {
+                        how.inputs()
+                            .iter()
+                            .any(|r| r.secret.is_none() && r.field == *input)
+                    })
+            })
+            .map(|d| d.name.clone())
+            .collect();
+        if !derived.is_empty() {
+            out.push(Refusal::DerivedStale {
+                path: path.clone(),
+                input: input.clone(),
+                derived,
+            });
+        }
+    }
+    out
+}
+
+/// The gate's decision on writing `values` into `t` over `held` with `intent`: the new
+/// version's whole data (the fields held and not written kept as they are), or every rule the
+/// write would break. A value equal to the one held is no change and breaks no rule.
+pub fn check(
+    t: &Target,
+    held: &Held,
+    intent: Intent,
+    values: Vec<(String, SecretString)>,
+) -> Result<Approved, Vec<Refusal>> {
+    let changed: Vec<String> = values
+        .iter()
+        .filter(|(n, v)| {
+            held.text(n)
+                .is_none_or(|old| old.expose_secret() != v.expose_secret())
+        })
+        .map(|(n, _)| n.clone())
+        .collect();
+    // The values the command gives, and the fields made again from them (derived fields
+    // following a changed input): only the fixed rules hold for the latter.
+    let derived = |n: &String| {
+        t.fields
+            .iter()
+            .any(|f| f.name == *n && f.generator.derived().is_some())
+    };
+    let (remade, given): (Vec<String>, Vec<String>) = changed.iter().cloned().partition(derived);
+    let given_fields: Vec<&Field> = given
+        .iter()
+        .filter_map(|n| t.fields.iter().find(|f| f.name == *n))
+        .collect();
+    let mut out = refuse_by_spec(t, intent, &given_fields);
+    if t.provided.is_none() {
+        out.extend(refuse_by_held(t, held, intent));
+        out.extend(refuse_fields(t, held, intent, &given, false));
+        out.extend(refuse_fields(t, held, intent, &remade, true));
+        let written: Vec<String> = values.iter().map(|(n, _)| n.clone()).collect();
+        out.extend(stale(t, held, &changed, &written));
+    }
+    for (name, value) in values.iter().filter(|(n, _)| changed.contains(n)) {
+        out.extend(refuse_value_only(t, held, intent, name, value));
+    }
+    if !out.is_empty() {
+        let mut seen = Vec::new();
+        out.retain(|r| {
+            let new = !seen.contains(r);
+            seen.push(r.clone());
+            new
+        });
+        return Err(out);
+    }
+    let mut data: Vec<(String, SecretString)> = held
+        .fields
+        .iter()
+        .filter(|(k, _)| !values.iter().any(|(n, _)| n == *k))
+        .filter_map(|(k, v)| match v {
+            FieldValue::Text(s) => Some((k.clone(), s.clone())),
+            FieldValue::NotText(_) => None,
+        })
+        .collect();
+    data.extend(values);
+    Ok(Approved {
+        path: t.path.clone(),
+        data,
+        version: held.version,
+        live: held.live,
+    })
+}
+
+/// The refusals of writing `value` into field `name` of `t` over `held` with `intent`, on
+/// its own: `import` and `set` judge each value with it before the whole write is made and
+/// [`check`]ed. Empty when the value is the one held.
+pub fn refuse_value(
+    t: &Target,
+    held: &Held,
+    intent: Intent,
+    name: &str,
+    value: &SecretString,
+) -> Vec<Refusal> {
+    if held
+        .text(name)
+        .is_some_and(|old| old.expose_secret() == value.expose_secret())
+    {
+        return Vec::new();
+    }
+    let mut out = refuse_change(t, held, intent, &[name.to_string()]);
+    out.extend(refuse_value_only(t, held, intent, name, value));
+    out
+}
+
+/// The rules on the value itself: a field of the spec, not a marker where a real value is or
+/// is given, passing the field's check. A derived value is made, not judged here.
+fn refuse_value_only(
+    t: &Target,
+    held: &Held,
+    intent: Intent,
+    name: &str,
+    value: &SecretString,
+) -> Option<Refusal> {
+    let path = t.full_path();
+    let Some(f) = t.fields.iter().find(|f| f.name == name) else {
+        return (intent != Intent::Move).then(|| Refusal::Invalid {
+            path,
+            field: name.to_string(),
+            why: "is not a field of the spec".into(),
+            expected: "field the spec names".into(),
+        });
+    };
+    if f.generator.derived().is_some() {
+        return None;
+    }
+    let held_real = held
+        .text(name)
+        .is_some_and(|old| f.validate(old) != Validity::Pending);
+    match f.validate(value) {
+        Validity::Valid => None,
+        Validity::Pending if held_real || intent.given() => Some(Refusal::Marker {
+            path,
+            field: name.to_string(),
+            over_real: held_real,
+        }),
+        Validity::Pending => None,
+        Validity::Invalid(why) => Some(Refusal::Invalid {
+            path,
+            field: name.to_string(),
+            why,
+            expected: f.generator.describe(),
+        }),
+    }
+}
+
+/// A change of `source`'s fields `changed` that a fixed secret's copy or template would have to
+/// follow: refused before anything is written, since that secret never changes.
+pub fn refuse_followers(targets: &[Target], source: &Target, changed: &[String]) -> Vec<Refusal> {
+    crate::seed::followers(targets, source, changed)
+        .into_iter()
+        .filter(|(f, _)| f.fixed)
+        .map(|(f, fields)| Refusal::FixedFollows {
+            path: f.full_path(),
+            fields,
+            source: source.full_path(),
+        })
+        .collect()
+}
+
+/// Send an approved write: the whole data, with check-and-set against the version read (`cas=0`
+/// for a path never written), so a change made since the read is refused by Vault itself, never
+/// overwritten (KV v1 has no check-and-set: its callers read back). Returns the new version.
+pub async fn write(vault: &Vault, mount: &KvMount, a: &Approved) -> Result<u64, VaultError> {
+    let fields = WriteFields(a.data.iter().map(|(k, v)| (k.as_str(), v)).collect());
+    let capability = if a.live { "update" } else { "create" };
+    vault
+        .kv_write(mount, &a.path, &fields, mount.cas(a.version), capability)
+        .await
+}
+
+/// Mark `t`'s path as vault-seed's, recording `action` ([`custom_metadata`]), over the custom
+/// metadata `base` read with it. KV v1 has none: nothing is sent.
+pub async fn mark(
+    vault: &Vault,
+    mount: &KvMount,
+    t: &Target,
+    action: &str,
+    base: BTreeMap<String, String>,
+) -> Result<(), VaultError> {
+    if mount.version != KvVersion::V2 {
+        return Ok(());
+    }
+    let meta = custom_metadata(t, action, base);
+    vault.kv_set_custom_metadata(mount, &t.path, &meta).await
+}
+
+/// vault-seed's custom_metadata: who manages the secret and from which spec. Never
+/// `managed-by=external-secrets`, which would let an ESO PushSecret take the path over.
+pub fn custom_metadata(
+    t: &Target,
+    action: &str,
+    mut base: BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let generators = t
+        .fields
+        .iter()
+        .map(|f| format!("{}={}", f.name, f.generator.name()))
+        .collect::<Vec<_>>()
+        .join(",");
+    let now = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    base.insert("managed-by".into(), "vault-seed".into());
+    base.insert(
+        "vault-seed/spec".into(),
+        t.spec_file()
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    );
+    base.insert("vault-seed/generators".into(), generators);
+    base.insert("vault-seed/last-action".into(), action.into());
+    base.insert("vault-seed/last-action-at".into(), now);
+    base
+}
+
+#[cfg(test)]
+mod tests;
