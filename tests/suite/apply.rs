@@ -265,6 +265,51 @@ fn competing_writer(
     FaultProxy::with_hook(&bao.addr, hook)
 }
 
+/// Issue 42: `apply` adding a field to a live path writes with `cas=<the version it read>`. A
+/// writer who changes the path between that read and the write is never overwritten: Vault
+/// refuses the write, the field's row says so, and the competitor's version stands.
+#[test]
+fn a_writer_racing_an_extend_between_its_read_and_its_write_is_never_overwritten() {
+    let bao = OpenBao::dev();
+    bao.kv_put("secret", "race2/dev/A", json!({"a": "a".repeat(64)}));
+    let theirs = "t".repeat(64);
+    let proxy = competing_writer(
+        &bao,
+        Some("GET /v1/secret/data/race2/dev/A"),
+        "POST /v1/secret/data/race2/dev/A ",
+        "secret/data/race2/dev/A",
+        json!({"data": {"a": theirs, "other": "theirs"}}),
+    );
+    let spec = "[vault]\nmount = \"secret\"\npath = \"race2/{env}\"\n[environments.dev]\nvault_addr = \"{addr}\"\n[secrets.A]\ndescription = \"a\"\nfields.a = { generator = \"hex32\" }\nfields.b = { generator = \"hex32\" }\n";
+    let dir = spec_dir(&bao, spec);
+    let doc = Run::new(&bao)
+        .addr(&proxy.addr)
+        .env("VAULT_SEED_SPECS", dir.path())
+        .args(["apply", "dev", "-o", "json"])
+        .status(1)
+        .check()
+        .json();
+    let b = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["field"] == "b")
+        .unwrap_or_else(|| panic!("no row for b: {doc}"));
+    assert_eq!(b["outcome"], "error", "{doc}");
+    assert!(
+        b["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("changed by someone else"),
+        "{doc}"
+    );
+    let (data, version) = bao.kv_get("secret", "race2/dev/A").unwrap();
+    assert_eq!(version, 2, "only the competitor wrote");
+    assert_eq!(data["a"], theirs.as_str());
+    assert_eq!(data["other"], "theirs");
+    assert!(data.get("b").is_none(), "nothing of the extend landed");
+}
+
 #[test]
 fn a_competing_create_between_discovery_and_write_is_never_overwritten() {
     let bao = OpenBao::dev();

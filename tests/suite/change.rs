@@ -443,7 +443,7 @@ fn rotate_refuses_fixed_secrets_placeholders_and_missing_yes() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         out.stderr_text()
-            .contains("is fixed: data is encrypted with it, so it never rotates"),
+            .contains("`secret/app/dev/FIXED_KEY` is fixed: field `password` never changes once written; nothing was sent"),
         "{}",
         out.stderr_text()
     );
@@ -475,7 +475,7 @@ fn rotate_refuses_fixed_secrets_placeholders_and_missing_yes() {
         .args(["rotate", "auh1-dev", "ZITADEL_MASTERKEY", "--yes"])
         .output();
     assert_eq!(out.status.code(), Some(2));
-    assert!(out.stderr_text().contains("never rotates"));
+    assert!(out.stderr_text().contains("never changes once written"));
 }
 
 /// Found by the probe: `set dev a.b.c` silently picked one of two secrets. A name that fits

@@ -208,8 +208,9 @@ fn the_same_value_again_is_exists_and_nothing_is_written() {
     assert_eq!((w.version(ADMIN), w.version(DB)), before);
 }
 
-/// A value a person put there that differs from the Secret's: refused (exit 1, naming the path
-/// and field, help with `--force`), Vault unchanged; `--force` replaces it with cas.
+/// A value a person put there that differs from the Secret's: refused by the write gate (exit 2,
+/// naming the path and field, help with `--force`), Vault unchanged; `--force` replaces it with
+/// cas.
 #[test]
 fn another_value_is_refused_without_force_and_replaced_with_it() {
     let w = world();
@@ -218,9 +219,9 @@ fn another_value_is_refused_without_force_and_replaced_with_it() {
         .kv_put("secret", DB, json!({"password": "set-by-hand-0123456789"}));
     let out = w
         .run(&["import", "dev", "--only", "DB"])
-        .status(1)
+        .status(2)
         .stdout_has("refused")
-        .stdout_has("field `password` of `secret/ask/zitadel/dev/DB` holds a value other than the Secret's; pass --force to replace it")
+        .stdout_has("field `password` of `secret/ask/zitadel/dev/DB` holds a real value (version 2), not a placeholder; pass --force to replace it")
         .stderr_has("`vault-seed import dev --force` replaces it")
         .check();
     has(&out.stdout_text(), "import dev: NOT done");

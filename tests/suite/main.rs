@@ -18,6 +18,7 @@ mod derived;
 mod eso_store;
 mod eso_sync;
 mod faults;
+mod gate;
 mod gen;
 mod harness;
 mod hostile;

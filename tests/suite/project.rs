@@ -686,3 +686,37 @@ fn ci_installs_nothing_that_scripts_test_does_not() {
     assert!(ci.contains("exec scripts/test"));
     assert!(test.contains("ensure_test_tools") && test.contains("ensure_bao"));
 }
+
+/// Issue 42: one module decides every write. Only `src/gate/` sends a KV write or marks a path
+/// (the calls themselves are defined in `src/vault/`): a command that wrote on its own would
+/// skip every rule the gate keeps. A search of the sources, as cargo-deny's bans are.
+#[test]
+fn only_the_gate_writes_to_vault() {
+    let mut files = Vec::new();
+    files_under(&root().join("src"), &mut files);
+    let mut found = Vec::new();
+    for f in files
+        .iter()
+        .filter(|f| f.extension() == Some(OsStr::new("rs")))
+    {
+        let rel = f.strip_prefix(root()).unwrap();
+        if rel.starts_with("src/gate") || rel.starts_with("src/vault") {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.contains("kv_write(") || line.contains("kv_set_custom_metadata(") {
+                found.push(format!("{}:{}: {}", rel.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        files.iter().any(|f| f.ends_with("src/gate/mod.rs")),
+        "the walk found no gate"
+    );
+    assert!(
+        found.is_empty(),
+        "writes outside the gate:\n{}",
+        found.join("\n")
+    );
+}
