@@ -211,6 +211,17 @@ pub enum Command {
     /// 1). Never prints a value.
     Import(ImportArgs),
 
+    /// Move a secret to the path the specs give it now, after the layout changed.
+    ///
+    /// Copies the current data of OLD_PATH (a full path, `secret/ask/auh1-dev/NAME`, or one under
+    /// the secret's mount) to the spec's path with check-and-set `cas=0`: never over a secret that
+    /// is there. The copy must pass the spec's checks (each field the spec names in its format; a
+    /// fixed secret's fixed fields all there), through the same rules as every write. The old
+    /// path is marked `vault-seed/moved-to` in its custom_metadata and never deleted: remove it by
+    /// hand once nothing reads it. Never prints a value. Exit 0: moved; 1: refused by a rule or a
+    /// check, nothing written; 2: bad input.
+    Move(MoveArgs),
+
     /// Print the minimal Vault policy (HCL) ESO, VSO or vault-seed needs for an environment.
     Policy(PolicyArgs),
 
@@ -256,6 +267,7 @@ impl Command {
             Command::Set(_) => "set",
             Command::Rotate(_) => "rotate",
             Command::Import(_) => "import",
+            Command::Move(_) => "move",
             Command::Policy(_) => "policy",
             Command::Audit(_) => "audit",
             Command::Order(_) => "order",
@@ -517,6 +529,28 @@ pub struct SetArgs {
     pub vault: VaultArgs,
 }
 
+/// `move` options.
+#[derive(Debug, Args)]
+pub struct MoveArgs {
+    /// The environment.
+    #[arg(value_name = "ENV")]
+    pub env: String,
+    /// The secret, as the specs name it now: `NAME`, its path under the mount, or its full path.
+    #[arg(value_name = "SECRET")]
+    pub target: String,
+    /// Where the secret was before the layout changed: `secret/ask/auh1-dev/NAME` (or the path
+    /// under the secret's mount). `plan` and `apply` name it when they find it.
+    #[arg(long, value_name = "OLD_PATH")]
+    pub from: String,
+    /// Write to MOUNT although its type cannot be read (the token may not read
+    /// `sys/internal/ui/mounts/MOUNT`), taking the spec's `kv_version` on your word. Repeatable.
+    #[arg(long, value_name = "MOUNT")]
+    pub assume_kv_mount: Vec<String>,
+    /// Vault connection.
+    #[command(flatten)]
+    pub vault: VaultArgs,
+}
+
 /// Where `set` and `rotate` look for the readers of a value before they replace it: the
 /// cluster as `verify` finds it. Only read; a cluster that cannot tell never stops the write.
 #[derive(Debug, Args)]
@@ -732,6 +766,7 @@ mod tests {
             vec!["set", "e", "S"],
             vec!["rotate", "e", "S"],
             vec!["import", "e"],
+            vec!["move", "e", "S", "--from", "secret/old/S"],
             vec!["policy", "e"],
             vec!["audit", "e"],
             vec!["order", "--app", "a=b"],
@@ -743,7 +778,7 @@ mod tests {
             assert_eq!(cli.command.name(), args[0]);
             assert!(names.contains(&args[0]));
         }
-        assert_eq!(names.len(), 13, "{names:?}");
+        assert_eq!(names.len(), 14, "{names:?}");
     }
 
     #[test]

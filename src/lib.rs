@@ -17,6 +17,7 @@ pub mod generate;
 pub mod import;
 pub mod kube;
 pub mod kv;
+pub mod layout;
 pub mod logging;
 pub mod mounts;
 pub mod order;

@@ -10,98 +10,16 @@ use futures::stream::{self, StreamExt};
 use super::findings::Finding;
 use super::{NamedPaths, Request, Scanned};
 use crate::kv::{KvMount, KvVersion};
+use crate::layout::why;
 use crate::mounts::Mounts;
 use crate::spec::EnvPlan;
 use crate::text::cap;
-use crate::vault::{Existing, Vault, VaultError};
+use crate::vault::{Existing, Vault};
 
 /// The custom_metadata `apply` writes on what it made ([`crate::seed::custom_metadata`]).
 const MARK_KEY: &str = "managed-by";
 const MARK_VALUE: &str = "vault-seed";
 const SPEC_KEY: &str = "vault-seed/spec";
-
-/// What a walk of folders found.
-#[derive(Default)]
-struct Walk {
-    /// Each path found, with the index of the root it was found under.
-    leaves: Vec<(usize, String)>,
-    /// Folders whose LIST failed, and why.
-    failed: Vec<(String, String)>,
-    /// The bound was reached with folders left to list.
-    cut: bool,
-}
-
-/// LIST `roots` and every folder below them (not those in `skip`), breadth first, at most
-/// `budget` LISTs (taken from it).
-async fn walk(
-    vault: &Vault,
-    mount: &KvMount,
-    roots: &[String],
-    skip: &HashSet<&str>,
-    budget: &mut usize,
-    concurrency: usize,
-    scanned: &mut Scanned,
-) -> Walk {
-    let mut out = Walk::default();
-    let mut frontier: Vec<(usize, String)> = roots.iter().cloned().enumerate().collect();
-    while !frontier.is_empty() {
-        if frontier.len() > *budget {
-            frontier.truncate(*budget);
-            out.cut = true;
-        }
-        *budget -= frontier.len();
-        scanned.lists += frontier.len();
-        let answers: Vec<_> = stream::iter(frontier)
-            .map(|(root, folder)| async move {
-                let r = vault.kv_list(mount, &folder).await;
-                (root, folder, r)
-            })
-            .buffer_unordered(concurrency.max(1))
-            .collect()
-            .await;
-        frontier = Vec::new();
-        for (root, folder, r) in answers {
-            match r {
-                Ok(names) => {
-                    for name in names.unwrap_or_default() {
-                        match name.strip_suffix('/') {
-                            Some(sub) => {
-                                let sub = join(&folder, sub);
-                                if !skip.contains(sub.as_str()) {
-                                    frontier.push((root, sub));
-                                }
-                            }
-                            None => out.leaves.push((root, join(&folder, &name))),
-                        }
-                    }
-                }
-                Err(e) => out.failed.push((folder, why(&e))),
-            }
-        }
-        if out.cut {
-            break;
-        }
-    }
-    out
-}
-
-fn join(folder: &str, name: &str) -> String {
-    if folder.is_empty() {
-        name.to_string()
-    } else {
-        format!("{folder}/{name}")
-    }
-}
-
-/// Why a request failed, said once: a denial names the capability, anything else its error.
-fn why(e: &VaultError) -> String {
-    match e {
-        VaultError::Denied { capability, .. } => {
-            format!("the token may not `{capability}` it")
-        }
-        e => cap(&e.to_string()).into_owned(),
-    }
-}
 
 /// `mount/folder` as findings name a folder (the mount's root: `mount/`).
 fn folder_name(mount: &str, folder: &str) -> String {
@@ -181,14 +99,14 @@ async fn folders(
     let m = kv.path.as_str();
     let start: Vec<String> = roots.iter().map(|(f, _)| f.to_string()).collect();
     scanned.folders += start.len();
-    let w = walk(
+    let w = crate::layout::walk(
         vault,
         kv,
         &start,
         &HashSet::new(),
         budget,
         req.concurrency,
-        scanned,
+        &mut scanned.lists,
     )
     .await;
     for (root, path) in w.leaves {
@@ -281,14 +199,14 @@ async fn scan_mount(
 ) {
     let m = kv.path.as_str();
     scanned.mounts_scanned.push(m.to_string());
-    let w = walk(
+    let w = crate::layout::walk(
         vault,
         kv,
         &[String::new()],
         skip,
         budget,
         req.concurrency,
-        scanned,
+        &mut scanned.lists,
     )
     .await;
     for (folder, why) in w.failed {

@@ -121,6 +121,22 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          (KV v2, or null), detail (a reason, never a value). counts: fields per outcome.",
     ),
     (
+        "move",
+        &[
+            "command",
+            "env",
+            "path",
+            "from",
+            "fields",
+            "new_version",
+            "ok",
+            "notes",
+        ],
+        "path: the spec's full path, where the data was copied with cas=0; from: the old full \
+         path, kept and marked vault-seed/moved-to; fields: the fields copied (never a value); \
+         new_version: the version written (KV v2).",
+    ),
+    (
         "policy",
         &["env", "policy", "rules"],
         "policy: the HCL text; rules: path, capabilities.",

@@ -9,6 +9,7 @@ mod gen;
 mod import;
 mod lint;
 mod man;
+mod moves;
 mod order;
 mod policy;
 mod prompt;
@@ -55,6 +56,7 @@ pub fn execute(cli: &Cli, printer: Printer<'_>) -> Result<Done, Failure> {
         Command::Set(args) => set::run(g, args).map(boxed),
         Command::Rotate(args) => rotate::run(g, args).map(boxed),
         Command::Import(args) => import::run(g, args).map(boxed),
+        Command::Move(args) => moves::run(g, args).map(boxed),
         Command::Policy(args) => policy::run(g, args).map(boxed),
         Command::Audit(args) => audit::run(g, args).map(boxed),
         Command::Verify(args) => verify::run(g, args).map(boxed),

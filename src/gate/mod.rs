@@ -211,11 +211,7 @@ pub fn refuse_by_spec(t: &Target, intent: Intent, fields: &[&Field]) -> Vec<Refu
 /// turn out to be: what `plan` predicts and what `set` asks before reading a value. [`check`]
 /// asks the same rules again with the values.
 pub fn refuse_change(t: &Target, held: &Held, intent: Intent, fields: &[String]) -> Vec<Refusal> {
-    let spec_fields: Vec<&Field> = fields
-        .iter()
-        .filter_map(|n| t.fields.iter().find(|f| f.name == *n))
-        .collect();
-    let mut out = refuse_by_spec(t, intent, &spec_fields);
+    let mut out = refuse_by_spec(t, intent, &named(t, fields));
     if t.provided.is_some() {
         return out;
     }
@@ -225,6 +221,14 @@ pub fn refuse_change(t: &Target, held: &Held, intent: Intent, fields: &[String])
         out.extend(stale(t, held, fields, &[]));
     }
     out
+}
+
+/// The fields of `t` among `names` (a name the spec does not give is left out).
+fn named<'t>(t: &'t Target, names: &[String]) -> Vec<&'t Field> {
+    names
+        .iter()
+        .filter_map(|n| t.fields.iter().find(|f| f.name == *n))
+        .collect()
 }
 
 /// The rules on the secret as a whole: a field that is not a string (rewriting would lose it);
@@ -367,11 +371,7 @@ pub fn check(
             .any(|f| f.name == *n && f.generator.derived().is_some())
     };
     let (remade, given): (Vec<String>, Vec<String>) = changed.iter().cloned().partition(derived);
-    let given_fields: Vec<&Field> = given
-        .iter()
-        .filter_map(|n| t.fields.iter().find(|f| f.name == *n))
-        .collect();
-    let mut out = refuse_by_spec(t, intent, &given_fields);
+    let mut out = refuse_by_spec(t, intent, &named(t, &given));
     if t.provided.is_none() {
         out.extend(refuse_by_held(t, held, intent));
         out.extend(refuse_fields(t, held, intent, &given, false));
@@ -474,7 +474,7 @@ fn refuse_value_only(
 /// A change of `source`'s fields `changed` that a fixed secret's copy or template would have to
 /// follow: refused before anything is written, since that secret never changes.
 pub fn refuse_followers(targets: &[Target], source: &Target, changed: &[String]) -> Vec<Refusal> {
-    crate::seed::followers(targets, source, changed)
+    followers(targets, source, changed)
         .into_iter()
         .filter(|(f, _)| f.fixed)
         .map(|(f, fields)| Refusal::FixedFollows {
@@ -483,6 +483,46 @@ pub fn refuse_followers(targets: &[Target], source: &Target, changed: &[String])
             source: source.full_path(),
         })
         .collect()
+}
+
+/// The targets of `targets` with a derived field made from a field of `source` in `changed`:
+/// each with those fields. They follow a change of `source` in the same run.
+pub fn followers<'t>(
+    targets: &'t [Target],
+    source: &Target,
+    changed: &[String],
+) -> Vec<(&'t Target, Vec<String>)> {
+    let mut out = Vec::new();
+    for t in targets {
+        let Some(sources) = &t.sources else {
+            continue;
+        };
+        let names: Vec<&str> = sources
+            .iter()
+            .filter(|s| *s.mount == *source.mount() && s.path == source.path)
+            .map(|s| &*s.name)
+            .collect();
+        if names.is_empty() {
+            continue;
+        }
+        let fields: Vec<String> = t
+            .fields
+            .iter()
+            .filter(|f| {
+                f.generator.derived().is_some_and(|d| {
+                    d.inputs().iter().any(|r| {
+                        r.secret.as_deref().is_some_and(|s| names.contains(&s))
+                            && changed.contains(&r.field)
+                    })
+                })
+            })
+            .map(|f| f.name.clone())
+            .collect();
+        if !fields.is_empty() {
+            out.push((t, fields));
+        }
+    }
+    out
 }
 
 /// Send an approved write: the whole data, with check-and-set against the version read (`cas=0`
@@ -512,6 +552,22 @@ pub async fn mark(
     vault.kv_set_custom_metadata(mount, &t.path, &meta).await
 }
 
+/// Mark the path a secret was moved from (`move`): its custom metadata (`base`, as read) gains
+/// `vault-seed/moved-to` = the new full path. Its data is never touched, and nothing is deleted.
+pub async fn mark_moved(
+    vault: &Vault,
+    mount: &KvMount,
+    old: &str,
+    new_full: &str,
+    mut base: BTreeMap<String, String>,
+) -> Result<(), VaultError> {
+    if mount.version != KvVersion::V2 {
+        return Ok(());
+    }
+    base.insert("vault-seed/moved-to".into(), new_full.into());
+    vault.kv_set_custom_metadata(mount, old, &base).await
+}
+
 /// vault-seed's custom_metadata: who manages the secret and from which spec. Never
 /// `managed-by=external-secrets`, which would let an ESO PushSecret take the path over.
 pub fn custom_metadata(
@@ -537,6 +593,12 @@ pub fn custom_metadata(
             .unwrap_or_default(),
     );
     base.insert("vault-seed/generators".into(), generators);
+    // Spec, environment and secret name a secret whatever its path: a layout change finds the
+    // secret made before it ([`crate::layout`]).
+    if !t.env().is_empty() {
+        base.insert("vault-seed/env".into(), t.env().into());
+    }
+    base.insert("vault-seed/secret".into(), t.name.to_string());
     base.insert("vault-seed/last-action".into(), action.into());
     base.insert("vault-seed/last-action-at".into(), now);
     base

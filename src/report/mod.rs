@@ -18,6 +18,7 @@ pub mod gaps;
 pub mod generated;
 pub mod hcl;
 pub mod imports;
+pub mod moves;
 pub mod ordering;
 pub mod seeding;
 pub mod specs;

@@ -186,6 +186,10 @@ fn values(out: &mut dyn io::Write, style: &Style, env: &str, v: &ValuesPart) -> 
             (Status::Pending, _) => {
                 format!("fill in: vault-seed set {env} {} < value.txt", row.set_as())
             }
+            // Where it was before the layout changed, and the command that moves it.
+            (Status::Missing | Status::Deleted, None) if row.detail.is_some() => {
+                t(row.detail.unwrap_or_default())
+            }
             (Status::Missing | Status::Deleted, None) => format!("run: vault-seed apply {env}"),
             _ => t(row.detail.unwrap_or_default()),
         };

@@ -310,10 +310,11 @@ pub async fn inspect(
     let mut inspection = Inspection::new(targets.len(), fields);
     inspection.notes = notes;
     let vault_down = AtomicBool::new(false);
+    let looks = crate::layout::Looks::new(targets, concurrency);
     // By index: a copy of every target (as `Mounts::partition` makes) is not needed here.
     stream::iter((0..targets.len()).filter(|&i| usable(&targets[i])))
         .map(|i| {
-            let vault_down = &vault_down;
+            let (vault_down, looks) = (&vault_down, &looks);
             let (t, known_absent) = (&targets[i], absent[i]);
             async move {
                 let r = if vault_down.load(Ordering::SeqCst) {
@@ -324,7 +325,7 @@ pub async fn inspect(
                         Some("not attempted: Vault stopped answering".into()),
                     )
                 } else {
-                    let r = read_one(vault, mounts, t, known_absent).await;
+                    let r = read_one(vault, mounts, t, known_absent, looks).await;
                     if r.vault_unavailable {
                         vault_down.store(true, Ordering::SeqCst);
                     }
@@ -351,8 +352,16 @@ pub async fn inspect(
     inspection
 }
 
-/// One target, read and judged: absent without a request when its folder's LIST lacks it.
-async fn read_one(vault: &Vault, mounts: &Mounts, t: &Target, known_absent: bool) -> PathResult {
+/// One target, read and judged: absent without a request when its folder's LIST lacks it. An
+/// absent one says where a secret vault-seed made for it is, when the layout changed
+/// ([`crate::layout`]).
+async fn read_one(
+    vault: &Vault,
+    mounts: &Mounts,
+    t: &Target,
+    known_absent: bool,
+    looks: &crate::layout::Looks,
+) -> PathResult {
     let Some(mount) = mounts.mounts.get(t.mount()) else {
         return PathResult::all(
             t,
@@ -366,10 +375,25 @@ async fn read_one(vault: &Vault, mounts: &Mounts, t: &Target, known_absent: bool
         Ok(sources) => super::derive::read_sources(vault, &sources).await,
         Err(why) => Err(why),
     };
-    match outside {
+    let mut r = match outside {
         Ok(outside) => read_known(vault, mount, t, known_absent, &outside).await,
-        Err(why) => PathResult::all(t, Outcome::Error, None, Some(why)),
+        Err(why) => return PathResult::all(t, Outcome::Error, None, Some(why)),
+    };
+    let absent = r.fields.iter().all(|f| f.outcome == Outcome::Missing) && r.version.is_none();
+    if absent && t.provided.is_none() {
+        if let Some(old) = looks.on(vault, mount).await.and_then(|e| e.of(t)) {
+            let old = format!("{}/{old}", mount.path);
+            let why = format!(
+                "absent here, and a secret vault-seed made for the same spec, environment and name is at `{old}` (did the specs' folders change?): `vault-seed move {} {} --from {old}` copies it here",
+                t.env(),
+                t.name
+            );
+            for f in r.fields.iter_mut() {
+                f.detail = Some(why.clone());
+            }
+        }
     }
+    r
 }
 
 /// One target on its (usable) mount, read and judged: absent without a request when its

@@ -24,11 +24,12 @@ use secrecy::{ExposeSecret, SecretString};
 use crate::gate::{self, Held, Intent, Refusal};
 use crate::generate::Validity;
 use crate::kv::{KvMount, KvVersion};
+use crate::layout::Looks;
 use crate::mounts::Mounts;
 use crate::spec::Target;
 use crate::vault::{Existing, FieldValue, Vault, VaultError};
 
-pub use derive::{follow, followers, read_sources, source_mounts, Outside};
+pub use derive::{follow, read_sources, source_mounts, Outside};
 pub use inspect::{inspect, Detail, FieldFound, FieldState, Found, Inspection, PathState, Status};
 pub use outcome::{FieldResult, Outcome, PathResult, Summary, Unnamed};
 
@@ -140,6 +141,7 @@ async fn pipeline<E>(
     let conc = opts.concurrency.max(1);
     let mut folders = folders(targets);
     let meta_warned = AtomicBool::new(false);
+    let looks = Looks::new(targets, conc);
     let vault_down = AtomicBool::new(false);
     let contested = AtomicUsize::new(0);
     let mut gate = std::pin::pin!(gate);
@@ -235,6 +237,7 @@ async fn pipeline<E>(
                 opts,
                 meta_warned: &meta_warned,
                 contested: &contested,
+                looks: &looks,
             };
             let vault_down = &vault_down;
             running.push(Box::pin(async move {
@@ -413,6 +416,8 @@ struct Ctx<'a> {
     meta_warned: &'a AtomicBool,
     /// KV v1 paths another writer wrote at the same time as this run.
     contested: &'a AtomicUsize,
+    /// Where absent secrets were before a layout change, looked for once per mount.
+    looks: &'a Looks,
 }
 
 fn parent(path: &str) -> (&str, &str) {
@@ -546,26 +551,69 @@ async fn seed_one(
             Err(e) => return PathResult::from_error(t, &e, false),
         }
     };
-    match existing {
-        Existing::Absent => {
-            create(ctx, mount, t, 0, BTreeMap::new(), Outcome::Created, outside).await
+    let (version, meta, outcome) = match existing {
+        Existing::Present(p) => {
+            return judge_or_extend(ctx, mount, t, Held::live(p), outside).await
         }
+        Existing::Absent => (0, BTreeMap::new(), Outcome::Created),
         Existing::Deleted {
             version,
             custom_metadata,
-        } => {
-            create(
-                ctx,
-                mount,
+        } => (version, custom_metadata, Outcome::Recreated),
+    };
+    let note = match moved_from(ctx, mount, t).await {
+        Ok(note) => note,
+        Err(refused) => return refused,
+    };
+    let mut r = create(ctx, mount, t, version, meta, outcome, outside).await;
+    if let Some(note) = note {
+        r.detail = Some(match r.detail.take() {
+            Some(d) => format!("{d}; {note}"),
+            None => note,
+        });
+    }
+    r
+}
+
+/// Before an absent secret is made: was it at another path of the mount before the specs'
+/// folders changed ([`crate::layout`])? A fixed secret found there is not made anew (the
+/// result to report); another is made, with a note saying where the old one is. A look that
+/// could not see the whole mount is said for a fixed secret.
+async fn moved_from(
+    ctx: &Ctx<'_>,
+    mount: &KvMount,
+    t: &Target,
+) -> Result<Option<String>, PathResult> {
+    let Some(earlier) = ctx.looks.on(ctx.vault, mount).await else {
+        return Ok(None);
+    };
+    let fixed = t.fields.iter().any(|f| t.is_fixed(f));
+    let (env, name) = (t.env(), &*t.name);
+    match earlier.of(t) {
+        Some(old) if fixed => {
+            let old = format!("{}/{old}", mount.path);
+            Err(PathResult::all(
                 t,
-                version,
-                custom_metadata,
-                Outcome::Recreated,
-                outside,
-            )
-            .await
+                Outcome::Invalid,
+                None,
+                Some(format!(
+                    "absent here, and a secret vault-seed made for the same spec, environment and name is at `{old}` (did the specs' folders change?): it is fixed, so a new value is never made beside the old one; `vault-seed move {env} {name} --from {old}` copies it here"
+                )),
+            ))
         }
-        Existing::Present(p) => judge_or_extend(ctx, mount, t, Held::live(p), outside).await,
+        Some(old) => {
+            let old = format!("{}/{old}", mount.path);
+            let what = match ctx.opts.dry_run {
+                true => format!("to keep its value, `vault-seed move {env} {name} --from {old}` before `apply` makes a new one here"),
+                false => "the value made here is a new one; the old one is left as it is".to_string(),
+            };
+            Ok(Some(format!(
+                "a secret vault-seed made for the same spec, environment and name is at `{old}` (did the specs' folders change?): {what}"
+            )))
+        }
+        None => Ok(earlier.unsure.as_ref().filter(|_| fixed).map(|why| {
+            format!("not checked whether it was at another path before a layout change ({why})")
+        })),
     }
 }
 

@@ -364,6 +364,8 @@ pub struct Origin {
     mount: Arc<str>,
     /// The KV version the spec expects for its mount, if it says.
     kv_version: Option<KvVersion>,
+    /// The environment its targets are resolved for (empty when not one: tests' targets).
+    env: Arc<str>,
 }
 
 impl Origin {
@@ -380,6 +382,18 @@ impl Origin {
             app,
             mount,
             kv_version,
+            env: Arc::from(""),
+        })
+    }
+
+    /// The same origin for the targets of environment `env`.
+    pub fn in_env(&self, env: &str) -> Arc<Origin> {
+        Arc::new(Origin {
+            file: Arc::clone(&self.file),
+            app: Arc::clone(&self.app),
+            mount: Arc::clone(&self.mount),
+            kv_version: self.kv_version,
+            env: Arc::from(env),
         })
     }
 }
@@ -516,6 +530,11 @@ impl Target {
         &self.origin.app
     }
 
+    /// The environment it is resolved for.
+    pub fn env(&self) -> &str {
+        &self.origin.env
+    }
+
     /// The KV mount: a provided secret's own (`mount`), else the spec's.
     pub fn mount(&self) -> &str {
         self.provided
@@ -567,7 +586,7 @@ impl Spec {
 
     /// Every secret of this spec, resolved for `env` (which must be one of its environments).
     pub fn targets(&self, env: &Environment) -> Vec<Target> {
-        let origin = self.origin();
+        let origin = self.origin().in_env(&env.name);
         self.secrets
             .iter()
             .filter_map(|s| self.target(&origin, env, s))

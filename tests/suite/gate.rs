@@ -243,3 +243,192 @@ fn import_never_stores_its_marker_over_a_real_value() {
     assert_eq!(version, 1);
     assert_eq!(data["password"], "the-real-password-0123");
 }
+
+/// The specs before and after a layout change: the same spec file, environment and secrets,
+/// the folder moved from `ask/{env}` to `ask`.
+fn layout(folder: &str, addr: &str) -> String {
+    format!(
+        r#"
+[vault]
+mount = "secret"
+path = "{folder}"
+[environments.auh1-dev]
+vault_addr = "{addr}"
+[secrets.zitadel-secret-kv]
+description = "Zitadel's masterkey: data is encrypted with it"
+fixed = true
+fields.masterkey = {{ generator = "masterkey" }}
+[secrets.SALT]
+description = "a salt that may be made again"
+fields.value = {{ generator = "hex32" }}
+"#
+    )
+}
+
+/// Case 5: a layout change never mints a fixed value silently. `plan` and `apply` find the
+/// secret vault-seed made for the same spec, environment and name at the old path: the fixed
+/// one is not created (exit 1, naming the old path and the `move` command), the other is made
+/// with a note. `move` copies the old data with cas=0, marks the old path, deletes nothing,
+/// and refuses to write over a secret or to move data that fails the spec's checks.
+#[test]
+fn a_layout_change_never_mints_a_fixed_value_and_move_copies_it() {
+    let bao = OpenBao::dev();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("core-service.toml");
+    std::fs::write(&spec, layout("ask/{env}", &bao.addr)).unwrap();
+    let run = || Run::new(&bao).specs(dir.path());
+    run().args(["apply", "auh1-dev"]).status(0).check();
+    let (old, _) = bao
+        .kv_get("secret", "ask/auh1-dev/zitadel-secret-kv")
+        .unwrap();
+    let key = old["masterkey"].as_str().unwrap().to_string();
+    std::fs::write(&spec, layout("ask", &bao.addr)).unwrap();
+    let old_path = "secret/ask/auh1-dev/zitadel-secret-kv";
+    for command in ["plan", "apply"] {
+        run()
+            .args([command, "auh1-dev"])
+            .status(1)
+            .stdout_has(format!("is at `{old_path}`"))
+            .stdout_has(format!(
+                "`vault-seed move auh1-dev zitadel-secret-kv --from {old_path}`"
+            ))
+            .stdout_has("is at `secret/ask/auh1-dev/SALT`")
+            .never_shows(&key)
+            .check();
+    }
+    assert!(
+        bao.kv_get("secret", "ask/zitadel-secret-kv").is_none(),
+        "no new masterkey minted"
+    );
+    run()
+        .args(["verify", "auh1-dev", "--only", "vault"])
+        .status(1)
+        .stdout_has(format!("is at `{old_path}`"))
+        .check();
+    assert!(
+        bao.kv_get("secret", "ask/SALT").is_some(),
+        "the salt is made"
+    );
+    // A move over a secret that is there is refused.
+    run()
+        .args([
+            "move",
+            "auh1-dev",
+            "SALT",
+            "--from",
+            "secret/ask/auh1-dev/SALT",
+        ])
+        .status(1)
+        .stderr_has("`secret/ask/SALT` holds a secret already (version 1)")
+        .check();
+    // Bad input: a path off the mount.
+    run()
+        .args([
+            "move",
+            "auh1-dev",
+            "zitadel-secret-kv",
+            "--from",
+            "secret/../x",
+        ])
+        .status(2)
+        .check();
+    let doc = run()
+        .args([
+            "move",
+            "auh1-dev",
+            "zitadel-secret-kv",
+            "--from",
+            old_path,
+            "-o",
+            "json",
+        ])
+        .status(0)
+        .never_shows(&key)
+        .check()
+        .json();
+    let keys: Vec<&str> = doc
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "command",
+            "env",
+            "fields",
+            "from",
+            "new_version",
+            "notes",
+            "ok",
+            "path"
+        ]
+    );
+    assert_eq!(doc["path"], "secret/ask/zitadel-secret-kv");
+    assert_eq!(doc["new_version"], 1);
+    let (moved, version) = bao.kv_get("secret", "ask/zitadel-secret-kv").unwrap();
+    assert_eq!((moved, version), (old.clone(), 1), "the data as it was");
+    let (kept, _) = bao
+        .kv_get("secret", "ask/auh1-dev/zitadel-secret-kv")
+        .unwrap();
+    assert_eq!(kept, old, "the old path is kept");
+    let (_, meta) = bao.api(
+        "GET",
+        "secret/metadata/ask/auh1-dev/zitadel-secret-kv",
+        None,
+    );
+    assert_eq!(
+        meta["data"]["custom_metadata"]["vault-seed/moved-to"],
+        "secret/ask/zitadel-secret-kv"
+    );
+    let (_, meta) = bao.api("GET", "secret/metadata/ask/zitadel-secret-kv", None);
+    assert_eq!(
+        meta["data"]["custom_metadata"]["vault-seed/env"],
+        "auh1-dev"
+    );
+    assert_eq!(
+        meta["data"]["custom_metadata"]["vault-seed/secret"],
+        "zitadel-secret-kv"
+    );
+    // Done now: the old path, marked as moved, is no longer taken for the secret.
+    run()
+        .args(["apply", "auh1-dev"])
+        .status(0)
+        .stdout_lacks("is at `secret/ask/auh1-dev")
+        .check();
+}
+
+/// `move` of data that fails the spec's checks, or lacks a fixed field under the spec's name,
+/// is refused (exit 1) and writes nothing.
+#[test]
+fn move_refuses_data_that_fails_the_specs_checks() {
+    let bao = OpenBao::dev();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("core-service.toml"),
+        layout("ask", &bao.addr),
+    )
+    .unwrap();
+    let run = || Run::new(&bao).specs(dir.path());
+    bao.kv_put("secret", "old/zk", json!({"masterkey": "too-short"}));
+    run()
+        .args([
+            "move",
+            "auh1-dev",
+            "zitadel-secret-kv",
+            "--from",
+            "secret/old/zk",
+        ])
+        .status(1)
+        .stderr_has("the value for field `masterkey` of `secret/ask/zitadel-secret-kv`")
+        .never_shows("too-short")
+        .check();
+    bao.kv_put("secret", "old/zk2", json!({"key": REAL_KEY}));
+    run()
+        .args(["move", "auh1-dev", "zitadel-secret-kv", "--from", "old/zk2"])
+        .status(1)
+        .stderr_has("not fixed field(s) `masterkey` the spec names")
+        .check();
+    assert!(bao.kv_get("secret", "ask/zitadel-secret-kv").is_none());
+}

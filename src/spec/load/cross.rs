@@ -38,7 +38,7 @@ pub(super) fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
             let Some(e) = spec.environments.get(env) else {
                 continue;
             };
-            let origin = spec.origin();
+            let origin = spec.origin().in_env(env);
             for (ki, s) in spec.secrets.iter().enumerate() {
                 if let Some(t) = spec.target(&origin, e, s) {
                     targets.push(((si as u32, ki as u32), t));
