@@ -13,7 +13,7 @@ use futures::stream::{self, StreamExt};
 use crate::kv::KvMount;
 use crate::spec::Target;
 use crate::text::cap;
-use crate::vault::{Vault, VaultError};
+use crate::vault::{Existing, Vault, VaultError};
 
 /// What a walk of folders found.
 #[derive(Default)]
@@ -119,20 +119,16 @@ pub struct Earlier {
 }
 
 impl Earlier {
-    /// Look over `mount` (from its root) for marked secrets at paths not in `named` (the paths
-    /// the specs give the mount's secrets now).
-    pub async fn scan(
-        vault: &Vault,
-        mount: &KvMount,
-        named: &HashSet<String>,
-        concurrency: usize,
-    ) -> Earlier {
+    /// Look under the roots of `wanted` on `mount` for marked secrets where a looked-for secret
+    /// may have been ([`Wanted::may_be`]): one read each (the data read carries the
+    /// custom_metadata, and the seeder policy grants it where it grants the LIST).
+    async fn scan(vault: &Vault, mount: &KvMount, wanted: &Wanted, concurrency: usize) -> Earlier {
         let mut budget = SCAN_BUDGET;
         let mut lists = 0;
         let w = walk(
             vault,
             mount,
-            &[String::new()],
+            &wanted.roots,
             &HashSet::new(),
             &mut budget,
             concurrency,
@@ -152,7 +148,7 @@ impl Earlier {
             .leaves
             .into_iter()
             .map(|(_, p)| p)
-            .filter(|p| !named.contains(p))
+            .filter(|p| wanted.may_be(p))
             .collect();
         if paths.len() > budget {
             paths.truncate(budget);
@@ -162,13 +158,15 @@ impl Earlier {
         }
         let mut answers = stream::iter(paths)
             .map(|p| async move {
-                let r = vault.kv_read_custom_metadata(mount, &p).await;
+                let r = vault.kv_read(mount, &p).await;
                 (p, r)
             })
             .buffer_unordered(concurrency.max(1));
         while let Some((path, r)) = answers.next().await {
             match r {
-                Ok(Some(meta)) => {
+                // Only a live secret can be moved; a deleted one's data is gone.
+                Ok(Existing::Present(p)) => {
+                    let meta = p.custom_metadata;
                     let get = |k: &str| meta.get(k).cloned();
                     if get("managed-by").as_deref() != Some("vault-seed")
                         || meta.contains_key("vault-seed/moved-to")
@@ -185,7 +183,7 @@ impl Earlier {
                     };
                     out.marked.push((mark, path));
                 }
-                Ok(None) => {}
+                Ok(_) => {}
                 Err(e) => {
                     out.unsure.get_or_insert_with(|| {
                         format!("path `{}/{}`: {}", mount.path, cap(&path), why(&e))
@@ -219,42 +217,131 @@ impl Earlier {
     }
 }
 
-/// One look per mount, made the first time a run asks about a secret of that mount and shared
-/// by every later question of the run.
+/// Whether a layout change could make vault-seed mint a second value of `t` that data depends
+/// on: a secret with a fixed field. Only those are looked for: any other is made again safely
+/// (the old path stays, and `audit` lists it).
+pub fn looked_for(t: &Target) -> bool {
+    t.provided.is_none() && t.fields.iter().any(|f| t.is_fixed(f))
+}
+
+/// One look per mount, made the first time a run asks about a fixed secret of that mount that is
+/// absent, and shared by every later question of the run.
 pub struct Looks {
-    named: HashMap<String, HashSet<String>>,
+    wanted: HashMap<String, Wanted>,
     done: HashMap<String, tokio::sync::OnceCell<Earlier>>,
     concurrency: usize,
 }
 
-impl Looks {
-    /// For the run's `targets` (what they name is not looked at).
-    pub fn new(targets: &[Target], concurrency: usize) -> Looks {
-        let mut named: HashMap<String, HashSet<String>> = HashMap::new();
-        for t in targets {
-            named
-                .entry(t.mount().to_string())
-                .or_default()
-                .insert(t.path.to_string());
+/// What a look over one mount walks, skips and reads.
+#[derive(Default)]
+struct Wanted {
+    /// The folders walked: each looked-for secret's folder above its environment's segment
+    /// (`ask/core-service` of `ask/core-service/auh1-dev`; the folder itself without one), so
+    /// a token with the seeder policy, which lists the specs' folders, may look.
+    roots: Vec<String>,
+    /// The paths the run's targets have now (never an earlier layout).
+    named: HashSet<String>,
+    /// Each looked-for secret's name, with its folder and environment.
+    secrets: HashMap<String, Vec<(String, String)>>,
+}
+
+impl Wanted {
+    /// Whether the leaf at `path` may be where a looked-for secret was: its last segment is the
+    /// secret's name, and it is not the path the same layout gives another environment (the
+    /// folder with the environment's segment changed), which is that environment's own secret.
+    fn may_be(&self, path: &str) -> bool {
+        if self.named.contains(path) {
+            return false;
         }
-        let done = named
+        let (folder, name) = path.rsplit_once('/').unwrap_or(("", path));
+        let Some(found) = self.secrets.get(name) else {
+            return false;
+        };
+        found.iter().any(|(ours, env)| {
+            let (a, b): (Vec<&str>, Vec<&str>) =
+                (folder.split('/').collect(), ours.split('/').collect());
+            let other_env =
+                a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| x == y || *y == env.as_str());
+            !other_env
+        })
+    }
+}
+
+impl Looks {
+    /// For the run's `targets`.
+    pub fn new(targets: &[Target], concurrency: usize) -> Looks {
+        let mut wanted: HashMap<String, Wanted> = HashMap::new();
+        for t in targets {
+            let w = wanted.entry(t.mount().to_string()).or_default();
+            w.named.insert(t.path.to_string());
+            if looked_for(t) {
+                let folder = t.path.rsplit_once('/').map_or("", |(f, _)| f);
+                let root: Vec<&str> = folder.split('/').take_while(|s| *s != t.env()).collect();
+                let root = root.join("/");
+                if !w.roots.contains(&root) {
+                    w.roots.push(root);
+                }
+                w.secrets
+                    .entry(t.name.to_string())
+                    .or_default()
+                    .push((folder.to_string(), t.env().to_string()));
+            }
+        }
+        wanted.retain(|_, w| !w.secrets.is_empty());
+        for w in wanted.values_mut() {
+            // A root under another is walked with it.
+            let all = w.roots.clone();
+            w.roots.retain(|r| {
+                !all.iter()
+                    .any(|o| o != r && (o.is_empty() || r.starts_with(&format!("{o}/"))))
+            });
+        }
+        let done = wanted
             .keys()
             .map(|m| (m.clone(), tokio::sync::OnceCell::new()))
             .collect();
         Looks {
-            named,
+            wanted,
             done,
             concurrency,
         }
     }
 
-    /// What the look over `mount` found (made now if it is the first question about it).
-    pub async fn on(&self, vault: &Vault, mount: &KvMount) -> Option<&Earlier> {
+    /// What the look over `t`'s mount found, made now if it is the first question about it;
+    /// `None` for a secret that is not looked for ([`looked_for`]).
+    pub async fn on(&self, vault: &Vault, mount: &KvMount, t: &Target) -> Option<&Earlier> {
+        if !looked_for(t) {
+            return None;
+        }
         let cell = self.done.get(&mount.path)?;
-        let named = self.named.get(&mount.path)?;
+        let wanted = self.wanted.get(&mount.path)?;
         Some(
-            cell.get_or_init(|| Earlier::scan(vault, mount, named, self.concurrency))
+            cell.get_or_init(|| Earlier::scan(vault, mount, wanted, self.concurrency))
                 .await,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A metadata read only where a fixed secret may have been: its name last, and not the path
+    /// the same layout gives another environment (that environment's own secret).
+    #[test]
+    fn only_paths_that_may_be_an_earlier_layout_are_read() {
+        let mut w = Wanted::default();
+        w.named.insert("ask/zk".into());
+        w.secrets
+            .insert("zk".into(), vec![("ask".into(), "auh1-dev".into())]);
+        assert!(w.may_be("ask/auh1-dev/zk"), "the old layout");
+        assert!(w.may_be("old/zk"));
+        assert!(!w.may_be("ask/zk"), "its own path");
+        assert!(!w.may_be("ask/auh1-dev/other"), "another name");
+        let mut w = Wanted::default();
+        w.secrets
+            .insert("zk".into(), vec![("app/dev2".into(), "dev2".into())]);
+        assert!(!w.may_be("app/dev/zk"), "another environment's path");
+        assert!(w.may_be("app/zk"));
     }
 }

@@ -381,7 +381,7 @@ async fn read_one(
     };
     let absent = r.fields.iter().all(|f| f.outcome == Outcome::Missing) && r.version.is_none();
     if absent && t.provided.is_none() {
-        if let Some(old) = looks.on(vault, mount).await.and_then(|e| e.of(t)) {
+        if let Some(old) = looks.on(vault, mount, t).await.and_then(|e| e.of(t)) {
             let old = format!("{}/{old}", mount.path);
             let why = format!(
                 "absent here, and a secret vault-seed made for the same spec, environment and name is at `{old}` (did the specs' folders change?): `vault-seed move {} {} --from {old}` copies it here",

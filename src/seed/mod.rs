@@ -575,22 +575,20 @@ async fn seed_one(
     r
 }
 
-/// Before an absent secret is made: was it at another path of the mount before the specs'
-/// folders changed ([`crate::layout`])? A fixed secret found there is not made anew (the
-/// result to report); another is made, with a note saying where the old one is. A look that
-/// could not see the whole mount is said for a fixed secret.
+/// Before an absent fixed secret is made: was it at another path of the mount before the specs'
+/// folders changed ([`crate::layout`])? Found there, it is not made anew (the result to
+/// report). A look that could not see the whole mount is said in a note.
 async fn moved_from(
     ctx: &Ctx<'_>,
     mount: &KvMount,
     t: &Target,
 ) -> Result<Option<String>, PathResult> {
-    let Some(earlier) = ctx.looks.on(ctx.vault, mount).await else {
+    let Some(earlier) = ctx.looks.on(ctx.vault, mount, t).await else {
         return Ok(None);
     };
-    let fixed = t.fields.iter().any(|f| t.is_fixed(f));
     let (env, name) = (t.env(), &*t.name);
     match earlier.of(t) {
-        Some(old) if fixed => {
+        Some(old) => {
             let old = format!("{}/{old}", mount.path);
             Err(PathResult::all(
                 t,
@@ -601,17 +599,7 @@ async fn moved_from(
                 )),
             ))
         }
-        Some(old) => {
-            let old = format!("{}/{old}", mount.path);
-            let what = match ctx.opts.dry_run {
-                true => format!("to keep its value, `vault-seed move {env} {name} --from {old}` before `apply` makes a new one here"),
-                false => "the value made here is a new one; the old one is left as it is".to_string(),
-            };
-            Ok(Some(format!(
-                "a secret vault-seed made for the same spec, environment and name is at `{old}` (did the specs' folders change?): {what}"
-            )))
-        }
-        None => Ok(earlier.unsure.as_ref().filter(|_| fixed).map(|why| {
+        None => Ok(earlier.unsure.as_ref().map(|why| {
             format!("not checked whether it was at another path before a layout change ({why})")
         })),
     }
