@@ -448,12 +448,7 @@ fn decide(
         Some(FieldValue::Text(v)) => Some(v),
         _ => None,
     };
-    if old.is_some_and(|v| v.expose_secret() == value.expose_secret()) {
-        return (
-            Outcome::Exists,
-            Some("Vault already holds the Secret's value".into()),
-        );
-    }
+    // Asked first: a Secret holding the marker itself is refused even where Vault holds it too.
     let refused = gate::refuse_value(t, held, intent, &f.name, value);
     if !refused.is_empty() {
         let why = refused
@@ -469,6 +464,12 @@ fn decide(
             false => why,
         };
         return (Outcome::Refused, Some(why));
+    }
+    if old.is_some_and(|v| v.expose_secret() == value.expose_secret()) {
+        return (
+            Outcome::Exists,
+            Some("Vault already holds the Secret's value".into()),
+        );
     }
     match old {
         None => (Outcome::Imported, None),

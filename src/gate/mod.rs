@@ -411,7 +411,8 @@ pub fn check(
 
 /// The refusals of writing `value` into field `name` of `t` over `held` with `intent`, on
 /// its own: `import` and `set` judge each value with it before the whole write is made and
-/// [`check`]ed. Empty when the value is the one held.
+/// [`check`]ed. Empty when the value is the one held, unless it is a marker a person or the
+/// cluster gives as if it were a value (a mistake to say, though it changes nothing).
 pub fn refuse_value(
     t: &Target,
     held: &Held,
@@ -423,7 +424,9 @@ pub fn refuse_value(
         .text(name)
         .is_some_and(|old| old.expose_secret() == value.expose_secret())
     {
-        return Vec::new();
+        return refuse_value_only(t, &Held::default(), intent, name, value)
+            .into_iter()
+            .collect();
     }
     let mut out = refuse_change(t, held, intent, &[name.to_string()]);
     out.extend(refuse_value_only(t, held, intent, name, value));

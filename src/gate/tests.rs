@@ -153,6 +153,18 @@ fn real_values_and_markers() {
         vec![("pat".into(), secret("placeholder"))],
     );
     assert!(r.is_ok(), "the same marker is no change");
+    let given = refuse_value(
+        &t,
+        &h,
+        Intent::Set { force: false },
+        "pat",
+        &secret("placeholder"),
+    );
+    assert_eq!(
+        given.iter().map(Refusal::code).collect::<Vec<_>>(),
+        ["marker"],
+        "but a person giving the marker is told"
+    );
     let h = held(&[], 1);
     let r = check(
         &t,

@@ -242,6 +242,16 @@ fn import_never_stores_its_marker_over_a_real_value() {
     let (data, version) = get(&bao, "DB");
     assert_eq!(version, 1);
     assert_eq!(data["password"], "the-real-password-0123");
+    // Where Vault holds the marker too, the Secret's marker is no value either: not "exists".
+    bao.kv_put("secret", "app/dev/DB", json!({"password": "import-from-cluster"}));
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["import", "dev", "--only", "DB", "--kubeconfig"])
+        .arg(kube.kubeconfig())
+        .status(2)
+        .stdout_has("is the marker itself, not a real value")
+        .check();
+    assert_eq!(get(&bao, "DB").1, 2);
 }
 
 /// The specs before and after a layout change: the same spec file, environment and secrets,
