@@ -86,7 +86,7 @@ pub(super) async fn others(
             break;
         }
         budget -= 1;
-        for (f, fields) in gate::followers(&session.targets, &source, &changed) {
+        for (f, fields) in gate::followers_of(&session.targets, &source, &changed) {
             let mut row = Followed {
                 path: f.full_path(),
                 fields: fields.clone(),

@@ -474,10 +474,34 @@ fn refuse_value_only(
     }
 }
 
+/// The refusal of making `source` anew (it is absent) while another secret holds fields made
+/// from its old values: `followers` are the secrets whose derived fields read it, each with
+/// what Vault holds at its path.
+pub fn refuse_stale_followers(source: &Target, followers: &[(&Target, Held)]) -> Vec<Refusal> {
+    let all: Vec<String> = source.fields.iter().map(|f| f.name.clone()).collect();
+    let mut out = Vec::new();
+    for (f, held) in followers {
+        for (g, fields) in followers_of(std::slice::from_ref(*f), source, &all) {
+            let stored: Vec<String> = fields
+                .into_iter()
+                .filter(|n| held.live && held.fields.contains_key(n))
+                .collect();
+            if !stored.is_empty() {
+                out.push(Refusal::FollowerStale {
+                    path: source.full_path(),
+                    follower: g.full_path(),
+                    fields: stored,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// A change of `source`'s fields `changed` that a fixed secret's copy or template would have to
 /// follow: refused before anything is written, since that secret never changes.
 pub fn refuse_followers(targets: &[Target], source: &Target, changed: &[String]) -> Vec<Refusal> {
-    followers(targets, source, changed)
+    followers_of(targets, source, changed)
         .into_iter()
         .filter(|(f, _)| f.fixed)
         .map(|(f, fields)| Refusal::FixedFollows {
@@ -490,7 +514,7 @@ pub fn refuse_followers(targets: &[Target], source: &Target, changed: &[String])
 
 /// The targets of `targets` with a derived field made from a field of `source` in `changed`:
 /// each with those fields. They follow a change of `source` in the same run.
-pub fn followers<'t>(
+pub fn followers_of<'t>(
     targets: &'t [Target],
     source: &Target,
     changed: &[String],

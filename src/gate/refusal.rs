@@ -114,6 +114,16 @@ pub enum Refusal {
         /// A Zitadel masterkey (else a Fernet key).
         masterkey: bool,
     },
+    /// A secret would be made anew while another secret holds values made from its old one (a
+    /// copy, a template): they would disagree.
+    FollowerStale {
+        /// The secret that would be made.
+        path: String,
+        /// The other secret's full path.
+        follower: String,
+        /// Its fields made from the old values.
+        fields: Vec<String>,
+    },
     /// A fixed secret's copy or template would have to follow the change of its source.
     FixedFollows {
         /// The fixed secret's full path.
@@ -140,6 +150,7 @@ impl Refusal {
         match self {
             Refusal::Provided { .. } | Refusal::FixedNotCreated { .. } => None,
             Refusal::FixedFollows { fields, .. } => fields.first().map(String::as_str),
+            Refusal::FollowerStale { .. } => None,
             Refusal::FixedChanges { field, .. }
             | Refusal::FixedLacks { field, .. }
             | Refusal::BesideMissingFixed { field, .. }
@@ -170,6 +181,7 @@ impl Refusal {
             Refusal::PlaceholderRotates { .. } => "placeholder-rotates",
             Refusal::RotationUnstated { .. } => "rotation-unstated",
             Refusal::FixedFollows { .. } => "fixed-follows",
+            Refusal::FollowerStale { .. } => "follower-stale",
             Refusal::NotText { .. } => "not-text",
         }
     }
@@ -192,6 +204,7 @@ impl Refusal {
             Refusal::RotationUnstated { field, masterkey: true, .. } => format!("say it in the spec, on `fields.{field}`: `rotation = \"replace\"` (the application re-encrypts its data) or `rotation = \"never\"`"),
             Refusal::RotationUnstated { field, masterkey: false, .. } => format!("say it in the spec, on `fields.{field}`: `rotation = \"keyring\"` (the new key first, the old ones kept: for readers of a key list, such as MultiFernet), `rotation = \"replace\"` (the data is re-encrypted or expendable) or `rotation = \"never\"`"),
             Refusal::FixedFollows { .. } => "make the copy a value of its own (a generator) or remove `fixed` from its secret".into(),
+            Refusal::FollowerStale { .. } => "bring the old value back from KV v2 history (`vault kv undelete`, `vault kv rollback`), or remove the fields made from it so that both are made again".into(),
             Refusal::NotText { .. } => "change it by hand, or give the field another name in the spec".into(),
         }
     }
@@ -224,6 +237,7 @@ impl std::fmt::Display for Refusal {
             Refusal::PlaceholderRotates { path, field } => write!(f, "field `{field}` of `{path}` is a placeholder: a person fills it in, vault-seed does not generate it"),
             Refusal::RotationUnstated { path, field, masterkey } => write!(f, "field `{field}` of `{path}` is a {} that encrypts or hashes stored data, and the spec does not say how it may rotate", if *masterkey { "Zitadel masterkey" } else { "Fernet key" }),
             Refusal::FixedFollows { path, fields, source } => write!(f, "`{path}` field(s) `{}` are made from `{source}`, and `{path}` is fixed: it never changes, so its source cannot either", fields.join("`, `")),
+            Refusal::FollowerStale { path, follower, fields } => write!(f, "`{path}` is absent, and `{follower}` holds `{}` made from its old value: a new value would disagree with them, so none is made", fields.join("`, `")),
             Refusal::NotText { path, field, kind } => write!(f, "field `{field}` of `{path}` is {kind}, not a string; vault-seed writes strings only"),
         }
     }

@@ -370,3 +370,18 @@ pub fn follow(
     }
     Ok(made)
 }
+
+/// Each target's followers (the targets whose derived fields read it: copies, templates), by
+/// its mount and path: made once per run, so a source finds its followers without a scan.
+pub fn follower_index(targets: &[Target]) -> HashMap<(&str, &str), Vec<usize>> {
+    let mut out: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+    for (i, t) in targets.iter().enumerate() {
+        for s in t.sources.iter().flat_map(|s| s.iter()) {
+            let at = out.entry((&*s.mount, &*s.path)).or_default();
+            if !at.contains(&i) {
+                at.push(i);
+            }
+        }
+    }
+    out
+}

@@ -29,6 +29,7 @@ use crate::mounts::Mounts;
 use crate::spec::Target;
 use crate::vault::{Existing, FieldValue, Vault, VaultError};
 
+use derive::follower_index;
 pub use derive::{follow, read_sources, source_mounts, Outside};
 pub use inspect::{inspect, Detail, FieldFound, FieldState, Found, Inspection, PathState, Status};
 pub use outcome::{FieldResult, Outcome, PathResult, Summary, Unnamed};
@@ -156,6 +157,7 @@ async fn pipeline<E>(
     let mut unnamed = Unnamed::default();
     // Targets that read another target's values, and those held back until its result is in.
     let mut waits = derive::Waits::new(targets);
+    let followers_of = follower_index(targets);
     let mut parked: HashMap<usize, (&Target, Rc<Listing>)> = HashMap::new();
     // Over a network a new connection costs a round trip (two with TLS) before its first
     // request: open those the requests after the gate will use now, alongside the gate's, rather
@@ -232,6 +234,14 @@ async fn pipeline<E>(
             }
             let known_absent =
                 matches!(&*listing, Listing::Names(names) if !names.contains(parent(&t.path).1));
+            // The secrets made from this one, on mounts that can be used (one that cannot is
+            // judged on its own, with its error).
+            let followers: Vec<(&Target, KvMount)> = followers_of
+                .get(&(t.mount(), &*t.path))
+                .into_iter()
+                .flatten()
+                .filter_map(|&j| d.get(targets[j].mount()).map(|m| (&targets[j], m.clone())))
+                .collect();
             let ctx = Ctx {
                 vault,
                 opts,
@@ -244,7 +254,7 @@ async fn pipeline<E>(
                 let r = if t.provided.is_some() {
                     provided::read(vault, &mount, t, known_absent).await
                 } else {
-                    seed_one(&ctx, &mount, t, known_absent, &sources).await
+                    seed_one(&ctx, &mount, t, known_absent, &sources, &followers).await
                 };
                 // After its retries, a path found Vault gone (unreachable, timing out, sealed):
                 // start no more work against it; the report says what was done.
@@ -536,6 +546,7 @@ async fn seed_one(
     t: &Target,
     known_absent: bool,
     sources: &[(crate::spec::Source, KvMount)],
+    followers: &[(&Target, KvMount)],
 ) -> PathResult {
     tracing::debug!(path = %t.full_path(), known_absent, "deciding");
     let outside = match derive::read_sources(ctx.vault, sources).await {
@@ -561,6 +572,9 @@ async fn seed_one(
             custom_metadata,
         } => (version, custom_metadata, Outcome::Recreated),
     };
+    if let Some(refused) = stale_followers(ctx, t, followers).await {
+        return refused;
+    }
     let note = match moved_from(ctx, mount, t).await {
         Ok(note) => note,
         Err(refused) => return refused,
@@ -573,6 +587,29 @@ async fn seed_one(
         });
     }
     r
+}
+
+/// Before an absent secret is made: another secret holding values made from its old ones (a
+/// copy, a template) would disagree with new ones, so none is made ([`gate`] decides). Each
+/// follower is read once; it waits for this secret in the run, so it is read as it was.
+async fn stale_followers(
+    ctx: &Ctx<'_>,
+    t: &Target,
+    followers: &[(&Target, KvMount)],
+) -> Option<PathResult> {
+    if followers.is_empty() {
+        return None;
+    }
+    let mut held = Vec::new();
+    for (f, m) in followers {
+        match ctx.vault.kv_read(m, &f.path).await {
+            Ok(e) => held.push((*f, Held::of(e))),
+            Err(e) => return Some(PathResult::from_error(t, &e, false)),
+        }
+    }
+    let refused = gate::refuse_stale_followers(t, &held);
+    let why: Vec<String> = refused.iter().map(ToString::to_string).collect();
+    (!why.is_empty()).then(|| PathResult::all(t, Outcome::Invalid, None, Some(why.join("; "))))
 }
 
 /// Before an absent fixed secret is made: was it at another path of the mount before the specs'

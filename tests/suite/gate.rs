@@ -243,7 +243,11 @@ fn import_never_stores_its_marker_over_a_real_value() {
     assert_eq!(version, 1);
     assert_eq!(data["password"], "the-real-password-0123");
     // Where Vault holds the marker too, the Secret's marker is no value either: not "exists".
-    bao.kv_put("secret", "app/dev/DB", json!({"password": "import-from-cluster"}));
+    bao.kv_put(
+        "secret",
+        "app/dev/DB",
+        json!({"password": "import-from-cluster"}),
+    );
     Run::new(&bao)
         .specs(dir.path())
         .args(["import", "dev", "--only", "DB", "--kubeconfig"])
@@ -440,4 +444,42 @@ fn move_refuses_data_that_fails_the_specs_checks() {
         .stderr_has("not fixed field(s) `masterkey` the spec names")
         .check();
     assert!(bao.kv_get("secret", "ask/zitadel-secret-kv").is_none());
+}
+
+/// An input is never made anew while a value made from its old one stays in another secret: with
+/// the source deleted and its copy still in Vault, `plan` and `apply` refuse to make the source
+/// (exit 1, naming the copy), and nothing is written.
+#[test]
+fn apply_never_remakes_a_source_whose_copy_stays() {
+    let bao = OpenBao::dev();
+    let dir = common::spec_dir(&format!(
+        r#"
+[vault]
+mount = "secret"
+path = "app/{{env}}"
+[environments.dev]
+vault_addr = "{}"
+[secrets.DB]
+description = "the database password"
+fields.password = {{ generator = "hex32" }}
+[secrets.APP]
+description = "the application's copy of it"
+fields.db_password = {{ copy = "DB.password" }}
+"#,
+        bao.addr
+    ));
+    let run = || Run::new(&bao).specs(dir.path());
+    run().args(["apply", "dev"]).status(0).check();
+    let (copy, _) = get(&bao, "APP");
+    let (status, _) = bao.api("DELETE", "secret/metadata/app/dev/DB", None);
+    assert_eq!(status, 204);
+    for command in ["plan", "apply"] {
+        run()
+            .args([command, "dev"])
+            .status(1)
+            .stdout_has("`secret/app/dev/DB` is absent, and `secret/app/dev/APP` holds `db_password` made from its old value")
+            .check();
+    }
+    assert!(bao.kv_get("secret", "app/dev/DB").is_none(), "no new source");
+    assert_eq!(get(&bao, "APP"), (copy, 1), "the copy unchanged");
 }
