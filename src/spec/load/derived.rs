@@ -191,7 +191,11 @@ impl<'de> SourceKeys<'de> {
                         key,
                     })),
                     Err(why) => {
-                        cx.err(fspan, format!("`from_secret` in {ctx} `{}` {why}", shown(&text)), Some("`NAMESPACE/NAME:KEY` of a Kubernetes Secret, e.g. `from_secret = \"ask/zitadel-admin-pat:pat\"`".into()));
+                        cx.err(
+                            fspan,
+                            format!("`from_secret` in {ctx} `{}` {why}", shown(&text)),
+                            Some(FROM_SECRET_HELP.into()),
+                        );
                         Err(())
                     }
                 };
@@ -338,6 +342,8 @@ fn derive_table(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> Option<Derived>
     }
 }
 
+const FROM_SECRET_HELP: &str = "`NAMESPACE/NAME:KEY` of a Kubernetes Secret, e.g. `from_secret = \"ask/zitadel-admin-pat:pat\"`; KEY is a key of its `data`: letters, digits, `-`, `_` and `.`, not `.` or `..`";
+
 /// `NAMESPACE/NAME:KEY`.
 fn parse_from_secret(s: &str) -> Result<(String, String, String), String> {
     let Some((object, key)) = s.rsplit_once(':') else {
@@ -352,6 +358,14 @@ fn parse_from_secret(s: &str) -> Result<(String, String, String), String> {
     if !key_ok {
         return Err(format!(
             "has key `{}`, which a Secret's data cannot have",
+            shown(key)
+        ));
+    }
+    // Kubernetes' `IsConfigMapKey`, which judges a Secret's keys, refuses these too: a key is a
+    // file name when the Secret is mounted as a volume.
+    if key == "." || key.starts_with("..") {
+        return Err(format!(
+            "has key `{}`, which a Secret's data cannot have: Kubernetes refuses `.`, `..` and keys starting with `..`",
             shown(key)
         ));
     }
@@ -513,5 +527,30 @@ mod tests {
         assert!(parse_from_secret("ask/zitadel-admin-pat").is_err());
         assert!(parse_from_secret("zitadel-admin-pat:pat").is_err());
         assert!(parse_from_secret("ask/x:a b").is_err());
+    }
+
+    /// A key Kubernetes refuses in a Secret's data (`IsConfigMapKey`: not `.` or `..`, nor
+    /// starting with `..`) is refused where it is written; one dot is fine elsewhere.
+    #[test]
+    fn from_secret_refuses_the_keys_kubernetes_refuses() {
+        for key in [".", "..", "..data"] {
+            let text = format!(
+                "[vault]\nmount = \"secret\"\npath = \"app/{{env}}\"\n[environments.dev]\n\
+                 [secrets.IAM]\ndescription = \"d\"\nfields.pat = {{ from_secret = \"ask/admin-pat:{key}\" }}\n"
+            );
+            let found = super::super::testing::problems(&text);
+            assert_eq!(found.len(), 1, "{found:?}");
+            let (message, line, col, help) = &found[0];
+            assert_eq!(
+                message,
+                &format!("`from_secret` in field `pat` of `[secrets.IAM]` `ask/admin-pat:{key}` has key `{key}`, which a Secret's data cannot have: Kubernetes refuses `.`, `..` and keys starting with `..`")
+            );
+            assert_eq!((*line, *col), (7, 31), "{key}");
+            assert!(help.contains("not `.` or `..`"), "{help}");
+        }
+        for key in [".env", "a..b", "tls.crt", ".x.."] {
+            let (_, _, got) = parse_from_secret(&format!("ask/x:{key}")).unwrap();
+            assert_eq!(got, key);
+        }
     }
 }
