@@ -574,6 +574,51 @@ pub(super) fn input_problems(fields: &[Field]) -> Vec<InputProblem> {
     out
 }
 
+/// The checks of [`input_problems`] in each environment that overrides a secret's fields: an
+/// override that gives a derived field's input a generator it cannot be made from (a `hex` where
+/// a certificate's key was, a long `password` where a bcrypt hash's input was). Each is reported
+/// at the override of the input, else of the secret; what the secret itself gets wrong is
+/// reported at the secret, once.
+pub(super) fn check_overrides(
+    cx: &mut Cx<'_>,
+    secrets: &[Secret],
+    environments: &BTreeMap<String, EnvEntry>,
+) {
+    let by_name: HashMap<&str, &Secret> = secrets.iter().map(|s| (&*s.name, s)).collect();
+    // A secret's own problems, once per overridden secret (not per environment).
+    let mut own: HashMap<&str, Vec<(usize, usize, bool)>> = HashMap::new();
+    let key = |p: &InputProblem| (p.field, p.input, p.why == Why::NotAKey);
+    for (env, overrides) in environments.values() {
+        for (name, written) in overrides {
+            let Some(s) = by_name.get(name.as_str()) else {
+                continue;
+            };
+            // A secret the environment leaves out is never made there.
+            if written.ov.skip || written.ov.fields.is_empty() {
+                continue;
+            }
+            let own = own
+                .entry(name.as_str())
+                .or_insert_with(|| input_problems(&s.fields).iter().map(key).collect());
+            let fields = written.ov.apply(&s.fields);
+            for p in input_problems(&fields) {
+                if own.contains(&key(&p)) {
+                    continue;
+                }
+                let input = &fields[p.input].name;
+                let at = written.fields.get(input).copied().unwrap_or(written.span);
+                let ctx = format!(
+                    "in environment `{}`, field `{}` of `{}`",
+                    env.name,
+                    fields[p.field].name,
+                    shown(name)
+                );
+                cx.err(at, p.message(&fields, &ctx), Some(p.help(&fields)));
+            }
+        }
+    }
+}
+
 /// How long each field's values can be ([`Generator::longest`]), each after its inputs. What
 /// the secret cannot tell is taken as any length, which refuses nothing: a field of another
 /// secret, a field that is not one of the secret's, and a field on a cycle (a problem of its own).
@@ -799,6 +844,91 @@ mod tests {
         let found = super::super::testing::problems(&cycle);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].0.contains("are made from each other"), "{found:?}");
+    }
+
+    /// A spec whose environment `dev` overrides secret `S` with `overrides` (line 6 on), `S`
+    /// having `fields`.
+    fn overridden(overrides: &str, fields: &str) -> String {
+        format!(
+            "[vault]\nmount = \"secret\"\npath = \"app/{{env}}\"\n[environments.dev]\n\
+             [environments.dev.secrets.S]\n{overrides}[environments.prod]\n\
+             [secrets.S]\ndescription = \"d\"\n{fields}"
+        )
+    }
+
+    /// An override that makes a certificate's key, a public half's key or a bcrypt hash's input
+    /// a generator they cannot be made from is refused at the override of the input; through a
+    /// template, at the override of the secret. Another key, a short value, a skipped secret
+    /// load; what the secret itself gets wrong is said once, at the secret.
+    #[test]
+    fn an_override_that_leaves_a_derived_field_unmakeable_is_refused() {
+        const FIELDS: &str = "fields.key = { generator = \"ecdsa-p256\" }\n\
+            fields.crt = { generator = \"x509-self-signed\", key = \"key\", cn = \"a\" }\n\
+            fields.ssh = { generator = \"ssh-ed25519\" }\n\
+            fields.pub = { derive = { public_key = \"ssh\" } }\n\
+            fields.pw = { generator = \"password\" }\n\
+            fields.hash = { derive = { bcrypt = \"pw\" } }\n\
+            fields.t = { template = \"{pw}:\" }\n\
+            fields.t_hash = { derive = { bcrypt = \"t\" } }\n";
+        let refused =
+            |overrides: &str| super::super::testing::problems(&overridden(overrides, FIELDS));
+        let found = refused("fields.key = { generator = \"hex32\" }\n");
+        assert_eq!(
+            found,
+            [(
+                "in environment `dev`, field `crt` of `S` is a `x509-self-signed` of `key`, which is a `hex`, not an `ed25519`, `ecdsa-p256` or `rsa` key".to_string(),
+                6,
+                14,
+                "make `key` an `ed25519`, `ecdsa-p256` or `rsa` key, or make `crt` from a field that is one".to_string()
+            )]
+        );
+        let found = refused("fields.ssh = { generator = \"uuid\" }\n");
+        assert_eq!(
+            (found.len(), found[0].1, found[0].2),
+            (1, 6, 14),
+            "{found:?}"
+        );
+        assert!(found[0].0.starts_with("in environment `dev`, field `pub` of `S` is a `public_key` of `ssh`, which is a `uuid`"), "{found:?}");
+        // `pw` of 71 bytes: `hash` takes it, `t` makes it 72.
+        let found = refused("fields.pw = { generator = \"password\", length = 71 }\n");
+        assert_eq!(
+            found.iter().map(|p| (p.0.as_str(), p.1, p.2)).collect::<Vec<_>>(),
+            [(
+                "in environment `dev`, field `t_hash` of `S` is a bcrypt hash of `t`, whose values reach 72 bytes: bcrypt hashes at most 71 bytes",
+                5,
+                27
+            )]
+        );
+        let found = refused("fields.pw = { generator = \"hex\", bytes = 64 }\n");
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!((found[0].1, found[0].2), (6, 13), "{found:?}");
+        assert!(
+            found[0].0.contains(
+                "field `hash` of `S` is a bcrypt hash of `pw`, whose values reach 128 bytes"
+            ),
+            "{found:?}"
+        );
+        for fine in [
+            "fields.key = { generator = \"rsa\" }\n",
+            "fields.ssh = { generator = \"ed25519\" }\n",
+            "fields.pw = { generator = \"password\", length = 70 }\n",
+            "fields.other = { generator = \"hex\", bytes = 64 }\n",
+            "skip = true\nfields.key = { generator = \"hex32\" }\n",
+        ] {
+            let text = overridden(fine, FIELDS);
+            assert!(super::super::testing::load(&text).is_ok(), "{fine}");
+        }
+        // The secret's own problem is said once, not again for the environment.
+        let own = FIELDS.replace("\"ecdsa-p256\"", "\"hex32\"");
+        let found = super::super::testing::problems(&overridden(
+            "fields.pw = { generator = \"uuid\" }\n",
+            &own,
+        ));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].0.starts_with("field `crt` of `[secrets.S]`"),
+            "{found:?}"
+        );
     }
 
     /// A key Kubernetes refuses in a Secret's data (`IsConfigMapKey`: not `.` or `..`, nor

@@ -48,7 +48,7 @@ use vso::*;
 fn keyrings_kept(cx: &mut Cx<'_>, secrets: &[Secret], environments: &BTreeMap<String, EnvEntry>) {
     let by_name: HashMap<&str, &Secret> = secrets.iter().map(|s| (&*s.name, s)).collect();
     for (env, overrides) in environments.values() {
-        for (secret, (span, ov)) in overrides {
+        for (secret, Written { span, ov, .. }) in overrides {
             let Some(s) = by_name.get(secret.as_str()) else {
                 continue;
             };
@@ -695,7 +695,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     let mut suggestions_left = SHOWN_MAX;
     let mut names: Option<Vec<String>> = None;
     for env in environments.values() {
-        for (secret, (ov_span, _)) in env.1.iter() {
+        for (secret, Written { span: ov_span, .. }) in env.1.iter() {
             if known.contains(secret.as_str()) {
                 continue;
             }
@@ -722,13 +722,14 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
         }
     }
     keyrings_kept(cx, &secrets, &environments);
+    derived::check_overrides(cx, &secrets, &environments);
     if cx.diags.len() > errors_before {
         return None;
     }
     let environments = environments
         .into_iter()
         .map(|(_, (mut e, ov))| {
-            e.overrides = ov.into_iter().map(|(n, (_, o))| (n, o)).collect();
+            e.overrides = ov.into_iter().map(|(n, w)| (n, w.ov)).collect();
             e
         })
         .collect();

@@ -53,7 +53,7 @@ pub(super) fn parse_secrets(
                     Some(_) => Place::Provided,
                     None => Place::Secret { fixed },
                 };
-                let fields = parse_fields_of(cx, f, &ctx, place);
+                let (fields, _) = parse_fields_of(cx, f, &ctx, place);
                 if !declared {
                     cx.err(
                         fk.span,
@@ -89,7 +89,12 @@ pub(super) fn parse_secrets(
     out
 }
 
-pub(super) fn parse_fields(cx: &mut Cx<'_>, v: Value<'_>, secret_ctx: &str) -> Vec<Field> {
+/// The fields of an environment's override, each with the span of its value.
+pub(super) fn parse_fields(
+    cx: &mut Cx<'_>,
+    v: Value<'_>,
+    secret_ctx: &str,
+) -> (Vec<Field>, Vec<Span>) {
     parse_fields_of(cx, v, secret_ctx, Place::Override)
 }
 
@@ -104,14 +109,14 @@ pub(super) enum Place {
     Override,
 }
 
-/// The fields of a secret; a provided secret's fields may leave the generator out (`{}`: any
-/// non-empty text), and its generator only validates.
+/// The fields of a secret, and the span of each one's value; a provided secret's fields may leave
+/// the generator out (`{}`: any non-empty text), and its generator only validates.
 pub(super) fn parse_fields_of(
     cx: &mut Cx<'_>,
     v: Value<'_>,
     secret_ctx: &str,
     place: Place,
-) -> Vec<Field> {
+) -> (Vec<Field>, Vec<Span>) {
     let provided = matches!(place, Place::Provided);
     let mut out = Vec::new();
     let mut spans = Vec::new();
@@ -154,7 +159,7 @@ pub(super) fn parse_fields_of(
     if let Place::Secret { .. } = place {
         derived::check_inputs(cx, &out, &spans, &declared, secret_ctx);
     }
-    out
+    (out, spans)
 }
 
 /// `fixed` of a secret or a field, with the span of its key; a value of the wrong type is a
