@@ -4,6 +4,10 @@ use secrecy::{ExposeSecret as _, SecretString};
 
 use super::Validity;
 
+/// The longest source hashed, in bytes. bcrypt reads 72 bytes of its input, the last of them a
+/// C string's terminating NUL: the crate refuses (rather than cuts) a source of 72 bytes or more.
+pub const MAX_SOURCE: usize = 71;
+
 /// Costs a spec may give (bcrypt's own range is 4..=31; keep it to 4..=16 so a run stays fast).
 pub const COSTS: std::ops::RangeInclusive<u32> = 4..=16;
 
@@ -31,7 +35,7 @@ fn salted(source: &SecretString, cost: u32, salt: [u8; 16]) -> Result<SecretStri
             parts.format_for_version(::bcrypt::Version::TwoB),
         )),
         Err(::bcrypt::BcryptError::Truncation(_)) => Err(format!(
-            "the source is {len} bytes long; bcrypt reads at most 71 bytes of it"
+            "the source is {len} bytes long; bcrypt reads at most {MAX_SOURCE} bytes of it"
         )),
         Err(_) => Err("bcrypt could not hash the source".into()),
     }

@@ -12,7 +12,7 @@ use sha2::Digest as _;
 use super::{RngError, Validity};
 
 /// The RSA key size of an `RS256` set.
-const RSA_BITS: usize = 2048;
+pub(super) const RSA_BITS: usize = 2048;
 
 /// The signature algorithm of the set's key.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

@@ -9,6 +9,7 @@ mod charset;
 pub mod derived;
 mod jwks;
 mod keys;
+mod length;
 mod params;
 pub mod pubkey;
 mod ssh;
@@ -27,6 +28,7 @@ pub use charset::{CharClass, CharClasses};
 pub use derived::{Derived, FieldRef};
 pub use jwks::JwkAlg;
 pub use keys::{KeyType, DEFAULT_RSA_BITS, RSA_BITS};
+pub use length::Longest;
 pub use params::{Param, ParamError, Params, Syntax};
 
 /// What `apply` writes in a `from_secret` field until `vault-seed import` copies the value

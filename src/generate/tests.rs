@@ -86,6 +86,18 @@ proptest! {
         }
     }
 
+    /// Every value made is as long as its generator says it can be: exactly, or at least.
+    #[test]
+    fn values_are_as_long_as_said(g in any_generator()) {
+        let v = g.generate().unwrap();
+        let n = v.expose_secret().len();
+        let longest = g.longest(&|_| unreachable!("no input"));
+        match longest.or_more {
+            false => prop_assert_eq!(n, longest.bytes),
+            true => prop_assert!(n >= longest.bytes, "{} < {}", n, longest.bytes),
+        }
+    }
+
     /// Two calls never give the same value (except the placeholder, which is a fixed marker).
     #[test]
     fn values_differ_between_calls(g in any_generator()) {

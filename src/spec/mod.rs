@@ -133,6 +133,33 @@ pub struct SecretOverride {
     pub fields: BTreeMap<String, Generator>,
 }
 
+impl SecretOverride {
+    /// A secret's `fields` as this override changes them: a field it names takes its generator,
+    /// in its place; one the secret lacks is added after the others.
+    pub fn apply(&self, fields: &Arc<[Field]>) -> Arc<[Field]> {
+        if self.fields.is_empty() {
+            return Arc::clone(fields);
+        }
+        let mut fields = fields.to_vec();
+        // By name through a map: a hostile spec may give thousands of fields.
+        let mut at: HashMap<String, usize> = fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name.clone(), i))
+            .collect();
+        for (name, generator) in &self.fields {
+            match at.get(name) {
+                Some(&i) => fields[i].generator = generator.clone(),
+                None => {
+                    at.insert(name.clone(), fields.len());
+                    fields.push(Field::new(name.clone(), generator.clone()));
+                }
+            }
+        }
+        fields.into()
+    }
+}
+
 /// One secret: a KV path with one or more fields.
 #[derive(Debug, Clone)]
 pub struct Secret {
@@ -600,27 +627,9 @@ impl Spec {
         if ov.is_some_and(|o| o.skip) {
             return None;
         }
-        let fields = match ov.filter(|o| !o.fields.is_empty()) {
+        let fields = match ov {
             None => Arc::clone(&s.fields),
-            Some(ov) => {
-                let mut fields = s.fields.to_vec();
-                // By name through a map: a hostile spec may give thousands of fields.
-                let mut at: HashMap<String, usize> = fields
-                    .iter()
-                    .enumerate()
-                    .map(|(i, f)| (f.name.clone(), i))
-                    .collect();
-                for (name, generator) in &ov.fields {
-                    match at.get(name) {
-                        Some(&i) => fields[i].generator = generator.clone(),
-                        None => {
-                            at.insert(name.clone(), fields.len());
-                            fields.push(Field::new(name.clone(), generator.clone()));
-                        }
-                    }
-                }
-                fields.into()
-            }
+            Some(ov) => ov.apply(&s.fields),
         };
         let path = match s.provided.as_ref().and_then(|p| p.path.as_deref()) {
             Some(template) => template.replace(ENV_PLACEHOLDER, &env.name),

@@ -759,17 +759,82 @@ fields.h = { generator = "hex32", rotation = "never" }
         ),
         ("the field is provided by another application", "25:47"),
     ] {
-        let line = err
-            .lines()
-            .position(|l| l.contains(problem))
-            .unwrap_or_else(|| panic!("no {problem:?} in:\n{err}"));
-        let location = err
-            .lines()
-            .skip(line)
-            .find(|l| l.contains("--> specs/broken.toml:"));
+        let location = problem_lines(&err, problem)[1];
+        assert_eq!(
+            location.trim_end(),
+            format!("  --> specs/broken.toml:{at}"),
+            "{problem:?}\n{err}"
+        );
+    }
+}
+
+/// The lines `lint` prints for the problem whose message holds `problem`: the message, its
+/// location, the source line and caret, and the help line if any.
+fn problem_lines<'e>(err: &'e str, problem: &str) -> Vec<&'e str> {
+    let lines: Vec<&str> = err.lines().collect();
+    let first = lines
+        .iter()
+        .position(|l| l.starts_with("error: ") && l.contains(problem))
+        .unwrap_or_else(|| panic!("no {problem:?} in:\n{err}"));
+    let rest = lines[first + 1..].iter();
+    let more = rest.take_while(|l| !l.starts_with("error: ")).count();
+    lines[first..=first + more].to_vec()
+}
+
+/// What `apply` could never make is refused before anything runs, each problem at the
+/// file:line:col of its key or value with a help line: a keyring that keeps no previous key, a
+/// bcrypt hash of an input longer than bcrypt hashes, an override that makes a certificate's key
+/// no key, and a `from_secret` key no Secret can hold.
+#[test]
+fn what_apply_could_never_make_is_refused_at_its_place() {
+    let spec = r#"[vault]
+mount = "secret"
+path = "app/{env}"
+[environments.dev]
+[environments.dev.secrets.TLS]
+fields.key = { generator = "hex32" }
+[secrets.RING]
+description = "a keyring"
+fields.key = { generator = "fernet", rotation = "keyring", keep = 0 }
+[secrets.ADMIN]
+description = "a password and its hash"
+fields.password = { generator = "hex", bytes = 64 }
+fields.hash = { derive = { bcrypt = "password" } }
+[secrets.TLS]
+description = "a key and its certificate"
+fields.key = { generator = "ecdsa-p256" }
+fields.crt = { generator = "x509-self-signed", key = "key", cn = "a" }
+[secrets.IAM]
+description = "a token a job writes"
+fields.pat = { from_secret = "ask/admin-pat:.." }
+"#;
+    let (code, out, err) = lint_one(spec);
+    assert_eq!(code, 2, "{out}{err}");
+    common::has(&err, "error: 4 problem(s) in the specs");
+    for (problem, at) in [
+        (
+            "`keep = 0` in field `key` of `[secrets.RING]` is out of range",
+            "9:67",
+        ),
+        (
+            "field `hash` of `[secrets.ADMIN]` is a bcrypt hash of `password`, whose values reach 128 bytes: bcrypt hashes at most 71 bytes",
+            "13:15",
+        ),
+        (
+            "in environment `dev`, field `crt` of `TLS` is a `x509-self-signed` of `key`, which is a `hex`, not an `ed25519`, `ecdsa-p256` or `rsa` key",
+            "6:14",
+        ),
+        (
+            "`from_secret` in field `pat` of `[secrets.IAM]` `ask/admin-pat:..` has key `..`, which a Secret's data cannot have: Kubernetes refuses `.`, `..` and keys starting with `..`",
+            "20:31",
+        ),
+    ] {
+        let lines = problem_lines(&err, problem);
+        assert_eq!(lines[0], format!("error: {problem}"), "{err}");
+        assert_eq!(lines[1], format!("  --> specs/broken.toml:{at}"), "{err}");
         assert!(
-            location.is_some_and(|l| l.trim_end().ends_with(&format!("broken.toml:{at}"))),
-            "{problem:?} not at {at}: {location:?}\n{err}"
+            lines.iter().any(|l| l.starts_with("  help: ")),
+            "{problem}: no help line\n{err}"
         );
     }
 }

@@ -4,7 +4,9 @@
 //! cycle). What they name in other secrets is checked across the specs ([`super::cross`]).
 
 use super::*;
+use crate::generate::bcrypt::MAX_SOURCE;
 use crate::generate::derived::{parse_copy, parse_template, Derived, MAX_DAYS};
+use crate::generate::{FieldRef, Longest};
 
 /// What a field's source keys made.
 pub(super) enum Built {
@@ -191,7 +193,11 @@ impl<'de> SourceKeys<'de> {
                         key,
                     })),
                     Err(why) => {
-                        cx.err(fspan, format!("`from_secret` in {ctx} `{}` {why}", shown(&text)), Some("`NAMESPACE/NAME:KEY` of a Kubernetes Secret, e.g. `from_secret = \"ask/zitadel-admin-pat:pat\"`".into()));
+                        cx.err(
+                            fspan,
+                            format!("`from_secret` in {ctx} `{}` {why}", shown(&text)),
+                            Some(FROM_SECRET_HELP.into()),
+                        );
                         Err(())
                     }
                 };
@@ -338,6 +344,8 @@ fn derive_table(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> Option<Derived>
     }
 }
 
+const FROM_SECRET_HELP: &str = "`NAMESPACE/NAME:KEY` of a Kubernetes Secret, e.g. `from_secret = \"ask/zitadel-admin-pat:pat\"`; KEY is a key of its `data`: letters, digits, `-`, `_` and `.`, not `.` or `..`";
+
 /// `NAMESPACE/NAME:KEY`.
 fn parse_from_secret(s: &str) -> Result<(String, String, String), String> {
     let Some((object, key)) = s.rsplit_once(':') else {
@@ -352,6 +360,14 @@ fn parse_from_secret(s: &str) -> Result<(String, String, String), String> {
     if !key_ok {
         return Err(format!(
             "has key `{}`, which a Secret's data cannot have",
+            shown(key)
+        ));
+    }
+    // Kubernetes' `IsConfigMapKey`, which judges a Secret's keys, refuses these too: a key is a
+    // file name when the Secret is mounted as a volume.
+    if key == "." || key.starts_with("..") {
+        return Err(format!(
+            "has key `{}`, which a Secret's data cannot have: Kubernetes refuses `.`, `..` and keys starting with `..`",
             shown(key)
         ));
     }
@@ -377,8 +393,8 @@ fn dns_or_words(s: &str) -> bool {
 }
 
 /// The checks of what a secret's derived fields name inside the secret: each input is a field
-/// of the secret, of a kind it can be made from, and no field is made, through others, from
-/// itself. `spans`: each field's value span, in the order of `fields`.
+/// of the secret, of a kind it can be made from ([`input_problems`]), and no field is made,
+/// through others, from itself. `spans`: each field's value span, in the order of `fields`.
 /// `declared`: every field name the secret declares, those with problems too.
 pub(super) fn check_inputs(
     cx: &mut Cx<'_>,
@@ -387,18 +403,13 @@ pub(super) fn check_inputs(
     declared: &[String],
     secret_ctx: &str,
 ) {
-    let by_name: HashMap<&str, usize> = fields
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.name.as_str(), i))
-        .collect();
+    let by_name = by_name(fields);
     let names = declared;
     let mut edges: Vec<Vec<usize>> = vec![Vec::new(); fields.len()];
     for (i, f) in fields.iter().enumerate() {
         let Some(d) = f.generator.derived() else {
             continue;
         };
-        let ctx = format!("field `{}` of {secret_ctx}", f.name);
         for r in d.inputs().iter().filter(|r| r.secret.is_none()) {
             let Some(&j) = by_name.get(r.field.as_str()) else {
                 if declared.contains(&r.field) {
@@ -408,39 +419,24 @@ pub(super) fn check_inputs(
                 cx.err(
                     spans[i],
                     format!(
-                        "{ctx} is made from `{}`, which is not a field of the secret",
+                        "field `{}` of {secret_ctx} is made from `{}`, which is not a field of the secret",
+                        f.name,
                         shown(&r.field)
                     ),
                     Some(format!("its fields: {}", crate::spec::few(names))),
                 );
                 continue;
             };
-            let source = &fields[j].generator;
-            let kind_ok = match d {
-                Derived::PublicKey { .. } => {
-                    matches!(source, Generator::Key(_) | Generator::SshEd25519)
-                }
-                Derived::X509 { .. } => matches!(source, Generator::Key(_)),
-                _ => true,
-            };
-            if !kind_ok {
-                let want = match d {
-                    Derived::X509 { .. } => "an `ed25519`, `ecdsa-p256` or `rsa` key",
-                    _ => "an `ed25519`, `ecdsa-p256`, `rsa` or `ssh-ed25519` key",
-                };
-                cx.err(
-                    spans[i],
-                    format!(
-                        "{ctx} is a `{}` of `{}`, which is a `{}`, not {want}",
-                        d.name(),
-                        r.field,
-                        source.name()
-                    ),
-                    None,
-                );
-            }
             edges[i].push(j);
         }
+    }
+    for p in input_problems(fields) {
+        let ctx = format!("field `{}` of {secret_ctx}", fields[p.field].name);
+        cx.err(
+            spans[p.field],
+            p.message(fields, &ctx),
+            Some(p.help(fields)),
+        );
     }
     if let Some(cycle) = find_cycle(&edges) {
         let shown_cycle: Vec<String> = cycle
@@ -457,6 +453,216 @@ pub(super) fn check_inputs(
             Some("one field of the cycle must be generated, not made from the others".into()),
         );
     }
+}
+
+/// Each field's place in `fields`, by name.
+fn by_name(fields: &[Field]) -> HashMap<&str, usize> {
+    fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.name.as_str(), i))
+        .collect()
+}
+
+/// A derived field that `apply` could never make from an input of its secret: a finding, by the
+/// fields' places in the secret's list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct InputProblem {
+    /// The derived field.
+    pub field: usize,
+    /// Its input.
+    pub input: usize,
+    /// What is wrong with the input.
+    pub why: Why,
+}
+
+/// What is wrong with a derived field's input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Why {
+    /// A public half or a certificate of a value that is no key of theirs (of a `hex`).
+    NotAKey,
+    /// Hashed with bcrypt, but its values can be longer than bcrypt hashes whole.
+    TooLong(Longest),
+}
+
+impl InputProblem {
+    /// What is wrong, `ctx` naming the derived field.
+    pub(super) fn message(&self, fields: &[Field], ctx: &str) -> String {
+        let (f, input) = (&fields[self.field], &fields[self.input]);
+        let d = f.generator.derived().unwrap_or_else(|| unreachable!());
+        match self.why {
+            Why::NotAKey => format!(
+                "{ctx} is a `{}` of `{}`, which is a `{}`, not {}",
+                d.name(),
+                input.name,
+                input.generator.name(),
+                wanted(d)
+            ),
+            Why::TooLong(longest) => format!(
+                "{ctx} is a bcrypt hash of `{}`, whose values reach {longest}: bcrypt hashes at most {MAX_SOURCE} bytes",
+                input.name
+            ),
+        }
+    }
+
+    /// What to do about it.
+    pub(super) fn help(&self, fields: &[Field]) -> String {
+        let (f, input) = (&fields[self.field], &fields[self.input]);
+        let d = f.generator.derived().unwrap_or_else(|| unreachable!());
+        match self.why {
+            Why::NotAKey => format!(
+                "make `{}` {}, or make `{}` from a field that is one",
+                input.name,
+                wanted(d),
+                f.name
+            ),
+            Why::TooLong(_) => format!(
+                "bcrypt ignores what is past its first 72 bytes, so two long values could share a hash, and vault-seed refuses to make one: hash a field of at most {MAX_SOURCE} bytes, e.g. a `password` of `length` up to {MAX_SOURCE} or a `hex` of `bytes` up to {}",
+                MAX_SOURCE / 2
+            ),
+        }
+    }
+}
+
+/// The keys a certificate or a public half is made from, in words.
+fn wanted(d: &Derived) -> &'static str {
+    match d {
+        Derived::X509 { .. } => "an `ed25519`, `ecdsa-p256` or `rsa` key",
+        _ => "an `ed25519`, `ecdsa-p256`, `rsa` or `ssh-ed25519` key",
+    }
+}
+
+/// The derived fields of `fields` that could never be made from an input of the secret, in
+/// field order: a public half or a certificate of a value that is no key of theirs, a bcrypt hash
+/// of a value that can be longer than bcrypt hashes. Inputs that are not fields of the secret
+/// are left to [`check_inputs`].
+pub(super) fn input_problems(fields: &[Field]) -> Vec<InputProblem> {
+    let by_name = by_name(fields);
+    let longest = longest_values(fields, &by_name);
+    let mut out = Vec::new();
+    for (i, f) in fields.iter().enumerate() {
+        let Some(d) = f.generator.derived() else {
+            continue;
+        };
+        for r in d.inputs().iter().filter(|r| r.secret.is_none()) {
+            let Some(&j) = by_name.get(r.field.as_str()) else {
+                continue;
+            };
+            let source = &fields[j].generator;
+            let why = match d {
+                Derived::PublicKey { .. } => {
+                    (!matches!(source, Generator::Key(_) | Generator::SshEd25519))
+                        .then_some(Why::NotAKey)
+                }
+                Derived::X509 { .. } => {
+                    (!matches!(source, Generator::Key(_))).then_some(Why::NotAKey)
+                }
+                Derived::Bcrypt { .. } => {
+                    (longest[j].bytes > MAX_SOURCE).then_some(Why::TooLong(longest[j]))
+                }
+                Derived::Template(_) | Derived::Copy(_) => None,
+            };
+            if let Some(why) = why {
+                out.push(InputProblem {
+                    field: i,
+                    input: j,
+                    why,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The checks of [`input_problems`] in each environment that overrides a secret's fields: an
+/// override that gives a derived field's input a generator it cannot be made from (a `hex` where
+/// a certificate's key was, a long `password` where a bcrypt hash's input was). Each is reported
+/// at the override of the input, else of the secret; what the secret itself gets wrong is
+/// reported at the secret, once.
+pub(super) fn check_overrides(
+    cx: &mut Cx<'_>,
+    secrets: &[Secret],
+    environments: &BTreeMap<String, EnvEntry>,
+) {
+    let by_name: HashMap<&str, &Secret> = secrets.iter().map(|s| (&*s.name, s)).collect();
+    // A secret's own problems, once per overridden secret (not per environment).
+    let mut own: HashMap<&str, Vec<(usize, usize, bool)>> = HashMap::new();
+    let key = |p: &InputProblem| (p.field, p.input, p.why == Why::NotAKey);
+    for (env, overrides) in environments.values() {
+        for (name, written) in overrides {
+            let Some(s) = by_name.get(name.as_str()) else {
+                continue;
+            };
+            // A secret the environment leaves out is never made there.
+            if written.ov.skip || written.ov.fields.is_empty() {
+                continue;
+            }
+            let own = own
+                .entry(name.as_str())
+                .or_insert_with(|| input_problems(&s.fields).iter().map(key).collect());
+            let fields = written.ov.apply(&s.fields);
+            for p in input_problems(&fields) {
+                if own.contains(&key(&p)) {
+                    continue;
+                }
+                let input = &fields[p.input].name;
+                let at = written.fields.get(input).copied().unwrap_or(written.span);
+                let ctx = format!(
+                    "in environment `{}`, field `{}` of `{}`",
+                    env.name,
+                    fields[p.field].name,
+                    shown(name)
+                );
+                cx.err(at, p.message(&fields, &ctx), Some(p.help(&fields)));
+            }
+        }
+    }
+}
+
+/// How long each field's values can be ([`Generator::longest`]), each after its inputs. What
+/// the secret cannot tell is taken as any length, which refuses nothing: a field of another
+/// secret, a field that is not one of the secret's, and a field on a cycle (a problem of its own).
+fn longest_values(fields: &[Field], by_name: &HashMap<&str, usize>) -> Vec<Longest> {
+    const UNKNOWN: Longest = Longest::at_least(0);
+    // Per field, how many of its inputs in the secret wait for their length, and the fields made
+    // from it; then each field once its inputs are known, as a queue (a hostile spec may chain
+    // thousands of fields: no recursion).
+    let mut waiting = vec![0usize; fields.len()];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); fields.len()];
+    for (i, f) in fields.iter().enumerate() {
+        for r in f
+            .generator
+            .derived()
+            .map(Derived::inputs)
+            .unwrap_or_default()
+        {
+            if let Some(&j) = r
+                .secret
+                .is_none()
+                .then(|| by_name.get(r.field.as_str()))
+                .flatten()
+            {
+                waiting[i] += 1;
+                users[j].push(i);
+            }
+        }
+    }
+    let mut longest: Vec<Option<Longest>> = vec![None; fields.len()];
+    let mut ready: Vec<usize> = (0..fields.len()).filter(|&i| waiting[i] == 0).collect();
+    while let Some(i) = ready.pop() {
+        let input = |r: &FieldRef| match (&r.secret, by_name.get(r.field.as_str())) {
+            (None, Some(&j)) => longest[j].unwrap_or(UNKNOWN),
+            _ => UNKNOWN,
+        };
+        longest[i] = Some(fields[i].generator.longest(&input));
+        for &u in &users[i] {
+            waiting[u] -= 1;
+            if waiting[u] == 0 {
+                ready.push(u);
+            }
+        }
+    }
+    longest.into_iter().map(|l| l.unwrap_or(UNKNOWN)).collect()
 }
 
 /// A cycle in a graph given as each node's successors, as its nodes in order; the smallest
@@ -513,5 +719,240 @@ mod tests {
         assert!(parse_from_secret("ask/zitadel-admin-pat").is_err());
         assert!(parse_from_secret("zitadel-admin-pat:pat").is_err());
         assert!(parse_from_secret("ask/x:a b").is_err());
+    }
+
+    /// A secret `S` of the fields `fields` (one a line, from line 7).
+    fn secret(fields: &str) -> String {
+        format!(
+            "[vault]\nmount = \"secret\"\npath = \"app/{{env}}\"\n[environments.dev]\n\
+             [secrets.S]\ndescription = \"d\"\n{fields}"
+        )
+    }
+
+    /// A bcrypt hash of an input whose values can be longer than bcrypt hashes is refused at the
+    /// hash's line and column, saying how long they get; one of inputs that fit, or whose length
+    /// the spec cannot tell (a person's, another secret's), loads.
+    #[test]
+    fn bcrypt_of_an_input_that_can_be_longer_than_71_bytes_is_refused() {
+        let hash = "fields.hash = { derive = { bcrypt = \"in\" } }\n";
+        // Another secret's values are not measured: its field may differ by environment.
+        const OTHER: &str = "[secrets.OTHER]\ndescription = \"d\"\n\
+                             fields.password = { generator = \"hex\", bytes = 64 }\n";
+        for (input, reach) in [
+            ("{ generator = \"rsa\" }", Some("1536 bytes or more")),
+            (
+                "{ generator = \"rsa\", bits = 4096 }",
+                Some("3072 bytes or more"),
+            ),
+            ("{ generator = \"ed25519\" }", Some("119 bytes")),
+            ("{ generator = \"ecdsa-p256\" }", Some("241 bytes")),
+            ("{ generator = \"ssh-ed25519\" }", Some("387 bytes")),
+            (
+                "{ generator = \"jwks\", alg = \"ES256\" }",
+                Some("265 bytes"),
+            ),
+            ("{ generator = \"hex\", bytes = 64 }", Some("128 bytes")),
+            ("{ generator = \"hex\", bytes = 36 }", Some("72 bytes")),
+            ("{ generator = \"hex\", bytes = 35 }", None),
+            ("{ generator = \"hex32\" }", None),
+            (
+                "{ generator = \"password\", length = 72 }",
+                Some("72 bytes"),
+            ),
+            ("{ generator = \"password\", length = 71 }", None),
+            ("{ generator = \"base64\", bytes = 52 }", Some("72 bytes")),
+            ("{ generator = \"base64url\", bytes = 51 }", None),
+            ("{ generator = \"fernet\" }", None),
+            ("{ generator = \"uuid\" }", None),
+            ("{ generator = \"placeholder\" }", None),
+            ("{ from_secret = \"ask/admin:pat\" }", None),
+            ("{ template = \"{OTHER.password}\" }", None),
+            ("{ copy = \"OTHER.password\" }", None),
+            (
+                &format!(
+                    "{{ generator = \"placeholder\", marker = \"{}\" }}",
+                    "m".repeat(72)
+                ),
+                Some("72 bytes or more"),
+            ),
+            // Text that no value a person puts in can make shorter, and the marker after it.
+            (
+                &format!("{{ template = \"{}{{pat}}\" }}", "t".repeat(72)),
+                Some("83 bytes or more"),
+            ),
+            ("{ template = \"{pw}:{pw}\" }", Some("81 bytes")),
+            ("{ template = \"{pw|base64}\" }", None),
+            ("{ template = \"{pw}{pw|base64}\" }", Some("96 bytes")),
+            // 51 bytes as vault-seed makes it; what a person puts in is judged when it is set.
+            ("{ template = \"{pw}{pat}\" }", None),
+        ] {
+            let text = secret(&format!(
+                "fields.pw = {{ generator = \"password\", length = 40 }}\n\
+                 fields.pat = {{ generator = \"placeholder\" }}\nfields.in = {input}\n{hash}"
+            )) + OTHER;
+            match (reach, super::super::testing::load(&text)) {
+                (None, Ok(_)) => {}
+                (Some(reach), Err(found)) => {
+                    assert_eq!(found.len(), 1, "{input}: {found:?}");
+                    let (message, line, col, help) = &found[0];
+                    assert_eq!(
+                        message,
+                        &format!("field `hash` of `[secrets.S]` is a bcrypt hash of `in`, whose values reach {reach}: bcrypt hashes at most 71 bytes"),
+                        "{input}"
+                    );
+                    assert_eq!((*line, *col), (10, 15), "{input}");
+                    assert!(help.contains("at most 71 bytes"), "{help}");
+                }
+                (want, got) => panic!("{input}: wanted {want:?}, got {:?}", got.err()),
+            }
+        }
+        // Through other derived fields: a template of a bcrypt hash (60 bytes) and 12 more.
+        let chained = secret(
+            "fields.pw = { generator = \"password\" }\n\
+             fields.inner = { derive = { bcrypt = \"pw\" } }\n\
+             fields.in = { template = \"{inner}0123456789ab\" }\n\
+             fields.hash = { derive = { bcrypt = \"in\" } }\n",
+        );
+        let found = super::super::testing::problems(&chained);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0]
+                .0
+                .ends_with("whose values reach 72 bytes: bcrypt hashes at most 71 bytes"),
+            "{found:?}"
+        );
+        assert_eq!((found[0].1, found[0].2), (10, 15));
+    }
+
+    /// A chain of thousands of derived fields is measured without recursion; a cycle is its own
+    /// problem, not a length.
+    #[test]
+    fn a_long_chain_and_a_cycle_are_measured_without_recursion() {
+        let mut fields = String::from("fields.f0 = { generator = \"uuid\" }\n");
+        for i in 1..20_000 {
+            fields.push_str(&format!(
+                "fields.f{i} = {{ template = \"{{f{}}}\" }}\n",
+                i - 1
+            ));
+        }
+        fields.push_str("fields.hash = { derive = { bcrypt = \"f19999\" } }\n");
+        super::super::testing::load(&secret(&fields)).unwrap();
+        let cycle = secret(
+            "fields.a = { template = \"{b}\" }\nfields.b = { template = \"{a}\" }\n\
+             fields.hash = { derive = { bcrypt = \"a\" } }\n",
+        );
+        let found = super::super::testing::problems(&cycle);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].0.contains("are made from each other"), "{found:?}");
+    }
+
+    /// A spec whose environment `dev` overrides secret `S` with `overrides` (line 6 on), `S`
+    /// having `fields`.
+    fn overridden(overrides: &str, fields: &str) -> String {
+        format!(
+            "[vault]\nmount = \"secret\"\npath = \"app/{{env}}\"\n[environments.dev]\n\
+             [environments.dev.secrets.S]\n{overrides}[environments.prod]\n\
+             [secrets.S]\ndescription = \"d\"\n{fields}"
+        )
+    }
+
+    /// An override that makes a certificate's key, a public half's key or a bcrypt hash's input
+    /// a generator they cannot be made from is refused at the override of the input; through a
+    /// template, at the override of the secret. Another key, a short value, a skipped secret
+    /// load; what the secret itself gets wrong is said once, at the secret.
+    #[test]
+    fn an_override_that_leaves_a_derived_field_unmakeable_is_refused() {
+        const FIELDS: &str = "fields.key = { generator = \"ecdsa-p256\" }\n\
+            fields.crt = { generator = \"x509-self-signed\", key = \"key\", cn = \"a\" }\n\
+            fields.ssh = { generator = \"ssh-ed25519\" }\n\
+            fields.pub = { derive = { public_key = \"ssh\" } }\n\
+            fields.pw = { generator = \"password\" }\n\
+            fields.hash = { derive = { bcrypt = \"pw\" } }\n\
+            fields.t = { template = \"{pw}:\" }\n\
+            fields.t_hash = { derive = { bcrypt = \"t\" } }\n";
+        let refused =
+            |overrides: &str| super::super::testing::problems(&overridden(overrides, FIELDS));
+        let found = refused("fields.key = { generator = \"hex32\" }\n");
+        assert_eq!(
+            found,
+            [(
+                "in environment `dev`, field `crt` of `S` is a `x509-self-signed` of `key`, which is a `hex`, not an `ed25519`, `ecdsa-p256` or `rsa` key".to_string(),
+                6,
+                14,
+                "make `key` an `ed25519`, `ecdsa-p256` or `rsa` key, or make `crt` from a field that is one".to_string()
+            )]
+        );
+        let found = refused("fields.ssh = { generator = \"uuid\" }\n");
+        assert_eq!(
+            (found.len(), found[0].1, found[0].2),
+            (1, 6, 14),
+            "{found:?}"
+        );
+        assert!(found[0].0.starts_with("in environment `dev`, field `pub` of `S` is a `public_key` of `ssh`, which is a `uuid`"), "{found:?}");
+        // `pw` of 71 bytes: `hash` takes it, `t` makes it 72.
+        let found = refused("fields.pw = { generator = \"password\", length = 71 }\n");
+        assert_eq!(
+            found.iter().map(|p| (p.0.as_str(), p.1, p.2)).collect::<Vec<_>>(),
+            [(
+                "in environment `dev`, field `t_hash` of `S` is a bcrypt hash of `t`, whose values reach 72 bytes: bcrypt hashes at most 71 bytes",
+                5,
+                27
+            )]
+        );
+        let found = refused("fields.pw = { generator = \"hex\", bytes = 64 }\n");
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!((found[0].1, found[0].2), (6, 13), "{found:?}");
+        assert!(
+            found[0].0.contains(
+                "field `hash` of `S` is a bcrypt hash of `pw`, whose values reach 128 bytes"
+            ),
+            "{found:?}"
+        );
+        for fine in [
+            "fields.key = { generator = \"rsa\" }\n",
+            "fields.ssh = { generator = \"ed25519\" }\n",
+            "fields.pw = { generator = \"password\", length = 70 }\n",
+            "fields.other = { generator = \"hex\", bytes = 64 }\n",
+            "skip = true\nfields.key = { generator = \"hex32\" }\n",
+        ] {
+            let text = overridden(fine, FIELDS);
+            assert!(super::super::testing::load(&text).is_ok(), "{fine}");
+        }
+        // The secret's own problem is said once, not again for the environment.
+        let own = FIELDS.replace("\"ecdsa-p256\"", "\"hex32\"");
+        let found = super::super::testing::problems(&overridden(
+            "fields.pw = { generator = \"uuid\" }\n",
+            &own,
+        ));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].0.starts_with("field `crt` of `[secrets.S]`"),
+            "{found:?}"
+        );
+    }
+
+    /// A key Kubernetes refuses in a Secret's data (`IsConfigMapKey`: not `.` or `..`, nor
+    /// starting with `..`) is refused where it is written; one dot is fine elsewhere.
+    #[test]
+    fn from_secret_refuses_the_keys_kubernetes_refuses() {
+        for key in [".", "..", "..data"] {
+            let text = format!(
+                "[vault]\nmount = \"secret\"\npath = \"app/{{env}}\"\n[environments.dev]\n\
+                 [secrets.IAM]\ndescription = \"d\"\nfields.pat = {{ from_secret = \"ask/admin-pat:{key}\" }}\n"
+            );
+            let found = super::super::testing::problems(&text);
+            assert_eq!(found.len(), 1, "{found:?}");
+            let (message, line, col, help) = &found[0];
+            assert_eq!(
+                message,
+                &format!("`from_secret` in field `pat` of `[secrets.IAM]` `ask/admin-pat:{key}` has key `{key}`, which a Secret's data cannot have: Kubernetes refuses `.`, `..` and keys starting with `..`")
+            );
+            assert_eq!((*line, *col), (7, 31), "{key}");
+            assert!(help.contains("not `.` or `..`"), "{help}");
+        }
+        for key in [".env", "a..b", "tls.crt", ".x.."] {
+            let (_, _, got) = parse_from_secret(&format!("ask/x:{key}")).unwrap();
+            assert_eq!(got, key);
+        }
     }
 }

@@ -2,7 +2,17 @@
 
 use super::*;
 
-pub(super) type EnvEntry = (Environment, BTreeMap<String, (Span, SecretOverride)>);
+pub(super) type EnvEntry = (Environment, BTreeMap<String, Written>);
+
+/// An environment's override of one secret, and where it and its fields are written.
+pub(super) struct Written {
+    /// The secret's name in `[environments.ENV.secrets]`.
+    pub span: Span,
+    /// The value of each field it gives, by the field's name.
+    pub fields: HashMap<String, Span>,
+    /// The override.
+    pub ov: SecretOverride,
+}
 
 pub(super) fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<String, EnvEntry> {
     let span = v.span;
@@ -147,7 +157,7 @@ pub(super) fn parse_overrides(
     cx: &mut Cx<'_>,
     v: Value<'_>,
     env: &str,
-) -> BTreeMap<String, (Span, SecretOverride)> {
+) -> BTreeMap<String, Written> {
     let mut out = BTreeMap::new();
     for (key, mut val) in cx.entries(v, &format!("`[environments.{env}.secrets]`")) {
         let name = key.name.to_string();
@@ -156,15 +166,20 @@ pub(super) fn parse_overrides(
             continue;
         };
         let skip = cx.take_bool(&mut th, "skip", &ctx).unwrap_or(false);
-        let fields = match th.take("fields") {
-            Some((_, f)) => parse_fields(cx, f, &ctx)
-                .into_iter()
-                .map(|f| (f.name, f.generator))
-                .collect(),
-            None => BTreeMap::new(),
+        let (fields, spans) = match th.take("fields") {
+            Some((_, f)) => parse_fields(cx, f, &ctx),
+            None => (Vec::new(), Vec::new()),
         };
         cx.finish(th, &ctx);
-        out.insert(name, (key.span, SecretOverride { skip, fields }));
+        let written = Written {
+            span: key.span,
+            fields: fields.iter().map(|f| f.name.clone()).zip(spans).collect(),
+            ov: SecretOverride {
+                skip,
+                fields: fields.into_iter().map(|f| (f.name, f.generator)).collect(),
+            },
+        };
+        out.insert(name, written);
     }
     out
 }

@@ -48,7 +48,7 @@ use vso::*;
 fn keyrings_kept(cx: &mut Cx<'_>, secrets: &[Secret], environments: &BTreeMap<String, EnvEntry>) {
     let by_name: HashMap<&str, &Secret> = secrets.iter().map(|s| (&*s.name, s)).collect();
     for (env, overrides) in environments.values() {
-        for (secret, (span, ov)) in overrides {
+        for (secret, Written { span, ov, .. }) in overrides {
             let Some(s) = by_name.get(secret.as_str()) else {
                 continue;
             };
@@ -695,7 +695,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     let mut suggestions_left = SHOWN_MAX;
     let mut names: Option<Vec<String>> = None;
     for env in environments.values() {
-        for (secret, (ov_span, _)) in env.1.iter() {
+        for (secret, Written { span: ov_span, .. }) in env.1.iter() {
             if known.contains(secret.as_str()) {
                 continue;
             }
@@ -722,13 +722,14 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
         }
     }
     keyrings_kept(cx, &secrets, &environments);
+    derived::check_overrides(cx, &secrets, &environments);
     if cx.diags.len() > errors_before {
         return None;
     }
     let environments = environments
         .into_iter()
         .map(|(_, (mut e, ov))| {
-            e.overrides = ov.into_iter().map(|(n, (_, o))| (n, o)).collect();
+            e.overrides = ov.into_iter().map(|(n, w)| (n, w.ov)).collect();
             e
         })
         .collect();
@@ -744,24 +745,49 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     })
 }
 
+/// Spec files loaded in tests, and their problems.
 #[cfg(test)]
-mod depth_tests {
+pub(super) mod testing {
     use super::*;
 
-    /// The one problem of a spec file holding `text`: its message, line, column and help.
-    pub(super) fn problem(text: String) -> (String, usize, usize, String) {
-        let source = vec![(PathBuf::from("specs/app.toml"), text.into_bytes())];
-        let Err(LoadError::Invalid(d)) = load_sources(source, Vec::new()) else {
-            panic!("loaded");
-        };
-        let l = d[0].location.as_ref().unwrap();
-        (
-            d[0].message.clone(),
-            l.line,
-            l.col,
-            d[0].help.clone().unwrap_or_default(),
-        )
+    /// A problem as a test reads it: its message, line, column and help.
+    pub(in crate::spec::load) type Problem = (String, usize, usize, String);
+
+    /// A spec file `specs/app.toml` holding `text`, loaded; else its every problem, in the
+    /// order found.
+    pub(in crate::spec::load) fn load(text: &str) -> Result<SpecSet, Vec<Problem>> {
+        let source = vec![(PathBuf::from("specs/app.toml"), text.as_bytes().to_vec())];
+        match load_sources(source, Vec::new()) {
+            Ok(set) => Ok(set),
+            Err(LoadError::Invalid(d)) => Err(d
+                .into_iter()
+                .map(|d| {
+                    let (line, col) = d.location.as_ref().map_or((0, 0), |l| (l.line, l.col));
+                    (d.message, line, col, d.help.unwrap_or_default())
+                })
+                .collect()),
+            Err(e) => panic!("{e}"),
+        }
     }
+
+    /// Every problem of a spec file holding `text`.
+    pub(in crate::spec::load) fn problems(text: &str) -> Vec<Problem> {
+        match load(text) {
+            Ok(_) => panic!("loaded"),
+            Err(p) => p,
+        }
+    }
+
+    /// The first problem of a spec file holding `text`.
+    pub(in crate::spec::load) fn problem(text: String) -> Problem {
+        problems(&text).swap_remove(0)
+    }
+}
+
+#[cfg(test)]
+mod depth_tests {
+    use super::testing::problem;
+    use super::*;
 
     /// 10,000 levels of each nesting TOML has (arrays, inline tables, dotted keys, table and
     /// array-of-tables headers, and all at once): one problem naming the limit at its
@@ -923,14 +949,14 @@ mod plan_tests {
             addrs("[\"http://vault.vault.svc:8200\", \"https://vault.example\"]"),
             ["http://vault.vault.svc:8200", "https://vault.example"]
         );
-        let (message, line, col, help) = super::depth_tests::problem(spec("\"vault.vault.svc\""));
+        let (message, line, col, help) = super::testing::problem(spec("\"vault.vault.svc\""));
         assert!(
             message.starts_with("`cluster_vault_addr` `vault.vault.svc` is not a URL"),
             "{message}"
         );
         assert_eq!((line, col), (5, 23));
         assert!(help.contains("http://vault.vault.svc:8200"), "{help}");
-        let (message, ..) = super::depth_tests::problem(spec("8200"));
+        let (message, ..) = super::testing::problem(spec("8200"));
         assert_eq!(
             message,
             "`cluster_vault_addr` in `[environments.dev]` must be a string or a list of strings, found integer"

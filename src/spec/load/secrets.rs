@@ -53,7 +53,7 @@ pub(super) fn parse_secrets(
                     Some(_) => Place::Provided,
                     None => Place::Secret { fixed },
                 };
-                let fields = parse_fields_of(cx, f, &ctx, place);
+                let (fields, _) = parse_fields_of(cx, f, &ctx, place);
                 if !declared {
                     cx.err(
                         fk.span,
@@ -89,7 +89,12 @@ pub(super) fn parse_secrets(
     out
 }
 
-pub(super) fn parse_fields(cx: &mut Cx<'_>, v: Value<'_>, secret_ctx: &str) -> Vec<Field> {
+/// The fields of an environment's override, each with the span of its value.
+pub(super) fn parse_fields(
+    cx: &mut Cx<'_>,
+    v: Value<'_>,
+    secret_ctx: &str,
+) -> (Vec<Field>, Vec<Span>) {
     parse_fields_of(cx, v, secret_ctx, Place::Override)
 }
 
@@ -104,14 +109,14 @@ pub(super) enum Place {
     Override,
 }
 
-/// The fields of a secret; a provided secret's fields may leave the generator out (`{}`: any
-/// non-empty text), and its generator only validates.
+/// The fields of a secret, and the span of each one's value; a provided secret's fields may leave
+/// the generator out (`{}`: any non-empty text), and its generator only validates.
 pub(super) fn parse_fields_of(
     cx: &mut Cx<'_>,
     v: Value<'_>,
     secret_ctx: &str,
     place: Place,
-) -> Vec<Field> {
+) -> (Vec<Field>, Vec<Span>) {
     let provided = matches!(place, Place::Provided);
     let mut out = Vec::new();
     let mut spans = Vec::new();
@@ -154,7 +159,7 @@ pub(super) fn parse_fields_of(
     if let Place::Secret { .. } = place {
         derived::check_inputs(cx, &out, &spans, &declared, secret_ctx);
     }
-    out
+    (out, spans)
 }
 
 /// `fixed` of a secret or a field, with the span of its key; a value of the wrong type is a
@@ -270,7 +275,7 @@ impl RotationKeys {
                     _ => cx.err(
                         span,
                         format!("`keep = {keep}` in {ctx} is out of range"),
-                        Some(format!("a keyring keeps 1 to {MAX_KEEP} previous keys")),
+                        Some(format!("a keyring keeps 1 to {MAX_KEEP} previous keys; with none to keep, say `rotation = \"replace\"`")),
                     ),
                 },
                 _ => cx.err(
@@ -532,6 +537,44 @@ pub(super) fn parse_generator(
                 cx.err(at, e.message, Some(e.help));
             }
             None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{load, problems};
+    use super::*;
+
+    /// A keyring field keeping `keep` previous keys, its `keep` value at line 7, column 67.
+    fn keyring(keep: &str) -> String {
+        format!(
+            "[vault]\nmount = \"secret\"\npath = \"app/{{env}}\"\n[environments.dev]\n\
+             [secrets.RING]\ndescription = \"a keyring\"\n\
+             fields.key = {{ generator = \"fernet\", rotation = \"keyring\", keep = {keep} }}\n"
+        )
+    }
+
+    /// `keep = 0` would let `rotate` drop every previous key: refused where it is written, as
+    /// is one past [`MAX_KEEP`]; the ends of the range load.
+    #[test]
+    fn a_keyring_keeps_1_to_max_keep_previous_keys() {
+        for keep in [0, i64::from(MAX_KEEP) + 1, -1] {
+            let found = problems(&keyring(&keep.to_string()));
+            let want =
+                format!("`keep = {keep}` in field `key` of `[secrets.RING]` is out of range");
+            assert_eq!(found.len(), 1, "{found:?}");
+            let (message, line, col, help) = &found[0];
+            assert_eq!((message, *line, *col), (&want, 7, 67));
+            assert!(
+                help.contains("1 to 10") && help.contains("replace"),
+                "{help}"
+            );
+        }
+        for keep in [1, MAX_KEEP] {
+            let set = load(&keyring(&keep.to_string())).unwrap();
+            let rotation = set.specs[0].secrets[0].fields[0].rotation;
+            assert_eq!(rotation, Rotation::Keyring { keep });
         }
     }
 }
