@@ -480,6 +480,9 @@ fields.db_password = {{ copy = "DB.password" }}
             .stdout_has("`secret/app/dev/DB` is absent, and `secret/app/dev/APP` holds `db_password` made from its old value")
             .check();
     }
-    assert!(bao.kv_get("secret", "app/dev/DB").is_none(), "no new source");
+    assert!(
+        bao.kv_get("secret", "app/dev/DB").is_none(),
+        "no new source"
+    );
     assert_eq!(get(&bao, "APP"), (copy, 1), "the copy unchanged");
 }
