@@ -33,6 +33,7 @@ mod kubeconfig_guards;
 mod lint;
 mod login;
 mod mixed_kv;
+mod model;
 mod order;
 mod policy_eval;
 mod policy_merge;
