@@ -1,8 +1,9 @@
 //! The write gate's guarantees over any sequence of commands (issue 42): a model test. From a
 //! random prior state (secrets absent, as `apply` made them, a fixed secret's key under an old
-//! name or beside a field no spec names, keyrings of one to five keys, a certificate without its
-//! key, markers and real values) a random sequence of `apply`, `set` (a valid value, an invalid
-//! one, the marker) with and without `--force`, `rotate` (`--yes` or `--dry-run`) and `import`
+//! name or beside a field no spec names, keyrings of two to six keys, a certificate without its
+//! key or of another key, markers and real values; each secret also kept at an older layout's
+//! path) a random sequence of `apply`, `set` (a valid value, an invalid one, the marker) with and
+//! without `--force`, `rotate` (`--yes` or `--dry-run`), `move` from the older path and `import`
 //! (the cluster's Secret holding a real value, the marker, or nothing) runs for real against one
 //! real OpenBao, and after every step Vault is read directly and these hold:
 //! - a command that exited 2 (refused) changed no path's version;
@@ -12,6 +13,7 @@
 //! - a secret a command changed has its derived values agree with their inputs (the public key
 //!   and certificate with the key, the template with the PAT), as `verify` judges them;
 //! - a marker never replaced a real value;
+//! - a `move` that exited 0 wrote where nothing was, exactly the older path's data;
 //! - no value read from Vault ever shows in a command's output.
 //!
 //! Shrunk failures are kept in `model.proptest-regressions` beside this file; a bug the model
@@ -110,6 +112,10 @@ enum Cmd {
     Import {
         force: bool,
     },
+    /// `move` from where the secret was before a layout change (the prior state keeps a copy).
+    Move {
+        target: &'static str,
+    },
 }
 
 fn prior() -> impl Strategy<Value = Prior> {
@@ -146,6 +152,7 @@ fn cmd() -> impl Strategy<Value = Cmd> {
         )
             .prop_map(|(target, dry_run)| Cmd::Rotate { target, dry_run }),
         2 => any::<bool>().prop_map(|force| Cmd::Import { force }),
+        1 => prop::sample::select(vec!["FIX", "RING", "TLS"]).prop_map(|target| Cmd::Move { target }),
     ]
 }
 
@@ -205,6 +212,10 @@ impl World {
         format!("model/c{case}/dev/{s}")
     }
 
+    fn old_path(case: u32, s: &str) -> String {
+        format!("model/c{case}/old/dev/{s}")
+    }
+
     /// The prior state: `apply`, then each secret made into its prior shape by hand.
     fn prepare(&self, case: u32, dir: &std::path::Path, (priors, cluster, _): &Case) {
         Run::new(&self.bao)
@@ -214,6 +225,11 @@ impl World {
             .check();
         let state = self.read(case);
         let data = |s: &str| state[s].as_ref().map(|(d, _)| d.clone()).unwrap();
+        // Each secret as it was, at the path of an older layout, for `move`.
+        for s in SECRETS {
+            self.bao
+                .kv_put("secret", &World::old_path(case, s), Value::Object(data(s)));
+        }
         for (s, p) in SECRETS.iter().zip(priors) {
             let path = World::path(case, s);
             let put = |v: Value| self.bao.kv_put("secret", &path, v);
@@ -301,6 +317,9 @@ impl World {
             Cmd::Rotate { target, dry_run } => r
                 .args(["rotate", "dev", target, "--skip-kube"])
                 .arg(if *dry_run { "--dry-run" } else { "--yes" }),
+            Cmd::Move { target } => r
+                .args(["move", "dev", target, "--from"])
+                .arg(format!("secret/{}", World::old_path(case, target))),
             Cmd::Import { force } => {
                 let r = r
                     .args(["import", "dev", "--kubeconfig"])
@@ -406,6 +425,21 @@ fn check_step(
     }
     if changed("RING") {
         prop_assert!(a.len() <= KEEP + 1, "{} keys written: {}", a.len(), why());
+    }
+    // A move copies the old path's data, and only where nothing was.
+    if let (Cmd::Move { target }, 0) = (cmd, code) {
+        let old = w.bao.kv_get("secret", &World::old_path(case, target));
+        prop_assert!(
+            before[*target].is_none(),
+            "moved over a live secret: {}",
+            why()
+        );
+        prop_assert_eq!(
+            after[*target].as_ref().map(|(d, _)| d),
+            old.as_ref().map(|(d, _)| d),
+            "the move is not the old data: {}",
+            why()
+        );
     }
     // Markers never replace a real value.
     for (s, f, marker) in [("PAT", "value", MARKER), ("DB", "password", IMPORT_MARKER)] {
