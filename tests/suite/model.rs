@@ -489,7 +489,7 @@ fn the_write_gates_guarantees_hold_over_any_sequence_of_commands() {
         .unwrap_or(CASES);
     let mut runner = TestRunner::new(Config {
         cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel(
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
             "proptest-regressions",
         ))),
         source_file: Some(file!()),
