@@ -43,7 +43,7 @@ pub use status::{
     ReadyCondition, RemoteRef, SecretStoreInfo, StoreKind, StoreRef, TemplateEntry, ESO_GROUP,
 };
 pub use store::{vault_provider, StoreAuth, StoreKv, StoreProblem, VaultStore};
-pub use value::SecretKey;
+pub use value::{KeyDigest, SecretKey};
 
 pub use vso::{
     parse_ref, Condition, FieldProblem, VaultAuthLogin, VaultStaticSecretInfo, VsoBadField,
@@ -51,7 +51,9 @@ pub use vso::{
     VSO_GROUP, VSO_VERSION,
 };
 
-pub use workloads::{restart_patch, DataChange, PodInfo, WorkloadKind};
+pub use workloads::{
+    controller_of, restart_patch, DataChange, Owner, PodInfo, ReplicaSetInfo, WorkloadKind,
+};
 
 use status::object_name;
 
@@ -306,6 +308,24 @@ impl EsoCluster {
                 .map(|(k, len)| (k, len.is_none_or(|l| l.0 == 0)))
                 .collect(),
         ))
+    }
+
+    /// Each key of Secret `ns/name`'s `data` with whether it is empty and its value's digest
+    /// ([`crate::digest`]); `None` when the Secret does not exist. Each value is decoded and
+    /// digested while parsing, in a buffer wiped when dropped, and the response text is zeroized.
+    pub async fn secret_digests(
+        &self,
+        ns: &str,
+        name: &str,
+        digester: &crate::digest::Digester,
+    ) -> Result<Option<BTreeMap<String, KeyDigest>>, KubeError> {
+        let Some(text) = self.secret_text(ns, name).await? else {
+            return Ok(None);
+        };
+        let mut de = serde_json::Deserializer::from_str(&text);
+        let digests = serde::de::DeserializeSeed::deserialize(value::Digests(digester), &mut de)
+            .map_err(|e| self.not_a_secret(ns, name, &e))?;
+        Ok(Some(digests))
     }
 
     /// The value of key `key` of Secret `ns/name`, base64-decoded, for `import` and its check

@@ -85,6 +85,9 @@ pub struct RemoteRef {
     /// `remoteRef.decodingStrategy` as written (`None`, `Base64`, `Base64URL`, `Auto`); `None`
     /// when left out (ESO's default: no decoding).
     pub decoding: Option<String>,
+    /// `metadataPolicy` and `conversionStrategy` are ESO's defaults (`None`, `Default`): ESO
+    /// delivers the field's value itself, not its metadata nor a conversion of it.
+    pub as_is: bool,
 }
 
 /// One `spec.dataFrom[]` entry of an ExternalSecret.
@@ -369,6 +372,14 @@ impl FieldReader {
             property: self.string(r, base, "/property", false),
             version: self.string(r, base, "/version", false),
             decoding: self.string(r, base, "/decodingStrategy", false),
+            as_is: matches!(
+                self.string(r, base, "/metadataPolicy", false).as_deref(),
+                None | Some("None")
+            ) && matches!(
+                self.string(r, base, "/conversionStrategy", false)
+                    .as_deref(),
+                None | Some("Default")
+            ),
         }
     }
 
@@ -660,6 +671,7 @@ mod tests {
                 property: None,
                 version: None,
                 decoding: Some("None".into()),
+                as_is: true,
             }]
         );
         assert!(!info.has_data_from);

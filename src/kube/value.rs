@@ -4,6 +4,10 @@ use secrecy::SecretString;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use zeroize::Zeroizing;
 
+use std::collections::BTreeMap;
+
+use crate::digest::{Digest, Digester};
+
 /// What key `KEY` of a Secret holds ([`super::EsoCluster::secret_value`]).
 pub enum SecretKey {
     /// The Secret does not exist.
@@ -97,6 +101,100 @@ impl<'de> Visitor<'de> for Data<'_> {
     }
 }
 
+/// One key of a Secret's `data` as [`super::EsoCluster::secret_digests`] keeps it: whether it
+/// is empty, and the digest of its decoded bytes (`None` when it is not base64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyDigest {
+    /// The value is empty (or null).
+    pub empty: bool,
+    /// The decoded value's digest.
+    pub digest: Option<Digest>,
+}
+
+/// Reads a Secret object and keeps each key of `data` as a [`KeyDigest`]: each value is decoded
+/// into a buffer wiped when dropped and digested there, never held beyond that.
+pub(super) struct Digests<'d>(pub &'d Digester);
+
+impl<'de> DeserializeSeed<'de> for Digests<'_> {
+    type Value = BTreeMap<String, KeyDigest>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Digests<'_> {
+    type Value = BTreeMap<String, KeyDigest>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a Secret object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = BTreeMap::new();
+        while let Some(member) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if member == "data" {
+                found = map.next_value_seed(DataDigests(self.0))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// `data`: null, or a map whose values are digested one by one.
+struct DataDigests<'d>(&'d Digester);
+
+impl<'de> DeserializeSeed<'de> for DataDigests<'_> {
+    type Value = BTreeMap<String, KeyDigest>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DataDigests<'_> {
+    type Value = BTreeMap<String, KeyDigest>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a Secret's data")
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(BTreeMap::new())
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(BTreeMap::new())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use base64::Engine as _;
+        let mut found = BTreeMap::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let encoded: Zeroizing<String> =
+                Zeroizing::new(map.next_value::<Option<String>>()?.unwrap_or_default());
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(encoded.as_bytes())
+                .ok()
+                .map(Zeroizing::new);
+            found.insert(
+                key,
+                KeyDigest {
+                    empty: encoded.is_empty(),
+                    digest: decoded.map(|d| self.0.of(&d)),
+                },
+            );
+        }
+        Ok(found)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +218,21 @@ mod tests {
         assert_eq!(one(r#"{"data":{"pat":null}}"#, "pat").as_deref(), Some(""));
         let mut de = serde_json::Deserializer::from_str("[1]");
         assert!(OneKey("pat").deserialize(&mut de).is_err());
+    }
+
+    #[test]
+    fn each_value_is_kept_as_its_digest_only() {
+        let d = Digester::new().unwrap();
+        let s = r#"{"kind":"Secret","metadata":{"name":"a"},
+                    "data":{"pat":"cGF0","empty":"","null":null,"bad":"%%"},"type":"Opaque"}"#;
+        let mut de = serde_json::Deserializer::from_str(s);
+        let got = Digests(&d).deserialize(&mut de).unwrap();
+        assert_eq!(got["pat"].digest, Some(d.of(b"pat")));
+        assert!(!got["pat"].empty);
+        assert_eq!(got["empty"].digest, Some(d.of(b"")));
+        assert!(got["empty"].empty && got["null"].empty);
+        assert_eq!(got["bad"].digest, None);
+        let mut de = serde_json::Deserializer::from_str(r#"{"data":null}"#);
+        assert!(Digests(&d).deserialize(&mut de).unwrap().is_empty());
     }
 }

@@ -100,18 +100,108 @@ impl WorkloadKind {
     }
 }
 
-/// A pod, as far as the part needs it.
+/// A pod, as far as the part needs it: who owns it, whether it runs, and when each container
+/// last started (core/v1 `PodStatus`, `ContainerStatus.state.running.startedAt`:
+/// kubernetes `staging/src/k8s.io/api/core/v1/types.go`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodInfo {
     /// Its name.
     pub name: String,
-    /// `status.startTime`; `None` while no node has taken it (it will read the Secret as it is
-    /// when its containers start).
-    pub started: Option<OffsetDateTime>,
+    /// `status.phase`.
+    pub phase: Option<String>,
     /// `metadata.deletionTimestamp` is set: it is going away.
     pub deleting: bool,
-    /// `status.startTime` is there but not a time: the pod is named, never taken as fresh.
+    /// Its controller (`ownerReferences[]` with `controller: true`): kind, name, uid.
+    pub owner: Option<Owner>,
+    /// Its `controller-revision-hash` label (a StatefulSet's revision).
+    pub revision: Option<String>,
+    /// Each container (not the init containers) and when it started running; `None` while it
+    /// does not run (waiting for its Secret, crashed): it reads the Secret when it starts.
+    pub containers: Vec<(String, Option<OffsetDateTime>)>,
+    /// A container's `startedAt` is there but not a time: the pod is named, never taken as
+    /// fresh.
     pub bad_start: bool,
+}
+
+/// An object's controller, from its `ownerReferences`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    /// Its kind.
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// Its uid.
+    pub uid: String,
+}
+
+/// A ReplicaSet, as far as finding a Deployment's or a Rollout's current pods needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaSetInfo {
+    /// Its name.
+    pub name: String,
+    /// Its uid.
+    pub uid: String,
+    /// Its controller.
+    pub owner: Option<Owner>,
+    /// `deployment.kubernetes.io/revision`, which the Deployment controller also writes on the
+    /// Deployment for its newest ReplicaSet.
+    pub revision: Option<String>,
+    /// `rollouts-pod-template-hash`, which Argo Rollouts compares with `status.currentPodHash`.
+    pub rollout_hash: Option<String>,
+}
+
+/// The controller of an object's JSON.
+pub fn controller_of(obj: &Value) -> Option<Owner> {
+    obj.pointer("/metadata/ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+        .map(|r| {
+            let s = |k: &str| {
+                r.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            Owner {
+                kind: s("kind"),
+                name: s("name"),
+                uid: s("uid"),
+            }
+        })
+}
+
+fn pod_info(p: &Value) -> PodInfo {
+    let s = |ptr: &str| p.pointer(ptr).and_then(Value::as_str).map(str::to_string);
+    let mut bad_start = false;
+    let containers = p
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .map(|all| {
+            all.iter()
+                .map(|c| {
+                    let name = c.get("name").and_then(Value::as_str).unwrap_or("?");
+                    let at = c.pointer("/state/running/startedAt");
+                    let started = at.and_then(Value::as_str).and_then(parse_time);
+                    if at.is_some_and(|a| !a.is_null()) && started.is_none() {
+                        bad_start = true;
+                    }
+                    (crate::text::cap(name).into_owned(), started)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    PodInfo {
+        name: crate::text::cap(&s("/metadata/name").unwrap_or_else(|| "?".into())).into_owned(),
+        phase: s("/status/phase"),
+        deleting: p
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|d| !d.is_null()),
+        owner: controller_of(p),
+        revision: s("/metadata/labels/controller-revision-hash"),
+        containers,
+        bad_start,
+    }
 }
 
 /// When a Secret's data last changed, as its `managedFields` tell.
@@ -176,14 +266,41 @@ impl EsoCluster {
         Ok(list
             .items
             .iter()
-            .map(|p| {
-                let start = p.data.pointer("/status/startTime");
-                let started = start.and_then(Value::as_str).and_then(parse_time);
-                PodInfo {
-                    name: crate::text::cap(p.metadata.name.as_deref().unwrap_or("?")).into_owned(),
-                    bad_start: start.is_some_and(|s| !s.is_null()) && started.is_none(),
-                    started,
-                    deleting: p.metadata.deletion_timestamp.is_some(),
+            .filter_map(|p| serde_json::to_value(p).ok())
+            .map(|p| pod_info(&p))
+            .collect())
+    }
+
+    /// The ReplicaSets of `ns`.
+    pub async fn replica_sets(&self, ns: &str) -> Result<Vec<ReplicaSetInfo>, KubeError> {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apps", "v1", "ReplicaSet"),
+            "replicasets",
+        );
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
+        let list = api.list(&ListParams::default()).await.map_err(|e| {
+            self.error(
+                e,
+                Op {
+                    verb: "list",
+                    resource: "replicasets.apps".into(),
+                    namespace: Some(ns),
+                    name: "",
+                },
+            )
+        })?;
+        Ok(list
+            .items
+            .iter()
+            .filter_map(|r| serde_json::to_value(r).ok())
+            .map(|r| {
+                let s = |ptr: &str| r.pointer(ptr).and_then(Value::as_str).map(str::to_string);
+                ReplicaSetInfo {
+                    name: s("/metadata/name").unwrap_or_default(),
+                    uid: s("/metadata/uid").unwrap_or_default(),
+                    owner: controller_of(&r),
+                    revision: s("/metadata/annotations/deployment.kubernetes.io~1revision"),
+                    rollout_hash: s("/metadata/labels/rollouts-pod-template-hash"),
                 }
             })
             .collect())

@@ -97,16 +97,25 @@ fn text(out: &mut dyn io::Write, style: &Style, v: &Verification, verbose: bool)
     }
     let _ = writeln!(
         rest,
-        "verify {}: {} ({})",
+        "verify {}: {}{} ({})",
         v.env,
         if v.ok {
             style.ok("done")
         } else {
             style.error("NOT done")
         },
+        undecided(v),
         coverage(v)
     );
     out.write_all(rest.as_bytes())
+}
+
+/// What the facts could not decide, after the verdict: `; cannot tell for 2 workload(s)`.
+fn undecided(v: &Verification) -> String {
+    v.cannot_tell
+        .iter()
+        .map(|c| format!("; cannot tell for {} {}", c.count, c.what))
+        .collect()
 }
 
 /// What the verdict is about: `vault, policy checked; not checked: kube, argocd, consumers (--skip-kube)`,
@@ -289,7 +298,7 @@ fn consumers(out: &mut String, style: &Style, c: &ConsumersPart) {
         out,
         "{} consumers: {} ({}): {} workload(s) read {} target Secret(s){}",
         // A reader not checked is never shown as ok, nor is the part holding it.
-        if c.ok && c.not_checked > 0 {
+        if c.ok && (c.not_checked > 0 || c.cannot_tell > 0) {
             style.warn("----")
         } else {
             mark(style, c.ok)
@@ -298,11 +307,14 @@ fn consumers(out: &mut String, style: &Style, c: &ConsumersPart) {
         t(c.context.as_deref().unwrap_or("in-cluster")),
         c.workloads.len(),
         c.secrets.len(),
-        if c.not_checked > 0 {
-            format!(", {} not checked", c.not_checked)
-        } else {
-            String::new()
-        }
+        [
+            (c.not_checked, "not checked"),
+            (c.cannot_tell, "cannot tell")
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!(", {n} {what}"))
+        .collect::<String>()
     );
     for p in &c.problems {
         let _ = writeln!(out, "       {}: {}", style.error("error"), t(p));
@@ -311,7 +323,7 @@ fn consumers(out: &mut String, style: &Style, c: &ConsumersPart) {
         let _ = writeln!(out, "       note: {}", t(n));
     }
     for w in &c.workloads {
-        let m = if w.ok && !w.checked {
+        let m = if w.ok && (!w.checked || w.cannot_tell) {
             style.warn("----")
         } else {
             mark(style, w.ok)
@@ -325,7 +337,8 @@ fn consumers(out: &mut String, style: &Style, c: &ConsumersPart) {
         );
         details(out, &w.problems, &[], &w.notes);
         if let Some(fix) = &w.fix {
-            let _ = writeln!(out, "            {}: {}", style.help("fix"), t(fix));
+            let label = if w.cannot_tell { "to be sure" } else { "fix" };
+            let _ = writeln!(out, "            {}: {}", style.help(label), t(fix));
         }
     }
 }

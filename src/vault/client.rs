@@ -114,6 +114,8 @@ pub(crate) struct Call {
     /// dropped, so a path cannot climb out of `/v1/`).
     pub path: String,
     pub body: Option<Vec<u8>>,
+    /// A KV v2 version to read (`?version=N`), the one query vault-seed sends.
+    pub version: Option<u64>,
 }
 
 impl Call {
@@ -123,6 +125,15 @@ impl Call {
             method: Method::GET,
             path: path.to_string(),
             body: None,
+            version: None,
+        }
+    }
+
+    /// `GET /v1/<path>?version=<version>`: one KV v2 version.
+    pub fn get_version(path: &str, version: u64) -> Call {
+        Call {
+            version: Some(version),
+            ..Call::get(path)
         }
     }
 
@@ -147,6 +158,9 @@ impl Call {
         let mut url = base.clone();
         if let Ok(mut segments) = url.path_segments_mut() {
             segments.pop_if_empty().extend(self.path.split('/'));
+        }
+        if let Some(v) = self.version {
+            url.query_pairs_mut().append_pair("version", &v.to_string());
         }
         url
     }

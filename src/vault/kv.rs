@@ -175,8 +175,23 @@ impl Vault {
 
     /// Read a secret's latest version.
     pub async fn kv_read(&self, mount: &KvMount, path: &str) -> Result<Existing, VaultError> {
+        self.kv_read_at(mount, path, None).await
+    }
+
+    /// Read one version of a secret (KV v2; `None`, or KV v1: the latest). A version that was
+    /// deleted or destroyed is [`Existing::Deleted`], one never written [`Existing::Absent`].
+    pub async fn kv_read_at(
+        &self,
+        mount: &KvMount,
+        path: &str,
+        version: Option<u64>,
+    ) -> Result<Existing, VaultError> {
         let api = mount.data_path(path);
-        let reply = self.send(|| Call::get(&api), "read").await?;
+        let call = || match (mount.version, version) {
+            (KvVersion::V2, Some(v)) => Call::get_version(&api, v),
+            _ => Call::get(&api),
+        };
+        let reply = self.send(call, "read").await?;
         match (mount.version, reply) {
             (KvVersion::V2, Reply::Ok(b)) => {
                 let env: Envelope<Kv2Data> = decode(&b, "GET", &api)?;

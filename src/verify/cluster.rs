@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::delivery::Compare;
 use super::eso::{self, EsoReport, Wanted};
 use super::facts::Facts;
 use super::store;
@@ -89,10 +90,12 @@ pub fn context_of(plan: &EnvPlan<'_>, given: Option<&str>) -> Option<String> {
 
 /// Connect, then check (and wait). What was done and whether waiting ran out go to `notes`.
 /// `vault` is the Vault vault-seed talked to: the stores are compared with it.
+#[allow(clippy::too_many_arguments)]
 pub async fn check(
     vault: &Vault,
     plan: &EnvPlan<'_>,
     facts: &Facts<'_>,
+    compare: Option<&Compare<'_>>,
     req: &Request,
     progress: &dyn Fn(Progress<'_>),
     notes: &mut Vec<String>,
@@ -129,7 +132,13 @@ pub async fn check(
     let (result, ran_out) = poll(
         deadline,
         progress,
-        || check_once(&cluster, &wanted, plan, facts, &inputs, &expected),
+        || {
+            // Each poll compares with Vault as it is then.
+            if let Some(c) = compare {
+                c.forget();
+            }
+            check_once(&cluster, &wanted, plan, facts, &inputs, &expected, compare)
+        },
         |k| !k.ok,
         |k| match (
             wanted.external_secrets.is_empty(),
@@ -212,8 +221,9 @@ async fn check_once(
     facts: &Facts<'_>,
     inputs: &store::Inputs<'_>,
     expected: &vso::Expected,
+    compare: Option<&Compare<'_>>,
 ) -> Result<ClusterPart, KubeError> {
-    let mut eso = eso::check(cluster, wanted, &plan.targets, facts, inputs).await?;
+    let mut eso = eso::check(cluster, wanted, &plan.targets, facts, inputs, compare).await?;
     let vso = vso::check(
         cluster,
         &wanted.static_secrets,

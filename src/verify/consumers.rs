@@ -25,9 +25,12 @@ use serde::Serialize;
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use super::findings::{any_problem, rfc3339, Finding, Lines, Severity};
+use super::delivery::{self, Compare, Held, Mapping};
+use super::findings::{any_problem, before_in_whole_seconds, rfc3339, Finding, Lines, Severity};
 use super::{Checked, Part, Progress, Request};
-use crate::kube::{DataChange, EsoCluster, KubeError, PodInfo, WorkloadKind};
+use crate::kube::{
+    DataChange, EsoCluster, KeyDigest, KubeError, PodInfo, ReplicaSetInfo, WorkloadKind,
+};
 use crate::order::consumers::{consumer, Via};
 use crate::order::producers::DataKind;
 use crate::spec::EnvPlan;
@@ -44,6 +47,8 @@ pub struct Target {
     /// The VaultStaticSecret's `rolloutRestartTargets`: VSO restarts these when it changes the
     /// data.
     pub restarted_by_vso: Vec<(WorkloadKind, String)>,
+    /// What feeds each of its keys from Vault, to tell which version of the data it holds.
+    pub mappings: Vec<(String, Mapping)>,
 }
 
 /// How a workload reads a Secret.
@@ -136,6 +141,22 @@ pub enum ConsumerFinding {
         /// Pods that started before the change.
         old: usize,
     },
+    /// Pods whose containers started after Vault had the data the Secret holds but before the
+    /// Secret last changed: whether they read the current data cannot be told.
+    CannotTell {
+        /// The Secret.
+        secret: String,
+        /// How it reads it.
+        how: How,
+        /// When the Secret last changed (`managedFields`).
+        changed_at: OffsetDateTime,
+        /// Since when Vault has had the values the Secret holds, when known.
+        held_since: Option<OffsetDateTime>,
+        /// Why that is not known, when it is not.
+        why: Option<String>,
+        /// The pods.
+        pods: Vec<String>,
+    },
     /// When the data changed cannot be known here: not checked.
     NotChecked {
         /// The Secret.
@@ -182,6 +203,7 @@ impl Finding for ConsumerFinding {
             | ConsumerFinding::Fresh { .. }
             | ConsumerFinding::WillRestart { .. }
             | ConsumerFinding::NotChecked { .. }
+            | ConsumerFinding::CannotTell { .. }
             | ConsumerFinding::Restarted { .. } => Severity::Note,
         }
     }
@@ -222,6 +244,26 @@ impl Finding for ConsumerFinding {
                 "reads `{secret}` through {}; {old} pod(s) started before its data changed, and {by} restarts it (--wait waits for it)",
                 how.as_str()
             ),
+            ConsumerFinding::CannotTell {
+                secret,
+                how,
+                changed_at,
+                held_since,
+                why,
+                pods,
+            } => format!(
+                "cannot tell: reads `{secret}` through {}, and {} pod(s) (`{}`{}) started {} but before the Secret last changed at {} (a change of its labels or annotations moves that time too): restart it to be sure",
+                how.as_str(),
+                pods.len(),
+                pods.iter().take(3).cloned().collect::<Vec<_>>().join("`, `"),
+                if pods.len() > 3 { ", …" } else { "" },
+                match (held_since, why) {
+                    (Some(t), _) => format!("after Vault had the data it holds ({})", rfc3339(*t)),
+                    (None, Some(why)) => format!("at a time that cannot be set against Vault's ({why})"),
+                    (None, None) => "when Vault already had its data".to_string(),
+                },
+                rfc3339(*changed_at),
+            ),
             ConsumerFinding::NotChecked { secret, how, why } => format!(
                 "not checked: reads `{secret}` through {}, and {why}",
                 how.as_str()
@@ -254,6 +296,9 @@ pub struct WorkloadCheck {
     pub ok: bool,
     /// Some reader's state could not be checked (and no problem).
     pub checked: bool,
+    /// Whether its pods read the current data cannot be told (and no problem): not a failure;
+    /// `fix` then suggests the restart that settles it.
+    pub cannot_tell: bool,
     /// The target Secrets it reads.
     pub secrets: Vec<String>,
     /// How it reads them (`env`, `sub-path`, `volume`).
@@ -289,6 +334,9 @@ pub struct SecretCheck {
     pub changed_at: Option<String>,
     /// The `managedFields` manager of that change.
     pub changed_by: Option<String>,
+    /// When the newest Vault version its keys hold was created (RFC 3339), when its values
+    /// were compared with Vault's and matched.
+    pub vault_version_created: Option<String>,
 }
 
 /// The part's report.
@@ -303,6 +351,9 @@ pub struct ConsumersPart {
     /// Workloads whose reading could not be checked (each says why); not failures, but never
     /// shown as checked.
     pub not_checked: usize,
+    /// Workloads whose pods may run with old data, which the facts cannot decide: not
+    /// failures, named in the verdict.
+    pub cannot_tell: usize,
     /// The target Secrets.
     pub secrets: Vec<SecretCheck>,
     /// The workloads that read them.
@@ -360,6 +411,7 @@ pub fn restart_command(kind: WorkloadKind, ns: &str, name: &str) -> String {
 /// Connect, find the target Secrets, check (with `--restart`, restart what needs it) and wait.
 pub async fn check(
     plan: &EnvPlan<'_>,
+    compare: Option<&Compare<'_>>,
     req: &Request,
     deadline: Option<Instant>,
     progress: &dyn Fn(Progress<'_>),
@@ -377,7 +429,7 @@ pub async fn check(
     let mut restarted: BTreeMap<(WorkloadKind, String, String), Result<OffsetDateTime, String>> =
         BTreeMap::new();
     if req.restart {
-        match check_once(&cluster, &targets, &problems, read, &restarted).await {
+        match check_once(&cluster, &targets, &problems, read, compare, &restarted).await {
             Ok(first) => {
                 for w in first.workloads.iter().filter(|w| w.fix.is_some()) {
                     let Some(kind) = w.kind_of else { continue };
@@ -405,7 +457,13 @@ pub async fn check(
     let (result, ran_out) = super::cluster::poll(
         deadline,
         progress,
-        || check_once(&cluster, &targets, &problems, read, &restarted),
+        || {
+            // Each poll compares with Vault as it is then.
+            if let Some(c) = compare {
+                c.forget();
+            }
+            check_once(&cluster, &targets, &problems, read, compare, &restarted)
+        },
         ConsumersPart::worth_waiting,
         ConsumersPart::progress,
     )
@@ -438,6 +496,7 @@ async fn targets(
                 secret: es.target_secret.clone(),
                 source: format!("ExternalSecret {ns}/{name}"),
                 restarted_by_vso: Vec::new(),
+                mappings: delivery::eso_mappings(&es, &plan.targets),
             }),
             None => problems.push(format!(
                 "ExternalSecret `{ns}/{name}` does not exist: the readers of its target Secret are not checked"
@@ -472,6 +531,7 @@ async fn targets(
                     secret: v.destination.clone(),
                     source: format!("VaultStaticSecret {ns}/{name}"),
                     restarted_by_vso,
+                    mappings: delivery::vso_mappings(&v, &plan.targets),
                 });
             }
             None => problems.push(format!(
@@ -583,19 +643,89 @@ pub async fn restarts(
     Ok(out)
 }
 
-/// What the Secret tells: when its data changed, and Reloader's `match` annotation.
+/// What the Secret tells: when its data changed, Reloader's annotations, and which of Vault's
+/// versions its keys hold.
 struct Change {
     data: Option<DataChange>,
     read: bool,
+    held: Holding,
 }
 
-async fn check_once(
+/// What Vault says of the data a Secret holds.
+#[derive(Debug, Clone)]
+enum Holding {
+    /// Keys holding the Vault version their mapping selects, compared by digest.
+    Known(Vec<KeyHeld>),
+    /// No key could be matched with a version: why.
+    Unknown(String),
+}
+
+/// One key of a Secret holding a known version of Vault's data.
+#[derive(Debug, Clone)]
+struct KeyHeld {
+    mapping: Mapping,
+    digest: KeyDigest,
+    version: Option<u64>,
+    created: OffsetDateTime,
+}
+
+impl Holding {
+    /// When the newest version the Secret holds was created in Vault.
+    fn newest(&self) -> Option<OffsetDateTime> {
+        match self {
+            Holding::Known(keys) => keys.iter().map(|k| k.created).max(),
+            Holding::Unknown(_) => None,
+        }
+    }
+}
+
+/// Which versions of Vault's data the Secret `t` (read as `digests`) holds.
+async fn holding(
+    compare: &Compare<'_>,
+    t: &Target,
+    digests: &BTreeMap<String, KeyDigest>,
+) -> Holding {
+    let mut known = Vec::new();
+    let mut why = Vec::new();
+    for (key, mapping) in &t.mappings {
+        let Some(d) = digests.get(key) else { continue };
+        match compare.held(mapping, d).await {
+            Held::Selected {
+                version,
+                created: Some(created),
+            } => known.push(KeyHeld {
+                mapping: mapping.clone(),
+                digest: *d,
+                version,
+                created,
+            }),
+            Held::Selected { created: None, .. } => why.push(format!(
+                "key `{key}`: when its version was created is not known"
+            )),
+            Held::Other { .. } => why.push(format!(
+                "key `{key}` does not hold the value Vault's version has"
+            )),
+            Held::NotCompared(w) => why.push(format!("key `{key}` not compared ({w})")),
+        }
+    }
+    if known.is_empty() {
+        Holding::Unknown(if why.is_empty() {
+            "none of its keys is fed from a path of the spec".into()
+        } else {
+            why.join("; ")
+        })
+    } else {
+        Holding::Known(known)
+    }
+}
+
+/// Each target Secret once: when its data changed, and which of Vault's versions it holds.
+async fn read_secrets(
     cluster: &EsoCluster,
     targets: &[Target],
-    problems: &[String],
     read: bool,
-    restarted: &BTreeMap<(WorkloadKind, String, String), Result<OffsetDateTime, String>>,
-) -> Result<ConsumersPart, KubeError> {
+    compare: Option<&Compare<'_>>,
+) -> Result<(Vec<SecretCheck>, BTreeMap<(String, String), Change>), KubeError> {
     let mut secrets = Vec::new();
     let mut changes: BTreeMap<(String, String), Change> = BTreeMap::new();
     for t in targets {
@@ -608,6 +738,18 @@ async fn check_once(
         } else {
             None
         };
+        let held = match (compare, data.is_some()) {
+            (Some(c), true) => {
+                match cluster
+                    .secret_digests(&t.namespace, &t.secret, c.digester())
+                    .await?
+                {
+                    Some(d) => holding(c, t, &d).await,
+                    None => Holding::Unknown("the Secret is gone".into()),
+                }
+            }
+            _ => Holding::Unknown("its values were not compared with Vault".into()),
+        };
         secrets.push(SecretCheck {
             namespace: t.namespace.clone(),
             name: t.secret.clone(),
@@ -616,18 +758,44 @@ async fn check_once(
             exists: read.then_some(data.is_some()),
             changed_at: data.as_ref().and_then(|d| d.at).map(rfc3339),
             changed_by: data.as_ref().and_then(|d| d.manager.clone()),
+            vault_version_created: held.newest().map(rfc3339),
         });
-        changes.insert(key, Change { data, read });
+        changes.insert(key, Change { data, read, held });
     }
+    Ok((secrets, changes))
+}
+
+async fn check_once(
+    cluster: &EsoCluster,
+    targets: &[Target],
+    problems: &[String],
+    read: bool,
+    compare: Option<&Compare<'_>>,
+    restarted: &BTreeMap<(WorkloadKind, String, String), Result<OffsetDateTime, String>>,
+) -> Result<ConsumersPart, KubeError> {
+    let (secrets, changes) = read_secrets(cluster, targets, read, compare).await?;
     let namespaces: BTreeSet<&str> = targets.iter().map(|t| t.namespace.as_str()).collect();
     let mut workloads = Vec::new();
     for ns in namespaces {
         let in_ns: Vec<&Target> = targets.iter().filter(|t| t.namespace == ns).collect();
+        // Listed once per namespace, when a Deployment's or a Rollout's pods are looked at.
+        let mut replica_sets: Option<Vec<ReplicaSetInfo>> = None;
         for kind in WorkloadKind::ALL {
             for obj in cluster.workloads(kind, ns).await? {
                 if let Some(mut w) = judge_workload(kind, ns, &obj, &in_ns, &changes) {
                     if w.findings.iter().any(needs_pods) {
-                        pods_findings(cluster, kind, ns, &obj, &in_ns, &changes, &mut w).await?;
+                        let on = Workload {
+                            kind,
+                            ns,
+                            obj: &obj,
+                        };
+                        let ctx = PodsCtx {
+                            cluster,
+                            compare,
+                            targets: &in_ns,
+                            changes: &changes,
+                        };
+                        pods_findings(&ctx, &on, &mut replica_sets, &mut w).await?;
                     }
                     if let Some(r) = restarted.get(&(kind, ns.to_string(), w.name.clone())) {
                         w.findings.push(match r {
@@ -642,12 +810,14 @@ async fn check_once(
         }
     }
     let not_checked = workloads.iter().filter(|w| w.ok && !w.checked).count();
+    let cannot_tell = workloads.iter().filter(|w| w.cannot_tell).count();
     let ok = problems.is_empty() && workloads.iter().all(|w| w.ok);
     Ok(ConsumersPart {
         ok,
         server: cluster.server().to_string(),
         context: cluster.context().map(str::to_string),
         not_checked,
+        cannot_tell,
         secrets,
         workloads,
         problems: problems.to_vec(),
@@ -677,10 +847,19 @@ fn finish(w: &mut WorkloadCheck) {
         .findings
         .iter()
         .any(|f| matches!(f, ConsumerFinding::NotChecked { .. }));
+    w.cannot_tell = w.ok
+        && w.findings
+            .iter()
+            .any(|f| matches!(f, ConsumerFinding::CannotTell { .. }));
     w.fix = w
         .findings
         .iter()
-        .any(|f| matches!(f, ConsumerFinding::Stale { .. }))
+        .any(|f| {
+            matches!(
+                f,
+                ConsumerFinding::Stale { .. } | ConsumerFinding::CannotTell { .. }
+            )
+        })
         .then(|| w.kind_of.map(|k| restart_command(k, &w.namespace, &w.name)))
         .flatten();
     w.restarted_by = w.findings.iter().find_map(|f| match f {
@@ -709,6 +888,7 @@ fn judge_workload(
         name: crate::text::cap(name).into_owned(),
         ok: true,
         checked: true,
+        cannot_tell: false,
         secrets: Vec::new(),
         how: Vec::new(),
         restarted_by: None,
@@ -817,18 +997,43 @@ fn reader_finding(
     }
 }
 
-/// Replace the placeholders of `w` with what its pods show.
-#[allow(clippy::too_many_arguments)]
-async fn pods_findings(
-    cluster: &EsoCluster,
+/// The workload whose pods are looked at.
+struct Workload<'a> {
     kind: WorkloadKind,
-    ns: &str,
-    obj: &Value,
-    targets: &[&Target],
-    changes: &BTreeMap<(String, String), Change>,
+    ns: &'a str,
+    obj: &'a Value,
+}
+
+/// What the pods check of one namespace shares.
+struct PodsCtx<'a> {
+    cluster: &'a EsoCluster,
+    compare: Option<&'a Compare<'a>>,
+    targets: &'a [&'a Target],
+    changes: &'a BTreeMap<(String, String), Change>,
+}
+
+/// How one running container stands to a Secret's data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Started {
+    /// At or after the data's last change: it read the current data.
+    After,
+    /// Before Vault had the value the Secret holds: it cannot have read it.
+    Before,
+    /// Between the two: the facts do not decide.
+    Between,
+}
+
+/// Replace the placeholders of `w` with what its current pods show: a container that started
+/// before Vault had the data the Secret holds runs with old data (not done); one started after
+/// the Secret's data last changed runs with the current data; one between the two cannot be
+/// told (the `managedFields` time also moves when only labels or annotations change).
+async fn pods_findings(
+    ctx: &PodsCtx<'_>,
+    on: &Workload<'_>,
+    replica_sets: &mut Option<Vec<ReplicaSetInfo>>,
     w: &mut WorkloadCheck,
 ) -> Result<(), KubeError> {
-    let selector = match label_selector(obj) {
+    let selector = match label_selector(on.obj) {
         Ok(s) => s,
         Err(what) => {
             w.findings.retain(|f| !needs_pods(f));
@@ -836,20 +1041,18 @@ async fn pods_findings(
             return Ok(());
         }
     };
-    let pods: Vec<PodInfo> = cluster
-        .pods(ns, &selector)
-        .await?
-        .into_iter()
-        .filter(|p| !p.deleting)
-        .collect();
+    let selected = ctx.cluster.pods(on.ns, &selector).await?;
+    if matches!(on.kind, WorkloadKind::Deployment | WorkloadKind::Rollout) && replica_sets.is_none()
+    {
+        *replica_sets = Some(ctx.cluster.replica_sets(on.ns).await?);
+    }
+    let pods = current_pods(on, &selected, replica_sets.as_deref().unwrap_or_default());
     for p in pods.iter().filter(|p| p.bad_start) {
         w.findings.push(ConsumerFinding::BadStart {
             pod: p.name.clone(),
         });
     }
-    let name = w.name.clone();
-    let restarter =
-        |secret: &str, change: &DataChange| restarter(kind, &name, obj, secret, change, targets);
+    let readers = reading_containers(on);
     let findings = std::mem::take(&mut w.findings);
     for f in findings {
         let ConsumerFinding::Fresh {
@@ -861,41 +1064,242 @@ async fn pods_findings(
             w.findings.push(f);
             continue;
         };
-        let Some(Change {
-            data: Some(change @ DataChange { at: Some(at), .. }),
-            ..
-        }) = changes.get(&(ns.to_string(), secret.clone()))
+        let Some(
+            change @ Change {
+                data: Some(data @ DataChange { at: Some(at), .. }),
+                ..
+            },
+        ) = ctx.changes.get(&(on.ns.to_string(), secret.clone()))
         else {
             continue;
         };
-        let old: Vec<String> = pods
-            .iter()
-            .filter(|p| p.started.is_some_and(|s| s < *at))
-            .map(|p| p.name.clone())
-            .collect();
-        let by = restarter(&secret, change);
-        w.findings.push(match (old.is_empty(), by) {
-            (true, _) => ConsumerFinding::Fresh {
-                secret,
-                how,
-                pods: pods.len(),
-            },
-            (false, Some(by)) => ConsumerFinding::WillRestart {
-                secret,
-                how,
-                by,
-                old: old.len(),
-            },
-            (false, None) => ConsumerFinding::Stale {
-                secret,
-                how,
-                changed_at: *at,
-                manager: change.manager.clone(),
-                old,
-            },
-        });
+        let containers = readers.get(&secret).filter(|_| how == How::Env);
+        let mut first = None;
+        let (mut old, mut between) = (Vec::new(), Vec::new());
+        for p in &pods {
+            match pod_vs(ctx, change, p, containers, *at, &mut first).await {
+                Started::Before => old.push(p.name.clone()),
+                Started::Between => between.push(p.name.clone()),
+                Started::After => {}
+            }
+        }
+        let by = restarter(on.kind, &w.name, on.obj, &secret, data, ctx.targets);
+        let seen = Seen {
+            pods: pods.len(),
+            old,
+            between,
+            since: first.flatten().or(change.held.newest()),
+        };
+        w.findings
+            .push(reader_verdict(secret, how, (*at, change, data), by, seen));
     }
     Ok(())
+}
+
+/// What the pods of a workload showed about one Secret.
+struct Seen {
+    /// Current pods.
+    pods: usize,
+    /// Those that started before Vault had the data.
+    old: Vec<String>,
+    /// Those the facts cannot place.
+    between: Vec<String>,
+    /// Since when Vault has had the data the Secret holds, when known.
+    since: Option<OffsetDateTime>,
+}
+
+/// A reader's finding from what its pods showed: pods older than Vault's data are stale
+/// (unless something restarts them); pods the facts cannot place are "cannot tell".
+fn reader_verdict(
+    secret: String,
+    how: How,
+    (at, change, data): (OffsetDateTime, &Change, &DataChange),
+    by: Option<Restarter>,
+    seen: Seen,
+) -> ConsumerFinding {
+    match (seen.old.is_empty(), seen.between.is_empty(), by) {
+        (true, true, _) => ConsumerFinding::Fresh {
+            secret,
+            how,
+            pods: seen.pods,
+        },
+        (false, _, Some(by)) => ConsumerFinding::WillRestart {
+            secret,
+            how,
+            by,
+            old: seen.old.len(),
+        },
+        (false, _, None) => ConsumerFinding::Stale {
+            secret,
+            how,
+            changed_at: at,
+            manager: data.manager.clone(),
+            old: seen.old,
+        },
+        (true, false, _) => ConsumerFinding::CannotTell {
+            secret,
+            how,
+            changed_at: at,
+            held_since: seen.since,
+            why: match &change.held {
+                Holding::Unknown(why) => Some(why.clone()),
+                Holding::Known(_) => None,
+            },
+            pods: seen.between,
+        },
+    }
+}
+
+/// How a pod stands to a Secret: as its container that started earliest among those reading
+/// it (`containers`; `None`: all) does. Containers not running read it when they start.
+async fn pod_vs(
+    ctx: &PodsCtx<'_>,
+    change: &Change,
+    p: &PodInfo,
+    containers: Option<&BTreeSet<String>>,
+    changed: OffsetDateTime,
+    first: &mut Option<Option<OffsetDateTime>>,
+) -> Started {
+    let mut worst = Started::After;
+    for (name, started) in &p.containers {
+        let (Some(s), true) = (started, containers.is_none_or(|c| c.contains(name))) else {
+            continue;
+        };
+        let state = started_vs(ctx, change, *s, changed, first).await;
+        worst = match (worst, state) {
+            (Started::Before, _) | (_, Started::Before) => Started::Before,
+            (Started::Between, _) | (_, Started::Between) => Started::Between,
+            _ => Started::After,
+        };
+    }
+    worst
+}
+
+/// How a container started at `started` stands to a Secret whose data last changed at or
+/// before `changed` (`managedFields`) and which holds `change.held`. `first` keeps, once
+/// asked, since when Vault has had the values the Secret holds.
+async fn started_vs(
+    ctx: &PodsCtx<'_>,
+    change: &Change,
+    started: OffsetDateTime,
+    changed: OffsetDateTime,
+    first: &mut Option<Option<OffsetDateTime>>,
+) -> Started {
+    if started >= changed {
+        return Started::After;
+    }
+    let Some(newest) = change.held.newest() else {
+        return Started::Between;
+    };
+    if !before_in_whole_seconds(started, newest) {
+        return Started::Between;
+    }
+    // The newest version the Secret holds is younger than the container; the value may be
+    // older still (a version written again with the same value): since when Vault has had it.
+    if first.is_none() {
+        *first = Some(match (ctx.compare, &change.held) {
+            (Some(c), Holding::Known(keys)) => {
+                let mut since = None;
+                for k in keys {
+                    let f = c
+                        .first_held(&k.mapping, &k.digest, k.version, Some(k.created))
+                        .await;
+                    match f {
+                        Some(f) => since = Some(since.map_or(f, |s: OffsetDateTime| s.max(f))),
+                        None => {
+                            since = None;
+                            break;
+                        }
+                    }
+                }
+                since
+            }
+            _ => None,
+        });
+    }
+    match first.flatten() {
+        Some(since) if before_in_whole_seconds(started, since) => Started::Before,
+        _ => Started::Between,
+    }
+}
+
+/// The pods that are the workload's now: running, not being deleted, controlled by it (a
+/// Deployment's or a Rollout's through its current ReplicaSet, a StatefulSet's of its update
+/// revision), not pods of another owner that share its labels, nor finished or evicted ones
+/// (they stay until pod garbage collection).
+fn current_pods<'p>(
+    on: &Workload<'_>,
+    selected: &'p [PodInfo],
+    replica_sets: &[ReplicaSetInfo],
+) -> Vec<&'p PodInfo> {
+    let uid = on
+        .obj
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let s = |ptr: &str| on.obj.pointer(ptr).and_then(Value::as_str);
+    let owners: Vec<&str> = match on.kind {
+        WorkloadKind::Deployment | WorkloadKind::Rollout => {
+            let owned: Vec<&ReplicaSetInfo> = replica_sets
+                .iter()
+                .filter(|r| r.owner.as_ref().is_some_and(|o| o.uid == uid))
+                .collect();
+            // Deployment controller: `deployment.kubernetes.io/revision` of the newest
+            // ReplicaSet is also set on the Deployment (kubernetes
+            // `pkg/controller/deployment/sync.go`, `getNewReplicaSet`); Argo Rollouts names its
+            // current ReplicaSet's `rollouts-pod-template-hash` in `status.currentPodHash`.
+            let current: Vec<&ReplicaSetInfo> = match on.kind {
+                WorkloadKind::Deployment => {
+                    let rev = s("/metadata/annotations/deployment.kubernetes.io~1revision");
+                    owned
+                        .iter()
+                        .copied()
+                        .filter(|r| rev.is_some() && r.revision.as_deref() == rev)
+                        .collect()
+                }
+                _ => {
+                    let hash = s("/status/currentPodHash");
+                    owned
+                        .iter()
+                        .copied()
+                        .filter(|r| hash.is_some() && r.rollout_hash.as_deref() == hash)
+                        .collect()
+                }
+            };
+            // Which is current cannot be told: every ReplicaSet of its own counts.
+            let chosen = if current.is_empty() { owned } else { current };
+            chosen.iter().map(|r| r.uid.as_str()).collect()
+        }
+        _ => vec![uid],
+    };
+    let revision = (on.kind == WorkloadKind::StatefulSet)
+        .then(|| s("/status/updateRevision"))
+        .flatten();
+    selected
+        .iter()
+        .filter(|p| p.phase.as_deref() == Some("Running") && !p.deleting)
+        .filter(|p| {
+            p.owner
+                .as_ref()
+                .is_some_and(|o| !o.uid.is_empty() && owners.contains(&o.uid.as_str()))
+        })
+        .filter(|p| revision.is_none() || p.revision.as_deref() == revision)
+        .collect()
+}
+
+/// For each Secret the workload reads through env, the containers that do (`env`, `envFrom`).
+fn reading_containers(on: &Workload<'_>) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    if let Some(c) = consumer(on.kind.group(), on.kind.kind(), on.obj) {
+        for r in c.reads.iter().filter(|r| r.data == DataKind::Secret) {
+            if let Via::Env { container, .. } | Via::EnvFrom { container } = &r.via {
+                out.entry(r.name.clone())
+                    .or_default()
+                    .insert(container.clone());
+            }
+        }
+    }
+    out
 }
 
 /// What restarts workload `kind/name` when `secret` changes: Reloader's annotations on it

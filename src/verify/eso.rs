@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use time::OffsetDateTime;
 
+use super::delivery::{self, Compare, Held};
 use super::facts::{Facts, PathFacts};
 use super::findings::{any_problem, colon, joined, rfc3339, Finding, Lines, Severity};
 use super::store::{self, StoreFinding, StoreUser};
@@ -43,6 +44,10 @@ pub struct EsCheck {
     /// Whether its target Secret was read (`false` with `--skip-target-secrets`: whether it
     /// exists with every key, none empty, is not proven).
     pub target_checked: bool,
+    /// Whether every key it maps holds the value of the Vault version its mapping selects,
+    /// compared by digest: `true` proves delivery whatever the clocks say; `false` when a key
+    /// holds another value; `null` when not every key could be compared.
+    pub values_match: Option<bool>,
     /// What is wrong, one sentence each, most important first.
     pub problems: Vec<String>,
     /// Why it is not Ready, from vault-seed's view and from ESO's Warning events.
@@ -271,6 +276,22 @@ pub(crate) enum EsFinding {
     },
     /// Its target Secret was not read (`--skip-target-secrets`).
     TargetNotChecked { namespace: String, secret: String },
+    /// Every key it maps holds the value Vault's selected version has.
+    Delivered,
+    /// A key of its target Secret holds another value than the version its mapping selects.
+    HoldsOther {
+        namespace: String,
+        secret: String,
+        key: String,
+        selected: Option<u64>,
+        older: Option<u64>,
+    },
+    /// Keys of its target Secret not compared with Vault, each with why.
+    NotCompared {
+        namespace: String,
+        secret: String,
+        keys: Vec<(String, String)>,
+    },
 }
 
 impl Finding for EsFinding {
@@ -299,13 +320,16 @@ impl Finding for EsFinding {
             | BadField { .. }
             | TargetMissing { .. }
             | TargetLacksKeys { .. }
-            | TargetEmptyValues { .. } => Severity::Problem,
+            | TargetEmptyValues { .. }
+            | HoldsOther { .. } => Severity::Problem,
             FieldNot { .. } | Provided { .. } | PolicyMissing { .. } | Event { .. } => {
                 Severity::Cause
             }
-            DataFromNotJudged { .. } | TemplateStatic { .. } | TargetNotChecked { .. } => {
-                Severity::Note
-            }
+            DataFromNotJudged { .. }
+            | TemplateStatic { .. }
+            | TargetNotChecked { .. }
+            | Delivered
+            | NotCompared { .. } => Severity::Note,
         }
     }
 
@@ -371,6 +395,7 @@ impl Finding for EsFinding {
                 "target Secret `{namespace}/{secret}` has empty value(s) for key(s) `{}`",
                 joined(keys)
             ),
+            Delivered | HoldsOther { .. } | NotCompared { .. } => self.delivery_message(),
             TargetNotChecked { namespace, secret } => format!(
                 "target Secret `{namespace}/{secret}` not checked (--skip-target-secrets): that it exists with every key, none empty, is not proven"
             ),
@@ -379,6 +404,42 @@ impl Finding for EsFinding {
 }
 
 impl EsFinding {
+    /// The sentence of a finding about the values the target Secret holds.
+    fn delivery_message(&self) -> String {
+        use EsFinding::*;
+        match self {
+            Delivered => {
+                "every key it maps holds the value in Vault (compared by digest)".into()
+            }
+            HoldsOther {
+                namespace,
+                secret,
+                key,
+                selected,
+                older,
+            } => format!(
+                "target Secret `{namespace}/{secret}` key `{key}` does not hold the value in Vault{}{}",
+                selected.map(|v| format!(" (version {v})")).unwrap_or_default(),
+                match older {
+                    Some(o) => format!(": it holds version {o}'s"),
+                    None => String::new(),
+                }
+            ),
+            NotCompared {
+                namespace,
+                secret,
+                keys,
+            } => format!(
+                "target Secret `{namespace}/{secret}`: {} not compared with Vault, so its delivery is judged by the times only",
+                keys.iter()
+                    .map(|(k, why)| format!("key `{k}` ({why})"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            _ => String::new(),
+        }
+    }
+
     /// The sentence of a finding about what a mapping delivers.
     fn mapping_message(&self) -> String {
         use EsFinding::*;
@@ -612,6 +673,8 @@ struct Ctx<'a> {
     facts: &'a Facts<'a>,
     provided: &'a [ProvidedCheck],
     skip_target_secrets: bool,
+    /// Compares the target Secrets' values with Vault's; `None` when it cannot.
+    compare: Option<&'a Compare<'a>>,
 }
 
 /// Check everything once.
@@ -621,6 +684,7 @@ pub async fn check(
     targets: &[Target],
     facts: &Facts<'_>,
     inputs: &store::Inputs<'_>,
+    compare: Option<&Compare<'_>>,
 ) -> Result<EsoReport, KubeError> {
     let provided = provided_checks(cluster, targets, facts).await;
     let ctx = Ctx {
@@ -629,6 +693,7 @@ pub async fn check(
         facts,
         provided: &provided,
         skip_target_secrets: wanted.skip_target_secrets,
+        compare,
     };
     let mut external_secrets = Vec::new();
     let mut stores: BTreeMap<(Option<String>, StoreKind, String), Vec<StoreUser>> = BTreeMap::new();
@@ -740,7 +805,22 @@ impl EsCheck {
         findings: Vec<EsFinding>,
     ) -> EsCheck {
         let ok = !any_problem(&findings);
-        let lines = Lines::of(&findings);
+        let values_match = if findings
+            .iter()
+            .any(|f| matches!(f, EsFinding::HoldsOther { .. }))
+        {
+            Some(false)
+        } else {
+            findings
+                .iter()
+                .any(|f| matches!(f, EsFinding::Delivered))
+                .then_some(true)
+        };
+        let shown: Vec<&EsFinding> = findings
+            .iter()
+            .filter(|f| !matches!(f, EsFinding::Delivered))
+            .collect();
+        let lines = Lines::of(&shown);
         let target_checked = es.is_some()
             && !findings
                 .iter()
@@ -765,6 +845,7 @@ impl EsCheck {
             refresh_time,
             target_secret,
             target_checked,
+            values_match,
             problems: lines.problems,
             explanations: lines.explanations,
             notes: lines.notes,
@@ -806,12 +887,88 @@ async fn check_external_secret(
             namespace: ns.to_string(),
             secret: es.target_secret.clone(),
         });
+    } else if let Some(compare) = ctx.compare {
+        let digests = ctx
+            .cluster
+            .secret_digests(ns, &es.target_secret, compare.digester())
+            .await?;
+        let entries = digests
+            .as_ref()
+            .map(|d| d.iter().map(|(k, v)| (k.clone(), v.empty)).collect());
+        let wanted = mapped_keys(ctx, es);
+        found.extend(target_keys(ns, es, &wanted, entries));
+        if let Some(digests) = digests {
+            let compared = delivered(compare, ns, es, &wanted, &digests).await;
+            settle_timing(&mut found, &compared);
+            found.extend(compared);
+        }
     } else {
         let entries = ctx.cluster.secret_entries(ns, &es.target_secret).await?;
         let wanted = mapped_keys(ctx, es);
         found.extend(target_keys(ns, es, &wanted, entries));
     }
     Ok(found)
+}
+
+/// Each mapped key of the target Secret compared with the Vault value its mapping selects
+/// ([`super::delivery`]): a key holding another value is not delivered (and which recent
+/// version it holds, when one does); keys not compared are named in a note. When every key was
+/// compared and holds the selected version, [`EsFinding::Delivered`] says so.
+async fn delivered(
+    compare: &Compare<'_>,
+    ns: &str,
+    es: &ExternalSecretInfo,
+    wanted: &[String],
+    digests: &BTreeMap<String, crate::kube::KeyDigest>,
+) -> Vec<EsFinding> {
+    let mut found = Vec::new();
+    let mut not_compared: Vec<(String, String)> = Vec::new();
+    let mut all = !wanted.is_empty();
+    for (key, mapping) in delivery::eso_mappings(es, compare.targets()) {
+        if !wanted.contains(&key) {
+            continue;
+        }
+        let Some(d) = digests.get(&key) else {
+            all = false;
+            continue;
+        };
+        match compare.held(&mapping, d).await {
+            Held::Selected { .. } => {}
+            Held::Other { selected, older } => {
+                all = false;
+                found.push(EsFinding::HoldsOther {
+                    namespace: ns.to_string(),
+                    secret: es.target_secret.clone(),
+                    key,
+                    selected,
+                    older,
+                });
+            }
+            Held::NotCompared(why) => {
+                all = false;
+                not_compared.push((key, why));
+            }
+        }
+    }
+    if !not_compared.is_empty() {
+        found.push(EsFinding::NotCompared {
+            namespace: ns.to_string(),
+            secret: es.target_secret.clone(),
+            keys: not_compared,
+        });
+    }
+    if all && found.is_empty() {
+        found.push(EsFinding::Delivered);
+    }
+    found
+}
+
+/// A delivery proven by the values outweighs the clocks: a `refreshTime` that reads as before
+/// the write is not a problem when every key holds the value written.
+fn settle_timing(found: &mut Vec<EsFinding>, compared: &[EsFinding]) {
+    if compared.iter().any(|f| matches!(f, EsFinding::Delivered)) {
+        found.retain(|f| !matches!(f, EsFinding::SyncedBeforeSeeding { .. }));
+    }
 }
 
 /// The fields of the object that are missing or not of their type.
@@ -1335,6 +1492,7 @@ pub(crate) mod tests {
                     property: None,
                     version: None,
                     decoding: None,
+                    as_is: true,
                 })
                 .to_vec(),
             has_data_from: false,
@@ -1479,6 +1637,7 @@ pub(crate) mod tests {
             property: Some("password".into()),
             version: None,
             decoding: Some(strategy.into()),
+            as_is: true,
         }
     }
 

@@ -28,6 +28,16 @@ pub trait Finding {
     fn message(&self) -> String;
 }
 
+impl<F: Finding> Finding for &F {
+    fn severity(&self) -> Severity {
+        (*self).severity()
+    }
+
+    fn message(&self) -> String {
+        (*self).message()
+    }
+}
+
 /// An object's findings as the report's sentence lists: leading problems first, then the others
 /// in the order found; problems and causes capped, since they quote the cluster.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -81,6 +91,17 @@ pub fn colon(message: Option<&str>) -> String {
 /// Names joined for a sentence: `a`, `b` (the outer backticks are the caller's).
 pub fn joined(names: &[String]) -> String {
     names.join("`, `")
+}
+
+/// Whether a controller's time (`status.refreshTime`, a condition's `lastTransitionTime`, a
+/// container's `startedAt`: whole seconds, as apimachinery's `metav1.Time` marshals them) is
+/// surely before a time Vault gives with nanoseconds: only when it is before Vault's second
+/// itself (a sync in the same second may have been after the write).
+pub fn before_in_whole_seconds(
+    controller: time::OffsetDateTime,
+    vault: time::OffsetDateTime,
+) -> bool {
+    controller < vault.replace_nanosecond(0).unwrap_or(vault)
 }
 
 /// A time as RFC 3339.

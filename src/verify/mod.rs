@@ -30,6 +30,7 @@
 pub mod argocd;
 pub mod cluster;
 pub mod consumers;
+pub mod delivery;
 pub mod eso;
 pub mod facts;
 pub mod findings;
@@ -243,6 +244,20 @@ pub struct Verification {
     pub checked: Vec<&'static str>,
     /// What was not checked, and why: a verdict of "done" is about the parts checked only.
     pub not_checked: Vec<NotChecked>,
+    /// What was checked but the facts could not decide: never a failure, always named with the
+    /// verdict.
+    pub cannot_tell: Vec<CannotTell>,
+}
+
+/// Objects of a part whose state the facts could not decide.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct CannotTell {
+    /// The part (`consumers`).
+    pub part: &'static str,
+    /// How many.
+    pub count: usize,
+    /// Of what (`workload(s)`).
+    pub what: &'static str,
 }
 
 /// Something a verification did not check, and why.
@@ -306,6 +321,13 @@ impl Verification {
             });
         }
         if let Some(Checked::Done(c)) = &self.consumers {
+            if c.cannot_tell > 0 {
+                self.cannot_tell.push(CannotTell {
+                    part: PartName::Consumers.as_str(),
+                    count: c.cannot_tell,
+                    what: "workload(s)",
+                });
+            }
             if c.not_checked > 0 {
                 self.not_checked.push(NotChecked {
                     part: "consumers' readers through env or subPath",
@@ -368,28 +390,21 @@ pub async fn run(
     let mut notes = Vec::new();
     // One `--wait` for the cluster's parts together, counted from here.
     let deadline = req.wait.map(|w| std::time::Instant::now() + w);
-    let kube = if req.wants(PartName::Kube) {
-        let facts = facts::Facts::gather(&inspection, &plan.targets, policy.as_ref(), &detected);
-        Some(cluster::check(vault, plan, &facts, req, progress, &mut notes).await)
-    } else {
-        None
-    };
-    let argocd = if req.wants(PartName::Argocd) && argocd::configured(plan) {
-        Some(argocd::check(plan, req, deadline, progress, &mut notes).await)
-    } else {
-        None
-    };
-    let consumers = if req.wants(PartName::Consumers) {
-        Some(consumers::check(plan, req, deadline, progress, &mut notes).await)
-    } else {
-        None
-    };
-    let has_imports = crate::import::any(&plan.targets);
-    let imports = if req.wants(PartName::Imports) && has_imports {
-        Some(imports::check(vault, plan, mounts, req).await)
-    } else {
-        None
-    };
+    let InCluster {
+        kube,
+        argocd,
+        consumers,
+        imports,
+        has_imports,
+    } = in_cluster(
+        vault,
+        plan,
+        mounts,
+        req,
+        (&inspection, policy.as_ref()),
+        (deadline, progress, &mut notes),
+    )
+    .await;
     let values = req.wants(PartName::Vault).then(|| {
         Checked::Done(values::judge(
             inspection,
@@ -411,8 +426,78 @@ pub async fn run(
         notes,
         checked: Vec::new(),
         not_checked: Vec::new(),
+        cannot_tell: Vec::new(),
     };
     v.name_what_was_checked(req, argocd::configured(plan), has_imports);
     v.ok = v.parts_ok();
     v
+}
+
+/// What the parts after Vault's and the policy's get.
+type Gathered<'a> = (
+    &'a crate::seed::Inspection,
+    Option<&'a Checked<grants::PolicyPart>>,
+);
+
+/// How the cluster's parts report as they go.
+type Going<'a> = (
+    Option<std::time::Instant>,
+    &'a dyn Fn(Progress<'_>),
+    &'a mut Vec<String>,
+);
+
+/// The parts read in the cluster, and the imports.
+struct InCluster {
+    kube: Option<Checked<cluster::ClusterPart>>,
+    argocd: Option<Checked<argocd::ArgocdPart>>,
+    consumers: Option<Checked<consumers::ConsumersPart>>,
+    imports: Option<Checked<imports::ImportsPart>>,
+    /// Whether a field has `from_secret`.
+    has_imports: bool,
+}
+
+/// The parts read in the cluster (and the imports), with one comparer of the target Secrets'
+/// values with Vault's ([`delivery`]) for them all.
+async fn in_cluster(
+    vault: &Vault,
+    plan: &EnvPlan<'_>,
+    mounts: &Mounts,
+    req: &Request,
+    (inspection, policy): Gathered<'_>,
+    (deadline, progress, notes): Going<'_>,
+) -> InCluster {
+    let detected = |mount: &str| mounts.version(mount);
+    // The target Secrets' values are compared with Vault's unless they are not to be read.
+    let compare = (!req.skip_target_secrets)
+        .then(|| delivery::Compare::new(vault, mounts, &plan.targets))
+        .flatten();
+    let kube = if req.wants(PartName::Kube) {
+        let facts = facts::Facts::gather(inspection, &plan.targets, policy, &detected);
+        Some(cluster::check(vault, plan, &facts, compare.as_ref(), req, progress, notes).await)
+    } else {
+        None
+    };
+    let argocd = if req.wants(PartName::Argocd) && argocd::configured(plan) {
+        Some(argocd::check(plan, req, deadline, progress, notes).await)
+    } else {
+        None
+    };
+    let consumers = if req.wants(PartName::Consumers) {
+        Some(consumers::check(plan, compare.as_ref(), req, deadline, progress, notes).await)
+    } else {
+        None
+    };
+    let has_imports = crate::import::any(&plan.targets);
+    let imports = if req.wants(PartName::Imports) && has_imports {
+        Some(imports::check(vault, plan, mounts, req).await)
+    } else {
+        None
+    };
+    InCluster {
+        kube,
+        argocd,
+        consumers,
+        imports,
+        has_imports,
+    }
 }

@@ -347,6 +347,7 @@ mod tests {
             property: property.map(str::to_string),
             version: version.map(str::to_string),
             decoding: None,
+            as_is: true,
         }
     }
 

@@ -7,6 +7,8 @@ use crate::common;
 use common::fake_kube::{external_secret, pod_of, secret, with_data_manager, workload, FakeKube};
 use common::{spec_dir, OpenBao, Out, Run};
 use serde_json::{json, Value};
+use time::format_description::well_known::Rfc3339;
+use time::{Duration, OffsetDateTime};
 
 const NS: &str = "apps";
 
@@ -24,10 +26,6 @@ description = "the database password"
 fields.password = { generator = "password" }
 "#;
 
-/// When ESO last wrote the Secret's data.
-const CHANGED: &str = "2026-02-01T00:00:00Z";
-const BEFORE: &str = "2026-01-15T00:00:00Z";
-const AFTER: &str = "2026-02-02T00:00:00Z";
 /// The Secret's value, which must never show.
 const VALUE: &str = "s3cr3t-consumer-value";
 
@@ -35,11 +33,31 @@ struct World {
     bao: OpenBao,
     specs: tempfile::TempDir,
     kube: FakeKube,
+    /// When ESO wrote the Secret's data: two seconds after Vault's version was created.
+    changed: String,
+    /// A day before Vault had the value.
+    before: String,
+    /// A minute after ESO wrote it.
+    after: String,
 }
 
-/// The ExternalSecret `apps/db` and its Secret `db`, whose data ESO last changed at `CHANGED`.
+fn rfc3339(t: OffsetDateTime) -> String {
+    t.format(&Rfc3339).unwrap()
+}
+
+/// Vault holding `VALUE` at `core-service/auh1-dev/db`; the ExternalSecret `apps/db` and its
+/// Secret `db` holding the same value, whose data ESO wrote two seconds later (whole seconds,
+/// as the API server stamps `managedFields`).
 fn world() -> World {
     let bao = OpenBao::dev();
+    bao.kv_put(
+        "secret",
+        "core-service/auh1-dev/db",
+        json!({ "password": VALUE }),
+    );
+    let created = bao.kv_created("secret", "core-service/auh1-dev/db");
+    let second = created.replace_nanosecond(0).unwrap();
+    let changed = rfc3339(second + Duration::seconds(2));
     let specs = spec_dir(SPEC);
     let kube = FakeKube::start();
     kube.put(
@@ -48,14 +66,32 @@ fn world() -> World {
             "db",
             &[("password", "core-service/auh1-dev/db", Some("password"))],
         )
-        .ready_synced(CHANGED),
+        .ready_synced(&changed),
     );
     kube.put(with_data_manager(
         secret(NS, "db", &[("password", VALUE)]),
         "externalsecrets.external-secrets.io/db",
-        CHANGED,
+        &changed,
     ));
-    World { bao, specs, kube }
+    World {
+        bao,
+        specs,
+        kube,
+        changed,
+        before: rfc3339(second - Duration::days(1)),
+        after: rfc3339(second + Duration::seconds(62)),
+    }
+}
+
+impl World {
+    /// A running pod `pod` of the workload `app` (already put), started at `started`.
+    fn pod(&self, app: &str, pod: &str, started: &str) {
+        let w = ["Deployment", "StatefulSet", "DaemonSet", "Rollout"]
+            .iter()
+            .find_map(|k| self.kube.get(k, Some(NS), app))
+            .expect("the workload is put first");
+        self.kube.run(&w, pod, started);
+    }
 }
 
 impl World {
@@ -108,14 +144,14 @@ fn only_workload(doc: &Value) -> &Value {
 fn an_env_reader_with_pods_older_than_the_data_is_not_done_and_names_the_restart() {
     let w = world();
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
-    w.kube.put(pod_of(NS, "web", "web-1", BEFORE));
-    w.kube.put(pod_of(NS, "web", "web-2", AFTER));
+    w.pod("web", "web-1", &w.before);
+    w.pod("web", "web-2", &w.after);
     // Another app's pod, not selected by `app=web`, never counts.
-    w.kube.put(pod_of(NS, "other", "other-1", BEFORE));
+    w.kube.put(pod_of(NS, "other", "other-1", &w.before));
     let out = w.verify(&[]).expect_code(1);
     let text = out.stdout_text();
     has(&text, "FAIL Deployment apps/web");
-    has(&text, "reads `db` through env, but 1 pod(s) started before its data changed at 2026-02-01T00:00:00Z by `externalsecrets.external-secrets.io/db` (`web-1`)");
+    has(&text, format!("reads `db` through env, but 1 pod(s) started before its data changed at {} by `externalsecrets.external-secrets.io/db` (`web-1`)", w.changed));
     has(&text, "fix: kubectl -n apps rollout restart deployment/web");
     has(&text, "verify auh1-dev: NOT done");
     assert!(w.kube.patches().is_empty(), "verify wrote to the cluster");
@@ -125,20 +161,26 @@ fn an_env_reader_with_pods_older_than_the_data_is_not_done_and_names_the_restart
     assert_eq!(c["ok"], false);
     assert_eq!(c["how"], json!(["env"]));
     assert_eq!(c["fix"], "kubectl -n apps rollout restart deployment/web");
-    assert_eq!(doc["consumers"]["secrets"][0]["changed_at"], CHANGED);
+    assert_eq!(doc["consumers"]["secrets"][0]["changed_at"], w.changed);
     assert_eq!(
         doc["consumers"]["secrets"][0]["changed_by"],
         "externalsecrets.external-secrets.io/db"
     );
-    // The Secret was asked for as metadata only, every time.
+    // Each run read the Secret's metadata (when its data changed) and its values once (to
+    // compare them with Vault's by digest), never more.
     let gets = w
         .kube
         .requests()
         .iter()
         .filter(|r| r.path == "/api/v1/namespaces/apps/secrets/db")
         .count();
-    assert!(gets > 0);
-    assert_eq!(w.kube.metadata_reads().len(), gets);
+    assert_eq!(w.kube.metadata_reads().len(), 2);
+    assert_eq!(gets, 4);
+    let created = rfc3339(w.bao.kv_created("secret", "core-service/auh1-dev/db"));
+    assert_eq!(
+        doc["consumers"]["secrets"][0]["vault_version_created"],
+        created
+    );
 }
 
 #[test]
@@ -146,10 +188,10 @@ fn readers_whose_pods_started_after_the_change_and_volume_readers_pass() {
     let w = world();
     w.kube
         .put(workload("StatefulSet", NS, "db-client", reads("envFrom")));
-    w.kube.put(pod_of(NS, "db-client", "db-client-0", AFTER));
+    w.pod("db-client", "db-client-0", &w.after);
     w.kube
         .put(workload("DaemonSet", NS, "agent", reads("volume")));
-    w.kube.put(pod_of(NS, "agent", "agent-x", BEFORE));
+    w.pod("agent", "agent-x", &w.before);
     w.kube.put(workload("CronJob", NS, "report", reads("env")));
     let out = w.verify(&[]).expect_code(0);
     let text = out.stdout_text();
@@ -170,7 +212,7 @@ fn a_subpath_volume_is_read_once_like_env() {
     let w = world();
     w.kube
         .put(workload("Deployment", NS, "web", reads("subPath")));
-    w.kube.put(pod_of(NS, "web", "web-1", BEFORE));
+    w.pod("web", "web-1", &w.before);
     let out = w.verify(&[]).expect_code(1);
     has(
         &out.stdout_text(),
@@ -184,16 +226,16 @@ fn reloader_and_vso_restart_targets_pass_with_a_note() {
     let mut auto = workload("Deployment", NS, "auto", reads("env"));
     auto["metadata"]["annotations"]["reloader.stakater.com/auto"] = json!("true");
     w.kube.put(auto);
-    w.kube.put(pod_of(NS, "auto", "auto-1", BEFORE));
+    w.pod("auto", "auto-1", &w.before);
     let mut named = workload("Deployment", NS, "named", reads("env"));
     named["metadata"]["annotations"]["secret.reloader.stakater.com/reload"] = json!("other, db");
     w.kube.put(named);
-    w.kube.put(pod_of(NS, "named", "named-1", BEFORE));
+    w.pod("named", "named-1", &w.before);
     // `search` counts only with the Secret's `match`.
     let mut search = workload("Deployment", NS, "search", reads("env"));
     search["metadata"]["annotations"]["reloader.stakater.com/search"] = json!("true");
     w.kube.put(search);
-    w.kube.put(pod_of(NS, "search", "search-1", BEFORE));
+    w.pod("search", "search-1", &w.before);
     let out = w.verify(&[]).expect_code(1);
     let text = out.stdout_text();
     has(&text, "ok   Deployment apps/auto");
@@ -235,9 +277,9 @@ fn a_vso_rollout_restart_target_passes_with_a_note() {
                  "rolloutRestartTargets": [{"kind": "argo.Rollout", "name": "web"}]},
     }));
     w.kube.put(workload("Rollout", NS, "web", reads("env")));
-    w.kube.put(pod_of(NS, "web", "web-1", BEFORE));
+    w.pod("web", "web-1", &w.before);
     w.kube.put(workload("Deployment", NS, "api", reads("env")));
-    w.kube.put(pod_of(NS, "api", "api-1", BEFORE));
+    w.pod("api", "api-1", &w.before);
     let out = w.verify(&[]).expect_code(1);
     let text = out.stdout_text();
     has(&text, "ok   Rollout apps/web");
@@ -253,13 +295,13 @@ fn a_vso_rollout_restart_target_passes_with_a_note() {
 fn restart_sends_exactly_the_rollout_patch_and_waits_for_new_pods() {
     let w = world();
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
-    w.kube.put(pod_of(NS, "web", "web-1", BEFORE));
+    w.pod("web", "web-1", &w.before);
     w.kube
         .put(workload("Rollout", NS, "canary", reads("envFrom")));
-    w.kube.put(pod_of(NS, "canary", "canary-1", BEFORE));
+    w.pod("canary", "canary-1", &w.before);
     w.kube
         .put(workload("Deployment", NS, "fresh", reads("env")));
-    w.kube.put(pod_of(NS, "fresh", "fresh-1", AFTER));
+    w.pod("fresh", "fresh-1", &w.after);
     let kube = &w.kube;
     // The controllers replace the pods once the restart arrives: no timing involved.
     let replaced = std::thread::scope(|s| {
@@ -267,8 +309,8 @@ fn restart_sends_exactly_the_rollout_patch_and_waits_for_new_pods() {
             let start = std::time::Instant::now();
             while start.elapsed() < std::time::Duration::from_secs(120) {
                 if kube.patches().len() == 2 {
-                    kube.put(pod_of(NS, "web", "web-1", AFTER));
-                    kube.put(pod_of(NS, "canary", "canary-1", AFTER));
+                    w.pod("web", "web-1", &w.after);
+                    w.pod("canary", "canary-1", &w.after);
                     return true;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(20));
@@ -323,7 +365,7 @@ fn restart_sends_exactly_the_rollout_patch_and_waits_for_new_pods() {
 fn restart_without_wait_is_still_not_done_until_new_pods_run() {
     let w = world();
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
-    w.kube.put(pod_of(NS, "web", "web-1", BEFORE));
+    w.pod("web", "web-1", &w.before);
     let out = w.verify(&["--restart"]).expect_code(1);
     has(&out.stdout_text(), "restarted at ");
     has(&out.stdout_text(), "FAIL Deployment apps/web");
@@ -334,7 +376,7 @@ fn restart_without_wait_is_still_not_done_until_new_pods_run() {
 fn without_reading_the_secret_an_env_reader_is_not_checked_never_ok() {
     let w = world();
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
-    w.kube.put(pod_of(NS, "web", "web-1", BEFORE));
+    w.pod("web", "web-1", &w.before);
     let out = w.verify(&["--skip-target-secrets"]);
     let text = out.stdout_text();
     has(&text, "---- consumers: ");

@@ -5,7 +5,7 @@
 //! and the fake API server; each case but the good one exits 1 and says why.
 
 use crate::common;
-use crate::verify::{healthy_cluster, vault_with, RUNBOOK_POLICY};
+use crate::verify::{healthy_cluster, vault_value, vault_with, RUNBOOK_POLICY};
 
 use common::fake_kube::FakeKube;
 use common::{OpenBao, Run};
@@ -253,6 +253,20 @@ fn base64_decoding_of_a_hex_value_is_an_error_and_auto_too() {
         );
         fernet["decodingStrategy"] = json!("Base64URL");
     });
+    // ESO then writes the decoded bytes into the Secret (the API server holds them base64).
+    let fernet = vault_value(
+        &bao,
+        "ask/core-service/auh1-dev/SECURITY__MASTER_ENCRYPTION_KEY",
+        "password",
+    );
+    kube.update("Secret", Some(NS), CORE, |s| {
+        use base64::Engine as _;
+        let raw = base64::engine::general_purpose::URL_SAFE
+            .decode(&fernet)
+            .unwrap();
+        s["data"]["SECURITY__MASTER_ENCRYPTION_KEY"] =
+            json!(base64::engine::general_purpose::STANDARD.encode(raw));
+    });
     verify(&bao, &kube, &[]).status(0).check();
 }
 
@@ -277,8 +291,10 @@ fn data_from_extract_of_a_spec_path_is_checked_and_find_is_not_judged() {
         .status(1)
         .stdout_has("target Secret `ask/core-service-secret` lacks key(s) `password`")
         .check();
+    let salt = vault_value(&bao, SALT, "password");
     kube.update("Secret", Some(NS), CORE, |s| {
-        s["data"]["password"] = json!("eA==");
+        use base64::Engine as _;
+        s["data"]["password"] = json!(base64::engine::general_purpose::STANDARD.encode(&salt));
     });
     verify(&bao, &kube, &[]).status(0).check();
     // A path the spec does not have is an error.

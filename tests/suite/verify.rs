@@ -71,7 +71,7 @@ const ZITADEL_KEYS: &[(&str, &str, Option<&str>)] = &[(
 )];
 
 /// The cluster as it is once the bootstrap is done: store Valid and reading `bao`, both
-/// ExternalSecrets Ready after seeding, target Secrets with every key.
+/// ExternalSecrets Ready after seeding, target Secrets holding what Vault holds now.
 pub(crate) fn healthy_cluster(bao: &OpenBao) -> FakeKube {
     let kube = FakeKube::start();
     kube.put(fake_kube::real_spec_store(&bao.addr));
@@ -81,24 +81,32 @@ pub(crate) fn healthy_cluster(bao: &OpenBao) -> FakeKube {
     kube.put(
         fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).ready_synced(&later()),
     );
-    let values: Vec<(&str, String)> = CORE_KEYS
-        .iter()
-        .map(|(k, _, _)| (*k, cluster_value(k)))
-        .collect();
-    let core: Vec<(&str, &str)> = values.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    kube.put(fake_kube::secret("ask", "core-service-secret", &core));
-    kube.put(fake_kube::secret(
-        "ask",
-        "zitadel-secret",
-        &[("masterkey", &cluster_value("masterkey"))],
-    ));
+    delivered(bao, &kube);
     kube
 }
 
-/// The value [`healthy_cluster`] puts at a target Secret's `key`: distinctive, so that a search
-/// of the output for it can find it.
-fn cluster_value(key: &str) -> String {
-    format!("cluster-secret-value-of-{key}-5c1e")
+/// ESO's sync of both target Secrets: each key holding the value Vault has now at the path and
+/// field its remoteRef reads.
+pub(crate) fn delivered(bao: &OpenBao, kube: &FakeKube) {
+    for (name, refs) in [
+        ("core-service-secret", CORE_KEYS),
+        ("zitadel-secret", ZITADEL_KEYS),
+    ] {
+        let values: Vec<(&str, String)> = refs
+            .iter()
+            .map(|(k, key, property)| (*k, vault_value(bao, key, property.unwrap_or("value"))))
+            .collect();
+        let pairs: Vec<(&str, &str)> = values.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        kube.put(fake_kube::secret("ask", name, &pairs));
+    }
+}
+
+/// The value Vault holds now at `key` (below the mount `secret`), field `property`; empty when
+/// there is none.
+pub(crate) fn vault_value(bao: &OpenBao, key: &str, property: &str) -> String {
+    bao.kv_get("secret", key)
+        .and_then(|(d, _)| d.get(property).and_then(|v| v.as_str()).map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// `verify auh1-dev` of the real spec with `args`, against `kube` when given: a run to set
@@ -338,11 +346,16 @@ fn a_sync_error_is_explained_by_the_policy_gap_and_the_event() {
 fn stale_ready_missing_key_and_unknown_remote_ref_are_reported() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster(&bao);
-    // Ready, but synced before the secrets were seeded.
+    // Ready, but synced before the secrets were seeded: its Secret holds what it held then.
     kube.put(
         fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS)
             .ready_synced("2020-01-01T00:00:00Z"),
     );
+    kube.put(fake_kube::secret(
+        "ask",
+        "zitadel-secret",
+        &[("masterkey", "from-before-seeding")],
+    ));
     // The target Secret lacks a key; and a remoteRef the spec does not know.
     let mut refs = CORE_KEYS.to_vec();
     refs.push((
@@ -361,6 +374,13 @@ fn stale_ready_missing_key_and_unknown_remote_ref_are_reported() {
             .as_str()
             .unwrap()
             .contains("the Ready is from before seeding"),
+        "{z}"
+    );
+    assert_eq!(z["values_match"], false, "{z}");
+    assert!(
+        z["problems"].to_string().contains(
+            "target Secret `ask/zitadel-secret` key `masterkey` does not hold the value in Vault (version 1)"
+        ),
         "{z}"
     );
     let c = es(&doc, "core-service-secret");
@@ -510,6 +530,8 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
         ),
         Some(2)
     );
+    // ESO syncs what `set` and `rotate` wrote.
+    delivered(&bao, &kube);
     let doc = seen(
         run(&["verify", "auh1-dev", "-o", "json"])
             .arg("--kubeconfig")
@@ -541,11 +563,10 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
     // What ask-db provides (read by apply, plan and verify), and what the cluster's target
     // Secrets hold (read by verify for their keys), as text and as the API sends it (base64).
     secrets.extend(common::ASK_DB_PASSWORDS.map(|(_, v)| v.to_string()));
-    for key in CORE_KEYS.iter().map(|(k, _, _)| *k).chain(["masterkey"]) {
+    for (_, key, property) in CORE_KEYS.iter().chain(ZITADEL_KEYS) {
         use base64::Engine as _;
-        let value = cluster_value(key);
+        let value = vault_value(&bao, key, property.unwrap_or("value"));
         secrets.push(base64::engine::general_purpose::STANDARD.encode(&value));
-        secrets.push(value);
     }
     for name in [
         "SECURITY__API_KEY_SALT",
@@ -571,9 +592,9 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
     }
     assert_eq!(
         secrets.len(),
-        21,
-        "the token, the cluster's token, PAT, 3 provided values, 5 target Secret values (each \
-         twice), 4 generated values and the rotated salt's new one"
+        16,
+        "the token, the cluster's token, PAT, 3 provided values, the 5 target Secret values as \
+         the API sends them (base64), 4 generated values and the rotated one's new one"
     );
     for s in &secrets {
         assert!(!all.contains(s.as_str()), "a secret leaked into the output");

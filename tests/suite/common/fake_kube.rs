@@ -1686,8 +1686,9 @@ pub fn argocd_fixture(file: &str) -> Value {
 // ----- Workloads, pods and Secret metadata (the part `consumers`) -----
 
 /// Workload kinds and pods: (kind, plural, API group, whether strategic merge patches apply).
-const WORKLOADS: [(&str, &str, &str, bool); 6] = [
+const WORKLOADS: [(&str, &str, &str, bool); 7] = [
     ("Deployment", "deployments", "apps", true),
+    ("ReplicaSet", "replicasets", "apps", true),
     ("StatefulSet", "statefulsets", "apps", true),
     ("DaemonSet", "daemonsets", "apps", true),
     ("CronJob", "cronjobs", "batch", true),
@@ -1856,7 +1857,12 @@ fn label_selector_matches(labels: &Value, selector: &str) -> bool {
 
 /// A workload of `kind` (`Deployment`, `StatefulSet`, `DaemonSet`, `Rollout`; `CronJob` puts
 /// `pod` under `spec.jobTemplate`) selecting pods labelled `app=<name>`, with `pod` as its pod
-/// template's spec.
+/// template's spec, and the metadata and status its controller writes (the uid the API server
+/// gives; a Deployment's `deployment.kubernetes.io/revision` annotation, kubernetes v1.34
+/// `pkg/controller/deployment/util/deployment_util.go`, `SetDeploymentRevision`; a
+/// StatefulSet's `status.updateRevision`, `pkg/controller/statefulset/stateful_set_control.go`;
+/// a Rollout's `status.currentPodHash`, argo-rollouts `rollout/sync.go`), so that
+/// [`FakeKube::run`] can give it pods as those controllers own them.
 pub fn workload(kind: &str, ns: &str, name: &str, pod: Value) -> Value {
     let (_, _, group, _) = WORKLOADS
         .iter()
@@ -1872,21 +1878,138 @@ pub fn workload(kind: &str, ns: &str, name: &str, pod: Value) -> Value {
     } else {
         json!({"selector": {"matchLabels": {"app": name}}, "template": template})
     };
-    json!({
+    let mut w = json!({
         "apiVersion": api_version, "kind": kind,
-        "metadata": {"name": name, "namespace": ns, "annotations": {}},
+        "metadata": {"name": name, "namespace": ns, "annotations": {}, "uid": uid_of(kind, name)},
         "spec": spec,
+    });
+    match kind {
+        "Deployment" => {
+            w["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = json!("1")
+        }
+        "StatefulSet" => w["status"] = json!({"updateRevision": format!("{name}-7d9f8b6c5d")}),
+        "Rollout" => w["status"] = json!({"currentPodHash": "6b7c9d8f5"}),
+        _ => {}
+    }
+    w
+}
+
+/// The uid the fake API server gives an object of `kind` named `name`.
+pub fn uid_of(kind: &str, name: &str) -> String {
+    let n = format!("{kind}/{name}")
+        .bytes()
+        .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
+    format!("00000000-0000-4000-8000-{:012x}", n & 0xffff_ffff_ffff)
+}
+
+impl FakeKube {
+    /// A running pod `pod` of `workload` (from [`workload`]), its container `app` started at
+    /// `started`, owned as the controllers own theirs: a Deployment's or a Rollout's through
+    /// its current ReplicaSet (put here too, with the revision or hash its owner names:
+    /// kubernetes `pkg/controller/deployment/sync.go`, `getNewReplicaSet`), a StatefulSet's
+    /// and a DaemonSet's directly (`pkg/controller/controller_ref_manager.go`), labelled as
+    /// they label them. Its status is the kubelet's (`pkg/kubelet/kubelet_pods.go`,
+    /// `generateAPIPodStatus`): `startTime` when the kubelet took the pod, which the image
+    /// pull comes after, and each container's `state.running.startedAt`.
+    pub fn run(&self, workload: &Value, pod: &str, started: &str) {
+        self.run_accepted(workload, pod, started, started);
+    }
+
+    /// As [`FakeKube::run`], the pod taken by the kubelet at `accepted` and its container
+    /// running since `started`.
+    pub fn run_accepted(&self, workload: &Value, pod: &str, accepted: &str, started: &str) {
+        if let Some(rs) = current_replica_set(workload) {
+            self.put(rs);
+        }
+        self.put(running_pod(workload, pod, accepted, started));
+    }
+}
+
+/// The pod [`FakeKube::run`] serves; a Deployment's or a Rollout's ReplicaSet is put first
+/// (see there).
+pub fn running_pod(workload: &Value, pod: &str, accepted: &str, started: &str) -> Value {
+    let kind = workload["kind"].as_str().expect("a kind");
+    let name = workload["metadata"]["name"].as_str().expect("a name");
+    let ns = workload["metadata"]["namespace"]
+        .as_str()
+        .expect("a namespace");
+    let mut labels = json!({"app": name});
+    let owner = match kind {
+        "Deployment" | "Rollout" => {
+            let (hash_label, hash) = if kind == "Deployment" {
+                ("pod-template-hash", "5d8f7c9b6")
+            } else {
+                ("rollouts-pod-template-hash", "6b7c9d8f5")
+            };
+            labels[hash_label] = json!(hash);
+            let rs = format!("{name}-{hash}");
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": uid_of("ReplicaSet", &rs), "controller": true, "blockOwnerDeletion": true})
+        }
+        _ => {
+            let revision = workload
+                .pointer("/status/updateRevision")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("{name}-6c8d9f7b5"), str::to_string);
+            labels["controller-revision-hash"] = json!(revision);
+            json!({"apiVersion": workload["apiVersion"], "kind": kind, "name": name, "uid": workload["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true})
+        }
+    };
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": pod, "namespace": ns, "labels": labels, "ownerReferences": [owner], "uid": uid_of("Pod", pod)},
+        "spec": {"containers": [{"name": "app", "image": "app"}]},
+        "status": {
+            "phase": "Running",
+            "startTime": accepted,
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": started}],
+            "containerStatuses": [{
+                "name": "app", "image": "app", "imageID": "", "ready": true, "restartCount": 0, "started": true,
+                "state": {"running": {"startedAt": started}},
+            }],
+        },
     })
 }
 
-/// A running pod of the workload `app` (label `app=<app>`), started at `started`.
+/// A running pod labelled `app=<app>` that no workload of the tests owns (a bare pod, or
+/// one of another owner sharing the labels), started at `started`.
 pub fn pod_of(ns: &str, app: &str, name: &str, started: &str) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns, "labels": {"app": app}},
+        "metadata": {"name": name, "namespace": ns, "labels": {"app": app}, "uid": uid_of("Pod", name)},
         "spec": {"containers": [{"name": "app", "image": "app"}]},
-        "status": {"phase": "Running", "startTime": started},
+        "status": {
+            "phase": "Running", "startTime": started,
+            "containerStatuses": [{"name": "app", "image": "app", "imageID": "", "ready": true, "restartCount": 0, "started": true, "state": {"running": {"startedAt": started}}}],
+        },
     })
+}
+
+/// The ReplicaSet a Deployment's or a Rollout's pods of [`running_pod`] are owned by: its
+/// owner's current one (the Deployment's revision, the Rollout's `currentPodHash`).
+pub fn current_replica_set(workload: &Value) -> Option<Value> {
+    let kind = workload["kind"].as_str()?;
+    let name = workload["metadata"]["name"].as_str()?;
+    let ns = workload["metadata"]["namespace"].as_str()?;
+    let (hash_label, hash) = match kind {
+        "Deployment" => ("pod-template-hash", "5d8f7c9b6"),
+        "Rollout" => ("rollouts-pod-template-hash", "6b7c9d8f5"),
+        _ => return None,
+    };
+    let rs = format!("{name}-{hash}");
+    let mut obj = json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {
+            "name": rs, "namespace": ns, "uid": uid_of("ReplicaSet", &rs),
+            "labels": {"app": name, hash_label: hash},
+            "annotations": {},
+            "ownerReferences": [{"apiVersion": workload["apiVersion"], "kind": kind, "name": name, "uid": workload["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true}],
+        },
+        "spec": {"selector": {"matchLabels": {"app": name, hash_label: hash}}},
+    });
+    if kind == "Deployment" {
+        obj["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = json!("1");
+    }
+    Some(obj)
 }
 
 /// `secret` with a `managedFields` entry of `manager` owning its `data` keys, stamped `at`.

@@ -461,6 +461,18 @@ impl OpenBao {
         assert_eq!(status, 200, "kv put {mount}/{path}: {body}");
     }
 
+    /// When the current version of a KV v2 secret was created, as Vault says it (RFC 3339,
+    /// nanoseconds).
+    pub fn kv_created(&self, mount: &str, path: &str) -> time::OffsetDateTime {
+        let (status, body) = self.api("GET", &format!("{mount}/data/{path}"), None);
+        assert_eq!(status, 200, "kv get {mount}/{path}: {body}");
+        let at = body["data"]["metadata"]["created_time"]
+            .as_str()
+            .expect("created_time");
+        time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
+            .expect("an RFC 3339 time")
+    }
+
     /// Create a token with the given policies; returns it.
     pub fn token_with_policies(&self, policies: &[&str]) -> String {
         let (status, body) = self.api("POST", "auth/token/create", Some(&serde_json::json!({ "policies": policies, "no_default_policy": false, "ttl": "1h" })));

@@ -1,0 +1,465 @@
+//! Delivered means the value matches: each key of a target Secret is compared with the value in
+//! Vault its mapping selects (path, field, version, decoding), both as keyed digests
+//! ([`crate::digest`]), so neither value is printed, logged or kept. A match proves delivery
+//! whatever the controllers' clocks say; a mismatch is looked up in the recent versions, so the
+//! report can say which one the Secret holds.
+//!
+//! A key whose value ESO or VSO changes on the way (a template that is more than one plain
+//! reference, a decoding vault-seed does not model, metadata instead of the value) is not
+//! compared: its mapping says why ([`Mapping::Opaque`]), and the callers fall back to their
+//! timing rules there.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use secrecy::ExposeSecret;
+use time::OffsetDateTime;
+
+use crate::digest::{Digest, Digester};
+use crate::kube::KeyDigest;
+use crate::mounts::Mounts;
+use crate::spec::Target;
+use crate::vault::kv::{Existing, FieldValue};
+use crate::vault::Vault;
+
+/// How many versions before the selected one a mismatch is looked for in.
+const RECENT: u64 = 5;
+
+/// How many older versions the search for a value's first version reads at most.
+const HISTORY: u64 = 50;
+
+/// How the controller decodes a Vault value before writing it into the Secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Decoding {
+    /// As it is (ESO's `None`, VSO always).
+    None,
+    /// Standard base64 (ESO's `Base64`: Go's `StdEncoding`).
+    Base64,
+    /// URL-safe base64 (ESO's `Base64URL`: Go's `URLEncoding`).
+    Base64Url,
+}
+
+/// Where one key of a target Secret takes its value from in Vault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// The spec's target: an index into the targets the [`Compare`] was made with.
+    pub target: usize,
+    /// The KV field.
+    pub field: String,
+    /// A pinned KV v2 version; `None` reads the current one.
+    pub version: Option<u64>,
+    /// How the value is decoded on the way.
+    pub decoding: Decoding,
+}
+
+/// What feeds one key of a target Secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mapping {
+    /// One Vault value, delivered as it is (or decoded as said).
+    Value(Source),
+    /// Something vault-seed does not reproduce: why, in a few words.
+    Opaque(String),
+}
+
+/// What one key of a target Secret holds, compared with Vault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Held {
+    /// The value of the version the mapping selects (`version`: `None` on KV v1), created at
+    /// `created`.
+    Selected {
+        /// Its KV v2 version.
+        version: Option<u64>,
+        /// When it was created in Vault.
+        created: Option<OffsetDateTime>,
+    },
+    /// Another value than the selected version's.
+    Other {
+        /// The version the mapping selects (`None` on KV v1).
+        selected: Option<u64>,
+        /// The recent older version whose value it holds, if one does.
+        older: Option<u64>,
+    },
+    /// Not compared, and why.
+    NotCompared(String),
+}
+
+/// One version of a path as read for comparing: each text field's digests.
+#[derive(Debug)]
+enum VersionRead {
+    Fields {
+        version: Option<u64>,
+        created: Option<OffsetDateTime>,
+        fields: HashMap<String, FieldDigests>,
+    },
+    /// Never written, trimmed, or its metadata deleted.
+    Absent,
+    /// Soft-deleted or destroyed: its value is not known.
+    Deleted,
+    /// The read failed: why (never a value).
+    Failed(String),
+}
+
+/// One field's value digested as each decoding delivers it (`None`: that decoding fails).
+#[derive(Debug, Clone, Copy)]
+struct FieldDigests {
+    raw: Digest,
+    base64: Option<Digest>,
+    base64_url: Option<Digest>,
+}
+
+impl FieldDigests {
+    fn of(digester: &Digester, value: &str) -> FieldDigests {
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+        use base64::Engine as _;
+        let decoded = |engine: &base64::engine::GeneralPurpose| {
+            engine
+                .decode(value.as_bytes())
+                .ok()
+                .map(zeroize::Zeroizing::new)
+                .map(|b| digester.of(&b))
+        };
+        FieldDigests {
+            raw: digester.of(value.as_bytes()),
+            base64: decoded(&STANDARD),
+            base64_url: decoded(&URL_SAFE),
+        }
+    }
+
+    fn as_delivered(&self, decoding: Decoding) -> Option<Digest> {
+        match decoding {
+            Decoding::None => Some(self.raw),
+            Decoding::Base64 => self.base64,
+            Decoding::Base64Url => self.base64_url,
+        }
+    }
+}
+
+/// Compares target Secrets' keys with Vault for one run: its own digest key, and each version
+/// read once.
+pub struct Compare<'a> {
+    vault: &'a Vault,
+    mounts: &'a Mounts,
+    targets: &'a [Target],
+    digester: Digester,
+    read: Mutex<Versions>,
+}
+
+/// The versions read, by (target index, version asked for).
+type Versions = HashMap<(usize, Option<u64>), Arc<VersionRead>>;
+
+impl<'a> Compare<'a> {
+    /// A comparer over `targets`; `None` when the OS gives no randomness for its key.
+    pub fn new(vault: &'a Vault, mounts: &'a Mounts, targets: &'a [Target]) -> Option<Self> {
+        Some(Compare {
+            vault,
+            mounts,
+            targets,
+            digester: Digester::new()?,
+            read: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The digester the Secrets' values must be digested with.
+    pub fn digester(&self) -> &Digester {
+        &self.digester
+    }
+
+    /// The targets the sources index.
+    pub fn targets(&self) -> &'a [Target] {
+        self.targets
+    }
+
+    /// Forget what was read (a new poll of `--wait` reads Vault again).
+    pub fn forget(&self) {
+        if let Ok(mut read) = self.read.lock() {
+            read.clear();
+        }
+    }
+
+    /// What the Secret's key, digested as `secret`, holds of `mapping`.
+    pub async fn held(&self, mapping: &Mapping, secret: &KeyDigest) -> Held {
+        let source = match mapping {
+            Mapping::Value(s) => s,
+            Mapping::Opaque(why) => return Held::NotCompared(why.clone()),
+        };
+        let Some(digest) = secret.digest else {
+            return Held::NotCompared("the Secret's value is not base64".into());
+        };
+        let selected = self.version(source.target, source.version).await;
+        let (version, created, found) = match &*selected {
+            VersionRead::Fields {
+                version,
+                created,
+                fields,
+            } => (*version, *created, fields.get(&source.field).copied()),
+            VersionRead::Absent => {
+                return Held::NotCompared("the version it selects is not in Vault".into())
+            }
+            VersionRead::Deleted => {
+                return Held::NotCompared("the version it selects is deleted in Vault".into())
+            }
+            VersionRead::Failed(why) => return Held::NotCompared(why.clone()),
+        };
+        let Some(field) = found else {
+            return Held::NotCompared(format!(
+                "field `{}` is not text in Vault (or not there)",
+                source.field
+            ));
+        };
+        match field.as_delivered(source.decoding) {
+            Some(d) if d == digest => return Held::Selected { version, created },
+            Some(_) => {}
+            None => return Held::NotCompared("its decoding fails on Vault's value".into()),
+        }
+        let older = match version {
+            Some(v) => self.older_match(source, v, digest).await,
+            None => None,
+        };
+        Held::Other {
+            selected: version,
+            older,
+        }
+    }
+
+    /// The newest of the `RECENT` versions before `v` whose value matches.
+    async fn older_match(&self, source: &Source, v: u64, digest: Digest) -> Option<u64> {
+        for n in (v.saturating_sub(RECENT).max(1)..v).rev() {
+            if self.matches(source, n, digest).await == Some(true) {
+                return Some(n);
+            }
+        }
+        None
+    }
+
+    /// Whether version `n` holds the value digested as `digest`; `None` when not known.
+    async fn matches(&self, source: &Source, n: u64, digest: Digest) -> Option<bool> {
+        match &*self.version(source.target, Some(n)).await {
+            VersionRead::Fields { fields, .. } => Some(
+                fields
+                    .get(&source.field)
+                    .and_then(|f| f.as_delivered(source.decoding))
+                    .is_some_and(|d| d == digest),
+            ),
+            VersionRead::Absent => Some(false),
+            VersionRead::Deleted | VersionRead::Failed(_) => None,
+        }
+    }
+
+    /// Since when Vault has had the value the key holds (`held`, of version `version` created at
+    /// `created`): the creation of the oldest version with that value. `None` when it cannot be
+    /// told (an older version deleted, a read failed, too long a history). A version trimmed by
+    /// `max_versions` ends the history.
+    pub async fn first_held(
+        &self,
+        mapping: &Mapping,
+        secret: &KeyDigest,
+        version: Option<u64>,
+        created: Option<OffsetDateTime>,
+    ) -> Option<OffsetDateTime> {
+        let (Mapping::Value(source), Some(digest)) = (mapping, secret.digest) else {
+            return None;
+        };
+        let mut first = created?;
+        let Some(v) = version else {
+            // KV v1 keeps no history: the value is as old as the secret's one version.
+            return Some(first);
+        };
+        if v > HISTORY + 1 {
+            return None;
+        }
+        for n in (1..v).rev() {
+            match &*self.version(source.target, Some(n)).await {
+                VersionRead::Fields {
+                    fields, created, ..
+                } => {
+                    let same = fields
+                        .get(&source.field)
+                        .and_then(|f| f.as_delivered(source.decoding))
+                        .is_some_and(|d| d == digest);
+                    if same {
+                        first = first.min((*created)?);
+                    }
+                }
+                VersionRead::Absent => break,
+                VersionRead::Deleted | VersionRead::Failed(_) => return None,
+            }
+        }
+        Some(first)
+    }
+
+    /// Version `n` (`None`: the current one) of target `i`, read once per run.
+    async fn version(&self, i: usize, n: Option<u64>) -> Arc<VersionRead> {
+        if let Some(hit) = self.read.lock().ok().and_then(|m| m.get(&(i, n)).cloned()) {
+            return hit;
+        }
+        let read = Arc::new(self.read_version(i, n).await);
+        if let Ok(mut m) = self.read.lock() {
+            m.insert((i, n), read.clone());
+        }
+        read
+    }
+
+    async fn read_version(&self, i: usize, n: Option<u64>) -> VersionRead {
+        let Some(t) = self.targets.get(i) else {
+            return VersionRead::Failed("not a path of the spec".into());
+        };
+        let Some(mount) = self.mounts.get(t.mount()) else {
+            return VersionRead::Failed(format!("mount `{}` cannot be read", t.mount()));
+        };
+        match self.vault.kv_read_at(mount, &t.path, n).await {
+            Ok(Existing::Present(p)) => VersionRead::Fields {
+                version: (p.version > 0).then_some(p.version),
+                created: p.created_time.as_deref().and_then(|c| {
+                    OffsetDateTime::parse(c, &time::format_description::well_known::Rfc3339).ok()
+                }),
+                fields: p
+                    .fields
+                    .iter()
+                    .filter_map(|(k, v)| match v {
+                        FieldValue::Text(s) => Some((
+                            k.clone(),
+                            FieldDigests::of(&self.digester, s.expose_secret()),
+                        )),
+                        FieldValue::NotText(_) => None,
+                    })
+                    .collect(),
+            },
+            Ok(Existing::Absent) => VersionRead::Absent,
+            Ok(Existing::Deleted { .. }) => VersionRead::Deleted,
+            Err(e) => VersionRead::Failed(format!("`{}` cannot be read: {e}", t.full_path())),
+        }
+    }
+}
+
+/// The decoding of an ESO `decodingStrategy`; `None` for one vault-seed does not reproduce
+/// (`Auto` guesses by the value's shape).
+pub fn eso_decoding(strategy: Option<&str>) -> Option<Decoding> {
+    match strategy.unwrap_or("None") {
+        "None" | "" => Some(Decoding::None),
+        "Base64" => Some(Decoding::Base64),
+        "Base64URL" => Some(Decoding::Base64Url),
+        _ => None,
+    }
+}
+
+/// What feeds each key of an ExternalSecret's target Secret, as ESO builds it: `dataFrom`
+/// first, then `spec.data` over it (external-secrets `externalsecret_controller_secret.go`,
+/// `GetProviderSecretData`). Keys a template renders are opaque, and with a template the
+/// others are too: whether ESO keeps them is the template's merge policy.
+pub fn eso_mappings(
+    es: &crate::kube::ExternalSecretInfo,
+    targets: &[Target],
+) -> Vec<(String, Mapping)> {
+    use crate::kube::DataFrom;
+    let mut out: Vec<(String, Mapping)> = Vec::new();
+    let mut put = |key: String, m: Mapping| match out.iter_mut().find(|(k, _)| *k == key) {
+        Some(e) => e.1 = m,
+        None => out.push((key, m)),
+    };
+    for d in &es.data_from {
+        if let DataFrom::Extract {
+            reference,
+            rewritten: false,
+        } = d
+        {
+            if reference.property.is_some() {
+                continue;
+            }
+            let Some(i) = target_index(targets, &reference.key) else {
+                continue;
+            };
+            for f in targets[i].fields.iter() {
+                put(f.name.clone(), eso_mapping(reference, i, &f.name));
+            }
+        }
+    }
+    for r in &es.data {
+        let m = match (target_index(targets, &r.key), &r.property) {
+            (Some(i), Some(p)) => eso_mapping(r, i, p),
+            (None, _) => Mapping::Opaque("not a path of the spec".into()),
+            (_, None) => Mapping::Opaque("the whole secret, as JSON".into()),
+        };
+        put(r.secret_key.clone(), m);
+    }
+    if !es.template.is_empty() {
+        for (key, m) in &mut out {
+            *m = Mapping::Opaque(if es.template.iter().any(|t| t.key == *key) {
+                "rendered by the target's template".into()
+            } else {
+                "the target has a template".into()
+            });
+        }
+        for t in &es.template {
+            if !out.iter().any(|(k, _)| *k == t.key) {
+                out.push((
+                    t.key.clone(),
+                    Mapping::Opaque("rendered by the target's template".into()),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// One remoteRef's field, as ESO delivers it.
+fn eso_mapping(r: &crate::kube::RemoteRef, target: usize, field: &str) -> Mapping {
+    if !r.as_is {
+        return Mapping::Opaque("`metadataPolicy` or `conversionStrategy` changes it".into());
+    }
+    let Some(decoding) = eso_decoding(r.decoding.as_deref()) else {
+        return Mapping::Opaque(format!(
+            "`decodingStrategy: {}` is not reproduced",
+            r.decoding.as_deref().unwrap_or_default()
+        ));
+    };
+    let version = match r.version.as_deref().map(str::parse::<u64>) {
+        None => None,
+        Some(Ok(v)) => Some(v),
+        Some(Err(_)) => return Mapping::Opaque("`remoteRef.version` is not a number".into()),
+    };
+    Mapping::Value(Source {
+        target,
+        field: field.to_string(),
+        version,
+        decoding,
+    })
+}
+
+/// The index of the target an ESO key names ([`super::eso::target_of_key`]'s rule).
+fn target_index(targets: &[Target], key: &str) -> Option<usize> {
+    let found = super::eso::target_of_key(targets, key)?;
+    targets.iter().position(|t| std::ptr::eq(t, found))
+}
+
+/// What feeds each key of a VaultStaticSecret's destination Secret: each field of the KV secret
+/// under its own name, unless a transformation may change the keys (VSO's
+/// `internal/helpers/secrets.go`, `makeK8sData`); `_raw` (the JSON of the whole data) is never
+/// compared.
+pub fn vso_mappings(
+    v: &crate::kube::VaultStaticSecretInfo,
+    targets: &[Target],
+) -> Vec<(String, Mapping)> {
+    let Some(found) = super::vso::target_of_vss(targets, v) else {
+        return Vec::new();
+    };
+    let Some(i) = targets.iter().position(|t| std::ptr::eq(t, found)) else {
+        return Vec::new();
+    };
+    targets[i]
+        .fields
+        .iter()
+        .map(|f| {
+            let m = if v.keys_transformed {
+                Mapping::Opaque("the destination has a transformation".into())
+            } else {
+                Mapping::Value(Source {
+                    target: i,
+                    field: f.name.clone(),
+                    version: v.pinned_version,
+                    decoding: Decoding::None,
+                })
+            };
+            (f.name.clone(), m)
+        })
+        .collect()
+}
