@@ -39,6 +39,8 @@ struct World {
     before: String,
     /// A minute after ESO wrote it.
     after: String,
+    /// The whole second Vault's version was created in.
+    second: OffsetDateTime,
 }
 
 fn rfc3339(t: OffsetDateTime) -> String {
@@ -80,6 +82,7 @@ fn world() -> World {
         changed,
         before: rfc3339(second - Duration::days(1)),
         after: rfc3339(second + Duration::seconds(62)),
+        second,
     }
 }
 
@@ -442,4 +445,154 @@ fn restart_needs_the_consumers_part() {
         .stderr_has("--restart needs the consumers part")
         .status(2)
         .check();
+}
+
+/// ESO copies the ExternalSecret's labels and annotations onto the Secret and updates it under
+/// its one field manager (external-secrets v2.9.0
+/// `pkg/controllers/externalsecret/externalsecret_controller_secret.go`, `ApplyTemplate` and the
+/// update in `createOrUpdateSecret`); the API server stamps that manager's `managedFields`
+/// entry with the time of any change of its fields (apimachinery v0.34
+/// `pkg/util/managedfields/internal/managedfieldsupdater.go`). So `verify --force-sync` (ESO's
+/// `force-sync` annotation) moves the Secret's "changed" time past pods that read the current
+/// data: they cannot be told from stale ones, and the verdict says so without failing.
+#[test]
+fn a_secret_restamped_by_an_annotation_after_the_pods_started_is_cannot_tell_not_stale() {
+    let w = world();
+    let restamped = rfc3339(w.second + Duration::minutes(5));
+    w.kube.put(with_data_manager(
+        secret(NS, "db", &[("password", VALUE)]),
+        "externalsecrets.external-secrets.io/db",
+        &restamped,
+    ));
+    w.kube.put(workload("Deployment", NS, "web", reads("env")));
+    w.pod("web", "web-1", &w.after);
+    let out = w.verify(&[]).expect_code(0);
+    let text = out.stdout_text();
+    has(&text, "---- Deployment apps/web");
+    has(
+        &text,
+        "cannot tell: reads `db` through env, and 1 pod(s) (`web-1`) started after Vault had the data it holds",
+    );
+    has(
+        &text,
+        "to be sure: kubectl -n apps rollout restart deployment/web",
+    );
+    has(
+        &text,
+        "verify auh1-dev: done; cannot tell for 1 workload(s) (consumers checked;",
+    );
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    assert_eq!(doc["ok"], true);
+    assert_eq!(
+        doc["cannot_tell"],
+        json!([{"part": "consumers", "count": 1, "what": "workload(s)"}])
+    );
+    let c = only_workload(&doc);
+    assert_eq!(
+        (c["ok"].clone(), c["cannot_tell"].clone()),
+        (json!(true), json!(true))
+    );
+    // The pods that did start before Vault had the data are still not done.
+    w.pod("web", "web-2", &w.before);
+    let out = w.verify(&[]).expect_code(1);
+    has(&out.stdout_text(), "FAIL Deployment apps/web");
+}
+
+/// The kubelet sets `status.startTime` when it takes the pod, before the image is pulled and
+/// before a container waiting for its Secret (`CreateContainerConfigError`) can start; env is
+/// resolved when the container starts (kubernetes v1.34 `pkg/kubelet/kubelet_pods.go`,
+/// `makeEnvironmentVariables`, at `StartContainer`). The container's `startedAt` counts.
+#[test]
+fn a_container_that_started_after_the_change_is_fresh_whatever_the_pods_start_time() {
+    let w = world();
+    let web = workload("Deployment", NS, "web", reads("env"));
+    w.kube.put(web.clone());
+    w.kube.run_accepted(&web, "web-1", &w.before, &w.after);
+    let out = w.verify(&[]).expect_code(0);
+    has(&out.stdout_text(), "ok   Deployment apps/web");
+    has(
+        &out.stdout_text(),
+        "its 1 pod(s) started after the data last changed",
+    );
+    // Its twin: the container itself started before Vault had the data.
+    w.kube.run_accepted(&web, "web-1", &w.before, &w.before);
+    w.verify(&[]).expect_code(1);
+}
+
+/// Only the workload's current pods count: Running and not being deleted (finished and evicted
+/// pods stay until pod garbage collection: kubernetes `pkg/controller/podgc`), owned through its
+/// current ReplicaSet (the one whose `deployment.kubernetes.io/revision` the Deployment carries),
+/// not pods of another owner that share its labels.
+#[test]
+fn finished_evicted_old_and_foreign_pods_do_not_count() {
+    let w = world();
+    let web = workload("Deployment", NS, "web", reads("env"));
+    w.kube.put(web.clone());
+    w.kube.run(&web, "web-now", &w.after);
+    let old = |name: &str, f: &dyn Fn(&mut Value)| {
+        let mut p = common::fake_kube::running_pod(&web, name, &w.before, &w.before);
+        f(&mut p);
+        w.kube.put(p);
+    };
+    old("web-done", &|p| p["status"]["phase"] = json!("Succeeded"));
+    old("web-failed", &|p| p["status"]["phase"] = json!("Failed"));
+    old("web-evicted", &|p| {
+        p["status"]["phase"] = json!("Failed");
+        p["status"]["reason"] = json!("Evicted");
+    });
+    old("web-going", &|p| {
+        p["metadata"]["deletionTimestamp"] = json!(w.after)
+    });
+    // A pod of the previous ReplicaSet, and one of another owner with the same labels.
+    let mut previous = common::fake_kube::current_replica_set(&web).unwrap();
+    previous["metadata"]["name"] = json!("web-4c7b8a6f5");
+    previous["metadata"]["uid"] = json!(common::fake_kube::uid_of("ReplicaSet", "web-4c7b8a6f5"));
+    previous["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = json!("0");
+    w.kube.put(previous.clone());
+    old("web-previous", &|p| {
+        p["metadata"]["ownerReferences"][0]["name"] = previous["metadata"]["name"].clone();
+        p["metadata"]["ownerReferences"][0]["uid"] = previous["metadata"]["uid"].clone();
+    });
+    w.kube.put(pod_of(NS, "web", "stray", &w.before));
+    let out = w.verify(&[]).expect_code(0);
+    has(&out.stdout_text(), "ok   Deployment apps/web");
+    has(
+        &out.stdout_text(),
+        "its 1 pod(s) started after the data last changed",
+    );
+    // Its twin: a current pod from before Vault had the data.
+    old("web-stale", &|_| {});
+    has(
+        &w.verify(&[]).expect_code(1).stdout_text(),
+        "1 pod(s) started before its data changed",
+    );
+}
+
+/// A value written again as a new version was in Vault since the first: a container started
+/// between the two versions may hold it, so it is not proven stale.
+#[test]
+fn a_value_written_again_counts_from_its_first_version() {
+    let w = world();
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    w.bao.kv_put(
+        "secret",
+        "core-service/auh1-dev/db",
+        json!({ "password": VALUE }),
+    );
+    let second = w
+        .bao
+        .kv_created("secret", "core-service/auh1-dev/db")
+        .replace_nanosecond(0)
+        .unwrap();
+    assert!(second >= w.second + Duration::seconds(2));
+    w.kube.put(with_data_manager(
+        secret(NS, "db", &[("password", VALUE)]),
+        "externalsecrets.external-secrets.io/db",
+        &rfc3339(second + Duration::seconds(1)),
+    ));
+    w.kube.put(workload("Deployment", NS, "web", reads("env")));
+    // After version 1 was created, before version 2.
+    w.pod("web", "web-1", &rfc3339(w.second + Duration::seconds(1)));
+    let out = w.verify(&[]).expect_code(0);
+    has(&out.stdout_text(), "cannot tell: reads `db` through env");
 }

@@ -8,7 +8,7 @@ use crate::common;
 use crate::verify::{healthy_cluster, vault_value, vault_with, RUNBOOK_POLICY};
 
 use common::fake_kube::FakeKube;
-use common::{OpenBao, Run};
+use common::{has, OpenBao, Run};
 use serde_json::{json, Value};
 
 const NS: &str = "ask";
@@ -72,7 +72,51 @@ fn the_healthy_cluster_is_done_and_its_targets_are_checked() {
     let check = core_check(&bao, &kube, &[]);
     assert_eq!(check["ok"], true, "{check:#}");
     assert_eq!(check["target_checked"], true);
+    assert_eq!(check["values_match"], true);
     assert_eq!(check["notes"], json!([]));
+}
+
+/// What ESO writes is the proof: a Secret holding Vault's values is delivered even when
+/// `refreshTime` (whole seconds, the reconcile's start: external-secrets v2.9.0
+/// `externalsecret_controller.go`, `markAsDone`) reads as before the write; one holding an
+/// older version's value is not, and says which version it holds.
+#[test]
+fn delivery_is_judged_by_the_values_the_target_secret_holds() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster(&bao);
+    let created = bao.kv_created("secret", SALT);
+    let second_before = (created.replace_nanosecond(0).unwrap() - time::Duration::seconds(1))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    kube.update("ExternalSecret", Some(NS), CORE, |es| {
+        es["status"]["refreshTime"] = json!(second_before)
+    });
+    let check = core_check(&bao, &kube, &[]);
+    assert_eq!(check["ok"], true, "{check:#}");
+    assert_eq!(check["values_match"], true);
+    // The machine token rotated; ESO has not synced since: the Secret holds version 1's value.
+    kube.update("ExternalSecret", Some(NS), CORE, |es| {
+        es["status"]["refreshTime"] = json!(from_now(0))
+    });
+    Run::new(&bao)
+        .real_specs()
+        .args([
+            "rotate",
+            "auh1-dev",
+            "APP__CORE_SERVICES_MACHINE_TOKEN",
+            "--yes",
+        ])
+        .status(0)
+        .check();
+    let out = verify(&bao, &kube, &[]).status(1).check();
+    has(
+        &out.stdout_text(),
+        "target Secret `ask/core-service-secret` key `APP__CORE_SERVICES_MACHINE_TOKEN` does not hold the value in Vault (version 2): it holds version 1's",
+    );
+    assert_eq!(core_check(&bao, &kube, &[])["values_match"], false);
+    // ESO syncs: done again.
+    crate::verify::delivered(&bao, &kube);
+    verify(&bao, &kube, &[]).status(0).check();
 }
 
 // ----- 2. A Ready that is not about the current object -----
