@@ -1591,6 +1591,83 @@ mod tests {
             .contains("secretKeyRef.name"));
     }
 
+    fn pod(name: &str, phase: &str, owner_uid: &str, revision: Option<&str>) -> PodInfo {
+        PodInfo {
+            name: name.into(),
+            phase: Some(phase.into()),
+            deleting: false,
+            owner: Some(crate::kube::Owner {
+                kind: "ReplicaSet".into(),
+                name: "x".into(),
+                uid: owner_uid.into(),
+            }),
+            revision: revision.map(Into::into),
+            containers: Vec::new(),
+            bad_start: false,
+        }
+    }
+
+    fn rs(uid: &str, owner_uid: &str, revision: &str) -> ReplicaSetInfo {
+        ReplicaSetInfo {
+            name: uid.into(),
+            uid: uid.into(),
+            owner: Some(crate::kube::Owner {
+                kind: "Deployment".into(),
+                name: "web".into(),
+                uid: owner_uid.into(),
+            }),
+            revision: Some(revision.into()),
+            rollout_hash: None,
+        }
+    }
+
+    fn names(pods: Vec<&PodInfo>) -> Vec<&str> {
+        pods.iter().map(|p| p.name.as_str()).collect()
+    }
+
+    #[test]
+    fn only_the_current_running_pods_of_the_workload_count() {
+        let obj = json!({"metadata": {"uid": "d1", "annotations": {"deployment.kubernetes.io/revision": "2"}}});
+        let on = Workload {
+            kind: WorkloadKind::Deployment,
+            ns: "ns",
+            obj: &obj,
+        };
+        let sets = [
+            rs("rs2", "d1", "2"),
+            rs("rs1", "d1", "1"),
+            rs("other", "d9", "2"),
+        ];
+        let mut going = pod("going", "Running", "rs2", None);
+        going.deleting = true;
+        let pods = [
+            pod("now", "Running", "rs2", None),
+            pod("done", "Succeeded", "rs2", None),
+            pod("evicted", "Failed", "rs2", None),
+            pod("pending", "Pending", "rs2", None),
+            pod("previous", "Running", "rs1", None),
+            pod("foreign", "Running", "other", None),
+            going,
+        ];
+        assert_eq!(names(current_pods(&on, &pods, &sets)), ["now"]);
+        // Which ReplicaSet is current cannot be told: every one of its own counts.
+        let obj = json!({"metadata": {"uid": "d1"}});
+        let on = Workload { obj: &obj, ..on };
+        assert_eq!(names(current_pods(&on, &pods, &sets)), ["now", "previous"]);
+        // A StatefulSet's pods of its update revision.
+        let obj = json!({"metadata": {"uid": "s1"}, "status": {"updateRevision": "web-2"}});
+        let on = Workload {
+            kind: WorkloadKind::StatefulSet,
+            obj: &obj,
+            ..on
+        };
+        let pods = [
+            pod("web-0", "Running", "s1", Some("web-2")),
+            pod("web-1", "Running", "s1", Some("web-1")),
+        ];
+        assert_eq!(names(current_pods(&on, &pods, &[])), ["web-0"]);
+    }
+
     #[test]
     fn restart_commands() {
         assert_eq!(

@@ -463,3 +463,114 @@ pub fn vso_mappings(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::{DataFrom, RemoteRef, TemplateEntry};
+    use crate::replace::tests::target;
+
+    fn remote(secret_key: &str, key: &str, property: Option<&str>) -> RemoteRef {
+        RemoteRef {
+            secret_key: secret_key.into(),
+            key: key.into(),
+            property: property.map(Into::into),
+            version: None,
+            decoding: None,
+            as_is: true,
+        }
+    }
+
+    fn source(target: usize, field: &str) -> Mapping {
+        Mapping::Value(Source {
+            target,
+            field: field.into(),
+            version: None,
+            decoding: Decoding::None,
+        })
+    }
+
+    #[test]
+    fn each_key_is_fed_as_eso_builds_the_secret() {
+        let targets = [
+            target("app", "db", &["password", "user"]),
+            target("app", "api", &["value"]),
+        ];
+        let mut es = super::super::eso::tests::es(Some(true), Some(1));
+        es.data = vec![
+            remote("PASSWORD", "app/dev/db", Some("password")),
+            remote("WHOLE", "secret/app/dev/api", None),
+            remote("ELSEWHERE", "other/dev/x", Some("value")),
+        ];
+        es.data_from = vec![DataFrom::Extract {
+            reference: remote("", "app/dev/db", None),
+            rewritten: false,
+        }];
+        // `spec.data` over `dataFrom`: `user` from the extract, `password` too (no clash).
+        let m = eso_mappings(&es, &targets);
+        let get = |k: &str| m.iter().find(|(key, _)| key == k).map(|(_, m)| m.clone());
+        assert_eq!(get("password"), Some(source(0, "password")));
+        assert_eq!(get("user"), Some(source(0, "user")));
+        assert_eq!(get("PASSWORD"), Some(source(0, "password")));
+        assert!(matches!(get("WHOLE"), Some(Mapping::Opaque(w)) if w.contains("JSON")));
+        assert!(matches!(get("ELSEWHERE"), Some(Mapping::Opaque(_))));
+        // A pinned version, and the decodings ESO applies; `Auto` guesses, so it is not compared.
+        es.data = vec![RemoteRef {
+            version: Some("3".into()),
+            decoding: Some("Base64URL".into()),
+            ..remote("K", "app/dev/api", Some("value"))
+        }];
+        es.data_from.clear();
+        assert_eq!(
+            eso_mappings(&es, &targets)[0].1,
+            Mapping::Value(Source {
+                target: 1,
+                field: "value".into(),
+                version: Some(3),
+                decoding: Decoding::Base64Url,
+            })
+        );
+        for (r, why) in [
+            (
+                RemoteRef {
+                    decoding: Some("Auto".into()),
+                    ..remote("K", "app/dev/api", Some("value"))
+                },
+                "decodingStrategy: Auto",
+            ),
+            (
+                RemoteRef {
+                    as_is: false,
+                    ..remote("K", "app/dev/api", Some("value"))
+                },
+                "metadataPolicy",
+            ),
+        ] {
+            es.data = vec![r];
+            assert!(
+                matches!(&eso_mappings(&es, &targets)[0].1, Mapping::Opaque(w) if w.contains(why))
+            );
+        }
+        // A template renders its keys: none is compared.
+        es.data = vec![remote("password", "app/dev/db", Some("password"))];
+        es.template = vec![TemplateEntry {
+            key: "DSN".into(),
+            reads: vec!["password".into()],
+        }];
+        let m = eso_mappings(&es, &targets);
+        assert_eq!(m.len(), 2);
+        assert!(m.iter().all(|(_, m)| matches!(m, Mapping::Opaque(_))));
+    }
+
+    #[test]
+    fn a_value_is_digested_as_each_decoding_delivers_it() {
+        let d = Digester::new().unwrap();
+        let f = FieldDigests::of(&d, "aGk_"); // "hi?" in URL-safe base64
+        assert_eq!(f.as_delivered(Decoding::None), Some(d.of(b"aGk_")));
+        assert_eq!(f.as_delivered(Decoding::Base64Url), Some(d.of(b"hi?")));
+        assert_eq!(f.as_delivered(Decoding::Base64), None);
+        assert_eq!(eso_decoding(None), Some(Decoding::None));
+        assert_eq!(eso_decoding(Some("Base64")), Some(Decoding::Base64));
+        assert_eq!(eso_decoding(Some("Auto")), None);
+    }
+}
