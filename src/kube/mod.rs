@@ -15,6 +15,7 @@ mod argocd;
 mod config;
 mod error;
 mod list;
+pub mod names;
 mod status;
 mod store;
 mod value;

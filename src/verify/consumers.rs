@@ -28,6 +28,7 @@ use time::OffsetDateTime;
 use super::delivery::{self, Compare, Held, Mapping};
 use super::findings::{any_problem, before_in_whole_seconds, rfc3339, Finding, Lines, Severity};
 use super::{Checked, Part, Progress, Request};
+use crate::kube::names::is_dns1123_subdomain;
 use crate::kube::{
     DataChange, EsoCluster, KeyDigest, KubeError, PodInfo, ReplicaSetInfo, WorkloadKind,
 };
@@ -397,6 +398,12 @@ impl ConsumersPart {
     }
 }
 
+/// A workload's name as shown: escaped (control characters written out) and capped, so that
+/// what a terminal shows is what the cluster sent.
+fn shown_name(name: &str) -> String {
+    crate::text::cap(&crate::text::escaped(name)).into_owned()
+}
+
 /// The `kubectl` command that restarts a workload.
 pub fn restart_command(kind: WorkloadKind, ns: &str, name: &str) -> String {
     match kind {
@@ -609,11 +616,15 @@ pub async fn restarts(
                 let restart = |secret: &str, how, restarted_by| Restart {
                     kind: kind.kind(),
                     namespace: ns.to_string(),
-                    name: crate::text::cap(name).into_owned(),
+                    name: shown_name(name),
                     secret: secret.to_string(),
                     how,
                     restarted_by,
-                    command: restart_command(kind, ns, name),
+                    command: if is_dns1123_subdomain(name) {
+                        restart_command(kind, ns, name)
+                    } else {
+                        "(not a valid Kubernetes name: no command is offered)".into()
+                    },
                 };
                 let readable = shape_problem(kind, &obj).is_none();
                 let Some(c) = readable
@@ -885,7 +896,7 @@ fn judge_workload(
     let mut w = WorkloadCheck {
         kind: kind.kind(),
         namespace: ns.to_string(),
-        name: crate::text::cap(name).into_owned(),
+        name: shown_name(name),
         ok: true,
         checked: true,
         cannot_tell: false,
@@ -898,6 +909,17 @@ fn judge_workload(
         findings: Vec::new(),
         kind_of: Some(kind),
     };
+    if !is_dns1123_subdomain(name) {
+        // A name the API server would refuse: shown escaped, never put in a command to paste.
+        w.findings.push(ConsumerFinding::Shape {
+            what: format!(
+                "its name `{}` is not a valid Kubernetes name, so no restart is offered for it",
+                w.name
+            ),
+        });
+        finish(&mut w);
+        return Some(w);
+    }
     if let Some(what) = shape_problem(kind, obj) {
         // Whether it reads a target is not known: named, never taken as not reading.
         w.findings.push(ConsumerFinding::Shape { what });

@@ -416,7 +416,7 @@ fn without_reading_the_secret_an_env_reader_is_not_checked_never_ok() {
 #[test]
 fn odd_shapes_are_named_and_not_taken_as_fine_and_cluster_text_is_cleaned() {
     let w = world();
-    let mut odd = workload("Deployment", NS, "odd\u{1b}[31mred", reads("env"));
+    let mut odd = workload("Deployment", NS, "odd", reads("env"));
     odd["spec"]["template"]["spec"]["containers"] = json!("not a list");
     w.kube.put(odd);
     let mut by_ref = workload("Rollout", NS, "by-ref", reads("env"));
@@ -434,6 +434,28 @@ fn odd_shapes_are_named_and_not_taken_as_fine_and_cluster_text_is_cleaned() {
     has(&text, "`spec.workloadRef`");
     has(&text, "FAIL Deployment apps/no-selector");
     has(&text, "`spec.selector` is empty");
+}
+
+/// A name the API server would refuse, sent by a hostile cluster: with its escape sequence cut
+/// out, `evil\e]8;;\a-web` would read as another workload in a fix line to paste. It is shown
+/// escaped, is not done, and gets no fix line and no restart.
+#[test]
+fn a_workload_name_that_is_not_a_kubernetes_name_is_shown_escaped_and_never_restarted() {
+    let w = world();
+    let name = "evil\u{1b}]8;;\u{7}-web";
+    w.kube.put(workload("Deployment", NS, name, reads("env")));
+    w.pod(name, "evil-1", &w.before);
+    let out = w.verify(&["--restart"]).expect_code(1);
+    let text = out.stdout_text();
+    assert!(!text.contains('\u{1b}'), "{text}");
+    has(&text, "FAIL Deployment apps/evil\\u{1b}]8;;\\u{7}-web");
+    has(
+        &text,
+        "is not a valid Kubernetes name, so no restart is offered for it",
+    );
+    assert!(!text.contains("fix:"), "{text}");
+    assert!(!text.contains("rollout restart"), "{text}");
+    assert!(w.kube.patches().is_empty(), "a restart was sent");
 }
 
 #[test]

@@ -72,13 +72,7 @@ pub(super) const K8S_NAMESPACE_HELP: &str = "a DNS-1123 label: at most 63 lowerc
 /// A Kubernetes namespace: a DNS-1123 label (k8s.io/apimachinery
 /// `pkg/api/validation/generic.go`: `ValidateNamespaceName = NameIsDNSLabel`).
 pub(super) fn check_k8s_namespace(n: &str) -> Result<(), String> {
-    let ok = !n.is_empty()
-        && n.len() <= 63
-        && n.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && n.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && n.ends_with(|c: char| c.is_ascii_alphanumeric());
-    match ok {
+    match crate::kube::names::is_dns1123_label(n) {
         true => Ok(()),
         false => Err("is not a valid Kubernetes namespace name".into()),
     }
@@ -101,12 +95,7 @@ pub(super) fn take_k8s_namespace(
 
 /// A Kubernetes object name (DNS-1123 subdomain, lowercase).
 pub(super) fn check_k8s_name(cx: &mut Cx<'_>, n: &str, span: Span, what: &str) -> bool {
-    let ok = !n.is_empty()
-        && n.len() <= 253
-        && n.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        && n.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && n.ends_with(|c: char| c.is_ascii_alphanumeric());
+    let ok = crate::kube::names::is_dns1123_subdomain(n);
     if !ok {
         cx.err(span, format!("{what} `{}` is not a valid Kubernetes name", shown(n)), Some("lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit".into()));
     }
