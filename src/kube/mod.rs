@@ -22,7 +22,7 @@ mod value;
 mod vso;
 mod workloads;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -546,6 +546,39 @@ impl EsoCluster {
                 vso::vso_object_info(&value, kind)
             })
             .collect()
+    }
+
+    /// The namespaces the Vault Secrets Operator's controller runs in: those of the Deployments
+    /// its Helm chart labels `app.kubernetes.io/name=vault-secrets-operator` (VSO v1.4.1
+    /// `chart/templates/deployment.yaml`). VSO takes its defaults (`default` VaultConnection
+    /// and VaultAuth) from its own namespace (`internal/common/common.go`,
+    /// `OperatorNamespace`, from `OPERATOR_POD_NAMESPACE`).
+    pub async fn vso_operator_namespaces(&self) -> Result<BTreeSet<String>, KubeError> {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apps", "v1", "Deployment"),
+            "deployments",
+        );
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+        let selector = "app.kubernetes.io/name=vault-secrets-operator";
+        let list = api
+            .list(&ListParams::default().labels(selector))
+            .await
+            .map_err(|e| {
+                self.error(
+                    e,
+                    Op {
+                        verb: "list",
+                        resource: "deployments.apps".into(),
+                        namespace: None,
+                        name: selector,
+                    },
+                )
+            })?;
+        Ok(list
+            .items
+            .iter()
+            .filter_map(|d| d.metadata.namespace.clone())
+            .collect())
     }
 
     /// Annotate a VaultStaticSecret with `vault-seed/force-sync=<unix time>` (JSON merge patch):

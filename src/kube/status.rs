@@ -116,6 +116,9 @@ pub struct TemplateEntry {
     pub key: String,
     /// Names the template's actions read from the fetched data.
     pub reads: Vec<String>,
+    /// The fetched key whose value the entry is, when its text is one plain reference to it
+    /// and nothing else (`{{ .password }}`): ESO then writes that value unchanged.
+    pub plain: Option<String>,
 }
 
 /// A field of an object that is missing or not of its type: reported, never taken as matching.
@@ -172,6 +175,13 @@ pub struct ExternalSecretInfo {
     pub data_from: Vec<DataFrom>,
     /// `spec.target.template.data`, by key; empty without a template.
     pub template: Vec<TemplateEntry>,
+    /// ESO keeps the fetched keys beside the template's ([`crate::order::producers::keeps_fetched_keys`]):
+    /// no template, `mergePolicy: Merge`, or a template with neither `data` nor `templateFrom`.
+    pub keeps_fetched: bool,
+    /// `spec.target.template.templateFrom` has entries: keys only ESO knows.
+    pub template_from: bool,
+    /// `spec.refreshPolicy` (`Periodic`, `OnChange`, `CreatedOnce`), when set.
+    pub refresh_policy: Option<String>,
     /// Fields missing or not of their type.
     pub bad_fields: Vec<BadField>,
     /// The target Secret: `spec.target.name`, else `name`.
@@ -449,6 +459,7 @@ impl FieldReader {
                 Some(text) => out.push(TemplateEntry {
                     key: key.clone(),
                     reads: template_reads(text),
+                    plain: plain_reference(text),
                 }),
                 None => self.bad(format!("{AT}/{key}"), "is not a string"),
             }
@@ -478,6 +489,17 @@ impl FieldReader {
         });
         (generation, synced_generation)
     }
+}
+
+/// The fetched key a template text is exactly one plain reference to (`{{ .key }}`, spaces
+/// and Go's `{{-`/`-}}` trims allowed, nothing around it).
+pub fn plain_reference(text: &str) -> Option<String> {
+    let inner = text.strip_prefix("{{")?.strip_suffix("}}")?;
+    let inner = inner.strip_prefix('-').unwrap_or(inner);
+    let inner = inner.strip_suffix('-').unwrap_or(inner).trim();
+    let name = inner.strip_prefix('.')?;
+    (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .then(|| name.to_string())
 }
 
 /// The names a Go template's actions (`{{ ... }}`) read from the data: `.name` (not a field of
@@ -554,7 +576,17 @@ pub fn external_secret_info(
     let data = fields.data(obj);
     let data_from = fields.data_from(obj);
     let template = fields.template(obj);
+    let template_obj = obj.pointer("/spec/target/template");
+    let keeps_fetched = crate::order::producers::keeps_fetched_keys(template_obj);
+    let template_from = template_obj
+        .and_then(|t| t.get("templateFrom"))
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    let refresh_policy = fields.string(obj, "", "/spec/refreshPolicy", false);
     Ok(ExternalSecretInfo {
+        keeps_fetched,
+        template_from,
+        refresh_policy,
         refresh_time: time_at(obj, "/status/refreshTime", KIND, &object)?,
         synced_resource_version,
         generation,

@@ -123,6 +123,23 @@ pub const VSO_KINDS: [&str; 4] = [
     "HCPVaultSecretsApp",
 ];
 
+/// Whether ESO keeps the fetched keys in the target Secret beside a `spec.target.template`
+/// (`None`: no template): with `mergePolicy: Merge`, or a template with neither `data` nor
+/// `templateFrom`; the default `Replace` writes only the template's keys (external-secrets
+/// v2.9.0 `pkg/controllers/externalsecret/externalsecret_controller_template.go`,
+/// `ApplyTemplate`; the default in `apis/externalsecrets/v1/externalsecret_types.go`).
+pub fn keeps_fetched_keys(template: Option<&Value>) -> bool {
+    let Some(t) = template.filter(|t| t.is_object()) else {
+        return true;
+    };
+    let has = |k: &str| match t.get(k) {
+        Some(Value::Object(m)) => !m.is_empty(),
+        Some(Value::Array(a)) => !a.is_empty(),
+        _ => false,
+    };
+    str_at(t, &["mergePolicy"]) == Some("Merge") || (!has("data") && !has("templateFrom"))
+}
+
 fn keys_of(v: Option<&Value>) -> BTreeSet<String> {
     v.and_then(Value::as_object)
         .map(|m| m.keys().cloned().collect())
@@ -243,13 +260,7 @@ fn external_secret(name: &str, namespace: Option<String>, value: &Value) -> Opti
         .and_then(|t| t.get("templateFrom"))
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty());
-    let merge_fetched = match template {
-        None => true,
-        Some(t) => {
-            str_at(t, &["mergePolicy"]) == Some("Merge")
-                || (template_keys.is_empty() && !template_from)
-        }
-    };
+    let merge_fetched = keeps_fetched_keys(template);
     let mut known = template_keys;
     let mut unknowable = Vec::new();
     if template_from {

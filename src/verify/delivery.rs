@@ -344,8 +344,9 @@ pub fn eso_decoding(strategy: Option<&str>) -> Option<Decoding> {
 
 /// What feeds each key of an ExternalSecret's target Secret, as ESO builds it: `dataFrom`
 /// first, then `spec.data` over it (external-secrets `externalsecret_controller_secret.go`,
-/// `GetProviderSecretData`). Keys a template renders are opaque, and with a template the
-/// others are too: whether ESO keeps them is the template's merge policy.
+/// `GetProviderSecretData`), then the template over it (`ApplyTemplate`): a key whose entry is
+/// one plain reference to a fetched key holds that key's value, other rendered keys are opaque,
+/// and the fetched keys stay only under `mergePolicy: Merge`.
 pub fn eso_mappings(
     es: &crate::kube::ExternalSecretInfo,
     targets: &[Target],
@@ -381,24 +382,42 @@ pub fn eso_mappings(
         };
         put(r.secret_key.clone(), m);
     }
-    if !es.template.is_empty() {
-        for (key, m) in &mut out {
-            *m = Mapping::Opaque(if es.template.iter().any(|t| t.key == *key) {
-                "rendered by the target's template".into()
-            } else {
-                "the target has a template".into()
-            });
-        }
-        for t in &es.template {
-            if !out.iter().any(|(k, _)| *k == t.key) {
-                out.push((
-                    t.key.clone(),
-                    Mapping::Opaque("rendered by the target's template".into()),
-                ));
-            }
+    templated(es, out)
+}
+
+/// The keys after ESO's template (`ApplyTemplate`) over the fetched ones `out`.
+fn templated(
+    es: &crate::kube::ExternalSecretInfo,
+    out: Vec<(String, Mapping)>,
+) -> Vec<(String, Mapping)> {
+    if es.template.is_empty() && !es.template_from {
+        return out;
+    }
+    // A template entry that is one plain reference to a fetched key writes that key's value
+    // unchanged; any other text is rendered. The fetched keys stay only when ESO keeps them.
+    let mut templated: Vec<(String, Mapping)> = Vec::new();
+    for t in &es.template {
+        let m = t
+            .plain
+            .as_ref()
+            .and_then(|p| out.iter().find(|(k, _)| k == p))
+            .map(|(_, m)| m.clone())
+            .unwrap_or_else(|| Mapping::Opaque("rendered by the target's template".into()));
+        templated.push((t.key.clone(), m));
+    }
+    let mut kept = if es.keeps_fetched { out } else { Vec::new() };
+    if es.template_from {
+        for (_, m) in &mut kept {
+            *m = Mapping::Opaque("the target's `templateFrom` may render it".into());
         }
     }
-    out
+    for (k, m) in templated {
+        match kept.iter_mut().find(|(key, _)| *key == k) {
+            Some(e) => e.1 = m,
+            None => kept.push((k, m)),
+        }
+    }
+    kept
 }
 
 /// One remoteRef's field, as ESO delivers it.
@@ -551,15 +570,36 @@ mod tests {
                 matches!(&eso_mappings(&es, &targets)[0].1, Mapping::Opaque(w) if w.contains(why))
             );
         }
-        // A template renders its keys: none is compared.
+    }
+
+    #[test]
+    fn a_template_writes_its_keys_and_keeps_the_fetched_ones_only_under_merge() {
+        let targets = [target("app", "db", &["password", "user"])];
+        let mut es = super::super::eso::tests::es(Some(true), Some(1));
         es.data = vec![remote("password", "app/dev/db", Some("password"))];
-        es.template = vec![TemplateEntry {
-            key: "DSN".into(),
-            reads: vec!["password".into()],
-        }];
+        es.template = vec![
+            TemplateEntry {
+                key: "DSN".into(),
+                reads: vec!["password".into()],
+                plain: None,
+            },
+            TemplateEntry {
+                key: "DB_PASSWORD".into(),
+                reads: vec!["password".into()],
+                plain: Some("password".into()),
+            },
+        ];
+        // `mergePolicy: Replace` (the default): only the template's keys.
+        es.keeps_fetched = false;
         let m = eso_mappings(&es, &targets);
         assert_eq!(m.len(), 2);
-        assert!(m.iter().all(|(_, m)| matches!(m, Mapping::Opaque(_))));
+        assert!(matches!(&m[0], (k, Mapping::Opaque(_)) if k == "DSN"));
+        assert_eq!(m[1], ("DB_PASSWORD".into(), source(0, "password")));
+        // `Merge`: the fetched keys too.
+        es.keeps_fetched = true;
+        let m = eso_mappings(&es, &targets);
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[0], ("password".into(), source(0, "password")));
     }
 
     #[test]

@@ -10,7 +10,9 @@ use time::OffsetDateTime;
 
 use super::delivery::{self, Compare, Held};
 use super::facts::{Facts, PathFacts};
-use super::findings::{any_problem, colon, joined, rfc3339, Finding, Lines, Severity};
+use super::findings::{
+    any_problem, before_in_whole_seconds, colon, joined, rfc3339, Finding, Lines, Severity,
+};
 use super::store::{self, StoreFinding, StoreUser};
 use crate::generate::Generator;
 use crate::kube::{
@@ -143,11 +145,25 @@ pub struct Wanted {
     pub skip_target_secrets: bool,
 }
 
+/// Whether ESO syncs it only once: `refreshPolicy: CreatedOnce` refreshes only while it has
+/// never synced, whatever its annotations (external-secrets v2.9.0
+/// `pkg/controllers/externalsecret/externalsecret_controller.go`, `shouldRefresh`).
+fn created_once(es: &ExternalSecretInfo) -> bool {
+    es.refresh_policy.as_deref() == Some("CreatedOnce")
+}
+
 /// Annotate each wanted ExternalSecret with `force-sync=<unix time>`; returns what was done.
+/// One that ESO syncs only once is left alone and said so.
 pub async fn force_sync(cluster: &EsoCluster, wanted: &Wanted) -> Vec<String> {
     let mut done = Vec::new();
     for (ns, name) in &wanted.external_secrets {
         let version = match cluster.external_secret(ns, name).await {
+            Ok(Some(es)) if created_once(&es) => {
+                done.push(format!(
+                    "did not annotate ExternalSecret `{ns}/{name}`: its `refreshPolicy: CreatedOnce` makes ESO ignore force-sync (deleting its target Secret makes it sync again)"
+                ));
+                continue;
+            }
             Ok(Some(es)) => es.api_version,
             // Its check says it does not exist.
             Ok(None) => continue,
@@ -246,10 +262,12 @@ pub(crate) enum EsFinding {
     ReadyConflict { states: Vec<String> },
     /// `metadata.deletionTimestamp` is set.
     Deleting { since: String },
-    /// Ready, but synced before the secret was created in Vault.
+    /// Ready, but synced before the secret was created in Vault (`created_once`: its
+    /// `refreshPolicy: CreatedOnce` makes ESO ignore `--force-sync`).
     SyncedBeforeSeeding {
         refreshed: OffsetDateTime,
         created: OffsetDateTime,
+        created_once: bool,
     },
     /// Ready without a `refreshTime`.
     NeverSynced,
@@ -372,10 +390,19 @@ impl Finding for EsFinding {
             | RefreshInFuture { .. }
             | ReadyConflict { .. }
             | Deleting { .. } => self.currency_message(),
-            SyncedBeforeSeeding { refreshed, created } => format!(
-                "Ready, but last synced at {} — before the secret was created in Vault at {}: the Ready is from before seeding (try --force-sync)",
+            SyncedBeforeSeeding {
+                refreshed,
+                created,
+                created_once,
+            } => format!(
+                "Ready, but last synced at {} — before the secret was created in Vault at {}: the Ready is from before seeding ({})",
                 rfc3339(*refreshed),
-                rfc3339(*created)
+                rfc3339(*created),
+                if *created_once {
+                    "its `refreshPolicy: CreatedOnce` makes ESO ignore --force-sync; deleting its target Secret makes it sync again"
+                } else {
+                    "try --force-sync"
+                }
             ),
             NeverSynced => "Ready, but it has no `refreshTime`: it never synced".into(),
             NotReady { reason, message } => format!(
@@ -1189,19 +1216,29 @@ fn data_from(
     newest
 }
 
-/// The keys of the target Secret it maps: each `secretKey`, and the fields of each spec path
-/// `dataFrom.extract` reads without renaming them.
+/// The keys of the target Secret it maps: each `secretKey` and the fields of each spec path
+/// `dataFrom.extract` reads without renaming them, when ESO keeps the fetched keys (no
+/// template, or `mergePolicy: Merge`: [`crate::order::producers::keeps_fetched_keys`]); and
+/// each key of `template.data`, which ESO always writes.
 fn mapped_keys(ctx: &Ctx<'_>, es: &ExternalSecretInfo) -> Vec<String> {
-    let mut keys: Vec<String> = es.data.iter().map(|r| r.secret_key.clone()).collect();
-    for d in &es.data_from {
-        if let DataFrom::Extract {
-            reference,
-            rewritten: false,
-        } = d
-        {
-            if let (Some(t), None) = (spec_target(ctx, &reference.key), &reference.property) {
-                keys.extend(t.fields.iter().map(|f| f.name.clone()));
+    let mut keys: Vec<String> = Vec::new();
+    if es.keeps_fetched {
+        keys.extend(es.data.iter().map(|r| r.secret_key.clone()));
+        for d in &es.data_from {
+            if let DataFrom::Extract {
+                reference,
+                rewritten: false,
+            } = d
+            {
+                if let (Some(t), None) = (spec_target(ctx, &reference.key), &reference.property) {
+                    keys.extend(t.fields.iter().map(|f| f.name.clone()));
+                }
             }
+        }
+    }
+    for t in &es.template {
+        if !keys.contains(&t.key) {
+            keys.push(t.key.clone());
         }
     }
     keys
@@ -1294,9 +1331,14 @@ fn field_finding(path: &str, field: &str, f: &PathFacts) -> Option<EsFinding> {
 /// Ready, and synced after the newest path it reads was created in Vault.
 fn readiness(es: &ExternalSecretInfo, newest_created: Option<OffsetDateTime>) -> Option<EsFinding> {
     match es.condition.ready {
+        // `refreshTime` is whole seconds: only a sync before the write's second is before it.
         Some(true) => match (es.refresh_time, newest_created) {
-            (Some(refreshed), Some(created)) if refreshed < created => {
-                Some(EsFinding::SyncedBeforeSeeding { refreshed, created })
+            (Some(refreshed), Some(created)) if before_in_whole_seconds(refreshed, created) => {
+                Some(EsFinding::SyncedBeforeSeeding {
+                    refreshed,
+                    created,
+                    created_once: created_once(es),
+                })
             }
             (None, _) => Some(EsFinding::NeverSynced),
             _ => None,
@@ -1498,6 +1540,9 @@ pub(crate) mod tests {
             has_data_from: false,
             data_from: Vec::new(),
             template: Vec::new(),
+            keeps_fetched: true,
+            template_from: false,
+            refresh_policy: None,
             bad_fields: Vec::new(),
         }
     }
@@ -1709,15 +1754,18 @@ pub(crate) mod tests {
             crate::kube::TemplateEntry {
                 key: "a".into(),
                 reads: vec!["a".into()],
+                plain: None,
             },
             crate::kube::TemplateEntry {
                 key: "b".into(),
                 reads: Vec::new(),
+                plain: None,
             },
             // Not a fetched key: its text is the template's own business.
             crate::kube::TemplateEntry {
                 key: "url".into(),
                 reads: Vec::new(),
+                plain: None,
             },
         ];
         let f = template_findings(&e);

@@ -13,7 +13,9 @@ use time::OffsetDateTime;
 
 use super::eso::{ObjectCheck, ObjectFinding};
 use super::facts::{Facts, PathFacts};
-use super::findings::{any_problem, joined, rfc3339, Finding, Lines, Severity};
+use super::findings::{
+    any_problem, before_in_whole_seconds, joined, rfc3339, Finding, Lines, Severity,
+};
 use super::vault_namespace;
 use crate::kube::{
     parse_ref, EsoCluster, FieldProblem, KubeError, VaultAuthLogin, VaultStaticSecretInfo,
@@ -849,7 +851,9 @@ fn freshness(
     let facts = read.map(|(_, f)| f);
     if let (true, Some(at), Some(created)) = (synced, reconciled_at, facts.and_then(|f| f.created))
     {
-        if at < created {
+        // `lastTransitionTime` is whole seconds: only a reconcile before the write's second is
+        // before it.
+        if before_in_whole_seconds(at, created) {
             found.push(VssFinding::ReconciledBeforeWrite { at, created });
         }
     }
@@ -1194,15 +1198,19 @@ async fn check_object(
         ObjRef::Named(ns, name) => cluster.vso_object(kind, ns, name).await?,
         ObjRef::Default => match cluster.vso_defaults(kind).await {
             Ok(mut all) if all.len() <= 1 => all.pop(),
-            Ok(all) => {
-                let found = all
-                    .iter()
-                    .map(|a| format!("{}/{}", a.namespace, a.name))
-                    .collect();
-                let why = ObjectFinding::SeveralDefaults { found };
-                let checked = check(None, default(), Some("ambiguous".into()), vec![why]);
-                return Ok((checked, None));
-            }
+            Ok(all) => match operator_default(cluster, &all).await {
+                // VSO uses the one in its own namespace: when that is known, that one.
+                Some(ns) => all.into_iter().find(|a| a.namespace == ns),
+                None => {
+                    let found = all
+                        .iter()
+                        .map(|a| format!("{}/{}", a.namespace, a.name))
+                        .collect();
+                    let why = ObjectFinding::SeveralDefaults { found };
+                    let checked = check(None, default(), Some("ambiguous".into()), vec![why]);
+                    return Ok((checked, None));
+                }
+            },
             Err(e @ KubeError::Forbidden { .. }) => {
                 let why = ObjectFinding::DefaultUnsearchable {
                     kind: kind.kind.into(),
@@ -1245,6 +1253,15 @@ async fn check_object(
         findings,
     );
     Ok((checked, Some(o)))
+}
+
+/// The namespace of the one default among `all` that VSO uses: the operator's own, when
+/// exactly one namespace runs VSO's controller and a default is there. `None` when that cannot
+/// be told (several controllers, none found, or no right to list Deployments).
+async fn operator_default(cluster: &EsoCluster, all: &[VsoObjectInfo]) -> Option<String> {
+    let namespaces = cluster.vso_operator_namespaces().await.ok()?;
+    let [ns] = namespaces.into_iter().collect::<Vec<_>>().try_into().ok()?;
+    all.iter().any(|a| a.namespace == ns).then_some(ns)
 }
 
 /// VSO's verdict on a VaultAuth or VaultConnection: `status.valid`, then `Healthy`.

@@ -397,3 +397,107 @@ fn malformed_fields_are_named_with_their_object_never_taken_as_matching() {
         .stdout_has("field `/spec/data/0/remoteRef/version` of ExternalSecret `ask/core-service-secret` is not a string")
         .check();
 }
+
+/// The whole second Vault created the salt's current version in, and `seconds` after it.
+fn salt_second(bao: &OpenBao, seconds: i64) -> String {
+    let created = bao
+        .kv_created("secret", SALT)
+        .replace_nanosecond(0)
+        .unwrap();
+    (created + time::Duration::seconds(seconds))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
+}
+
+/// With `spec.target.template.data` and the default `mergePolicy: Replace`, ESO writes only the
+/// template's keys (external-secrets v2.9.0
+/// `pkg/controllers/externalsecret/externalsecret_controller_template.go`, `ApplyTemplate`;
+/// the default in `apis/externalsecrets/v1/externalsecret_types.go`). A key that is one plain
+/// reference holds the fetched value, which is compared.
+#[test]
+fn a_template_writes_only_its_keys_and_a_plain_reference_is_compared() {
+    let (bao, kube) = with_core(|es| {
+        es["spec"]["target"]["template"] = json!({"engineVersion": "v2", "data": {
+            "DB_SALT": "{{ .SECURITY__API_KEY_SALT }}",
+            "URL": "https://core/?t={{ .APP__CORE_SERVICES_MACHINE_TOKEN }}",
+        }});
+    });
+    let salt = vault_value(&bao, SALT, "password");
+    kube.put(common::fake_kube::secret(
+        NS,
+        CORE,
+        &[("DB_SALT", &salt), ("URL", "https://core/?t=rendered")],
+    ));
+    let check = core_check(&bao, &kube, &[]);
+    assert_eq!(check["ok"], true, "{check:#}");
+    assert!(
+        check["notes"]
+            .to_string()
+            .contains("key `URL` (rendered by the target's template)"),
+        "{check:#}"
+    );
+    // The template's key holding another value than the one it references: not done.
+    kube.update("Secret", Some(NS), CORE, |s| {
+        s["data"]["DB_SALT"] = json!("b3RoZXI=");
+    });
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has("key `DB_SALT` does not hold the value in Vault")
+        .check();
+    // Its twin: a template key the Secret lacks.
+    kube.update("Secret", Some(NS), CORE, |s| {
+        s["data"].as_object_mut().unwrap().remove("DB_SALT");
+    });
+    verify(&bao, &kube, &[])
+        .status(1)
+        .stdout_has("target Secret `ask/core-service-secret` lacks key(s) `DB_SALT`")
+        .check();
+}
+
+/// `refreshTime` is whole seconds (`metav1.Time`); Vault's `created_time` has nanoseconds. A
+/// sync in the write's own second is not "before" it; one a second earlier is. Without the
+/// Secret's values (`--skip-target-secrets`) the times are all there is.
+#[test]
+fn a_sync_in_the_same_second_as_the_write_is_not_before_it() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster(&bao);
+    let same = salt_second(&bao, 0);
+    kube.update("ExternalSecret", Some(NS), CORE, |es| {
+        es["status"]["refreshTime"] = json!(same)
+    });
+    let check = core_check(&bao, &kube, &["--skip-target-secrets"]);
+    assert_eq!(check["ok"], true, "{check:#}");
+    let earlier = salt_second(&bao, -1);
+    kube.update("ExternalSecret", Some(NS), CORE, |es| {
+        es["status"]["refreshTime"] = json!(earlier)
+    });
+    verify(&bao, &kube, &["--skip-target-secrets"])
+        .status(1)
+        .stdout_has("the Ready is from before seeding (try --force-sync)")
+        .check();
+}
+
+/// ESO refreshes a `refreshPolicy: CreatedOnce` ExternalSecret only while it never synced,
+/// whatever its annotations (external-secrets v2.9.0 `externalsecret_controller.go`,
+/// `shouldRefresh`): no `--force-sync` hint, and `--force-sync` leaves it alone.
+#[test]
+fn created_once_gets_no_force_sync_hint() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let kube = healthy_cluster(&bao);
+    let earlier = salt_second(&bao, -1);
+    kube.update("ExternalSecret", Some(NS), CORE, |es| {
+        es["spec"]["refreshPolicy"] = json!("CreatedOnce");
+        es["status"]["refreshTime"] = json!(earlier);
+    });
+    let out = verify(&bao, &kube, &["--skip-target-secrets", "--force-sync"])
+        .status(1)
+        .stdout_has("its `refreshPolicy: CreatedOnce` makes ESO ignore --force-sync")
+        .check();
+    assert!(!out.stdout_text().contains("try --force-sync"));
+    has(
+        &out.all_text(),
+        "did not annotate ExternalSecret `ask/core-service-secret`: its `refreshPolicy: CreatedOnce` makes ESO ignore force-sync",
+    );
+    let patched = kube.get("ExternalSecret", Some(NS), CORE).unwrap();
+    assert!(patched["metadata"]["annotations"]["force-sync"].is_null());
+}

@@ -266,4 +266,27 @@ fn two_default_vault_auths() {
         (Some("VaultAuth"), Some(false)),
         "{auth:#}"
     );
+    // VSO uses the default in its own namespace: once the controller is found there (its
+    // Deployment as VSO v1.4.1's chart labels it, `chart/templates/deployment.yaml`), that one
+    // is judged, and it is the spec's.
+    w.kube.put(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "vault-secrets-operator-controller-manager",
+                     "namespace": "vault-secrets-operator-system",
+                     "labels": {"app.kubernetes.io/name": "vault-secrets-operator",
+                                "control-plane": "controller-manager"}},
+        "spec": {"selector": {"matchLabels": {"control-plane": "controller-manager"}},
+                 "template": {"metadata": {"labels": {"control-plane": "controller-manager"}},
+                              "spec": {"containers": [{"name": "manager", "image": "hashicorp/vault-secrets-operator:1.4.1"}]}}},
+    }));
+    let doc = w.verify(&["-o", "json"]).json();
+    let auth = &doc["kube"]["objects"][0];
+    assert_eq!(
+        auth["namespace"], "vault-secrets-operator-system",
+        "{auth:#}"
+    );
+    assert!(
+        !doc.to_string().contains("several are named `default`"),
+        "{doc:#}"
+    );
 }

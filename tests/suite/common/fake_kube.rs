@@ -1716,6 +1716,8 @@ fn workload_route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u
         }
         ["api", "v1", "namespaces", ns, "pods"] => ("", "v1", *ns, "pods", None),
         ["apis", g, v, "namespaces", ns, plural] => (*g, *v, *ns, *plural, None),
+        // A list across namespaces (`*` below stands for all).
+        ["apis", g @ "apps", v, plural] if req.method == "GET" => (*g, *v, "*", *plural, None),
         ["apis", g, v, "namespaces", ns, plural, name] => (*g, *v, *ns, *plural, Some(*name)),
         _ => return None,
     };
@@ -1731,7 +1733,7 @@ fn workload_route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u
             let items: Vec<Value> = st
                 .objects
                 .iter()
-                .filter(|((p, n, _), _)| p == plural && n.as_deref() == Some(ns))
+                .filter(|((p, n, _), _)| p == plural && (ns == "*" || n.as_deref() == Some(ns)))
                 .map(|(_, o)| {
                     let mut o = o.clone();
                     o["apiVersion"] = json!(api_version);
