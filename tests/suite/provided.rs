@@ -228,10 +228,19 @@ fn cluster_reading_a_provided_path(bao: &OpenBao) -> FakeKube {
         ("DATABASE__PASSWORD", DB, Some("password")),
     ];
     kube.put(fake_kube::external_secret("ask", "core-service-secret", &core).ready_synced(&later));
+    // Holding what Vault holds, as ESO writes it once synced.
+    let value = |key: &str| crate::verify::vault_value(bao, key, "password");
+    let (salt, db) = (
+        value("ask/core-service/auh1-dev/SECURITY__API_KEY_SALT"),
+        value(DB),
+    );
     kube.put(fake_kube::secret(
         "ask",
         "core-service-secret",
-        &[("SECURITY__API_KEY_SALT", "x"), ("DATABASE__PASSWORD", "x")],
+        &[
+            ("SECURITY__API_KEY_SALT", &salt),
+            ("DATABASE__PASSWORD", &db),
+        ],
     ));
     kube.put(
         fake_kube::external_secret(
@@ -245,10 +254,11 @@ fn cluster_reading_a_provided_path(bao: &OpenBao) -> FakeKube {
         )
         .ready_synced(&later),
     );
+    let masterkey = value("ask/core-service/auh1-dev/ZITADEL_MASTERKEY");
     kube.put(fake_kube::secret(
         "ask",
         "zitadel-secret",
-        &[("masterkey", "x")],
+        &[("masterkey", &masterkey)],
     ));
     kube
 }
