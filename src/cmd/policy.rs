@@ -11,6 +11,18 @@ use super::session::Session;
 use super::Failure;
 
 pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Failure> {
+    // NAME goes into `sys/policies/acl/NAME` and into the printed text: checked as the spec's
+    // `policies` are, before anything is read or sent (a `..` segment would be resolved away on
+    // the way and another path read).
+    if let Some(name) = &args.merge {
+        if let Err(why) = crate::spec::check_segment(name) {
+            return Err(
+                Failure::usage(format!("`--merge` `{}` {why}", crate::text::quoted(name))).help(
+                    format!("a Vault policy's name; {}", crate::spec::SEGMENT_HELP),
+                ),
+            );
+        }
+    }
     let set = super::load_specs(g)?;
     let plan = set.plan(&args.env, &[])?;
     let mut report = match args.holder {

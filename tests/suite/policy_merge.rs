@@ -234,3 +234,29 @@ fn no_hint_says_to_overwrite_a_policy() {
         .stdout_has("help: add them keeping the policy's other rules (writing only these would replace it): `vault-seed policy auh1-dev --merge eso-ask-push > FILE && vault policy write eso-ask-push FILE`")
         .check();
 }
+
+/// `--merge NAME` goes into `sys/policies/acl/NAME`: it is checked as the spec's `policies` are
+/// (one plain segment), before anything is sent, and shown escaped.
+#[test]
+fn a_merge_name_that_is_not_a_policy_name_is_a_usage_error_shown_escaped() {
+    let bao = OpenBao::dev();
+    bao.put_policy("mounts", SHARED);
+    for (name, why) in [
+        ("../../sys/mounts", "contains `/`"),
+        ("..", "is a relative path segment"),
+        ("", "is empty"),
+        ("eso\u{1b}[2Jpush", "contains a control character (U+001B)"),
+    ] {
+        let out = merge(&bao, &["--merge", name])
+            .status(2)
+            .stderr_has(why)
+            .stderr_has("help: a Vault policy's name; use letters, digits")
+            .check();
+        assert_eq!(out.stdout_text(), "", "{name:?}");
+        assert!(
+            !out.all_text().contains('\u{1b}'),
+            "{name:?}: {}",
+            out.all_text()
+        );
+    }
+}
