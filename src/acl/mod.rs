@@ -36,10 +36,10 @@ pub use merge::{merge, merged_text, Merge, MergeError};
 pub use needs::Requirements;
 pub use parse::{parse, PolicyError};
 pub use required::{
-    eso_requirements, eso_rules, provided_read, requirements, vso_requirements, Param, Requirement,
-    Use,
+    eso_requirements, eso_rules, eso_scope_notes, provided_read, requirements, vso_requirements,
+    vso_scope_notes, Param, Requirement, ScopeNotes, Use,
 };
-pub use seeder::{seeder_notes, seeder_rules};
+pub use seeder::{seeder_notes, seeder_rules, seeder_rules_and_notes};
 
 /// A capability a Vault policy rule can grant (or `deny`).
 ///

@@ -85,6 +85,7 @@ fn rule_requirement(r: &acl::Rule) -> acl::Requirement {
 
 /// vault-seed's own policy: never empty (it always checks its token and its mounts).
 fn seeder(args: &PolicyArgs, plan: &EnvPlan<'_>) -> PolicyReport {
+    let (rules, scope) = acl::seeder_rules_and_notes(plan);
     PolicyReport {
         env: args.env.clone(),
         apps: plan.specs.iter().map(|(s, _)| s.name.to_string()).collect(),
@@ -96,7 +97,8 @@ fn seeder(args: &PolicyArgs, plan: &EnvPlan<'_>) -> PolicyReport {
         )
         .chain(acl::seeder_notes(plan))
         .collect(),
-        rules: acl::seeder_rules(plan),
+        scope: scope.lines(&args.env),
+        rules,
         for_flag: " --for seeder",
         merge: None,
     }
@@ -118,6 +120,7 @@ fn eso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
         apps: plan.specs.iter().map(|(s, _)| s.name.to_string()).collect(),
         holder: "ESO",
         notes: Vec::new(),
+        scope: acl::eso_scope_notes(plan, &|_| None).lines(&args.env),
         policy_name: plan
             .specs
             .iter()
@@ -150,6 +153,7 @@ fn vso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
             .collect(),
         holder: "VSO",
         notes: Vec::new(),
+        scope: acl::vso_scope_notes(plan, &|_| None).lines(&args.env),
         policy_name: plan
             .specs
             .iter()

@@ -18,6 +18,9 @@ pub struct PolicyReport {
     pub holder: &'static str,
     /// Comment lines above the rules (text output only).
     pub notes: Vec<String>,
+    /// Comment lines saying where a glob was used and where each path is named, and why (text
+    /// output only): above the rules, and above the rules `--merge` adds.
+    pub scope: Vec<String>,
     /// The policy the specs name first, to write it under that name.
     pub policy_name: Option<String>,
     /// The rules.
@@ -43,11 +46,16 @@ pub struct Merging {
 impl PolicyReport {
     /// The comment above the added rules.
     fn added_comment(&self) -> String {
-        format!(
+        let mut out = format!(
             "# vault-seed: added for environment `{}` ({})",
             self.env,
             applications(&self.apps)
-        )
+        );
+        for line in &self.scope {
+            out.push_str("\n# vault-seed: ");
+            out.push_str(line);
+        }
+        out
     }
 
     /// What `--merge` prints: the policy's text as it is, then the added rules under a comment
@@ -160,6 +168,10 @@ impl Report for PolicyReport {
                         "# vault-seed: merge it into the existing policy, keeping its other rules: `vault-seed policy {}{} --merge {name} > FILE && vault policy write {name} FILE`",
                         self.env, self.for_flag
                     )?;
+                }
+                // Right above the rules: which are globs and which exact paths, and why.
+                for line in &self.scope {
+                    writeln!(out, "# vault-seed: {line}")?;
                 }
                 write_hcl(&self.rules, out)
             },
