@@ -80,7 +80,8 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          message, and the kind's facts (mount, path, app, spec_file, secret, field, object_kind, \
          namespace, name, reads, what, why); never a value. scanned: folders, lists, \
          secrets_read, metadata_reads, mounts_scanned, namespaces, external_secrets, \
-         vault_static_secrets. counts: orphans, not_checked, notes.",
+         vault_static_secrets, ignored (paths, objects: what --ignore left out). counts: \
+         orphans, not_checked, notes.",
     ),
     (
         "set, rotate",
