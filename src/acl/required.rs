@@ -350,16 +350,17 @@ pub(super) fn scope(spec: &Spec, env: &str) -> Scope {
 }
 
 /// The comment lines above printed rules that say where a glob was used and why, and where
-/// each path is named instead: gathered from the rules as they are made.
+/// each path is named instead: gathered from the rules as they are made, said of the rules
+/// printed ([`ScopeNotes::lines`]).
 #[derive(Debug, Default)]
 pub struct ScopeNotes {
     /// The folders globbed (`secret/data/ask/core-service/`).
     owned: indexmap::IndexSet<String>,
-    /// The folders whose paths are named exactly, and the applications there.
-    shared: indexmap::IndexSet<String>,
-    apps: indexmap::IndexSet<String>,
-    /// A provided path was named exactly.
-    provided: bool,
+    /// Each exact rule of a spec's own secret: the folder it is in, which the spec does not
+    /// own, and the application.
+    exact: std::collections::HashMap<String, (String, String)>,
+    /// The exact rules of paths other applications provide.
+    provided: std::collections::HashSet<String>,
 }
 
 impl ScopeNotes {
@@ -368,15 +369,15 @@ impl ScopeNotes {
         self.owned.insert(folder.to_string());
     }
 
-    /// Exact paths of `app` in `folder` (with its trailing `/`), which it does not own.
-    pub(super) fn exact(&mut self, folder: &str, app: &str) {
-        self.shared.insert(folder.to_string());
-        self.apps.insert(app.to_string());
+    /// The exact `rule` of `app`'s, in `folder` (with its trailing `/`), which it does not own.
+    pub(super) fn exact(&mut self, rule: &str, folder: &str, app: &str) {
+        self.exact
+            .insert(rule.to_string(), (folder.to_string(), app.to_string()));
     }
 
-    /// An exact path another application provides.
-    pub(super) fn provided(&mut self) {
-        self.provided = true;
+    /// The exact `rule` of a path another application provides.
+    pub(super) fn provided(&mut self, rule: &str) {
+        self.provided.insert(rule.to_string());
     }
 
     /// What `rule` (an exact path or a glob), made for `app`'s need `why`, says.
@@ -384,39 +385,58 @@ impl ScopeNotes {
         if let Some(folder) = rule.strip_suffix('*') {
             self.glob(folder);
         } else if provided {
-            self.provided();
+            self.provided(rule);
         } else if why == Use::List {
-            self.exact(&format!("{rule}/"), app);
+            self.exact(rule, &format!("{rule}/"), app);
         } else {
-            self.exact(parent(rule), app);
+            self.exact(rule, parent(rule), app);
         }
     }
 
-    /// The lines, for environment `env`: each says which choice was made and why.
-    pub fn lines(&self, env: &str) -> Vec<String> {
-        let few = |set: &indexmap::IndexSet<String>| {
-            crate::spec::few(&set.iter().cloned().collect::<Vec<_>>())
+    /// The lines above `rules` (all that were made, or those `--merge` adds), for environment
+    /// `env`: each says which choice was made and why.
+    pub fn lines(&self, env: &str, rules: &[super::Rule]) -> Vec<String> {
+        let few = |set: &indexmap::IndexSet<&str>| {
+            crate::spec::few(&set.iter().map(|s| s.to_string()).collect::<Vec<_>>())
         };
+        let (mut owned, mut shared, mut apps) = (
+            indexmap::IndexSet::new(),
+            indexmap::IndexSet::new(),
+            indexmap::IndexSet::new(),
+        );
+        let mut provided = false;
+        for r in rules {
+            if let Some(folder) = r.pattern.strip_suffix('*') {
+                if self.owned.contains(folder) {
+                    owned.insert(folder);
+                }
+            } else if let Some((folder, app)) = self.exact.get(&r.pattern) {
+                shared.insert(folder.as_str());
+                apps.insert(app.as_str());
+            } else {
+                provided |= self.provided.contains(&r.pattern);
+            }
+        }
         let mut out = Vec::new();
-        if !self.owned.is_empty() {
+        if !owned.is_empty() {
             out.push(format!(
                 "`*` only over a folder the specs own (the application or the environment names it): {}",
-                few(&self.owned)
+                few(&owned)
             ));
         }
-        if !self.shared.is_empty() {
-            let apps = if self.apps.len() == 1 {
-                format!("application {}", few(&self.apps))
+        if !shared.is_empty() {
+            let apps = if apps.len() == 1 {
+                format!("application {}", few(&apps))
             } else {
-                format!("applications {}", few(&self.apps))
+                format!("applications {}", few(&apps))
             };
             out.push(format!(
                 "exact paths under {}: a folder neither {apps} nor environment `{}` names, which other applications may share",
-                few(&self.shared),
+                few(&shared),
                 crate::text::quoted(env)
             ));
         }
-        if self.provided {
+        if provided {
             out.push(
                 "exact paths for what other applications provide: their folders are theirs"
                     .to_string(),

@@ -67,7 +67,7 @@ pub fn seeder_rules_and_notes(plan: &EnvPlan<'_>) -> (Vec<Rule>, ScopeNotes) {
         for t in &targets {
             if let Some(r) = super::provided_read(t, &detected) {
                 grant(r.folder_rule.to_string(), &[Read]);
-                notes.provided();
+                notes.provided(&r.folder_rule);
             }
         }
         if targets.iter().all(|t| t.provided.is_some()) {
@@ -95,11 +95,11 @@ pub fn seeder_rules_and_notes(plan: &EnvPlan<'_>) -> (Vec<Rule>, ScopeNotes) {
                 let mut listed: Vec<String> = Vec::new();
                 for t in targets.iter().filter(|t| t.provided.is_none()) {
                     let data = mount.data_path(&t.path);
-                    notes.exact(super::required::parent(&data), &spec.name);
+                    notes.exact(&data, super::required::parent(&data), &spec.name);
                     grant(data, &[Create, Update, Read]);
                     if cas {
                         let meta = mount.metadata_path(&t.path);
-                        notes.exact(super::required::parent(&meta), &spec.name);
+                        notes.exact(&meta, super::required::parent(&meta), &spec.name);
                         grant(meta, &[Update]);
                     }
                     let folder = t.path.rsplit_once('/').map_or("", |(f, _)| f);
@@ -109,6 +109,7 @@ pub fn seeder_rules_and_notes(plan: &EnvPlan<'_>) -> (Vec<Rule>, ScopeNotes) {
                     }
                 }
                 for list in listed {
+                    notes.exact(&list, &format!("{list}/"), &spec.name);
                     grant(list, &[List]);
                 }
             }

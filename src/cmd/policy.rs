@@ -97,7 +97,7 @@ fn seeder(args: &PolicyArgs, plan: &EnvPlan<'_>) -> PolicyReport {
         )
         .chain(acl::seeder_notes(plan))
         .collect(),
-        scope: scope.lines(&args.env),
+        scope,
         rules,
         for_flag: " --for seeder",
         merge: None,
@@ -120,7 +120,7 @@ fn eso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
         apps: plan.specs.iter().map(|(s, _)| s.name.to_string()).collect(),
         holder: "ESO",
         notes: Vec::new(),
-        scope: acl::eso_scope_notes(plan, &|_| None).lines(&args.env),
+        scope: acl::eso_scope_notes(plan, &|_| None),
         policy_name: plan
             .specs
             .iter()
@@ -153,7 +153,7 @@ fn vso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
             .collect(),
         holder: "VSO",
         notes: Vec::new(),
-        scope: acl::vso_scope_notes(plan, &|_| None).lines(&args.env),
+        scope: acl::vso_scope_notes(plan, &|_| None),
         policy_name: plan
             .specs
             .iter()

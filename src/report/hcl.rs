@@ -18,9 +18,9 @@ pub struct PolicyReport {
     pub holder: &'static str,
     /// Comment lines above the rules (text output only).
     pub notes: Vec<String>,
-    /// Comment lines saying where a glob was used and where each path is named, and why (text
-    /// output only): above the rules, and above the rules `--merge` adds.
-    pub scope: Vec<String>,
+    /// Where a glob was used and where each path is named, and why: comment lines above the
+    /// rules, and above the rules `--merge` adds (text output only).
+    pub scope: crate::acl::ScopeNotes,
     /// The policy the specs name first, to write it under that name.
     pub policy_name: Option<String>,
     /// The rules.
@@ -45,15 +45,15 @@ pub struct Merging {
 
 impl PolicyReport {
     /// The comment above the added rules.
-    fn added_comment(&self) -> String {
+    fn added_comment(&self, added: &[Rule]) -> String {
         let mut out = format!(
             "# vault-seed: added for environment `{}` ({})",
             self.env,
             applications(&self.apps)
         );
-        for line in &self.scope {
+        for line in self.scope.lines(&self.env, added) {
             out.push_str("\n# vault-seed: ");
-            out.push_str(line);
+            out.push_str(&line);
         }
         out
     }
@@ -75,7 +75,7 @@ impl PolicyReport {
                     m.name, self.env
                 ));
             } else {
-                out.push_str(&self.added_comment());
+                out.push_str(&self.added_comment(&m.added));
                 out.push('\n');
                 out.push_str(&render_hcl(&m.added));
             }
@@ -83,7 +83,7 @@ impl PolicyReport {
         }
         out.push_str(&merged_text(
             m.text.as_deref(),
-            &self.added_comment(),
+            &self.added_comment(&m.added),
             &m.added,
         ));
         out
@@ -134,7 +134,11 @@ impl Report for PolicyReport {
                             merge_policy: self.merge.as_ref().map(|m| m.name.as_str()),
                             exists: self.merge.as_ref().map(|m| m.text.is_some()),
                             merged: self.merge.as_ref().map(|m| {
-                                merged_text(m.text.as_deref(), &self.added_comment(), &m.added)
+                                merged_text(
+                                    m.text.as_deref(),
+                                    &self.added_comment(&m.added),
+                                    &m.added,
+                                )
                             }),
                             added: self.merge.as_ref().map(|m| m.added.as_slice()),
                         },
@@ -170,7 +174,7 @@ impl Report for PolicyReport {
                     )?;
                 }
                 // Right above the rules: which are globs and which exact paths, and why.
-                for line in &self.scope {
+                for line in self.scope.lines(&self.env, &self.rules) {
                     writeln!(out, "# vault-seed: {line}")?;
                 }
                 write_hcl(&self.rules, out)
