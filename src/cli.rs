@@ -642,7 +642,9 @@ pub struct PolicyArgs {
     #[arg(long = "for", value_enum, default_value_t = PolicyFor::Eso, value_name = "WHO")]
     pub holder: PolicyFor,
     /// Read the policy NAME from Vault and print it with the rules it lacks added below its
-    /// text, as it is; no rule is removed or narrowed. Write the result back under the same name
+    /// text, as it is. An added rule grants only what the specs need, and carries the
+    /// constraints of a rule it takes paths from; nothing is removed, narrowed or widened, else
+    /// it refuses and says why (docs/policy.md). Write the result back under the same name
     /// (`vault policy write NAME FILE`): a shared policy keeps the other applications' rules. A
     /// policy that does not exist merges with nothing. Needs a Vault token with `read` on
     /// `sys/policies/acl/NAME`.

@@ -140,7 +140,9 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
     (
         "policy",
         &["env", "policy", "rules"],
-        "policy: the HCL text; rules: path, capabilities.",
+        "policy: the HCL text; rules: path, capabilities. With --merge: merge_policy, exists, \
+         merged (the text to write back), added (rules as in rules, each with constraints when it \
+         carries some: the HCL lines that set them).",
     ),
     (
         "lint",

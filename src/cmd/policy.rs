@@ -92,7 +92,7 @@ fn seeder(args: &PolicyArgs, plan: &EnvPlan<'_>) -> PolicyReport {
         holder: "vault-seed",
         policy_name: Some("vault-seed".into()),
         notes: std::iter::once(
-            "what `apply`, `verify`, `set` and `rotate` send: each application's folder, and `read` on the paths other applications provide"
+            "what `apply`, `verify`, `set` and `rotate` send: each application's secrets, and `read` on the paths other applications provide"
                 .to_string(),
         )
         .chain(acl::seeder_notes(plan))
