@@ -804,6 +804,32 @@ fields.password = {}
         assert!(r.iter().any(|r| r.path == "kv/metadata/team/app/dev/A"));
     }
 
+    /// A glob only over a folder the application's or the environment's name is a segment of:
+    /// the one above `{env}` first, else the environment's own; elsewhere each path.
+    #[test]
+    fn a_folder_is_owned_when_the_application_or_the_environment_names_it() {
+        for (template, want) in [
+            ("team/app/{env}", Scope::Folder("team/app/".into())),
+            ("app/{env}", Scope::Folder("app/".into())),
+            ("team/{env}", Scope::Folder("team/dev/".into())),
+            ("{env}", Scope::Folder("dev/".into())),
+            ("team/{env}/app", Scope::Folder("team/dev/app/".into())),
+            ("shared/{env}/web", Scope::Folder("shared/dev/web/".into())),
+            ("team/app", Scope::Folder("team/app/".into())),
+            ("team", Scope::Exact),
+            ("team/app-{env}", Scope::Exact),
+            ("team/apps", Scope::Exact),
+        ] {
+            let (_d, set) = load(
+                &SPEC
+                    .replace("\"ACCESS\"", "\"read\"")
+                    .replace("team/app/{env}", template),
+            );
+            let spec = &set.specs[0];
+            assert_eq!(scope(spec, "dev"), want, "{template}");
+        }
+    }
+
     #[test]
     fn folder_rule_without_env_at_the_end() {
         let (_d, set) = load(
@@ -846,6 +872,15 @@ fields.password = {}
         let all = "\"read\", \"push\", \"list\"";
         let cases: Vec<(Vec<(&str, String)>, bool)> = vec![
             (vec![("a.toml", app("a", "team/a/{env}", "", all))], true),
+            // A folder the spec does not own: a rule per path, and the folder's own for its LIST.
+            (vec![("a.toml", app("a", "team", "", all))], true),
+            (
+                vec![(
+                    "a.toml",
+                    app("a", "team", "kv_version = 1\n", all) + PROVIDED,
+                )],
+                true,
+            ),
             (
                 vec![("a.toml", app("a", "team/a/{env}", "kv_version = 1\n", all))],
                 true,
