@@ -472,6 +472,8 @@ Examples:
   vault-seed audit auh1-dev                     Vault and the cluster
   vault-seed audit auh1-dev --skip-kube -o json Vault only, one JSON document
   vault-seed audit auh1-dev --skip-mount-scan   only the specs' own folders, fields and consumers
+  vault-seed audit auh1-dev --ignore 'secret/ask/hatchet/*' --ignore 'ExternalSecret ask/hatchet-*'
+                                                a shared folder and namespace: leave out another app's
 
 A path is named when any spec names it in any environment. The token needs `list` on the \
 mounts' metadata and `read` on the secrets and their metadata (what it lacks is reported, \
@@ -495,6 +497,13 @@ pub struct AuditArgs {
     /// Requests to Vault in flight at once.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrency: u16,
+    /// What is not this platform's, in a folder or namespace it shares: a Vault path as
+    /// MOUNT/PATH (`secret/ask/hatchet/*`) or an object as audit shows it
+    /// (`ExternalSecret ask/hatchet-*`); `*` is any run of characters. A matching path or
+    /// object is not reported, a folder whose every path matches is not listed, and a consumer
+    /// reading a matching path is left out too. Repeat for several.
+    #[arg(long = "ignore", value_name = "PATTERN")]
+    pub ignore: Vec<String>,
     /// The cluster.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -633,7 +642,9 @@ pub struct PolicyArgs {
     #[arg(long = "for", value_enum, default_value_t = PolicyFor::Eso, value_name = "WHO")]
     pub holder: PolicyFor,
     /// Read the policy NAME from Vault and print it with the rules it lacks added below its
-    /// text, as it is; no rule is removed or narrowed. Write the result back under the same name
+    /// text, as it is. An added rule grants only what the specs need, and carries the
+    /// constraints of a rule it takes paths from; nothing is removed, narrowed or widened, else
+    /// it refuses and says why (docs/policy.md). Write the result back under the same name
     /// (`vault policy write NAME FILE`): a shared policy keeps the other applications' rules. A
     /// policy that does not exist merges with nothing. Needs a Vault token with `read` on
     /// `sys/policies/acl/NAME`.

@@ -26,13 +26,13 @@ pub struct Walk {
     pub cut: bool,
 }
 
-/// LIST `roots` and every folder below them (not those in `skip`), breadth first, at most
+/// LIST `roots` and every folder below them (not those `skip` says), breadth first, at most
 /// `budget` LISTs (taken from it), counting each in `lists`.
 pub async fn walk(
     vault: &Vault,
     mount: &KvMount,
     roots: &[String],
-    skip: &HashSet<&str>,
+    skip: &dyn Fn(&str) -> bool,
     budget: &mut usize,
     concurrency: usize,
     lists: &mut usize,
@@ -62,7 +62,7 @@ pub async fn walk(
                         match name.strip_suffix('/') {
                             Some(sub) => {
                                 let sub = join(&folder, sub);
-                                if !skip.contains(sub.as_str()) {
+                                if !skip(&sub) {
                                     frontier.push((root, sub));
                                 }
                             }
@@ -129,7 +129,7 @@ impl Earlier {
             vault,
             mount,
             &wanted.roots,
-            &HashSet::new(),
+            &|_| false,
             &mut budget,
             concurrency,
             &mut lists,

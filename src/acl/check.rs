@@ -536,20 +536,37 @@ pub fn render_hcl(rules: &[Rule]) -> String {
 }
 
 /// [`render_hcl`], written to `out` a line at a time: a 100,000-path policy is megabytes of
-/// HCL, never held whole.
+/// HCL, never held whole. A rule with constraints (one `policy --merge` carries) is a block of
+/// its own lines.
 pub fn write_hcl(rules: &[Rule], out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let quoted = |r: &Rule| serde_json::to_string(&r.pattern).unwrap_or_default();
     let width = rules
         .iter()
+        .filter(|r| r.constraints.is_none())
         .map(|r| quoted(r).chars().count())
         .max()
         .unwrap_or(0);
-    for r in rules {
-        write!(out, "path {:<width$} {{ capabilities = [", quoted(r))?;
+    let capabilities = |r: &Rule, out: &mut dyn std::io::Write| -> std::io::Result<()> {
+        out.write_all(b"capabilities = [")?;
         for (i, c) in r.capabilities.iter().enumerate() {
             write!(out, "{}\"{c}\"", if i == 0 { "" } else { ", " })?;
         }
-        out.write_all(b"] }\n")?;
+        out.write_all(b"]")
+    };
+    for r in rules {
+        if let Some(c) = &r.constraints {
+            write!(out, "path {} {{\n  ", quoted(r))?;
+            capabilities(r, out)?;
+            out.write_all(b"\n")?;
+            for line in c.hcl_lines() {
+                writeln!(out, "  {line}")?;
+            }
+            out.write_all(b"}\n")?;
+            continue;
+        }
+        write!(out, "path {:<width$} {{ ", quoted(r))?;
+        capabilities(r, out)?;
+        out.write_all(b" }\n")?;
     }
     Ok(())
 }

@@ -154,6 +154,11 @@ fn merge(into: &mut Constraints, new: &Constraints) {
     if into.list_filter.is_none() {
         into.list_filter = new.list_filter.clone();
     }
+    for m in &new.mfa_methods {
+        if !into.mfa_methods.contains(m) {
+            into.mfa_methods.push(m.clone());
+        }
+    }
     // The control group of the first rule of a pattern stays (upstream copies it only when it
     // creates the entry).
 }
@@ -557,6 +562,13 @@ impl Acl {
                 })
             })
             .collect()
+    }
+
+    /// The constraints of the rule that decides `path` (merged across the blocks of its
+    /// pattern, as OpenBao merges them); `None` when no rule matches.
+    pub fn deciding_constraints(&self, path: &str) -> Option<&Constraints> {
+        self.decide(path.trim_start_matches('/'))
+            .map(|(_, m)| m.constraints())
     }
 
     fn decide(&self, path: &str) -> Option<(MatchKind, &Merged)> {

@@ -32,14 +32,14 @@ pub use check::{
     PathCheck, PolicyReport, Unfixable,
 };
 pub use eval::{evaluate, Acl, Decision, Grant, MatchKind, Refusal};
-pub use merge::{merge, merged_text, Merge, MergeError};
+pub use merge::{merge, merged_text, Merge, MergeError, TakeOver};
 pub use needs::Requirements;
 pub use parse::{parse, PolicyError};
 pub use required::{
-    eso_requirements, eso_rules, provided_read, requirements, vso_requirements, Param, Requirement,
-    Use,
+    eso_requirements, eso_rules, eso_scope_notes, provided_read, requirements, vso_requirements,
+    vso_scope_notes, Param, Requirement, ScopeNotes, Use,
 };
-pub use seeder::{seeder_notes, seeder_rules};
+pub use seeder::{seeder_notes, seeder_rules, seeder_rules_and_notes};
 
 /// A capability a Vault policy rule can grant (or `deny`).
 ///
@@ -255,13 +255,25 @@ pub struct Rule {
     /// The capabilities it grants; only `deny` when it denies (Vault drops the others).
     pub capabilities: Capabilities,
     /// What OpenBao checks on each request besides the capabilities; `None` when there is
-    /// nothing to check (nearly every rule, so it is boxed; see [`Rule::constraints`]).
-    #[serde(skip)]
+    /// nothing to check (nearly every rule, so it is boxed; see [`Rule::constraints`]). In JSON,
+    /// when there is some, its HCL lines ([`Constraints::hcl_lines`]).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "constraints_as_hcl"
+    )]
     pub constraints: Option<Box<Constraints>>,
     /// The pattern holds identity templating (`{{identity.entity.id}}`): what it matches depends
     /// on the token's entity.
     #[serde(skip)]
     pub templated: bool,
+}
+
+/// A rule's constraints in JSON: the lines of HCL that set them.
+fn constraints_as_hcl<S: serde::Serializer>(
+    c: &Option<Box<Constraints>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(Constraints::or_none(c).hcl_lines())
 }
 
 impl Rule {
@@ -303,6 +315,9 @@ pub struct Constraints {
     pub control_group: Option<Vec<Vec<String>>>,
     /// `list_scan_response_keys_filter_path`: list answers are filtered (nothing is refused).
     pub list_filter: Option<String>,
+    /// `mfa_methods`, as written (OpenBao hands them on with the ACL's answer, and enforces
+    /// none of them itself).
+    pub mfa_methods: Vec<String>,
 }
 
 impl Constraints {
@@ -316,6 +331,7 @@ impl Constraints {
         pagination_limit: 0,
         control_group: None,
         list_filter: None,
+        mfa_methods: Vec::new(),
     };
 
     /// These constraints as a rule holds them: boxed, or `None` when there is none.
@@ -327,6 +343,76 @@ impl Constraints {
     pub fn or_none(held: &Option<Box<Constraints>>) -> &Constraints {
         static NONE: Constraints = Constraints::NONE;
         held.as_deref().unwrap_or(&NONE)
+    }
+
+    /// The lines of a `path` block that set these constraints, as OpenBao reads them back
+    /// (`vault/policy/policy.go` `parsePaths`): names as held (lowercased by the parser where
+    /// OpenBao lowercases them), strings quoted as JSON (whose escapes HCL 1 reads), wrapping
+    /// TTLs in seconds. A control group and a parameter value that is not a string are not
+    /// written (`acl::merge` refuses to carry them).
+    pub fn hcl_lines(&self) -> Vec<String> {
+        let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        let list = |items: &mut dyn Iterator<Item = String>| {
+            format!("[{}]", items.collect::<Vec<_>>().join(", "))
+        };
+        let params = |m: &std::collections::BTreeMap<String, Vec<ParamValue>>| {
+            let entries: Vec<String> = m
+                .iter()
+                .map(|(k, vs)| {
+                    let values = vs.iter().filter_map(|v| match v {
+                        ParamValue::Text(t) => Some(q(t)),
+                        ParamValue::Other => None,
+                    });
+                    format!("{} = {}", q(k), list(&mut values.into_iter()))
+                })
+                .collect();
+            format!("{{ {} }}", entries.join(", "))
+        };
+        let ttl = |ns: i64| {
+            if ns % 1_000_000_000 == 0 {
+                format!("\"{}s\"", ns / 1_000_000_000)
+            } else {
+                format!("\"{ns}ns\"")
+            }
+        };
+        let mut out = Vec::new();
+        if !self.required_parameters.is_empty() {
+            out.push(format!(
+                "required_parameters = {}",
+                list(&mut self.required_parameters.iter().map(|p| q(p)))
+            ));
+        }
+        if !self.allowed_parameters.is_empty() {
+            out.push(format!(
+                "allowed_parameters = {}",
+                params(&self.allowed_parameters)
+            ));
+        }
+        if !self.denied_parameters.is_empty() {
+            out.push(format!(
+                "denied_parameters = {}",
+                params(&self.denied_parameters)
+            ));
+        }
+        if self.min_wrapping_ttl != 0 {
+            out.push(format!("min_wrapping_ttl = {}", ttl(self.min_wrapping_ttl)));
+        }
+        if self.max_wrapping_ttl != 0 {
+            out.push(format!("max_wrapping_ttl = {}", ttl(self.max_wrapping_ttl)));
+        }
+        if self.pagination_limit != 0 {
+            out.push(format!("pagination_limit = {}", self.pagination_limit));
+        }
+        if let Some(f) = &self.list_filter {
+            out.push(format!("list_scan_response_keys_filter_path = {}", q(f)));
+        }
+        if !self.mfa_methods.is_empty() {
+            out.push(format!(
+                "mfa_methods = {}",
+                list(&mut self.mfa_methods.iter().map(|m| q(m)))
+            ));
+        }
+        out
     }
 }
 

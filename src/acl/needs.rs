@@ -37,6 +37,9 @@ enum FolderRule {
     /// `secret/data/ask/app/dev/`, as the rule every spec gives its secrets
     /// ([`super::required`]'s `rule_base`) is. Made again when read, not held.
     FolderStart(usize),
+    /// The path itself, without a trailing `/` (a path in a folder the spec does not own, or
+    /// that folder's listing): made again when read, not held.
+    Exact,
     /// Any other rule: an index into the rules.
     Other(u32),
 }
@@ -93,6 +96,7 @@ impl Builder {
             .map(str::len);
         let rule = match start {
             Some(len) => FolderRule::FolderStart(len),
+            None if *r.folder_rule == *r.path.trim_end_matches('/') => FolderRule::Exact,
             None => FolderRule::Other(id(&mut self.rules, r.folder_rule)),
         };
         let entry = Entry {
@@ -234,6 +238,7 @@ impl Requirements {
                 FolderRule::FolderStart(len) => {
                     format!("{}*", &self.folders[e.folder as usize][..len]).into()
                 }
+                FolderRule::Exact => self.path(i).trim_end_matches('/').into(),
                 FolderRule::Other(i) => Arc::clone(&self.rules[i as usize]),
             },
             params: self.params[e.params as usize].clone(),
@@ -304,6 +309,21 @@ mod tests {
             // A rule that ends inside a folder's name, and one of characters of several bytes.
             need("s/data/bé/ü/X", &[Read], Use::Read, "s/data/bé/ü*", &[]),
             need("s/data/bé/ü/Y", &[Read], Use::Read, "s/data/b*", &[]),
+            // Exact rules: the path itself, and a listed folder without its `/`.
+            need(
+                "s/data/shared/E",
+                &[Read],
+                Use::Read,
+                "s/data/shared/E",
+                &[],
+            ),
+            need(
+                "s/metadata/shared/",
+                &[List],
+                Use::List,
+                "s/metadata/shared",
+                &[],
+            ),
         ];
         // Merged as whole records: stable sort by path, then united.
         let mut want: Vec<Requirement> = Vec::new();
@@ -329,13 +349,13 @@ mod tests {
         let held = Requirements::from(needs);
         let got: Vec<Requirement> = held.iter().collect();
         assert_eq!(got, want);
-        assert_eq!(held.len(), 8);
-        assert_eq!(held.entries.len(), 8);
+        assert_eq!(held.len(), 10);
+        assert_eq!(held.entries.len(), 10);
         assert_eq!(&*got[0].folder_rule, "s/data/a/*", "the first need's rule");
         assert_eq!(got[0].params.len(), 1);
         assert_eq!(&*got[1].folder_rule, "s/data/b/*", "the first need's rule");
         assert_eq!(got[1].params.len(), 1, "the last need with parameters");
-        assert_eq!(held.folders.len(), 7);
+        assert_eq!(held.folders.len(), 9);
         // Only the rules that are not the start of their folder and `*` (made again when read):
         // `zzz` and `other`. `s/data/b/*` for the folder `s/data/b/X/` is made again.
         assert_eq!(held.rules.len(), 2);

@@ -647,6 +647,7 @@ impl Decoder {
                 pagination_limit,
                 control_group,
                 list_filter: (!list_filter.is_empty()).then_some(list_filter),
+                mfa_methods: mfa,
             }
             .boxed(),
             templated,

@@ -171,6 +171,10 @@ struct Need<'a> {
     why: Use,
     folder_rule: &'a Arc<str>,
     params: Params<'a>,
+    /// A path another application provides (read under its exact path).
+    provided: bool,
+    /// The application whose need it is.
+    app: &'a str,
 }
 
 /// The top-level parameters of ESO's write, made only when a [`Requirement`] is.
@@ -224,15 +228,25 @@ fn each_need(
         let access = spec.eso.access;
         let kv = KvVersion::resolve(spec.vault.kv_version, detected(&spec.vault.mount));
         let mount = KvMount::new(&spec.vault.mount, kv);
-        let base = rule_base(spec, &env.name);
         let (data, meta) = (mount.data_prefix(), mount.metadata_prefix());
-        let data_rule: Arc<str> = format!("{data}{base}*").into();
-        let meta_rule: Arc<str> = format!("{meta}{base}*").into();
+        // A glob over the folder the spec owns; else each path is its own rule ([`scope`]).
+        let (data_rule, meta_rule): (Option<Arc<str>>, Option<Arc<str>>) =
+            match scope(spec, &env.name) {
+                Scope::Folder(base) => (
+                    Some(format!("{data}{base}*").into()),
+                    Some(format!("{meta}{base}*").into()),
+                ),
+                Scope::Exact => (None, None),
+            };
+        let rule = |glob: &Option<Arc<str>>, path: &str| match glob {
+            Some(r) => Arc::clone(r),
+            None => Arc::from(path),
+        };
         for t in targets.iter() {
             // A path another application provides: ESO reads it; writing it is the provider's
             // business (its own PushSecret and policy), so nothing more is required here.
             if t.provided.is_some() {
-                if let (true, Some(r)) = (access.read, provided_read(spec, t, detected)) {
+                if let (true, Some(r)) = (access.read, provided_read(t, detected)) {
                     f(Need {
                         path: &r.path,
                         mount: &t.kv_mount(detected),
@@ -240,6 +254,8 @@ fn each_need(
                         why: Use::Read,
                         folder_rule: &r.folder_rule,
                         params: Params::None,
+                        provided: true,
+                        app: &spec.name,
                     });
                 }
                 continue;
@@ -247,6 +263,7 @@ fn each_need(
             path.clear();
             path.push_str(&data);
             path.push_str(&t.path);
+            let data_rule = rule(&data_rule, &path);
             let need = |capabilities, why, params| Need {
                 path: &path,
                 mount: &mount,
@@ -254,6 +271,8 @@ fn each_need(
                 why,
                 folder_rule: &data_rule,
                 params,
+                provided: false,
+                app: &spec.name,
             };
             if access.read {
                 f(need(&[Read], Use::Read, Params::None));
@@ -275,24 +294,185 @@ fn each_need(
                         mount: &mount,
                         capabilities: &[Read, List],
                         why: Use::Push,
-                        folder_rule: &meta_rule,
+                        folder_rule: &rule(&meta_rule, &path),
                         params: Params::None,
+                        provided: false,
+                        app: &spec.name,
                     });
                 }
             }
         }
         if access.list {
-            let folder = spec.folder(&env.name);
+            let folder = mount.list_path(&spec.folder(&env.name));
             f(Need {
-                path: &format!("{}/", mount.list_path(&folder)),
+                path: &format!("{folder}/"),
                 mount: &mount,
                 capabilities: &[List],
                 why: Use::List,
-                folder_rule: &meta_rule,
+                // The folder itself: an exact rule grants a LIST of it with or without its `/`
+                // (OpenBao `vault/policy/acl.go` `AllowOperation`).
+                folder_rule: &rule(&meta_rule, &folder),
                 params: Params::None,
+                provided: false,
+                app: &spec.name,
             });
         }
     }
+}
+
+/// Where the rules for a spec's own secrets go in an environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Scope {
+    /// A folder the spec owns (with its trailing `/`; empty for the whole mount, which no spec
+    /// owns): one rule `<prefix><folder>*` covers its secrets.
+    Folder(String),
+    /// A folder it shares with others: each path is a rule of its own.
+    Exact,
+}
+
+/// Whether a spec owns the folder its secrets are in, so that a glob over it reaches only
+/// secrets of the environment's specs: a glob is granted over a folder that the application's
+/// name or the environment's is a segment of (`ask/core-service/`, `team/dev/`). The folder
+/// above `{env}` ([`rule_base`]) is preferred, so one rule covers every environment; else the
+/// environment's own folder. Elsewhere (`ask/`, which other applications share) a glob would
+/// reach their secrets: each path is named ([`Scope::Exact`]).
+pub(super) fn scope(spec: &Spec, env: &str) -> Scope {
+    let named = |folder: &str| folder.split('/').any(|s| s == &*spec.name || s == env);
+    let base = rule_base(spec, env);
+    if named(&base) {
+        return Scope::Folder(base);
+    }
+    let own = format!("{}/", spec.folder(env).trim_matches('/'));
+    if named(&own) {
+        return Scope::Folder(own);
+    }
+    Scope::Exact
+}
+
+/// The comment lines above printed rules that say where a glob was used and why, and where
+/// each path is named instead: gathered from the rules as they are made, said of the rules
+/// printed ([`ScopeNotes::lines`]).
+#[derive(Debug, Default)]
+pub struct ScopeNotes {
+    /// The folders globbed (`secret/data/ask/core-service/`).
+    owned: indexmap::IndexSet<String>,
+    /// Each exact rule of a spec's own secret: the folder it is in, which the spec does not
+    /// own, and the application.
+    exact: std::collections::HashMap<String, (String, String)>,
+    /// The exact rules of paths other applications provide.
+    provided: std::collections::HashSet<String>,
+}
+
+impl ScopeNotes {
+    /// A glob over `folder` (`secret/data/ask/core-service/`).
+    pub(super) fn glob(&mut self, folder: &str) {
+        self.owned.insert(folder.to_string());
+    }
+
+    /// The exact `rule` of `app`'s, in `folder` (with its trailing `/`), which it does not own.
+    pub(super) fn exact(&mut self, rule: &str, folder: &str, app: &str) {
+        self.exact
+            .insert(rule.to_string(), (folder.to_string(), app.to_string()));
+    }
+
+    /// The exact `rule` of a path another application provides.
+    pub(super) fn provided(&mut self, rule: &str) {
+        self.provided.insert(rule.to_string());
+    }
+
+    /// What `rule` (an exact path or a glob), made for `app`'s need `why`, says.
+    fn rule(&mut self, rule: &str, app: &str, why: Use, provided: bool) {
+        if let Some(folder) = rule.strip_suffix('*') {
+            self.glob(folder);
+        } else if provided {
+            self.provided(rule);
+        } else if why == Use::List {
+            self.exact(rule, &format!("{rule}/"), app);
+        } else {
+            self.exact(rule, parent(rule), app);
+        }
+    }
+
+    /// The lines above `rules` (all that were made, or those `--merge` adds), for environment
+    /// `env`: each says which choice was made and why.
+    pub fn lines(&self, env: &str, rules: &[super::Rule]) -> Vec<String> {
+        let few = |set: &indexmap::IndexSet<&str>| {
+            crate::spec::few(&set.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        let (mut owned, mut shared, mut apps) = (
+            indexmap::IndexSet::new(),
+            indexmap::IndexSet::new(),
+            indexmap::IndexSet::new(),
+        );
+        let mut provided = false;
+        for r in rules {
+            if let Some(folder) = r.pattern.strip_suffix('*') {
+                if self.owned.contains(folder) {
+                    owned.insert(folder);
+                }
+            } else if let Some((folder, app)) = self.exact.get(&r.pattern) {
+                shared.insert(folder.as_str());
+                apps.insert(app.as_str());
+            } else {
+                provided |= self.provided.contains(&r.pattern);
+            }
+        }
+        let mut out = Vec::new();
+        if !owned.is_empty() {
+            out.push(format!(
+                "`*` only over a folder the specs own (the application or the environment names it): {}",
+                few(&owned)
+            ));
+        }
+        if !shared.is_empty() {
+            let apps = if apps.len() == 1 {
+                format!("application {}", few(&apps))
+            } else {
+                format!("applications {}", few(&apps))
+            };
+            out.push(format!(
+                "exact paths under {}: a folder neither {apps} nor environment `{}` names, which other applications may share",
+                few(&shared),
+                crate::text::quoted(env)
+            ));
+        }
+        if provided {
+            out.push(
+                "exact paths for what other applications provide: their folders are theirs"
+                    .to_string(),
+            );
+        }
+        out
+    }
+}
+
+/// `path`'s folder with its trailing `/` (empty at the top).
+pub(super) fn parent(path: &str) -> &str {
+    path.rfind('/').map_or("", |i| &path[..=i])
+}
+
+/// What [`eso_rules`] chose for `plan`, as comment lines ([`ScopeNotes::lines`]).
+pub fn eso_scope_notes(
+    plan: &EnvPlan<'_>,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
+) -> ScopeNotes {
+    let mut notes = ScopeNotes::default();
+    each_need(plan, detected, &mut |n| {
+        notes.rule(n.folder_rule, n.app, n.why, n.provided)
+    });
+    notes
+}
+
+/// What [`vso_requirements`] chose for `plan`, as comment lines ([`ScopeNotes::lines`]).
+pub fn vso_scope_notes(
+    plan: &EnvPlan<'_>,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
+) -> ScopeNotes {
+    let mut notes = ScopeNotes::default();
+    each_vso_need(plan, detected, &mut |r, app, provided| {
+        notes.rule(&r.folder_rule, app, Use::StaticSecret, provided)
+    });
+    notes
 }
 
 /// One requirement per path, sorted by path: the capabilities and the uses of its needs united,
@@ -337,6 +517,22 @@ pub fn vso_requirements(
     detected: &dyn Fn(&str) -> Option<KvVersion>,
 ) -> Vec<Requirement> {
     let mut by_path: BTreeMap<String, Requirement> = BTreeMap::new();
+    each_vso_need(plan, detected, &mut |r, _, _| {
+        by_path.entry(r.path.clone()).or_insert(Requirement {
+            uses: vec![Use::StaticSecret],
+            ..r
+        });
+    });
+    by_path.into_values().collect()
+}
+
+/// Each read of VSO's for `plan`'s specs with `[vso]`, in spec order, with the application and
+/// whether another application provides the path.
+fn each_vso_need(
+    plan: &EnvPlan<'_>,
+    detected: &dyn Fn(&str) -> Option<KvVersion>,
+    f: &mut dyn FnMut(Requirement, &str, bool),
+) {
     let by_spec = plan.targets_by_spec();
     let with_vso = plan
         .specs
@@ -346,52 +542,49 @@ pub fn vso_requirements(
     for ((spec, env), targets) in with_vso {
         let kv = KvVersion::resolve(spec.vault.kv_version, detected(&spec.vault.mount));
         let mount = KvMount::new(&spec.vault.mount, kv);
-        let data_rule: Arc<str> =
-            format!("{}{}*", mount.data_prefix(), rule_base(spec, &env.name)).into();
+        let data_rule: Option<Arc<str>> = match scope(spec, &env.name) {
+            Scope::Folder(base) => Some(format!("{}{base}*", mount.data_prefix()).into()),
+            Scope::Exact => None,
+        };
         for t in targets.iter() {
-            // A path another application provides is read under the provider's folder rule.
-            let r = match provided_read(spec, t, detected) {
-                Some(r) => r,
-                None => Requirement {
-                    path: mount.data_path(&t.path),
+            // A path another application provides is read by its exact path.
+            if let Some(r) = provided_read(t, detected) {
+                f(r, &spec.name, true);
+                continue;
+            }
+            let path = mount.data_path(&t.path);
+            f(
+                Requirement {
+                    folder_rule: data_rule.clone().unwrap_or_else(|| path.as_str().into()),
+                    path,
                     capabilities: [Capability::Read].into(),
                     uses: Vec::new(),
-                    folder_rule: data_rule.clone(),
                     params: Vec::new(),
                 },
-            };
-            by_path.entry(r.path.clone()).or_insert(Requirement {
-                uses: vec![Use::StaticSecret],
-                ..r
-            });
+                &spec.name,
+                false,
+            );
         }
     }
-    by_path.into_values().collect()
 }
 
 /// What a reader needs on a path another application provides (`t.provided`): `read` on its
-/// data path, under a rule for the provider's folder (`secret/data/ask/postgresql/*`); `None` for
-/// a target vault-seed seeds. Never more: writing it is the provider's business. ESO's
-/// requirements above use it; so should any other reader's requirements (the Vault Secrets
-/// Operator's `policy --for vso`: read; vault-seed's own `policy --for seeder`: read only, since
-/// `apply` reads a provided path and never writes it).
+/// data path, under a rule for that path alone (the folder is the provider's: a glob over it
+/// would reach the provider's other secrets); `None` for a target vault-seed seeds. Never more:
+/// writing it is the provider's business. ESO's requirements above use it; so does any other
+/// reader's (the Vault Secrets Operator's `policy --for vso`: read; vault-seed's own `policy
+/// --for seeder`: read only, since `apply` reads a provided path and never writes it).
 pub fn provided_read(
-    spec: &Spec,
     t: &Target,
     detected: &dyn Fn(&str) -> Option<KvVersion>,
 ) -> Option<Requirement> {
-    let p = t.provided.as_ref()?;
-    let mount = t.kv_mount(detected);
-    let template = p
-        .path
-        .clone()
-        .unwrap_or_else(|| format!("{}/{}", spec.vault.path.trim_matches('/'), t.name));
-    let folder = template.rsplit_once('/').map_or("", |(f, _)| f);
+    t.provided.as_ref()?;
+    let path = t.kv_mount(detected).data_path(&t.path);
     Some(Requirement {
-        path: mount.data_path(&t.path),
+        folder_rule: path.as_str().into(),
+        path,
         capabilities: [Capability::Read].into_iter().collect(),
         uses: vec![Use::Read],
-        folder_rule: format!("{}{}*", mount.data_prefix(), folder_base(folder, &t.path)).into(),
         params: Vec::new(),
     })
 }
@@ -404,19 +597,6 @@ pub(super) fn rule_base(spec: &Spec, env: &str) -> String {
     match template.strip_suffix(ENV_PLACEHOLDER) {
         Some(above) if above.is_empty() || above.ends_with('/') => above.to_string(),
         _ => format!("{}/", spec.folder(env).trim_matches('/')),
-    }
-}
-
-/// [`rule_base`] for a provided path: `folder` is its template's folder (`ask/postgresql/{env}`),
-/// `path` the path resolved for the environment.
-fn folder_base(folder: &str, path: &str) -> String {
-    let folder = folder.trim_matches('/');
-    match folder.strip_suffix(ENV_PLACEHOLDER) {
-        Some(above) if above.is_empty() || above.ends_with('/') => above.to_string(),
-        _ => match path.rsplit_once('/') {
-            Some((f, _)) => format!("{f}/"),
-            None => String::new(),
-        },
     }
 }
 
@@ -585,13 +765,17 @@ fields.password = {}
         assert!(requirements(&plan, &|_| Some(KvVersion::V2)).is_empty());
         let (_d, eso_only) = load(&SPEC.replace("\"ACCESS\"", "\"read\""));
         assert!(vso_requirements(&eso_only.plan("dev", &[]).unwrap(), &|_| None).is_empty());
-        // A path another application provides: read under the provider's folder (issue 15).
+        // A path another application provides: read by its path alone, never a glob over the
+        // provider's folder (issue 15; issue 44).
         let (_d, set) = load(&(vso_spec + PROVIDED));
         let r = vso_requirements(&set.plan("dev", &[]).unwrap(), &|_| Some(KvVersion::V2));
         let db = r.iter().find(|r| r.path.contains("db-password")).unwrap();
         assert_eq!(
             (db.path.as_str(), &*db.folder_rule),
-            ("kv/data/team/db/dev/db-password", "kv/data/team/db/*")
+            (
+                "kv/data/team/db/dev/db-password",
+                "kv/data/team/db/dev/db-password"
+            )
         );
         assert_eq!(
             (db.capabilities, db.uses.clone()),
@@ -600,7 +784,8 @@ fields.password = {}
     }
 
     /// Issue 15: a path another application provides is read by ESO (`read` on its data path,
-    /// under a rule for the provider's folder) and never pushed or listed from this spec.
+    /// under a rule for that path alone: the folder is the provider's) and never pushed or
+    /// listed from this spec.
     #[test]
     fn a_provided_path_needs_read_only() {
         let spec = SPEC.replace("\"ACCESS\"", "\"read\", \"push\", \"list\"") + PROVIDED;
@@ -614,9 +799,35 @@ fields.password = {}
         assert_eq!(db[0].path, "kv/data/team/db/dev/db-password");
         assert_eq!(db[0].capabilities, caps(&[Read]));
         assert_eq!(db[0].uses, [Use::Read]);
-        assert_eq!(&*db[0].folder_rule, "kv/data/team/db/*");
+        assert_eq!(&*db[0].folder_rule, "kv/data/team/db/dev/db-password");
         // The spec's own secrets keep their push and list grants.
         assert!(r.iter().any(|r| r.path == "kv/metadata/team/app/dev/A"));
+    }
+
+    /// A glob only over a folder the application's or the environment's name is a segment of:
+    /// the one above `{env}` first, else the environment's own; elsewhere each path.
+    #[test]
+    fn a_folder_is_owned_when_the_application_or_the_environment_names_it() {
+        for (template, want) in [
+            ("team/app/{env}", Scope::Folder("team/app/".into())),
+            ("app/{env}", Scope::Folder("app/".into())),
+            ("team/{env}", Scope::Folder("team/dev/".into())),
+            ("{env}", Scope::Folder("dev/".into())),
+            ("team/{env}/app", Scope::Folder("team/dev/app/".into())),
+            ("shared/{env}/web", Scope::Folder("shared/dev/web/".into())),
+            ("team/app", Scope::Folder("team/app/".into())),
+            ("team", Scope::Exact),
+            ("team/app-{env}", Scope::Exact),
+            ("team/apps", Scope::Exact),
+        ] {
+            let (_d, set) = load(
+                &SPEC
+                    .replace("\"ACCESS\"", "\"read\"")
+                    .replace("team/app/{env}", template),
+            );
+            let spec = &set.specs[0];
+            assert_eq!(scope(spec, "dev"), want, "{template}");
+        }
     }
 
     #[test]
@@ -661,6 +872,15 @@ fields.password = {}
         let all = "\"read\", \"push\", \"list\"";
         let cases: Vec<(Vec<(&str, String)>, bool)> = vec![
             (vec![("a.toml", app("a", "team/a/{env}", "", all))], true),
+            // A folder the spec does not own: a rule per path, and the folder's own for its LIST.
+            (vec![("a.toml", app("a", "team", "", all))], true),
+            (
+                vec![(
+                    "a.toml",
+                    app("a", "team", "kv_version = 1\n", all) + PROVIDED,
+                )],
+                true,
+            ),
             (
                 vec![("a.toml", app("a", "team/a/{env}", "kv_version = 1\n", all))],
                 true,

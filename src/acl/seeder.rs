@@ -18,8 +18,8 @@
 //! - KV v2 `<mount>/metadata/<folder>/*`: `list` (one LIST per folder, `seed/mod.rs`), `update`
 //!   (vault-seed's `custom_metadata`). Nothing reads metadata by itself: a data read carries it.
 //! - KV v1 `<mount>/<folder>/*`: the data capabilities and `list`; v1 has no metadata.
-//! - A path another application provides (`provided_by`): `read` only, under the provider's
-//!   folder ([`super::provided_read`]): `apply` and `verify` read and judge it, nothing writes it.
+//! - A path another application provides (`provided_by`): `read` only, on that path alone
+//!   ([`super::provided_read`]): `apply` and `verify` read and judge it, nothing writes it.
 //!   Its folder is not listed either: `apply` notes that it read each such path instead.
 //! - `verify`'s policy part (`verify/grants.rs`): `read` on `sys/policies/acl/<name>` of each
 //!   policy the spec names for ESO (and for VSO, under `[vso]`) and of `default`, and on their
@@ -27,10 +27,13 @@
 //!   without asking Vault: see [`seeder_notes`]).
 //!
 //! Nothing else: no `delete`, no `sudo`, nothing on `sys/policies` but reads of those names, and
-//! nothing outside each application's folder.
+//! nothing outside each application's folder. A glob only over a folder the spec owns (its name
+//! or the environment's is a segment of it, [`super::required`]'s `scope`); in a folder it
+//! shares, each path exactly, and a LIST of the folder itself.
 
 use std::collections::BTreeMap;
 
+use super::required::{scope, Scope, ScopeNotes};
 use super::{Capabilities, Capability, Rule};
 use crate::kv::{KvMount, KvVersion};
 use crate::spec::{EnvPlan, Target};
@@ -38,8 +41,14 @@ use crate::spec::{EnvPlan, Target};
 /// The rules, in the order they are printed: each application's data and metadata folders, the
 /// token's own paths, then what `verify` reads of ESO's policy.
 pub fn seeder_rules(plan: &EnvPlan<'_>) -> Vec<Rule> {
+    seeder_rules_and_notes(plan).0
+}
+
+/// [`seeder_rules`], and what they chose (a glob over a folder a spec owns, else each path).
+pub fn seeder_rules_and_notes(plan: &EnvPlan<'_>) -> (Vec<Rule>, ScopeNotes) {
     use Capability::{Create, List, Read, Update};
     let mut folders: BTreeMap<String, Capabilities> = BTreeMap::new();
+    let mut notes = ScopeNotes::default();
     let mut eso: Vec<String> = Vec::new();
     let by_spec = plan.targets_by_spec();
     for ((spec, env), run) in plan.specs.iter().zip(&by_spec) {
@@ -54,10 +63,11 @@ pub fn seeder_rules(plan: &EnvPlan<'_>) -> Vec<Rule> {
         // eso` takes it.
         let detected = |_: &str| None;
         // A path another application provides is read (`apply` and `verify` judge it), never
-        // written: `read` on its data path, under the provider's folder, as ESO's read of it.
+        // written: `read` on its data path alone, as ESO's read of it.
         for t in &targets {
-            if let Some(r) = super::provided_read(spec, t, &detected) {
+            if let Some(r) = super::provided_read(t, &detected) {
                 grant(r.folder_rule.to_string(), &[Read]);
+                notes.provided(&r.folder_rule);
             }
         }
         if targets.iter().all(|t| t.provided.is_some()) {
@@ -67,15 +77,42 @@ pub fn seeder_rules(plan: &EnvPlan<'_>) -> Vec<Rule> {
             &spec.vault.mount,
             KvVersion::resolve(spec.vault.kv_version, None),
         );
-        let base = super::required::rule_base(spec, &env.name);
-        grant(
-            format!("{}{base}*", mount.data_prefix()),
-            &[Create, Update, Read],
-        );
-        // On KV v1 the metadata prefix is the data prefix: one rule with `list` added.
-        grant(format!("{}{base}*", mount.metadata_prefix()), &[List]);
-        if mount.version.has_cas() {
-            grant(format!("{}{base}*", mount.metadata_prefix()), &[Update]);
+        let cas = mount.version.has_cas();
+        match scope(spec, &env.name) {
+            Scope::Folder(base) => {
+                let (data, meta) = (mount.data_prefix(), mount.metadata_prefix());
+                grant(format!("{data}{base}*"), &[Create, Update, Read]);
+                // On KV v1 the metadata prefix is the data prefix: one rule with `list` added.
+                grant(format!("{meta}{base}*"), &[List]);
+                if cas {
+                    grant(format!("{meta}{base}*"), &[Update]);
+                }
+                notes.glob(&format!("{data}{base}"));
+                notes.glob(&format!("{meta}{base}"));
+            }
+            // Each path, and a LIST of each folder they are in (one per folder, `seed/mod.rs`).
+            Scope::Exact => {
+                let mut listed: Vec<String> = Vec::new();
+                for t in targets.iter().filter(|t| t.provided.is_none()) {
+                    let data = mount.data_path(&t.path);
+                    notes.exact(&data, super::required::parent(&data), &spec.name);
+                    grant(data, &[Create, Update, Read]);
+                    if cas {
+                        let meta = mount.metadata_path(&t.path);
+                        notes.exact(&meta, super::required::parent(&meta), &spec.name);
+                        grant(meta, &[Update]);
+                    }
+                    let folder = t.path.rsplit_once('/').map_or("", |(f, _)| f);
+                    let list = mount.list_path(folder);
+                    if !listed.contains(&list) {
+                        listed.push(list);
+                    }
+                }
+                for list in listed {
+                    notes.exact(&list, &format!("{list}/"), &spec.name);
+                    grant(list, &[List]);
+                }
+            }
         }
         eso.extend(
             spec.eso
@@ -108,7 +145,7 @@ pub fn seeder_rules(plan: &EnvPlan<'_>) -> Vec<Rule> {
     eso.sort();
     eso.dedup();
     rules.extend(eso.into_iter().map(|p| Rule::new(p, one(&[Read]))));
-    rules
+    (rules, notes)
 }
 
 /// What the printed policy cannot know without asking Vault, as comment lines.
@@ -241,7 +278,7 @@ fields.password = { generator = "hex32" }
     }
 
     #[test]
-    fn a_provided_path_is_only_read_under_its_providers_folder() {
+    fn a_provided_path_is_only_read_by_its_own_path() {
         let provided = r#"
 [secrets.DB]
 description = "d"
@@ -255,7 +292,7 @@ fields.password = {}
             got[..3],
             owned(&[
                 ("secret/data/team/api/*", &["create", "update", "read"]),
-                ("secret/data/team/db/*", &["read"]),
+                ("secret/data/team/db/dev/DB", &["read"]),
                 ("secret/metadata/team/api/*", &["update", "list"]),
             ])
         );
@@ -265,7 +302,10 @@ fields.password = {}
             provided,
         );
         let got = rules(&only, "dev");
-        assert_eq!(got[0], owned(&[("secret/data/team/db/*", &["read"])])[0]);
+        assert_eq!(
+            got[0],
+            owned(&[("secret/data/team/db/dev/DB", &["read"])])[0]
+        );
         assert!(!got.iter().any(|(p, _)| p.contains("team/api")), "{got:?}");
     }
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use super::findings::Finding;
-use super::{KubeTarget, Scanned};
+use super::{Ignore, KubeTarget, Scanned};
 use crate::kube::{
     DataFrom, EsoCluster, ExternalSecretInfo, FieldProblem, KubeError, VaultStaticSecretInfo,
 };
@@ -30,6 +30,7 @@ pub(super) async fn audit(
     named: &[Target],
     owned: &[(String, String, String)],
     kube: &KubeTarget,
+    ignore: &Ignore,
     found: &mut Vec<Finding>,
     scanned: &mut Scanned,
 ) {
@@ -58,7 +59,11 @@ pub(super) async fn audit(
             uses_vso = true;
         }
     }
-    let judge = Judge { named, owned };
+    let judge = Judge {
+        named,
+        owned,
+        ignore,
+    };
     for ns in &namespaces {
         scanned.namespaces.push(ns.clone());
         match cluster.external_secrets_in(ns).await {
@@ -66,7 +71,7 @@ pub(super) async fn audit(
                 scanned.external_secrets += items.len();
                 for item in items {
                     match item {
-                        Ok(es) => judge.external_secret(&es, found),
+                        Ok(es) => judge.external_secret(&es, found, scanned),
                         Err(u) => found.push(unreadable("ExternalSecret", &u.object, &u.why)),
                     }
                 }
@@ -78,7 +83,7 @@ pub(super) async fn audit(
                 scanned.vault_static_secrets += items.len();
                 for item in items {
                     match item {
-                        Ok(v) => judge.vault_static_secret(&v, found),
+                        Ok(v) => judge.vault_static_secret(&v, found, scanned),
                         Err(u) => found.push(unreadable("VaultStaticSecret", &u.object, &u.why)),
                     }
                 }
@@ -118,34 +123,53 @@ fn unreadable(kind: &str, object: &str, why: &str) -> Finding {
     }
 }
 
-/// What judging a key needs: the named targets and the owned folders.
+/// What judging a key needs: the named targets, the owned folders and what `--ignore` leaves
+/// out.
 struct Judge<'a> {
     named: &'a [Target],
     owned: &'a [(String, String, String)],
+    ignore: &'a Ignore,
 }
 
 impl Judge<'_> {
-    /// Whether an ESO key (`ask/x/Y` below the mount, or `secret/ask/x/Y`) is under a folder a
-    /// spec owns.
-    fn key_under_folders(&self, key: &str) -> bool {
+    /// The Vault path (`mount`, path below it) an ESO key (`ask/x/Y` below the mount, or
+    /// `secret/ask/x/Y`) reads, when it is under a folder a spec owns.
+    fn key_under_folders<'k>(&self, key: &'k str) -> Option<(&str, &'k str)> {
         let key = key.trim_start_matches('/');
-        self.owned.iter().any(|(mount, folder, _)| {
+        self.owned.iter().find_map(|(mount, folder, _)| {
             let under = |k: &str| {
                 k.strip_prefix(folder.as_str())
                     .is_some_and(|rest| rest.starts_with('/'))
             };
-            under(key)
-                || key
-                    .strip_prefix(mount.as_str())
-                    .and_then(|k| k.strip_prefix('/'))
-                    .is_some_and(under)
+            if under(key) {
+                return Some((mount.as_str(), key));
+            }
+            key.strip_prefix(mount.as_str())
+                .and_then(|k| k.strip_prefix('/'))
+                .filter(|k| under(k))
+                .map(|k| (mount.as_str(), k))
         })
     }
 
-    fn external_secret(&self, es: &ExternalSecretInfo, found: &mut Vec<Finding>) {
+    fn external_secret(
+        &self,
+        es: &ExternalSecretInfo,
+        found: &mut Vec<Finding>,
+        scanned: &mut Scanned,
+    ) {
+        // Another application's object in a shared namespace: not looked at.
+        if self
+            .ignore
+            .object("ExternalSecret", &es.namespace, &es.name)
+        {
+            scanned.ignored.objects += 1;
+            return;
+        }
         let object = format!("ExternalSecret `{}/{}`", cap(&es.namespace), cap(&es.name));
+        // Its findings are held until it is known not to read another application's path.
+        let mut mine = Vec::new();
         for b in &es.bad_fields {
-            found.push(Finding::NotChecked {
+            mine.push(Finding::NotChecked {
                 what: object.clone(),
                 why: format!("field `{}` {}", cap(&b.field), cap(&b.problem)),
             });
@@ -154,24 +178,32 @@ impl Judge<'_> {
         for d in &es.data_from {
             match d {
                 DataFrom::Extract { reference, .. } => keys.push(&reference.key),
-                DataFrom::Find => found.push(Finding::NotChecked {
+                DataFrom::Find => mine.push(Finding::NotChecked {
                     what: object.clone(),
                     why: "`dataFrom.find`: ESO chooses the paths it reads, audit cannot tell which"
                         .into(),
                 }),
-                DataFrom::SourceRef => found.push(Finding::NotChecked {
+                DataFrom::SourceRef => mine.push(Finding::NotChecked {
                     what: object.clone(),
                     why: "`dataFrom.sourceRef`: a generator or another store, audit cannot tell what it reads".into(),
                 }),
-                DataFrom::Empty => found.push(Finding::NotChecked {
+                DataFrom::Empty => mine.push(Finding::NotChecked {
                     what: object.clone(),
                     why: "a `dataFrom` entry with neither `extract`, `find` nor `sourceRef`".into(),
                 }),
             }
         }
         for key in keys {
-            if self.key_under_folders(key) && target_of_key(self.named, key).is_none() {
-                found.push(Finding::OrphanConsumer {
+            let Some((mount, path)) = self.key_under_folders(key) else {
+                continue;
+            };
+            // A reader of another application's path is that application's object.
+            if self.ignore.path(mount, path) {
+                scanned.ignored.objects += 1;
+                return;
+            }
+            if target_of_key(self.named, key).is_none() {
+                mine.push(Finding::OrphanConsumer {
                     object_kind: "ExternalSecret",
                     namespace: cap(&es.namespace).into_owned(),
                     name: cap(&es.name).into_owned(),
@@ -179,9 +211,22 @@ impl Judge<'_> {
                 });
             }
         }
+        found.extend(mine);
     }
 
-    fn vault_static_secret(&self, v: &VaultStaticSecretInfo, found: &mut Vec<Finding>) {
+    fn vault_static_secret(
+        &self,
+        v: &VaultStaticSecretInfo,
+        found: &mut Vec<Finding>,
+        scanned: &mut Scanned,
+    ) {
+        if self
+            .ignore
+            .object("VaultStaticSecret", &v.namespace, &v.name)
+        {
+            scanned.ignored.objects += 1;
+            return;
+        }
         let bad: Vec<_> = v
             .bad
             .iter()
@@ -203,6 +248,10 @@ impl Judge<'_> {
                     .strip_prefix(folder.as_str())
                     .is_some_and(|rest| rest.starts_with('/'))
         });
+        if under && self.ignore.path(mount, path) {
+            scanned.ignored.objects += 1;
+            return;
+        }
         if under && target_of_vss(self.named, v).is_none() {
             found.push(Finding::OrphanConsumer {
                 object_kind: "VaultStaticSecret",

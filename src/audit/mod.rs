@@ -39,6 +39,87 @@ pub struct Request {
     pub mount_scan: bool,
     /// The cluster to look at; `None` with `--skip-kube` (nothing is sent to it).
     pub kube: Option<KubeTarget>,
+    /// What is not this platform's (`--ignore`).
+    pub ignore: Ignore,
+}
+
+/// `--ignore PATTERN`s: what a folder or namespace the platform shares holds of other
+/// applications. A pattern is matched whole against a Vault path as `MOUNT/PATH` or an object as
+/// findings place it (`ExternalSecret NAMESPACE/NAME`); `*` matches any run of characters,
+/// anything else itself.
+#[derive(Debug, Clone, Default)]
+pub struct Ignore(Vec<String>);
+
+impl Ignore {
+    /// The patterns as given; Err names the first that is empty or holds a control character
+    /// (shown escaped), and why.
+    pub fn new(patterns: Vec<String>) -> Result<Ignore, String> {
+        for p in &patterns {
+            let why = if p.is_empty() {
+                Some("is empty".to_string())
+            } else {
+                p.chars()
+                    .find(|c| crate::text::is_hidden(*c))
+                    .map(|c| format!("contains a control character (U+{:04X})", c as u32))
+            };
+            if let Some(why) = why {
+                return Err(format!("`--ignore` `{}` {why}", crate::text::quoted(p)));
+            }
+        }
+        Ok(Ignore(patterns))
+    }
+
+    /// Whether `mount/path` is left out.
+    pub fn path(&self, mount: &str, path: &str) -> bool {
+        let text = format!("{mount}/{path}");
+        self.0.iter().any(|p| glob(p, &text))
+    }
+
+    /// Whether every path under `mount/folder/` is left out, so that the folder need not be
+    /// listed: a pattern ending in `*` that matches the folder matches all it holds.
+    pub fn folder(&self, mount: &str, folder: &str) -> bool {
+        let text = format!("{mount}/{folder}/");
+        self.0.iter().any(|p| p.ends_with('*') && glob(p, &text))
+    }
+
+    /// Whether the object `KIND NAMESPACE/NAME` is left out.
+    pub fn object(&self, kind: &str, namespace: &str, name: &str) -> bool {
+        let text = format!("{kind} {namespace}/{name}");
+        self.0.iter().any(|p| glob(p, &text))
+    }
+}
+
+/// Whether `text` is `pattern` whole, each `*` standing for any run of characters (the greedy
+/// matcher with one backtrack point: linear in practice, never exponential).
+fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut i, mut j) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while j < t.len() {
+        if i < p.len() && p[i] == '*' {
+            star = Some((i, j));
+            i += 1;
+        } else if i < p.len() && p[i] == t[j] {
+            i += 1;
+            j += 1;
+        } else if let Some((si, sj)) = star {
+            i = si + 1;
+            j = sj + 1;
+            star = Some((si, sj + 1));
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|c| *c == '*')
+}
+
+/// What `--ignore` left out.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Ignored {
+    /// Vault paths (each path under a folder not listed is not known, and not counted).
+    pub paths: usize,
+    /// ExternalSecrets and VaultStaticSecrets: matched themselves, or reading a matched path.
+    pub objects: usize,
 }
 
 /// Which cluster.
@@ -69,6 +150,8 @@ pub struct Scanned {
     pub external_secrets: usize,
     /// VaultStaticSecrets looked at.
     pub vault_static_secrets: usize,
+    /// What `--ignore` left out.
+    pub ignored: Ignored,
 }
 
 /// An audit's result.
@@ -146,7 +229,16 @@ pub async fn run(
     )
     .await;
     if let Some(kube) = &req.kube {
-        cluster::audit(plan, named, &owned, kube, &mut found, &mut scanned).await;
+        cluster::audit(
+            plan,
+            named,
+            &owned,
+            kube,
+            &req.ignore,
+            &mut found,
+            &mut scanned,
+        )
+        .await;
     }
     found.sort_by(|a, b| {
         (a.severity(), a.place())
@@ -161,5 +253,54 @@ pub async fn run(
         mount_scanned: req.mount_scan,
         scanned,
         findings: found,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pattern_matches_whole_with_star_as_any_run() {
+        for (p, t, want) in [
+            (
+                "secret/ask/hatchet/*",
+                "secret/ask/hatchet/auh1-dev/x",
+                true,
+            ),
+            ("secret/ask/hatchet/*", "secret/ask/hatchet/", true),
+            ("secret/ask/hatchet/*", "secret/ask/hatchetx/y", false),
+            ("secret/ask/other", "secret/ask/other/x", false),
+            ("*/hatchet-*", "ExternalSecret ask/hatchet-secret", true),
+            ("a*b*c", "aXbYbZc", true),
+            ("a*b*c", "aXbYbZ", false),
+            ("*", "", true),
+            ("", "", true),
+            ("x", "", false),
+        ] {
+            assert_eq!(glob(p, t), want, "{p} ~ {t}");
+        }
+        // A long run of stars and near-misses stays quick.
+        let text = "a".repeat(2000);
+        assert!(!glob(&format!("{}b", "a*".repeat(50)), &text));
+    }
+
+    #[test]
+    fn a_folder_is_left_unlisted_only_when_all_it_holds_is_left_out() {
+        let ignore = Ignore::new(vec![
+            "secret/ask/hatchet/*".into(),
+            "secret/ask/exact".into(),
+            "ExternalSecret ask/h-*".into(),
+        ])
+        .unwrap();
+        assert!(ignore.folder("secret", "ask/hatchet"));
+        assert!(ignore.folder("secret", "ask/hatchet/dev"));
+        assert!(!ignore.folder("secret", "ask/exact"));
+        assert!(ignore.path("secret", "ask/exact"));
+        assert!(!ignore.path("secret", "ask/exact/more"));
+        assert!(ignore.object("ExternalSecret", "ask", "h-1"));
+        assert!(!ignore.object("VaultStaticSecret", "ask", "h-1"));
+        assert!(Ignore::new(vec!["a\u{7}".into()]).is_err());
+        assert!(Ignore::new(vec![String::new()]).is_err());
     }
 }

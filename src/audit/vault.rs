@@ -97,24 +97,31 @@ async fn folders(
     scanned: &mut Scanned,
 ) {
     let m = kv.path.as_str();
-    let start: Vec<String> = roots.iter().map(|(f, _)| f.to_string()).collect();
+    // A folder all of which `--ignore` leaves out is not listed, a root neither.
+    let ignored = |folder: &str| req.ignore.folder(m, folder);
+    let kept: Vec<usize> = (0..roots.len()).filter(|&i| !ignored(roots[i].0)).collect();
+    let start: Vec<String> = kept.iter().map(|&i| roots[i].0.to_string()).collect();
     scanned.folders += start.len();
     let w = crate::layout::walk(
         vault,
         kv,
         &start,
-        &HashSet::new(),
+        &ignored,
         budget,
         req.concurrency,
         &mut scanned.lists,
     )
     .await;
     for (root, path) in w.leaves {
+        if req.ignore.path(m, &path) {
+            scanned.ignored.paths += 1;
+            continue;
+        }
         if !named.contains(&(m.to_string(), path.clone())) {
             found.push(Finding::UnnamedPath {
                 mount: m.to_string(),
                 path: cap(&path).into_owned(),
-                app: roots[root].1.to_string(),
+                app: roots[kept[root]].1.to_string(),
             });
         }
     }
@@ -199,11 +206,12 @@ async fn scan_mount(
 ) {
     let m = kv.path.as_str();
     scanned.mounts_scanned.push(m.to_string());
+    let skip = |folder: &str| skip.contains(folder) || req.ignore.folder(m, folder);
     let w = crate::layout::walk(
         vault,
         kv,
         &[String::new()],
-        skip,
+        &skip,
         budget,
         req.concurrency,
         &mut scanned.lists,
@@ -220,6 +228,11 @@ async fn scan_mount(
         .into_iter()
         .map(|(_, p)| p)
         .filter(|p| !named.contains(&(m.to_string(), p.clone())))
+        .filter(|p| {
+            let ignored = req.ignore.path(m, p);
+            scanned.ignored.paths += usize::from(ignored);
+            !ignored
+        })
         .collect();
     let mut cut = w.cut;
     if unnamed.len() > *budget {

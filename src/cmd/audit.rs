@@ -11,6 +11,9 @@ use super::session::Session;
 use super::Failure;
 
 pub(super) fn run(g: &GlobalArgs, args: &AuditArgs) -> Result<AuditReport, Failure> {
+    let ignore = audit::Ignore::new(args.ignore.clone()).map_err(|e| {
+        Failure::usage(e).help("a Vault path as MOUNT/PATH or an object as `KIND NAMESPACE/NAME`, `*` any run of characters")
+    })?;
     let set = super::load_specs(g)?;
     // What "a spec names" means: every spec, every environment.
     let named = audit::named_targets(&set);
@@ -23,6 +26,7 @@ pub(super) fn run(g: &GlobalArgs, args: &AuditArgs) -> Result<AuditReport, Failu
             kubeconfig: args.cluster.kubeconfig.clone(),
             context: args.cluster.context.clone(),
         }),
+        ignore,
     };
     let runtime = super::runtime()?;
     if let Some(kube) = &req.kube {

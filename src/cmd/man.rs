@@ -81,7 +81,8 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          message, and the kind's facts (mount, path, app, spec_file, secret, field, object_kind, \
          namespace, name, reads, what, why); never a value. scanned: folders, lists, \
          secrets_read, metadata_reads, mounts_scanned, namespaces, external_secrets, \
-         vault_static_secrets. counts: orphans, not_checked, notes.",
+         vault_static_secrets, ignored (paths, objects: what --ignore left out). counts: \
+         orphans, not_checked, notes.",
     ),
     (
         "set, rotate",
@@ -140,7 +141,9 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
     (
         "policy",
         &["env", "policy", "rules"],
-        "policy: the HCL text; rules: path, capabilities.",
+        "policy: the HCL text; rules: path, capabilities. With --merge: merge_policy, exists, \
+         merged (the text to write back), added (rules as in rules, each with constraints when it \
+         carries some: the HCL lines that set them).",
     ),
     (
         "lint",
@@ -246,11 +249,33 @@ fn write_all(main: &clap::Command, dir: &Path) -> Result<Text, Failure> {
     }
     let mut written = Vec::new();
     for (name, text) in pages {
-        let path = dir.join(name);
-        std::fs::write(&path, text)
+        let path = dir.join(&name);
+        replace_file(dir, &name, text.as_bytes())
             .map_err(|e| cannot(format!("cannot write `{}`: {e}", path.display())))?;
         written.push(path.display().to_string());
     }
     written.push(String::new());
     Ok(Text(written.join("\n")))
+}
+
+/// `dir/name` holding `bytes`, never written through what is there: a new file is created
+/// beside it (`create_new`: `O_EXCL`, which fails on any existing name, a symbolic link
+/// included) and renamed over it, which replaces a link planted at `name` instead of the file
+/// it points to.
+fn replace_file(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)?;
+    // From here the temporary file is ours: removed if anything fails.
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&temp, dir.join(name)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
 }

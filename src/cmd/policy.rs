@@ -11,6 +11,18 @@ use super::session::Session;
 use super::Failure;
 
 pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Failure> {
+    // NAME goes into `sys/policies/acl/NAME` and into the printed text: checked as the spec's
+    // `policies` are, before anything is read or sent (a `..` segment would be resolved away on
+    // the way and another path read).
+    if let Some(name) = &args.merge {
+        if let Err(why) = crate::spec::check_segment(name) {
+            return Err(
+                Failure::usage(format!("`--merge` `{}` {why}", crate::text::quoted(name))).help(
+                    format!("a Vault policy's name; {}", crate::spec::SEGMENT_HELP),
+                ),
+            );
+        }
+    }
     let set = super::load_specs(g)?;
     let plan = set.plan(&args.env, &[])?;
     let mut report = match args.holder {
@@ -73,18 +85,20 @@ fn rule_requirement(r: &acl::Rule) -> acl::Requirement {
 
 /// vault-seed's own policy: never empty (it always checks its token and its mounts).
 fn seeder(args: &PolicyArgs, plan: &EnvPlan<'_>) -> PolicyReport {
+    let (rules, scope) = acl::seeder_rules_and_notes(plan);
     PolicyReport {
         env: args.env.clone(),
         apps: plan.specs.iter().map(|(s, _)| s.name.to_string()).collect(),
         holder: "vault-seed",
         policy_name: Some("vault-seed".into()),
         notes: std::iter::once(
-            "what `apply`, `verify`, `set` and `rotate` send: each application's folder, and `read` on the paths other applications provide"
+            "what `apply`, `verify`, `set` and `rotate` send: each application's secrets, and `read` on the paths other applications provide"
                 .to_string(),
         )
         .chain(acl::seeder_notes(plan))
         .collect(),
-        rules: acl::seeder_rules(plan),
+        scope,
+        rules,
         for_flag: " --for seeder",
         merge: None,
     }
@@ -106,6 +120,7 @@ fn eso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
         apps: plan.specs.iter().map(|(s, _)| s.name.to_string()).collect(),
         holder: "ESO",
         notes: Vec::new(),
+        scope: acl::eso_scope_notes(plan, &|_| None),
         policy_name: plan
             .specs
             .iter()
@@ -138,6 +153,7 @@ fn vso(args: &PolicyArgs, plan: &EnvPlan<'_>) -> Result<PolicyReport, Failure> {
             .collect(),
         holder: "VSO",
         notes: Vec::new(),
+        scope: acl::vso_scope_notes(plan, &|_| None),
         policy_name: plan
             .specs
             .iter()

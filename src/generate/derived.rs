@@ -38,6 +38,9 @@ impl fmt::Display for FieldRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.secret {
             Some(s) => write!(f, "{s}.{}", self.field),
+            // As a template names it: a field of its own secret whose name holds a dot is
+            // written with a leading dot, so that it is not read as `SECRET.field`.
+            None if self.field.contains('.') => write!(f, ".{}", self.field),
             None => f.write_str(&self.field),
         }
     }
@@ -48,7 +51,8 @@ impl fmt::Display for FieldRef {
 pub enum Piece {
     /// Text copied as it is.
     Text(String),
-    /// `{field}`, `{SECRET.field}`, or either with `|base64` (standard alphabet, padded).
+    /// `{field}`, `{SECRET.field}`, `{.field}` (a field of this secret by its whole name, dots
+    /// included: `{.tls.crt}`), or any of them with `|base64` (standard alphabet, padded).
     Value {
         /// Where the value comes from.
         from: FieldRef,
@@ -306,8 +310,10 @@ fn normalized(s: &str) -> String {
     }
 }
 
-/// Parse a `template`'s text: `{field}`, `{SECRET.field}`, optionally `|base64`; `{{` and `}}`
-/// are literal braces. Err: what is wrong, and the byte offset in `text` where.
+/// Parse a `template`'s text: `{field}`, `{SECRET.field}` (the field after the last dot), or
+/// `{.field}` (this secret's field by its whole name: `{.tls.crt}` is field `tls.crt`, where
+/// `{tls.crt}` is field `crt` of secret `tls`), optionally `|base64`; `{{` and `}}` are literal
+/// braces. Err: what is wrong, and the byte offset in `text` where.
 pub fn parse_template(text: &str) -> Result<Vec<Piece>, (String, usize)> {
     let mut pieces = Vec::new();
     let mut lit = String::new();
@@ -343,6 +349,7 @@ pub fn parse_template(text: &str) -> Result<Vec<Piece>, (String, usize)> {
                     }
                 };
                 let from = match name.rsplit_once('.') {
+                    _ if name.starts_with('.') => FieldRef::here(&name[1..]),
                     Some((s, f)) => FieldRef {
                         secret: Some(s.to_string()),
                         field: f.to_string(),
@@ -357,7 +364,9 @@ pub fn parse_template(text: &str) -> Result<Vec<Piece>, (String, usize)> {
                 };
                 if bad(&from.field) || from.secret.as_deref().is_some_and(bad) {
                     return Err((
-                        format!("`{{{inner}}}` is not `{{field}}` or `{{SECRET.field}}`"),
+                        format!(
+                            "`{{{inner}}}` is not `{{field}}`, `{{SECRET.field}}` or `{{.field}}`"
+                        ),
                         i,
                     ));
                 }
@@ -424,6 +433,37 @@ mod tests {
         assert!(
             matches!(d.agrees(&other, &values), Some(Validity::Invalid(w)) if !w.contains("stale"))
         );
+    }
+
+    /// A leading dot names this secret's field by its whole name; without it the text after
+    /// the last dot is another secret's field. Either is written back as it was read.
+    #[test]
+    fn a_leading_dot_names_a_dotted_field_of_this_secret() {
+        let cases = [
+            ("{.tls.crt}", FieldRef::here("tls.crt")),
+            ("{..dockerconfigjson}", FieldRef::here(".dockerconfigjson")),
+            ("{.password}", FieldRef::here("password")),
+            (
+                "{tls.crt}",
+                FieldRef {
+                    secret: Some("tls".into()),
+                    field: "crt".into(),
+                },
+            ),
+        ];
+        for (text, want) in cases {
+            let pieces = parse_template(text).unwrap();
+            let [Piece::Value { from, .. }] = &pieces[..] else {
+                panic!("{text}: {pieces:?}");
+            };
+            assert_eq!(from, &want, "{text}");
+            let shown = from.to_string();
+            if text != "{.password}" {
+                assert_eq!(format!("{{{shown}}}"), text);
+            }
+        }
+        assert!(parse_template("{.}").is_err());
+        assert!(parse_template("{.|base64}").is_err());
     }
 
     #[test]

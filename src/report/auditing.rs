@@ -129,6 +129,14 @@ fn render(a: &Audit, style: &Style) -> String {
     if !a.mount_scanned {
         let _ = writeln!(out, "mount scan skipped (--skip-mount-scan)");
     }
+    let ignored = &s.ignored;
+    if ignored.paths + ignored.objects > 0 {
+        let _ = writeln!(
+            out,
+            "{} path(s) and {} object(s) left out (--ignore)",
+            ignored.paths, ignored.objects
+        );
+    }
     if !a.kube_checked {
         let _ = writeln!(out, "cluster skipped (--skip-kube)");
     }

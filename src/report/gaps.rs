@@ -113,7 +113,7 @@ pub fn render(report: &PolicyReport, policies: &[String], style: &Style, verbose
     }
     if report.add.len() > 1 {
         out.push_str(&format!(
-            "\n{}: add to {}:\n{}",
+            "\n{}: add to {}:\n{SCOPE_COMMENT}\n{}",
             style.help("help"),
             if policies.is_empty() {
                 "ESO's policy".to_string()
@@ -125,6 +125,10 @@ pub fn render(report: &PolicyReport, policies: &[String], style: &Style, verbose
     }
     out
 }
+
+/// Above the rules to add: why some are globs and others exact paths (the requirements' folder
+/// rules, `acl::required`'s `scope`).
+const SCOPE_COMMENT: &str = "# vault-seed: `*` only over a folder the specs own; exact paths elsewhere, where a `*` would reach other applications' secrets";
 
 /// How to add the rules to the policy (`merge`, the `policy --merge` command): a policy is often
 /// shared, and writing only these rules under its name would drop every other application's.

@@ -18,6 +18,9 @@ pub struct PolicyReport {
     pub holder: &'static str,
     /// Comment lines above the rules (text output only).
     pub notes: Vec<String>,
+    /// Where a glob was used and where each path is named, and why: comment lines above the
+    /// rules, and above the rules `--merge` adds (text output only).
+    pub scope: crate::acl::ScopeNotes,
     /// The policy the specs name first, to write it under that name.
     pub policy_name: Option<String>,
     /// The rules.
@@ -42,12 +45,17 @@ pub struct Merging {
 
 impl PolicyReport {
     /// The comment above the added rules.
-    fn added_comment(&self) -> String {
-        format!(
+    fn added_comment(&self, added: &[Rule]) -> String {
+        let mut out = format!(
             "# vault-seed: added for environment `{}` ({})",
             self.env,
             applications(&self.apps)
-        )
+        );
+        for line in self.scope.lines(&self.env, added) {
+            out.push_str("\n# vault-seed: ");
+            out.push_str(&line);
+        }
+        out
     }
 
     /// What `--merge` prints: the policy's text as it is, then the added rules under a comment
@@ -67,7 +75,7 @@ impl PolicyReport {
                     m.name, self.env
                 ));
             } else {
-                out.push_str(&self.added_comment());
+                out.push_str(&self.added_comment(&m.added));
                 out.push('\n');
                 out.push_str(&render_hcl(&m.added));
             }
@@ -75,7 +83,7 @@ impl PolicyReport {
         }
         out.push_str(&merged_text(
             m.text.as_deref(),
-            &self.added_comment(),
+            &self.added_comment(&m.added),
             &m.added,
         ));
         out
@@ -126,7 +134,11 @@ impl Report for PolicyReport {
                             merge_policy: self.merge.as_ref().map(|m| m.name.as_str()),
                             exists: self.merge.as_ref().map(|m| m.text.is_some()),
                             merged: self.merge.as_ref().map(|m| {
-                                merged_text(m.text.as_deref(), &self.added_comment(), &m.added)
+                                merged_text(
+                                    m.text.as_deref(),
+                                    &self.added_comment(&m.added),
+                                    &m.added,
+                                )
                             }),
                             added: self.merge.as_ref().map(|m| m.added.as_slice()),
                         },
@@ -160,6 +172,10 @@ impl Report for PolicyReport {
                         "# vault-seed: merge it into the existing policy, keeping its other rules: `vault-seed policy {}{} --merge {name} > FILE && vault policy write {name} FILE`",
                         self.env, self.for_flag
                     )?;
+                }
+                // Right above the rules: which are globs and which exact paths, and why.
+                for line in self.scope.lines(&self.env, &self.rules) {
+                    writeln!(out, "# vault-seed: {line}")?;
                 }
                 write_hcl(&self.rules, out)
             },

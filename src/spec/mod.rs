@@ -16,6 +16,8 @@ use secrecy::{ExposeSecret, SecretString};
 use crate::generate::{Generator, Validity};
 use crate::kv::{KvMount, KvVersion};
 pub use diag::{Diagnostic, Location};
+/// A Vault policy's or role's name as a spec may give it: one plain path segment.
+pub(crate) use load::{check_segment, SEGMENT_HELP};
 pub use load::{load_dir, load_files, load_sources, LoadError};
 
 /// The placeholder in a path template that an environment's name replaces.

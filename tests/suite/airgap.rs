@@ -43,8 +43,14 @@ const OWNED: [(&str, &[&str]); 4] = [
     ("ask/frontend", &["oidc_client_id"]),
 ];
 
-/// What `vault-seed policy auh1-dev --for vso` prints for these specs.
-const VSO_POLICY: &str = r#"path "secret/data/ask/*" { capabilities = ["read"] }"#;
+/// What `vault-seed policy auh1-dev --for vso` prints for these specs: each path, since
+/// `secret/ask/` is a folder other applications share (`tests/suite/policy_scope.rs`).
+const VSO_POLICY: &str = r#"path "secret/data/ask/core-service-secret" { capabilities = ["read"] }
+path "secret/data/ask/frontend"            { capabilities = ["read"] }
+path "secret/data/ask/harbor-pull-secret"  { capabilities = ["read"] }
+path "secret/data/ask/zitadel-psql-secret" { capabilities = ["read"] }
+path "secret/data/ask/zitadel-secret-kv"   { capabilities = ["read"] }
+"#;
 
 fn airgap_specs() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("secret-specs-airgap")

@@ -393,3 +393,127 @@ fn the_scan_bound_reached_is_not_checked_never_clean() {
     assert_eq!(cut.len(), 1, "{doc}");
     assert_eq!(cut[0]["what"], "mount `secret`");
 }
+
+/// Issue 44: a spec whose folder is `ask/` itself, in namespace `ask`, both shared with other
+/// applications (the air-gap layout). What is theirs is named with `--ignore` (a Vault path as
+/// `MOUNT/PATH`, an object as the place column shows it, `*` any run of characters): the audit
+/// is then clean, and an ignored folder is not even listed.
+#[test]
+fn ignore_names_what_a_shared_folder_and_namespace_hold_of_other_applications() {
+    let bao = OpenBao::dev();
+    let specs = spec_dir(
+        r#"
+name = "core-service-airgap"
+[vault]
+mount = "secret"
+path = "ask"
+[environments.auh1-dev]
+kube_namespace = "ask"
+[vso]
+static_secrets = ["frontend"]
+[secrets.frontend]
+description = "the frontend's client id"
+fields.oidc_client_id = { generator = "hex32" }
+"#,
+    );
+    Run::new(&bao)
+        .specs(specs.path())
+        .args(["apply", ENV])
+        .status(0)
+        .check();
+    // The other applications' secrets beside it, and their objects in the namespace.
+    bao.kv_put(
+        "secret",
+        "ask/hatchet/auh1-dev/x",
+        json!({"k": "s3cr3t-hatchet"}),
+    );
+    bao.kv_put(
+        "secret",
+        "ask/other-app-secret",
+        json!({"k": "s3cr3t-other"}),
+    );
+    let kube = FakeKube::start();
+    kube.put(vault_static_secret(
+        "ask",
+        "frontend",
+        "secret",
+        "ask/frontend",
+    ));
+    kube.put(external_secret(
+        "ask",
+        "hatchet-secret",
+        &[("X", "ask/hatchet/auh1-dev/x", Some("k"))],
+    ));
+    kube.put(vault_static_secret(
+        "ask",
+        "other-app",
+        "secret",
+        "ask/other-app-secret",
+    ));
+    let mut finder = external_secret("ask", "hatchet-finder", &[]).0;
+    finder["spec"]["dataFrom"] = json!([{"find": {"name": {"regexp": ".*"}}}]);
+    kube.put(finder);
+    let audit = |args: &[&str]| {
+        Run::new(&bao)
+            .specs(specs.path())
+            .args(["audit", ENV, "--kubeconfig"])
+            .arg(kube.kubeconfig())
+            .args(args)
+    };
+
+    let before = audit(&["-o", "json"]).status(1).check().json();
+    assert_eq!(of_kind(&before, "unnamed-path").len(), 2, "{before}");
+    assert_eq!(of_kind(&before, "orphan-consumer").len(), 2, "{before}");
+    assert_eq!(of_kind(&before, "not-checked").len(), 1, "{before}");
+
+    let ignore = [
+        "--ignore",
+        "secret/ask/hatchet/*",
+        "--ignore",
+        "secret/ask/other-app-secret",
+        "--ignore",
+        "ExternalSecret ask/hatchet-*",
+    ];
+    audit(&ignore)
+        .status(0)
+        .stdout_has("nothing found")
+        .stdout_has("1 path(s) and 3 object(s) left out (--ignore)")
+        .stdout_lacks("hatchet")
+        .check();
+    let doc = audit(&ignore).args(["-o", "json"]).status(0).check().json();
+    assert_eq!(doc["findings"], json!([]), "{doc}");
+    // A path is counted when it was seen: those under a folder left unlisted are not.
+    assert_eq!(doc["scanned"]["ignored"], json!({"paths": 1, "objects": 3}));
+    // `ask/hatchet/` and the folder below it were not listed.
+    assert_eq!(
+        before["scanned"]["lists"].as_u64().unwrap() - doc["scanned"]["lists"].as_u64().unwrap(),
+        2,
+        "{doc}"
+    );
+    // Only what matches is left out: the VaultStaticSecret reading `ask/other-app-secret` goes
+    // with the path; with the path kept, it is an orphan again.
+    let doc = audit(&[
+        "--ignore",
+        "secret/ask/hatchet/*",
+        "--ignore",
+        "ExternalSecret ask/hatchet-*",
+        "-o",
+        "json",
+    ])
+    .status(1)
+    .check()
+    .json();
+    assert_eq!(of_kind(&doc, "unnamed-path").len(), 1, "{doc}");
+    assert_eq!(of_kind(&doc, "orphan-consumer")[0]["name"], "other-app");
+
+    // A pattern is checked before anything is sent, and shown escaped.
+    let out = audit(&["--ignore", "secret/\u{1b}[2J*"])
+        .status(2)
+        .stderr_has("`--ignore` `secret/\\u{1b}[2J*` contains a control character (U+001B)")
+        .check();
+    assert!(!out.all_text().contains('\u{1b}'));
+    audit(&["--ignore", ""])
+        .status(2)
+        .stderr_has("`--ignore` `` is empty")
+        .check();
+}

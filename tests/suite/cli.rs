@@ -464,6 +464,39 @@ fn man_writes_a_page_per_command() {
     );
 }
 
+/// `man --dir DIR` never writes through a symbolic link planted in DIR: the page replaces the
+/// link, and the file it pointed at is left as it was (a dangling link too creates nothing).
+#[test]
+fn man_dir_never_writes_through_a_planted_symlink() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("man1");
+    std::fs::create_dir(&target).unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep me\n").unwrap();
+    std::os::unix::fs::symlink(&victim, target.join("vault-seed.1")).unwrap();
+    let nowhere = dir.path().join("created-through-a-link");
+    std::os::unix::fs::symlink(&nowhere, target.join("vault-seed-apply.1")).unwrap();
+    let out = Run::offline()
+        .args(["man", "--dir", target.to_str().unwrap()])
+        .output();
+    assert!(out.status.success(), "{}", out.stderr_text());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
+    assert!(
+        !nowhere.exists(),
+        "a page was written through a dangling link"
+    );
+    for page in ["vault-seed.1", "vault-seed-apply.1"] {
+        let meta = std::fs::symlink_metadata(target.join(page)).unwrap();
+        assert!(meta.file_type().is_file(), "{page} is still a link");
+        assert!(std::fs::read_to_string(target.join(page))
+            .unwrap()
+            .starts_with(".ie"));
+    }
+    // Nothing but the pages is left in DIR (no temporary file).
+    let left = std::fs::read_dir(&target).unwrap().count();
+    assert_eq!(left, commands().len() + 1);
+}
+
 /// The top-level keys the man page's JSON OUTPUT lists per command, read from the page.
 pub(crate) fn documented_keys() -> HashMap<String, BTreeSet<String>> {
     let roff = Run::offline().args(["man"]).output().stdout_text();

@@ -523,3 +523,58 @@ fields.value = { copy = "KEY.value" }
     assert_eq!(bao.kv_version("secret", "app/dev/KEY"), Some(1));
     assert_eq!(bao.kv_version("secret", "app/dev/PINNED"), Some(1));
 }
+
+/// A template reaches a field of its own secret whose name holds dots (`.dockerconfigjson`,
+/// `tls.crt`) by a leading `.`: `{.tls.crt}` is this secret's field `tls.crt`, where `{tls.crt}`
+/// is field `crt` of a secret `tls`. The error for the latter says how to write the former.
+#[test]
+fn a_template_reaches_a_dotted_field_of_its_own_secret_with_a_leading_dot() {
+    let bao = OpenBao::dev();
+    let spec = r#"[vault]
+mount = "secret"
+path = "app/{env}"
+[environments.dev]
+vault_addr = "{addr}"
+[secrets.PULL]
+description = "a pull secret and what is made of its fields"
+fields."tls.crt" = { generator = "hex32" }
+fields.".dockerconfigjson" = { generator = "hex32" }
+fields.both = { template = "{.tls.crt}:{..dockerconfigjson|base64}:{.tls.crt|base64}" }
+"#
+    .replace("{addr}", &bao.addr);
+    let dir = common::spec_dir(&spec);
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["apply", "dev"])
+        .status(0)
+        .check();
+    let (crt, dcj) = (
+        value(&bao, "app/dev/PULL", "tls.crt"),
+        value(&bao, "app/dev/PULL", ".dockerconfigjson"),
+    );
+    assert_eq!(
+        value(&bao, "app/dev/PULL", "both"),
+        format!("{crt}:{}:{}", b64(&dcj), b64(&crt))
+    );
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["verify", "dev", "--only", "vault"])
+        .status(0)
+        .check();
+
+    // `{tls.crt}` is secret `tls`, field `crt`: the error names the way to this secret's field.
+    let dir = common::spec_dir(&spec.replace("{.tls.crt}:", "{tls.crt}:"));
+    let out = Run::offline()
+        .specs(dir.path())
+        .args(["lint"])
+        .status(2)
+        .check();
+    common::has(
+        &out.stderr_text(),
+        "field `both` of secret `PULL` is made from `tls.crt`, but environment `dev` has no secret `tls`",
+    );
+    common::has(
+        &out.stderr_text(),
+        "secret `PULL` has a field `tls.crt`: write `{.tls.crt}` for it",
+    );
+}

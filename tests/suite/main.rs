@@ -37,6 +37,7 @@ mod model;
 mod order;
 mod policy_eval;
 mod policy_merge;
+mod policy_scope;
 mod project;
 mod provided;
 mod readers;

@@ -307,6 +307,16 @@ path "secret/data/ask/postgresql/*"       { capabilities = ["read"] }
 path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }
 "#;
 
+/// What `vault-seed policy auh1-dev` prints as rules: the runbook's folder grants, and ESO's
+/// read of each path ask-db provides by its own path (a glob over `ask/postgresql/` would reach
+/// every password ask-db keeps there).
+const PRINTED: &str = r#"path "secret/data/ask/core-service/*"                               { capabilities = ["create", "update", "read"] }
+path "secret/data/ask/postgresql/auh1-dev/core-pg-superuser"        { capabilities = ["read"] }
+path "secret/data/ask/postgresql/auh1-dev/core-service-db-password" { capabilities = ["read"] }
+path "secret/data/ask/postgresql/auh1-dev/zitadel-db-password"      { capabilities = ["read"] }
+path "secret/metadata/ask/core-service/*"                           { capabilities = ["read", "list"] }
+"#;
+
 fn core_service_requirements() -> Vec<Requirement> {
     let set = vault_seed::spec::load_dir(&common::repo_specs()).expect("repo specs load");
     let plan = set.plan("auh1-dev", &[]).expect("auh1-dev plan");
@@ -399,10 +409,7 @@ fn vault_seed_policy_output_makes_the_check_pass() {
     assert!(out.status.success(), "{}", out.stderr_text());
     let hcl = String::from_utf8(out.stdout.clone()).unwrap();
     assert!(hcl.starts_with("# vault-seed: "), "{hcl}");
-    assert!(
-        hcl.contains(RUNBOOK.trim_start()),
-        "not the runbook's grant:\n{hcl}"
-    );
+    assert!(hcl.ends_with(PRINTED), "not the runbook's grant:\n{hcl}");
 
     let reqs = core_service_requirements();
     // The evaluator says it passes...
@@ -426,12 +433,15 @@ fn vault_seed_policy_json_output() {
     assert!(out.status.success(), "{}", out.stderr_text());
     let v = out.json();
     assert_eq!(v["env"], "auh1-dev");
-    assert_eq!(v["policy"].as_str().unwrap(), RUNBOOK.trim_start());
+    assert_eq!(v["policy"].as_str().unwrap(), PRINTED);
+    let db = |name: &str| json!({"path": format!("secret/data/ask/postgresql/auh1-dev/{name}"), "capabilities": ["read"]});
     assert_eq!(
         v["rules"],
         json!([
             {"path": "secret/data/ask/core-service/*", "capabilities": ["create", "update", "read"]},
-            {"path": "secret/data/ask/postgresql/*", "capabilities": ["read"]},
+            db("core-pg-superuser"),
+            db("core-service-db-password"),
+            db("zitadel-db-password"),
             {"path": "secret/metadata/ask/core-service/*", "capabilities": ["read", "list"]},
         ])
     );

@@ -175,7 +175,14 @@ fn check_sources(
                 let source = match crate::spec::find_source(&all, t, name) {
                     Ok(s) => s,
                     Err(crate::spec::SourceLookup::Absent) => {
-                        report(*owner, &f.name, format!("{at} is made from `{}`, but environment `{env}` has no secret `{}`", shown(&r.to_string()), shown(name)), Some("name a secret of this spec, or of another spec that defines the environment, as `SECRET.field`".into()));
+                        // `{a.b}` read as secret `a`, field `b`, where the secret has a field `a.b`.
+                        let dotted = format!("{name}.{}", r.field);
+                        let help = if t.fields.iter().any(|sf| sf.name == dotted) {
+                            format!("secret `{}` has a field `{}`: write `{{.{}}}` for it (a leading `.` names a field of the same secret by its whole name)", shown(&t.name), shown(&dotted), shown(&dotted))
+                        } else {
+                            "name a secret of this spec, or of another spec that defines the environment, as `SECRET.field`".into()
+                        };
+                        report(*owner, &f.name, format!("{at} is made from `{}`, but environment `{env}` has no secret `{}`", shown(&r.to_string()), shown(name)), Some(help));
                         continue;
                     }
                     Err(crate::spec::SourceLookup::Ambiguous(files)) => {

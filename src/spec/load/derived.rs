@@ -169,7 +169,7 @@ impl<'de> SourceKeys<'de> {
                         // The value's span starts at its opening quote; a plain string's
                         // characters follow it one for one.
                         let at = inner_span(tspan, &text, at);
-                        cx.err(at, format!("`template` in {ctx}: {why}"), Some("write `{field}` for a field of this secret, `{SECRET.field}` for another secret's, `{field|base64}` to encode it".into()));
+                        cx.err(at, format!("`template` in {ctx}: {why}"), Some("write `{field}` for a field of this secret (`{.field}` when its name holds a dot: `{.tls.crt}`), `{SECRET.field}` for another secret's, `{field|base64}` to encode it".into()));
                         return Err(());
                     }
                 }

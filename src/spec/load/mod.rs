@@ -39,6 +39,7 @@ use derived::{Built, SourceKeys};
 use environments::*;
 use eso::*;
 use names::*;
+pub(crate) use names::{check_segment, SEGMENT_HELP};
 use secrets::*;
 use vault::*;
 use vso::*;

@@ -19,7 +19,7 @@ pub(super) fn take_k8s_names(
         .kept()
 }
 
-pub(super) const SEGMENT_HELP: &str =
+pub(crate) const SEGMENT_HELP: &str =
     "use letters, digits, `_`, `-` and `.` (not `.` or `..` alone)";
 
 /// One path segment: `[A-Za-z0-9_.-]+`, not `.` or `..`. Strict on purpose: nothing that could
