@@ -20,6 +20,7 @@ mod status;
 mod store;
 mod value;
 mod vso;
+mod vso_transformation;
 mod workloads;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -51,6 +52,7 @@ pub use vso::{
     VsoKind, VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION, VAULT_STATIC_SECRET, VSO_DEFAULT_NAME,
     VSO_GROUP, VSO_VERSION,
 };
+pub use vso_transformation::{plain_field, DestinationKeys, KeySource, Transformation};
 
 pub use workloads::{
     controller_of, restart_patch, DataChange, Owner, PodInfo, ReplicaSetInfo, WorkloadKind,

@@ -269,20 +269,8 @@ enum VssFinding {
     Pinned { pin: u64, current: u64 },
     /// VSO before 1.0: no conditions.
     NoConditions,
-    /// No `spec.destination.name`.
-    NoDestination,
-    /// The destination Secret does not exist.
-    DestinationMissing { namespace: String, secret: String },
-    /// The destination Secret has no keys (its keys transformed).
-    DestinationEmpty { namespace: String, secret: String },
-    /// Its keys are transformed: not checked against the fields.
-    KeysTransformed,
-    /// The destination Secret lacks keys.
-    DestinationLacksKeys {
-        namespace: String,
-        secret: String,
-        keys: Vec<String>,
-    },
+    /// What its destination Secret's keys are against those VSO writes.
+    Keys(Keys),
     /// A field it reads is not valid in Vault.
     FieldNot {
         path: String,
@@ -320,6 +308,7 @@ impl Finding for VssFinding {
         use VssFinding::*;
         match self {
             ReconciledBeforeWrite { .. } => Severity::Leading,
+            Keys(k) => k.severity(),
             Missing { .. }
             | NotSpecPath { .. }
             | WrongType { .. }
@@ -328,10 +317,6 @@ impl Finding for VssFinding {
             | NoStatus
             | NoSecretMac
             | Pinned { .. }
-            | NoDestination
-            | DestinationMissing { .. }
-            | DestinationEmpty { .. }
-            | DestinationLacksKeys { .. }
             | AuthRefRefused { .. }
             | ConnectionRefRefused { .. }
             | Identity(_) => Severity::Problem,
@@ -340,9 +325,7 @@ impl Finding for VssFinding {
             | Event { .. }
             | AuthNotValid { .. }
             | ConnectionNotValid { .. } => Severity::Cause,
-            StaleSecretSynced | SyncedPlaceholder { .. } | NoConditions | KeysTransformed => {
-                Severity::Note
-            }
+            StaleSecretSynced | SyncedPlaceholder { .. } | NoConditions => Severity::Note,
         }
     }
 
@@ -384,18 +367,7 @@ impl Finding for VssFinding {
                 "it reads version {pin} (`spec.version`), but the secret's current version in Vault is {current}: the destination Secret holds the pinned value"
             ),
             NoConditions => "VSO before 1.0 writes no conditions: freshness cannot be judged".into(),
-            NoDestination => "it names no destination Secret (`spec.destination.name`)".into(),
-            DestinationMissing { namespace, secret } => {
-                format!("destination Secret `{namespace}/{secret}` does not exist")
-            }
-            DestinationEmpty { namespace, secret } => {
-                format!("destination Secret `{namespace}/{secret}` has no keys")
-            }
-            KeysTransformed => "its transformation renames or filters keys: the destination Secret's keys are not checked against the spec's fields".into(),
-            DestinationLacksKeys { namespace, secret, keys } => format!(
-                "destination Secret `{namespace}/{secret}` lacks key(s) `{}`",
-                joined(keys)
-            ),
+            Keys(k) => k.message(),
             FieldNot { path, field, status: Status::Pending } => {
                 format!("`{path}` field `{field}` is still a placeholder")
             }
@@ -539,6 +511,64 @@ impl Finding for Identity {
     }
 }
 
+/// What one destination Secret's keys are against those VSO writes
+/// ([`crate::kube::Transformation::destination_keys`]); `secret` is `namespace/name`.
+#[derive(Debug, Clone)]
+enum Keys {
+    /// No `spec.destination.name`.
+    NoDestination,
+    /// The destination Secret does not exist.
+    Missing { secret: String },
+    /// It lacks keys VSO writes: not done.
+    Lacking { secret: String, keys: Vec<String> },
+    /// It has no keys, and which keys VSO writes is only partly known: not done.
+    Empty { secret: String },
+    /// Which keys VSO writes is only partly known (`why`): only its own templates' are checked.
+    PartlyKnown { why: String },
+    /// The transformation drops these fields and no template names them.
+    FieldsDropped { fields: Vec<String> },
+    /// It has no `_raw`, which VSO writes unless its global `exclude-raw`, not seen from here.
+    NoRaw { secret: String },
+}
+
+impl Finding for Keys {
+    fn severity(&self) -> Severity {
+        match self {
+            Keys::NoDestination
+            | Keys::Missing { .. }
+            | Keys::Lacking { .. }
+            | Keys::Empty { .. } => Severity::Problem,
+            Keys::PartlyKnown { .. } | Keys::FieldsDropped { .. } | Keys::NoRaw { .. } => {
+                Severity::Note
+            }
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            Keys::NoDestination => {
+                "it names no destination Secret (`spec.destination.name`)".into()
+            }
+            Keys::Missing { secret } => format!("destination Secret `{secret}` does not exist"),
+            Keys::Lacking { secret, keys } => format!(
+                "destination Secret `{secret}` lacks key(s) `{}`",
+                joined(keys)
+            ),
+            Keys::Empty { secret } => format!("destination Secret `{secret}` has no keys"),
+            Keys::PartlyKnown { why } => format!(
+                "which keys its transformation writes is only partly known ({why}): only the keys its own templates write are checked"
+            ),
+            Keys::FieldsDropped { fields } => format!(
+                "its transformation drops field(s) `{}` and no template names them: their values do not reach the destination Secret",
+                joined(fields)
+            ),
+            Keys::NoRaw { secret } => format!(
+                "destination Secret `{secret}` has no `_raw`: VSO writes it unless `excludeRaw` or the operator runs with `--global-transformation-options=exclude-raw`, which vault-seed does not see"
+            ),
+        }
+    }
+}
+
 /// A Vault namespace for a sentence: `` `ns` `` or "none (the root)".
 fn shown_namespace(ns: Option<&str>) -> String {
     ns.map_or("none (the root)".to_string(), |n| format!("`{n}`"))
@@ -659,8 +689,6 @@ fn missing(ns: &str, name: &str) -> Checked {
     }
 }
 
-/// One VaultStaticSecret: its path, whether it is synced and fresh, its destination Secret,
-/// why it is not synced, and the VaultAuth it names.
 /// The target of `targets` a VaultStaticSecret reads (`spec.mount`, `spec.path`, slashes
 /// trimmed). The one rule `verify` and `audit` match VaultStaticSecrets by.
 pub(crate) fn target_of_vss<'t>(
@@ -673,6 +701,8 @@ pub(crate) fn target_of_vss<'t>(
         .find(|t| t.mount() == mount && &*t.path == path)
 }
 
+/// One VaultStaticSecret: its path, whether it is synced and fresh, its destination Secret,
+/// why it is not synced, and the VaultAuth it names.
 async fn check_vss(
     ctx: &Ctx<'_>,
     ns: &str,
@@ -877,7 +907,10 @@ fn freshness(
     }
 }
 
-/// The destination Secret exists with the KV fields as keys (and `_raw`).
+/// The destination Secret exists with every key VSO writes: each field of the path under its
+/// own name, or what its transformation makes of them ([`crate::kube::Transformation`]).
+/// What is only partly known (a SecretTransformation, a pattern Go may read otherwise) and
+/// `_raw` (VSO's global `exclude-raw` is not seen from here) never make it not done.
 async fn destination(
     cluster: &EsoCluster,
     ns: &str,
@@ -885,42 +918,61 @@ async fn destination(
     target: Option<&Target>,
     found: &mut Vec<VssFinding>,
 ) -> Result<(), KubeError> {
+    let mut add = |k: Keys| found.push(VssFinding::Keys(k));
     if v.destination.is_empty() {
-        found.push(VssFinding::NoDestination);
+        add(Keys::NoDestination);
         return Ok(());
     }
-    let namespace = ns.to_string();
-    let secret = v.destination.clone();
+    let shown = format!("{ns}/{}", v.destination);
     let Some(keys) = cluster.secret_keys(ns, &v.destination).await? else {
-        found.push(VssFinding::DestinationMissing { namespace, secret });
+        add(Keys::Missing { secret: shown });
         return Ok(());
     };
-    if v.keys_transformed {
+    let expected = expected_keys(v, target);
+    let has = |k: &str| keys.iter().any(|x| x == k);
+    if let Some(why) = &expected.partial {
         if keys.is_empty() {
-            found.push(VssFinding::DestinationEmpty { namespace, secret });
+            add(Keys::Empty {
+                secret: shown.clone(),
+            });
         }
-        found.push(VssFinding::KeysTransformed);
-        return Ok(());
+        add(Keys::PartlyKnown { why: why.clone() });
     }
-    let mut expected: Vec<&str> = target
-        .map(|t| t.fields.iter().map(|f| f.name.as_str()).collect())
-        .unwrap_or_default();
-    if !v.exclude_raw {
-        expected.push(RAW_KEY);
+    if !expected.dropped.is_empty() {
+        add(Keys::FieldsDropped {
+            fields: expected.dropped.clone(),
+        });
     }
-    let missing: Vec<String> = expected
-        .into_iter()
-        .filter(|k| !keys.iter().any(|x| x == k))
-        .map(String::from)
+    if expected.raw && !has(RAW_KEY) {
+        add(Keys::NoRaw {
+            secret: shown.clone(),
+        });
+    }
+    let lacking: Vec<String> = expected
+        .keys
+        .iter()
+        .map(|(k, _)| k.clone())
+        .filter(|k| !has(k))
         .collect();
-    if !missing.is_empty() {
-        found.push(VssFinding::DestinationLacksKeys {
-            namespace,
-            secret,
-            keys: missing,
+    if !lacking.is_empty() {
+        add(Keys::Lacking {
+            secret: shown,
+            keys: lacking,
         });
     }
     Ok(())
+}
+
+/// The keys VSO writes into `v`'s destination Secret for the spec's fields of the path it
+/// reads (`target`; none when the path is not the spec's).
+pub(crate) fn expected_keys(
+    v: &VaultStaticSecretInfo,
+    target: Option<&Target>,
+) -> crate::kube::DestinationKeys {
+    let fields: Vec<&str> = target
+        .map(|t| t.fields.iter().map(|f| f.name.as_str()).collect())
+        .unwrap_or_default();
+    v.transformation.destination_keys(&fields)
 }
 
 /// What vault-seed sees of the path it reads: fields not valid, VSO's policy gaps.
@@ -1317,8 +1369,7 @@ mod tests {
             path: "app".into(),
             pinned_version: None,
             destination: "app".into(),
-            exclude_raw: false,
-            keys_transformed: false,
+            transformation: crate::kube::Transformation::default(),
             vault_auth_ref: None,
             vault_namespace: None,
             bad: Vec::new(),

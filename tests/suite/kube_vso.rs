@@ -965,3 +965,116 @@ fn a_forbidden_cluster_wide_vault_auth_list_is_not_done() {
         "verify auh1-dev: NOT done",
     );
 }
+
+/// The VaultStaticSecret synced with `transformation` (a spec change: generation 3, processed).
+fn transformed(transformation: Value) -> Value {
+    let mut obj = reconciled_at("vaultstaticsecret-synced.yaml", &later());
+    obj["spec"]["destination"]["transformation"] = transformation;
+    obj["metadata"]["generation"] = json!(3);
+    obj["status"]["lastGeneration"] = json!(3);
+    for c in obj["status"]["conditions"].as_array_mut().unwrap() {
+        c["observedGeneration"] = json!(3);
+    }
+    obj
+}
+
+/// The fixtures' README's rename of `password` to `masterkey`: a template that is only
+/// `{{- get .Secrets "password" -}}`, every field excluded, no `_raw`. VSO writes `masterkey`
+/// alone (`helpers/secrets.go` `makeK8sData`, `helpers/template.go` `FilterData`), so that
+/// Secret is done, its keys checked; the twin, a Secret without the template's key (as VSO
+/// wrote it before the transformation), is not done. A SecretTransformation (not read) leaves
+/// the keys partly known: only the inline template's are checked, and the rest is a note.
+#[test]
+fn a_transformation_that_renames_keys() {
+    let w = world(true, VSO_POLICY);
+    let rename = json!({
+        "templates": {"masterkey": {"text": "{{- get .Secrets \"password\" -}}"}},
+        "excludes": [".*"],
+        "excludeRaw": true,
+    });
+    let obj = transformed(rename.clone());
+    w.kube.put(obj.clone());
+    put_fixture(&w.kube, "destination-secret.yaml");
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    assert_eq!(
+        vss(&doc, "zitadel-masterkey")["problems"],
+        json!(["destination Secret `ask/zitadel-masterkey` lacks key(s) `masterkey`"])
+    );
+
+    let (data, _) = w.bao.kv_get("secret", PATH).unwrap();
+    let value = data["password"].as_str().unwrap().to_string();
+    w.kube.put(fake_kube::vso_destination_secret(
+        &obj,
+        &[("masterkey", &value)],
+        &later(),
+    ));
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let v = vss(&doc, "zitadel-masterkey");
+    assert_eq!(
+        (v["ok"].as_bool(), v["problems"].clone(), v["notes"].clone()),
+        (Some(true), json!([]), json!([])),
+        "{v:#}"
+    );
+
+    // Without `excludeRaw`, a Secret with no `_raw` is a note: VSO's global option may drop it.
+    let mut raw = rename.clone();
+    raw["excludeRaw"] = json!(false);
+    w.kube.put(transformed(raw));
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    has(
+        &strings(&vss(&doc, "zitadel-masterkey")["notes"]),
+        "destination Secret `ask/zitadel-masterkey` has no `_raw`: VSO writes it unless `excludeRaw` or the operator runs with `--global-transformation-options=exclude-raw`",
+    );
+
+    let mut shared = rename;
+    shared["transformationRefs"] = json!([{"name": "zitadel", "namespace": "platform"}]);
+    w.kube.put(transformed(shared));
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    has(
+        &strings(&vss(&doc, "zitadel-masterkey")["notes"]),
+        "which keys its transformation writes is only partly known (it takes templates and filters from SecretTransformation `platform/zitadel`, which vault-seed does not read)",
+    );
+}
+
+/// `includes` keep only the fields they match (after `excludes`): the runbook's three-field
+/// Secret without `masterkey` is done, saying that field's value does not reach it; without a
+/// key the filters keep, not done.
+#[test]
+fn includes_drop_a_field_and_the_secret_must_hold_the_rest() {
+    let w = world(true, VSO_POLICY);
+    let specs = spec_dir(&SPEC.replace(
+        r#"static_secrets = ["zitadel-masterkey"]"#,
+        r#"static_secrets = ["zitadel-secret-kv"]"#,
+    ));
+    let w = World { specs, ..w };
+    let mut obj = reconciled_at("vaultstaticsecret-multifield-synced.yaml", &later());
+    obj["spec"]["destination"]["transformation"] = json!({"includes": ["PASSWORD$"]});
+    w.kube.put(obj.clone());
+    let (data, _) = w.bao.kv_get("secret", MULTI).unwrap();
+    let get = |k: &str| data[k].as_str().unwrap().to_string();
+    let (admin, db) = (get("ADMIN_PASSWORD"), get("DATABASE__PASSWORD"));
+    w.kube.put(fake_kube::vso_destination_secret(
+        &obj,
+        &[("ADMIN_PASSWORD", &admin), ("_raw", "{}")],
+        &later(),
+    ));
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    assert_eq!(
+        vss(&doc, "zitadel-secret-kv")["problems"],
+        json!(["destination Secret `ask/zitadel-secret-kv` lacks key(s) `DATABASE__PASSWORD`"])
+    );
+    w.kube.put(fake_kube::vso_destination_secret(
+        &obj,
+        &[
+            ("ADMIN_PASSWORD", &admin),
+            ("DATABASE__PASSWORD", &db),
+            ("_raw", "{}"),
+        ],
+        &later(),
+    ));
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    has(
+        &strings(&vss(&doc, "zitadel-secret-kv")["notes"]),
+        "its transformation drops field(s) `masterkey` and no template names them",
+    );
+}

@@ -2028,3 +2028,74 @@ pub fn with_data_manager(mut secret: Value, manager: &str, at: &str) -> Value {
     ]);
     secret
 }
+
+// ----- VSO objects built in tests (the files are in tests/fixtures/vso/, README.md there) -----
+
+/// The destination Secret VSO v1.4.1 writes for the VaultStaticSecret `vss` (with
+/// `destination.create: true`), holding `data` (`(key, value)`, base64-encoded as the API
+/// does), written at `at`. As `helpers/secrets.go` `SyncSecret` builds it: type
+/// `destination.type` or `Opaque`; labels `destination.labels` then `OwnerLabelsForObj` (the
+/// three `OwnerLabels` and `secrets.hashicorp.com/vso-ownerRefUID`); annotations
+/// `destination.annotations`; one ownerReference with `apiVersion`, `kind`, `name` and `uid`
+/// only (no `controller`, no `blockOwnerDeletion`). VSO sets no field manager and no user agent
+/// (`main.go`), so client-go's default user agent names the binary (`rest/config.go`
+/// `DefaultKubernetesUserAgent`, the image's entrypoint `/vault-secrets-operator`), and the API
+/// server records its part before the first `/` as the manager (apiserver v0.36.2
+/// `pkg/endpoints/handlers/create.go` `managerOrUserAgent`): `vault-secrets-operator`, an
+/// `Update` owning every field the Secret was created with.
+pub fn vso_destination_secret(vss: &Value, data: &[(&str, &str)], at: &str) -> Value {
+    let s = |p: &str| vss.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let (ns, owner, uid) = (
+        s("/metadata/namespace"),
+        s("/metadata/name"),
+        s("/metadata/uid"),
+    );
+    let mut labels = vss
+        .pointer("/spec/destination/labels")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    for (k, v) in [
+        ("app.kubernetes.io/managed-by", "hashicorp-vso"),
+        ("app.kubernetes.io/name", "vault-secrets-operator"),
+        ("app.kubernetes.io/component", "secret-sync"),
+        ("secrets.hashicorp.com/vso-ownerRefUID", uid),
+    ] {
+        labels[k] = json!(v);
+    }
+    let mut secret = secret(ns, s("/spec/destination/name"), data);
+    let type_ = vss
+        .pointer("/spec/destination/type")
+        .and_then(Value::as_str)
+        .unwrap_or("Opaque");
+    secret["type"] = json!(type_);
+    secret["metadata"]["creationTimestamp"] = json!(at);
+    secret["metadata"]["uid"] = json!(uid_of("Secret", s("/spec/destination/name")));
+    secret["metadata"]["labels"] = labels.clone();
+    if let Some(a) = vss.pointer("/spec/destination/annotations") {
+        secret["metadata"]["annotations"] = a.clone();
+    }
+    secret["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "secrets.hashicorp.com/v1beta1", "kind": "VaultStaticSecret",
+        "name": owner, "uid": uid,
+    }]);
+    let owned = |m: &Value| -> Value {
+        let mut o = serde_json::Map::from_iter([(".".to_string(), json!({}))]);
+        for k in m.as_object().into_iter().flat_map(|m| m.keys()) {
+            o.insert(format!("f:{k}"), json!({}));
+        }
+        Value::Object(o)
+    };
+    let mut metadata = json!({
+        "f:labels": owned(&labels),
+        "f:ownerReferences": {".": {}, format!("k:{{\"uid\":\"{uid}\"}}"): {}},
+    });
+    if let Some(a) = secret["metadata"].get("annotations") {
+        metadata["f:annotations"] = owned(a);
+    }
+    secret["metadata"]["managedFields"] = json!([{
+        "manager": "vault-secrets-operator", "operation": "Update", "apiVersion": "v1",
+        "time": at, "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:data": owned(&secret["data"]), "f:metadata": metadata, "f:type": {}},
+    }]);
+    secret
+}
