@@ -185,6 +185,7 @@ fn meaning(reason: &str) -> Option<&'static str> {
             "building the Secret's data failed (a transformation)"
         }
         "SecretSyncError" => "writing the destination Secret failed",
+        "StatusUpdateError" => "writing its status failed",
         "Unrecoverable" => "VSO cannot find the VaultAuth, VaultConnection or ServiceAccount",
         _ => return None,
     })
@@ -271,6 +272,19 @@ enum VssFinding {
     NoConditions,
     /// What its destination Secret's keys are against those VSO writes.
     Keys(Keys),
+    /// Reconciled in the second the current version was written: the whole seconds of
+    /// `lastTransitionTime` cannot tell which came first.
+    ReconciledSameSecond {
+        at: OffsetDateTime,
+        created: OffsetDateTime,
+    },
+    /// Reconciled before the write by its `Ready` time, but VSO failed to write its status at
+    /// `failed` (a `StatusUpdateError` event), after the write: the Secret may be fresh.
+    StatusNotWritten {
+        at: OffsetDateTime,
+        created: OffsetDateTime,
+        failed: OffsetDateTime,
+    },
     /// A field it reads is not valid in Vault.
     FieldNot {
         path: String,
@@ -325,7 +339,11 @@ impl Finding for VssFinding {
             | Event { .. }
             | AuthNotValid { .. }
             | ConnectionNotValid { .. } => Severity::Cause,
-            StaleSecretSynced | SyncedPlaceholder { .. } | NoConditions => Severity::Note,
+            StaleSecretSynced
+            | SyncedPlaceholder { .. }
+            | NoConditions
+            | ReconciledSameSecond { .. }
+            | StatusNotWritten { .. } => Severity::Note,
         }
     }
 
@@ -368,6 +386,17 @@ impl Finding for VssFinding {
             ),
             NoConditions => "VSO before 1.0 writes no conditions: freshness cannot be judged".into(),
             Keys(k) => k.message(),
+            ReconciledSameSecond { at, created } => format!(
+                "cannot tell from the times alone: last reconciled at {}, in the second the secret's current version was written to Vault ({}); `lastTransitionTime` has whole seconds",
+                rfc3339(*at),
+                rfc3339(*created)
+            ),
+            StatusNotWritten { at, created, failed } => format!(
+                "cannot tell: `Ready` says it last reconciled at {}, before the secret's current version was written to Vault at {}, but VSO failed to write its status at {} (event StatusUpdateError): a later reconcile may have written the Secret",
+                rfc3339(*at),
+                rfc3339(*created),
+                rfc3339(*failed)
+            ),
             FieldNot { path, field, status: Status::Pending } => {
                 format!("`{path}` field `{field}` is still a placeholder")
             }
@@ -726,20 +755,7 @@ async fn check_vss(
     if !ctx.skip_secrets {
         destination(ctx.cluster, ns, v, target, &mut found).await?;
     }
-    // Why it is not synced: what vault-seed sees, then VSO's own Warning events.
-    if !synced {
-        if let Some((t, f)) = read {
-            causes(t, f, &mut found);
-        }
-        let events = ctx
-            .cluster
-            .warning_events(ns, "VaultStaticSecret", name)
-            .await?;
-        found.extend(events.into_iter().take(3).map(|ev| VssFinding::Event {
-            reason: ev.reason.unwrap_or_default(),
-            message: one_line(&ev.message.unwrap_or_default()),
-        }));
-    }
+    why_not(ctx, ns, name, synced, read, &mut found).await?;
     // The VaultAuth it logs in with.
     let auth = match parse_ref(v.vault_auth_ref.as_deref(), ns) {
         Ok(r) => Some(ObjRef::from(r)),
@@ -777,6 +793,55 @@ async fn check_vss(
         auth,
         vault_namespace: v.vault_namespace.clone(),
     })
+}
+
+/// Why it is not synced, or not fresh: what vault-seed sees, then VSO's own Warning events.
+/// A `StatusUpdateError` after the write turns "reconciled before the write" into "cannot tell":
+/// VSO writes the Secret before its status, and a status write that fails keeps the old
+/// `Ready` time (`controllers/vaultstaticsecret_controller.go` `updateStatus`, lines 323-326,
+/// only records the event).
+async fn why_not(
+    ctx: &Ctx<'_>,
+    ns: &str,
+    name: &str,
+    synced: bool,
+    read: Option<(&Target, &PathFacts)>,
+    found: &mut Vec<VssFinding>,
+) -> Result<(), KubeError> {
+    let before = found
+        .iter()
+        .position(|f| matches!(f, VssFinding::ReconciledBeforeWrite { .. }));
+    if synced && before.is_none() {
+        return Ok(());
+    }
+    if let (false, Some((t, f))) = (synced, read) {
+        causes(t, f, found);
+    }
+    let events = ctx
+        .cluster
+        .warning_events(ns, "VaultStaticSecret", name)
+        .await?;
+    if let Some(i) = before {
+        if let VssFinding::ReconciledBeforeWrite { at, created } = found[i] {
+            let failed = events
+                .iter()
+                .filter(|e| e.reason.as_deref() == Some("StatusUpdateError"))
+                .filter_map(|e| e.last_timestamp)
+                .find(|t| !before_in_whole_seconds(*t, created));
+            if let Some(failed) = failed {
+                found[i] = VssFinding::StatusNotWritten {
+                    at,
+                    created,
+                    failed,
+                };
+            }
+        }
+    }
+    found.extend(events.into_iter().take(3).map(|ev| VssFinding::Event {
+        reason: ev.reason.unwrap_or_default(),
+        message: one_line(&ev.message.unwrap_or_default()),
+    }));
+    Ok(())
 }
 
 /// The path it reads must be one of the spec's, at the mount's KV version (`known`: the spec's
@@ -868,9 +933,14 @@ fn sync_findings(ns: &str, v: &VaultStaticSecretInfo, found: &mut Vec<VssFinding
 }
 
 /// Fresh: the reconcile that found the Secret equal to Vault ran after the value was written.
-/// VSO records no sync time of its own (no `refreshTime`); `Ready`/`Healthy` are rewritten at
-/// every reconcile, which compares Vault's data with the Secret. `spec.version` pins a KV v2
-/// version: VSO reads that one, never a newer value.
+/// VSO records no sync time of its own (no `refreshTime`). Every reconcile that reads Vault
+/// ends in `updateStatus` (`controllers/vaultstaticsecret_controller.go`, lines 305-306 and
+/// 315-319), which builds `Healthy` and `Ready` with `time.Now()` (`controllers/common.go`
+/// `newConditionNow`, 333-337), taken after the read; `updateConditions` (279-331) keeps an
+/// old `lastTransitionTime` only for a condition given none, so the time is rewritten at every
+/// status write, not only on a change of status. A `Ready` time before the write's second is
+/// therefore a read before the write, unless that status write failed ([`why_not`]).
+/// `spec.version` pins a KV v2 version: VSO reads that one, never a newer value.
 fn freshness(
     v: &VaultStaticSecretInfo,
     synced: bool,
@@ -882,9 +952,11 @@ fn freshness(
     if let (true, Some(at), Some(created)) = (synced, reconciled_at, facts.and_then(|f| f.created))
     {
         // `lastTransitionTime` is whole seconds: only a reconcile before the write's second is
-        // before it.
+        // before it; one in that second may be either side of it.
         if before_in_whole_seconds(at, created) {
             found.push(VssFinding::ReconciledBeforeWrite { at, created });
+        } else if before_in_whole_seconds(at, created + time::Duration::SECOND) {
+            found.push(VssFinding::ReconciledSameSecond { at, created });
         }
     }
     if let (true, Some((t, f))) = (synced, read) {
@@ -1401,6 +1473,54 @@ mod tests {
             found[0].message(),
             "not synced: Ready is not True: old failure"
         );
+    }
+
+    /// `lastTransitionTime` has whole seconds: a reconcile in the write's second is a note (the
+    /// times cannot tell), one a second before it is not fresh.
+    #[test]
+    fn a_reconcile_in_the_writes_second_is_not_before_it() {
+        let t = |s: &str| {
+            OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).unwrap()
+        };
+        let facts = PathFacts {
+            created: Some(t("2026-01-01T00:19:24.144975403Z")),
+            ..PathFacts::default()
+        };
+        let origin = crate::spec::Origin::new(
+            std::path::Path::new("a.toml").into(),
+            "a".into(),
+            "secret".into(),
+            None,
+        );
+        let target = Target::new(
+            origin,
+            "app".into(),
+            "A".into(),
+            false,
+            Vec::new().into(),
+            None,
+        );
+        let judged = |at: &str| {
+            let mut found = Vec::new();
+            freshness(
+                &vss(Some(1), Some(1)),
+                true,
+                Some(t(at)),
+                Some((&target, &facts)),
+                &mut found,
+            );
+            found
+        };
+        assert!(matches!(
+            judged("2026-01-01T00:19:24Z")[..],
+            [VssFinding::ReconciledSameSecond { .. }]
+        ));
+        assert!(!any_problem(&judged("2026-01-01T00:19:24Z")));
+        assert!(matches!(
+            judged("2026-01-01T00:19:23Z")[..],
+            [VssFinding::ReconciledBeforeWrite { .. }]
+        ));
+        assert!(judged("2026-01-01T00:19:25Z").is_empty());
     }
 
     #[test]

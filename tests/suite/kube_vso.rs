@@ -966,6 +966,108 @@ fn a_forbidden_cluster_wide_vault_auth_list_is_not_done() {
     );
 }
 
+/// The second Vault wrote the current version of `PATH` in, moved by `seconds`, as Kubernetes
+/// writes a time (whole seconds: apimachinery v0.36.2 `pkg/apis/meta/v1/time.go`
+/// `Time.MarshalJSON`, Go's RFC 3339 layout, which truncates).
+fn write_second(bao: &OpenBao, seconds: i64) -> String {
+    let created = bao
+        .kv_created("secret", PATH)
+        .replace_nanosecond(0)
+        .unwrap();
+    (created + time::Duration::seconds(seconds))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
+}
+
+/// `Ready`'s `lastTransitionTime` is whole seconds, Vault's `created_time` has nanoseconds: a
+/// reconcile in the write's own second may be either side of it, so it is not "before" (done,
+/// with a note that the times cannot tell); one a whole second before it is (not done). VSO
+/// rewrites `Ready` at every status write (`controllers/common.go` `newConditionNow`,
+/// `updateConditions`), so the time is the latest reconcile's.
+#[test]
+fn a_reconcile_in_the_second_of_the_write_is_not_before_it() {
+    let w = world(true, VSO_POLICY);
+    put_fixture(&w.kube, "destination-secret.yaml");
+    w.kube.put(reconciled_at(
+        "vaultstaticsecret-synced.yaml",
+        &write_second(&w.bao, 0),
+    ));
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let v = vss(&doc, "zitadel-masterkey");
+    assert_eq!(
+        (v["ok"].as_bool(), v["problems"].clone()),
+        (Some(true), json!([]))
+    );
+    has(
+        &strings(&v["notes"]),
+        format!(
+            "cannot tell from the times alone: last reconciled at {}, in the second the secret's current version was written to Vault",
+            write_second(&w.bao, 0)
+        ),
+    );
+
+    w.kube.put(reconciled_at(
+        "vaultstaticsecret-synced.yaml",
+        &write_second(&w.bao, -1),
+    ));
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    has(
+        &strings(&vss(&doc, "zitadel-masterkey")["problems"]),
+        format!(
+            "synced, but last reconciled at {} — before the secret's current version was written to Vault",
+            write_second(&w.bao, -1)
+        ),
+    );
+}
+
+/// VSO writes the Secret, then its status; a status write that fails only records a
+/// `StatusUpdateError` event (`controllers/vaultstaticsecret_controller.go` `updateStatus`),
+/// so `Ready` keeps the time of an earlier reconcile. Such an event before the write changes
+/// nothing (not done, and it is shown as why); one after the write means the Secret may well
+/// hold the current value: "cannot tell", a note, done.
+#[test]
+fn a_failed_status_write_after_the_write_cannot_tell() {
+    let w = world(true, VSO_POLICY);
+    put_fixture(&w.kube, "destination-secret.yaml");
+    let obj = reconciled_at("vaultstaticsecret-synced.yaml", &write_second(&w.bao, -60));
+    let conflict = "Failed to update the resource's status, err=Operation cannot be fulfilled on vaultstaticsecrets.secrets.hashicorp.com \"zitadel-masterkey\": the object has been modified; please apply your changes to the latest version and try again";
+    let failed =
+        |at: &str| fake_kube::vso_event(&obj, "Warning", "StatusUpdateError", conflict, at, 1);
+    w.kube.add_event(failed(&write_second(&w.bao, -30)));
+    w.kube.put(obj.clone());
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let v = vss(&doc, "zitadel-masterkey");
+    has(
+        &strings(&v["problems"]),
+        "before the secret's current version was written to Vault",
+    );
+    has(
+        &strings(&v["explanations"]),
+        "event StatusUpdateError (writing its status failed): Failed to update the resource's status",
+    );
+
+    let after = write_second(&w.bao, 1);
+    w.kube.add_event(fake_kube::vso_event(
+        &obj,
+        "Normal",
+        "SecretSynced",
+        "Secret synced",
+        &after,
+        1,
+    ));
+    w.kube.add_event(failed(&after));
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let v = vss(&doc, "zitadel-masterkey");
+    assert_eq!(
+        (v["ok"].as_bool(), v["problems"].clone()),
+        (Some(true), json!([]))
+    );
+    has(
+        &strings(&v["notes"]),
+        format!("but VSO failed to write its status at {after} (event StatusUpdateError)"),
+    );
+}
+
 /// The VaultStaticSecret synced with `transformation` (a spec change: generation 3, processed).
 fn transformed(transformation: Value) -> Value {
     let mut obj = reconciled_at("vaultstaticsecret-synced.yaml", &later());

@@ -2099,3 +2099,35 @@ pub fn vso_destination_secret(vss: &Value, data: &[(&str, &str)], at: &str) -> V
     }]);
     secret
 }
+
+/// A core/v1 Event VSO v1.4.1 records about the VaultStaticSecret `vss`, last seen at `at`,
+/// `count` times: through controller-runtime's `GetEventRecorderFor("VaultStaticSecret")`
+/// (`main.go`), so `source.component` and `reportingComponent` are `VaultStaticSecret` and
+/// `reportingInstance` is empty (client-go v0.36.2 `tools/record/event.go` `makeEvent`); named
+/// `<object>.<hex of UnixNano>` (`tools/record/util/util.go`). As the files
+/// `tests/fixtures/vso/events-*.yaml`.
+pub fn vso_event(
+    vss: &Value,
+    type_: &str,
+    reason: &str,
+    message: &str,
+    at: &str,
+    count: i32,
+) -> Value {
+    let mut e = event(
+        vss["metadata"]["namespace"].as_str().unwrap_or_default(),
+        "VaultStaticSecret",
+        vss["metadata"]["name"].as_str().unwrap_or_default(),
+        type_,
+        reason,
+        message,
+    )
+    .seen(at, count)
+    .0;
+    e["involvedObject"]["apiVersion"] = json!("secrets.hashicorp.com/v1beta1");
+    e["involvedObject"]["uid"] = vss["metadata"]["uid"].clone();
+    e["source"] = json!({"component": "VaultStaticSecret"});
+    e["reportingComponent"] = json!("VaultStaticSecret");
+    e["eventTime"] = Value::Null;
+    e
+}
