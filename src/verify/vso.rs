@@ -1292,9 +1292,13 @@ fn role_finding(login: &VaultAuthLogin, spec: Option<&AuthRole>) -> Option<Ident
     })
 }
 
-/// The VaultConnection a VaultAuth found for `r` uses. The default VaultAuth with no reference
-/// uses the default VaultConnection of its own namespace (`common/common.go`
-/// `setVaultConnectionRef`).
+/// The VaultConnection a VaultAuth found for `r` uses (VSO v1.4.1 `common/common.go`). A
+/// reference `name` is in the VaultAuth's namespace, `ns/name` where it says
+/// (`ParseResourceRef`); an empty one is `default` in the operator's namespace
+/// (`GetConnectionNamespacedName`), which for the default VaultAuth is its own namespace
+/// (`setVaultConnectionRef`: the `default` VaultAuth of the operator's namespace gets
+/// `default`, read in its namespace). Any other VaultAuth without a reference uses the
+/// operator's default VaultConnection, not one of its own namespace.
 fn connection_of(r: &ObjRef, a: &VsoObjectInfo) -> Result<ObjRef, String> {
     Ok(
         match parse_ref(a.connection_ref.as_deref(), &a.namespace)? {
@@ -1307,8 +1311,10 @@ fn connection_of(r: &ObjRef, a: &VsoObjectInfo) -> Result<ObjRef, String> {
 }
 
 /// A VaultAuth's or VaultConnection's check, and the object when found. VSO's default is the
-/// one named `default` in the operator's namespace, looked for in every namespace since
-/// vault-seed does not know which is VSO's.
+/// one named `default` in the operator's namespace (`common/common.go` `ParseResourceRef`,
+/// `OperatorNamespace`): every object of that name is listed, and with several, the one in
+/// the namespace VSO's controller runs in ([`operator_default`]) is VSO's; when that cannot
+/// be told, none is judged ("not checked").
 async fn check_object(
     cluster: &EsoCluster,
     kind: VsoKind,

@@ -2131,3 +2131,91 @@ pub fn vso_event(
     e["eventTime"] = Value::Null;
     e
 }
+
+/// The labels VSO v1.4.1's Helm chart gives what it installs in its release namespace
+/// (`chart/templates/_helpers.tpl` `vso.chart.labels`, release `vault-secrets-operator`, no
+/// `nameOverride`), with `control-plane`/`app.kubernetes.io/component` of the controller
+/// (`chart/templates/deployment.yaml`, `default-vault-connection.yaml`).
+fn vso_chart_labels() -> Value {
+    json!({
+        "control-plane": "controller-manager",
+        "app.kubernetes.io/component": "controller-manager",
+        "helm.sh/chart": "vault-secrets-operator-1.4.1",
+        "app.kubernetes.io/name": "vault-secrets-operator",
+        "app.kubernetes.io/instance": "vault-secrets-operator",
+        "app.kubernetes.io/version": "1.4.1",
+        "app.kubernetes.io/managed-by": "Helm",
+    })
+}
+
+/// VSO v1.4.1's controller Deployment as its Helm chart makes it in namespace `ns` (the release
+/// namespace; `chart/templates/deployment.yaml`): named `<fullname>-controller-manager`, the
+/// chart's labels, two containers (`kube-rbac-proxy`, and `manager` running
+/// `/vault-secrets-operator` with the downward-API `OPERATOR_POD_NAME`/`OPERATOR_POD_UID`).
+/// VSO's `OperatorNamespace` is its pod's namespace (`common/common.go` `init`).
+pub fn vso_controller_deployment(ns: &str) -> Value {
+    let selector = json!({
+        "control-plane": "controller-manager",
+        "app.kubernetes.io/name": "vault-secrets-operator",
+        "app.kubernetes.io/instance": "vault-secrets-operator",
+    });
+    let field = |p: &str| json!({"fieldRef": {"fieldPath": p}});
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {
+            "name": "vault-secrets-operator-controller-manager", "namespace": ns,
+            "labels": vso_chart_labels(),
+            "uid": uid_of("Deployment", &format!("{ns}/vault-secrets-operator-controller-manager")),
+            "annotations": {"deployment.kubernetes.io/revision": "1"},
+        },
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": selector, "annotations": {"kubectl.kubernetes.io/default-container": "manager"}},
+                "spec": {"containers": [
+                    {"name": "kube-rbac-proxy", "image": "quay.io/brancz/kube-rbac-proxy:v0.18.1",
+                     "args": ["--secure-listen-address=0.0.0.0:8443", "--upstream=http://127.0.0.1:8080/", "--logtostderr=true", "--v=0"]},
+                    {"name": "manager", "image": "hashicorp/vault-secrets-operator:1.4.1",
+                     "command": ["/vault-secrets-operator"],
+                     "args": ["--health-probe-bind-address=:8081", "--metrics-bind-address=127.0.0.1:8080", "--leader-elect"],
+                     "env": [
+                        {"name": "OPERATOR_POD_NAME", "valueFrom": field("metadata.name")},
+                        {"name": "OPERATOR_POD_UID", "valueFrom": field("metadata.uid")},
+                        {"name": "KUBERNETES_CLUSTER_DOMAIN", "value": "cluster.local"},
+                     ]},
+                ]},
+            },
+        },
+    })
+}
+
+/// The VaultConnection `default` VSO v1.4.1's Helm chart makes in namespace `ns` with
+/// `defaultVaultConnection.enabled` (`chart/templates/default-vault-connection.yaml`: the
+/// chart's labels plus `component: controller-manager`, `spec.address`, `skipTLSVerify`),
+/// with the status VSO's controller then writes (as `tests/fixtures/vso/vaultconnection.yaml`,
+/// `controllers/vaultconnection_controller.go`).
+pub fn vso_default_connection(ns: &str, address: &str) -> Value {
+    let mut c = vso_fixture("vaultconnection.yaml").remove(0);
+    let mut labels = vso_chart_labels();
+    labels["component"] = json!("controller-manager");
+    c["metadata"] = json!({
+        "name": "default", "namespace": ns, "labels": labels, "generation": 1,
+        "creationTimestamp": "2026-08-18T09:50:12Z",
+        "finalizers": ["vaultconnection.secrets.hashicorp.com/finalizer"],
+        "uid": uid_of("VaultConnection", &format!("{ns}/default")),
+    });
+    c["spec"] = json!({"address": address, "skipTLSVerify": false});
+    for cond in c["status"]["conditions"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        if let Some(m) = cond["message"].as_str() {
+            if let Some((head, _)) = m.split_once("address=") {
+                cond["message"] = json!(format!("{head}address={address}"));
+            }
+        }
+    }
+    c
+}
