@@ -350,12 +350,12 @@ fn placeholder_still_pending() {
     for c in synced["status"]["conditions"].as_array_mut().unwrap() {
         c["lastTransitionTime"] = json!(later());
     }
-    w.kube.put(synced);
-    w.kube.put(fake_kube::secret(
-        "ask",
-        "iam-service-pat",
+    w.kube.put(fake_kube::vso_destination_secret(
+        &synced,
         &[("value", "placeholder"), ("_raw", "{}")],
+        &later(),
     ));
+    w.kube.put(synced);
     let out = w.verify(&["-o", "json"]).expect_code(0);
     let v = vss(&out.json(), "iam-service-pat").clone();
     assert_eq!(v["ok"], true);
@@ -443,17 +443,14 @@ fn vault_auth_invalid() {
         a["status"]["conditions"][0]["status"] = json!("False");
     });
     put_fixture(&w.kube, "vaultstaticsecret-denied.yaml");
-    w.kube.add_event(
-        fake_kube::event(
-            "ask",
-            "VaultStaticSecret",
-            "zitadel-masterkey",
-            "Warning",
-            "VaultClientConfigError",
-            "Failed to get Vault auth login: serviceaccounts \"vso-auth\" not found",
-        )
-        .seen(&later(), 12),
-    );
+    w.kube.add_event(fake_kube::vso_event(
+        &vso_fixture("vaultstaticsecret-denied.yaml")[0],
+        "Warning",
+        "VaultClientConfigError",
+        "Failed to get Vault auth login: serviceaccounts \"vso-auth\" not found",
+        &later(),
+        12,
+    ));
     let doc = w.verify(&["-o", "json"]).expect_code(1).json();
     let auth = object(&doc, "VaultAuth");
     assert_eq!(auth["ok"], false);
@@ -692,15 +689,15 @@ fn hostile_vso_objects_are_clean_and_bounded() {
     obj["spec"]["path"] = json!("ask/\x1b]0;pwned\x07x\u{202e}");
     obj["status"]["conditions"][0]["message"] =
         json!(format!("\x1b[2Jcleared\r\x1b[1A{}", "B".repeat(1 << 20)));
-    w.kube.put(obj);
-    w.kube.add_event(fake_kube::event(
-        "ask",
-        "VaultStaticSecret",
-        "zitadel-masterkey",
+    w.kube.add_event(fake_kube::vso_event(
+        &obj,
         "Warning",
         "VaultClientError\x1b[5m",
         &format!("\u{9b}31mred{}", "A".repeat(1 << 20)),
+        "2026-08-18T10:22:51Z",
+        1,
     ));
+    w.kube.put(obj);
     w.kube.update("VaultAuth", Some("ask"), "vault-auth", |a| {
         a["status"]["valid"] = json!(false);
         a["status"]["error"] = json!("\x1b]2;title\x1b\\bad");
