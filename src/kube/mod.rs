@@ -20,6 +20,7 @@ mod status;
 mod store;
 mod value;
 mod vso;
+mod vso_transformation;
 mod workloads;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -51,6 +52,7 @@ pub use vso::{
     VsoKind, VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION, VAULT_STATIC_SECRET, VSO_DEFAULT_NAME,
     VSO_GROUP, VSO_VERSION,
 };
+pub use vso_transformation::{plain_field, DestinationKeys, KeySource, Transformation};
 
 pub use workloads::{
     controller_of, restart_patch, DataChange, Owner, PodInfo, ReplicaSetInfo, WorkloadKind,
@@ -550,9 +552,12 @@ impl EsoCluster {
 
     /// The namespaces the Vault Secrets Operator's controller runs in: those of the Deployments
     /// its Helm chart labels `app.kubernetes.io/name=vault-secrets-operator` (VSO v1.4.1
-    /// `chart/templates/deployment.yaml`). VSO takes its defaults (`default` VaultConnection
-    /// and VaultAuth) from its own namespace (`internal/common/common.go`,
-    /// `OperatorNamespace`, from `OPERATOR_POD_NAMESPACE`).
+    /// `chart/templates/deployment.yaml`, the label from `_helpers.tpl` `vso.chart.name`, the
+    /// chart's name unless `nameOverride`). VSO takes its defaults (the VaultAuth and
+    /// VaultConnection named `default`) from `OperatorNamespace` (`common/common.go`, `init`):
+    /// the namespace of its pod's service account token (`utils/utils.go`
+    /// `GetCurrentNamespace`), so its Deployment's; only without that file the
+    /// `OPERATOR_NAMESPACE` environment variable, else `default`.
     pub async fn vso_operator_namespaces(&self) -> Result<BTreeSet<String>, KubeError> {
         let ar = ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk("apps", "v1", "Deployment"),

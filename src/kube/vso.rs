@@ -19,6 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::status::{condition, name_and_namespace, object_name};
+use super::vso_transformation::{transformation_of, Transformation};
 use super::KubeError;
 
 /// The group of every VSO kind.
@@ -126,11 +127,9 @@ pub struct VaultStaticSecretInfo {
     pub pinned_version: Option<u64>,
     /// `spec.destination.name`.
     pub destination: String,
-    /// `spec.destination.transformation.excludeRaw`: no `_raw` key.
-    pub exclude_raw: bool,
-    /// A transformation that renames, filters or templates keys: the Secret's keys are not the
-    /// KV fields.
-    pub keys_transformed: bool,
+    /// `spec.destination.transformation`: which keys VSO writes into the destination Secret
+    /// ([`Transformation::destination_keys`]).
+    pub transformation: Transformation,
     /// `spec.vaultAuthRef` as written; `None` when empty (the default VaultAuth).
     pub vault_auth_ref: Option<String>,
     /// `spec.namespace`: the Vault namespace it reads in, instead of its VaultAuth's.
@@ -269,17 +268,6 @@ pub fn vault_static_secret_info(obj: &Value) -> Result<VaultStaticSecretInfo, Ku
         false,
         &mut bad,
     );
-    let transformation = obj.pointer("/spec/destination/transformation");
-    let non_empty = |p: &str| {
-        transformation
-            .and_then(|t| t.pointer(p))
-            .is_some_and(|v| match v {
-                Value::Array(a) => !a.is_empty(),
-                Value::Object(o) => !o.is_empty(),
-                Value::Null => false,
-                _ => true,
-            })
-    };
     let (rollout_restart_targets, rollout_restart_bad) = rollout_restart_targets(obj);
     Ok(VaultStaticSecretInfo {
         generation: obj.pointer("/metadata/generation").and_then(Value::as_i64),
@@ -302,18 +290,7 @@ pub fn vault_static_secret_info(obj: &Value) -> Result<VaultStaticSecretInfo, Ku
             .and_then(Value::as_u64)
             .filter(|v| *v > 0),
         destination: text(str_at(obj, "/spec/destination/name").unwrap_or_default()),
-        exclude_raw: transformation
-            .and_then(|t| t.get("excludeRaw"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        keys_transformed: [
-            "/templates",
-            "/includes",
-            "/excludes",
-            "/transformationRefs",
-        ]
-        .iter()
-        .any(|p| non_empty(p)),
+        transformation: transformation_of(obj),
         vault_auth_ref,
         vault_namespace,
         bad,
@@ -445,7 +422,8 @@ mod tests {
                 .unix_timestamp(),
             1_787_220_877 // 2026-08-20T10:14:37Z
         );
-        assert!(v.has_secret_mac && v.hmac && !v.exclude_raw && !v.keys_transformed);
+        assert!(v.has_secret_mac && v.hmac && !v.transformation.changes_keys());
+        assert!(!v.transformation.exclude_raw);
         assert_eq!(
             (v.mount.as_str(), v.kv_type.as_str(), v.path.as_str()),
             (

@@ -450,10 +450,10 @@ fn target_index(targets: &[Target], key: &str) -> Option<usize> {
     targets.iter().position(|t| std::ptr::eq(t, found))
 }
 
-/// What feeds each key of a VaultStaticSecret's destination Secret: each field of the KV secret
-/// under its own name, unless a transformation may change the keys (VSO's
-/// `internal/helpers/secrets.go`, `makeK8sData`); `_raw` (the JSON of the whole data) is never
-/// compared.
+/// What feeds each key of a VaultStaticSecret's destination Secret, as VSO writes it
+/// ([`crate::kube::Transformation::destination_keys`]): a key that is one KV field's value as
+/// it is (the field under its own name, or a template that is only a reference to it) is
+/// compared; a rendered key is not. `_raw` (the JSON of the whole response) is never compared.
 pub fn vso_mappings(
     v: &crate::kube::VaultStaticSecretInfo,
     targets: &[Target],
@@ -464,21 +464,22 @@ pub fn vso_mappings(
     let Some(i) = targets.iter().position(|t| std::ptr::eq(t, found)) else {
         return Vec::new();
     };
-    targets[i]
-        .fields
-        .iter()
-        .map(|f| {
-            let m = if v.keys_transformed {
-                Mapping::Opaque("the destination has a transformation".into())
-            } else {
-                Mapping::Value(Source {
+    let keys = super::vso::expected_keys(v, Some(found));
+    keys.keys
+        .into_iter()
+        .map(|(key, source)| {
+            let m = match source {
+                crate::kube::KeySource::Field(field) => Mapping::Value(Source {
                     target: i,
-                    field: f.name.clone(),
+                    field,
                     version: v.pinned_version,
                     decoding: Decoding::None,
-                })
+                }),
+                crate::kube::KeySource::Rendered => {
+                    Mapping::Opaque("rendered by the destination's transformation".into())
+                }
             };
-            (f.name.clone(), m)
+            (key, m)
         })
         .collect()
 }

@@ -185,6 +185,7 @@ fn meaning(reason: &str) -> Option<&'static str> {
             "building the Secret's data failed (a transformation)"
         }
         "SecretSyncError" => "writing the destination Secret failed",
+        "StatusUpdateError" => "writing its status failed",
         "Unrecoverable" => "VSO cannot find the VaultAuth, VaultConnection or ServiceAccount",
         _ => return None,
     })
@@ -269,19 +270,20 @@ enum VssFinding {
     Pinned { pin: u64, current: u64 },
     /// VSO before 1.0: no conditions.
     NoConditions,
-    /// No `spec.destination.name`.
-    NoDestination,
-    /// The destination Secret does not exist.
-    DestinationMissing { namespace: String, secret: String },
-    /// The destination Secret has no keys (its keys transformed).
-    DestinationEmpty { namespace: String, secret: String },
-    /// Its keys are transformed: not checked against the fields.
-    KeysTransformed,
-    /// The destination Secret lacks keys.
-    DestinationLacksKeys {
-        namespace: String,
-        secret: String,
-        keys: Vec<String>,
+    /// What its destination Secret's keys are against those VSO writes.
+    Keys(Keys),
+    /// Reconciled in the second the current version was written: the whole seconds of
+    /// `lastTransitionTime` cannot tell which came first.
+    ReconciledSameSecond {
+        at: OffsetDateTime,
+        created: OffsetDateTime,
+    },
+    /// Reconciled before the write by its `Ready` time, but VSO failed to write its status at
+    /// `failed` (a `StatusUpdateError` event), after the write: the Secret may be fresh.
+    StatusNotWritten {
+        at: OffsetDateTime,
+        created: OffsetDateTime,
+        failed: OffsetDateTime,
     },
     /// A field it reads is not valid in Vault.
     FieldNot {
@@ -320,6 +322,7 @@ impl Finding for VssFinding {
         use VssFinding::*;
         match self {
             ReconciledBeforeWrite { .. } => Severity::Leading,
+            Keys(k) => k.severity(),
             Missing { .. }
             | NotSpecPath { .. }
             | WrongType { .. }
@@ -328,10 +331,6 @@ impl Finding for VssFinding {
             | NoStatus
             | NoSecretMac
             | Pinned { .. }
-            | NoDestination
-            | DestinationMissing { .. }
-            | DestinationEmpty { .. }
-            | DestinationLacksKeys { .. }
             | AuthRefRefused { .. }
             | ConnectionRefRefused { .. }
             | Identity(_) => Severity::Problem,
@@ -340,9 +339,11 @@ impl Finding for VssFinding {
             | Event { .. }
             | AuthNotValid { .. }
             | ConnectionNotValid { .. } => Severity::Cause,
-            StaleSecretSynced | SyncedPlaceholder { .. } | NoConditions | KeysTransformed => {
-                Severity::Note
-            }
+            StaleSecretSynced
+            | SyncedPlaceholder { .. }
+            | NoConditions
+            | ReconciledSameSecond { .. }
+            | StatusNotWritten { .. } => Severity::Note,
         }
     }
 
@@ -384,17 +385,17 @@ impl Finding for VssFinding {
                 "it reads version {pin} (`spec.version`), but the secret's current version in Vault is {current}: the destination Secret holds the pinned value"
             ),
             NoConditions => "VSO before 1.0 writes no conditions: freshness cannot be judged".into(),
-            NoDestination => "it names no destination Secret (`spec.destination.name`)".into(),
-            DestinationMissing { namespace, secret } => {
-                format!("destination Secret `{namespace}/{secret}` does not exist")
-            }
-            DestinationEmpty { namespace, secret } => {
-                format!("destination Secret `{namespace}/{secret}` has no keys")
-            }
-            KeysTransformed => "its transformation renames or filters keys: the destination Secret's keys are not checked against the spec's fields".into(),
-            DestinationLacksKeys { namespace, secret, keys } => format!(
-                "destination Secret `{namespace}/{secret}` lacks key(s) `{}`",
-                joined(keys)
+            Keys(k) => k.message(),
+            ReconciledSameSecond { at, created } => format!(
+                "cannot tell from the times alone: last reconciled at {}, in the second the secret's current version was written to Vault ({}); `lastTransitionTime` has whole seconds",
+                rfc3339(*at),
+                rfc3339(*created)
+            ),
+            StatusNotWritten { at, created, failed } => format!(
+                "cannot tell: `Ready` says it last reconciled at {}, before the secret's current version was written to Vault at {}, but VSO failed to write its status at {} (event StatusUpdateError): a later reconcile may have written the Secret",
+                rfc3339(*at),
+                rfc3339(*created),
+                rfc3339(*failed)
             ),
             FieldNot { path, field, status: Status::Pending } => {
                 format!("`{path}` field `{field}` is still a placeholder")
@@ -539,6 +540,64 @@ impl Finding for Identity {
     }
 }
 
+/// What one destination Secret's keys are against those VSO writes
+/// ([`crate::kube::Transformation::destination_keys`]); `secret` is `namespace/name`.
+#[derive(Debug, Clone)]
+enum Keys {
+    /// No `spec.destination.name`.
+    NoDestination,
+    /// The destination Secret does not exist.
+    Missing { secret: String },
+    /// It lacks keys VSO writes: not done.
+    Lacking { secret: String, keys: Vec<String> },
+    /// It has no keys, and which keys VSO writes is only partly known: not done.
+    Empty { secret: String },
+    /// Which keys VSO writes is only partly known (`why`): only its own templates' are checked.
+    PartlyKnown { why: String },
+    /// The transformation drops these fields and no template names them.
+    FieldsDropped { fields: Vec<String> },
+    /// It has no `_raw`, which VSO writes unless its global `exclude-raw`, not seen from here.
+    NoRaw { secret: String },
+}
+
+impl Finding for Keys {
+    fn severity(&self) -> Severity {
+        match self {
+            Keys::NoDestination
+            | Keys::Missing { .. }
+            | Keys::Lacking { .. }
+            | Keys::Empty { .. } => Severity::Problem,
+            Keys::PartlyKnown { .. } | Keys::FieldsDropped { .. } | Keys::NoRaw { .. } => {
+                Severity::Note
+            }
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            Keys::NoDestination => {
+                "it names no destination Secret (`spec.destination.name`)".into()
+            }
+            Keys::Missing { secret } => format!("destination Secret `{secret}` does not exist"),
+            Keys::Lacking { secret, keys } => format!(
+                "destination Secret `{secret}` lacks key(s) `{}`",
+                joined(keys)
+            ),
+            Keys::Empty { secret } => format!("destination Secret `{secret}` has no keys"),
+            Keys::PartlyKnown { why } => format!(
+                "which keys its transformation writes is only partly known ({why}): only the keys its own templates write are checked"
+            ),
+            Keys::FieldsDropped { fields } => format!(
+                "its transformation drops field(s) `{}` and no template names them: their values do not reach the destination Secret",
+                joined(fields)
+            ),
+            Keys::NoRaw { secret } => format!(
+                "destination Secret `{secret}` has no `_raw`: VSO writes it unless `excludeRaw` or the operator runs with `--global-transformation-options=exclude-raw`, which vault-seed does not see"
+            ),
+        }
+    }
+}
+
 /// A Vault namespace for a sentence: `` `ns` `` or "none (the root)".
 fn shown_namespace(ns: Option<&str>) -> String {
     ns.map_or("none (the root)".to_string(), |n| format!("`{n}`"))
@@ -659,8 +718,6 @@ fn missing(ns: &str, name: &str) -> Checked {
     }
 }
 
-/// One VaultStaticSecret: its path, whether it is synced and fresh, its destination Secret,
-/// why it is not synced, and the VaultAuth it names.
 /// The target of `targets` a VaultStaticSecret reads (`spec.mount`, `spec.path`, slashes
 /// trimmed). The one rule `verify` and `audit` match VaultStaticSecrets by.
 pub(crate) fn target_of_vss<'t>(
@@ -673,6 +730,8 @@ pub(crate) fn target_of_vss<'t>(
         .find(|t| t.mount() == mount && &*t.path == path)
 }
 
+/// One VaultStaticSecret: its path, whether it is synced and fresh, its destination Secret,
+/// why it is not synced, and the VaultAuth it names.
 async fn check_vss(
     ctx: &Ctx<'_>,
     ns: &str,
@@ -696,20 +755,7 @@ async fn check_vss(
     if !ctx.skip_secrets {
         destination(ctx.cluster, ns, v, target, &mut found).await?;
     }
-    // Why it is not synced: what vault-seed sees, then VSO's own Warning events.
-    if !synced {
-        if let Some((t, f)) = read {
-            causes(t, f, &mut found);
-        }
-        let events = ctx
-            .cluster
-            .warning_events(ns, "VaultStaticSecret", name)
-            .await?;
-        found.extend(events.into_iter().take(3).map(|ev| VssFinding::Event {
-            reason: ev.reason.unwrap_or_default(),
-            message: one_line(&ev.message.unwrap_or_default()),
-        }));
-    }
+    why_not(ctx, ns, name, synced, read, &mut found).await?;
     // The VaultAuth it logs in with.
     let auth = match parse_ref(v.vault_auth_ref.as_deref(), ns) {
         Ok(r) => Some(ObjRef::from(r)),
@@ -747,6 +793,55 @@ async fn check_vss(
         auth,
         vault_namespace: v.vault_namespace.clone(),
     })
+}
+
+/// Why it is not synced, or not fresh: what vault-seed sees, then VSO's own Warning events.
+/// A `StatusUpdateError` after the write turns "reconciled before the write" into "cannot tell":
+/// VSO writes the Secret before its status, and a status write that fails keeps the old
+/// `Ready` time (`controllers/vaultstaticsecret_controller.go` `updateStatus`, lines 323-326,
+/// only records the event).
+async fn why_not(
+    ctx: &Ctx<'_>,
+    ns: &str,
+    name: &str,
+    synced: bool,
+    read: Option<(&Target, &PathFacts)>,
+    found: &mut Vec<VssFinding>,
+) -> Result<(), KubeError> {
+    let before = found
+        .iter()
+        .position(|f| matches!(f, VssFinding::ReconciledBeforeWrite { .. }));
+    if synced && before.is_none() {
+        return Ok(());
+    }
+    if let (false, Some((t, f))) = (synced, read) {
+        causes(t, f, found);
+    }
+    let events = ctx
+        .cluster
+        .warning_events(ns, "VaultStaticSecret", name)
+        .await?;
+    if let Some(i) = before {
+        if let VssFinding::ReconciledBeforeWrite { at, created } = found[i] {
+            let failed = events
+                .iter()
+                .filter(|e| e.reason.as_deref() == Some("StatusUpdateError"))
+                .filter_map(|e| e.last_timestamp)
+                .find(|t| !before_in_whole_seconds(*t, created));
+            if let Some(failed) = failed {
+                found[i] = VssFinding::StatusNotWritten {
+                    at,
+                    created,
+                    failed,
+                };
+            }
+        }
+    }
+    found.extend(events.into_iter().take(3).map(|ev| VssFinding::Event {
+        reason: ev.reason.unwrap_or_default(),
+        message: one_line(&ev.message.unwrap_or_default()),
+    }));
+    Ok(())
 }
 
 /// The path it reads must be one of the spec's, at the mount's KV version (`known`: the spec's
@@ -838,9 +933,14 @@ fn sync_findings(ns: &str, v: &VaultStaticSecretInfo, found: &mut Vec<VssFinding
 }
 
 /// Fresh: the reconcile that found the Secret equal to Vault ran after the value was written.
-/// VSO records no sync time of its own (no `refreshTime`); `Ready`/`Healthy` are rewritten at
-/// every reconcile, which compares Vault's data with the Secret. `spec.version` pins a KV v2
-/// version: VSO reads that one, never a newer value.
+/// VSO records no sync time of its own (no `refreshTime`). Every reconcile that reads Vault
+/// ends in `updateStatus` (`controllers/vaultstaticsecret_controller.go`, lines 305-306 and
+/// 315-319), which builds `Healthy` and `Ready` with `time.Now()` (`controllers/common.go`
+/// `newConditionNow`, 333-337), taken after the read; `updateConditions` (279-331) keeps an
+/// old `lastTransitionTime` only for a condition given none, so the time is rewritten at every
+/// status write, not only on a change of status. A `Ready` time before the write's second is
+/// therefore a read before the write, unless that status write failed ([`why_not`]).
+/// `spec.version` pins a KV v2 version: VSO reads that one, never a newer value.
 fn freshness(
     v: &VaultStaticSecretInfo,
     synced: bool,
@@ -852,9 +952,11 @@ fn freshness(
     if let (true, Some(at), Some(created)) = (synced, reconciled_at, facts.and_then(|f| f.created))
     {
         // `lastTransitionTime` is whole seconds: only a reconcile before the write's second is
-        // before it.
+        // before it; one in that second may be either side of it.
         if before_in_whole_seconds(at, created) {
             found.push(VssFinding::ReconciledBeforeWrite { at, created });
+        } else if before_in_whole_seconds(at, created + time::Duration::SECOND) {
+            found.push(VssFinding::ReconciledSameSecond { at, created });
         }
     }
     if let (true, Some((t, f))) = (synced, read) {
@@ -877,7 +979,10 @@ fn freshness(
     }
 }
 
-/// The destination Secret exists with the KV fields as keys (and `_raw`).
+/// The destination Secret exists with every key VSO writes: each field of the path under its
+/// own name, or what its transformation makes of them ([`crate::kube::Transformation`]).
+/// What is only partly known (a SecretTransformation, a pattern Go may read otherwise) and
+/// `_raw` (VSO's global `exclude-raw` is not seen from here) never make it not done.
 async fn destination(
     cluster: &EsoCluster,
     ns: &str,
@@ -885,42 +990,61 @@ async fn destination(
     target: Option<&Target>,
     found: &mut Vec<VssFinding>,
 ) -> Result<(), KubeError> {
+    let mut add = |k: Keys| found.push(VssFinding::Keys(k));
     if v.destination.is_empty() {
-        found.push(VssFinding::NoDestination);
+        add(Keys::NoDestination);
         return Ok(());
     }
-    let namespace = ns.to_string();
-    let secret = v.destination.clone();
+    let shown = format!("{ns}/{}", v.destination);
     let Some(keys) = cluster.secret_keys(ns, &v.destination).await? else {
-        found.push(VssFinding::DestinationMissing { namespace, secret });
+        add(Keys::Missing { secret: shown });
         return Ok(());
     };
-    if v.keys_transformed {
+    let expected = expected_keys(v, target);
+    let has = |k: &str| keys.iter().any(|x| x == k);
+    if let Some(why) = &expected.partial {
         if keys.is_empty() {
-            found.push(VssFinding::DestinationEmpty { namespace, secret });
+            add(Keys::Empty {
+                secret: shown.clone(),
+            });
         }
-        found.push(VssFinding::KeysTransformed);
-        return Ok(());
+        add(Keys::PartlyKnown { why: why.clone() });
     }
-    let mut expected: Vec<&str> = target
-        .map(|t| t.fields.iter().map(|f| f.name.as_str()).collect())
-        .unwrap_or_default();
-    if !v.exclude_raw {
-        expected.push(RAW_KEY);
+    if !expected.dropped.is_empty() {
+        add(Keys::FieldsDropped {
+            fields: expected.dropped.clone(),
+        });
     }
-    let missing: Vec<String> = expected
-        .into_iter()
-        .filter(|k| !keys.iter().any(|x| x == k))
-        .map(String::from)
+    if expected.raw && !has(RAW_KEY) {
+        add(Keys::NoRaw {
+            secret: shown.clone(),
+        });
+    }
+    let lacking: Vec<String> = expected
+        .keys
+        .iter()
+        .map(|(k, _)| k.clone())
+        .filter(|k| !has(k))
         .collect();
-    if !missing.is_empty() {
-        found.push(VssFinding::DestinationLacksKeys {
-            namespace,
-            secret,
-            keys: missing,
+    if !lacking.is_empty() {
+        add(Keys::Lacking {
+            secret: shown,
+            keys: lacking,
         });
     }
     Ok(())
+}
+
+/// The keys VSO writes into `v`'s destination Secret for the spec's fields of the path it
+/// reads (`target`; none when the path is not the spec's).
+pub(crate) fn expected_keys(
+    v: &VaultStaticSecretInfo,
+    target: Option<&Target>,
+) -> crate::kube::DestinationKeys {
+    let fields: Vec<&str> = target
+        .map(|t| t.fields.iter().map(|f| f.name.as_str()).collect())
+        .unwrap_or_default();
+    v.transformation.destination_keys(&fields)
 }
 
 /// What vault-seed sees of the path it reads: fields not valid, VSO's policy gaps.
@@ -1168,9 +1292,13 @@ fn role_finding(login: &VaultAuthLogin, spec: Option<&AuthRole>) -> Option<Ident
     })
 }
 
-/// The VaultConnection a VaultAuth found for `r` uses. The default VaultAuth with no reference
-/// uses the default VaultConnection of its own namespace (`common/common.go`
-/// `setVaultConnectionRef`).
+/// The VaultConnection a VaultAuth found for `r` uses (VSO v1.4.1 `common/common.go`). A
+/// reference `name` is in the VaultAuth's namespace, `ns/name` where it says
+/// (`ParseResourceRef`); an empty one is `default` in the operator's namespace
+/// (`GetConnectionNamespacedName`), which for the default VaultAuth is its own namespace
+/// (`setVaultConnectionRef`: the `default` VaultAuth of the operator's namespace gets
+/// `default`, read in its namespace). Any other VaultAuth without a reference uses the
+/// operator's default VaultConnection, not one of its own namespace.
 fn connection_of(r: &ObjRef, a: &VsoObjectInfo) -> Result<ObjRef, String> {
     Ok(
         match parse_ref(a.connection_ref.as_deref(), &a.namespace)? {
@@ -1183,8 +1311,10 @@ fn connection_of(r: &ObjRef, a: &VsoObjectInfo) -> Result<ObjRef, String> {
 }
 
 /// A VaultAuth's or VaultConnection's check, and the object when found. VSO's default is the
-/// one named `default` in the operator's namespace, looked for in every namespace since
-/// vault-seed does not know which is VSO's.
+/// one named `default` in the operator's namespace (`common/common.go` `ParseResourceRef`,
+/// `OperatorNamespace`): every object of that name is listed, and with several, the one in
+/// the namespace VSO's controller runs in ([`operator_default`]) is VSO's; when that cannot
+/// be told, none is judged ("not checked").
 async fn check_object(
     cluster: &EsoCluster,
     kind: VsoKind,
@@ -1317,8 +1447,7 @@ mod tests {
             path: "app".into(),
             pinned_version: None,
             destination: "app".into(),
-            exclude_raw: false,
-            keys_transformed: false,
+            transformation: crate::kube::Transformation::default(),
             vault_auth_ref: None,
             vault_namespace: None,
             bad: Vec::new(),
@@ -1350,6 +1479,54 @@ mod tests {
             found[0].message(),
             "not synced: Ready is not True: old failure"
         );
+    }
+
+    /// `lastTransitionTime` has whole seconds: a reconcile in the write's second is a note (the
+    /// times cannot tell), one a second before it is not fresh.
+    #[test]
+    fn a_reconcile_in_the_writes_second_is_not_before_it() {
+        let t = |s: &str| {
+            OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).unwrap()
+        };
+        let facts = PathFacts {
+            created: Some(t("2026-01-01T00:19:24.144975403Z")),
+            ..PathFacts::default()
+        };
+        let origin = crate::spec::Origin::new(
+            std::path::Path::new("a.toml").into(),
+            "a".into(),
+            "secret".into(),
+            None,
+        );
+        let target = Target::new(
+            origin,
+            "app".into(),
+            "A".into(),
+            false,
+            Vec::new().into(),
+            None,
+        );
+        let judged = |at: &str| {
+            let mut found = Vec::new();
+            freshness(
+                &vss(Some(1), Some(1)),
+                true,
+                Some(t(at)),
+                Some((&target, &facts)),
+                &mut found,
+            );
+            found
+        };
+        assert!(matches!(
+            judged("2026-01-01T00:19:24Z")[..],
+            [VssFinding::ReconciledSameSecond { .. }]
+        ));
+        assert!(!any_problem(&judged("2026-01-01T00:19:24Z")));
+        assert!(matches!(
+            judged("2026-01-01T00:19:23Z")[..],
+            [VssFinding::ReconciledBeforeWrite { .. }]
+        ));
+        assert!(judged("2026-01-01T00:19:25Z").is_empty());
     }
 
     #[test]

@@ -350,12 +350,12 @@ fn placeholder_still_pending() {
     for c in synced["status"]["conditions"].as_array_mut().unwrap() {
         c["lastTransitionTime"] = json!(later());
     }
-    w.kube.put(synced);
-    w.kube.put(fake_kube::secret(
-        "ask",
-        "iam-service-pat",
+    w.kube.put(fake_kube::vso_destination_secret(
+        &synced,
         &[("value", "placeholder"), ("_raw", "{}")],
+        &later(),
     ));
+    w.kube.put(synced);
     let out = w.verify(&["-o", "json"]).expect_code(0);
     let v = vss(&out.json(), "iam-service-pat").clone();
     assert_eq!(v["ok"], true);
@@ -443,17 +443,14 @@ fn vault_auth_invalid() {
         a["status"]["conditions"][0]["status"] = json!("False");
     });
     put_fixture(&w.kube, "vaultstaticsecret-denied.yaml");
-    w.kube.add_event(
-        fake_kube::event(
-            "ask",
-            "VaultStaticSecret",
-            "zitadel-masterkey",
-            "Warning",
-            "VaultClientConfigError",
-            "Failed to get Vault auth login: serviceaccounts \"vso-auth\" not found",
-        )
-        .seen(&later(), 12),
-    );
+    w.kube.add_event(fake_kube::vso_event(
+        &vso_fixture("vaultstaticsecret-denied.yaml")[0],
+        "Warning",
+        "VaultClientConfigError",
+        "Failed to get Vault auth login: serviceaccounts \"vso-auth\" not found",
+        &later(),
+        12,
+    ));
     let doc = w.verify(&["-o", "json"]).expect_code(1).json();
     let auth = object(&doc, "VaultAuth");
     assert_eq!(auth["ok"], false);
@@ -692,15 +689,15 @@ fn hostile_vso_objects_are_clean_and_bounded() {
     obj["spec"]["path"] = json!("ask/\x1b]0;pwned\x07x\u{202e}");
     obj["status"]["conditions"][0]["message"] =
         json!(format!("\x1b[2Jcleared\r\x1b[1A{}", "B".repeat(1 << 20)));
-    w.kube.put(obj);
-    w.kube.add_event(fake_kube::event(
-        "ask",
-        "VaultStaticSecret",
-        "zitadel-masterkey",
+    w.kube.add_event(fake_kube::vso_event(
+        &obj,
         "Warning",
         "VaultClientError\x1b[5m",
         &format!("\u{9b}31mred{}", "A".repeat(1 << 20)),
+        "2026-08-18T10:22:51Z",
+        1,
     ));
+    w.kube.put(obj);
     w.kube.update("VaultAuth", Some("ask"), "vault-auth", |a| {
         a["status"]["valid"] = json!(false);
         a["status"]["error"] = json!("\x1b]2;title\x1b\\bad");
@@ -963,5 +960,220 @@ fn a_forbidden_cluster_wide_vault_auth_list_is_not_done() {
     has(
         &w.verify(&[]).expect_code(1).stdout_text(),
         "verify auh1-dev: NOT done",
+    );
+}
+
+/// The second Vault wrote the current version of `PATH` in, moved by `seconds`, as Kubernetes
+/// writes a time (whole seconds: apimachinery v0.36.2 `pkg/apis/meta/v1/time.go`
+/// `Time.MarshalJSON`, Go's RFC 3339 layout, which truncates).
+fn write_second(bao: &OpenBao, seconds: i64) -> String {
+    let created = bao
+        .kv_created("secret", PATH)
+        .replace_nanosecond(0)
+        .unwrap();
+    (created + time::Duration::seconds(seconds))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
+}
+
+/// `Ready`'s `lastTransitionTime` is whole seconds, Vault's `created_time` has nanoseconds: a
+/// reconcile in the write's own second may be either side of it, so it is not "before" (done,
+/// with a note that the times cannot tell); one a whole second before it is (not done). VSO
+/// rewrites `Ready` at every status write (`controllers/common.go` `newConditionNow`,
+/// `updateConditions`), so the time is the latest reconcile's.
+#[test]
+fn a_reconcile_in_the_second_of_the_write_is_not_before_it() {
+    let w = world(true, VSO_POLICY);
+    put_fixture(&w.kube, "destination-secret.yaml");
+    w.kube.put(reconciled_at(
+        "vaultstaticsecret-synced.yaml",
+        &write_second(&w.bao, 0),
+    ));
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let v = vss(&doc, "zitadel-masterkey");
+    assert_eq!(
+        (v["ok"].as_bool(), v["problems"].clone()),
+        (Some(true), json!([]))
+    );
+    has(
+        &strings(&v["notes"]),
+        format!(
+            "cannot tell from the times alone: last reconciled at {}, in the second the secret's current version was written to Vault",
+            write_second(&w.bao, 0)
+        ),
+    );
+
+    w.kube.put(reconciled_at(
+        "vaultstaticsecret-synced.yaml",
+        &write_second(&w.bao, -1),
+    ));
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    has(
+        &strings(&vss(&doc, "zitadel-masterkey")["problems"]),
+        format!(
+            "synced, but last reconciled at {} — before the secret's current version was written to Vault",
+            write_second(&w.bao, -1)
+        ),
+    );
+}
+
+/// VSO writes the Secret, then its status; a status write that fails only records a
+/// `StatusUpdateError` event (`controllers/vaultstaticsecret_controller.go` `updateStatus`),
+/// so `Ready` keeps the time of an earlier reconcile. Such an event before the write changes
+/// nothing (not done, and it is shown as why); one after the write means the Secret may well
+/// hold the current value: "cannot tell", a note, done.
+#[test]
+fn a_failed_status_write_after_the_write_cannot_tell() {
+    let w = world(true, VSO_POLICY);
+    put_fixture(&w.kube, "destination-secret.yaml");
+    let obj = reconciled_at("vaultstaticsecret-synced.yaml", &write_second(&w.bao, -60));
+    let conflict = "Failed to update the resource's status, err=Operation cannot be fulfilled on vaultstaticsecrets.secrets.hashicorp.com \"zitadel-masterkey\": the object has been modified; please apply your changes to the latest version and try again";
+    let failed =
+        |at: &str| fake_kube::vso_event(&obj, "Warning", "StatusUpdateError", conflict, at, 1);
+    w.kube.add_event(failed(&write_second(&w.bao, -30)));
+    w.kube.put(obj.clone());
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let v = vss(&doc, "zitadel-masterkey");
+    has(
+        &strings(&v["problems"]),
+        "before the secret's current version was written to Vault",
+    );
+    has(
+        &strings(&v["explanations"]),
+        "event StatusUpdateError (writing its status failed): Failed to update the resource's status",
+    );
+
+    let after = write_second(&w.bao, 1);
+    w.kube.add_event(fake_kube::vso_event(
+        &obj,
+        "Normal",
+        "SecretSynced",
+        "Secret synced",
+        &after,
+        1,
+    ));
+    w.kube.add_event(failed(&after));
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let v = vss(&doc, "zitadel-masterkey");
+    assert_eq!(
+        (v["ok"].as_bool(), v["problems"].clone()),
+        (Some(true), json!([]))
+    );
+    has(
+        &strings(&v["notes"]),
+        format!("but VSO failed to write its status at {after} (event StatusUpdateError)"),
+    );
+}
+
+/// The VaultStaticSecret synced with `transformation` (a spec change: generation 3, processed).
+fn transformed(transformation: Value) -> Value {
+    let mut obj = reconciled_at("vaultstaticsecret-synced.yaml", &later());
+    obj["spec"]["destination"]["transformation"] = transformation;
+    obj["metadata"]["generation"] = json!(3);
+    obj["status"]["lastGeneration"] = json!(3);
+    for c in obj["status"]["conditions"].as_array_mut().unwrap() {
+        c["observedGeneration"] = json!(3);
+    }
+    obj
+}
+
+/// The fixtures' README's rename of `password` to `masterkey`: a template that is only
+/// `{{- get .Secrets "password" -}}`, every field excluded, no `_raw`. VSO writes `masterkey`
+/// alone (`helpers/secrets.go` `makeK8sData`, `helpers/template.go` `FilterData`), so that
+/// Secret is done, its keys checked; the twin, a Secret without the template's key (as VSO
+/// wrote it before the transformation), is not done. A SecretTransformation (not read) leaves
+/// the keys partly known: only the inline template's are checked, and the rest is a note.
+#[test]
+fn a_transformation_that_renames_keys() {
+    let w = world(true, VSO_POLICY);
+    let rename = json!({
+        "templates": {"masterkey": {"text": "{{- get .Secrets \"password\" -}}"}},
+        "excludes": [".*"],
+        "excludeRaw": true,
+    });
+    let obj = transformed(rename.clone());
+    w.kube.put(obj.clone());
+    put_fixture(&w.kube, "destination-secret.yaml");
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    assert_eq!(
+        vss(&doc, "zitadel-masterkey")["problems"],
+        json!(["destination Secret `ask/zitadel-masterkey` lacks key(s) `masterkey`"])
+    );
+
+    let (data, _) = w.bao.kv_get("secret", PATH).unwrap();
+    let value = data["password"].as_str().unwrap().to_string();
+    w.kube.put(fake_kube::vso_destination_secret(
+        &obj,
+        &[("masterkey", &value)],
+        &later(),
+    ));
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let v = vss(&doc, "zitadel-masterkey");
+    assert_eq!(
+        (v["ok"].as_bool(), v["problems"].clone(), v["notes"].clone()),
+        (Some(true), json!([]), json!([])),
+        "{v:#}"
+    );
+
+    // Without `excludeRaw`, a Secret with no `_raw` is a note: VSO's global option may drop it.
+    let mut raw = rename.clone();
+    raw["excludeRaw"] = json!(false);
+    w.kube.put(transformed(raw));
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    has(
+        &strings(&vss(&doc, "zitadel-masterkey")["notes"]),
+        "destination Secret `ask/zitadel-masterkey` has no `_raw`: VSO writes it unless `excludeRaw` or the operator runs with `--global-transformation-options=exclude-raw`",
+    );
+
+    let mut shared = rename;
+    shared["transformationRefs"] = json!([{"name": "zitadel", "namespace": "platform"}]);
+    w.kube.put(transformed(shared));
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    has(
+        &strings(&vss(&doc, "zitadel-masterkey")["notes"]),
+        "which keys its transformation writes is only partly known (it takes templates and filters from SecretTransformation `platform/zitadel`, which vault-seed does not read)",
+    );
+}
+
+/// `includes` keep only the fields they match (after `excludes`): the runbook's three-field
+/// Secret without `masterkey` is done, saying that field's value does not reach it; without a
+/// key the filters keep, not done.
+#[test]
+fn includes_drop_a_field_and_the_secret_must_hold_the_rest() {
+    let w = world(true, VSO_POLICY);
+    let specs = spec_dir(&SPEC.replace(
+        r#"static_secrets = ["zitadel-masterkey"]"#,
+        r#"static_secrets = ["zitadel-secret-kv"]"#,
+    ));
+    let w = World { specs, ..w };
+    let mut obj = reconciled_at("vaultstaticsecret-multifield-synced.yaml", &later());
+    obj["spec"]["destination"]["transformation"] = json!({"includes": ["PASSWORD$"]});
+    w.kube.put(obj.clone());
+    let (data, _) = w.bao.kv_get("secret", MULTI).unwrap();
+    let get = |k: &str| data[k].as_str().unwrap().to_string();
+    let (admin, db) = (get("ADMIN_PASSWORD"), get("DATABASE__PASSWORD"));
+    w.kube.put(fake_kube::vso_destination_secret(
+        &obj,
+        &[("ADMIN_PASSWORD", &admin), ("_raw", "{}")],
+        &later(),
+    ));
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    assert_eq!(
+        vss(&doc, "zitadel-secret-kv")["problems"],
+        json!(["destination Secret `ask/zitadel-secret-kv` lacks key(s) `DATABASE__PASSWORD`"])
+    );
+    w.kube.put(fake_kube::vso_destination_secret(
+        &obj,
+        &[
+            ("ADMIN_PASSWORD", &admin),
+            ("DATABASE__PASSWORD", &db),
+            ("_raw", "{}"),
+        ],
+        &later(),
+    ));
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    has(
+        &strings(&vss(&doc, "zitadel-secret-kv")["notes"]),
+        "its transformation drops field(s) `masterkey` and no template names them",
     );
 }

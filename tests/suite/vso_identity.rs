@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::fake_kube::{vso_fixture, FakeKube};
+use common::fake_kube::{self, vso_fixture, FakeKube};
 use common::{spec_dir, OpenBao, Out, Run};
 use serde_json::{json, Value};
 
@@ -289,4 +289,72 @@ fn two_default_vault_auths() {
         !doc.to_string().contains("several are named `default`"),
         "{doc:#}"
     );
+}
+
+/// A VaultAuth without `vaultConnectionRef` uses the VaultConnection `default` of the
+/// operator's namespace (VSO v1.4.1 `common/common.go` `GetConnectionNamespacedName`,
+/// `ParseResourceRef`), and VSO's operator namespace is its pod's (`init`, `OperatorNamespace`).
+/// With a `default` in two namespaces, the one where VSO's controller Deployment runs (as its
+/// chart labels it) is judged: done when that one points at this Vault; its twin, VSO running
+/// in the other namespace, names the other Vault; and when the controller is not found once,
+/// which one VSO uses is not checked.
+#[test]
+fn several_default_vault_connections_vso_uses_its_own_namespaces() {
+    const OPERATOR_NS: &str = "vault-secrets-operator-system";
+    let w = world(SPEC);
+    w.kube.update("VaultAuth", Some("ask"), "vault-auth", |a| {
+        a["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("vaultConnectionRef");
+    });
+    w.kube
+        .put(fake_kube::vso_default_connection(OPERATOR_NS, FIXTURE_ADDR));
+    let other = "https://vault.other.internal:8200";
+    w.kube.put(fake_kube::vso_default_connection("ask", other));
+    // The controller not found: which `default` VSO reads is not known.
+    w.fails_with(
+        "not checked: which Vault and role VSO uses, since its VaultConnection `default` (VSO's default) is not known: several are named `default` (`ask/default`, `vault-secrets-operator-system/default`)",
+    );
+
+    w.kube
+        .put(fake_kube::vso_controller_deployment(OPERATOR_NS));
+    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let conn = doc["kube"]["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "VaultConnection")
+        .unwrap();
+    assert_eq!(
+        (
+            conn["namespace"].as_str(),
+            conn["name"].as_str(),
+            conn["ok"].as_bool()
+        ),
+        (Some(OPERATOR_NS), Some("default"), Some(true)),
+        "{doc:#}"
+    );
+    assert!(!doc.to_string().contains("several are named"), "{doc:#}");
+
+    // VSO installed in `ask` instead: its default there reads another Vault.
+    let mut moved = fake_kube::vso_controller_deployment(OPERATOR_NS);
+    w.kube.update(
+        "Deployment",
+        Some(OPERATOR_NS),
+        "vault-secrets-operator-controller-manager",
+        |d| {
+            d["metadata"]["labels"] = json!({});
+        },
+    );
+    moved["metadata"]["namespace"] = json!("ask");
+    w.kube.put(moved);
+    w.fails_with(&format!(
+        "VSO reads the Vault at `{other}` (VaultConnection `ask/default`)"
+    ));
+
+    // Two controllers: not told apart.
+    w.kube
+        .put(fake_kube::vso_controller_deployment(OPERATOR_NS));
+    w.fails_with("several are named `default`");
 }

@@ -2028,3 +2028,194 @@ pub fn with_data_manager(mut secret: Value, manager: &str, at: &str) -> Value {
     ]);
     secret
 }
+
+// ----- VSO objects built in tests (the files are in tests/fixtures/vso/, README.md there) -----
+
+/// The destination Secret VSO v1.4.1 writes for the VaultStaticSecret `vss` (with
+/// `destination.create: true`), holding `data` (`(key, value)`, base64-encoded as the API
+/// does), written at `at`. As `helpers/secrets.go` `SyncSecret` builds it: type
+/// `destination.type` or `Opaque`; labels `destination.labels` then `OwnerLabelsForObj` (the
+/// three `OwnerLabels` and `secrets.hashicorp.com/vso-ownerRefUID`); annotations
+/// `destination.annotations`; one ownerReference with `apiVersion`, `kind`, `name` and `uid`
+/// only (no `controller`, no `blockOwnerDeletion`). VSO sets no field manager and no user agent
+/// (`main.go`), so client-go's default user agent names the binary (`rest/config.go`
+/// `DefaultKubernetesUserAgent`, the image's entrypoint `/vault-secrets-operator`), and the API
+/// server records its part before the first `/` as the manager (apiserver v0.36.2
+/// `pkg/endpoints/handlers/create.go` `managerOrUserAgent`): `vault-secrets-operator`, an
+/// `Update` owning every field the Secret was created with.
+pub fn vso_destination_secret(vss: &Value, data: &[(&str, &str)], at: &str) -> Value {
+    let s = |p: &str| vss.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let (ns, owner, uid) = (
+        s("/metadata/namespace"),
+        s("/metadata/name"),
+        s("/metadata/uid"),
+    );
+    let mut labels = vss
+        .pointer("/spec/destination/labels")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    for (k, v) in [
+        ("app.kubernetes.io/managed-by", "hashicorp-vso"),
+        ("app.kubernetes.io/name", "vault-secrets-operator"),
+        ("app.kubernetes.io/component", "secret-sync"),
+        ("secrets.hashicorp.com/vso-ownerRefUID", uid),
+    ] {
+        labels[k] = json!(v);
+    }
+    let mut secret = secret(ns, s("/spec/destination/name"), data);
+    let type_ = vss
+        .pointer("/spec/destination/type")
+        .and_then(Value::as_str)
+        .unwrap_or("Opaque");
+    secret["type"] = json!(type_);
+    secret["metadata"]["creationTimestamp"] = json!(at);
+    secret["metadata"]["uid"] = json!(uid_of("Secret", s("/spec/destination/name")));
+    secret["metadata"]["labels"] = labels.clone();
+    if let Some(a) = vss.pointer("/spec/destination/annotations") {
+        secret["metadata"]["annotations"] = a.clone();
+    }
+    secret["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "secrets.hashicorp.com/v1beta1", "kind": "VaultStaticSecret",
+        "name": owner, "uid": uid,
+    }]);
+    let owned = |m: &Value| -> Value {
+        let mut o = serde_json::Map::from_iter([(".".to_string(), json!({}))]);
+        for k in m.as_object().into_iter().flat_map(|m| m.keys()) {
+            o.insert(format!("f:{k}"), json!({}));
+        }
+        Value::Object(o)
+    };
+    let mut metadata = json!({
+        "f:labels": owned(&labels),
+        "f:ownerReferences": {".": {}, format!("k:{{\"uid\":\"{uid}\"}}"): {}},
+    });
+    if let Some(a) = secret["metadata"].get("annotations") {
+        metadata["f:annotations"] = owned(a);
+    }
+    secret["metadata"]["managedFields"] = json!([{
+        "manager": "vault-secrets-operator", "operation": "Update", "apiVersion": "v1",
+        "time": at, "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:data": owned(&secret["data"]), "f:metadata": metadata, "f:type": {}},
+    }]);
+    secret
+}
+
+/// A core/v1 Event VSO v1.4.1 records about the VaultStaticSecret `vss`, last seen at `at`,
+/// `count` times: through controller-runtime's `GetEventRecorderFor("VaultStaticSecret")`
+/// (`main.go`), so `source.component` and `reportingComponent` are `VaultStaticSecret` and
+/// `reportingInstance` is empty (client-go v0.36.2 `tools/record/event.go` `makeEvent`); named
+/// `<object>.<hex of UnixNano>` (`tools/record/util/util.go`). As the files
+/// `tests/fixtures/vso/events-*.yaml`.
+pub fn vso_event(
+    vss: &Value,
+    type_: &str,
+    reason: &str,
+    message: &str,
+    at: &str,
+    count: i32,
+) -> Value {
+    let mut e = event(
+        vss["metadata"]["namespace"].as_str().unwrap_or_default(),
+        "VaultStaticSecret",
+        vss["metadata"]["name"].as_str().unwrap_or_default(),
+        type_,
+        reason,
+        message,
+    )
+    .seen(at, count)
+    .0;
+    e["involvedObject"]["apiVersion"] = json!("secrets.hashicorp.com/v1beta1");
+    e["involvedObject"]["uid"] = vss["metadata"]["uid"].clone();
+    e["source"] = json!({"component": "VaultStaticSecret"});
+    e["reportingComponent"] = json!("VaultStaticSecret");
+    e["eventTime"] = Value::Null;
+    e
+}
+
+/// The labels VSO v1.4.1's Helm chart gives what it installs in its release namespace
+/// (`chart/templates/_helpers.tpl` `vso.chart.labels`, release `vault-secrets-operator`, no
+/// `nameOverride`), with `control-plane`/`app.kubernetes.io/component` of the controller
+/// (`chart/templates/deployment.yaml`, `default-vault-connection.yaml`).
+fn vso_chart_labels() -> Value {
+    json!({
+        "control-plane": "controller-manager",
+        "app.kubernetes.io/component": "controller-manager",
+        "helm.sh/chart": "vault-secrets-operator-1.4.1",
+        "app.kubernetes.io/name": "vault-secrets-operator",
+        "app.kubernetes.io/instance": "vault-secrets-operator",
+        "app.kubernetes.io/version": "1.4.1",
+        "app.kubernetes.io/managed-by": "Helm",
+    })
+}
+
+/// VSO v1.4.1's controller Deployment as its Helm chart makes it in namespace `ns` (the release
+/// namespace; `chart/templates/deployment.yaml`): named `<fullname>-controller-manager`, the
+/// chart's labels, two containers (`kube-rbac-proxy`, and `manager` running
+/// `/vault-secrets-operator` with the downward-API `OPERATOR_POD_NAME`/`OPERATOR_POD_UID`).
+/// VSO's `OperatorNamespace` is its pod's namespace (`common/common.go` `init`).
+pub fn vso_controller_deployment(ns: &str) -> Value {
+    let selector = json!({
+        "control-plane": "controller-manager",
+        "app.kubernetes.io/name": "vault-secrets-operator",
+        "app.kubernetes.io/instance": "vault-secrets-operator",
+    });
+    let field = |p: &str| json!({"fieldRef": {"fieldPath": p}});
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {
+            "name": "vault-secrets-operator-controller-manager", "namespace": ns,
+            "labels": vso_chart_labels(),
+            "uid": uid_of("Deployment", &format!("{ns}/vault-secrets-operator-controller-manager")),
+            "annotations": {"deployment.kubernetes.io/revision": "1"},
+        },
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": selector, "annotations": {"kubectl.kubernetes.io/default-container": "manager"}},
+                "spec": {"containers": [
+                    {"name": "kube-rbac-proxy", "image": "quay.io/brancz/kube-rbac-proxy:v0.18.1",
+                     "args": ["--secure-listen-address=0.0.0.0:8443", "--upstream=http://127.0.0.1:8080/", "--logtostderr=true", "--v=0"]},
+                    {"name": "manager", "image": "hashicorp/vault-secrets-operator:1.4.1",
+                     "command": ["/vault-secrets-operator"],
+                     "args": ["--health-probe-bind-address=:8081", "--metrics-bind-address=127.0.0.1:8080", "--leader-elect"],
+                     "env": [
+                        {"name": "OPERATOR_POD_NAME", "valueFrom": field("metadata.name")},
+                        {"name": "OPERATOR_POD_UID", "valueFrom": field("metadata.uid")},
+                        {"name": "KUBERNETES_CLUSTER_DOMAIN", "value": "cluster.local"},
+                     ]},
+                ]},
+            },
+        },
+    })
+}
+
+/// The VaultConnection `default` VSO v1.4.1's Helm chart makes in namespace `ns` with
+/// `defaultVaultConnection.enabled` (`chart/templates/default-vault-connection.yaml`: the
+/// chart's labels plus `component: controller-manager`, `spec.address`, `skipTLSVerify`),
+/// with the status VSO's controller then writes (as `tests/fixtures/vso/vaultconnection.yaml`,
+/// `controllers/vaultconnection_controller.go`).
+pub fn vso_default_connection(ns: &str, address: &str) -> Value {
+    let mut c = vso_fixture("vaultconnection.yaml").remove(0);
+    let mut labels = vso_chart_labels();
+    labels["component"] = json!("controller-manager");
+    c["metadata"] = json!({
+        "name": "default", "namespace": ns, "labels": labels, "generation": 1,
+        "creationTimestamp": "2026-08-18T09:50:12Z",
+        "finalizers": ["vaultconnection.secrets.hashicorp.com/finalizer"],
+        "uid": uid_of("VaultConnection", &format!("{ns}/default")),
+    });
+    c["spec"] = json!({"address": address, "skipTLSVerify": false});
+    for cond in c["status"]["conditions"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        if let Some(m) = cond["message"].as_str() {
+            if let Some((head, _)) = m.split_once("address=") {
+                cond["message"] = json!(format!("{head}address={address}"));
+            }
+        }
+    }
+    c
+}
