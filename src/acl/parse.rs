@@ -287,6 +287,23 @@ enum Any {
     Other,
 }
 
+/// The fields of one `path` block as written, before they are given meaning.
+#[derive(Default)]
+struct RuleFields {
+    names: Vec<String>,
+    old_policy: String,
+    expiration: String,
+    min_wrap: Option<Any>,
+    max_wrap: Option<Any>,
+    allowed: BTreeMap<String, Vec<ParamValue>>,
+    denied: BTreeMap<String, Vec<ParamValue>>,
+    required: Vec<String>,
+    mfa: Vec<String>,
+    pagination_limit: i64,
+    list_filter: String,
+    control_group: Option<Vec<Vec<String>>>,
+}
+
 struct Decoder {
     policy: String,
     /// The rule being decoded, for messages.
@@ -321,6 +338,146 @@ impl Decoder {
             path: self.path.clone(),
             message: message.into(),
         }
+    }
+
+    /// Every field of a `path` block, as written; `rule` gives them meaning.
+    fn rule_fields(&self, body: &[Item]) -> Result<RuleFields, PolicyError> {
+        let mut f = RuleFields {
+            control_group: self.control_group(body)?,
+            ..RuleFields::default()
+        };
+        self.field(body, "capabilities", |d, v| {
+            d.strings(v, "capabilities", &mut f.names)
+        })?;
+        self.field(body, "policy", |d, v| {
+            f.old_policy = d.string(v, "policy")?;
+            Ok(())
+        })?;
+        self.field(body, "expiration", |d, v| {
+            f.expiration = d.string(v, "expiration")?;
+            Ok(())
+        })?;
+        self.field(body, "min_wrapping_ttl", |d, v| {
+            f.min_wrap = Some(d.any(v, "min_wrapping_ttl")?);
+            Ok(())
+        })?;
+        self.field(body, "max_wrapping_ttl", |d, v| {
+            f.max_wrap = Some(d.any(v, "max_wrapping_ttl")?);
+            Ok(())
+        })?;
+        self.field(body, "allowed_parameters", |d, v| {
+            d.param_map(v, "allowed_parameters", &mut f.allowed)
+        })?;
+        self.field(body, "denied_parameters", |d, v| {
+            d.param_map(v, "denied_parameters", &mut f.denied)
+        })?;
+        self.field(body, "required_parameters", |d, v| {
+            d.strings(v, "required_parameters", &mut f.required)
+        })?;
+        self.field(body, "mfa_methods", |d, v| {
+            d.strings(v, "mfa_methods", &mut f.mfa)
+        })?;
+        self.field(body, "pagination_limit", |d, v| {
+            f.pagination_limit = d.int(v, "pagination_limit")?;
+            Ok(())
+        })?;
+        self.field(body, "list_scan_response_keys_filter_path", |d, v| {
+            f.list_filter = d.string(v, "list_scan_response_keys_filter_path")?;
+            Ok(())
+        })?;
+        Ok(f)
+    }
+
+    /// `capabilities` with the old `policy` shorthand added. A `deny` ends the list: what
+    /// follows it is not even checked, and the result is `deny` alone.
+    fn capabilities(
+        &self,
+        pattern: &str,
+        mut names: Vec<String>,
+        old_policy: &str,
+    ) -> Result<Capabilities, PolicyError> {
+        match old_policy {
+            "" => {}
+            "deny" => names = vec!["deny".to_string()],
+            "read" => names.extend(["read", "list"].map(String::from)),
+            "write" => {
+                names.extend(["create", "read", "update", "delete", "list"].map(String::from))
+            }
+            "sudo" => names
+                .extend(["create", "read", "update", "delete", "list", "sudo"].map(String::from)),
+            other => {
+                return Err(PolicyError::UnknownOldPolicy {
+                    policy: self.policy.clone(),
+                    path: pattern.to_string(),
+                    value: other.to_string(),
+                })
+            }
+        }
+        let mut capabilities = Capabilities::new();
+        let mut unknown: Vec<String> = Vec::new();
+        for n in &names {
+            if n == "deny" {
+                capabilities = Capabilities::from([Capability::Deny]);
+                break;
+            }
+            // `subscribe` and `recover` are Vault's (OpenBao refuses a policy with them, so it
+            // never stores one): read as Vault reads them.
+            match Capability::from_name(n) {
+                None if !unknown.contains(n) => unknown.push(n.clone()),
+                None => {}
+                Some(c) => {
+                    capabilities.insert(c);
+                }
+            }
+        }
+        if !unknown.is_empty() {
+            return Err(PolicyError::UnknownCapability {
+                policy: self.policy.clone(),
+                path: pattern.to_string(),
+                names: unknown,
+            });
+        }
+        Ok(capabilities)
+    }
+
+    /// The constraints of a rule that does not deny.
+    fn constraints(
+        &self,
+        f: RuleFields,
+        capabilities: &Capabilities,
+    ) -> Result<Constraints, PolicyError> {
+        let lower = |m: BTreeMap<String, Vec<ParamValue>>| {
+            m.into_iter()
+                .map(|(k, v)| (k.to_lowercase(), v))
+                .collect::<BTreeMap<_, _>>()
+        };
+        let ttl = |v: Option<_>, what: &str| match v {
+            Some(v) => {
+                duration_second(v).ok_or_else(|| self.invalid(format!("error parsing {what}")))
+            }
+            None => Ok(0),
+        };
+        let min_wrapping_ttl = ttl(f.min_wrap, "min_wrapping_ttl")?;
+        let max_wrapping_ttl = ttl(f.max_wrap, "max_wrapping_ttl")?;
+        if min_wrapping_ttl != 0 && max_wrapping_ttl != 0 && max_wrapping_ttl < min_wrapping_ttl {
+            return Err(self.invalid("max_wrapping_ttl cannot be less than min_wrapping_ttl"));
+        }
+        if !f.list_filter.is_empty() && !capabilities.contains(&Capability::List) {
+            return Err(self.invalid(
+                "list_scan_response_keys_filter_path needs to be used on a path with the list capability",
+            ));
+        }
+        Ok(Constraints {
+            min_wrapping_ttl,
+            max_wrapping_ttl,
+            allowed_parameters: lower(f.allowed),
+            denied_parameters: lower(f.denied),
+            required_parameters: f.required,
+            pagination_limit: f.pagination_limit,
+            control_group: f.control_group,
+            list_filter: (!f.list_filter.is_empty()).then_some(f.list_filter),
+            mfa_methods: f.mfa,
+        })
     }
 
     /// Decode every item named `key` in `items` with `f`, as `decodeStruct` does for a field:
@@ -483,61 +640,11 @@ impl Decoder {
                 });
             }
         }
-        let control_group = d.control_group(body)?;
-        let mut names = Vec::new();
-        d.field(body, "capabilities", |d, v| {
-            d.strings(v, "capabilities", &mut names)
-        })?;
-        let mut old_policy = String::new();
-        d.field(body, "policy", |d, v| {
-            old_policy = d.string(v, "policy")?;
-            Ok(())
-        })?;
-        let mut expiration = String::new();
-        d.field(body, "expiration", |d, v| {
-            expiration = d.string(v, "expiration")?;
-            Ok(())
-        })?;
-        let mut min_wrap = None;
-        d.field(body, "min_wrapping_ttl", |d, v| {
-            min_wrap = Some(d.any(v, "min_wrapping_ttl")?);
-            Ok(())
-        })?;
-        let mut max_wrap = None;
-        d.field(body, "max_wrapping_ttl", |d, v| {
-            max_wrap = Some(d.any(v, "max_wrapping_ttl")?);
-            Ok(())
-        })?;
-        let mut allowed = BTreeMap::new();
-        d.field(body, "allowed_parameters", |d, v| {
-            d.param_map(v, "allowed_parameters", &mut allowed)
-        })?;
-        let mut denied = BTreeMap::new();
-        d.field(body, "denied_parameters", |d, v| {
-            d.param_map(v, "denied_parameters", &mut denied)
-        })?;
-        let mut required = Vec::new();
-        d.field(body, "required_parameters", |d, v| {
-            d.strings(v, "required_parameters", &mut required)
-        })?;
-        let mut mfa = Vec::new();
-        d.field(body, "mfa_methods", |d, v| {
-            d.strings(v, "mfa_methods", &mut mfa)
-        })?;
-        let mut pagination_limit = 0;
-        d.field(body, "pagination_limit", |d, v| {
-            pagination_limit = d.int(v, "pagination_limit")?;
-            Ok(())
-        })?;
-        let mut list_filter = String::new();
-        d.field(body, "list_scan_response_keys_filter_path", |d, v| {
-            list_filter = d.string(v, "list_scan_response_keys_filter_path")?;
-            Ok(())
-        })?;
-
-        if !expiration.is_empty() {
-            let at = parse_absolute_time(&expiration)
-                .ok_or_else(|| d.invalid(format!("invalid expiration time `{expiration}`")))?;
+        let mut fields = d.rule_fields(body)?;
+        if !fields.expiration.is_empty() {
+            let at = parse_absolute_time(&fields.expiration).ok_or_else(|| {
+                d.invalid(format!("invalid expiration time `{}`", fields.expiration))
+            })?;
             if now > at {
                 return Ok(None);
             }
@@ -549,107 +656,26 @@ impl Decoder {
                 path: pattern,
             });
         }
-        match old_policy.as_str() {
-            "" => {}
-            "deny" => names = vec!["deny".to_string()],
-            "read" => names.extend(["read", "list"].map(String::from)),
-            "write" => {
-                names.extend(["create", "read", "update", "delete", "list"].map(String::from))
-            }
-            "sudo" => names
-                .extend(["create", "read", "update", "delete", "list", "sudo"].map(String::from)),
-            other => {
-                return Err(PolicyError::UnknownOldPolicy {
-                    policy: self.policy.clone(),
-                    path: pattern,
-                    value: other.to_string(),
-                })
-            }
-        }
-        // A `deny` ends the list: what follows it is not even checked, and the rule keeps
-        // nothing else (no parameters, no wrapping TTLs).
-        let mut capabilities = Capabilities::new();
-        let mut unknown: Vec<String> = Vec::new();
-        let mut denies = false;
-        for n in &names {
-            if n == "deny" {
-                denies = true;
-                break;
-            }
-            // `subscribe` and `recover` are Vault's (OpenBao refuses a policy with them, so it
-            // never stores one): read as Vault reads them.
-            match Capability::from_name(n) {
-                None => {
-                    if !unknown.contains(n) {
-                        unknown.push(n.clone());
-                    }
-                }
-                Some(c) => {
-                    capabilities.insert(c);
-                }
-            }
-        }
-        if !unknown.is_empty() {
-            return Err(PolicyError::UnknownCapability {
-                policy: self.policy.clone(),
-                path: pattern,
-                names: unknown,
-            });
-        }
-        if denies {
+        let names = std::mem::take(&mut fields.names);
+        let capabilities = d.capabilities(&pattern, names, &fields.old_policy)?;
+        // A `deny` ends the list: the rule keeps nothing else (no parameters, no wrapping TTLs).
+        if capabilities.contains(&Capability::Deny) {
             return Ok(Some(Rule {
                 pattern,
-                capabilities: Capabilities::from([Capability::Deny]),
+                capabilities,
                 constraints: Constraints {
-                    control_group,
+                    control_group: fields.control_group,
                     ..Constraints::default()
                 }
                 .boxed(),
                 templated,
             }));
         }
-        let lower = |m: BTreeMap<String, Vec<ParamValue>>| {
-            let mut out: BTreeMap<String, Vec<ParamValue>> = BTreeMap::new();
-            for (k, v) in m {
-                out.insert(k.to_lowercase(), v);
-            }
-            out
-        };
-        let min_wrapping_ttl = match min_wrap {
-            Some(v) => {
-                duration_second(v).ok_or_else(|| d.invalid("error parsing min_wrapping_ttl"))?
-            }
-            None => 0,
-        };
-        let max_wrapping_ttl = match max_wrap {
-            Some(v) => {
-                duration_second(v).ok_or_else(|| d.invalid("error parsing max_wrapping_ttl"))?
-            }
-            None => 0,
-        };
-        if min_wrapping_ttl != 0 && max_wrapping_ttl != 0 && max_wrapping_ttl < min_wrapping_ttl {
-            return Err(d.invalid("max_wrapping_ttl cannot be less than min_wrapping_ttl"));
-        }
-        if !list_filter.is_empty() && !capabilities.contains(&Capability::List) {
-            return Err(d.invalid(
-                "list_scan_response_keys_filter_path needs to be used on a path with the list capability",
-            ));
-        }
+        let constraints = d.constraints(fields, &capabilities)?;
         Ok(Some(Rule {
             pattern,
             capabilities,
-            constraints: Constraints {
-                min_wrapping_ttl,
-                max_wrapping_ttl,
-                allowed_parameters: lower(allowed),
-                denied_parameters: lower(denied),
-                required_parameters: required,
-                pagination_limit,
-                control_group,
-                list_filter: (!list_filter.is_empty()).then_some(list_filter),
-                mfa_methods: mfa,
-            }
-            .boxed(),
+            constraints: constraints.boxed(),
             templated,
         }))
     }
