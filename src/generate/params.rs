@@ -86,154 +86,17 @@ impl Generator {
     /// Check the options and build the generator; every problem, not only the first.
     pub fn from_params(p: &Params<'_>, syntax: Syntax) -> Result<Generator, Vec<ParamError>> {
         let name = p.name;
-        let mut errors = Vec::new();
-        let mut err = |param, message: String, help: String| {
-            errors.push(ParamError {
-                param,
-                message,
-                help,
-            })
+        let mut c = Checker {
+            p,
+            syntax,
+            errors: Vec::new(),
         };
-        let not_for = |key: &str| format!("generator `{name}` does not take `{}`", syntax.key(key));
-        if p.bytes.is_some() && !matches!(name, "hex" | "base64" | "base64url" | "hex32") {
-            err(
-                Param::Bytes,
-                not_for("bytes"),
-                format!(
-                    "only `hex`, `base64` and `base64url` take `{}`",
-                    syntax.key("bytes")
-                ),
-            );
-        }
-        if name != "password" {
-            if p.length.is_some() {
-                err(
-                    Param::Length,
-                    not_for("length"),
-                    format!("only `password` takes `{}`", syntax.key("length")),
-                );
-            }
-            if p.classes.is_some() {
-                err(
-                    Param::Classes(0),
-                    not_for("classes"),
-                    format!("only `password` takes `{}`", syntax.key("classes")),
-                );
-            }
-        }
-        if p.marker.is_some() && name != "placeholder" {
-            err(
-                Param::Marker,
-                not_for("marker"),
-                format!("only `placeholder` takes `{}`", syntax.key("marker")),
-            );
-        }
-        if p.bits.is_some() && name != "rsa" {
-            err(
-                Param::Bits,
-                not_for("bits"),
-                format!("only `rsa` takes `{}`", syntax.key("bits")),
-            );
-        }
-        let bits = match p.bits.filter(|_| name == "rsa") {
-            None => DEFAULT_RSA_BITS,
-            Some(n) => match usize::try_from(n) {
-                Ok(n) if RSA_BITS.contains(&n) => n,
-                _ => {
-                    err(
-                        Param::Bits,
-                        format!(
-                            "`{}` is not an RSA key size vault-seed makes",
-                            syntax.assign("bits", n)
-                        ),
-                        "2048, 3072 or 4096".into(),
-                    );
-                    DEFAULT_RSA_BITS
-                }
-            },
-        };
-        if p.alg.is_some() && name != "jwks" {
-            err(
-                Param::Alg,
-                not_for("alg"),
-                format!("only `jwks` takes `{}`", syntax.key("alg")),
-            );
-        }
-        let alg = match p.alg.filter(|_| name == "jwks") {
-            None => JwkAlg::Rs256,
-            Some(a) => JwkAlg::from_name(a).unwrap_or_else(|| {
-                err(
-                    Param::Alg,
-                    format!("`{}` is not an algorithm vault-seed makes keys for", a),
-                    "`RS256` (RSA 2048) or `ES256` (P-256)".into(),
-                );
-                JwkAlg::Rs256
-            }),
-        };
-        let takes_bytes = matches!(name, "hex" | "base64" | "base64url" | "hex32");
-        let bytes = match p.bytes.filter(|_| takes_bytes) {
-            None => DEFAULT_BYTES,
-            Some(_) if name == "hex32" => {
-                err(
-                    Param::Bytes,
-                    format!("`hex32` is `hex` with `{}`", syntax.assign("bytes", 32)),
-                    "use generator `hex` to choose `bytes`".into(),
-                );
-                DEFAULT_BYTES
-            }
-            Some(n) => match usize::try_from(n) {
-                Ok(n) if (MIN_BYTES..=MAX_BYTES).contains(&n) => n,
-                _ => {
-                    err(
-                        Param::Bytes,
-                        format!("`{}` is out of range", syntax.assign("bytes", n)),
-                        format!("between {MIN_BYTES} and {MAX_BYTES}; 32 is the usual key size"),
-                    );
-                    DEFAULT_BYTES
-                }
-            },
-        };
-        let length = match p.length.filter(|_| name == "password") {
-            None => DEFAULT_PASSWORD_LENGTH,
-            Some(n) => match usize::try_from(n) {
-                Ok(n) if PASSWORD_LENGTHS.contains(&n) => n,
-                _ => {
-                    err(
-                        Param::Length,
-                        format!("`{}` is out of range", syntax.assign("length", n)),
-                        format!(
-                            "between {} and {}",
-                            PASSWORD_LENGTHS.start(),
-                            PASSWORD_LENGTHS.end()
-                        ),
-                    );
-                    DEFAULT_PASSWORD_LENGTH
-                }
-            },
-        };
-        let mut classes = CharClasses::default();
-        if let (Some(items), "password") = (p.classes, name) {
-            let mut parsed = Vec::new();
-            for (i, c) in items.iter().enumerate() {
-                match CharClass::from_name(c.trim()) {
-                    Some(class) => parsed.push(class),
-                    None => err(
-                        Param::Classes(i),
-                        format!("unknown character class `{c}`"),
-                        "one of `lower`, `upper`, `digit`, `symbol`".into(),
-                    ),
-                }
-            }
-            match CharClasses::new(parsed) {
-                Some(c) => classes = c,
-                None if items.is_empty() => err(
-                    Param::Classes(0),
-                    format!("`{}` is empty", syntax.key("classes")),
-                    "e.g. `classes = [\"lower\", \"upper\", \"digit\"]`".into(),
-                ),
-                None => {}
-            }
-        }
+        c.options_taken();
+        let bits = c.bits();
+        let alg = c.alg();
+        let bytes = c.bytes();
+        let length = c.length();
+        let classes = c.classes();
         let generator = match name {
             "hex" | "hex32" => Generator::Hex {
                 bytes: if name == "hex32" { 32 } else { bytes },
@@ -255,30 +118,206 @@ impl Generator {
             "ssh-ed25519" => Generator::SshEd25519,
             "jwks" => Generator::Jwks { alg },
             other => {
-                let known: Vec<String> = GENERATOR_NAMES.iter().map(|s| s.to_string()).collect();
-                let list = GENERATOR_NAMES
-                    .iter()
-                    .map(|g| format!("`{g}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let help = match crate::suggest::suggest(other, &known) {
-                    Some(s) => format!("did you mean `{s}`? known generators: {list}"),
-                    None => format!("known generators: {list}"),
-                };
-                err(
-                    Param::Generator,
-                    format!("unknown generator `{other}`"),
-                    help,
-                );
-                return Err(errors);
+                c.unknown_generator(other);
+                return Err(c.errors);
             }
         };
-        if errors.is_empty() {
+        if c.errors.is_empty() {
             Ok(generator)
         } else {
-            Err(errors)
+            Err(c.errors)
         }
     }
+}
+
+/// The generator's options being checked, and every problem found so far.
+struct Checker<'p, 'a> {
+    p: &'p Params<'a>,
+    syntax: Syntax,
+    errors: Vec<ParamError>,
+}
+
+impl Checker<'_, '_> {
+    fn err(&mut self, param: Param, message: String, help: String) {
+        self.errors.push(ParamError {
+            param,
+            message,
+            help,
+        })
+    }
+
+    /// An option given to a generator that does not take it.
+    fn not_for(&mut self, param: Param, key: &str, who: &str) {
+        let (name, syntax) = (self.p.name, self.syntax);
+        self.err(
+            param,
+            format!("generator `{name}` does not take `{}`", syntax.key(key)),
+            format!(
+                "only {who} take{} `{}`",
+                if who.contains(" and ") { "" } else { "s" },
+                syntax.key(key)
+            ),
+        );
+    }
+
+    fn options_taken(&mut self) {
+        let p = self.p;
+        let name = p.name;
+        if p.bytes.is_some() && !takes_bytes(name) {
+            self.not_for(Param::Bytes, "bytes", "`hex`, `base64` and `base64url`");
+        }
+        if name != "password" {
+            if p.length.is_some() {
+                self.not_for(Param::Length, "length", "`password`");
+            }
+            if p.classes.is_some() {
+                self.not_for(Param::Classes(0), "classes", "`password`");
+            }
+        }
+        if p.marker.is_some() && name != "placeholder" {
+            self.not_for(Param::Marker, "marker", "`placeholder`");
+        }
+        if p.bits.is_some() && name != "rsa" {
+            self.not_for(Param::Bits, "bits", "`rsa`");
+        }
+        if p.alg.is_some() && name != "jwks" {
+            self.not_for(Param::Alg, "alg", "`jwks`");
+        }
+    }
+
+    fn bits(&mut self) -> usize {
+        let Some(n) = self.p.bits.filter(|_| self.p.name == "rsa") else {
+            return DEFAULT_RSA_BITS;
+        };
+        match usize::try_from(n) {
+            Ok(n) if RSA_BITS.contains(&n) => n,
+            _ => {
+                let message = format!(
+                    "`{}` is not an RSA key size vault-seed makes",
+                    self.syntax.assign("bits", n)
+                );
+                self.err(Param::Bits, message, "2048, 3072 or 4096".into());
+                DEFAULT_RSA_BITS
+            }
+        }
+    }
+
+    fn alg(&mut self) -> JwkAlg {
+        let Some(a) = self.p.alg.filter(|_| self.p.name == "jwks") else {
+            return JwkAlg::Rs256;
+        };
+        JwkAlg::from_name(a).unwrap_or_else(|| {
+            self.err(
+                Param::Alg,
+                format!("`{a}` is not an algorithm vault-seed makes keys for"),
+                "`RS256` (RSA 2048) or `ES256` (P-256)".into(),
+            );
+            JwkAlg::Rs256
+        })
+    }
+
+    fn bytes(&mut self) -> usize {
+        let Some(n) = self.p.bytes.filter(|_| takes_bytes(self.p.name)) else {
+            return DEFAULT_BYTES;
+        };
+        if self.p.name == "hex32" {
+            let message = format!(
+                "`hex32` is `hex` with `{}`",
+                self.syntax.assign("bytes", 32)
+            );
+            self.err(
+                Param::Bytes,
+                message,
+                "use generator `hex` to choose `bytes`".into(),
+            );
+            return DEFAULT_BYTES;
+        }
+        match usize::try_from(n) {
+            Ok(n) if (MIN_BYTES..=MAX_BYTES).contains(&n) => n,
+            _ => {
+                self.err(
+                    Param::Bytes,
+                    format!("`{}` is out of range", self.syntax.assign("bytes", n)),
+                    format!("between {MIN_BYTES} and {MAX_BYTES}; 32 is the usual key size"),
+                );
+                DEFAULT_BYTES
+            }
+        }
+    }
+
+    fn length(&mut self) -> usize {
+        let Some(n) = self.p.length.filter(|_| self.p.name == "password") else {
+            return DEFAULT_PASSWORD_LENGTH;
+        };
+        match usize::try_from(n) {
+            Ok(n) if PASSWORD_LENGTHS.contains(&n) => n,
+            _ => {
+                self.err(
+                    Param::Length,
+                    format!("`{}` is out of range", self.syntax.assign("length", n)),
+                    format!(
+                        "between {} and {}",
+                        PASSWORD_LENGTHS.start(),
+                        PASSWORD_LENGTHS.end()
+                    ),
+                );
+                DEFAULT_PASSWORD_LENGTH
+            }
+        }
+    }
+
+    fn classes(&mut self) -> CharClasses {
+        let (Some(items), "password") = (self.p.classes, self.p.name) else {
+            return CharClasses::default();
+        };
+        let mut parsed = Vec::new();
+        for (i, c) in items.iter().enumerate() {
+            match CharClass::from_name(c.trim()) {
+                Some(class) => parsed.push(class),
+                None => self.err(
+                    Param::Classes(i),
+                    format!("unknown character class `{c}`"),
+                    "one of `lower`, `upper`, `digit`, `symbol`".into(),
+                ),
+            }
+        }
+        match CharClasses::new(parsed) {
+            Some(c) => return c,
+            None if items.is_empty() => {
+                let message = format!("`{}` is empty", self.syntax.key("classes"));
+                self.err(
+                    Param::Classes(0),
+                    message,
+                    "e.g. `classes = [\"lower\", \"upper\", \"digit\"]`".into(),
+                )
+            }
+            None => {}
+        }
+        CharClasses::default()
+    }
+
+    fn unknown_generator(&mut self, other: &str) {
+        let known: Vec<String> = GENERATOR_NAMES.iter().map(|s| s.to_string()).collect();
+        let list = GENERATOR_NAMES
+            .iter()
+            .map(|g| format!("`{g}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let help = match crate::suggest::suggest(other, &known) {
+            Some(s) => format!("did you mean `{s}`? known generators: {list}"),
+            None => format!("known generators: {list}"),
+        };
+        self.err(
+            Param::Generator,
+            format!("unknown generator `{other}`"),
+            help,
+        );
+    }
+}
+
+/// The generators that take `bytes` (`hex32` only to say it is fixed).
+fn takes_bytes(name: &str) -> bool {
+    matches!(name, "hex" | "base64" | "base64url" | "hex32")
 }
 
 #[cfg(test)]
