@@ -140,25 +140,26 @@ async fn pipeline<E>(
     sink: &mut dyn Sink,
 ) -> Result<Run, E> {
     let conc = opts.concurrency.max(1);
-    let mut folders = folders(targets);
     let meta_warned = AtomicBool::new(false);
     let looks = Looks::new(targets, conc);
     let vault_down = AtomicBool::new(false);
     let contested = AtomicUsize::new(0);
+    let followers_of = follower_index(targets);
     let mut gate = std::pin::pin!(gate);
     let mut detected: Option<Mounts> = None;
     let mut running: FuturesUnordered<LocalBoxFuture<'_, Done<'_>>> = FuturesUnordered::new();
-    // Paths whose folder is listed (or is not to be), waiting for a slot.
-    let mut ready: VecDeque<(usize, &Target, Rc<Listing>)> = VecDeque::new();
-    // The report's order, known once the gate says which mounts can be used.
-    let mut order = InOrder::default();
-    let mut written = false;
-    let mut denied = Denied::default();
-    let mut unnamed = Unnamed::default();
-    // Targets that read another target's values, and those held back until its result is in.
-    let mut waits = derive::Waits::new(targets);
-    let followers_of = follower_index(targets);
-    let mut parked: HashMap<usize, (&Target, Rc<Listing>)> = HashMap::new();
+    let mut q = Queues::new(targets);
+    let ctx = Ctx {
+        vault,
+        opts,
+        targets,
+        followers_of: &followers_of,
+        cancel: &cancel,
+        meta_warned: &meta_warned,
+        contested: &contested,
+        looks: &looks,
+        vault_down: &vault_down,
+    };
     // Over a network a new connection costs a round trip (two with TLS) before its first
     // request: open those the requests after the gate will use now, alongside the gate's, rather
     // than after it. (`HEAD sys/health` carries no token and depends on no answer.)
@@ -169,100 +170,8 @@ async fn pipeline<E>(
         }));
     }
     loop {
-        let stop = cancel.load(Ordering::SeqCst) || vault_down.load(Ordering::SeqCst);
-        while running.len() < conc {
-            let Some(d) = detected.as_ref() else {
-                break;
-            };
-            // A folder's LIST while fewer paths wait than there are slots; else a path.
-            if ready.len() < conc {
-                if let Some(f) = folders.pop_front() {
-                    let unlisted = || Rc::new(Listing::Unavailable);
-                    match d.get(&f.key.0) {
-                        // Its mount cannot be used, or the run stops: no LIST.
-                        Some(m) if !stop => {
-                            running.push(Box::pin(list(vault, m.clone(), f.key, f.members)));
-                        }
-                        _ => ready.extend(f.members.into_iter().map(|(i, t)| (i, t, unlisted()))),
-                    }
-                    continue;
-                }
-            }
-            let Some((i, t, listing)) = ready.pop_front() else {
-                break;
-            };
-            if waits.waits(i) {
-                parked.insert(i, (t, listing));
-                continue;
-            }
-            let mut release = |i: usize, ready: &mut VecDeque<_>| {
-                for f in waits.done(i) {
-                    if let Some((t, l)) = parked.remove(&f) {
-                        ready.push_back((f, t, l));
-                    }
-                }
-            };
-            let Some(mount) = d.get(t.mount()).cloned() else {
-                let why = d.errors.get(t.mount()).cloned().unwrap_or_default();
-                order.put(i, PathResult::all(t, Outcome::Error, None, Some(why)), sink);
-                release(i, &mut ready);
-                progress();
-                continue;
-            };
-            let sources = match derive::source_mounts(t, d) {
-                Ok(s) => s,
-                Err(why) => {
-                    order.put(i, PathResult::all(t, Outcome::Error, None, Some(why)), sink);
-                    release(i, &mut ready);
-                    progress();
-                    continue;
-                }
-            };
-            let skipped = if cancel.load(Ordering::SeqCst) {
-                Some("not attempted: interrupted")
-            } else if vault_down.load(Ordering::SeqCst) {
-                Some("not attempted: Vault stopped answering")
-            } else {
-                None
-            };
-            if let Some(why) = skipped {
-                let r = PathResult::all(t, Outcome::Skipped, None, Some(why.into()));
-                order.put(i, r, sink);
-                release(i, &mut ready);
-                progress();
-                continue;
-            }
-            let known_absent =
-                matches!(&*listing, Listing::Names(names) if !names.contains(parent(&t.path).1));
-            // The secrets made from this one, on mounts that can be used (one that cannot is
-            // judged on its own, with its error).
-            let followers: Vec<(&Target, KvMount)> = followers_of
-                .get(&(t.mount(), &*t.path))
-                .into_iter()
-                .flatten()
-                .filter_map(|&j| d.get(targets[j].mount()).map(|m| (&targets[j], m.clone())))
-                .collect();
-            let ctx = Ctx {
-                vault,
-                opts,
-                meta_warned: &meta_warned,
-                contested: &contested,
-                looks: &looks,
-            };
-            let vault_down = &vault_down;
-            running.push(Box::pin(async move {
-                let r = if t.provided.is_some() {
-                    provided::read(vault, &mount, t, known_absent).await
-                } else {
-                    seed_one(&ctx, &mount, t, known_absent, &sources, &followers).await
-                };
-                // After its retries, a path found Vault gone (unreachable, timing out, sealed):
-                // start no more work against it; the report says what was done.
-                if r.vault_unavailable {
-                    vault_down.store(true, Ordering::SeqCst);
-                }
-                Done::Path(i, Box::new(r))
-            }));
+        if let Some(d) = detected.as_ref() {
+            fill(ctx, &mut q, &mut running, d, sink, progress);
         }
         if running.is_empty() && detected.is_some() {
             break;
@@ -273,57 +182,257 @@ async fn pipeline<E>(
             biased;
             d = &mut gate, if detected.is_none() => {
                 let d = d?;
-                order = InOrder::new(targets, &d);
+                q.order = InOrder::new(targets, &d);
                 detected = Some(d);
             }
             Some(done) = running.next() => match done {
                 Done::Warm => {}
                 Done::Listed(members, r) => {
-                    let listing = listing_of(r, &mut denied);
-                    let listing = Rc::new(listing);
-                    ready.extend(members.into_iter().map(|(i, t)| (i, t, listing.clone())));
+                    let listing = listing_of(r, &mut q.denied);
+                    q.listed(members, listing);
                 }
                 Done::Path(i, r) => {
-                    written |= r.written;
-                    unnamed.add(&r);
-                    order.put(i, *r, sink);
-                    for f in waits.done(i) {
-                        if let Some((t, l)) = parked.remove(&f) {
-                            ready.push_back((f, t, l));
-                        }
-                    }
-                    progress();
+                    q.written |= r.written;
+                    q.unnamed.add(&r);
+                    q.finish(i, *r, sink, progress);
                 }
             },
         }
     }
+    debug_assert!(q.order.waiting.is_empty(), "every result was handed on");
+    debug_assert!(q.parked.is_empty(), "every waiting target was seeded");
     let empty = Mounts::default();
-    let detected: &Mounts = detected.as_ref().unwrap_or(&empty);
-    let mut notes = detected.notes.clone();
-    notes.extend(list_denied_note(denied));
-    notes.extend(unnamed.note());
-    debug_assert!(order.waiting.is_empty(), "every result was handed on");
-    debug_assert!(parked.is_empty(), "every waiting target was seeded");
-    if !opts.metadata && !opts.dry_run && written {
-        notes.push("--no-metadata: the paths written carry no custom_metadata marking them as vault-seed's".into());
-    }
-    if vault_down.load(Ordering::SeqCst) {
-        notes.push("Vault stopped answering part way: the paths not attempted are marked `skipped`; run the same command again when it is back (nothing is written twice)".into());
-    }
-    if meta_warned.load(Ordering::SeqCst) {
-        notes.push("the token may not write metadata: secrets were written without vault-seed's custom_metadata (grant `update` on `<mount>/metadata/...`)".into());
-    }
-    if detected.mounts.values().any(|m| m.version == KvVersion::V1) && !opts.dry_run {
-        notes.push("KV v1 has no check-and-set: paths on KV v1 mounts were written read-then-write, which is not race-free; each is reported created only when it read back as written".into());
-    }
-    let contested = contested.load(Ordering::SeqCst);
-    if contested > 0 {
-        notes.push(format!("KV v1: {contested} path(s) were contested (another writer wrote them at the same time as this run); they are judged as they stand, not claimed"));
-    }
+    let state = EndState {
+        detected: detected.as_ref().unwrap_or(&empty),
+        written: q.written,
+        vault_down: vault_down.load(Ordering::SeqCst),
+        meta_warned: meta_warned.load(Ordering::SeqCst),
+        contested: contested.load(Ordering::SeqCst),
+    };
+    let notes = closing_notes(state, q.denied, q.unnamed, opts);
     Ok(Run {
         notes,
         interrupted: cancel.load(Ordering::SeqCst),
     })
+}
+
+/// Starts work while slots are free: a folder's LIST while fewer paths wait than there are
+/// slots, else a path.
+fn fill<'a>(
+    ctx: Ctx<'a>,
+    q: &mut Queues<'a>,
+    running: &mut FuturesUnordered<LocalBoxFuture<'a, Done<'a>>>,
+    d: &Mounts,
+    sink: &mut dyn Sink,
+    progress: &Progress,
+) {
+    let conc = ctx.opts.concurrency.max(1);
+    let stop = ctx.cancel.load(Ordering::SeqCst) || ctx.vault_down.load(Ordering::SeqCst);
+    while running.len() < conc {
+        if q.ready.len() < conc {
+            if let Some(f) = q.folders.pop_front() {
+                match d.get(&f.key.0) {
+                    // Its mount cannot be used, or the run stops: no LIST.
+                    Some(m) if !stop => {
+                        running.push(Box::pin(list(ctx.vault, m.clone(), f.key, f.members)));
+                    }
+                    _ => q.listed(f.members, Listing::Unavailable),
+                }
+                continue;
+            }
+        }
+        let Some((i, t, listing)) = q.ready.pop_front() else {
+            break;
+        };
+        if q.parks(i, t, &listing) {
+            continue;
+        }
+        let (mount, sources) = match turn(t, d, ctx.cancel, ctx.vault_down) {
+            Ok(start) => start,
+            Err(judged) => {
+                q.finish(i, *judged, sink, progress);
+                continue;
+            }
+        };
+        let known_absent =
+            matches!(&*listing, Listing::Names(names) if !names.contains(parent(&t.path).1));
+        let followers = followers(ctx.followers_of, ctx.targets, d, t);
+        running.push(start_path(
+            ctx,
+            i,
+            t,
+            mount,
+            sources,
+            known_absent,
+            followers,
+        ));
+    }
+}
+
+/// A path's work: a provided path is read, any other seeded.
+fn start_path<'a>(
+    ctx: Ctx<'a>,
+    i: usize,
+    t: &'a Target,
+    mount: KvMount,
+    sources: SourceMounts,
+    known_absent: bool,
+    followers: Vec<(&'a Target, KvMount)>,
+) -> LocalBoxFuture<'a, Done<'a>> {
+    Box::pin(async move {
+        let r = if t.provided.is_some() {
+            provided::read(ctx.vault, &mount, t, known_absent).await
+        } else {
+            seed_one(&ctx, &mount, t, known_absent, &sources, &followers).await
+        };
+        // After its retries, a path found Vault gone (unreachable, timing out, sealed): start
+        // no more work against it; the report says what was done.
+        if r.vault_unavailable {
+            ctx.vault_down.store(true, Ordering::SeqCst);
+        }
+        Done::Path(i, Box::new(r))
+    })
+}
+
+/// The secrets made from `t`, on mounts that can be used (one that cannot is judged on its own,
+/// with its error).
+fn followers<'t>(
+    followers_of: &HashMap<(&str, &str), Vec<usize>>,
+    targets: &'t [Target],
+    d: &Mounts,
+    t: &Target,
+) -> Vec<(&'t Target, KvMount)> {
+    followers_of
+        .get(&(t.mount(), &*t.path))
+        .into_iter()
+        .flatten()
+        .filter_map(|&j| d.get(targets[j].mount()).map(|m| (&targets[j], m.clone())))
+        .collect()
+}
+
+/// The sources a target is made from, each with its mount.
+type SourceMounts = Vec<(crate::spec::Source, KvMount)>;
+
+/// Where a target whose turn came starts: its mount and its sources' mounts; or, when it cannot
+/// start, its result at once.
+fn turn(
+    t: &Target,
+    d: &Mounts,
+    cancel: &AtomicBool,
+    vault_down: &AtomicBool,
+) -> Result<(KvMount, SourceMounts), Box<PathResult>> {
+    let error = |why: String| Box::new(PathResult::all(t, Outcome::Error, None, Some(why)));
+    let Some(mount) = d.get(t.mount()).cloned() else {
+        return Err(error(d.errors.get(t.mount()).cloned().unwrap_or_default()));
+    };
+    let sources = derive::source_mounts(t, d).map_err(error)?;
+    let skipped = if cancel.load(Ordering::SeqCst) {
+        "not attempted: interrupted"
+    } else if vault_down.load(Ordering::SeqCst) {
+        "not attempted: Vault stopped answering"
+    } else {
+        return Ok((mount, sources));
+    };
+    Err(Box::new(PathResult::all(
+        t,
+        Outcome::Skipped,
+        None,
+        Some(skipped.into()),
+    )))
+}
+
+/// The run's work in its stages: folders to LIST, paths ready for a slot, paths held back until
+/// a target they read from has its result, and results handed on in the report's order.
+struct Queues<'t> {
+    folders: VecDeque<Folder<'t>>,
+    ready: VecDeque<(usize, &'t Target, Rc<Listing>)>,
+    waits: derive::Waits,
+    parked: HashMap<usize, (&'t Target, Rc<Listing>)>,
+    // The report's order, known once the gate says which mounts can be used.
+    order: InOrder,
+    written: bool,
+    denied: Denied,
+    unnamed: Unnamed,
+}
+
+impl<'t> Queues<'t> {
+    fn new(targets: &'t [Target]) -> Self {
+        Queues {
+            folders: folders(targets),
+            ready: VecDeque::new(),
+            waits: derive::Waits::new(targets),
+            parked: HashMap::new(),
+            order: InOrder::default(),
+            written: false,
+            denied: Denied::default(),
+            unnamed: Unnamed::default(),
+        }
+    }
+
+    /// A folder's paths, ready once it is listed (or is not to be).
+    fn listed(&mut self, members: Vec<(usize, &'t Target)>, listing: Listing) {
+        let listing = Rc::new(listing);
+        self.ready
+            .extend(members.into_iter().map(|(i, t)| (i, t, listing.clone())));
+    }
+
+    /// Whether path `i` waits for another's result: it is then parked until that is in.
+    fn parks(&mut self, i: usize, t: &'t Target, listing: &Rc<Listing>) -> bool {
+        let waits = self.waits.waits(i);
+        if waits {
+            self.parked.insert(i, (t, listing.clone()));
+        }
+        waits
+    }
+
+    /// Target `i`'s result, handed on in order; the targets that waited for it are released.
+    fn finish(&mut self, i: usize, r: PathResult, sink: &mut dyn Sink, progress: &Progress) {
+        self.order.put(i, r, sink);
+        for f in self.waits.done(i) {
+            if let Some((t, l)) = self.parked.remove(&f) {
+                self.ready.push_back((f, t, l));
+            }
+        }
+        progress();
+    }
+}
+
+/// What a finished run knows that its closing notes tell.
+struct EndState<'a> {
+    detected: &'a Mounts,
+    written: bool,
+    vault_down: bool,
+    meta_warned: bool,
+    contested: usize,
+}
+
+/// The notes under a run's report: mounts, LISTs refused, unnamed paths, and how writes went.
+fn closing_notes(s: EndState<'_>, denied: Denied, unnamed: Unnamed, opts: &Options) -> Vec<String> {
+    let mut notes = s.detected.notes.clone();
+    notes.extend(list_denied_note(denied));
+    notes.extend(unnamed.note());
+    if !opts.metadata && !opts.dry_run && s.written {
+        notes.push("--no-metadata: the paths written carry no custom_metadata marking them as vault-seed's".into());
+    }
+    if s.vault_down {
+        notes.push("Vault stopped answering part way: the paths not attempted are marked `skipped`; run the same command again when it is back (nothing is written twice)".into());
+    }
+    if s.meta_warned {
+        notes.push("the token may not write metadata: secrets were written without vault-seed's custom_metadata (grant `update` on `<mount>/metadata/...`)".into());
+    }
+    if s.detected
+        .mounts
+        .values()
+        .any(|m| m.version == KvVersion::V1)
+        && !opts.dry_run
+    {
+        notes.push("KV v1 has no check-and-set: paths on KV v1 mounts were written read-then-write, which is not race-free; each is reported created only when it read back as written".into());
+    }
+    let contested = s.contested;
+    if contested > 0 {
+        notes.push(format!("KV v1: {contested} path(s) were contested (another writer wrote them at the same time as this run); they are judged as they stand, not claimed"));
+    }
+    notes
 }
 
 /// Results put in the report's order: each is handed on when every one before it has been.
@@ -420,14 +529,22 @@ enum Done<'t> {
     Path(usize, Box<PathResult>),
 }
 
+#[derive(Clone, Copy)]
 struct Ctx<'a> {
     vault: &'a Vault,
     opts: &'a Options,
+    targets: &'a [Target],
+    /// The targets made from each `(mount, path)`.
+    followers_of: &'a HashMap<(&'a str, &'a str), Vec<usize>>,
+    /// Set on an interrupt: no more work starts.
+    cancel: &'a AtomicBool,
     meta_warned: &'a AtomicBool,
     /// KV v1 paths another writer wrote at the same time as this run.
     contested: &'a AtomicUsize,
     /// Where absent secrets were before a layout change, looked for once per mount.
     looks: &'a Looks,
+    /// Set once a path found Vault gone: no more work starts.
+    vault_down: &'a AtomicBool,
 }
 
 fn parent(path: &str) -> (&str, &str) {
