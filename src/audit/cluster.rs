@@ -7,9 +7,7 @@ use std::collections::BTreeSet;
 
 use super::findings::Finding;
 use super::{Ignore, KubeTarget, Scanned};
-use crate::kube::{
-    DataFrom, EsoCluster, ExternalSecretInfo, FieldProblem, KubeError, VaultStaticSecretInfo,
-};
+use crate::kube::{DataFrom, EsoCluster, ExternalSecretInfo, KubeError, VaultStaticSecretInfo};
 use crate::spec::{EnvPlan, Target};
 use crate::text::cap;
 use crate::verify::cluster::vso_namespace;
@@ -108,14 +106,6 @@ fn list_failed(what: &str, ns: &str, e: &KubeError, used: bool) -> Finding {
     }
 }
 
-fn problem_words(p: &FieldProblem) -> String {
-    match p {
-        FieldProblem::Missing => "missing".into(),
-        FieldProblem::Empty => "empty".into(),
-        FieldProblem::NotString { found } => format!("not a string ({found})"),
-    }
-}
-
 fn unreadable(kind: &str, object: &str, why: &str) -> Finding {
     Finding::NotChecked {
         what: format!("{kind} `{object}`"),
@@ -171,7 +161,7 @@ impl Judge<'_> {
         for b in &es.bad_fields {
             mine.push(Finding::NotChecked {
                 what: object.clone(),
-                why: format!("field `{}` {}", cap(&b.field), cap(&b.problem)),
+                why: format!("field `{}` {}", cap(&b.field), b.problem),
             });
         }
         let mut keys: Vec<&str> = es.data.iter().map(|r| r.key.as_str()).collect();
@@ -230,13 +220,13 @@ impl Judge<'_> {
         let bad: Vec<_> = v
             .bad
             .iter()
-            .filter(|b| matches!(b.field, "spec.mount" | "spec.path"))
+            .filter(|b| matches!(b.field.as_str(), "spec.mount" | "spec.path"))
             .collect();
         if !bad.is_empty() {
             for b in bad {
                 found.push(Finding::NotChecked {
                     what: format!("VaultStaticSecret `{}/{}`", cap(&v.namespace), cap(&v.name)),
-                    why: format!("field `{}` is {}", b.field, problem_words(&b.problem)),
+                    why: format!("field `{}` {}", b.field, b.problem),
                 });
             }
             return;

@@ -14,6 +14,7 @@
 mod argocd;
 mod config;
 mod error;
+mod field;
 mod list;
 pub mod names;
 mod status;
@@ -39,18 +40,18 @@ use time::OffsetDateTime;
 
 pub use argocd::{AppLookup, AppResource, ApplicationInfo, OperationInfo, ARGOCD_GROUP};
 pub use error::KubeError;
+pub use field::{BadField, FieldProblem};
 pub use list::{Listed, Unreadable};
 pub use status::{
-    template_reads, BadField, DataFrom, EventInfo, ExternalSecretInfo, PushSecretInfo,
-    ReadyCondition, RemoteRef, SecretStoreInfo, StoreKind, StoreRef, TemplateEntry, ESO_GROUP,
+    template_reads, DataFrom, EventInfo, ExternalSecretInfo, PushSecretInfo, ReadyCondition,
+    RemoteRef, SecretStoreInfo, StoreKind, StoreRef, TemplateEntry, ESO_GROUP,
 };
 pub use store::{vault_provider, StoreAuth, StoreKv, StoreProblem, VaultStore};
 pub use value::{KeyDigest, SecretKey};
 
 pub use vso::{
-    parse_ref, Condition, FieldProblem, VaultAuthLogin, VaultStaticSecretInfo, VsoBadField,
-    VsoKind, VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION, VAULT_STATIC_SECRET, VSO_DEFAULT_NAME,
-    VSO_GROUP, VSO_VERSION,
+    parse_ref, Condition, VaultAuthLogin, VaultStaticSecretInfo, VsoKind, VsoObjectInfo,
+    VAULT_AUTH, VAULT_CONNECTION, VAULT_STATIC_SECRET, VSO_DEFAULT_NAME, VSO_GROUP, VSO_VERSION,
 };
 pub use vso_transformation::{plain_field, DestinationKeys, KeySource, Transformation};
 

@@ -11,6 +11,7 @@ use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
+use super::field::{BadField, FieldProblem};
 use super::store::{vault_provider, StoreProblem, VaultStore};
 use super::KubeError;
 
@@ -119,15 +120,6 @@ pub struct TemplateEntry {
     /// The fetched key whose value the entry is, when its text is one plain reference to it
     /// and nothing else (`{{ .password }}`): ESO then writes that value unchanged.
     pub plain: Option<String>,
-}
-
-/// A field of an object that is missing or not of its type: reported, never taken as matching.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BadField {
-    /// The JSON path of the field (`/spec/data/0/remoteRef/key`).
-    pub field: String,
-    /// What is wrong with it (never quoting a value longer than a name).
-    pub problem: String,
 }
 
 /// The `Ready` condition of an ESO object, as `kubectl get` shows it.
@@ -339,11 +331,8 @@ struct FieldReader {
 }
 
 impl FieldReader {
-    fn bad(&mut self, field: String, problem: &str) {
-        self.bad.push(BadField {
-            field: crate::text::cap(&field).into_owned(),
-            problem: problem.to_string(),
-        });
+    fn bad(&mut self, field: String, problem: FieldProblem) {
+        self.bad.push(BadField::new(&field, problem));
     }
 
     /// A string at `base` + `pointer`; `required` makes its absence a bad field too.
@@ -352,11 +341,17 @@ impl FieldReader {
             Some(Value::String(s)) => Some(s.clone()),
             None | Some(Value::Null) if !required => None,
             None | Some(Value::Null) => {
-                self.bad(format!("{base}{pointer}"), "is missing");
+                self.bad(format!("{base}{pointer}"), FieldProblem::Missing);
                 None
             }
             Some(_) => {
-                self.bad(format!("{base}{pointer}"), "is not a string");
+                self.bad(
+                    format!("{base}{pointer}"),
+                    FieldProblem::NotA {
+                        want: "a string",
+                        found: None,
+                    },
+                );
                 None
             }
         }
@@ -368,7 +363,13 @@ impl FieldReader {
             Some(Value::Array(a)) => a,
             None | Some(Value::Null) => &[],
             Some(_) => {
-                self.bad(pointer.to_string(), "is not a list");
+                self.bad(
+                    pointer.to_string(),
+                    FieldProblem::NotA {
+                        want: "a list",
+                        found: None,
+                    },
+                );
                 &[]
             }
         }
@@ -409,7 +410,10 @@ impl FieldReader {
                 }
                 // A generator's or another store's value (`sourceRef`): not a path of the spec.
                 _ if d.get("sourceRef").is_some() => {}
-                _ => self.bad(format!("{base}/remoteRef"), "is missing or not an object"),
+                _ => self.bad(
+                    format!("{base}/remoteRef"),
+                    FieldProblem::MissingOrNotA("an object"),
+                ),
             }
         }
         out
@@ -449,7 +453,13 @@ impl FieldReader {
             Some(Value::Object(m)) => m,
             None | Some(Value::Null) => return Vec::new(),
             Some(_) => {
-                self.bad(AT.into(), "is not a map");
+                self.bad(
+                    AT.into(),
+                    FieldProblem::NotA {
+                        want: "a map",
+                        found: None,
+                    },
+                );
                 return Vec::new();
             }
         };
@@ -461,7 +471,13 @@ impl FieldReader {
                     reads: template_reads(text),
                     plain: plain_reference(text),
                 }),
-                None => self.bad(format!("{AT}/{key}"), "is not a string"),
+                None => self.bad(
+                    format!("{AT}/{key}"),
+                    FieldProblem::NotA {
+                        want: "a string",
+                        found: None,
+                    },
+                ),
             }
         }
         out
@@ -471,7 +487,13 @@ impl FieldReader {
     fn generations(&mut self, obj: &Value, synced: Option<&str>) -> (Option<i64>, Option<i64>) {
         let generation = match obj.pointer("/metadata/generation") {
             Some(v) => v.as_i64().or_else(|| {
-                self.bad("/metadata/generation".into(), "is not a number");
+                self.bad(
+                    "/metadata/generation".into(),
+                    FieldProblem::NotA {
+                        want: "a number",
+                        found: None,
+                    },
+                );
                 None
             }),
             None => None,
@@ -482,7 +504,7 @@ impl FieldReader {
             if parsed.is_none() {
                 self.bad(
                     "/status/syncedResourceVersion".into(),
-                    "is not `<generation>-<hash>`",
+                    FieldProblem::NotForm("`<generation>-<hash>`"),
                 );
             }
             parsed
@@ -875,10 +897,16 @@ mod tests {
             .push(json!({"remoteRef": {"key": "k"}}));
         es["spec"]["target"]["template"] = json!({"data": {"k": 1}});
         let info = external_secret_info(&es, "v").unwrap();
+        let problems: Vec<String> = info
+            .bad_fields
+            .iter()
+            .map(|b| b.problem.to_string())
+            .collect();
         let bad: Vec<(&str, &str)> = info
             .bad_fields
             .iter()
-            .map(|b| (b.field.as_str(), b.problem.as_str()))
+            .zip(&problems)
+            .map(|(b, p)| (b.field.as_str(), p.as_str()))
             .collect();
         assert_eq!(
             bad,

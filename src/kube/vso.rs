@@ -18,6 +18,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::field::{BadField, FieldProblem};
 use super::status::{condition, name_and_namespace, object_name};
 use super::vso_transformation::{transformation_of, Transformation};
 use super::KubeError;
@@ -53,30 +54,6 @@ pub const VAULT_CONNECTION: VsoKind = VsoKind {
     kind: "VaultConnection",
     plural: "vaultconnections",
 };
-
-/// What is wrong with a field of a VSO object: missing where VSO needs it, or not what its CRD
-/// allows. Such an object is reported, never taken as matching.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct VsoBadField {
-    /// The field, as a JSON path (`spec.mount`).
-    pub field: &'static str,
-    /// What is wrong with it.
-    pub problem: FieldProblem,
-}
-
-/// What is wrong with a field.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum FieldProblem {
-    /// It is absent (or `null`).
-    Missing,
-    /// It is an empty string.
-    Empty,
-    /// It is not a string.
-    NotString {
-        /// The JSON type found (`a number`).
-        found: &'static str,
-    },
-}
 
 /// How a VaultAuth logs in to Vault, as its own spec says (no VaultAuthGlobal merged in).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -135,7 +112,7 @@ pub struct VaultStaticSecretInfo {
     /// `spec.namespace`: the Vault namespace it reads in, instead of its VaultAuth's.
     pub vault_namespace: Option<String>,
     /// Fields missing or malformed (`spec.mount`, `spec.path`, `spec.type`, ...).
-    pub bad: Vec<VsoBadField>,
+    pub bad: Vec<BadField>,
     /// `spec.rolloutRestartTargets`: the workloads VSO restarts when it changes the Secret's
     /// data, as `(kind, name)` with VSO's kind names (`argo.Rollout`).
     pub rollout_restart_targets: Vec<(String, String)>,
@@ -168,7 +145,7 @@ pub struct VsoObjectInfo {
     /// A VaultConnection's `spec.address`.
     pub address: Option<String>,
     /// Fields missing or malformed.
-    pub bad: Vec<VsoBadField>,
+    pub bad: Vec<BadField>,
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -194,18 +171,19 @@ fn string_field(
     pointer: &str,
     field: &'static str,
     required: bool,
-    bad: &mut Vec<VsoBadField>,
+    bad: &mut Vec<BadField>,
 ) -> Option<String> {
     let problem = match obj.pointer(pointer) {
         None | Some(Value::Null) => FieldProblem::Missing,
         Some(Value::String(s)) if s.is_empty() => FieldProblem::Empty,
         Some(Value::String(s)) => return Some(text(s)),
-        Some(other) => FieldProblem::NotString {
-            found: json_type(other),
+        Some(other) => FieldProblem::NotA {
+            want: "a string",
+            found: Some(json_type(other)),
         },
     };
-    if required || matches!(problem, FieldProblem::NotString { .. }) {
-        bad.push(VsoBadField { field, problem });
+    if required || matches!(problem, FieldProblem::NotA { .. }) {
+        bad.push(BadField::new(field, problem));
     }
     None
 }
@@ -225,7 +203,7 @@ fn role_field(method: &str) -> Option<(&'static str, &'static str)> {
 
 /// A VaultAuth's login. Without `vaultAuthGlobalRef`, the method, mount and role are required
 /// (VSO's `Validate` refuses an empty role); with it, empty ones come from the VaultAuthGlobal.
-fn vault_auth_login(obj: &Value, bad: &mut Vec<VsoBadField>) -> VaultAuthLogin {
+fn vault_auth_login(obj: &Value, bad: &mut Vec<BadField>) -> VaultAuthLogin {
     let global_ref = obj
         .pointer("/spec/vaultAuthGlobalRef")
         .is_some_and(|g| !g.is_null());
@@ -506,17 +484,23 @@ mod tests {
         assert_eq!(
             a.bad,
             [
-                VsoBadField {
-                    field: "spec.mount",
+                BadField {
+                    field: "spec.mount".into(),
                     problem: FieldProblem::Missing
                 },
-                VsoBadField {
-                    field: "spec.kubernetes.role",
-                    problem: FieldProblem::NotString { found: "a number" }
+                BadField {
+                    field: "spec.kubernetes.role".into(),
+                    problem: FieldProblem::NotA {
+                        want: "a string",
+                        found: Some("a number")
+                    }
                 },
-                VsoBadField {
-                    field: "spec.namespace",
-                    problem: FieldProblem::NotString { found: "a list" }
+                BadField {
+                    field: "spec.namespace".into(),
+                    problem: FieldProblem::NotA {
+                        want: "a string",
+                        found: Some("a list")
+                    }
                 },
             ]
         );
@@ -531,8 +515,8 @@ mod tests {
         let c = vso_object_info(&conn, VAULT_CONNECTION).unwrap();
         assert_eq!(
             c.bad,
-            [VsoBadField {
-                field: "spec.address",
+            [BadField {
+                field: "spec.address".into(),
                 problem: FieldProblem::Empty
             }]
         );

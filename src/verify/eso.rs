@@ -247,7 +247,7 @@ pub(crate) enum EsFinding {
     BadField {
         object: String,
         field: String,
-        problem: String,
+        problem: crate::kube::FieldProblem,
     },
     /// ESO synced an older generation than the object's.
     GenerationBehind { synced: i64, generation: i64 },

@@ -104,6 +104,11 @@ pub fn before_in_whole_seconds(
     controller < vault.replace_nanosecond(0).unwrap_or(vault)
 }
 
+/// A Vault namespace for a sentence: `` `ns` ``, or "none (the root namespace)".
+pub fn shown_namespace(ns: Option<&str>) -> String {
+    ns.map_or("none (the root namespace)".into(), |n| format!("`{n}`"))
+}
+
 /// A time as RFC 3339.
 pub fn rfc3339(t: time::OffsetDateTime) -> String {
     t.format(&time::format_description::well_known::Rfc3339)

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use super::facts::Facts;
-use super::findings::{joined, Finding, Severity};
+use super::findings::{joined, shown_namespace, Finding, Severity};
 use crate::kube::{RemoteRef, StoreAuth, StoreKv, StoreProblem, VaultStore};
 use crate::kv::KvVersion;
 use crate::spec::{AuthRole, EnvPlan, Environment, Spec, Target};
@@ -138,10 +138,6 @@ impl Finding for StoreFinding {
             Token { given: false } => "not checked: ESO logs in with a static token (`tokenSecretRef`), whose policies vault-seed cannot see; the spec's policies were judged instead (pass --eso-token-file with that token)".into(),
         }
     }
-}
-
-fn shown_namespace(ns: Option<&str>) -> String {
-    ns.map_or("none (the root namespace)".into(), |n| format!("`{n}`"))
 }
 
 /// `role `R` on `M``, as the findings name a role.

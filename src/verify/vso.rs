@@ -14,12 +14,13 @@ use time::OffsetDateTime;
 use super::eso::{ObjectCheck, ObjectFinding};
 use super::facts::{Facts, PathFacts};
 use super::findings::{
-    any_problem, before_in_whole_seconds, joined, rfc3339, Finding, Lines, Severity,
+    any_problem, before_in_whole_seconds, joined, rfc3339, shown_namespace, Finding, Lines,
+    Severity,
 };
 use super::vault_namespace;
 use crate::kube::{
-    parse_ref, EsoCluster, FieldProblem, KubeError, VaultAuthLogin, VaultStaticSecretInfo,
-    VsoBadField, VsoKind, VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION,
+    parse_ref, BadField, EsoCluster, FieldProblem, KubeError, VaultAuthLogin,
+    VaultStaticSecretInfo, VsoKind, VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION,
 };
 use crate::kv::KvVersion;
 use crate::seed::Status;
@@ -435,7 +436,7 @@ enum Identity {
     /// malformed: what VSO does with it is not known.
     BadField {
         object: String,
-        field: &'static str,
+        field: String,
         problem: FieldProblem,
     },
     /// Its VaultAuth or VaultConnection (`object`) was not found or cannot be told apart
@@ -492,12 +493,7 @@ impl Finding for Identity {
         use Identity::*;
         match self {
             BadField { object, field, problem } => format!(
-                "{object}: `{field}` {}: what VSO does with it is not checked",
-                match problem {
-                    FieldProblem::Missing => "is missing".to_string(),
-                    FieldProblem::Empty => "is empty".to_string(),
-                    FieldProblem::NotString { found } => format!("is {found}, not a string"),
-                }
+                "{object}: `{field}` {problem}: what VSO does with it is not checked"
             ),
             Unresolved { object, why } => format!(
                 "not checked: which Vault and role VSO uses, since its {object} is not known: {why}"
@@ -596,11 +592,6 @@ impl Finding for Keys {
             ),
         }
     }
-}
-
-/// A Vault namespace for a sentence: `` `ns` `` or "none (the root)".
-fn shown_namespace(ns: Option<&str>) -> String {
-    ns.map_or("none (the root)".to_string(), |n| format!("`{n}`"))
 }
 
 /// A VaultStaticSecret checked, before its VaultAuth's findings join it.
@@ -1166,10 +1157,10 @@ fn unresolved(object: String, check: &ObjectCheck) -> Identity {
 }
 
 /// A field missing or malformed of `object` (as shown), each a finding.
-fn bad_fields<'a>(object: &'a str, bad: &'a [VsoBadField]) -> impl Iterator<Item = Identity> + 'a {
+fn bad_fields<'a>(object: &'a str, bad: &'a [BadField]) -> impl Iterator<Item = Identity> + 'a {
     bad.iter().map(move |b| Identity::BadField {
         object: object.to_string(),
-        field: b.field,
+        field: b.field.clone(),
         problem: b.problem.clone(),
     })
 }
@@ -1639,7 +1630,7 @@ mod tests {
         let f = login_findings(&object("VaultAuth", Some(n), None), None);
         assert_eq!(
             f[0].message(),
-            "VSO logs in (VaultAuth `ns/o` `spec.namespace`) to Vault namespace `team-a`; vault-seed used none (the root)"
+            "VSO logs in (VaultAuth `ns/o` `spec.namespace`) to Vault namespace `team-a`; vault-seed used none (the root namespace)"
         );
         assert!(any_problem(&f));
     }

@@ -207,7 +207,7 @@ fn a_vault_auth_in_another_vault_namespace() {
         a["spec"]["namespace"] = json!("team-b");
     });
     w.fails_with(
-        "VSO logs in (VaultAuth `ask/vault-auth` `spec.namespace`) to Vault namespace `team-b`; vault-seed used none (the root)",
+        "VSO logs in (VaultAuth `ask/vault-auth` `spec.namespace`) to Vault namespace `team-b`; vault-seed used none (the root namespace)",
     );
 }
 
@@ -219,7 +219,7 @@ fn a_vault_static_secret_reading_in_another_vault_namespace() {
             v["spec"]["namespace"] = json!("team-b");
         });
     w.fails_with(
-        "it reads in (its `spec.namespace`) Vault namespace `team-b`; vault-seed used none (the root)",
+        "it reads in (its `spec.namespace`) Vault namespace `team-b`; vault-seed used none (the root namespace)",
     );
 }
 
