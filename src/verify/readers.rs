@@ -459,10 +459,14 @@ impl RestartFinding<'_> {
         };
         match self {
             RestartFinding::Needs(r) => format!(
-                "{} reads Secret `{}` through {}: it keeps the old value until it restarts, once the Secret is refreshed: `{}`",
+                "{} reads Secret `{}` through {}: it keeps the old value until it restarts, once the Secret is refreshed{}: `{}`",
                 who(r),
                 r.secret,
                 r.how.map_or("env", |h| h.as_str()),
+                r.restarter_problem
+                    .as_ref()
+                    .map(|p| format!(" ({p})"))
+                    .unwrap_or_default(),
                 r.command
             ),
             RestartFinding::RestartedBy(r, by) => format!(

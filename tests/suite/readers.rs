@@ -5,7 +5,9 @@
 
 use crate::common;
 
-use common::fake_kube::{external_secret, kubeconfig_yaml, vso_fixture, workload, FakeKube};
+use common::fake_kube::{
+    external_secret, kubeconfig_yaml, reloader_deployment, vso_fixture, workload, FakeKube,
+};
 use common::{has, spec_dir, OpenBao, Out, Run};
 use serde_json::{json, Value};
 
@@ -352,8 +354,9 @@ fn no_value_or_token_in_any_output_at_trace_level() {
 }
 
 /// After the write, `rotate` names the workloads that read the value through env and will keep
-/// the old one until restarted, with the command; one that Reloader restarts gets a note; a
-/// plain volume, a CronJob and a reader of another Secret are not named.
+/// the old one until restarted, with the command; one that a running Reloader restarts gets a
+/// note (without a Reloader running, its annotation restarts nothing: the command); a plain
+/// volume, a CronJob and a reader of another Secret are not named.
 #[test]
 fn rotate_ends_with_the_workloads_that_will_need_a_restart() {
     let w = world();
@@ -389,6 +392,16 @@ fn rotate_ends_with_the_workloads_that_will_need_a_restart() {
         env_from("salt-secret"),
     ));
     let out = w.run(ROTATE).output().expect_code(0);
+    has(
+        &out.stderr_text(),
+        "Deployment `ask/web` reads Secret `core-service-secret` through env: it keeps the old value until it restarts, once the Secret is refreshed (Reloader (annotation `reloader.stakater.com/auto: \"true\"`) restarts nothing: no Reloader runs",
+    );
+    has(
+        &out.stderr_text(),
+        "`kubectl -n ask rollout restart deployment/web`",
+    );
+    w.kube.put(reloader_deployment("reloader", &[], true));
+    let out = w.run(ROTATE).output().expect_code(0);
     let err = out.stderr_text();
     has(
         &err,
@@ -396,7 +409,7 @@ fn rotate_ends_with_the_workloads_that_will_need_a_restart() {
     );
     has(
         &err,
-        "Deployment `ask/web` reads Secret `core-service-secret` through env: Reloader (annotation `reloader.stakater.com/auto: \"true\"`",
+        "Deployment `ask/web` reads Secret `core-service-secret` through env: Reloader (annotation `reloader.stakater.com/auto: \"true\"`), with Reloader's Deployment `reloader/reloader-reloader` Ready and watching namespace `ask`, restarts it when the Secret is refreshed",
     );
     let written = err.find("is kept in KV v2 history").unwrap();
     assert!(
