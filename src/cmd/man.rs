@@ -106,7 +106,8 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          kind, namespace, name, field, secret_key, secret, via, pinned_version, certain (what \
          reads the value replaced); readers_checked: false when the cluster was not asked or \
          could not tell, readers_note says why. restarts: kind, namespace, name, secret, how \
-         (env, sub-path; null when the workload could not be read), restarted_by, command (the \
+         (env, sub-path; null when the workload could not be read), restarted_by, \
+         restarter_problem (only when what it relies on restarts nothing), command (the \
          workloads that keep the old value until restarted); restarts_note: why they were not \
          looked for. followed: path, fields, old_version, new_version, error (the secrets whose \
          copies and templates of the changed fields were made again after it; error when one \

@@ -1,6 +1,8 @@
 //! Before `set --force` or `rotate` replaces a real value: name on stderr what reads it
 //! ([`crate::verify::readers`]), from the cluster as `verify` finds it. Whatever the cluster
 //! answers, or fails to, the command goes on to write: a rotation never depends on the cluster.
+//! After `set` fills in a placeholder that had already reached the cluster: the next step,
+//! naming its readers and the workloads that keep the placeholder until restarted.
 
 use crate::cli::{GlobalArgs, ReadersArgs};
 use crate::kube::EsoCluster;
@@ -23,22 +25,18 @@ pub(super) async fn before_replace(
     let found = if args.skip_kube {
         Readers::not_checked("--skip-kube: the cluster was not asked".into())
     } else {
-        look(g, args, env, t, fields)
+        look(g, args, env, t, fields, false)
             .await
-            .unwrap_or_else(Readers::not_checked)
+            .unwrap_or_else(|e| Readers::not_checked(e.to_string()))
     };
-    let style = Style::stderr(g.color);
     let path = t.full_path();
-    for f in found.findings(&path, env) {
-        match f.severity() {
-            Severity::Note => report::say(&format!(
-                "{}: {}",
-                style.help("note"),
-                for_terminal(&f.message())
-            )),
-            _ => report::warn(&style, &for_terminal(&f.message())),
-        }
-    }
+    say(
+        g,
+        found
+            .findings(&path, env)
+            .iter()
+            .map(|f| (f.severity(), f.message())),
+    );
     found
 }
 
@@ -59,16 +57,67 @@ pub(super) async fn before_rotate(
     }
 }
 
+/// For `set` filling in a placeholder of `fields` of `t`: its readers, and which of their
+/// Secrets exist (the placeholder reached them), and whether to say the next step after the
+/// write ([`next_step`]). Nothing is asked, nor said, with `--skip-kube` or when the specs list
+/// no reader.
+pub(super) async fn for_placeholder(
+    g: &GlobalArgs,
+    args: &ReadersArgs,
+    env: &str,
+    t: &Target,
+    fields: &[String],
+) -> (Readers, bool) {
+    if args.skip_kube {
+        return (Readers::default(), false);
+    }
+    match look(g, args, env, t, fields, true).await {
+        Ok(found) => (found, true),
+        Err(Unasked::NothingListed) => (Readers::default(), false),
+        Err(e) => (Readers::not_checked(e.to_string()), true),
+    }
+}
+
+/// After `set` filled in a placeholder: the next step ([`Readers::next_step`]) on stderr.
+pub(super) fn next_step(g: &GlobalArgs, env: &str, found: &Readers) {
+    say(
+        g,
+        found
+            .next_step(env)
+            .iter()
+            .map(|f| (f.severity(), f.message())),
+    );
+}
+
+/// Why the cluster was not asked, or could not answer.
+#[derive(Debug, thiserror::Error)]
+enum Unasked {
+    /// The specs list no ExternalSecret or VaultStaticSecret: nothing to ask.
+    #[error("the specs list no ExternalSecret (`[eso] external_secrets`) or VaultStaticSecret (`[vso] static_secrets`)")]
+    NothingListed,
+    /// The specs or the cluster failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<String> for Unasked {
+    fn from(why: String) -> Self {
+        Unasked::Failed(why)
+    }
+}
+
 /// The readers, or why the cluster cannot tell. The specs are loaded again for their `[eso]`
 /// and `[vso]` lists, which the command's session does not keep (a second load of a few spec
-/// files, paid only before a replacement).
+/// files, paid only before a replacement). With `delivered`, also which of the readers'
+/// Secrets exist.
 async fn look(
     g: &GlobalArgs,
     args: &ReadersArgs,
     env: &str,
     t: &Target,
     fields: &[String],
-) -> Result<Readers, String> {
+    delivered: bool,
+) -> Result<Readers, Unasked> {
     let mut set = super::load_specs(g).map_err(|e| format!("the specs: {}", e.message))?;
     let plan = set
         .plan_without_secrets(env, &[])
@@ -76,7 +125,7 @@ async fn look(
     // Nothing listed, nothing to ask: no request goes to the cluster.
     let listed = cluster::wanted(&plan, "");
     if listed.external_secrets.is_empty() && listed.static_secrets.is_empty() {
-        return Err("the specs list no ExternalSecret (`[eso] external_secrets`) or VaultStaticSecret (`[vso] static_secrets`)".into());
+        return Err(Unasked::NothingListed);
     }
     let context = cluster::context_of(&plan, args.cluster.context.as_deref());
     let kubeconfig = args.cluster.kubeconfig.as_deref();
@@ -105,6 +154,14 @@ async fn look(
     .await;
     // Which workloads will keep the old value: known now, said once the write is done.
     let secrets = found.secrets();
+    if delivered {
+        for (ns, name) in &secrets {
+            // A Secret that cannot be read is not taken as holding the placeholder.
+            if let Ok(Some(_)) = kube.secret_data_change(ns, name).await {
+                found.delivered.push((ns.clone(), name.clone()));
+            }
+        }
+    }
     if !secrets.is_empty() {
         match consumers::restarts(&kube, &plan, &secrets).await {
             Ok(r) => found.restarts = r,
@@ -117,15 +174,26 @@ async fn look(
 /// After the write (or, with `dry_run`, instead of it): the workloads that will need a
 /// restart once ESO or VSO refreshes the Secret they read.
 pub(super) fn after_write(g: &GlobalArgs, found: &Readers) {
+    say(
+        g,
+        found
+            .after_write()
+            .iter()
+            .map(|f| (f.severity(), f.message())),
+    );
+}
+
+/// Each line on stderr: a note, or a warning.
+fn say(g: &GlobalArgs, lines: impl Iterator<Item = (Severity, String)>) {
     let style = Style::stderr(g.color);
-    for f in found.after_write() {
-        match f.severity() {
+    for (severity, message) in lines {
+        match severity {
             Severity::Note => report::say(&format!(
                 "{}: {}",
                 style.help("note"),
-                for_terminal(&f.message())
+                for_terminal(&message)
             )),
-            _ => report::warn(&style, &for_terminal(&f.message())),
+            _ => report::warn(&style, &for_terminal(&message)),
         }
     }
 }

@@ -104,12 +104,18 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
                 held.version + 1
             ));
         }
-        // What reads the value, said before a real one is replaced.
-        let readers = if replacing {
-            let fields = [field.name.clone()];
-            super::readers::before_replace(g, &args.readers, &env, &t, &fields).await
-        } else {
-            Readers::default()
+        // What reads the value, said before a real one is replaced; for a placeholder, whether
+        // it reached the cluster, said after the write with the next step.
+        let fields = [field.name.clone()];
+        let (readers, next_step) = match (replacing, outcome) {
+            (true, _) => (
+                super::readers::before_replace(g, &args.readers, &env, &t, &fields).await,
+                false,
+            ),
+            (false, "replaced-placeholder") => {
+                super::readers::for_placeholder(g, &args.readers, &env, &t, &fields).await
+            }
+            _ => (Readers::default(), false),
         };
         let mut values = vec![(field.name.clone(), value)];
         let derived =
@@ -120,8 +126,10 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
         let approved =
             gate::check(&t, &held, intent, values).map_err(|r| super::refused(&env, &r))?;
         let written = replace::write(&session.vault, &mount, &t, &held, &approved, "set").await;
-        if written.is_ok() {
+        if written.is_ok() && replacing {
             super::readers::after_write(g, &readers);
+        } else if written.is_ok() && next_step {
+            super::readers::next_step(g, &env, &readers);
         }
         match written {
             Ok(v) => Ok(ChangeReport {

@@ -13,6 +13,7 @@
 
 mod argocd;
 mod config;
+mod controllers;
 mod error;
 mod field;
 mod list;
@@ -39,6 +40,7 @@ use secrecy::SecretString;
 use time::OffsetDateTime;
 
 pub use argocd::{AppLookup, AppResource, ApplicationInfo, OperationInfo, ARGOCD_GROUP};
+pub use controllers::{deployment_info, ContainerInfo, DeploymentInfo, EnvSource};
 pub use error::KubeError;
 pub use field::{BadField, FieldProblem};
 pub use list::{Listed, Unreadable};

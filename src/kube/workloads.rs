@@ -216,6 +216,8 @@ pub struct DataChange {
     pub reloader_match: bool,
     /// The Secret's `reloader.stakater.com/ignore` is `"true"`: Reloader skips it.
     pub reloader_ignore: bool,
+    /// The Secret's labels (Reloader's `--resource-label-selector` matches them).
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 impl EsoCluster {
@@ -335,6 +337,7 @@ impl EsoCluster {
             };
             let reloader_match = annotation("reloader.stakater.com/match");
             let reloader_ignore = annotation("reloader.stakater.com/ignore");
+            let labels = m.metadata.labels.clone().unwrap_or_default();
             let entries = m.metadata.managed_fields.unwrap_or_default();
             let latest = entries
                 .iter()
@@ -358,6 +361,7 @@ impl EsoCluster {
                     .map(|m| crate::text::cap(&m).into_owned()),
                 reloader_match,
                 reloader_ignore,
+                labels,
             }
         }))
     }

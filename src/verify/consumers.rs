@@ -9,8 +9,11 @@
 //! - env (`env[].valueFrom.secretKeyRef`, `envFrom`) or a volume mounted with `subPath`: read
 //!   once when the container starts, so every running pod must have started after the Secret's
 //!   data last changed. When it did not, the workload is not done, unless something restarts it:
-//!   Reloader's annotations, or the VaultStaticSecret's `rolloutRestartTargets` (VSO restarts
-//!   them when it changes the data); then a note says which, and `--wait` waits for it;
+//!   Reloader's annotations with a Reloader running that watches the namespace, or the
+//!   VaultStaticSecret's `rolloutRestartTargets` with VSO's controller running (VSO restarts
+//!   them when it changes the data: [`super::restarters`]); then a note says which, and `--wait`
+//!   waits for it. An annotation no running controller acts on is not done; one whose
+//!   controller cannot be told is "cannot tell";
 //! - a CronJob: its next run reads the Secret as it is then.
 //!
 //! When the data last changed is the latest `time` of the Secret's `managedFields` entries that
@@ -27,6 +30,7 @@ use time::OffsetDateTime;
 
 use super::delivery::{self, Compare, Held, Mapping};
 use super::findings::{any_problem, before_in_whole_seconds, rfc3339, Finding, Lines, Severity};
+use super::restarters::{Running, Watch};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::names::is_dns1123_subdomain;
 use crate::kube::{
@@ -48,6 +52,9 @@ pub struct Target {
     /// The VaultStaticSecret's `rolloutRestartTargets`: VSO restarts these when it changes the
     /// data.
     pub restarted_by_vso: Vec<(WorkloadKind, String)>,
+    /// The VaultStaticSecret's `hmacSecretData` (true for an ExternalSecret): without it VSO
+    /// ignores `rolloutRestartTargets`.
+    pub vso_hmac: bool,
     /// What feeds each of its keys from Vault, to tell which version of the data it holds.
     pub mappings: Vec<(String, Mapping)>,
 }
@@ -81,17 +88,38 @@ pub enum Restarter {
     /// A Reloader annotation on the workload (its key).
     Reloader(String),
     /// A VaultStaticSecret's `rolloutRestartTargets`.
-    Vso(String),
+    Vso {
+        /// The VaultStaticSecret (`namespace/name`).
+        object: String,
+        /// Its `hmacSecretData`.
+        hmac: bool,
+    },
 }
 
 impl std::fmt::Display for Restarter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Restarter::Reloader(a) => write!(
-                f,
-                "Reloader (annotation `{a}`; that Reloader runs is not checked)"
-            ),
-            Restarter::Vso(v) => write!(f, "VSO (`rolloutRestartTargets` of {v})"),
+            Restarter::Reloader(a) => write!(f, "Reloader (annotation `{a}`)"),
+            Restarter::Vso { object, .. } => {
+                write!(f, "VSO (`rolloutRestartTargets` of {object})")
+            }
+        }
+    }
+}
+
+impl Restarter {
+    /// Whether its controller runs and acts on a `kind` of `ns` reading a Secret labelled
+    /// `secret_labels`.
+    async fn watch(
+        &self,
+        running: &Running<'_>,
+        ns: &str,
+        kind: WorkloadKind,
+        secret_labels: &BTreeMap<String, String>,
+    ) -> Watch {
+        match self {
+            Restarter::Reloader(_) => running.reloader(ns, kind, secret_labels).await,
+            Restarter::Vso { hmac, .. } => running.vso(*hmac).await,
         }
     }
 }
@@ -139,8 +167,42 @@ pub enum ConsumerFinding {
         how: How,
         /// What restarts it.
         by: Restarter,
+        /// Which controller runs and acts on it.
+        runs: String,
         /// Pods that started before the change.
         old: usize,
+    },
+    /// Pods started before the change, and what should restart them does not: the annotation
+    /// or target is there, but no controller that runs acts on this workload.
+    RestarterNotRunning {
+        /// The Secret.
+        secret: String,
+        /// How it reads it.
+        how: How,
+        /// What was to restart it.
+        by: Restarter,
+        /// Why it does not (none runs, not Ready, the namespace not watched).
+        why: String,
+        /// When the data changed.
+        changed_at: OffsetDateTime,
+        /// Who changed it.
+        manager: Option<String>,
+        /// The pods that started before.
+        old: Vec<String>,
+    },
+    /// Pods started before the change, and whether what should restart them acts cannot be
+    /// told (a permission missing, a setting vault-seed does not read).
+    RestarterCannotTell {
+        /// The Secret.
+        secret: String,
+        /// How it reads it.
+        how: How,
+        /// What is to restart it.
+        by: Restarter,
+        /// Why it cannot be told.
+        why: String,
+        /// The pods that started before.
+        old: Vec<String>,
     },
     /// Pods whose containers started after Vault had the data the Secret holds but before the
     /// Secret last changed: whether they read the current data cannot be told.
@@ -194,7 +256,9 @@ pub enum ConsumerFinding {
 impl Finding for ConsumerFinding {
     fn severity(&self) -> Severity {
         match self {
-            ConsumerFinding::Stale { .. } => Severity::Leading,
+            ConsumerFinding::Stale { .. } | ConsumerFinding::RestarterNotRunning { .. } => {
+                Severity::Leading
+            }
             ConsumerFinding::Shape { .. }
             | ConsumerFinding::WorkloadRef
             | ConsumerFinding::BadStart { .. }
@@ -205,6 +269,7 @@ impl Finding for ConsumerFinding {
             | ConsumerFinding::WillRestart { .. }
             | ConsumerFinding::NotChecked { .. }
             | ConsumerFinding::CannotTell { .. }
+            | ConsumerFinding::RestarterCannotTell { .. }
             | ConsumerFinding::Restarted { .. } => Severity::Note,
         }
     }
@@ -228,23 +293,16 @@ impl Finding for ConsumerFinding {
                 manager,
                 old,
             } => format!(
-                "reads `{secret}` through {}, but {} pod(s) started before its data changed at {}{} (`{}`{}): they run with the old value",
+                "reads `{secret}` through {}, but {} pod(s) started before its data changed at {}{} ({}): they run with the old value",
                 how.as_str(),
                 old.len(),
                 rfc3339(*changed_at),
                 manager.as_ref().map(|m| format!(" by `{m}`")).unwrap_or_default(),
-                old.iter().take(3).cloned().collect::<Vec<_>>().join("`, `"),
-                if old.len() > 3 { ", …" } else { "" }
+                first_pods(old),
             ),
-            ConsumerFinding::WillRestart {
-                secret,
-                how,
-                by,
-                old,
-            } => format!(
-                "reads `{secret}` through {}; {old} pod(s) started before its data changed, and {by} restarts it (--wait waits for it)",
-                how.as_str()
-            ),
+            ConsumerFinding::WillRestart { .. }
+            | ConsumerFinding::RestarterNotRunning { .. }
+            | ConsumerFinding::RestarterCannotTell { .. } => self.restart_message(),
             ConsumerFinding::CannotTell {
                 secret,
                 how,
@@ -282,6 +340,89 @@ impl Finding for ConsumerFinding {
             ConsumerFinding::RestartFailed { error } => format!("--restart failed: {error}"),
         }
     }
+}
+
+impl ConsumerFinding {
+    /// The sentence of a finding about what restarts the workload.
+    fn restart_message(&self) -> String {
+        match self {
+            ConsumerFinding::WillRestart {
+                secret,
+                how,
+                by,
+                runs,
+                old,
+            } => format!(
+                "reads `{secret}` through {}; {old} pod(s) started before its data changed, and {by} restarts it, with {runs} (--wait waits for it)",
+                how.as_str()
+            ),
+            ConsumerFinding::RestarterNotRunning {
+                secret,
+                how,
+                by,
+                why,
+                changed_at,
+                manager,
+                old,
+            } => format!(
+                "reads `{secret}` through {}, but {} pod(s) started before its data changed at {}{} ({}): they run with the old value, and {by} restarts nothing: {why}",
+                how.as_str(),
+                old.len(),
+                rfc3339(*changed_at),
+                manager.as_ref().map(|m| format!(" by `{m}`")).unwrap_or_default(),
+                first_pods(old),
+            ),
+            ConsumerFinding::RestarterCannotTell {
+                secret,
+                how,
+                by,
+                why,
+                old,
+            } => format!(
+                "cannot tell: reads `{secret}` through {}, {} pod(s) ({}) started before its data changed, and whether {by} restarts it is not known: {why}",
+                how.as_str(),
+                old.len(),
+                first_pods(old),
+            ),
+            _ => String::new(),
+        }
+    }
+
+    /// Its stable kebab-case code, for scripts and tests (the wording may change).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ConsumerFinding::Volume { .. } => "volume-reader",
+            ConsumerFinding::CronJob { .. } => "cronjob-reader",
+            ConsumerFinding::Fresh { .. } => "fresh-pods",
+            ConsumerFinding::Stale { .. } => "stale-pods",
+            ConsumerFinding::WillRestart { .. } => "will-restart",
+            ConsumerFinding::RestarterNotRunning { .. } => "restarter-not-running",
+            ConsumerFinding::RestarterCannotTell { .. } => "restarter-cannot-tell",
+            ConsumerFinding::CannotTell { .. } => "cannot-tell",
+            ConsumerFinding::NotChecked { .. } => "not-checked",
+            ConsumerFinding::Shape { .. } => "unexpected-shape",
+            ConsumerFinding::WorkloadRef => "workload-ref",
+            ConsumerFinding::BadStart { .. } => "bad-start-time",
+            ConsumerFinding::Restarted { .. } => "restarted",
+            ConsumerFinding::RestartFailed { .. } => "restart-failed",
+        }
+    }
+}
+
+/// The first three pod names, for a sentence: `a`, `b`, `c`, ….
+fn first_pods(pods: &[String]) -> String {
+    let mut s = format!(
+        "`{}`",
+        pods.iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("`, `")
+    );
+    if pods.len() > 3 {
+        s.push_str(", …");
+    }
+    s
 }
 
 /// One workload that reads a target Secret.
@@ -378,7 +519,10 @@ impl ConsumersPart {
             w.findings.iter().any(|f| {
                 matches!(
                     f,
-                    ConsumerFinding::Stale { .. } | ConsumerFinding::WillRestart { .. }
+                    ConsumerFinding::Stale { .. }
+                        | ConsumerFinding::WillRestart { .. }
+                        | ConsumerFinding::RestarterNotRunning { .. }
+                        | ConsumerFinding::RestarterCannotTell { .. }
                 )
             })
         })
@@ -503,6 +647,7 @@ async fn targets(
                 secret: es.target_secret.clone(),
                 source: format!("ExternalSecret {ns}/{name}"),
                 restarted_by_vso: Vec::new(),
+                vso_hmac: true,
                 mappings: delivery::eso_mappings(&es, &plan.targets),
             }),
             None => problems.push(format!(
@@ -538,6 +683,7 @@ async fn targets(
                     secret: v.destination.clone(),
                     source: format!("VaultStaticSecret {ns}/{name}"),
                     restarted_by_vso,
+                    vso_hmac: v.hmac,
                     mappings: delivery::vso_mappings(&v, &plan.targets),
                 });
             }
@@ -565,6 +711,9 @@ pub struct Restart {
     pub how: Option<How>,
     /// What restarts it when the Secret changes, if anything does.
     pub restarted_by: Option<String>,
+    /// Why what it relies on for its restart will not do it, or may not (no Reloader runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarter_problem: Option<String>,
     /// The command that restarts it.
     pub command: String,
 }
@@ -584,13 +733,14 @@ pub async fn restarts(
         .into_iter()
         .filter(|t| secrets.contains(&(t.namespace.clone(), t.secret.clone())))
         .collect();
+    let running = Running::new(cluster);
     let mut out = Vec::new();
     let namespaces: BTreeSet<&str> = targets.iter().map(|t| t.namespace.as_str()).collect();
     for ns in namespaces {
         let in_ns: Vec<&Target> = targets.iter().filter(|t| t.namespace == ns).collect();
         let mut changes = BTreeMap::new();
         for t in &in_ns {
-            // Only Reloader's annotations of the Secret are used here; unreadable, none count.
+            // Only the Secret's annotations and labels are used here; unreadable, none count.
             let change = cluster
                 .secret_data_change(ns, &t.secret)
                 .await
@@ -601,6 +751,7 @@ pub async fn restarts(
                     manager: None,
                     reloader_match: false,
                     reloader_ignore: false,
+                    labels: BTreeMap::new(),
                 });
             changes.insert(t.secret.clone(), change);
         }
@@ -609,49 +760,79 @@ pub async fn restarts(
             .filter(|k| *k != WorkloadKind::CronJob)
         {
             for obj in cluster.workloads(kind, ns).await? {
-                let name = obj
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?");
-                let restart = |secret: &str, how, restarted_by| Restart {
-                    kind: kind.kind(),
-                    namespace: ns.to_string(),
-                    name: shown_name(name),
-                    secret: secret.to_string(),
-                    how,
-                    restarted_by,
-                    command: if is_dns1123_subdomain(name) {
-                        restart_command(kind, ns, name)
-                    } else {
-                        "(not a valid Kubernetes name: no command is offered)".into()
-                    },
+                let on = Workload {
+                    kind,
+                    ns,
+                    obj: &obj,
                 };
-                let readable = shape_problem(kind, &obj).is_none();
-                let Some(c) = readable
-                    .then(|| consumer(kind.group(), kind.kind(), &obj))
-                    .flatten()
-                else {
-                    if !readable {
-                        for t in &in_ns {
-                            out.push(restart(&t.secret, None, None));
-                        }
-                    }
-                    continue;
-                };
-                for (secret, how) in target_reads(kind, &obj, &c.reads, &in_ns) {
-                    if how == How::Volume {
-                        continue;
-                    }
-                    let by = changes
-                        .get(&secret)
-                        .and_then(|ch| restarter(kind, name, &obj, &secret, ch, &in_ns))
-                        .map(|r| r.to_string());
-                    out.push(restart(&secret, Some(how), by));
-                }
+                out.extend(restarts_of(&on, &in_ns, &changes, &running).await);
             }
         }
     }
     Ok(out)
+}
+
+/// The restarts workload `on` will need when the Secrets of `targets` change.
+async fn restarts_of(
+    on: &Workload<'_>,
+    targets: &[&Target],
+    changes: &BTreeMap<String, DataChange>,
+    running: &Running<'_>,
+) -> Vec<Restart> {
+    let (kind, ns, obj) = (on.kind, on.ns, on.obj);
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let restart = |secret: &str, how| Restart {
+        kind: kind.kind(),
+        namespace: ns.to_string(),
+        name: shown_name(name),
+        secret: secret.to_string(),
+        how,
+        restarted_by: None,
+        restarter_problem: None,
+        command: if is_dns1123_subdomain(name) {
+            restart_command(kind, ns, name)
+        } else {
+            "(not a valid Kubernetes name: no command is offered)".into()
+        },
+    };
+    let readable = shape_problem(kind, obj).is_none();
+    let Some(c) = readable
+        .then(|| consumer(kind.group(), kind.kind(), obj))
+        .flatten()
+    else {
+        if readable {
+            return Vec::new();
+        }
+        return targets.iter().map(|t| restart(&t.secret, None)).collect();
+    };
+    let mut out = Vec::new();
+    for (secret, how) in target_reads(kind, obj, &c.reads, targets) {
+        if how == How::Volume {
+            continue;
+        }
+        let mut r = restart(&secret, Some(how));
+        let Some(change) = changes.get(&secret) else {
+            out.push(r);
+            continue;
+        };
+        if let Some(by) = restarter(kind, name, obj, &secret, change, targets) {
+            match by.watch(running, ns, kind, &change.labels).await {
+                Watch::Runs(runs) => r.restarted_by = Some(format!("{by}, with {runs},")),
+                Watch::NotRunning(why) => {
+                    r.restarter_problem = Some(format!("{by} restarts nothing: {why}"))
+                }
+                Watch::CannotTell(why) => {
+                    r.restarter_problem =
+                        Some(format!("whether {by} restarts it is not known: {why}"))
+                }
+            }
+        }
+        out.push(r);
+    }
+    out
 }
 
 /// What the Secret tells: when its data changed, Reloader's annotations, and which of Vault's
@@ -786,6 +967,7 @@ async fn check_once(
 ) -> Result<ConsumersPart, KubeError> {
     let (secrets, changes) = read_secrets(cluster, targets, read, compare).await?;
     let namespaces: BTreeSet<&str> = targets.iter().map(|t| t.namespace.as_str()).collect();
+    let running = Running::new(cluster);
     let mut workloads = Vec::new();
     for ns in namespaces {
         let in_ns: Vec<&Target> = targets.iter().filter(|t| t.namespace == ns).collect();
@@ -805,6 +987,7 @@ async fn check_once(
                             compare,
                             targets: &in_ns,
                             changes: &changes,
+                            running: &running,
                         };
                         pods_findings(&ctx, &on, &mut replica_sets, &mut w).await?;
                     }
@@ -859,16 +1042,22 @@ fn finish(w: &mut WorkloadCheck) {
         .iter()
         .any(|f| matches!(f, ConsumerFinding::NotChecked { .. }));
     w.cannot_tell = w.ok
-        && w.findings
-            .iter()
-            .any(|f| matches!(f, ConsumerFinding::CannotTell { .. }));
+        && w.findings.iter().any(|f| {
+            matches!(
+                f,
+                ConsumerFinding::CannotTell { .. } | ConsumerFinding::RestarterCannotTell { .. }
+            )
+        });
     w.fix = w
         .findings
         .iter()
         .any(|f| {
             matches!(
                 f,
-                ConsumerFinding::Stale { .. } | ConsumerFinding::CannotTell { .. }
+                ConsumerFinding::Stale { .. }
+                    | ConsumerFinding::CannotTell { .. }
+                    | ConsumerFinding::RestarterNotRunning { .. }
+                    | ConsumerFinding::RestarterCannotTell { .. }
             )
         })
         .then(|| w.kind_of.map(|k| restart_command(k, &w.namespace, &w.name)))
@@ -1032,6 +1221,7 @@ struct PodsCtx<'a> {
     compare: Option<&'a Compare<'a>>,
     targets: &'a [&'a Target],
     changes: &'a BTreeMap<(String, String), Change>,
+    running: &'a Running<'a>,
 }
 
 /// How one running container stands to a Secret's data.
@@ -1105,7 +1295,14 @@ async fn pods_findings(
                 Started::After => {}
             }
         }
-        let by = restarter(on.kind, &w.name, on.obj, &secret, data, ctx.targets);
+        let by = match restarter(on.kind, &w.name, on.obj, &secret, data, ctx.targets) {
+            // Whether its controller acts matters only for pods it would have to restart.
+            Some(by) if !old.is_empty() => {
+                let watch = by.watch(ctx.running, on.ns, on.kind, &data.labels).await;
+                Some((by, watch))
+            }
+            _ => None,
+        };
         let seen = Seen {
             pods: pods.len(),
             old,
@@ -1136,7 +1333,7 @@ fn reader_verdict(
     secret: String,
     how: How,
     (at, change, data): (OffsetDateTime, &Change, &DataChange),
-    by: Option<Restarter>,
+    by: Option<(Restarter, Watch)>,
     seen: Seen,
 ) -> ConsumerFinding {
     match (seen.old.is_empty(), seen.between.is_empty(), by) {
@@ -1145,11 +1342,28 @@ fn reader_verdict(
             how,
             pods: seen.pods,
         },
-        (false, _, Some(by)) => ConsumerFinding::WillRestart {
+        (false, _, Some((by, Watch::Runs(runs)))) => ConsumerFinding::WillRestart {
             secret,
             how,
             by,
+            runs,
             old: seen.old.len(),
+        },
+        (false, _, Some((by, Watch::NotRunning(why)))) => ConsumerFinding::RestarterNotRunning {
+            secret,
+            how,
+            by,
+            why,
+            changed_at: at,
+            manager: data.manager.clone(),
+            old: seen.old,
+        },
+        (false, _, Some((by, Watch::CannotTell(why)))) => ConsumerFinding::RestarterCannotTell {
+            secret,
+            how,
+            by,
+            why,
+            old: seen.old,
         },
         (false, _, None) => ConsumerFinding::Stale {
             secret,
@@ -1346,12 +1560,12 @@ fn restarter(
                 .iter()
                 .any(|(k, n)| *k == kind && n == name)
         })
-        .map(|t| {
-            Restarter::Vso(
-                t.source
-                    .trim_start_matches("VaultStaticSecret ")
-                    .to_string(),
-            )
+        .map(|t| Restarter::Vso {
+            object: t
+                .source
+                .trim_start_matches("VaultStaticSecret ")
+                .to_string(),
+            hmac: t.vso_hmac,
         });
     if vso.is_some() || change.reloader_ignore {
         return vso;

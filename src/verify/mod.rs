@@ -22,6 +22,9 @@
 //! [`readers`] is not a part: `set` and `rotate` ask it, before they replace a value, which of
 //! the objects the specs list read it.
 //!
+//! [`restarters`] tells whether the controller a workload relies on for its restart (Reloader,
+//! VSO) runs and acts on it, for [`consumers`].
+//!
 //! [`facts`] carries what the Vault and policy parts found into the cluster checks'
 //! explanations. A new part (the Vault Secrets Operator's objects, Argo CD's Applications) is a
 //! module with its typed report implementing [`Part`], and a line in [`run`] (or, checked in the
@@ -37,6 +40,7 @@ pub mod findings;
 pub mod grants;
 pub mod imports;
 pub mod readers;
+pub mod restarters;
 pub mod store;
 pub mod values;
 pub mod vso;

@@ -58,6 +58,10 @@ pub struct Readers {
     /// How many ExternalSecrets and VaultStaticSecrets the specs list.
     #[serde(skip)]
     listed: (usize, usize),
+    /// The readers' target Secrets that exist (namespace, name): for a placeholder filled in,
+    /// where the placeholder already reached the cluster.
+    #[serde(skip)]
+    pub delivered: Vec<(String, String)>,
 }
 
 impl Default for Readers {
@@ -78,6 +82,7 @@ impl Readers {
             restarts: Vec::new(),
             restarts_note: None,
             listed: (0, 0),
+            delivered: Vec::new(),
         }
     }
 
@@ -105,6 +110,41 @@ impl Readers {
             found.push(RestartFinding::NotChecked(why));
         }
         found
+    }
+
+    /// What to say once a placeholder of environment `env` is replaced: when it had reached
+    /// the cluster, which readers wrote it to which Secret, the workloads that will keep it
+    /// until restarted, and the command that brings the new value to them all; when the
+    /// cluster could not tell, that command as a maybe. Nothing when it had not reached it.
+    pub fn next_step<'a>(&'a self, env: &'a str) -> Vec<NextStep<'a>> {
+        if !self.readers_checked {
+            return match &self.readers_note {
+                Some(why) => vec![NextStep::NotChecked { env, why }],
+                None => Vec::new(),
+            };
+        }
+        let reached: Vec<&Reader> = self
+            .readers
+            .iter()
+            .filter(|r| {
+                r.secret.as_ref().is_some_and(|s| {
+                    self.delivered
+                        .iter()
+                        .any(|(ns, d)| *ns == r.namespace && d == s)
+                })
+            })
+            .collect();
+        if reached.is_empty() {
+            return Vec::new();
+        }
+        let mut out: Vec<NextStep<'a>> = reached.into_iter().map(NextStep::Reached).collect();
+        let restarts = self.after_write();
+        let restart = restarts
+            .iter()
+            .any(|r| !matches!(r, RestartFinding::RestartedBy(..)));
+        out.extend(restarts.into_iter().map(NextStep::Restart));
+        out.push(NextStep::Command { env, restart });
+        out
     }
 
     /// What to say before the write of `path` in environment `env`, in order.
@@ -245,6 +285,7 @@ pub async fn find(
         restarts: Vec::new(),
         restarts_note: None,
         listed: (external_secrets.len(), static_secrets.len()),
+        delivered: Vec::new(),
     };
     let failed = |mut found: Readers, e: crate::kube::KubeError| {
         found.readers_checked = false;
@@ -366,6 +407,7 @@ mod tests {
             restarts: Vec::new(),
             restarts_note: None,
             listed: (1, 0),
+            delivered: Vec::new(),
         };
         let said = |r: &Readers| -> Vec<(Severity, String)> {
             r.findings("secret/app/dev/SALT", "dev")
@@ -406,6 +448,36 @@ mod tests {
                 "readers not checked: forbidden".to_string()
             )]
         );
+    }
+
+    /// After a placeholder is filled in: nothing when no reader's Secret exists; when one
+    /// does, the reader, then the command (only `--force-sync` with no workload to restart);
+    /// when the cluster could not tell, the command as a maybe.
+    #[test]
+    fn the_next_step_after_a_placeholder() {
+        let t = crate::replace::tests::target("app", "PAT", &["value"]);
+        let mut es = crate::verify::eso::tests::es(Some(true), None);
+        es.data = vec![remote("app/dev/PAT", Some("value"), None)];
+        let mut found = Readers {
+            readers: eso_readers(&es, &t, &["value".to_string()]),
+            readers_checked: true,
+            readers_note: None,
+            restarts: Vec::new(),
+            restarts_note: None,
+            listed: (1, 0),
+            delivered: Vec::new(),
+        };
+        assert!(found.next_step("dev").is_empty());
+        found.delivered = found.secrets().into_iter().collect();
+        let codes: Vec<&str> = found.next_step("dev").iter().map(|n| n.code()).collect();
+        assert_eq!(codes, ["placeholder-reached-cluster", "next-step"]);
+        assert!(found.next_step("dev")[1]
+            .message()
+            .starts_with("next: `vault-seed verify dev --force-sync --wait 2m`"));
+        let unknown = Readers::not_checked("no kubeconfig".into());
+        let said = unknown.next_step("dev");
+        assert_eq!(said.len(), 1);
+        assert!(said[0].message().contains("(no kubeconfig); if it did, `vault-seed verify dev --only kube,consumers --force-sync --restart --wait 5m`"));
     }
 
     #[test]
@@ -459,10 +531,14 @@ impl RestartFinding<'_> {
         };
         match self {
             RestartFinding::Needs(r) => format!(
-                "{} reads Secret `{}` through {}: it keeps the old value until it restarts, once the Secret is refreshed: `{}`",
+                "{} reads Secret `{}` through {}: it keeps the old value until it restarts, once the Secret is refreshed{}: `{}`",
                 who(r),
                 r.secret,
                 r.how.map_or("env", |h| h.as_str()),
+                r.restarter_problem
+                    .as_ref()
+                    .map(|p| format!(" ({p})"))
+                    .unwrap_or_default(),
                 r.command
             ),
             RestartFinding::RestartedBy(r, by) => format!(
@@ -480,6 +556,83 @@ impl RestartFinding<'_> {
             RestartFinding::NotChecked(why) => {
                 format!("the workloads reading the value were not looked for: {why}")
             }
+        }
+    }
+}
+
+/// What `set` says after it filled in a placeholder that had reached the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NextStep<'a> {
+    /// This reader wrote the placeholder to its Secret, which exists.
+    Reached(&'a Reader),
+    /// A workload reading that Secret, and whether it needs a restart.
+    Restart(RestartFinding<'a>),
+    /// The command that brings the new value to the readers (and restarts the workloads).
+    Command {
+        /// The environment.
+        env: &'a str,
+        /// Some workload needs a restart.
+        restart: bool,
+    },
+    /// Whether the placeholder reached the cluster is not known.
+    NotChecked {
+        /// The environment.
+        env: &'a str,
+        /// Why.
+        why: &'a str,
+    },
+}
+
+impl NextStep<'_> {
+    /// Its stable kebab-case code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            NextStep::Reached(_) => "placeholder-reached-cluster",
+            NextStep::Restart(RestartFinding::RestartedBy(..)) => "restarted-by-controller",
+            NextStep::Restart(_) => "restart-needed",
+            NextStep::Command { .. } => "next-step",
+            NextStep::NotChecked { .. } => "placeholder-delivery-not-checked",
+        }
+    }
+
+    /// A warning while the placeholder runs in the cluster; else a note.
+    pub fn severity(&self) -> Severity {
+        match self {
+            NextStep::Reached(_) => Severity::Warning,
+            NextStep::Restart(r) => r.severity(),
+            NextStep::Command { .. } | NextStep::NotChecked { .. } => Severity::Note,
+        }
+    }
+
+    /// The sentence, cluster text quoted.
+    pub fn message(&self) -> String {
+        let all = |env: &str| {
+            format!(
+                "`vault-seed verify {env} --only kube,consumers --force-sync --restart --wait 5m`"
+            )
+        };
+        match self {
+            NextStep::Reached(r) => format!(
+                "the placeholder already reached the cluster: {} `{}/{}` wrote it to Secret `{}`, which keeps it until {} syncs again",
+                r.kind,
+                text::quoted(&r.namespace),
+                text::quoted(&r.name),
+                text::quoted(r.secret.as_deref().unwrap_or_default()),
+                if r.kind == VSS { "VSO" } else { "ESO" },
+            ),
+            NextStep::Restart(r) => r.message(),
+            NextStep::Command { env, restart: true } => format!(
+                "next: {} makes ESO and VSO read the new value now and restarts each workload still running with the placeholder (by hand: `vault-seed verify {env} --force-sync`, then the restarts above)",
+                all(env)
+            ),
+            NextStep::Command { env, restart: false } => format!(
+                "next: `vault-seed verify {env} --force-sync --wait 2m` makes ESO and VSO read the new value now"
+            ),
+            NextStep::NotChecked { env, why } => format!(
+                "whether the placeholder reached the cluster was not checked ({}); if it did, {} brings the new value to its readers",
+                text::for_terminal(why),
+                all(env)
+            ),
         }
     }
 }

@@ -2,12 +2,17 @@
 //! `secret-specs-airgap/` apart from the first runbook's `secret-specs/`. Its specs lint; `apply`
 //! against real OpenBao writes every path vault-seed owns, each Secret's keys at one path, and
 //! never the CloudNativePG superuser's; `verify` is not done only while that path is absent.
+//! The runbook installs no Reloader: a workload relying on Reloader's annotation with pods older
+//! than its Secret is not done (issue 45).
 
 use crate::common;
 
 use base64::Engine as _;
 
-use common::{OpenBao, Out, Run};
+use common::fake_kube::{
+    reloader_deployment, vso_destination_secret, vso_fixture, workload, FakeKube,
+};
+use common::{has, OpenBao, Out, Run};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
@@ -223,4 +228,86 @@ fn verify_waits_only_for_the_provided_path_and_the_placeholders() {
     let text = done.stdout_text();
     assert!(text.contains("verify auh1-dev: done"), "{text}");
     no_value_in(&bao, &[&verify, &done]);
+}
+
+/// The second runbook never installs Reloader. VSO delivered `core-service-secret` (its
+/// VaultStaticSecret synced, the Secret holding Vault's values) after core-service's pod
+/// started, and core-service relies on `secret.reloader.stakater.com/reload` for its restart:
+/// nothing restarts it, so `verify` is not done and names the restart. With a Reloader running
+/// (as its chart installs it), the same cluster passes.
+#[test]
+fn without_reloader_a_stale_reader_of_the_airgap_secrets_is_not_done() {
+    let bao = OpenBao::dev();
+    run(&bao, &["apply", ENV]).expect_code(0);
+    let kube = FakeKube::start();
+    let path = "ask/core-service-secret";
+    let (data, _) = bao.kv_get("secret", path).unwrap();
+    let written = bao
+        .kv_created("secret", path)
+        .replace_nanosecond(0)
+        .unwrap()
+        + time::Duration::seconds(2);
+    let written = written
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    for name in [
+        "core-service-secret",
+        "zitadel-secret-kv",
+        "zitadel-psql-secret",
+        "harbor-pull-secret",
+    ] {
+        let mut vss = vso_fixture("vaultstaticsecret-synced.yaml").remove(0);
+        vss["metadata"]["name"] = json!(name);
+        vss["spec"]["path"] = json!(format!("ask/{name}"));
+        vss["spec"]["destination"]["name"] = json!(name);
+        if name == "core-service-secret" {
+            let values: Vec<(String, String)> = data
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                .collect();
+            let pairs: Vec<(&str, &str)> = values
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            kube.put(vso_destination_secret(&vss, &pairs, &written));
+        }
+        kube.put(vss);
+    }
+    let mut api = workload(
+        "Deployment",
+        "ask",
+        "core-service",
+        json!({"containers": [{"name": "app", "envFrom": [{"secretRef": {"name": "core-service-secret"}}]}]}),
+    );
+    api["metadata"]["annotations"]["secret.reloader.stakater.com/reload"] =
+        json!("core-service-secret");
+    kube.put(api.clone());
+    kube.run(&api, "core-service-1", "2026-01-01T00:00:00Z");
+    let verify = |code: i32| {
+        let out = Run::new(&bao)
+            .specs(airgap_specs())
+            .args(["verify", ENV, "--only", "consumers", "--kubeconfig"])
+            .arg(kube.kubeconfig())
+            .env("NO_COLOR", "1")
+            .output()
+            .expect_code(code);
+        no_value_in(&bao, &[&out]);
+        out.stdout_text()
+    };
+    let text = verify(1);
+    has(&text, "FAIL Deployment ask/core-service");
+    has(
+        &text,
+        "reads `core-service-secret` through env, but 1 pod(s) started before its data changed",
+    );
+    has(&text, "Reloader (annotation `secret.reloader.stakater.com/reload`) restarts nothing: no Reloader runs");
+    has(
+        &text,
+        "fix: kubectl -n ask rollout restart deployment/core-service",
+    );
+    has(&text, "verify auh1-dev: NOT done");
+
+    kube.put(reloader_deployment("reloader", &[], true));
+    let text = verify(0);
+    has(&text, "ok   Deployment ask/core-service");
 }

@@ -4,7 +4,10 @@
 
 use crate::common;
 
-use common::fake_kube::{external_secret, pod_of, secret, with_data_manager, workload, FakeKube};
+use common::fake_kube::{
+    deployment_unready_status, external_secret, namespace, pod_of, reloader_deployment, secret,
+    vso_controller_deployment, with_data_manager, workload, FakeKube,
+};
 use common::{spec_dir, OpenBao, Out, Run};
 use serde_json::{json, Value};
 use time::format_description::well_known::Rfc3339;
@@ -226,6 +229,8 @@ fn a_subpath_volume_is_read_once_like_env() {
 #[test]
 fn reloader_and_vso_restart_targets_pass_with_a_note() {
     let w = world();
+    // Reloader as its chart installs it by default: watching every namespace.
+    w.kube.put(reloader_deployment("reloader", &[], true));
     let mut auto = workload("Deployment", NS, "auto", reads("env"));
     auto["metadata"]["annotations"]["reloader.stakater.com/auto"] = json!("true");
     w.kube.put(auto);
@@ -244,7 +249,7 @@ fn reloader_and_vso_restart_targets_pass_with_a_note() {
     has(&text, "ok   Deployment apps/auto");
     has(
         &text,
-        "Reloader (annotation `reloader.stakater.com/auto: \"true\"`",
+        "Reloader (annotation `reloader.stakater.com/auto: \"true\"`) restarts it, with Reloader's Deployment `reloader/reloader-reloader` Ready and watching namespace `apps`",
     );
     has(&text, "ok   Deployment apps/named");
     has(
@@ -268,8 +273,9 @@ fn reloader_and_vso_restart_targets_pass_with_a_note() {
     has(&out.stdout_text(), "FAIL Deployment apps/auto");
 }
 
-#[test]
-fn a_vso_rollout_restart_target_passes_with_a_note() {
+/// The world with the specs naming a VaultStaticSecret `db` instead, whose
+/// `rolloutRestartTargets` name `kind`/`name` (VSO v1.4.1 `api/v1beta1/vaultstaticsecret_types.go`).
+fn vso_world(kind: &str, name: &str) -> World {
     let mut w = world();
     w.specs = spec_dir(&SPEC.replace("[eso]\nexternal_secrets", "[vso]\nstatic_secrets"));
     w.kube.put(json!({
@@ -277,21 +283,191 @@ fn a_vso_rollout_restart_target_passes_with_a_note() {
         "metadata": {"name": "db", "namespace": NS, "generation": 1},
         "spec": {"mount": "secret", "path": "core-service/auh1-dev/db", "type": "kv-v2",
                  "destination": {"name": "db", "create": true},
-                 "rolloutRestartTargets": [{"kind": "argo.Rollout", "name": "web"}]},
+                 "rolloutRestartTargets": [{"kind": kind, "name": name}]},
     }));
+    w
+}
+
+#[test]
+fn a_vso_rollout_restart_target_passes_with_a_note() {
+    let w = vso_world("argo.Rollout", "web");
     w.kube.put(workload("Rollout", NS, "web", reads("env")));
     w.pod("web", "web-1", &w.before);
     w.kube.put(workload("Deployment", NS, "api", reads("env")));
     w.pod("api", "api-1", &w.before);
+    w.kube
+        .put(vso_controller_deployment("vault-secrets-operator-system"));
     let out = w.verify(&[]).expect_code(1);
     let text = out.stdout_text();
     has(&text, "ok   Rollout apps/web");
     has(
         &text,
-        "VSO (`rolloutRestartTargets` of apps/db) restarts it",
+        "VSO (`rolloutRestartTargets` of apps/db) restarts it, with VSO's Deployment `vault-secrets-operator-system/vault-secrets-operator-controller-manager` Ready",
     );
     has(&text, "FAIL Deployment apps/api");
     has(&text, "fix: kubectl -n apps rollout restart deployment/api");
+}
+
+/// The line of workload `name` and its detail lines, from a text report.
+fn block_of(text: &str, name: &str) -> String {
+    let head = format!("Deployment {NS}/{name}");
+    let mut lines = text.lines().skip_while(|l| !l.ends_with(&head));
+    let mut out: Vec<&str> = lines.next().into_iter().collect();
+    out.extend(lines.take_while(|l| l.starts_with("            ")));
+    out.join("\n")
+}
+
+/// A Reloader annotation counts only while a Reloader runs that watches the workload's
+/// namespace: none at all, one not Ready, one watching its own namespace only
+/// (`watchGlobally: false`), one that ignores the namespace: not done, with the restart.
+#[test]
+fn a_reloader_annotation_without_a_reloader_watching_is_not_done() {
+    let w = world();
+    let mut web = workload("Deployment", NS, "web", reads("env"));
+    web["metadata"]["annotations"]["reloader.stakater.com/auto"] = json!("true");
+    w.kube.put(web);
+    w.pod("web", "web-1", &w.before);
+    let not_done = |reason: &str| {
+        let out = w.verify(&[]).expect_code(1);
+        let text = out.stdout_text();
+        let block = block_of(&text, "web");
+        has(&block, "FAIL Deployment apps/web");
+        has(
+            &block,
+            "reads `db` through env, but 1 pod(s) started before its data changed",
+        );
+        has(
+            &block,
+            "and Reloader (annotation `reloader.stakater.com/auto: \"true\"`) restarts nothing: ",
+        );
+        has(&block, reason);
+        has(
+            &block,
+            "fix: kubectl -n apps rollout restart deployment/web",
+        );
+        has(&text, "verify auh1-dev: NOT done");
+        let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+        let c = only_workload(&doc);
+        assert_eq!(c["ok"], false);
+        assert_eq!(c["restarted_by"], Value::Null);
+        assert_eq!(c["fix"], "kubectl -n apps rollout restart deployment/web");
+    };
+    not_done("no Reloader runs: no Deployment in any namespace is labelled `app.kubernetes.io/name=reloader`");
+
+    let mut reloader = reloader_deployment("reloader", &[], true);
+    reloader["status"] = deployment_unready_status();
+    w.kube.put(reloader);
+    not_done("Reloader's Deployment `reloader/reloader-reloader` is not Ready (no ready replica)");
+
+    w.kube.put(reloader_deployment("reloader", &[], false));
+    not_done(
+        "Reloader's Deployment `reloader/reloader-reloader` watches only namespace(s) `reloader`",
+    );
+
+    w.kube.put(reloader_deployment(
+        "reloader",
+        &["--namespaces-to-ignore=kube-system,apps"],
+        true,
+    ));
+    not_done("ignores namespace `apps` (`--namespaces-to-ignore`)");
+
+    // Listed in `--namespaces` (the chart's scoped mode), the namespace is watched.
+    w.kube.put(reloader_deployment(
+        "reloader",
+        &["--namespaces=apps,reloader"],
+        false,
+    ));
+    let out = w.verify(&[]).expect_code(0);
+    has(&out.stdout_text(), "ok   Deployment apps/web");
+}
+
+/// `--namespace-selector` needs the namespace's labels: matching, the workload passes; not
+/// matching, it is not done; unreadable, cannot tell (never ok). An identity that may not list
+/// Deployments across namespaces cannot tell either, and is told which permission is missing.
+#[test]
+fn whether_reloader_watches_that_cannot_be_read_is_cannot_tell() {
+    let w = world();
+    let mut web = workload("Deployment", NS, "web", reads("env"));
+    web["metadata"]["annotations"]["secret.reloader.stakater.com/reload"] = json!("db");
+    w.kube.put(web);
+    w.pod("web", "web-1", &w.before);
+    // As the chart renders `reloader.namespaceSelector: "reloader=enabled"`.
+    w.kube.put(reloader_deployment(
+        "reloader",
+        &["--namespace-selector=\"reloader=enabled\""],
+        true,
+    ));
+    w.kube.put(namespace(NS, json!({"reloader": "enabled"})));
+    let out = w.verify(&[]).expect_code(0);
+    has(&out.stdout_text(), "ok   Deployment apps/web");
+
+    w.kube.put(namespace(NS, json!({"team": "ask"})));
+    let out = w.verify(&[]).expect_code(1);
+    has(
+        &out.stdout_text(),
+        "does not watch namespace `apps`: its labels do not match `--namespace-selector` `reloader=enabled`",
+    );
+
+    let cannot_tell = |reason: &str| {
+        let out = w.verify(&[]).expect_code(0);
+        let text = out.stdout_text();
+        let block = block_of(&text, "web");
+        has(&block, "---- Deployment apps/web");
+        has(&block, "cannot tell: reads `db` through env, 1 pod(s) (`web-1`) started before its data changed, and whether Reloader (annotation `secret.reloader.stakater.com/reload`) restarts it is not known: ");
+        has(&block, reason);
+        has(
+            &block,
+            "to be sure: kubectl -n apps rollout restart deployment/web",
+        );
+        has(
+            &text,
+            "verify auh1-dev: done; cannot tell for 1 workload(s)",
+        );
+        let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+        assert_eq!(only_workload(&doc)["cannot_tell"], true);
+    };
+    w.kube.deny("namespaces");
+    cannot_tell("whether the namespace matches Reloader's `--namespace-selector` cannot be told: this identity may not get `namespaces` at the cluster scope (403)");
+    w.kube.deny_cluster_wide("deployments");
+    cannot_tell("whether Reloader runs cannot be told: this identity may not list `deployments.apps` at the cluster scope (403)");
+}
+
+/// `rolloutRestartTargets` restart only while VSO's controller runs: without its Deployment,
+/// or with it not Ready, the target is not done.
+#[test]
+fn a_vso_rollout_restart_target_without_vso_running_is_not_done() {
+    let w = vso_world("Deployment", "web");
+    w.kube.put(workload("Deployment", NS, "web", reads("env")));
+    w.pod("web", "web-1", &w.before);
+    let out = w.verify(&[]).expect_code(1);
+    let block = block_of(&out.stdout_text(), "web");
+    has(&block, "FAIL Deployment apps/web");
+    has(&block, "VSO (`rolloutRestartTargets` of apps/db) restarts nothing: VSO's controller does not run: no Deployment in any namespace is labelled `app.kubernetes.io/name=vault-secrets-operator`");
+    has(
+        &block,
+        "fix: kubectl -n apps rollout restart deployment/web",
+    );
+
+    let mut vso = vso_controller_deployment("vault-secrets-operator-system");
+    vso["status"] = deployment_unready_status();
+    w.kube.put(vso);
+    let out = w.verify(&[]).expect_code(1);
+    has(
+        &out.stdout_text(),
+        "VSO's Deployment `vault-secrets-operator-system/vault-secrets-operator-controller-manager` is not Ready",
+    );
+
+    // With `hmacSecretData: false` VSO ignores the targets, running or not.
+    w.kube
+        .put(vso_controller_deployment("vault-secrets-operator-system"));
+    w.kube.update("VaultStaticSecret", Some(NS), "db", |v| {
+        v["spec"]["hmacSecretData"] = json!(false);
+    });
+    let out = w.verify(&[]).expect_code(1);
+    has(
+        &out.stdout_text(),
+        "restarts nothing: VSO ignores `rolloutRestartTargets` while `hmacSecretData` is false",
+    );
 }
 
 #[test]

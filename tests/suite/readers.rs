@@ -5,12 +5,16 @@
 
 use crate::common;
 
-use common::fake_kube::{external_secret, kubeconfig_yaml, vso_fixture, workload, FakeKube};
+use common::fake_kube::{
+    external_secret, kubeconfig_yaml, reloader_deployment, secret, vso_fixture, with_data_manager,
+    workload, FakeKube,
+};
 use common::{has, spec_dir, OpenBao, Out, Run};
 use serde_json::{json, Value};
 
 const FERNET: &str = "ask/core-service/auh1-dev/SECURITY__MASTER_ENCRYPTION_KEY";
 const SALT: &str = "ask/core-service/auh1-dev/SECURITY__API_KEY_SALT";
+const PAT: &str = "ask/core-service/auh1-dev/IAM_SERVICE__PAT";
 
 /// The runbook's shape: one ExternalSecret and one VaultStaticSecret read the Fernet key, one
 /// of each reads the salt; a placeholder a person fills in.
@@ -180,10 +184,10 @@ fn rotate_names_the_objects_that_map_the_path_and_only_those() {
     );
 }
 
-/// `set --force` of a real value names its readers; filling a placeholder replaces no real
-/// value and asks the cluster nothing.
+/// `set --force` of a real value names its readers; filling a placeholder that no object the
+/// specs list reads asks the cluster and says nothing more.
 #[test]
-fn set_force_names_the_readers_and_filling_a_placeholder_asks_no_cluster() {
+fn set_force_names_the_readers_and_a_placeholder_nobody_reads_says_nothing_more() {
     let w = world();
     let out = w
         .run(&["set", "auh1-dev", "SECURITY__API_KEY_SALT", "--force"])
@@ -205,9 +209,83 @@ fn set_force_names_the_readers_and_filling_a_placeholder_asks_no_cluster() {
         .expect_code(0)
         .json();
     assert_eq!(doc["outcome"], "replaced-placeholder");
-    assert_eq!(doc["readers_checked"], false);
-    assert_eq!(doc["readers_note"], "no real value is replaced");
-    assert_eq!(w.kube.requests().len(), asked, "the cluster was asked");
+    // Whether the placeholder reached the cluster was asked: no listed object reads it.
+    assert_eq!(doc["readers_checked"], true);
+    assert_eq!(doc["readers"], json!([]));
+    assert!(w.kube.requests().len() > asked);
+}
+
+/// Issue 45: `set` of a placeholder that ESO already wrote to its Secret ends with the next
+/// step: the ExternalSecret and Secret holding it, each workload that keeps it until restarted
+/// (one that a running Reloader restarts is a note), and the one command that brings the new
+/// value; run as printed, that command force-syncs the ExternalSecret and restarts the workload.
+#[test]
+fn set_of_a_placeholder_in_the_cluster_ends_with_the_next_step() {
+    let w = world();
+    let (data, _) = w.bao.kv_get("secret", PAT).unwrap();
+    let placeholder = data["value"].as_str().unwrap().to_string();
+    w.kube.put(external_secret(
+        "ask",
+        "core-service-secret",
+        &[
+            ("SECURITY__MASTER_ENCRYPTION_KEY", FERNET, Some("password")),
+            ("IAM_SERVICE__PAT", PAT, Some("value")),
+        ],
+    ));
+    w.kube.put(with_data_manager(
+        secret(
+            "ask",
+            "core-service-secret",
+            &[("IAM_SERVICE__PAT", &placeholder)],
+        ),
+        "externalsecrets.external-secrets.io/core-service-secret",
+        "2026-08-18T10:00:00Z",
+    ));
+    let env_from = json!({"containers": [{"name": "app", "envFrom": [{"secretRef": {"name": "core-service-secret"}}]}]});
+    let api = workload("Deployment", "ask", "api", env_from.clone());
+    w.kube.put(api.clone());
+    w.kube.run(&api, "api-1", "2026-08-17T10:00:00Z");
+    let mut web = workload("Deployment", "ask", "web", env_from);
+    web["metadata"]["annotations"]["reloader.stakater.com/auto"] = json!("true");
+    w.kube.put(web);
+    w.kube.put(reloader_deployment("reloader", &[], true));
+
+    let out = w
+        .run(&["set", "auh1-dev", "IAM_SERVICE__PAT"])
+        .stdin("a-pat-made-by-a-person")
+        .output()
+        .expect_code(0);
+    let err = out.stderr_text();
+    has(&err, "the placeholder already reached the cluster: ExternalSecret `ask/core-service-secret` wrote it to Secret `core-service-secret`, which keeps it until ESO syncs again");
+    has(&err, "Deployment `ask/api` reads Secret `core-service-secret` through env: it keeps the old value until it restarts, once the Secret is refreshed: `kubectl -n ask rollout restart deployment/api`");
+    has(&err, "Deployment `ask/web` reads Secret `core-service-secret` through env: Reloader (annotation `reloader.stakater.com/auto: \"true\"`), with Reloader's Deployment `reloader/reloader-reloader` Ready");
+    let next = "next: `vault-seed verify auh1-dev --only kube,consumers --force-sync --restart --wait 5m` makes ESO and VSO read the new value now and restarts each workload still running with the placeholder";
+    has(&err, next);
+    assert!(
+        err.find(next).unwrap() > err.find("the placeholder already reached").unwrap(),
+        "the next step comes last:\n{err}"
+    );
+    assert!(!out.all_text().contains("a-pat-made-by-a-person"));
+
+    // The command as printed, waiting less: it asks ESO to sync and restarts `api` only.
+    let command = next
+        .split('`')
+        .nth(1)
+        .unwrap()
+        .replace("--wait 5m", "--wait 1s");
+    let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+    w.run(&args).output();
+    let patched: Vec<String> = w.kube.patches().iter().map(|p| p.path.clone()).collect();
+    for path in [
+        "/apis/external-secrets.io/v1/namespaces/ask/externalsecrets/core-service-secret",
+        "/apis/apps/v1/namespaces/ask/deployments/api",
+    ] {
+        assert!(patched.iter().any(|p| p == path), "{path} in {patched:?}");
+    }
+    assert!(
+        !patched.iter().any(|p| p.ends_with("/deployments/web")),
+        "{patched:?}"
+    );
 }
 
 /// An unreachable cluster, RBAC that forbids reading ExternalSecrets, VSO's CRDs missing: the
@@ -238,6 +316,19 @@ fn a_cluster_that_cannot_tell_is_said_and_the_write_goes_ahead() {
         "cannot reach the Kubernetes API",
     );
     assert_eq!(w.version(FERNET), 2);
+    // Filling in a placeholder: whether it reached the cluster is a maybe, with the command.
+    let out = Run::new(&w.bao)
+        .specs(w.specs.path())
+        .args(["set", "auh1-dev", "IAM_SERVICE__PAT", "--kubeconfig"])
+        .arg(&config)
+        .stdin("a-pat-made-by-a-person")
+        .output()
+        .expect_code(0);
+    has(
+        &out.stderr_text(),
+        "note: whether the placeholder reached the cluster was not checked (cannot reach the Kubernetes API",
+    );
+    has(&out.stderr_text(), "if it did, `vault-seed verify auh1-dev --only kube,consumers --force-sync --restart --wait 5m` brings the new value to its readers");
 
     w.kube.deny("externalsecrets");
     let doc = w.run(ROTATE).output().expect_code(0).json();
@@ -352,8 +443,9 @@ fn no_value_or_token_in_any_output_at_trace_level() {
 }
 
 /// After the write, `rotate` names the workloads that read the value through env and will keep
-/// the old one until restarted, with the command; one that Reloader restarts gets a note; a
-/// plain volume, a CronJob and a reader of another Secret are not named.
+/// the old one until restarted, with the command; one that a running Reloader restarts gets a
+/// note (without a Reloader running, its annotation restarts nothing: the command); a plain
+/// volume, a CronJob and a reader of another Secret are not named.
 #[test]
 fn rotate_ends_with_the_workloads_that_will_need_a_restart() {
     let w = world();
@@ -389,6 +481,16 @@ fn rotate_ends_with_the_workloads_that_will_need_a_restart() {
         env_from("salt-secret"),
     ));
     let out = w.run(ROTATE).output().expect_code(0);
+    has(
+        &out.stderr_text(),
+        "Deployment `ask/web` reads Secret `core-service-secret` through env: it keeps the old value until it restarts, once the Secret is refreshed (Reloader (annotation `reloader.stakater.com/auto: \"true\"`) restarts nothing: no Reloader runs",
+    );
+    has(
+        &out.stderr_text(),
+        "`kubectl -n ask rollout restart deployment/web`",
+    );
+    w.kube.put(reloader_deployment("reloader", &[], true));
+    let out = w.run(ROTATE).output().expect_code(0);
     let err = out.stderr_text();
     has(
         &err,
@@ -396,7 +498,7 @@ fn rotate_ends_with_the_workloads_that_will_need_a_restart() {
     );
     has(
         &err,
-        "Deployment `ask/web` reads Secret `core-service-secret` through env: Reloader (annotation `reloader.stakater.com/auto: \"true\"`",
+        "Deployment `ask/web` reads Secret `core-service-secret` through env: Reloader (annotation `reloader.stakater.com/auto: \"true\"`), with Reloader's Deployment `reloader/reloader-reloader` Ready and watching namespace `ask`, restarts it when the Secret is refreshed",
     );
     let written = err.find("is kept in KV v2 history").unwrap();
     assert!(

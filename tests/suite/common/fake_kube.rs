@@ -492,6 +492,7 @@ fn plural_of(kind: &str) -> &'static str {
         "VaultConnection" => "vaultconnections",
         "Application" => "applications",
         "ConfigMap" => "configmaps",
+        "Namespace" => "namespaces",
         other => {
             workload_plural(other).unwrap_or_else(|| panic!("fake kube: unknown kind {other}"))
         }
@@ -885,6 +886,9 @@ fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value
         ["api", "v1", "namespaces", ns, "configmaps", name] if get => {
             Some(get_object(st, "v1", "configmaps", Some(ns), name))
         }
+        ["api", "v1", "namespaces", name] if get => {
+            Some(get_object(st, "v1", "namespaces", None, name))
+        }
         ["apis", ARGOCD_GROUP, "v1alpha1"] if get => Some((
             200,
             resource_list(
@@ -1143,7 +1147,7 @@ fn get_object(
 
 fn not_found_object(plural: &str, name: &str) -> (u16, Value) {
     let group = match plural {
-        "secrets" | "configmaps" => "",
+        "secrets" | "configmaps" | "namespaces" => "",
         "applications" => ARGOCD_GROUP,
         p if VSO_RESOURCES.iter().any(|r| r.0 == p) => VSO_GROUP,
         _ => ESO_GROUP,
@@ -2187,6 +2191,113 @@ pub fn vso_controller_deployment(ns: &str) -> Value {
                 ]},
             },
         },
+        "status": deployment_ready_status(1, "vault-secrets-operator-controller-manager-6d9f7c9b8d"),
+    })
+}
+
+/// The `status` the Deployment controller writes once `replicas` pods of the ReplicaSet
+/// `replica_set` are ready and available (kubernetes v1.34 `pkg/controller/deployment/sync.go`
+/// `calculateStatus`: the counts and the `Available` condition `MinimumReplicasAvailable`;
+/// `progress.go` `syncRolloutStatus`: `Progressing` with `NewReplicaSetAvailable`).
+pub fn deployment_ready_status(replicas: u64, replica_set: &str) -> Value {
+    json!({
+        "observedGeneration": 1,
+        "replicas": replicas, "updatedReplicas": replicas,
+        "readyReplicas": replicas, "availableReplicas": replicas,
+        "conditions": [
+            {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+             "message": "Deployment has minimum availability.",
+             "lastUpdateTime": "2026-08-18T09:50:40Z", "lastTransitionTime": "2026-08-18T09:50:40Z"},
+            {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
+             "message": format!("ReplicaSet \"{replica_set}\" has successfully progressed."),
+             "lastUpdateTime": "2026-08-18T09:50:40Z", "lastTransitionTime": "2026-08-18T09:50:12Z"},
+        ],
+    })
+}
+
+/// The `status` of a Deployment whose one pod is not ready (its readiness probe fails): the
+/// controller counts it in `replicas` and `unavailableReplicas` and writes no `readyReplicas`
+/// (omitted when zero), `Available` false (`sync.go` `calculateStatus`).
+pub fn deployment_unready_status() -> Value {
+    json!({
+        "observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "unavailableReplicas": 1,
+        "conditions": [
+            {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable",
+             "message": "Deployment does not have minimum availability.",
+             "lastUpdateTime": "2026-08-18T09:50:12Z", "lastTransitionTime": "2026-08-18T09:50:12Z"},
+        ],
+    })
+}
+
+/// Reloader's Deployment as its Helm chart makes it for release `reloader` in namespace `ns`
+/// (stakater/Reloader v1.4.21, chart 2.2.15, `deployments/kubernetes/chart/reloader/templates/deployment.yaml`
+/// and `_helpers.tpl` `reloader-labels.chart`): named `reloader-reloader`, labels
+/// `app: reloader-reloader` and `app.kubernetes.io/name: reloader`, one container running
+/// `ghcr.io/stakater/reloader:v1.4.21` with `RELOADER_NAMESPACE`/`RELOADER_DEPLOYMENT_NAME`,
+/// and `KUBERNETES_NAMESPACE` from the pod's namespace unless `reloader.watchGlobally` (default
+/// true) or `reloader.namespaces`; `args` as the chart renders its values (`--namespaces-to-ignore=…`,
+/// `--namespace-selector="…"`). Ready, as the Deployment controller writes it.
+pub fn reloader_deployment(ns: &str, args: &[&str], watch_globally: bool) -> Value {
+    let field = |p: &str| json!({"fieldRef": {"fieldPath": p}});
+    let resource = |r: &str| json!({"resourceFieldRef": {"resource": r, "divisor": "1"}});
+    let mut env = vec![
+        json!({"name": "GOMAXPROCS", "valueFrom": resource("limits.cpu")}),
+        json!({"name": "GOMEMLIMIT", "valueFrom": resource("limits.memory")}),
+    ];
+    if !watch_globally {
+        env.push(json!({"name": "KUBERNETES_NAMESPACE", "valueFrom": field("metadata.namespace")}));
+    }
+    env.push(json!({"name": "RELOADER_NAMESPACE", "valueFrom": field("metadata.namespace")}));
+    env.push(json!({"name": "RELOADER_DEPLOYMENT_NAME", "value": "reloader-reloader"}));
+    let selector = json!({"app": "reloader-reloader", "release": "reloader"});
+    let labels = json!({
+        "app": "reloader-reloader", "release": "reloader",
+        "app.kubernetes.io/name": "reloader", "app.kubernetes.io/instance": "reloader",
+        "helm.sh/chart": "reloader-2.2.15", "chart": "reloader-2.2.15", "heritage": "Helm",
+        "app.kubernetes.io/managed-by": "Helm", "app.kubernetes.io/version": "v1.4.20",
+    });
+    let mut container = json!({
+        "image": "ghcr.io/stakater/reloader:v1.4.20", "imagePullPolicy": "IfNotPresent",
+        "name": "reloader-reloader", "env": env,
+        "ports": [{"name": "http", "containerPort": 9090}],
+        "livenessProbe": {"httpGet": {"path": "/live", "port": "http"}},
+        "readinessProbe": {"httpGet": {"path": "/metrics", "port": "http"}},
+    });
+    if !args.is_empty() {
+        container["args"] = json!(args);
+    }
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {
+            "name": "reloader-reloader", "namespace": ns, "labels": labels,
+            "annotations": {"meta.helm.sh/release-namespace": ns, "meta.helm.sh/release-name": "reloader",
+                            "deployment.kubernetes.io/revision": "1"},
+            "uid": uid_of("Deployment", &format!("{ns}/reloader-reloader")),
+        },
+        "spec": {
+            "replicas": 1, "revisionHistoryLimit": 2,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [container], "serviceAccountName": "reloader-reloader"},
+            },
+        },
+        "status": deployment_ready_status(1, "reloader-reloader-7f6b9c8d5c"),
+    })
+}
+
+/// A Namespace `name` with `labels`, as the API server serves it (the namespace controller's
+/// `kubernetes.io/metadata.name` label, `status.phase: Active`).
+pub fn namespace(name: &str, labels: Value) -> Value {
+    let mut all = json!({"kubernetes.io/metadata.name": name});
+    for (k, v) in labels.as_object().into_iter().flatten() {
+        all[k] = v.clone();
+    }
+    json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": name, "labels": all, "uid": uid_of("Namespace", name)},
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
     })
 }
 
