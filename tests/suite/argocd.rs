@@ -3,7 +3,7 @@
 //! `tests/fixtures/argocd/` and read by the real kube-rs client through a real kubeconfig.
 
 use crate::common;
-use crate::verify::{healthy_cluster, vault_with, RUNBOOK_POLICY};
+use crate::verify::{argocd_layout, healthy_cluster, vault_with, RUNBOOK_POLICY};
 
 use std::time::Duration;
 
@@ -18,21 +18,9 @@ secrets_app = \"core-service-secrets\"
 consumers = [\"core-service\"]
 ";
 
-/// The repository's spec with the runbook's Argo CD layout added.
+/// The repository's spec with its `[argocd]` section replaced by `argocd`.
 fn specs_with(argocd: &str) -> tempfile::TempDir {
-    let real = std::fs::read_to_string(common::repo_specs().join("core-service.toml")).unwrap();
-    common::spec_dir(&format!("{real}\n{argocd}"))
-}
-
-/// The runbook's fixed layout on top of a cluster where ESO's part is done: the secrets app at
-/// app wave 0, Synced and Healthy; core-service at app wave 1; argocd-cm with the Application
-/// health check.
-fn fixed_layout(kube: &FakeKube) {
-    kube.put(fake_kube::argocd_fixture("application-secrets-synced.yaml"));
-    kube.put(fake_kube::argocd_fixture(
-        "application-core-service-progressing.yaml",
-    ));
-    kube.put(fake_kube::argocd_fixture("argocd-cm-with-app-health.yaml"));
+    common::spec_dir(&format!("{}\n{argocd}", common::repo_spec_without_argocd()))
 }
 
 fn verify(bao: &OpenBao, specs: &tempfile::TempDir, kube: &FakeKube, args: &[&str]) -> Out {
@@ -96,7 +84,7 @@ fn bao() -> OpenBao {
 /// A Vault for `--only argocd` and a cluster with the fixed layout.
 fn fixed() -> (OpenBao, FakeKube) {
     let kube = FakeKube::start();
-    fixed_layout(&kube);
+    argocd_layout(&kube);
     (bao(), kube)
 }
 
@@ -104,7 +92,7 @@ fn fixed() -> (OpenBao, FakeKube) {
 fn the_fixed_layout_passes_with_every_part() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster(&bao);
-    fixed_layout(&kube);
+    argocd_layout(&kube);
     let specs = specs_with(ARGOCD);
     let doc = verify(&bao, &specs, &kube, &["-o", "json"])
         .expect_code(0)
@@ -380,7 +368,7 @@ fn a_missing_application_is_named() {
     );
     // A typo in the spec names the Application asked for.
     let specs = specs_with(&ARGOCD.replace("\"core-service\"", "\"core-servcie\""));
-    fixed_layout(&kube);
+    argocd_layout(&kube);
     let out = verify(&bao, &specs, &kube, &["--only", "argocd"]).expect_code(1);
     has_all(
         &out.stdout_text(),
@@ -562,10 +550,10 @@ fn hostile_argocd_text_is_clean_and_nothing_else_of_the_objects_is_shown() {
 fn the_part_is_asked_for_only_where_a_spec_has_argocd() {
     let bao = bao();
     let kube = FakeKube::start();
-    // The repository's spec has no `[argocd]`: the part is null, and asking for it is a usage
-    // error.
+    // A spec without `[argocd]`: the part is null, and asking for it is a usage error.
+    let without = common::spec_dir(&common::repo_spec_without_argocd());
     let out = Run::new(&bao)
-        .real_specs()
+        .specs(without.path())
         .args(["verify", "auh1-dev", "--only", "argocd", "-o", "json"])
         .output()
         .expect_code(2);
@@ -576,7 +564,7 @@ fn the_part_is_asked_for_only_where_a_spec_has_argocd() {
     );
     has(doc["help"].as_str().unwrap(), "add `[argocd]`");
     let doc = Run::new(&bao)
-        .real_specs()
+        .specs(without.path())
         .args(["verify", "auh1-dev", "--only", "vault", "-o", "json"])
         .output()
         .json();
@@ -587,7 +575,7 @@ fn the_part_is_asked_for_only_where_a_spec_has_argocd() {
     assert_eq!(doc["argocd"], Value::Null);
     assert!(kube.requests().is_empty(), "{:?}", kube.requests());
     // RBAC that denies reading argocd-cm: the part cannot be checked, and says what to ask.
-    fixed_layout(&kube);
+    argocd_layout(&kube);
     kube.deny("configmaps");
     let only = ["--only", "argocd", "-o", "json"];
     let doc = verify(&bao, &specs, &kube, &only).expect_code(1).json();
@@ -661,7 +649,7 @@ fn lint(dir: &std::path::Path, code: i32) -> Out {
 #[test]
 fn lint_checks_the_argocd_section() {
     let dir = tempfile::tempdir().unwrap();
-    let real = std::fs::read_to_string(common::repo_specs().join("core-service.toml")).unwrap();
+    let real = common::repo_spec_without_argocd();
     let real = real.replace(
         "[environments.auh1-dev]",
         "[environments.Prod_1]\n[environments.auh1-dev]",

@@ -29,6 +29,7 @@ fn seeded_vault() -> OpenBao {
 /// Secret (a cluster whose Secrets vault-seed may not read).
 fn ready_cluster(bao: &OpenBao) -> FakeKube {
     let kube = FakeKube::start_tls();
+    crate::verify::argocd_layout(&kube);
     let later = (time::OffsetDateTime::now_utc() + time::Duration::minutes(1))
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap();

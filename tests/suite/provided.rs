@@ -215,6 +215,7 @@ fn the_provided_paths_are_read_while_the_owned_paths_are_written() {
 /// runbook's secrets app does) and is Ready; its Secret has every key.
 fn cluster_reading_a_provided_path(bao: &OpenBao) -> FakeKube {
     let kube = FakeKube::start();
+    crate::verify::argocd_layout(&kube);
     kube.put(fake_kube::real_spec_store(&bao.addr));
     let later = (time::OffsetDateTime::now_utc() + time::Duration::minutes(1))
         .format(&time::format_description::well_known::Rfc3339)

@@ -82,7 +82,19 @@ pub(crate) fn healthy_cluster(bao: &OpenBao) -> FakeKube {
         fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).ready_synced(&later()),
     );
     delivered(bao, &kube);
+    argocd_layout(&kube);
     kube
+}
+
+/// The runbook's fixed Argo CD layout, as the repository's spec's `[argocd]` names it: the
+/// secrets app at app wave 0, Synced and Healthy; core-service at app wave 1; argocd-cm with the
+/// Application health check.
+pub(crate) fn argocd_layout(kube: &FakeKube) {
+    kube.put(fake_kube::argocd_fixture("application-secrets-synced.yaml"));
+    kube.put(fake_kube::argocd_fixture(
+        "application-core-service-progressing.yaml",
+    ));
+    kube.put(fake_kube::argocd_fixture("argocd-cm-with-app-health.yaml"));
 }
 
 /// ESO's sync of both target Secrets: each key holding the value Vault has now at the path and
@@ -1242,7 +1254,6 @@ path "secret/metadata/ask/*" { capabilities = ["read", "list"] }
 fn the_verdict_names_the_parts_it_did_not_check_and_why() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster(&bao);
-    let no_argocd = "argocd (no spec has an `[argocd]` section)";
     let cases: [(&[&str], String); 4] = [
         (
             &["--skip-kube"],
@@ -1255,14 +1266,13 @@ fn the_verdict_names_the_parts_it_did_not_check_and_why() {
         ),
         (
             &[],
-            format!("done (vault, policy, kube, consumers checked; not checked: {no_argocd})"),
+            "done (vault, policy, kube, argocd, consumers checked)".into(),
         ),
         (
             &["--skip-target-secrets"],
-            format!(
-                "done (vault, policy, kube, consumers checked; not checked: {no_argocd}; target \
-                 Secrets (--skip-target-secrets))"
-            ),
+            "done (vault, policy, kube, argocd, consumers checked; not checked: target Secrets \
+             (--skip-target-secrets))"
+                .into(),
         ),
     ];
     for (args, verdict) in cases {
@@ -1274,6 +1284,19 @@ fn the_verdict_names_the_parts_it_did_not_check_and_why() {
             .unwrap_or_else(|| panic!("{args:?}: no verdict in:\n{stdout}"));
         assert_eq!(line, format!("verify auh1-dev: {verdict}"), "{args:?}");
     }
+    // A part no spec configures is named with why.
+    let without = common::spec_dir(&common::repo_spec_without_argocd());
+    let out = Run::new(&bao)
+        .specs(without.path())
+        .args(["verify", "auh1-dev", "--kubeconfig"])
+        .arg(kube.kubeconfig())
+        .status(0)
+        .check();
+    has(
+        &out.stdout_text(),
+        "verify auh1-dev: done (vault, policy, kube, consumers checked; not checked: argocd (no \
+         spec has an `[argocd]` section))",
+    );
     // A part asked for that could not be checked (no cluster answers) is named so.
     let dir = tempfile::tempdir().unwrap();
     let nowhere = dir.path().join("kubeconfig");
@@ -1290,10 +1313,8 @@ fn the_verdict_names_the_parts_it_did_not_check_and_why() {
     let stdout = out.stdout_text();
     assert!(
         stdout.lines().any(|l| l
-            == format!(
-                "verify auh1-dev: NOT done (vault, policy checked; not checked: kube (it could \
-                 not be checked); {no_argocd}; consumers (it could not be checked))"
-            )),
+            == "verify auh1-dev: NOT done (vault, policy checked; not checked: kube, argocd, \
+                consumers (it could not be checked))"),
         "{stdout}"
     );
     let doc = verify(&bao, Some(&kube), &["--skip-kube", "-o", "json"])

@@ -599,6 +599,19 @@ pub fn repo_specs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("secret-specs")
 }
 
+/// The repository's spec (`secret-specs/core-service.toml`) without its `[argocd]` section: for
+/// the cases where no spec configures Argo CD.
+pub fn repo_spec_without_argocd() -> String {
+    let real = std::fs::read_to_string(repo_specs().join("core-service.toml")).unwrap();
+    let start = real
+        .find("\n[argocd]\n")
+        .expect("the repository's spec has `[argocd]`");
+    let end = real[start + 1..]
+        .find("\n[")
+        .map_or(real.len(), |i| start + 1 + i);
+    format!("{}{}", &real[..start], &real[end..])
+}
+
 /// A minimal HTTP/1.1 client on a raw socket, so the harness depends on nothing it tests.
 /// Returns (status, body) or None when the server does not answer.
 pub fn raw_http(
