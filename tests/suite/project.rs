@@ -462,6 +462,18 @@ fn the_demo_ends_done_saying_it_plays_ask_dbs_part() {
     let plays = said("the demo plays ask-db's part");
     let set = said("replaced-placeholder secret/ask/core-service/auh1-dev/IAM_SERVICE__PAT");
     assert!(not_done < plays && plays < set, "{all}");
+    // The shared policy is merged into, as the hints say, never written over: ask-db's grant
+    // stays and core-service's is added under vault-seed's comment.
+    let merged = said("vault-seed policy auh1-dev --merge eso-ask-push");
+    assert!(merged < not_done, "{all}");
+    let policy = &stdout[merged..not_done];
+    let kept = policy
+        .find("path \"secret/data/ask/postgresql/*\"")
+        .unwrap_or_else(|| panic!("ask-db's grant is not kept:\n{policy}"));
+    let added = policy
+        .find("# vault-seed: added for environment `auh1-dev`")
+        .unwrap_or_else(|| panic!("no added block:\n{policy}"));
+    assert!(kept < added, "{policy}");
 }
 
 /// The integration tests are one binary (`tests/suite/main.rs`, a module per topic): a test
