@@ -236,7 +236,8 @@ pub struct Summary {
     pub exists: usize,
     /// Fields present but invalid.
     pub invalid: usize,
-    /// Placeholders not yet filled in.
+    /// Placeholders not yet filled in: those found, and those this run wrote (also counted as
+    /// created, extended or recreated).
     pub pending: usize,
     /// Fields recreated over a deleted version.
     pub recreated: usize,
@@ -264,6 +265,20 @@ impl Summary {
         s.written_paths += usize::from(p.written);
         for f in &p.fields {
             s.fields += 1;
+            // A placeholder just written waits for a person as much as one found.
+            let placeholder = || {
+                p.target
+                    .fields
+                    .iter()
+                    .any(|t| t.name == f.field && t.generator.is_placeholder())
+            };
+            if matches!(
+                f.outcome,
+                Outcome::Created | Outcome::Recreated | Outcome::Extended
+            ) && placeholder()
+            {
+                s.pending += 1;
+            }
             match f.outcome {
                 Outcome::Created => s.created += 1,
                 Outcome::Exists => s.exists += 1,

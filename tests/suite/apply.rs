@@ -90,6 +90,14 @@ fn first_apply_creates_every_path_in_its_format_and_second_writes_nothing() {
     let doc = out.json();
     assert_eq!(doc["ok"], true);
     assert_eq!(doc["summary"]["created"], 6);
+    // Two of them are placeholders a person fills in: pending as soon as they are written.
+    assert_eq!(doc["summary"]["pending"], 2, "{doc}");
+    Run::new(&OpenBao::dev())
+        .real_specs()
+        .args(["apply", ENV])
+        .status(0)
+        .stdout_has("6 created, 0 exist, 2 pending")
+        .check();
     // ask-db's database passwords are provided: absent here, waiting, never written.
     assert_eq!(doc["summary"]["provided_absent"], 3);
     assert!(
