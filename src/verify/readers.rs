@@ -160,8 +160,14 @@ impl Readers {
                 found.push(ReaderFinding::Pinned(r));
             }
         }
-        if !self.readers.is_empty() {
-            found.push(ReaderFinding::Refresh { env });
+        // A pinned reader never takes the new value, at its next sync or any other.
+        let pinned = self.readers.iter().filter(|r| r.pinned_version.is_some());
+        let pinned = pinned.count();
+        if pinned < self.readers.len() {
+            found.push(ReaderFinding::Refresh {
+                env,
+                others: pinned > 0,
+            });
         }
         match &self.readers_note {
             Some(reason) => found.push(ReaderFinding::NotChecked { reason }),
@@ -185,10 +191,12 @@ pub enum ReaderFinding<'a> {
     MayRead(&'a Reader),
     /// It is pinned to a version: it keeps serving the old value.
     Pinned(&'a Reader),
-    /// The readers take the new value at their next sync.
+    /// The readers not pinned take the new value at their next sync.
     Refresh {
         /// The environment.
         env: &'a str,
+        /// Some readers are pinned: the sentence is about the others.
+        others: bool,
     },
     /// None of the objects the specs list maps the path.
     NoReader {
@@ -248,8 +256,9 @@ impl ReaderFinding<'_> {
                 q(r.pinned_version.as_deref().unwrap_or_default()),
                 if r.kind == VSS { "spec.version" } else { "remoteRef.version" }
             ),
-            ReaderFinding::Refresh { env } => format!(
-                "they take the new value at their next sync; `vault-seed verify {env} --force-sync` asks now"
+            ReaderFinding::Refresh { env, others } => format!(
+                "{} take the new value at their next sync; `vault-seed verify {env} --force-sync` asks now",
+                if *others { "the readers not pinned" } else { "they" }
             ),
             ReaderFinding::NoReader {
                 path,

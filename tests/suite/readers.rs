@@ -403,6 +403,8 @@ fn a_reader_pinned_to_a_version_is_flagged() {
         &err,
         "warning: VaultStaticSecret `ask/fernet-key` is pinned to version 1 (`spec.version`)",
     );
+    // Every reader is pinned: none takes the new value at its next sync, and none is said to.
+    assert!(!err.contains("next sync"), "{err}");
     let doc = out.json();
     let pins: Vec<&Value> = doc["readers"]
         .as_array()
