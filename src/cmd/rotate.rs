@@ -7,7 +7,7 @@ use crate::gate::{self, Held, Intent};
 use crate::generate::Validity;
 use crate::replace::{self, ChangeError};
 use crate::report::{self, changes::ChangeReport};
-use crate::spec::{Field, Rotation};
+use crate::spec::{Field, Rotation, Target};
 use crate::vault::FieldValue;
 use crate::vault::VaultError;
 use crate::verify::readers::Readers;
@@ -24,47 +24,12 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
         (t, None) => (t.clone(), t.fields.to_vec(), true),
     };
     let path = t.full_path();
-    // Refusals that need no server: nothing is sent (exit 2, as every refused request).
-    let all: Vec<&Field> = t.fields.iter().collect();
-    let refusing = |f: &Field| !gate::refuse_by_spec(&t, Intent::Rotate, &[f]).is_empty();
-    let refusals = gate::refuse_by_spec(&t, Intent::Rotate, &fields.iter().collect::<Vec<_>>());
-    if let Some(first) = refusals.first() {
-        let others: Vec<&&Field> = all.iter().filter(|f| !refusing(f)).collect();
-        let mut f = super::refused_unsent(&env, &refusals);
-        if let (true, [_, ..]) = (whole, others.as_slice()) {
-            f = f.help(format!(
-                "{}; or rotate only the others: {}",
-                first.help(&env),
-                others
-                    .iter()
-                    .map(|f| format!("`vault-seed rotate {env} {}.{} --yes`", t.name, f.name))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        return Err(f);
-    }
-    let refusals = gate::refuse_followers(&session.targets, &t, &names_of(&fields));
-    if !refusals.is_empty() {
-        return Err(super::refused_unsent(&env, &refusals));
-    }
-    if !args.yes && !args.dry_run {
-        return Err(
-            Failure::usage(format!("rotating replaces the live value of `{path}`"))
-                .help("add --yes to do it, or --dry-run to see what would rotate"),
-        );
-    }
+    refuse_unsent(&session, args, &t, &fields, whole)?;
     let runtime = super::runtime()?;
     let names = names_of(&fields);
     runtime.block_on(async {
         let mount = session.mount_for(&t, &args.assume_kv_mount).await?;
-        if !mount.version.has_cas() {
-            return Err(Failure::usage(format!(
-                "mount `{}` is KV v1, which keeps no history: rotating would lose the old value",
-                mount.path
-            ))
-            .help("rotate on a KV v2 mount, or by hand after saving the old value"));
-        }
+        keeps_history(&mount)?;
         let current = replace::read_current(&session.vault, &mount, &t, &env).await?;
         let drops = dropped(&fields, &current);
         let report = |outcome, new_version| ChangeReport {
@@ -85,7 +50,9 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
         let assumed = &args.assume_kv_mount;
         if args.dry_run {
             for (name, n) in &drops {
-                report::say(&format!("field `{name}`: the rotation would drop {n} old key(s) from the keyring"));
+                report::say(&format!(
+                    "field `{name}`: the rotation would drop {n} old key(s) from the keyring"
+                ));
             }
             let readers = readers().await;
             super::readers::after_write(g, &readers);
@@ -95,33 +62,8 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
                 ..report("would-rotate", Some(current.version + 1))
             });
         }
-        let mut values = Vec::new();
-        let mut kept = Vec::new();
-        // A derived field is made again from its source, not generated.
-        let remade: Vec<String> = fields
-            .iter()
-            .filter(|f| f.generator.derived().is_some())
-            .map(|f| f.name.clone())
-            .collect();
-        for f in fields.iter().filter(|f| f.generator.derived().is_none()) {
-            let v = f
-                .generator
-                .generate()
-                .map_err(|e| Failure::new(e.to_string()))?;
-            let v = match f.rotation {
-                Rotation::Keyring { keep } => {
-                    let (ring, n) = keyring(f, keep, v, current.fields.get(&f.name), &path)?;
-                    let dropped = drops.iter().find(|(d, _)| *d == f.name).map_or(0, |(_, n)| *n);
-                    kept.push(match dropped {
-                        0 => format!("field `{}`: the new key first, {n} previous key(s) kept", f.name),
-                        d => format!("field `{}`: the new key first, {n} previous key(s) kept, {d} older key(s) dropped", f.name),
-                    });
-                    ring
-                }
-                _ => v,
-            };
-            values.push((f.name.clone(), v));
-        }
+        let remade = remade_from_sources(&fields);
+        let (mut values, kept) = fresh_values(&fields, &current, &drops, &path)?;
         let derived =
             super::follow::in_secret(&session, &t, &current, &values, &remade, assumed).await?;
         values.extend(derived);
@@ -152,6 +94,107 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
             Err(e) => Err(e.into()),
         }
     })
+}
+
+/// A rotation keeps the old value in KV v2 history; KV v1 has none.
+fn keeps_history(mount: &crate::kv::KvMount) -> Result<(), Failure> {
+    if mount.version.has_cas() {
+        return Ok(());
+    }
+    Err(Failure::usage(format!(
+        "mount `{}` is KV v1, which keeps no history: rotating would lose the old value",
+        mount.path
+    ))
+    .help("rotate on a KV v2 mount, or by hand after saving the old value"))
+}
+
+/// The refusals that need no server, and `--yes`: nothing is sent when one stops the rotation
+/// (exit 2, as every refused request).
+fn refuse_unsent(
+    session: &Session,
+    args: &RotateArgs,
+    t: &Target,
+    fields: &[Field],
+    whole: bool,
+) -> Result<(), Failure> {
+    let env = &session.env;
+    let refusing = |f: &Field| !gate::refuse_by_spec(t, Intent::Rotate, &[f]).is_empty();
+    let refusals = gate::refuse_by_spec(t, Intent::Rotate, &fields.iter().collect::<Vec<_>>());
+    if let Some(first) = refusals.first() {
+        let others: Vec<&Field> = t.fields.iter().filter(|f| !refusing(f)).collect();
+        let mut f = super::refused_unsent(env, &refusals);
+        if let (true, [_, ..]) = (whole, others.as_slice()) {
+            f = f.help(format!(
+                "{}; or rotate only the others: {}",
+                first.help(env),
+                others
+                    .iter()
+                    .map(|f| format!("`vault-seed rotate {env} {}.{} --yes`", t.name, f.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        return Err(f);
+    }
+    let refusals = gate::refuse_followers(&session.targets, t, &names_of(fields));
+    if !refusals.is_empty() {
+        return Err(super::refused_unsent(env, &refusals));
+    }
+    if !args.yes && !args.dry_run {
+        return Err(Failure::usage(format!(
+            "rotating replaces the live value of `{}`",
+            t.full_path()
+        ))
+        .help("add --yes to do it, or --dry-run to see what would rotate"));
+    }
+    Ok(())
+}
+
+/// A new value for each field that is not derived (a keyring's: the new key first, then the
+/// previous ones it keeps), and what is said of each keyring.
+fn fresh_values(
+    fields: &[Field],
+    current: &Held,
+    drops: &[(String, usize)],
+    path: &str,
+) -> Result<(Values, Vec<String>), Failure> {
+    let mut values = Vec::new();
+    let mut kept = Vec::new();
+    for f in fields.iter().filter(|f| f.generator.derived().is_none()) {
+        let v = f
+            .generator
+            .generate()
+            .map_err(|e| Failure::new(e.to_string()))?;
+        let v = match f.rotation {
+            Rotation::Keyring { keep } => {
+                let (ring, n) = keyring(f, keep, v, current.fields.get(&f.name), path)?;
+                let dropped = drops
+                    .iter()
+                    .find(|(d, _)| *d == f.name)
+                    .map_or(0, |(_, n)| *n);
+                kept.push(match dropped {
+                    0 => format!("field `{}`: the new key first, {n} previous key(s) kept", f.name),
+                    d => format!("field `{}`: the new key first, {n} previous key(s) kept, {d} older key(s) dropped", f.name),
+                });
+                ring
+            }
+            _ => v,
+        };
+        values.push((f.name.clone(), v));
+    }
+    Ok((values, kept))
+}
+
+/// Field names with their new values.
+type Values = Vec<(String, SecretString)>;
+
+/// The fields made again from their sources (derived), not generated.
+fn remade_from_sources(fields: &[Field]) -> Vec<String> {
+    fields
+        .iter()
+        .filter(|f| f.generator.derived().is_some())
+        .map(|f| f.name.clone())
+        .collect()
 }
 
 fn names_of(fields: &[Field]) -> Vec<String> {
