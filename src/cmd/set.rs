@@ -6,10 +6,11 @@ use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
 use crate::cli::{GlobalArgs, SetArgs};
-use crate::gate::{self, Intent};
+use crate::gate::{self, Held, Intent};
 use crate::generate::Validity;
 use crate::replace::{self, ChangeError};
 use crate::report::{self, changes::ChangeReport};
+use crate::spec::{Field, Target};
 use crate::vault::{FieldValue, VaultError};
 use crate::verify::readers::Readers;
 
@@ -23,60 +24,15 @@ const MAX_VALUE_BYTES: u64 = 1 << 20;
 pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failure> {
     let session = Session::open(g, &args.env, &[], &args.vault)?;
     let env = session.env.clone();
-    let (t, field) = match replace::select(&session.targets, &args.target)? {
-        (t, Some(f)) => (t.clone(), f.clone()),
-        (t, None) => {
-            return Err(Failure::usage(format!(
-                "secret `{}` has several fields; say which one",
-                t.name
-            ))
-            .help(format!(
-                "e.g. `vault-seed set {env} {}.{}`",
-                t.name, t.fields[0].name
-            )))
-        }
-    };
     let intent = Intent::Set { force: args.force };
-    let refusals = gate::refuse_by_spec(&t, intent, &[&field]);
-    if !refusals.is_empty() {
-        return Err(super::refused_unsent(&env, &refusals));
-    }
-    let refusals = gate::refuse_followers(&session.targets, &t, std::slice::from_ref(&field.name));
-    if !refusals.is_empty() {
-        return Err(super::refused_unsent(&env, &refusals));
-    }
+    let (t, field) = chosen(&session, args, intent)?;
     let runtime = super::runtime()?;
     runtime.block_on(async {
         let mount = session.mount_for(&t, &args.assume_kv_mount).await?;
         let held = replace::read_current(&session.vault, &mount, &t, &env).await?;
         let path = t.full_path();
-        // Decide before asking for the value: never ask for what would be refused. A refusal
-        // writes nothing: exit 2, as every refused request.
-        let refusals = gate::refuse_change(&t, &held, intent, std::slice::from_ref(&field.name));
-        if !refusals.is_empty() {
-            return Err(super::refused(&env, &refusals));
-        }
-        let (replacing, outcome) = match held.fields.get(&field.name) {
-            None => (false, "added"),
-            Some(FieldValue::Text(v)) if field.validate(v) == Validity::Pending => {
-                (false, "replaced-placeholder")
-            }
-            Some(_) => (true, "set"),
-        };
-        report::say(&format!(
-            "reading the new value of `{path}` field `{}` from stdin (current version {})",
-            field.name, held.version
-        ));
-        let value = read_value().map_err(|msg| {
-            Failure::usage(msg).help(format!(
-                "e.g. `vault-seed set {env} {} < value.txt`",
-                args.target
-            ))
-        })?;
-        let refusals = gate::refuse_value(&t, &held, intent, &field.name, &value);
-        if !refusals.is_empty() {
-            return Err(super::refused(&env, &refusals));
-        }
+        let (replacing, outcome) = what_it_does(&held, &field);
+        let value = checked_value(&env, args, &t, &field, &held, intent)?;
         let report = |outcome, old_version, new_version| ChangeReport {
             command: "set",
             env: env.clone(),
@@ -89,29 +45,23 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             readers: Readers::default(),
             followed: Vec::new(),
         };
-        if let Some(FieldValue::Text(old)) = held.fields.get(&field.name) {
-            if old.expose_secret() == value.expose_secret() {
-                return Ok(report("unchanged", Some(held.version), None));
-            }
+        if holds_already(&held, &field, &value) {
+            return Ok(report("unchanged", Some(held.version), None));
         }
         // Said once the value passed its checks and differs: a refused or unchanged value
         // replaces nothing.
         if replacing {
+            let (from, to) = (held.version, held.version + 1);
             report::say(&format!(
-                "replacing field `{}` of `{path}`: version {} -> {}",
-                field.name,
-                held.version,
-                held.version + 1
+                "replacing field `{}` of `{path}`: version {from} -> {to}",
+                field.name
             ));
         }
         // What reads the value, said before a real one is replaced; for a placeholder, whether
         // it reached the cluster, said after the write with the next step.
         let fields = [field.name.clone()];
         let (readers, next_step) = match (replacing, outcome) {
-            (true, _) => (
-                super::readers::before_replace(g, &args.readers, &env, &t, &fields).await,
-                false,
-            ),
+            (true, _) => (before_replace(g, args, &env, &t, &fields).await, false),
             (false, "replaced-placeholder") => {
                 super::readers::for_placeholder(g, &args.readers, &env, &t, &fields).await
             }
@@ -155,6 +105,95 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             Err(e) => Err(e.into()),
         }
     })
+}
+
+/// The secret and field to set, when the spec lets `set` write it: refusals that need no server
+/// stop it before anything is sent (exit 2, as every refused request).
+fn chosen(session: &Session, args: &SetArgs, intent: Intent) -> Result<(Target, Field), Failure> {
+    let env = &session.env;
+    let (t, field) = match replace::select(&session.targets, &args.target)? {
+        (t, Some(f)) => (t.clone(), f.clone()),
+        (t, None) => {
+            return Err(Failure::usage(format!(
+                "secret `{}` has several fields; say which one",
+                t.name
+            ))
+            .help(format!(
+                "e.g. `vault-seed set {env} {}.{}`",
+                t.name, t.fields[0].name
+            )))
+        }
+    };
+    let refusals = gate::refuse_by_spec(&t, intent, &[&field]);
+    if !refusals.is_empty() {
+        return Err(super::refused_unsent(env, &refusals));
+    }
+    let refusals = gate::refuse_followers(&session.targets, &t, std::slice::from_ref(&field.name));
+    if !refusals.is_empty() {
+        return Err(super::refused_unsent(env, &refusals));
+    }
+    Ok((t, field))
+}
+
+/// Whether the write replaces a real value, and its outcome's name.
+fn what_it_does(held: &Held, field: &Field) -> (bool, &'static str) {
+    match held.fields.get(&field.name) {
+        None => (false, "added"),
+        Some(FieldValue::Text(v)) if field.validate(v) == Validity::Pending => {
+            (false, "replaced-placeholder")
+        }
+        Some(_) => (true, "set"),
+    }
+}
+
+/// The new value, read from stdin once the gate says the field may change, and checked by it.
+fn checked_value(
+    env: &str,
+    args: &SetArgs,
+    t: &Target,
+    field: &Field,
+    held: &Held,
+    intent: Intent,
+) -> Result<SecretString, Failure> {
+    // Decide before asking for the value: never ask for what would be refused. A refusal writes
+    // nothing: exit 2, as every refused request.
+    let refusals = gate::refuse_change(t, held, intent, std::slice::from_ref(&field.name));
+    if !refusals.is_empty() {
+        return Err(super::refused(env, &refusals));
+    }
+    report::say(&format!(
+        "reading the new value of `{}` field `{}` from stdin (current version {})",
+        t.full_path(),
+        field.name,
+        held.version
+    ));
+    let value = read_value().map_err(|msg| {
+        Failure::usage(msg).help(format!(
+            "e.g. `vault-seed set {env} {} < value.txt`",
+            args.target
+        ))
+    })?;
+    let refusals = gate::refuse_value(t, held, intent, &field.name, &value);
+    if !refusals.is_empty() {
+        return Err(super::refused(env, &refusals));
+    }
+    Ok(value)
+}
+
+/// Whether the field holds `value` already: nothing is written then.
+fn holds_already(held: &Held, field: &Field, value: &SecretString) -> bool {
+    matches!(held.fields.get(&field.name), Some(FieldValue::Text(old)) if old.expose_secret() == value.expose_secret())
+}
+
+/// What reads a real value, said before it is replaced.
+async fn before_replace(
+    g: &GlobalArgs,
+    args: &SetArgs,
+    env: &str,
+    t: &Target,
+    fields: &[String],
+) -> Readers {
+    super::readers::before_replace(g, &args.readers, env, t, fields).await
 }
 
 /// Check-and-set refused the write: someone changed the secret after it was read (exit 1).
