@@ -20,6 +20,7 @@ pub mod kube;
 pub mod kv;
 pub mod layout;
 pub mod logging;
+pub mod model;
 pub mod mounts;
 pub mod order;
 pub mod redact;

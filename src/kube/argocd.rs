@@ -16,9 +16,9 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::{EsoCluster, KubeError, Op};
-use crate::order::applications::{Application, Source};
-use crate::order::argocd_cm::ArgoCdCm;
-use crate::order::manifests::Origin;
+use crate::model::applications::{Application, Source};
+use crate::model::argocd_cm::ArgoCdCm;
+use crate::model::manifests::Origin;
 use crate::text::cap;
 
 /// Argo CD's API group.
@@ -234,7 +234,7 @@ impl ApplicationInfo {
         let parent = parent_of(&obj.metadata);
         let app = Application {
             name: capped(obj.metadata.name),
-            wave: crate::order::argo::wave(&obj.metadata.annotations).0,
+            wave: crate::model::argo::wave(&obj.metadata.annotations).0,
             destination_namespace: obj.spec.destination.and_then(|d| non_empty(d.namespace)),
             sources,
             multi_source,

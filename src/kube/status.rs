@@ -167,7 +167,7 @@ pub struct ExternalSecretInfo {
     pub data_from: Vec<DataFrom>,
     /// `spec.target.template.data`, by key; empty without a template.
     pub template: Vec<TemplateEntry>,
-    /// ESO keeps the fetched keys beside the template's ([`crate::order::producers::keeps_fetched_keys`]):
+    /// ESO keeps the fetched keys beside the template's ([`crate::model::producers::keeps_fetched_keys`]):
     /// no template, `mergePolicy: Merge`, or a template with neither `data` nor `templateFrom`.
     pub keeps_fetched: bool,
     /// `spec.target.template.templateFrom` has entries: keys only ESO knows.
@@ -599,7 +599,7 @@ pub fn external_secret_info(
     let data_from = fields.data_from(obj);
     let template = fields.template(obj);
     let template_obj = obj.pointer("/spec/target/template");
-    let keeps_fetched = crate::order::producers::keeps_fetched_keys(template_obj);
+    let keeps_fetched = crate::model::producers::keeps_fetched_keys(template_obj);
     let template_from = template_obj
         .and_then(|t| t.get("templateFrom"))
         .and_then(Value::as_array)

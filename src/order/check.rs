@@ -17,16 +17,16 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::applications::Application;
-use super::argo::Phase;
-use super::argocd_cm::ArgoCdCm;
-use super::consumers::{Read, Workload};
 use super::findings::{
     clean, AppSummary, Bootstrap, CmSummary, Finding, ObjectRef, Party, Report, Rule, Severity,
     Summary,
 };
-use super::object::Object;
-use super::producers::{DataKind, Keys, Make, Maker};
+use crate::model::applications::Application;
+use crate::model::argo::Phase;
+use crate::model::argocd_cm::ArgoCdCm;
+use crate::model::consumers::{Read, Workload};
+use crate::model::object::Object;
+use crate::model::producers::{DataKind, Keys, Make, Maker};
 
 /// One app's rendered manifests.
 #[derive(Debug, Clone)]

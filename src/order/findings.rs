@@ -6,8 +6,8 @@ use std::cmp::Ordering;
 
 use serde::Serialize;
 
-use super::argo::Phase;
-use super::producers::DataKind;
+use crate::model::argo::Phase;
+use crate::model::producers::DataKind;
 
 /// How bad a finding is. Ordered worst first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -253,7 +253,7 @@ impl Finding {
                     p.app_wave.map_or((1, 0), |w| (0, w)),
                     p.phase,
                     p.wave,
-                    super::argo::kind_order(&p.kind),
+                    crate::model::argo::kind_order(&p.kind),
                     &p.kind,
                     &p.name,
                     &p.namespace,

@@ -5,39 +5,25 @@
 //! source without `path`), a PreSync hook reading what the Sync phase creates, and app waves that
 //! do not wait for Healthy because argocd-cm lacks the Application health check.
 //!
-//! The modules, one concept each:
-//! - [`manifests`]: reading YAML streams, files, directories and stdin into objects;
-//! - [`argo`]: Argo CD's rules for one object (phase, wave, hook, delete policy, kind order);
-//! - [`applications`], [`argocd_cm`]: the Application manifests and argocd-cm;
-//! - [`producers`], [`consumers`]: who makes a Secret/ConfigMap, who reads one;
-//! - [`object`]: one manifest reduced to those facts;
-//! - [`check`](mod@check): the judgement; [`findings`]: what is reported.
-//!
-//! The rule modules take plain JSON values and annotation maps, so the live check of `verify`
-//! can apply them to objects read through the Kubernetes API.
+//! It stands on the model of objects in [`crate::model`] (manifests, Argo CD's rules, producers
+//! and consumers), which the live check of `verify` applies to objects read from the cluster.
+//! Here: [`check`](mod@check), the judgement; [`findings`], what is reported.
 
-pub mod applications;
-pub mod argo;
-pub mod argocd_cm;
 pub mod check;
-pub mod consumers;
 pub mod findings;
-pub mod manifests;
-pub mod object;
-pub mod producers;
-pub mod yaml;
 
 use std::io::Read;
 use std::path::Path;
 
+pub use crate::model::manifests::{Budget, LoadError};
 pub use check::{check, App, Applications, Exists, Input, SpecEso};
 pub use findings::{Finding, Report, Rule, Severity};
-pub use manifests::{Budget, LoadError};
 
-use applications::Application;
-use argocd_cm::ArgoCdCm;
-use object::Object;
-use producers::DataKind;
+use crate::model::applications::Application;
+use crate::model::argocd_cm::ArgoCdCm;
+use crate::model::manifests;
+use crate::model::object::Object;
+use crate::model::producers::DataKind;
 
 /// Read one app's manifests from its paths (a file, a directory, or `-` for stdin).
 /// Each document is reduced to an [`Object`] as it is read: its JSON is not kept.

@@ -4,11 +4,12 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::applications::Application;
-use super::argocd_cm::ArgoCdCm;
-use super::manifests::{Doc, Origin};
-use super::object::Object;
 use super::*;
+use crate::model::applications::Application;
+use crate::model::argocd_cm::ArgoCdCm;
+use crate::model::manifests::{Doc, Origin};
+use crate::model::object::Object;
+use crate::model::{argo, producers};
 
 fn origin(line: usize) -> Origin {
     Origin {

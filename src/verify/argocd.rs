@@ -9,7 +9,7 @@
 //!   not wait for Healthy (removed in Argo CD 1.8; docs `operator-manual/health.md`).
 //!
 //! The wave and the health-check rules are the offline `order` command's
-//! ([`crate::order::argo::wave`], [`crate::order::argocd_cm`]). `--wait` waits while the only
+//! ([`crate::model::argo::wave`], [`crate::model::argocd_cm`]). `--wait` waits while the only
 //! problems are ones that time can fix (the secrets app Progressing, OutOfSync, Degraded while
 //! ESO retries, not created yet), not for a wrong wave or a missing health check.
 
@@ -873,7 +873,7 @@ impl CmFinding {
 
 fn cm_check(
     ns: &str,
-    cm: Option<&crate::order::argocd_cm::ArgoCdCm>,
+    cm: Option<&crate::model::argocd_cm::ArgoCdCm>,
     apps: &[AppCheck],
 ) -> CmCheck {
     let mut check = CmCheck {

@@ -3,7 +3,7 @@
 //!
 //! For each target Secret (of the ExternalSecrets and VaultStaticSecrets the specs name), the
 //! workloads of its namespace (Deployment, StatefulSet, DaemonSet, CronJob, Argo Rollout) that
-//! read it, through the consumer view `order` uses ([`crate::order::consumers`]), and how:
+//! read it, through the consumer view `order` uses ([`crate::model::consumers`]), and how:
 //!
 //! - a plain volume (`secret` or `projected`): the kubelet refreshes the files, fine;
 //! - env (`env[].valueFrom.secretKeyRef`, `envFrom`) or a volume mounted with `subPath`: read
@@ -36,8 +36,8 @@ use crate::kube::names::is_dns1123_subdomain;
 use crate::kube::{
     DataChange, EsoCluster, KeyDigest, KubeError, PodInfo, ReplicaSetInfo, WorkloadKind,
 };
-use crate::order::consumers::{consumer, Via};
-use crate::order::producers::DataKind;
+use crate::model::consumers::{consumer, Via};
+use crate::model::producers::DataKind;
 use crate::spec::EnvPlan;
 
 /// A target Secret the part looks for readers of.
@@ -1141,7 +1141,7 @@ fn judge_workload(
 fn target_reads(
     kind: WorkloadKind,
     obj: &Value,
-    reads: &[crate::order::consumers::Read],
+    reads: &[crate::model::consumers::Read],
     targets: &[&Target],
 ) -> BTreeMap<String, How> {
     let sub_path = pod_spec(kind, obj)

@@ -1218,7 +1218,7 @@ fn data_from(
 
 /// The keys of the target Secret it maps: each `secretKey` and the fields of each spec path
 /// `dataFrom.extract` reads without renaming them, when ESO keeps the fetched keys (no
-/// template, or `mergePolicy: Merge`: [`crate::order::producers::keeps_fetched_keys`]); and
+/// template, or `mergePolicy: Merge`: [`crate::model::producers::keeps_fetched_keys`]); and
 /// each key of `template.data`, which ESO always writes.
 fn mapped_keys(ctx: &Ctx<'_>, es: &ExternalSecretInfo) -> Vec<String> {
     let mut keys: Vec<String> = Vec::new();

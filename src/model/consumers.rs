@@ -157,7 +157,7 @@ pub fn consumer(group: &str, kind: &str, value: &Value) -> Option<Consumer> {
         .then(|| spec?.get("workloadRef"))
         .flatten()
         .map(|r| WorkloadRef {
-            group: super::object::group_of(s(r, "apiVersion").unwrap_or_default()).to_string(),
+            group: super::group_of(s(r, "apiVersion").unwrap_or_default()).to_string(),
             kind: s(r, "kind").unwrap_or_default().to_string(),
             name: s(r, "name").unwrap_or_default().to_string(),
         });

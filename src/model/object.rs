@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::argo::{self, Placement};
 use super::consumers::{self, Consumer};
+use super::group_of;
 use super::manifests::{Doc, Origin};
 use super::producers::{self, Make};
 
@@ -33,11 +34,6 @@ pub struct Object {
     pub consumer: Option<Consumer>,
     /// Not a workload vault-seed reads, yet its `spec` holds containers or a pod template.
     pub unknown_pod_template: bool,
-}
-
-/// The API group of an `apiVersion` (`apps/v1` -> `apps`, `v1` -> ``).
-pub fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(g, _)| g)
 }
 
 impl Object {
@@ -107,7 +103,7 @@ impl Object {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::order::manifests::parse_stream;
+    use crate::model::manifests::parse_stream;
 
     #[test]
     fn groups() {

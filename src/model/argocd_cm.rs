@@ -207,7 +207,7 @@ impl ArgoCdCm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::order::manifests::parse_stream;
+    use crate::model::manifests::parse_stream;
 
     fn fixture(name: &str) -> ArgoCdCm {
         let path = format!(

@@ -115,7 +115,7 @@ impl Application {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::order::manifests::parse_stream;
+    use crate::model::manifests::parse_stream;
 
     fn app(text: &str) -> Option<Application> {
         Application::from_doc(&parse_stream("a.yaml", text).unwrap()[0])
