@@ -1,7 +1,7 @@
 //! `import`'s engine: copy into Vault the value a component wrote to a Kubernetes Secret, for
 //! each `from_secret = "NAMESPACE/NAME:KEY"` field ([`Generator::FromSecret`]).
 //!
-//! The Secret's key is read through the real kube client ([`EsoCluster::secret_value`]) and
+//! The Secret's key is read through the real kube client ([`Cluster::secret_value`]) and
 //! held as a [`SecretString`] from the moment it is decoded; it is compared with Vault's value
 //! without either being shown. What may be written is the gate's ([`crate::gate`]) to decide;
 //! writes use [`crate::replace::write`]: check-and-set with
@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::gate::{self, Held, Intent};
 use crate::generate::Generator;
-use crate::kube::{EsoCluster, SecretKey};
+use crate::kube::{Cluster, SecretKey};
 use crate::kv::KvMount;
 use crate::mounts::Mounts;
 use crate::replace::{self, ChangeError};
@@ -136,7 +136,7 @@ impl Unavailable {
 
 /// Read `source`'s value from the cluster; registered for redaction as soon as it is read.
 pub async fn read_source(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     source: &Source<'_>,
 ) -> Result<SecretString, Unavailable> {
     let (secret, key) = (source.secret(), source.key.to_string());
@@ -239,7 +239,7 @@ pub struct Request {
 /// time; a row per field, in spec order.
 pub async fn run(
     vault: &Vault,
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     mounts: &Mounts,
     targets: &[Target],
     req: Request,
@@ -306,7 +306,7 @@ fn all(rows: &mut [Row], outcome: Outcome, detail: String) {
 /// sources of its derived fields) and the path's own mount.
 struct At<'a> {
     vault: &'a Vault,
-    cluster: &'a EsoCluster,
+    cluster: &'a Cluster,
     mounts: &'a Mounts,
     mount: &'a KvMount,
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use super::findings::Finding;
 use super::{Ignore, KubeTarget, Scanned};
-use crate::kube::{DataFrom, EsoCluster, ExternalSecretInfo, KubeError, VaultStaticSecretInfo};
+use crate::kube::{Cluster, DataFrom, ExternalSecretInfo, KubeError, VaultStaticSecretInfo};
 use crate::spec::{EnvPlan, Target};
 use crate::text::cap;
 use crate::verify::cluster::vso_namespace;
@@ -33,7 +33,7 @@ pub(super) async fn audit(
     scanned: &mut Scanned,
 ) {
     let context = context(plan, kube);
-    let cluster = match EsoCluster::connect(kube.kubeconfig.as_deref(), context.as_deref()).await {
+    let cluster = match Cluster::connect(kube.kubeconfig.as_deref(), context.as_deref()).await {
         Ok(c) => c,
         Err(e) => {
             found.push(Finding::NotChecked {

@@ -3,7 +3,7 @@
 
 use crate::cli::{GlobalArgs, ImportArgs};
 use crate::import::{self, Request};
-use crate::kube::EsoCluster;
+use crate::kube::Cluster;
 use crate::mounts::{self, MountTrust};
 use crate::report::imports::ImportReport;
 use crate::spec::Target;
@@ -55,7 +55,7 @@ pub(super) fn run(g: &GlobalArgs, args: &ImportArgs) -> Result<ImportReport, Fai
                 },
             ))
             .await?;
-        let cluster = EsoCluster::connect(kubeconfig, context.as_deref())
+        let cluster = Cluster::connect(kubeconfig, context.as_deref())
             .await
             .map_err(Failure::from)?;
         let req = Request {

@@ -5,7 +5,7 @@
 //! naming its readers and the workloads that keep the placeholder until restarted.
 
 use crate::cli::{GlobalArgs, ReadersArgs};
-use crate::kube::EsoCluster;
+use crate::kube::Cluster;
 use crate::order::findings::Severity;
 use crate::report::{self, Style};
 use crate::spec::Target;
@@ -129,7 +129,7 @@ async fn look(
     }
     let context = cluster::context_of(&plan, args.cluster.context.as_deref());
     let kubeconfig = args.cluster.kubeconfig.as_deref();
-    if let Ok(Some(p)) = EsoCluster::preflight(kubeconfig, context.as_deref()).await {
+    if let Ok(Some(p)) = Cluster::preflight(kubeconfig, context.as_deref()).await {
         if p.skip_tls_verify {
             report::warn(
                 &Style::stderr(g.color),
@@ -140,7 +140,7 @@ async fn look(
             );
         }
     }
-    let kube = EsoCluster::connect(kubeconfig, context.as_deref())
+    let kube = Cluster::connect(kubeconfig, context.as_deref())
         .await
         .map_err(|e| e.to_string())?;
     let wanted = cluster::wanted(&plan, kube.default_namespace());

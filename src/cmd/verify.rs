@@ -8,7 +8,7 @@ use secrecy::SecretString;
 
 use crate::cli::{GlobalArgs, VerifyArgs};
 use crate::exit::Exit;
-use crate::kube::EsoCluster;
+use crate::kube::Cluster;
 use crate::mounts::{self, MountTrust};
 use crate::report::verification::VerifyReport;
 use crate::report::{self, Format};
@@ -101,7 +101,7 @@ pub(super) async fn cluster_preflight(
     kubeconfig: Option<&std::path::Path>,
     context: Option<&str>,
 ) -> Result<(), Failure> {
-    let preflight = EsoCluster::preflight(kubeconfig, context)
+    let preflight = Cluster::preflight(kubeconfig, context)
         .await
         .map_err(|e| Failure::from(e).exit(Exit::Usage))?;
     if let Some(p) = preflight.filter(|p| p.skip_tls_verify) {

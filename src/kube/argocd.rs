@@ -15,7 +15,7 @@ use ::kube::core::{ErrorResponse, Request};
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::{EsoCluster, KubeError, Op};
+use super::{Cluster, KubeError, Op};
 use crate::model::applications::{Application, Source};
 use crate::model::argocd_cm::ArgoCdCm;
 use crate::model::manifests::Origin;
@@ -328,7 +328,7 @@ pub fn argocd_cm_from_json(
     ))
 }
 
-impl EsoCluster {
+impl Cluster {
     /// The Application `ns/name`.
     pub async fn application(&self, ns: &str, name: &str) -> Result<AppLookup, KubeError> {
         let op = Op {

@@ -12,7 +12,7 @@ use ::kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams}
 use k8s_openapi::api::core::v1::Namespace;
 use serde_json::Value;
 
-use super::{EsoCluster, KubeError, Op};
+use super::{Cluster, KubeError, Op};
 
 /// Where an environment variable's value comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub struct DeploymentInfo {
     pub containers: Vec<ContainerInfo>,
 }
 
-impl EsoCluster {
+impl Cluster {
     /// The Deployments of every namespace that the label selector `selector` matches (all of
     /// them with `None`).
     pub async fn deployments_everywhere(

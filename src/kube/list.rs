@@ -7,7 +7,7 @@ use ::kube::core::ErrorResponse;
 
 use super::status::{self, ExternalSecretInfo};
 use super::vso::{self, VaultStaticSecretInfo, VAULT_STATIC_SECRET, VSO_GROUP, VSO_VERSION};
-use super::{EsoCluster, KubeError, Op, EXTERNAL_SECRET};
+use super::{Cluster, KubeError, Op, EXTERNAL_SECRET};
 use crate::text::cap;
 
 /// One listed object: read, or its name and why it could not be read.
@@ -22,7 +22,7 @@ pub struct Unreadable {
     pub why: String,
 }
 
-impl EsoCluster {
+impl Cluster {
     /// Every ExternalSecret in `ns`, trying ESO's versions in order; `NotServed` when the cluster
     /// serves none of them.
     pub async fn external_secrets_in(

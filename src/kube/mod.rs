@@ -1,15 +1,19 @@
-//! ExternalSecret status in Kubernetes, read through kube-rs as kubectl would read it.
+//! The cluster, read through kube-rs as kubectl would read it: what ESO, VSO, Argo CD and the
+//! kubelet wrote, for `verify`, `audit`, `import` and the readers `set`/`rotate` name.
 //!
-//! [`EsoCluster::connect`] finds the cluster like kubectl (`--kubeconfig`, `KUBECONFIG`,
-//! `~/.kube/config`, in-cluster) and then answers questions about ESO objects: an
-//! ExternalSecret's `Ready` condition and `refreshTime`, its target Secret's keys, the Warning
-//! events that hold the provider's real error, PushSecrets and stores. It only reads, except
-//! [`EsoCluster::force_sync`], the one opt-in write.
+//! [`Cluster::connect`] finds the cluster like kubectl (`--kubeconfig`, `KUBECONFIG`,
+//! `~/.kube/config`, in-cluster) and then answers questions about its objects: ExternalSecrets,
+//! PushSecrets and stores (their `Ready` condition, `refreshTime`, the Warning events that hold
+//! the provider's real error); VaultStaticSecrets, VaultAuths and VaultConnections; Argo CD's
+//! Applications and argocd-cm; the workloads, ReplicaSets and pods that read a Secret, and the
+//! controllers that restart them. It only reads, except [`Cluster::force_sync`] and the
+//! restarts `verify --restart` asks for, the opt-in writes.
 //!
 //! ESO kinds are read as dynamic objects, asking `external-secrets.io/v1` first and falling back
 //! to `v1beta1` when the cluster does not serve v1 (ESO before 0.16, or a chart that re-enables
-//! v1beta1 only). Secret values never leave this module: only a Secret's keys are returned,
-//! except the one key [`EsoCluster::secret_value`] reads for `import`, as a [`SecretString`].
+//! v1beta1 only). Secret values never leave this module: a Secret's keys and, for `verify`'s
+//! delivery check, HMAC digests of its values are returned, except the one key
+//! [`Cluster::secret_value`] reads for `import`, as a [`SecretString`].
 
 mod argocd;
 mod config;
@@ -85,7 +89,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A connection to one cluster's API server, for ESO questions.
-pub struct EsoCluster {
+pub struct Cluster {
     client: Client,
     server: String,
     /// The kubeconfig context used, `None` for in-cluster configuration.
@@ -129,7 +133,7 @@ struct Op<'a> {
     name: &'a str,
 }
 
-/// What the cluster's configuration says before anything is sent ([`EsoCluster::preflight`]).
+/// What the cluster's configuration says before anything is sent ([`Cluster::preflight`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Preflight {
     /// The API server URL.
@@ -139,7 +143,7 @@ pub struct Preflight {
     pub skip_tls_verify: bool,
 }
 
-impl EsoCluster {
+impl Cluster {
     /// Find the cluster like kubectl and check that its API server answers (`GET /version`).
     ///
     /// `kubeconfig` is `--kubeconfig`; without it `KUBECONFIG`, then `~/.kube/config`, then the
@@ -149,7 +153,7 @@ impl EsoCluster {
     pub async fn connect(
         kubeconfig: Option<&Path>,
         context: Option<&str>,
-    ) -> Result<EsoCluster, KubeError> {
+    ) -> Result<Cluster, KubeError> {
         let (mut cfg, source) =
             config::resolve(kubeconfig, context, &config::Env::from_process()).await?;
         config::refuse_plain_http(&cfg)?;
@@ -169,7 +173,7 @@ impl EsoCluster {
             server: server.clone(),
             source: Box::new(source),
         })?;
-        let cluster = EsoCluster {
+        let cluster = Cluster {
             client,
             server,
             context,
@@ -190,7 +194,7 @@ impl EsoCluster {
         Ok(cluster)
     }
 
-    /// What [`EsoCluster::connect`] would use, read before anything is sent: refused
+    /// What [`Cluster::connect`] would use, read before anything is sent: refused
     /// ([`KubeError::PlainHttp`]) when it would send the credentials in clear off loopback; else
     /// whether TLS verification is off. Other problems are `connect`'s to report.
     pub async fn preflight(
@@ -274,7 +278,7 @@ impl EsoCluster {
 
     /// The keys of a Secret's `data`, sorted; `None` when the Secret does not exist.
     ///
-    /// The values are never held in a value, returned or logged ([`EsoCluster::secret_entries`]).
+    /// The values are never held in a value, returned or logged ([`Cluster::secret_entries`]).
     pub async fn secret_keys(
         &self,
         ns: &str,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::digest::{Digest, Digester};
 
-/// What key `KEY` of a Secret holds ([`super::EsoCluster::secret_value`]).
+/// What key `KEY` of a Secret holds ([`super::Cluster::secret_value`]).
 pub enum SecretKey {
     /// The Secret does not exist.
     NoSecret,
@@ -101,7 +101,7 @@ impl<'de> Visitor<'de> for Data<'_> {
     }
 }
 
-/// One key of a Secret's `data` as [`super::EsoCluster::secret_digests`] keeps it: whether it
+/// One key of a Secret's `data` as [`super::Cluster::secret_digests`] keeps it: whether it
 /// is empty, and the digest of its decoded bytes (`None` when it is not base64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyDigest {

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Pod, Secret};
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use super::{EsoCluster, KubeError, Op};
+use super::{Cluster, KubeError, Op};
 
 /// A kind of workload whose pods can read a Secret.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -220,7 +220,7 @@ pub struct DataChange {
     pub labels: std::collections::BTreeMap<String, String>,
 }
 
-impl EsoCluster {
+impl Cluster {
     /// The objects of `kind` in `ns`, as JSON. A kind the cluster does not serve (Argo Rollouts
     /// not installed: the list answers 404) has none.
     pub async fn workloads(&self, kind: WorkloadKind, ns: &str) -> Result<Vec<Value>, KubeError> {

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::findings::{Finding, Severity};
 use super::{Checked, Part, Progress, Request};
-use crate::kube::{AppLookup, AppResource, ApplicationInfo, EsoCluster, KubeError, OperationInfo};
+use crate::kube::{AppLookup, AppResource, ApplicationInfo, Cluster, KubeError, OperationInfo};
 use crate::spec::EnvPlan;
 
 /// At most this many resources that are not Healthy are listed per app.
@@ -253,7 +253,7 @@ pub async fn check(
 }
 
 /// Every check, once.
-async fn check_once(cluster: &EsoCluster, layouts: &[Layout]) -> Result<ArgocdPart, KubeError> {
+async fn check_once(cluster: &Cluster, layouts: &[Layout]) -> Result<ArgocdPart, KubeError> {
     let mut found: BTreeMap<(String, String), AppLookup> = BTreeMap::new();
     for l in layouts {
         for name in std::iter::once(&l.secrets_app).chain(&l.consumers) {

@@ -14,7 +14,7 @@ use super::facts::Facts;
 use super::store;
 use super::vso::{self, VssCheck};
 use super::{Checked, Part, Progress, Request};
-use crate::kube::{EsoCluster, KubeError};
+use crate::kube::{Cluster, KubeError};
 use crate::spec::{EnvPlan, Environment, Vso};
 use crate::vault::Vault;
 
@@ -168,9 +168,9 @@ pub async fn check(
 
 /// Connect to the cluster of `plan` (see [`context`]); else the error and one help line: what
 /// fixes the connection, or leaving the cluster out.
-pub async fn connect(plan: &EnvPlan<'_>, req: &Request) -> Result<EsoCluster, (String, String)> {
+pub async fn connect(plan: &EnvPlan<'_>, req: &Request) -> Result<Cluster, (String, String)> {
     let context = context(plan, req);
-    EsoCluster::connect(req.kubeconfig.as_deref(), context.as_deref())
+    Cluster::connect(req.kubeconfig.as_deref(), context.as_deref())
         .await
         .map_err(|e| {
             let help = match e.help() {
@@ -215,7 +215,7 @@ pub async fn poll<T, F: Future<Output = Result<T, KubeError>>>(
 /// Every cluster check, once. A new check (VSO's VaultStaticSecrets) is a field of
 /// [`ClusterPart`] and a line here.
 async fn check_once(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     wanted: &Wanted,
     plan: &EnvPlan<'_>,
     facts: &Facts<'_>,

@@ -34,7 +34,7 @@ use super::restarters::{Running, Watch};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::names::is_dns1123_subdomain;
 use crate::kube::{
-    DataChange, EsoCluster, KeyDigest, KubeError, PodInfo, ReplicaSetInfo, WorkloadKind,
+    Cluster, DataChange, KeyDigest, KubeError, PodInfo, ReplicaSetInfo, WorkloadKind,
 };
 use crate::model::consumers::{consumer, Via};
 use crate::model::producers::DataKind;
@@ -634,7 +634,7 @@ pub async fn check(
 /// The target Secrets of the specs' ExternalSecrets and VaultStaticSecrets, read from the
 /// cluster (`spec.target.name`, `spec.destination.name`); what cannot be found is a problem.
 async fn targets(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     plan: &EnvPlan<'_>,
 ) -> Result<(Vec<Target>, Vec<String>), KubeError> {
     let wanted = super::cluster::wanted(plan, cluster.default_namespace());
@@ -724,7 +724,7 @@ pub struct Restart {
 /// need none. A workload whose shape cannot be read is named as needing one: never taken as
 /// not reading.
 pub async fn restarts(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     plan: &EnvPlan<'_>,
     secrets: &BTreeSet<(String, String)>,
 ) -> Result<Vec<Restart>, KubeError> {
@@ -913,7 +913,7 @@ async fn holding(
 
 /// Each target Secret once: when its data changed, and which of Vault's versions it holds.
 async fn read_secrets(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     targets: &[Target],
     read: bool,
     compare: Option<&Compare<'_>>,
@@ -958,7 +958,7 @@ async fn read_secrets(
 }
 
 async fn check_once(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     targets: &[Target],
     problems: &[String],
     read: bool,
@@ -1217,7 +1217,7 @@ struct Workload<'a> {
 
 /// What the pods check of one namespace shares.
 struct PodsCtx<'a> {
-    cluster: &'a EsoCluster,
+    cluster: &'a Cluster,
     compare: Option<&'a Compare<'a>>,
     targets: &'a [&'a Target],
     changes: &'a BTreeMap<(String, String), Change>,

@@ -16,7 +16,7 @@ use super::findings::{
 use super::store::{self, StoreFinding, StoreUser};
 use crate::generate::Generator;
 use crate::kube::{
-    DataFrom, EsoCluster, ExternalSecretInfo, KubeError, ReadyCondition, RemoteRef, StoreKind,
+    Cluster, DataFrom, ExternalSecretInfo, KubeError, ReadyCondition, RemoteRef, StoreKind,
 };
 use crate::seed::Status;
 use crate::spec::{Field, Provided, Target};
@@ -154,7 +154,7 @@ fn created_once(es: &ExternalSecretInfo) -> bool {
 
 /// Annotate each wanted ExternalSecret with `force-sync=<unix time>`; returns what was done.
 /// One that ESO syncs only once is left alone and said so.
-pub async fn force_sync(cluster: &EsoCluster, wanted: &Wanted) -> Vec<String> {
+pub async fn force_sync(cluster: &Cluster, wanted: &Wanted) -> Vec<String> {
     let mut done = Vec::new();
     for (ns, name) in &wanted.external_secrets {
         let version = match cluster.external_secret(ns, name).await {
@@ -695,7 +695,7 @@ impl Finding for ProvidedFinding {
 
 /// What the checks of one run share.
 struct Ctx<'a> {
-    cluster: &'a EsoCluster,
+    cluster: &'a Cluster,
     targets: &'a [Target],
     facts: &'a Facts<'a>,
     provided: &'a [ProvidedCheck],
@@ -706,7 +706,7 @@ struct Ctx<'a> {
 
 /// Check everything once.
 pub async fn check(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     wanted: &Wanted,
     targets: &[Target],
     facts: &Facts<'_>,
@@ -780,7 +780,7 @@ pub async fn check(
 /// A store's check: it exists, is Ready, and its Vault provider is the one vault-seed seeded
 /// and judged ([`store::check`]).
 async fn store_check(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     inputs: &store::Inputs<'_>,
     facts: &Facts<'_>,
     (ns, kind, name): (Option<String>, StoreKind, String),
@@ -1397,7 +1397,7 @@ fn target_keys(
 /// `Reconcile`, `errFailedSetSecret`): there Vault's 403 shows when the provider's own policy lacks
 /// a grant. A PushSecret that cannot be read is said, never fatal: it is an explanation.
 async fn provided_checks(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     targets: &[Target],
     facts: &Facts<'_>,
 ) -> Vec<ProvidedCheck> {
@@ -1416,7 +1416,7 @@ async fn provided_checks(
 
 /// One provided path's check.
 async fn provided_check(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     path: String,
     p: &Provided,
     f: &PathFacts,
@@ -1458,7 +1458,7 @@ async fn provided_check(
 
 /// The provider's PushSecret: its Ready condition and its latest Warning event.
 async fn push_secret_state(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     ns: &str,
     name: &str,
     check: &mut ProvidedCheck,

@@ -10,7 +10,7 @@ use super::findings::{Finding, Severity};
 use super::{cluster, Checked, Part, Request};
 use crate::generate::IMPORT_MARKER;
 use crate::import::{read_source, Source, Unavailable};
-use crate::kube::EsoCluster;
+use crate::kube::Cluster;
 use crate::mounts::Mounts;
 use crate::spec::{EnvPlan, Target};
 use crate::vault::{Existing, FieldValue, Present, Vault};
@@ -159,7 +159,7 @@ pub async fn check(
 /// to compare with it.
 async fn check_target(
     vault: &Vault,
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     mounts: &Mounts,
     t: &Target,
     env: &str,

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::eso;
 use super::vso;
-use crate::kube::{DataFrom, EsoCluster, ExternalSecretInfo, VaultStaticSecretInfo};
+use crate::kube::{Cluster, DataFrom, ExternalSecretInfo, VaultStaticSecretInfo};
 use crate::order::findings::Severity;
 use crate::spec::Target;
 use crate::text;
@@ -281,7 +281,7 @@ const VSS: &str = "VaultStaticSecret";
 /// (`(namespace, name)` each, as [`super::cluster::wanted`] resolves them). A failure to read
 /// one stops the look: the readers found so far are kept, and the whole is not checked.
 pub async fn find(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     external_secrets: &[(String, String)],
     static_secrets: &[(String, String)],
     t: &Target,

@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 
 use tokio::sync::{Mutex, OnceCell};
 
-use crate::kube::{DeploymentInfo, EnvSource, EsoCluster, KubeError, WorkloadKind};
+use crate::kube::{Cluster, DeploymentInfo, EnvSource, KubeError, WorkloadKind};
 
 /// Labels of an object.
 pub type Labels = BTreeMap<String, String>;
@@ -55,7 +55,7 @@ pub const VSO_SELECTOR: &str = "app.kubernetes.io/name=vault-secrets-operator";
 
 /// What restarts workloads in this cluster, read lazily and once.
 pub struct Running<'a> {
-    cluster: &'a EsoCluster,
+    cluster: &'a Cluster,
     reloaders: OnceCell<Result<Vec<Reloader>, String>>,
     vso: OnceCell<Result<Vec<DeploymentInfo>, String>>,
     namespaces: Mutex<BTreeMap<String, Result<Option<Labels>, String>>>,
@@ -63,7 +63,7 @@ pub struct Running<'a> {
 
 impl<'a> Running<'a> {
     /// Nothing read yet.
-    pub fn new(cluster: &'a EsoCluster) -> Self {
+    pub fn new(cluster: &'a Cluster) -> Self {
         Running {
             cluster,
             reloaders: OnceCell::new(),

@@ -19,8 +19,8 @@ use super::findings::{
 };
 use super::vault_namespace;
 use crate::kube::{
-    parse_ref, BadField, EsoCluster, FieldProblem, KubeError, VaultAuthLogin,
-    VaultStaticSecretInfo, VsoKind, VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION,
+    parse_ref, BadField, Cluster, FieldProblem, KubeError, VaultAuthLogin, VaultStaticSecretInfo,
+    VsoKind, VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION,
 };
 use crate::kv::KvVersion;
 use crate::seed::Status;
@@ -147,7 +147,7 @@ impl Expected {
 
 /// Annotate each VaultStaticSecret with `vault-seed/force-sync=<unix time>` so VSO reconciles it
 /// now; returns what was done.
-pub async fn force_sync(cluster: &EsoCluster, wanted: &[(String, String)]) -> Vec<String> {
+pub async fn force_sync(cluster: &Cluster, wanted: &[(String, String)]) -> Vec<String> {
     let mut done = Vec::new();
     for (ns, name) in wanted {
         match cluster.vault_static_secret(ns, name).await {
@@ -620,7 +620,7 @@ impl Checked {
 
 /// What the checks of one run share.
 struct Ctx<'a> {
-    cluster: &'a EsoCluster,
+    cluster: &'a Cluster,
     skip_secrets: bool,
     targets: &'a [Target],
     facts: &'a Facts<'a>,
@@ -630,7 +630,7 @@ struct Ctx<'a> {
 /// `skip_secrets` leaves the destination Secrets unread (`--skip-target-secrets`); `expected`
 /// is what VSO must use (Vault, namespace, role).
 pub async fn check(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     wanted: &[(String, String)],
     skip_secrets: bool,
     targets: &[Target],
@@ -975,7 +975,7 @@ fn freshness(
 /// What is only partly known (a SecretTransformation, a pattern Go may read otherwise) and
 /// `_raw` (VSO's global `exclude-raw` is not seen from here) never make it not done.
 async fn destination(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     ns: &str,
     v: &VaultStaticSecretInfo,
     target: Option<&Target>,
@@ -1077,7 +1077,7 @@ struct Auths {
 
 /// Check each VaultAuth referenced, then the VaultConnections they name.
 async fn check_auths(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     refs: &BTreeSet<ObjRef>,
     expected: &Expected,
 ) -> Result<Auths, KubeError> {
@@ -1307,7 +1307,7 @@ fn connection_of(r: &ObjRef, a: &VsoObjectInfo) -> Result<ObjRef, String> {
 /// the namespace VSO's controller runs in ([`operator_default`]) is VSO's; when that cannot
 /// be told, none is judged ("not checked").
 async fn check_object(
-    cluster: &EsoCluster,
+    cluster: &Cluster,
     kind: VsoKind,
     r: &ObjRef,
 ) -> Result<(ObjectCheck, Option<VsoObjectInfo>), KubeError> {
@@ -1379,7 +1379,7 @@ async fn check_object(
 /// The namespace of the one default among `all` that VSO uses: the operator's own, when
 /// exactly one namespace runs VSO's controller and a default is there. `None` when that cannot
 /// be told (several controllers, none found, or no right to list Deployments).
-async fn operator_default(cluster: &EsoCluster, all: &[VsoObjectInfo]) -> Option<String> {
+async fn operator_default(cluster: &Cluster, all: &[VsoObjectInfo]) -> Option<String> {
     let namespaces = cluster.vso_operator_namespaces().await.ok()?;
     let [ns] = namespaces.into_iter().collect::<Vec<_>>().try_into().ok()?;
     all.iter().any(|a| a.namespace == ns).then_some(ns)

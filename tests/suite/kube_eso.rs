@@ -1,4 +1,4 @@
-//! The real `EsoCluster` (kubeconfig, kube-rs) against the fake Kubernetes API server.
+//! The real `Cluster` (kubeconfig, kube-rs) against the fake Kubernetes API server.
 
 use crate::common;
 
@@ -10,7 +10,7 @@ use common::fake_kube::{
 };
 use serde_json::json;
 use time::OffsetDateTime;
-use vault_seed::kube::{EsoCluster, KubeError, StoreKind};
+use vault_seed::kube::{Cluster, KubeError, StoreKind};
 
 const NS: &str = "core-service";
 
@@ -436,7 +436,7 @@ async fn unreachable_cluster_is_a_clear_error() {
     std::fs::write(&kubeconfig, kubeconfig_yaml(&server, "t", "gone")).unwrap();
     vault_seed::init_crypto();
     let started = Instant::now();
-    let err = match EsoCluster::connect(Some(&kubeconfig), None).await {
+    let err = match Cluster::connect(Some(&kubeconfig), None).await {
         Ok(_) => panic!("connected to a closed port"),
         Err(e) => e,
     };
@@ -462,7 +462,7 @@ async fn unreachable_cluster_is_a_clear_error() {
 async fn unknown_context_is_a_clear_error() {
     let kube = FakeKube::start();
     vault_seed::init_crypto();
-    let err = match EsoCluster::connect(Some(&kube.kubeconfig()), Some("prod")).await {
+    let err = match Cluster::connect(Some(&kube.kubeconfig()), Some("prod")).await {
         Ok(_) => panic!("connected with an unknown context"),
         Err(e) => e,
     };
@@ -479,7 +479,7 @@ async fn unknown_context_is_a_clear_error() {
     // The fake was never asked anything.
     assert!(kube.requests().is_empty());
     // And the context that exists works when named.
-    let cluster = EsoCluster::connect(Some(&kube.kubeconfig()), Some("fake"))
+    let cluster = Cluster::connect(Some(&kube.kubeconfig()), Some("fake"))
         .await
         .unwrap();
     assert_eq!(cluster.context(), Some("fake"));
@@ -492,7 +492,7 @@ async fn wrong_token_is_unauthorized() {
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(&kubeconfig, kubeconfig_yaml(&kube.addr, "stolen", "fake")).unwrap();
     vault_seed::init_crypto();
-    let err = match EsoCluster::connect(Some(&kubeconfig), None).await {
+    let err = match Cluster::connect(Some(&kubeconfig), None).await {
         Ok(_) => panic!("the fake accepted a wrong token"),
         Err(e) => e,
     };

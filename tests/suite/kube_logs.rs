@@ -53,7 +53,7 @@ fn no_secret_value_is_logged_even_at_trace() {
     );
 }
 
-/// Drive the real `EsoCluster` with every log line captured at trace level; no Secret value,
+/// Drive the real `Cluster` with every log line captured at trace level; no Secret value,
 /// and not the cluster's bearer token, is in them.
 async fn logged_at_trace() {
     let captured = Captured::default();

@@ -16,7 +16,7 @@
 //! ```ignore
 //! let kube = FakeKube::start();
 //! kube.put(external_secret("apps", "db", &[("password", "apps/db", Some("password"))]).ready_synced("2026-01-01T00:00:00Z"));
-//! let cluster = EsoCluster::connect(Some(kube.kubeconfig()), None).await?;
+//! let cluster = Cluster::connect(Some(kube.kubeconfig()), None).await?;
 //! ```
 
 use std::collections::BTreeMap;
@@ -299,10 +299,10 @@ impl FakeKube {
         self.dir.path().join("kubeconfig")
     }
 
-    /// The real `EsoCluster` (kube-rs), connected through this server's kubeconfig.
-    pub async fn connect(&self) -> vault_seed::kube::EsoCluster {
+    /// The real `Cluster` (kube-rs), connected through this server's kubeconfig.
+    pub async fn connect(&self) -> vault_seed::kube::Cluster {
         vault_seed::init_crypto();
-        vault_seed::kube::EsoCluster::connect(Some(&self.kubeconfig()), None)
+        vault_seed::kube::Cluster::connect(Some(&self.kubeconfig()), None)
             .await
             .expect("connect to the fake API server")
     }
