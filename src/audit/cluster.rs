@@ -10,10 +10,10 @@ use super::{Ignore, KubeTarget, Scanned};
 use crate::kube::{Cluster, DataFrom, ExternalSecretInfo, KubeError, VaultStaticSecretInfo};
 use crate::spec::{EnvPlan, Target};
 use crate::text::cap;
-use crate::verify::cluster::vso_namespace;
 use crate::verify::eso::target_of_key;
 use crate::verify::store::eso_namespace;
 use crate::verify::vso::target_of_vss;
+use crate::verify::vso::vso_namespace;
 
 /// The kubeconfig context: `--context`, else the first `kube_context` the specs give.
 pub fn context(plan: &EnvPlan<'_>, kube: &KubeTarget) -> Option<String> {

@@ -12,10 +12,10 @@ use super::delivery::Compare;
 use super::eso::{self, EsoReport, Wanted};
 use super::facts::Facts;
 use super::store;
-use super::vso::{self, VssCheck};
+use super::vso::{self, vso_namespace, VssCheck};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::{Cluster, KubeError};
-use crate::spec::{EnvPlan, Environment, Vso};
+use crate::spec::EnvPlan;
 use crate::vault::Vault;
 
 /// How often the cluster is asked again while waiting.
@@ -250,13 +250,4 @@ fn progress_of_vso(checks: &[VssCheck]) -> String {
         checks.iter().filter(|v| v.ok).count(),
         checks.len()
     )
-}
-
-/// The namespace of a spec's VaultStaticSecrets: the environment's `kube_namespace`, else
-/// `[vso] namespace`, else the kubeconfig's.
-pub(crate) fn vso_namespace(v: &Vso, env: &Environment, default_namespace: &str) -> String {
-    env.kube_namespace
-        .clone()
-        .or_else(|| v.namespace.clone())
-        .unwrap_or_else(|| default_namespace.to_string())
 }

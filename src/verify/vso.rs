@@ -125,7 +125,7 @@ impl Expected {
                 }
             }
             let Some(v) = &spec.vso else { continue };
-            let ns = super::cluster::vso_namespace(v, env, default_namespace);
+            let ns = vso_namespace(v, env, default_namespace);
             for name in &v.static_secrets {
                 let key = (ns.clone(), name.clone());
                 if !e.roles.iter().any(|(k, _)| *k == key) {
@@ -1407,6 +1407,19 @@ fn first_problem(check: &ObjectCheck) -> Option<String> {
 /// Vault's multi-line errors on one line.
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The namespace of a spec's VaultStaticSecrets: the environment's `kube_namespace`, else
+/// `[vso] namespace`, else the kubeconfig's.
+pub(crate) fn vso_namespace(
+    v: &crate::spec::Vso,
+    env: &crate::spec::Environment,
+    default_namespace: &str,
+) -> String {
+    env.kube_namespace
+        .clone()
+        .or_else(|| v.namespace.clone())
+        .unwrap_or_else(|| default_namespace.to_string())
 }
 
 #[cfg(test)]
