@@ -366,6 +366,7 @@ pub fn check(policies: &[Policy], requirements: impl Into<Requirements>) -> Poli
     }
 }
 
+#[allow(clippy::too_many_lines)] // Vault's rule followed step by step as its source has it
 fn suggest(policies: &[Policy], rest: &[Rest], paths: &[PathCheck]) -> (Vec<Rule>, Vec<Unfixable>) {
     // Step 1: a folder rule for every folder with a gap, granting what every required path of
     // that folder needs plus what it has today.

@@ -203,6 +203,7 @@ impl Adding {
 /// `requirements`, checked so that the text with them appended ([`merged_text`]) grants every
 /// requirement, still grants everything `text` granted, and grants more only what the
 /// requirements need, under the constraints that governed there.
+#[allow(clippy::too_many_lines)] // Vault's rule followed step by step as its source has it
 pub fn merge(
     name: &str,
     text: Option<&str>,

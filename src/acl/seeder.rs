@@ -45,6 +45,7 @@ pub fn seeder_rules(plan: &EnvPlan<'_>) -> Vec<Rule> {
 }
 
 /// [`seeder_rules`], and what they chose (a glob over a folder a spec owns, else each path).
+#[allow(clippy::too_many_lines)] // Vault's rule followed step by step as its source has it
 pub fn seeder_rules_and_notes(plan: &EnvPlan<'_>) -> (Vec<Rule>, ScopeNotes) {
     use Capability::{Create, List, Read, Update};
     let mut folders: BTreeMap<String, Capabilities> = BTreeMap::new();

@@ -10,6 +10,7 @@ use crate::vault::{Existing, FieldValue, VaultError};
 use super::session::Session;
 use super::Failure;
 
+#[allow(clippy::too_many_lines)] // one command's steps in the order they run
 pub(super) fn run(g: &GlobalArgs, args: &MoveArgs) -> Result<MoveReport, Failure> {
     let session = Session::open(g, &args.env, &[], &args.vault)?;
     let env = session.env.clone();

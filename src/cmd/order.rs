@@ -46,6 +46,7 @@ fn fail(bad: Vec<Bad>) -> Failure {
     )
 }
 
+#[allow(clippy::too_many_lines)] // one command's steps in the order they run
 pub(super) fn run(g: &GlobalArgs, args: &OrderArgs) -> Result<OrderReport, Failure> {
     let mut bad: Vec<Bad> = Vec::new();
     // `--app NAME=PATH`, grouped by name in the order first given.

@@ -196,6 +196,7 @@ fn item_keys(src: &Value) -> Vec<Option<String>> {
     }
 }
 
+#[allow(clippy::too_many_lines)] // its steps in the order they run; split when it next changes
 fn pod_reads(pod: &Value, out: &mut Vec<Read>) {
     for c in arr(pod, "initContainers").chain(arr(pod, "containers")) {
         let container = s(c, "name").unwrap_or("?").to_string();

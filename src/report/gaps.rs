@@ -11,6 +11,7 @@ use crate::text::for_terminal as t;
 /// covers; `verbose` lists them) and that rule, then the full HCL to add. `policies` names the
 /// policies checked. What comes from the server (patterns, names, parameter names) is made safe
 /// for a terminal. [`merge_hint`] goes after it.
+#[allow(clippy::too_many_lines)] // one report laid out top to bottom as it prints
 pub fn render(report: &PolicyReport, policies: &[String], style: &Style, verbose: bool) -> String {
     let mut out = String::new();
     let names = if policies.is_empty() {

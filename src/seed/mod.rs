@@ -803,6 +803,7 @@ async fn create(
 
 /// [`create`]'s write of the values made.
 #[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_lines)] // its steps in the order they run; split when it next changes
 async fn create_values(
     ctx: &Ctx<'_>,
     mount: &KvMount,

@@ -162,6 +162,7 @@ impl Settings {
 
     /// The same, without a token (an empty one): for a client that logs in
     /// ([`super::login`]), which never reads `VAULT_TOKEN` or `~/.vault-token`.
+    #[allow(clippy::too_many_lines)] // one exchange with Vault, each answer handled where it arrives
     pub fn resolve_without_token(
         args: &ConnectOptions,
         spec_addr: Option<&str>,

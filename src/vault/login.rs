@@ -269,6 +269,7 @@ fn usage(message: impl Into<String>, help: impl Into<String>) -> LoginError {
 impl Options {
     /// The login these options ask for, checked: each method has what it needs and nothing of
     /// another method's (a `--role-id-file` with `--auth kubernetes` is a mistake, not noise).
+    #[allow(clippy::too_many_lines)] // one exchange with Vault, each answer handled where it arrives
     pub fn method(&self) -> Result<Method, LoginError> {
         let kind = self.kind;
         let given = |flag: &str, set: bool| -> Result<(), LoginError> {
@@ -587,6 +588,7 @@ pub struct LoggedIn {
 /// Log in: `POST auth/<mount>/login` on `vault`, a client made without a token (it carries the
 /// namespace, when one is set, so the login happens in it). One request (retried only on
 /// connection failures and 429/502/503/504).
+#[allow(clippy::too_many_lines)] // one exchange with Vault, each answer handled where it arrives
 pub async fn login(vault: &Vault, credentials: &Credentials) -> Result<LoggedIn, LoginError> {
     #[derive(Deserialize)]
     struct Auth {

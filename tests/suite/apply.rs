@@ -729,6 +729,7 @@ fn plan_writes_nothing() {
 /// rotate, verify and policy, each quiet, with -v, -vv, -vvv, and at trace level. Every run is
 /// checked to have done its work, so the search covers real output, not early failures.
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn no_value_appears_in_any_output_at_any_verbosity() {
     let bao = OpenBao::dev();
     // Hand-made and invalid (31 bytes, not 32): reported by apply and verify, never echoed.

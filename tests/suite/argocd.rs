@@ -452,6 +452,7 @@ fn wait_sees_the_secrets_app_become_healthy_and_does_not_wait_for_a_wrong_wave()
 /// spec or argocd-cm may hold besides what is checked (Helm values, an inline Dex client secret)
 /// is never read into the report, logged or shown, at any verbosity.
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn hostile_argocd_text_is_clean_and_nothing_else_of_the_objects_is_shown() {
     let (bao, kube) = fixed();
     let hostile = format!(

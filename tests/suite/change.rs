@@ -217,6 +217,7 @@ fn set_detects_a_concurrent_change_between_read_and_write() {
 /// answers only once the interaction calls `vault_open.set()` (a relay in the script holds the
 /// connections until then), so input written before it is written before any prompt.
 /// Returns everything the terminal showed, and the exit code.
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn set_on_a_terminal(bao: &OpenBao, dir: &Path, interaction: &str) -> (String, Option<i32>) {
     let script = r#"
 import os, pty, sys, select, socket, threading

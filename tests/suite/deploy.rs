@@ -854,6 +854,7 @@ fn pin_images(dir: &Path, resolve: &str, args: &[&str]) -> std::process::Output 
 /// registry is a stand-in here (no registry can be reached from the tests): each answer is
 /// a different digest, logged, so the test sees that each one went to its own image.
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn pin_images_pins_every_image_by_digest_keeping_its_tag() {
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("tree");
@@ -1324,6 +1325,7 @@ fn granted(objs: &[Value]) -> BTreeSet<(String, String, String, bool)> {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn the_hook_jobs_seed_and_verify_as_pods_and_rbac_is_exactly_what_verify_reads() {
     let cluster = Cluster::new();
     let objs = app();

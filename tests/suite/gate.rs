@@ -285,6 +285,7 @@ fields.value = {{ generator = "hex32" }}
 /// may be made again, is. `move` copies the old data with cas=0, marks the old path, deletes nothing,
 /// and refuses to write over a secret or to move data that fails the spec's checks.
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn a_layout_change_never_mints_a_fixed_value_and_move_copies_it() {
     let bao = OpenBao::dev();
     let dir = tempfile::tempdir().unwrap();

@@ -457,6 +457,7 @@ fn a_redirect_is_not_followed_and_names_where_it_pointed() {
 // 5. Server text is redacted and capped.
 
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn server_text_echoing_the_token_and_values_is_redacted_and_capped() {
     let home = tempfile::tempdir().unwrap();
     let token = "hvs.echoed-token-9d2c41";

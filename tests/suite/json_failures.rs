@@ -66,6 +66,7 @@ fn closed_addr() -> String {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn offline_failures_of_every_command_are_one_document_in_one_shape() {
     let home = tempfile::tempdir().unwrap();
     let specs = repo_specs();
@@ -174,6 +175,7 @@ fn offline_failures_of_every_command_are_one_document_in_one_shape() {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn failures_against_a_server_are_one_document_and_refusals_exit_2() {
     let home = tempfile::tempdir().unwrap();
     let specs = repo_specs();

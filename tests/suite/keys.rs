@@ -247,6 +247,7 @@ fn apply_writes_keys_openssl_reads_and_never_shows_them() {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn keys_from_openssl_are_kept_and_wrong_ones_are_invalid_never_overwritten() {
     let bao = OpenBao::dev();
     let dir = common::spec_dir(&SPEC.replace("{addr}", &bao.addr));

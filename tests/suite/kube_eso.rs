@@ -140,6 +140,7 @@ async fn secret_values_never_leave_the_module() {
 }
 
 #[tokio::test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 async fn sync_error_is_explained_by_the_update_failed_event() {
     let kube = FakeKube::start();
     kube.put(

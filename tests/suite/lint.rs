@@ -439,6 +439,7 @@ fn header_and_url_strings_are_checked_with_locations() {
 /// create a Vault user with the admin policy, and `mount = "secret/data"` wrote one key's data
 /// into another's. A mount is a secrets-engine mount, never an API prefix or a KV v2 endpoint.
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn mounts_and_paths_outside_kv_are_refused() {
     let cases = [
         (

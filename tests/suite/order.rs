@@ -109,6 +109,7 @@ fn of_rule(doc: &Value, rule: &str) -> Vec<(String, Value, String)> {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn broken_layout_fails_with_each_of_the_runbooks_findings() {
     let (code, doc) = order_json(&broken());
     assert_eq!(code, 1, "{doc:#}");
@@ -1031,6 +1032,7 @@ fn hostile_inputs_are_refused_within_a_memory_budget() {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn rollouts_are_consumers_and_unknown_pod_templates_are_not_checked() {
     let dir = tempfile::tempdir().unwrap();
     let rollout = write(

@@ -634,6 +634,7 @@ fn spec_pattern() -> impl Strategy<Value = String> {
 /// Whatever ESO's policies say, adding the suggested rules closes every gap but those an exact
 /// `deny` causes, takes away nothing granted on a required path, and the server agrees.
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn suggested_rules_close_the_gaps() {
     let bao = OpenBao::dev();
     let reqs = core_service_requirements();

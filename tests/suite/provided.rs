@@ -418,6 +418,7 @@ fn set_and_rotate_refuse_a_provided_path() {
 /// for a failed push (`set secret failed: could not write remote ref ...`) around fixture 07(c)'s
 /// Vault 403.
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn the_providers_push_secret_failing_with_a_403_is_shown_as_the_cause() {
     let bao = OpenBao::dev();
     run(&bao, &["apply", ENV]).expect_code(0);

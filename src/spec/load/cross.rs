@@ -13,6 +13,7 @@ pub(super) type Owner = (u32, u32);
 ///
 /// One environment at a time: its targets made once, and a map from each path, and each name
 /// `set` and `rotate` accept, to its first owner.
+#[allow(clippy::too_many_lines)] // one spec table read key by key, each problem at its span
 pub(super) fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
     let env_names: BTreeSet<&str> = specs
         .iter()
@@ -127,6 +128,7 @@ pub(super) fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
 /// In `env`, every field of another secret that a derived field names (`copy`,
 /// `{SECRET.field}`) is found, as [`crate::spec::find_source`] finds it at run time, and has that
 /// field; and no field is made, through others and across secrets, from itself.
+#[allow(clippy::too_many_lines)] // one spec table read key by key, each problem at its span
 fn check_sources(
     env: &str,
     specs: &[Spec],

@@ -87,6 +87,7 @@ impl<'de> SourceKeys<'de> {
         }
     }
 
+    #[allow(clippy::too_many_lines)] // one spec table read key by key, each problem at its span
     fn build_inner(
         self,
         cx: &mut Cx<'_>,
@@ -733,6 +734,7 @@ mod tests {
     /// hash's line and column, saying how long they get; one of inputs that fit, or whose length
     /// the spec cannot tell (a person's, another secret's), loads.
     #[test]
+    #[allow(clippy::too_many_lines)] // one spec table read key by key, each problem at its span
     fn bcrypt_of_an_input_that_can_be_longer_than_71_bytes_is_refused() {
         let hash = "fields.hash = { derive = { bcrypt = \"in\" } }\n";
         // Another secret's values are not measured: its field may differ by environment.

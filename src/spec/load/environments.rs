@@ -14,6 +14,7 @@ pub(super) struct Written {
     pub ov: SecretOverride,
 }
 
+#[allow(clippy::too_many_lines)] // one spec table read key by key, each problem at its span
 pub(super) fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<String, EnvEntry> {
     let span = v.span;
     let before = cx.diags.len();

@@ -582,6 +582,7 @@ const ROOT_KEYS_CTX: &str = "the spec";
 /// small part of a spawned thread's 2 MiB stack.
 const SPEC_MAX_DEPTH: usize = 128;
 
+#[allow(clippy::too_many_lines)] // one spec table read key by key, each problem at its span
 fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     let text = &cx.src.text;
     let mut root = match toml_span::parse(text) {

@@ -301,6 +301,7 @@ impl RotationKeys {
 /// `provided_by`, `push_secret`, `mount`, `path` of a secret: a provided secret, or `None`. The
 /// last three without `provided_by` are problems: a secret vault-seed seeds lives under
 /// `[vault]`.
+#[allow(clippy::too_many_lines)] // one spec table read key by key, each problem at its span
 pub(super) fn parse_provided(
     cx: &mut Cx<'_>,
     th: &mut TableHelper<'_>,
@@ -422,6 +423,7 @@ pub(super) fn check_push_secret(s: &str) -> Result<(), String> {
     }
 }
 
+#[allow(clippy::too_many_lines)] // one spec table read key by key, each problem at its span
 pub(super) fn parse_generator(
     cx: &mut Cx<'_>,
     mut v: Value<'_>,
