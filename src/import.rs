@@ -486,3 +486,171 @@ fn decide(
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::generate::IMPORT_MARKER;
+
+    const PAT: &str = "zitadel-pat-Tq8vLw3nXe5RkZ1m";
+    const OTHER: &str = "a-pat-someone-set-9Kd2";
+
+    fn from_secret(name: &str) -> Field {
+        Field::new(
+            name,
+            Generator::FromSecret {
+                namespace: "ask".into(),
+                name: "zitadel-admin-pat".into(),
+                key: "pat".into(),
+            },
+        )
+    }
+
+    /// `secret/app/dev/S` with the import field `pat` and a uuid `client`.
+    fn target(fixed: bool) -> Target {
+        let mut t = crate::replace::tests::target("app", "S", &["client"]);
+        let mut fields = t.fields.to_vec();
+        fields.insert(0, from_secret("pat"));
+        t.fields = Arc::from(fields);
+        t.fixed = fixed;
+        t
+    }
+
+    fn held(pat: Option<&str>) -> Held {
+        Held {
+            version: 3,
+            live: true,
+            fields: pat
+                .map(|v| ("pat".to_string(), FieldValue::Text(SecretString::from(v))))
+                .into_iter()
+                .collect(),
+            ..Held::default()
+        }
+    }
+
+    /// What `import` does with the Secret's value, given what Vault holds: imported where the
+    /// field is absent, the marker replaced, the same value left alone, another real value
+    /// replaced only with `--force` and a fixed one never, the marker itself never imported.
+    #[test]
+    fn what_import_writes_and_what_it_refuses() {
+        use Outcome::*;
+        // (case, Vault holds, the Secret holds, `--force`, a fixed secret, outcome, detail)
+        type Case<'a> = (
+            &'a str,
+            Option<&'a str>,
+            &'a str,
+            bool,
+            bool,
+            Outcome,
+            Option<&'a str>,
+        );
+        #[rustfmt::skip]
+        let cases: &[Case<'_>] = &[
+            ("absent field",           None,                PAT,           false, false, Imported, None),
+            ("the same value",         Some(PAT),           PAT,           false, false, Exists,   Some("already holds")),
+            ("the marker apply wrote", Some(IMPORT_MARKER), PAT,           false, false, Replaced, Some("import marker")),
+            ("another real value",     Some(OTHER),         PAT,           false, false, Refused,  Some("pass --force")),
+            ("another, --force",       Some(OTHER),         PAT,           true,  false, Replaced, Some("(--force)")),
+            ("the Secret's marker",    None,                IMPORT_MARKER, false, false, Refused,  Some("marker")),
+            ("both hold the marker",   Some(IMPORT_MARKER), IMPORT_MARKER, true,  false, Refused,  Some("marker")),
+            ("fixed, --force",         Some(OTHER),         PAT,           true,  true,  Refused,  Some("fixed")),
+            ("fixed, the same",        Some(PAT),           PAT,           false, true,  Exists,   None),
+        ];
+        for &(case, vault, secret, force, fixed, want, detail) in cases {
+            let t = target(fixed);
+            let value = SecretString::from(secret);
+            let intent = Intent::Import { force };
+            let (got, why) = decide(&t, &t.fields[0], &held(vault), &value, intent);
+            assert_eq!(got, want, "{case}: {why:?}");
+            let why = why.unwrap_or_default();
+            if let Some(d) = detail {
+                assert!(why.contains(d), "{case}: {why}");
+            }
+            // `--force` is offered only where it would help, and no value is ever named.
+            assert_eq!(
+                why.contains("--force") && got == Refused,
+                detail == Some("pass --force"),
+                "{case}: {why}"
+            );
+            assert!(!why.contains(PAT) && !why.contains(OTHER), "{case}: {why}");
+        }
+    }
+
+    /// A Secret that is not there yet, lacks the key, or holds nothing usable is "not done";
+    /// only a Secret that could not be read is "not checked". Each sentence names the Secret
+    /// and the key.
+    #[test]
+    fn a_missing_value_is_not_done_and_an_unreadable_secret_not_checked() {
+        let (secret, key) = ("ask/zitadel-admin-pat".to_string(), "pat".to_string());
+        let unavailable = [
+            Unavailable::NoSecret {
+                secret: secret.clone(),
+                key: key.clone(),
+            },
+            Unavailable::NoKey {
+                secret: secret.clone(),
+                key: key.clone(),
+            },
+            Unavailable::Empty {
+                secret: secret.clone(),
+                key: key.clone(),
+            },
+            Unavailable::NotText {
+                secret: secret.clone(),
+                key: key.clone(),
+            },
+        ];
+        for u in &unavailable {
+            assert!(!u.unreadable(), "{u:?}");
+            let m = u.message();
+            assert!(
+                m.contains("`ask/zitadel-admin-pat`") && m.contains("`pat`"),
+                "{m}"
+            );
+        }
+        let forbidden = Unavailable::Unreadable {
+            error: "forbidden: cannot get secrets".into(),
+        };
+        assert!(forbidden.unreadable());
+        assert_eq!(forbidden.message(), "forbidden: cannot get secrets");
+    }
+
+    /// Which outcomes leave the run done, and the word shown is the JSON's.
+    #[test]
+    fn refused_not_done_and_not_checked_fail_the_run() {
+        use Outcome::*;
+        for (o, ok) in [
+            (Imported, true),
+            (Replaced, true),
+            (Exists, true),
+            (WouldImport, true),
+            (WouldReplace, true),
+            (Refused, false),
+            (NotDone, false),
+            (NotChecked, false),
+        ] {
+            assert_eq!(o.ok(), ok, "{o:?}");
+            assert_eq!(serde_json::to_value(o).unwrap(), o.as_str(), "{o:?}");
+        }
+    }
+
+    #[test]
+    fn only_from_secret_fields_are_imported() {
+        let t = target(false);
+        let sources: Vec<Source<'_>> = t.fields.iter().filter_map(Source::of).collect();
+        assert_eq!(
+            sources,
+            [Source {
+                namespace: "ask",
+                name: "zitadel-admin-pat",
+                key: "pat"
+            }]
+        );
+        assert_eq!(sources[0].secret(), "ask/zitadel-admin-pat");
+        let plain = crate::replace::tests::target("app", "U", &["client"]);
+        assert!(imports_into(&t) && !imports_into(&plain));
+        assert!(any(&[plain.clone(), t]) && !any(&[plain]));
+    }
+}

@@ -252,3 +252,233 @@ impl Judge<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::{BadField, RemoteRef, Transformation, VsoBadField};
+
+    /// The spec names `secret/app/dev/S`; application `app` owns the folder `app/dev`.
+    fn named() -> Vec<Target> {
+        vec![crate::replace::tests::target("app", "S", &["password"])]
+    }
+
+    fn owned() -> Vec<(String, String, String)> {
+        vec![("secret".into(), "app/dev".into(), "app".into())]
+    }
+
+    fn reference(key: &str) -> RemoteRef {
+        RemoteRef {
+            secret_key: "password".into(),
+            key: key.into(),
+            property: Some("password".into()),
+            version: None,
+            decoding: None,
+            as_is: true,
+        }
+    }
+
+    /// An ExternalSecret `ns/app` reading `keys` (`spec.data[].remoteRef.key`) and `data_from`.
+    fn es(keys: &[&str], data_from: Vec<DataFrom>) -> ExternalSecretInfo {
+        let mut es = crate::verify::eso::tests::es(Some(true), None);
+        es.data = keys.iter().map(|k| reference(k)).collect();
+        es.has_data_from = !data_from.is_empty();
+        es.data_from = data_from;
+        es
+    }
+
+    fn vss(mount: &str, path: &str) -> VaultStaticSecretInfo {
+        VaultStaticSecretInfo {
+            namespace: "ns".into(),
+            name: "app".into(),
+            generation: Some(1),
+            last_generation: Some(1),
+            ready: None,
+            healthy: None,
+            secret_synced: None,
+            has_secret_mac: true,
+            hmac: true,
+            mount: mount.into(),
+            kv_type: "kv-v2".into(),
+            path: path.into(),
+            pinned_version: None,
+            destination: "app".into(),
+            transformation: Transformation::default(),
+            vault_auth_ref: None,
+            vault_namespace: None,
+            bad: Vec::new(),
+            rollout_restart_targets: Vec::new(),
+            rollout_restart_bad: None,
+        }
+    }
+
+    /// The findings' kinds (`orphan-consumer, not-checked`), and what `--ignore` (one pattern,
+    /// or none when empty) counted.
+    fn judged(
+        ignore: &str,
+        look: impl Fn(&Judge<'_>, &mut Vec<Finding>, &mut Scanned),
+    ) -> (String, usize) {
+        let (named, owned) = (named(), owned());
+        let patterns = Some(ignore.to_string()).filter(|p| !p.is_empty());
+        let ignore = Ignore::new(patterns.into_iter().collect()).unwrap();
+        let judge = Judge {
+            named: &named,
+            owned: &owned,
+            ignore: &ignore,
+        };
+        let (mut found, mut scanned) = (Vec::new(), Scanned::default());
+        look(&judge, &mut found, &mut scanned);
+        let kinds: Vec<String> = found
+            .iter()
+            .map(|f| {
+                serde_json::to_value(f).unwrap()["kind"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        (kinds.join(", "), scanned.ignored.objects)
+    }
+
+    fn extract(key: &str) -> DataFrom {
+        DataFrom::Extract {
+            reference: reference(key),
+            rewritten: false,
+        }
+    }
+
+    /// An ExternalSecret is an orphan when it reads, under a folder a spec owns, a path no spec
+    /// names (below the mount or with it); what it reads elsewhere is not audit's; what cannot
+    /// be told is "not checked"; `--ignore` leaves out the object, or every object reading a
+    /// path it matches (with that object's other findings).
+    #[test]
+    fn an_external_secret_is_an_orphan_only_for_an_unnamed_path_under_the_folders() {
+        let (find, source_ref, empty) = (DataFrom::Find, DataFrom::SourceRef, DataFrom::Empty);
+        let legacy = "secret/app/dev/legacy/*";
+        // (case, `spec.data` keys, `spec.dataFrom`, `--ignore`, findings, objects ignored)
+        #[rustfmt::skip]
+        let cases = [
+            ("named",                  vec!["app/dev/S"],          vec![],                     "",                       "",                0),
+            ("named with its mount",   vec!["secret/app/dev/S"],   vec![],                     "",                       "",                0),
+            ("named, leading slash",   vec!["/app/dev/S"],         vec![],                     "",                       "",                0),
+            ("unnamed",                vec!["app/dev/OLD"],        vec![],                     "",                       "orphan-consumer", 0),
+            ("unnamed with its mount", vec!["secret/app/dev/OLD"], vec![],                     "",                       "orphan-consumer", 0),
+            ("another folder",         vec!["other/dev/X"],        vec![],                     "",                       "",                0),
+            ("a folder's look-alike",  vec!["app/devx/X"],         vec![],                     "",                       "",                0),
+            ("the folder itself",      vec!["app/dev"],            vec![],                     "",                       "",                0),
+            ("extract, unnamed",       vec![],                     vec![extract("app/dev/OLD")], "",                     "orphan-consumer", 0),
+            ("find",                   vec![],                     vec![find.clone()],         "",                       "not-checked",     0),
+            ("sourceRef",              vec![],                     vec![source_ref],           "",                       "not-checked",     0),
+            ("an empty dataFrom",      vec![],                     vec![empty],                "",                       "not-checked",     0),
+            ("ignored object",         vec!["app/dev/OLD"],        vec![],                     "ExternalSecret ns/*",    "",                1),
+            ("another ignored",        vec!["app/dev/OLD"],        vec![],                     "ExternalSecret other/*", "orphan-consumer", 0),
+            ("reads an ignored path",  vec!["app/dev/legacy/X"],   vec![find],                 legacy,                   "",                1),
+        ];
+        for (case, keys, data_from, ignore, want, ignored) in cases {
+            let es = es(&keys, data_from);
+            let got = judged(ignore, |j, found, scanned| {
+                j.external_secret(&es, found, scanned)
+            });
+            assert_eq!(got, (want.to_string(), ignored), "{case}");
+        }
+    }
+
+    #[test]
+    fn a_bad_field_is_not_checked_and_an_orphan_names_what_it_reads() {
+        let mut bad = es(&["secret/app/dev/OLD"], vec![]);
+        bad.bad_fields = vec![BadField {
+            field: "/spec/data/1/remoteRef/key".into(),
+            problem: "is not a string".into(),
+        }];
+        let (named, owned, ignore) = (named(), owned(), Ignore::default());
+        let judge = Judge {
+            named: &named,
+            owned: &owned,
+            ignore: &ignore,
+        };
+        let mut found = Vec::new();
+        judge.external_secret(&bad, &mut found, &mut Scanned::default());
+        assert_eq!(
+            found,
+            [
+                Finding::NotChecked {
+                    what: "ExternalSecret `ns/app`".into(),
+                    why: "field `/spec/data/1/remoteRef/key` is not a string".into(),
+                },
+                Finding::OrphanConsumer {
+                    object_kind: "ExternalSecret",
+                    namespace: "ns".into(),
+                    name: "app".into(),
+                    reads: "secret/app/dev/OLD".into(),
+                },
+            ]
+        );
+    }
+
+    /// A VaultStaticSecret by its `spec.mount` and `spec.path` (slashes trimmed): an orphan only
+    /// under a folder a spec owns, on that folder's mount; a `mount` or `path` that cannot be
+    /// read is "not checked", other bad fields are not audit's.
+    #[test]
+    fn a_vault_static_secret_is_an_orphan_only_for_an_unnamed_path_under_the_folders() {
+        let bad = |field: &'static str| {
+            let mut v = vss("secret", "app/dev/OLD");
+            v.bad = vec![VsoBadField {
+                field,
+                problem: FieldProblem::Missing,
+            }];
+            v
+        };
+        let orphan = || vss("secret", "app/dev/OLD");
+        // (case, the VaultStaticSecret, `--ignore`, findings, objects ignored)
+        #[rustfmt::skip]
+        let cases = [
+            ("named",                 vss("secret", "app/dev/S"),      "",                         "",                0),
+            ("named, slashes",        vss("/secret/", "/app/dev/S/"),  "",                         "",                0),
+            ("unnamed",               orphan(),                        "",                         "orphan-consumer", 0),
+            ("another mount",         vss("kv", "app/dev/OLD"),        "",                         "",                0),
+            ("a folder's look-alike", vss("secret", "app/devx/OLD"),   "",                         "",                0),
+            ("spec.path unreadable",  bad("spec.path"),                "",                         "not-checked",     0),
+            ("another bad field",     bad("spec.destination.name"),    "",                         "orphan-consumer", 0),
+            ("ignored object",        orphan(),                        "VaultStaticSecret ns/app", "",                1),
+            ("ignored path",          orphan(),                        "secret/app/dev/OLD",       "",                1),
+        ];
+        for (case, v, ignore, want, ignored) in cases {
+            let got = judged(ignore, |j, found, scanned| {
+                j.vault_static_secret(&v, found, scanned)
+            });
+            assert_eq!(got, (want.to_string(), ignored), "{case}");
+        }
+    }
+
+    /// A kind the cluster does not serve is only a note when no spec of the environment uses
+    /// it; otherwise, and for any other error, the namespace is "not checked".
+    #[test]
+    fn a_kind_not_served_is_a_note_only_when_no_spec_uses_it() {
+        let not_served = || KubeError::NotServed {
+            kind: "VaultStaticSecret",
+            group: crate::kube::VSO_GROUP,
+            versions: vec!["v1beta1"],
+        };
+        let forbidden = KubeError::Api {
+            verb: "list",
+            resource: "externalsecrets".into(),
+            object: "ns".into(),
+            code: 403,
+            reason: "Forbidden".into(),
+            message: "denied".into(),
+        };
+        for (case, e, used, note) in [
+            ("not served, unused", not_served(), false, true),
+            ("not served, used", not_served(), true, false),
+            ("denied, unused", forbidden, false, false),
+        ] {
+            let f = list_failed("VaultStaticSecrets", "ns", &e, used);
+            assert_eq!(matches!(f, Finding::Note { .. }), note, "{case}: {f:?}");
+            assert_eq!(
+                matches!(f, Finding::NotChecked { .. }),
+                !note,
+                "{case}: {f:?}"
+            );
+        }
+    }
+}

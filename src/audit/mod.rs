@@ -240,12 +240,7 @@ pub async fn run(
         )
         .await;
     }
-    found.sort_by(|a, b| {
-        (a.severity(), a.place())
-            .cmp(&(b.severity(), b.place()))
-            .then_with(|| a.cmp(b))
-    });
-    found.dedup();
+    worst_first(&mut found);
     Audit {
         env: plan.env.clone(),
         ok: findings::clean(&found),
@@ -256,9 +251,43 @@ pub async fn run(
     }
 }
 
+/// `found` worst first, then by place, each finding once (a path two folders reach is listed
+/// once).
+fn worst_first(found: &mut Vec<Finding>) {
+    found.sort_by(|a, b| {
+        (a.severity(), a.place())
+            .cmp(&(b.severity(), b.place()))
+            .then_with(|| a.cmp(b))
+    });
+    found.dedup();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn findings_are_worst_first_then_by_place_each_once() {
+        let note = Finding::Note { text: "n".into() };
+        let path = |p: &str| Finding::UnnamedPath {
+            mount: "secret".into(),
+            path: p.into(),
+            app: "app".into(),
+        };
+        let not_checked = Finding::NotChecked {
+            what: "folder `secret/a`".into(),
+            why: "denied".into(),
+        };
+        let mut found = vec![
+            note.clone(),
+            not_checked.clone(),
+            path("b/2"),
+            path("a/1"),
+            path("b/2"),
+        ];
+        worst_first(&mut found);
+        assert_eq!(found, [path("a/1"), path("b/2"), not_checked, note]);
+    }
 
     #[test]
     fn a_pattern_matches_whole_with_star_as_any_run() {

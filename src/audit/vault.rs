@@ -3,12 +3,12 @@
 //! go `concurrency` at once through the client's retries, as `apply`'s; LISTs and metadata
 //! reads are counted per mount against the bound.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use futures::stream::{self, StreamExt};
 
 use super::findings::Finding;
-use super::{NamedPaths, Request, Scanned};
+use super::{Ignore, NamedPaths, Request, Scanned};
 use crate::kv::{KvMount, KvVersion};
 use crate::layout::why;
 use crate::mounts::Mounts;
@@ -113,16 +113,10 @@ async fn folders(
     )
     .await;
     for (root, path) in w.leaves {
-        if req.ignore.path(m, &path) {
-            scanned.ignored.paths += 1;
-            continue;
-        }
-        if !named.contains(&(m.to_string(), path.clone())) {
-            found.push(Finding::UnnamedPath {
-                mount: m.to_string(),
-                path: cap(&path).into_owned(),
-                app: roots[kept[root]].1.to_string(),
-            });
+        match leaf(&req.ignore, named, m, &path, roots[kept[root]].1) {
+            Leaf::Ignored => scanned.ignored.paths += 1,
+            Leaf::Named => {}
+            Leaf::Unnamed(f) => found.push(f),
         }
     }
     for (folder, why) in w.failed {
@@ -133,6 +127,31 @@ async fn folders(
     }
     if w.cut {
         found.push(out_of_bound(m, req.max_scan_requests, "the specs' folders"));
+    }
+}
+
+/// What a path found under the folder of application `app` is.
+#[derive(Debug, PartialEq)]
+enum Leaf {
+    /// Left out by `--ignore`: counted, not judged.
+    Ignored,
+    /// A spec names it.
+    Named,
+    /// No spec names it.
+    Unnamed(Finding),
+}
+
+fn leaf(ignore: &Ignore, named: &NamedPaths, mount: &str, path: &str, app: &str) -> Leaf {
+    if ignore.path(mount, path) {
+        Leaf::Ignored
+    } else if named.contains(&(mount.to_string(), path.to_string())) {
+        Leaf::Named
+    } else {
+        Leaf::Unnamed(Finding::UnnamedPath {
+            mount: mount.to_string(),
+            path: cap(path).into_owned(),
+            app: app.to_string(),
+        })
     }
 }
 
@@ -171,24 +190,46 @@ async fn fields(
         .buffer_unordered(concurrency.max(1));
     while let Some((t, r)) = answers.next().await {
         match r {
-            Ok(names) => {
-                for name in names {
-                    if !t.fields.iter().any(|f| f.name == name) {
-                        found.push(Finding::UnnamedField {
-                            mount: t.mount().to_string(),
-                            path: t.path.to_string(),
-                            secret: t.name.to_string(),
-                            field: cap(&name).into_owned(),
-                        });
-                    }
-                }
-            }
+            Ok(names) => found.extend(unnamed_fields(t, names)),
             Err(e) => found.push(Finding::NotChecked {
                 what: format!("secret `{}`", t.full_path()),
                 why: why(&e),
             }),
         }
     }
+}
+
+/// The fields of `names` (what Vault holds at `t`'s path) that `t`'s spec does not name.
+fn unnamed_fields(t: &crate::spec::Target, names: Vec<String>) -> Vec<Finding> {
+    names
+        .into_iter()
+        .filter(|name| !t.fields.iter().any(|f| f.name == *name))
+        .map(|name| Finding::UnnamedField {
+            mount: t.mount().to_string(),
+            path: t.path.to_string(),
+            secret: t.name.to_string(),
+            field: cap(&name).into_owned(),
+        })
+        .collect()
+}
+
+/// A path no spec names, by its custom_metadata: found when it carries vault-seed's mark
+/// exactly (`managed-by=vault-seed`), with the spec file it names.
+fn marked(mount: &str, path: &str, meta: Option<&BTreeMap<String, String>>) -> Option<Finding> {
+    let meta = meta?;
+    (meta.get(MARK_KEY).map(String::as_str) == Some(MARK_VALUE)).then(|| Finding::MarkedPath {
+        mount: mount.to_string(),
+        path: cap(path).into_owned(),
+        spec_file: meta.get(SPEC_KEY).map(|s| cap(s).into_owned()),
+    })
+}
+
+/// Keep of `paths` only as many as `budget` allows, and spend it; whether any were cut.
+fn spend(paths: &mut Vec<String>, budget: &mut usize) -> bool {
+    let cut = paths.len() > *budget;
+    paths.truncate(*budget);
+    *budget -= paths.len();
+    cut
 }
 
 /// One mount beyond the specs' folders (`skip`): each path no spec names has its metadata read;
@@ -234,12 +275,7 @@ async fn scan_mount(
             !ignored
         })
         .collect();
-    let mut cut = w.cut;
-    if unnamed.len() > *budget {
-        unnamed.truncate(*budget);
-        cut = true;
-    }
-    *budget -= unnamed.len();
+    let cut = spend(&mut unnamed, budget) || w.cut;
     scanned.metadata_reads += unnamed.len();
     let mut answers = stream::iter(unnamed)
         .map(|p| async move {
@@ -249,14 +285,7 @@ async fn scan_mount(
         .buffer_unordered(req.concurrency.max(1));
     while let Some((path, r)) = answers.next().await {
         match r {
-            Ok(Some(meta)) if meta.get(MARK_KEY).map(String::as_str) == Some(MARK_VALUE) => {
-                found.push(Finding::MarkedPath {
-                    mount: m.to_string(),
-                    path: cap(&path).into_owned(),
-                    spec_file: meta.get(SPEC_KEY).map(|s| cap(s).into_owned()),
-                });
-            }
-            Ok(_) => {}
+            Ok(meta) => found.extend(marked(m, &path, meta.as_ref())),
             Err(e) => found.push(Finding::NotChecked {
                 what: format!("path `{}`", folder_name(m, &path)),
                 why: format!("{}: whether vault-seed made it is not known", why(&e)),
@@ -265,5 +294,132 @@ async fn scan_mount(
     }
     if cut {
         found.push(out_of_bound(m, req.max_scan_requests, "the mount"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(paths: &[&str]) -> NamedPaths {
+        paths
+            .iter()
+            .map(|p| ("secret".to_string(), p.to_string()))
+            .collect()
+    }
+
+    /// A path under an owned folder: `--ignore` first (counted, never judged), then named or an
+    /// orphan of the folder's application.
+    #[test]
+    fn a_path_in_an_owned_folder_is_ignored_named_or_unnamed() {
+        let ignore = Ignore::new(vec!["secret/app/dev/legacy/*".into()]).unwrap();
+        let named = named(&["app/dev/S", "app/dev/legacy/KEPT"]);
+        let unnamed = |p: &str| {
+            Leaf::Unnamed(Finding::UnnamedPath {
+                mount: "secret".into(),
+                path: p.into(),
+                app: "app".into(),
+            })
+        };
+        for (path, want) in [
+            ("app/dev/S", Leaf::Named),
+            ("app/dev/OLD", unnamed("app/dev/OLD")),
+            ("app/dev/S/under", unnamed("app/dev/S/under")),
+            ("app/dev/legacy/X", Leaf::Ignored),
+            // Ignored wins over named: it is not this platform's to judge.
+            ("app/dev/legacy/KEPT", Leaf::Ignored),
+        ] {
+            assert_eq!(leaf(&ignore, &named, "secret", path, "app"), want, "{path}");
+        }
+        // Another mount's path of the same name is not named.
+        assert_eq!(
+            leaf(&Ignore::default(), &named, "kv", "app/dev/S", "app"),
+            Leaf::Unnamed(Finding::UnnamedPath {
+                mount: "kv".into(),
+                path: "app/dev/S".into(),
+                app: "app".into()
+            })
+        );
+    }
+
+    #[test]
+    fn only_the_fields_the_spec_does_not_name_are_found() {
+        let t = crate::replace::tests::target("app", "S", &["password", "user"]);
+        let found = unnamed_fields(&t, vec!["user".into(), "old".into(), "password".into()]);
+        assert_eq!(
+            found,
+            [Finding::UnnamedField {
+                mount: "secret".into(),
+                path: "app/dev/S".into(),
+                secret: "S".into(),
+                field: "old".into(),
+            }]
+        );
+        assert!(unnamed_fields(&t, Vec::new()).is_empty());
+    }
+
+    /// Only vault-seed's exact mark makes a path outside the folders vault-seed's.
+    #[test]
+    fn a_path_outside_the_folders_counts_only_with_vault_seeds_mark() {
+        let meta = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let found = |spec_file: Option<&str>| {
+            Some(Finding::MarkedPath {
+                mount: "secret".into(),
+                path: "x/OLD".into(),
+                spec_file: spec_file.map(String::from),
+            })
+        };
+        for (case, m, want) in [
+            ("absent", None, None),
+            ("no metadata", Some(meta(&[])), None),
+            (
+                "another tool's",
+                Some(meta(&[("managed-by", "terraform")])),
+                None,
+            ),
+            (
+                "a look-alike",
+                Some(meta(&[("managed-by", "vault-seed ")])),
+                None,
+            ),
+            ("another key", Some(meta(&[("owner", "vault-seed")])), None),
+            (
+                "marked",
+                Some(meta(&[("managed-by", "vault-seed")])),
+                found(None),
+            ),
+            (
+                "marked, with its spec",
+                Some(meta(&[
+                    ("managed-by", "vault-seed"),
+                    ("vault-seed/spec", "specs/x.toml"),
+                ])),
+                found(Some("specs/x.toml")),
+            ),
+        ] {
+            assert_eq!(marked("secret", "x/OLD", m.as_ref()), want, "{case}");
+        }
+    }
+
+    /// Past the bound, what is left is cut (a "not checked" finding), never read.
+    #[test]
+    fn the_metadata_reads_stop_at_the_bound() {
+        let paths = |n: usize| (0..n).map(|i| format!("p{i}")).collect::<Vec<_>>();
+        for (n, budget, kept, left, cut) in [
+            (3, 5, 3, 2, false),
+            (5, 5, 5, 0, false),
+            (6, 5, 5, 0, true),
+            (1, 0, 0, 0, true),
+            (0, 0, 0, 0, false),
+        ] {
+            let (mut p, mut b) = (paths(n), budget);
+            assert_eq!(spend(&mut p, &mut b), cut, "{n} of {budget}");
+            assert_eq!((p.len(), b), (kept, left), "{n} of {budget}");
+        }
     }
 }

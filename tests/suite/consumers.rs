@@ -794,3 +794,53 @@ fn a_value_written_again_counts_from_its_first_version() {
     let out = w.verify(&[]).expect_code(0);
     has(&out.stdout_text(), "cannot tell: reads `db` through env");
 }
+
+/// A Secret whose data two managers wrote, a day apart from a pod's start on either side:
+/// `kubectl create secret generic db --from-literal=username=…` (manager `kubectl-create`), then
+/// ESO merging `password` into it (`creationPolicy: Merge`: external-secrets v2.9.0
+/// `pkg/controllers/externalsecret/externalsecret_controller.go`, `updateSecret`, an Update under
+/// the field owner `externalsecrets.external-secrets.io/<name>`, adding the
+/// `reconcile.external-secrets.io/managed` label and `data-hash` annotation). An Update takes
+/// from the other managers only the fields it changes (structured-merge-diff v6.3.0
+/// `merge/update.go` `Updater.update`), so both entries keep a key of `data`, each stamped with
+/// its own write, and the API server lists them oldest first (apimachinery v0.34.0
+/// `pkg/util/managedfields/internal/managedfields.go` `sortEncodedManagedFields`). The pod
+/// started between the two writes holds the data before ESO's: the latest entry counts.
+#[test]
+fn a_secret_whose_data_two_managers_changed_counts_from_the_latest_change() {
+    let w = world();
+    let created = rfc3339(w.second - Duration::days(2));
+    let mut merged = secret(NS, "db", &[("username", "app"), ("password", VALUE)]);
+    merged["metadata"]["labels"] = json!({"reconcile.external-secrets.io/managed": "true"});
+    merged["metadata"]["annotations"] =
+        json!({"reconcile.external-secrets.io/data-hash": "0c3f5e9a1b2d4c6e8f0a1b2c3d4e5f60"});
+    merged["metadata"]["managedFields"] = json!([
+        {"manager": "kubectl-create", "operation": "Update", "apiVersion": "v1", "time": created,
+         "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:data": {".": {}, "f:username": {}}, "f:type": {}}},
+        {"manager": "externalsecrets.external-secrets.io/db", "operation": "Update",
+         "apiVersion": "v1", "time": w.changed, "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:data": {"f:password": {}},
+                      "f:metadata": {"f:annotations": {".": {}, "f:reconcile.external-secrets.io/data-hash": {}},
+                                     "f:labels": {".": {}, "f:reconcile.external-secrets.io/managed": {}}}}},
+    ]);
+    w.kube.put(merged);
+    w.kube.update("ExternalSecret", Some(NS), "db", |es| {
+        es["spec"]["target"]["creationPolicy"] = json!("Merge");
+    });
+    w.kube.put(workload("Deployment", NS, "web", reads("env")));
+    // After `kubectl create`, before ESO's write (and before Vault had the value).
+    w.pod("web", "web-1", &w.before);
+    let out = w.verify(&[]).expect_code(1);
+    let text = out.stdout_text();
+    has(&text, "FAIL Deployment apps/web");
+    has(&text, format!("1 pod(s) started before its data changed at {} by `externalsecrets.external-secrets.io/db` (`web-1`)", w.changed));
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    assert_eq!(doc["consumers"]["secrets"][0]["changed_at"], w.changed);
+    // Its twin: a pod started after ESO's write is fresh.
+    w.pod("web", "web-1", &w.after);
+    has(
+        &w.verify(&[]).expect_code(0).stdout_text(),
+        "ok   Deployment apps/web",
+    );
+}

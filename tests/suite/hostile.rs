@@ -574,6 +574,166 @@ fn server_text_echoing_the_token_and_values_is_redacted_and_capped() {
     assert!(!all.contains('\u{1b}'), "{all}");
 }
 
+/// What a Vault that echoes everything answers a request it does not serve: 400, with the
+/// request's token and body in its text.
+fn echo(req: &Req) -> Answer {
+    Answer::Json(
+        400,
+        json!({"errors": [format!(
+            "invalid request with token {} and body {}",
+            req.token.clone().unwrap_or_default(),
+            req.body
+        )]}),
+    )
+}
+
+/// An echoing Vault (KV v2 at `secret/`) holding only `K0` (when given, its `password`): other
+/// reads find no path, writes are echoed.
+fn echoing_vault(k0: Option<String>) -> Stub {
+    Stub::start("127.0.0.1:0", move |req| {
+        if let Some(a) = setup_answer(req) {
+            return a;
+        }
+        match (req.method.as_str(), &k0) {
+            ("GET", Some(password)) if req.path.ends_with("/K0") => Answer::Json(
+                200,
+                json!({"data": {"data": {"password": password},
+                       "metadata": {"version": 1, "created_time": "2024-01-01T00:00:00Z"}}}),
+            ),
+            ("GET" | "LIST", _) => Answer::Json(404, json!({"errors": []})),
+            _ => echo(req),
+        }
+    })
+}
+
+/// `run` as text and as `-o json`: each fails on the echoed write (exit 1) and shows the
+/// server's text with `[redacted]`, never `value`; and each write to `path` did carry `value`,
+/// so the server did echo it.
+fn echoed_never_shown(vault: &Stub, path: &str, value: &str, run: impl Fn() -> Run) {
+    for output in [&[][..], &["-o", "json"][..]] {
+        let out = run().args(output).status(1).never_shows(value).check();
+        let all = out.all_text();
+        assert!(
+            all.contains("invalid request with token [redacted] and body"),
+            "{output:?}: {all}"
+        );
+    }
+    let writes: Vec<Req> = vault
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with(path))
+        .collect();
+    assert_eq!(writes.len(), 2, "{writes:?}");
+    assert!(writes.iter().all(|w| w.body.contains(value)), "{writes:?}");
+}
+
+/// The value `set` reads from stdin is held for redaction from the moment it is read: a Vault
+/// echoing the write's body shows `[redacted]`, never the value.
+#[test]
+fn server_text_echoing_the_value_set_reads_is_redacted() {
+    let home = tempfile::tempdir().unwrap();
+    // A valid hex32, given only on stdin (nothing else in the run holds it); it replaces
+    // another (`set` writes only over a path that exists).
+    let value = "7c".repeat(32);
+    let vault = echoing_vault(Some("5e".repeat(32)));
+    let specs = spec_dir("https://unused.example", 1);
+    echoed_never_shown(&vault, "/hostile/dev/K0", &value, || {
+        vault_seed(home.path(), specs.path(), "hvs.echoed-token-set-1")
+            .addr(&vault.addr)
+            .args(["set", "dev", "K0.password", "--force", "--skip-kube"])
+            .stdin(&value)
+    });
+}
+
+/// The value `import` copies from a Kubernetes Secret is held for redaction from the moment it
+/// is read: a Vault echoing the write's body shows `[redacted]`, never the value.
+#[test]
+fn server_text_echoing_the_value_import_copies_is_redacted() {
+    let home = tempfile::tempdir().unwrap();
+    let value = "zitadel-pat-echoed-Vq2m8Kd4";
+    let kube = common::fake_kube::FakeKube::start();
+    kube.put(common::fake_kube::secret(
+        "ask",
+        "admin-pat",
+        &[("pat", value)],
+    ));
+    let vault = echoing_vault(None);
+    let specs = common::spec_dir(
+        "[vault]\nmount = \"secret\"\npath = \"hostile/{env}\"\nkv_version = 2\n\
+         [environments.dev]\nvault_addr = 'https://unused.example'\nkube_namespace = \"ask\"\n\
+         [secrets.PAT]\ndescription = \"the admin PAT\"\n\
+         fields.pat = { from_secret = \"ask/admin-pat:pat\" }\n",
+    );
+    echoed_never_shown(&vault, "/hostile/dev/PAT", value, || {
+        vault_seed(home.path(), specs.path(), "hvs.echoed-token-import-1")
+            .addr(&vault.addr)
+            .args(["import", "dev", "--kubeconfig"])
+            .arg(kube.kubeconfig())
+    });
+}
+
+/// The token a login returns is held for redaction as soon as it is read: a Vault that answers
+/// the login (`POST auth/<mount>/login`, with the `auth` block of OpenBao's `api/secret.go`
+/// `SecretAuth`: `client_token`, `accessor`, `policies`, `lease_duration`) and then echoes the token it is sent shows `[redacted]`, never the token.
+/// The token has no Vault prefix, so only the registration can hide it, not its shape.
+#[test]
+fn server_text_echoing_the_login_token_is_redacted_for_each_method() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, content: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, content).unwrap();
+        p
+    };
+    let jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzZWVkZXIifQ.c2lnbmF0dXJl";
+    let jwt_file = file("jwt", jwt);
+    let role_file = file("role-id", "0f1e2d3c-role-id-4b5a");
+    let secret_file = file("secret-id", "9a8b7c6d-secret-id-5e4f");
+    let specs = spec_dir("https://unused.example", 1);
+    for method in ["kubernetes", "jwt", "approle"] {
+        let token = format!("login-token-{method}-not-shaped-5c31e9");
+        let issued = token.clone();
+        let vault = Stub::start("127.0.0.1:0", move |req| {
+            if req.method == "POST" && req.path.ends_with("/login") {
+                return Answer::Json(
+                    200,
+                    json!({"auth": {"client_token": issued, "accessor": "accessor-of-the-login",
+                           "policies": ["default", "seeder"], "lease_duration": 600}}),
+                );
+            }
+            Answer::Json(
+                400,
+                json!({"errors": [format!("bad token {}", req.token.clone().unwrap_or_default())]}),
+            )
+        });
+        let run = Run::home(dir.path())
+            .specs(specs.path())
+            .addr(&vault.addr)
+            .env("VAULT_SEED_AUTH", method)
+            .env("GITLAB_ID_TOKEN", jwt);
+        let run = match method {
+            "kubernetes" => run.args(["--role", "seeder", "--jwt-file"]).arg(&jwt_file),
+            "jwt" => run.args(["--role", "seeder", "--jwt-env", "GITLAB_ID_TOKEN"]),
+            _ => run
+                .env("VAULT_SEED_ROLE_ID_FILE", &role_file)
+                .env("VAULT_SEED_SECRET_ID_FILE", &secret_file),
+        };
+        let out = run
+            .args(["plan", "dev"])
+            .status(1)
+            .never_shows(&token)
+            .check();
+        let all = out.all_text();
+        assert!(all.contains("bad token [redacted]"), "{method}: {all}");
+        // The token was sent, so the server did echo it.
+        let sent: Vec<Req> = vault
+            .requests()
+            .into_iter()
+            .filter(|r| r.token.as_deref() == Some(token.as_str()))
+            .collect();
+        assert!(!sent.is_empty(), "{method}: {:?}", vault.requests());
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 10. Answers larger than vault-seed reads.
 
