@@ -27,6 +27,7 @@ mod in_cluster;
 mod json_failures;
 mod keys;
 mod kube_eso;
+mod kube_lists;
 mod kube_logs;
 mod kube_vso;
 mod kubeconfig_guards;
