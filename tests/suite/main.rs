@@ -50,3 +50,4 @@ mod stdout_errors;
 mod tls;
 mod verify;
 mod vso_identity;
+mod wait;
