@@ -8,6 +8,7 @@
 
 use ::kube::api::ListParams;
 use ::kube::core::{ErrorResponse, Request};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use zeroize::Zeroizing;
 
@@ -102,22 +103,111 @@ impl EsoCluster {
     }
 }
 
-/// A page whose items are plain JSON (kinds whose values are not secret).
-pub(super) fn json_page(text: &str) -> Result<(Vec<serde_json::Value>, Option<String>), String> {
-    #[derive(Deserialize)]
-    struct Page {
-        #[serde(default)]
-        metadata: ListMeta,
-        #[serde(default)]
-        items: Option<Vec<serde_json::Value>>,
-    }
-    let page: Page = serde_json::from_str(text).map_err(|e| {
+/// A page whose items are plain JSON (kinds whose values are not secret), each read by `item`
+/// as it is parsed: one item's JSON is held at a time, not the page's.
+pub(super) fn json_page<T>(
+    text: &str,
+    item: &dyn Fn(serde_json::Value) -> T,
+) -> Result<(Vec<T>, Option<String>), String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    PageSeed(item).deserialize(&mut de).map_err(|e| {
         format!(
             "not a list ({:?} error at line {} column {})",
             e.classify(),
             e.line(),
             e.column()
         )
-    })?;
-    Ok((page.items.unwrap_or_default(), page.metadata.continue_token))
+    })
+}
+
+/// A list: its token, and each item read by the function.
+struct PageSeed<'f, T>(&'f dyn Fn(serde_json::Value) -> T);
+
+impl<'de, T> DeserializeSeed<'de> for PageSeed<'_, T> {
+    type Value = (Vec<T>, Option<String>);
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, T> Visitor<'de> for PageSeed<'_, T> {
+    type Value = (Vec<T>, Option<String>);
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a list")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (mut items, mut next) = (Vec::new(), None);
+        while let Some(member) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match member.as_ref() {
+                "metadata" => next = map.next_value::<ListMeta>()?.continue_token,
+                "items" => items = map.next_value_seed(Each(ByFn(self.0)))?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok((items, next))
+    }
+}
+
+/// `items`: null, or each item read by the seed `S`.
+pub(super) struct Each<S>(pub S);
+
+impl<'de, S: DeserializeSeed<'de> + Copy> DeserializeSeed<'de> for Each<S> {
+    type Value = Vec<S::Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de, S: DeserializeSeed<'de> + Copy> Visitor<'de> for Each<S> {
+    type Value = Vec<S::Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a list's items")
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(item) = seq.next_element_seed(self.0)? {
+            out.push(item);
+        }
+        Ok(out)
+    }
+}
+
+/// One item as JSON, read by the function.
+struct ByFn<'f, T>(&'f dyn Fn(serde_json::Value) -> T);
+
+impl<T> Clone for ByFn<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for ByFn<'_, T> {}
+
+impl<'de, T> DeserializeSeed<'de> for ByFn<'_, T> {
+    type Value = T;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        Ok((self.0)(v))
+    }
 }

@@ -18,10 +18,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use futures::{stream, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-use super::pager::{json_page, ListAt, ListMeta, Paged};
+use super::pager::{json_page, Each, ListAt, ListMeta, Paged};
 use super::status::{self, ExternalSecretInfo};
 use super::value::{DataDigests, KeyDigest};
 use super::vso::{self, VaultStaticSecretInfo, VAULT_STATIC_SECRET, VSO_GROUP, VSO_VERSION};
@@ -496,17 +496,11 @@ impl EsoCluster {
                 g => format!("{g}/{version}"),
             };
             let at = self.list_at(kind, version, ns);
-            let page = |text: &str| {
-                let (items, next) = json_page(text)?;
-                let items = items
-                    .iter()
-                    .map(|o| {
-                        let (name, ns) = name_and_namespace(o);
-                        (ns, name, parse(o, &api_version))
-                    })
-                    .collect();
-                Ok((items, next))
+            let item = |o: Value| {
+                let (name, ns) = name_and_namespace(&o);
+                (ns, name, parse(&o, &api_version))
             };
+            let page = |text: &str| json_page(text, &item);
             match self.list_pages(&at, page).await? {
                 Some(p) => {
                     self.remember(kind.plural(), version, true);
@@ -718,7 +712,7 @@ impl<'de> Visitor<'de> for SecretPage<'_> {
         while let Some(member) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             match member.as_ref() {
                 "metadata" => next = map.next_value::<ListMeta>()?.continue_token,
-                "items" => items = map.next_value_seed(SecretSeq(self.0, self.1))?,
+                "items" => items = map.next_value_seed(Each(SecretItem(self.0, self.1)))?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -728,47 +722,9 @@ impl<'de> Visitor<'de> for SecretPage<'_> {
     }
 }
 
-/// `items`: null, or each Secret read by [`SecretItem`].
-struct SecretSeq<'d>(Option<&'d Digester>, bool);
-
-impl<'de> DeserializeSeed<'de> for SecretSeq<'_> {
-    type Value = Items<SecretRead>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_option(self)
-    }
-}
-
-impl<'de> Visitor<'de> for SecretSeq<'_> {
-    type Value = Items<SecretRead>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secrets")
-    }
-
-    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Vec::new())
-    }
-
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Vec::new())
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_seq(self)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut out = Vec::new();
-        while let Some(item) = seq.next_element_seed(SecretItem(self.0, self.1))? {
-            out.push(item);
-        }
-        Ok(out)
-    }
-}
-
 /// One Secret (or its `PartialObjectMetadata`, `.1` false): its metadata, and its `data` read
 /// by [`DataDigests`]: each value digested with the digester and dropped, never kept.
+#[derive(Clone, Copy)]
 pub(super) struct SecretItem<'d>(pub Option<&'d Digester>, pub bool);
 
 impl<'de> DeserializeSeed<'de> for SecretItem<'_> {

@@ -15,6 +15,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -225,10 +226,14 @@ pub struct DataChange {
 }
 
 impl EsoCluster {
-    /// The objects of `kind` in `ns`, as JSON. A kind the cluster does not serve (Argo Rollouts
+    /// The objects of `kind` in `ns`, as JSON (shared with what was listed, not copied). A kind the cluster does not serve (Argo Rollouts
     /// not installed: the list answers 404) has none.
-    pub async fn workloads(&self, kind: WorkloadKind, ns: &str) -> Result<Vec<Value>, KubeError> {
-        if let Some(listed) = self.listed_all::<Value>(ReadKind::Workloads(kind), ns) {
+    pub async fn workloads(
+        &self,
+        kind: WorkloadKind,
+        ns: &str,
+    ) -> Result<Vec<Arc<Value>>, KubeError> {
+        if let Some(listed) = self.listed_all::<Arc<Value>>(ReadKind::Workloads(kind), ns) {
             return Ok(listed);
         }
         if kind == WorkloadKind::Rollout && self.known_unserved(kind.plural(), kind.version()) {
@@ -253,7 +258,11 @@ impl EsoCluster {
         };
         list.items
             .iter()
-            .map(|o| serde_json::to_value(o).map_err(|e| self.decode_error(&op(), e.to_string())))
+            .map(|o| {
+                serde_json::to_value(o)
+                    .map(Arc::new)
+                    .map_err(|e| self.decode_error(&op(), e.to_string()))
+            })
             .collect()
     }
 
@@ -462,12 +471,12 @@ pub(super) fn labels_of(o: &Value) -> BTreeMap<String, String> {
 
 /// A workload as kept from a LIST: without `metadata.managedFields`, which no check reads and
 /// which is most of a real object.
-pub(super) fn slim(o: &Value) -> Value {
+pub(super) fn slim(o: &Value) -> Arc<Value> {
     let mut o = o.clone();
     if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
     }
-    o
+    Arc::new(o)
 }
 
 /// The body of the restart patch of a `kind`, stamped `at` (RFC 3339).

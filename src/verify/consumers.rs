@@ -922,7 +922,10 @@ async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersP
 
 /// List the pods (and, for Deployments and Rollouts, the ReplicaSets) of the namespaces where a
 /// judged workload's reads need its pods.
-async fn list_pods(pass: &Pass<'_>, judged: &[(WorkloadKind, &str, Value, WorkloadCheck)]) {
+async fn list_pods(
+    pass: &Pass<'_>,
+    judged: &[(WorkloadKind, &str, std::sync::Arc<Value>, WorkloadCheck)],
+) {
     let needing = judged
         .iter()
         .filter(|(.., w)| w.findings.iter().any(needs_pods));
