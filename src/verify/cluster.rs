@@ -11,13 +11,18 @@ use serde::Serialize;
 use super::delivery::Compare;
 use super::eso::{self, EsoReport, Wanted};
 use super::facts::Facts;
+use super::grants::PolicyPart;
 use super::store;
 use super::stuck::Stuck;
 use super::vso::{self, VssCheck};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::{EsoCluster, KubeError, ReadKind};
+use crate::kv::KvVersion;
+use crate::mounts::Mounts;
+use crate::seed::Inspection;
 use crate::spec::{EnvPlan, Environment, Vso};
 use crate::vault::Vault;
+use tokio::sync::RwLock;
 
 /// The first pause before the cluster is asked again while waiting.
 const POLL: Duration = Duration::from_secs(2);
@@ -97,6 +102,34 @@ pub fn context_of(plan: &EnvPlan<'_>, given: Option<&str>) -> Option<String> {
 /// line: [`connect`]).
 pub type Connected = Result<EsoCluster, (String, String)>;
 
+/// What Vault's and the policy's parts found, from which each poll's [`Facts`] are gathered:
+/// Vault's paths not yet valid are read again before each poll after the first.
+pub struct Judged<'a> {
+    /// What Vault holds.
+    pub inspection: &'a RwLock<Inspection>,
+    /// The part `policy`, when checked.
+    pub policy: Option<&'a Checked<PolicyPart>>,
+    /// Each mount's KV version as the server reports it.
+    pub detected: &'a dyn Fn(&str) -> Option<KvVersion>,
+    /// The mounts the paths are on.
+    pub mounts: &'a Mounts,
+}
+
+impl Judged<'_> {
+    /// Read again Vault's paths not yet valid (a path written while `--wait` lasts is judged).
+    async fn reinspect(&self, vault: &Vault, plan: &EnvPlan<'_>, concurrency: usize) {
+        let mut inspection = self.inspection.write().await;
+        crate::seed::reinspect(
+            vault,
+            self.mounts,
+            &plan.targets,
+            concurrency,
+            &mut inspection,
+        )
+        .await;
+    }
+}
+
 /// Check (and wait) on the cluster `connected`. What was done and whether waiting ran out go to
 /// `notes`. `vault` is the Vault vault-seed talked to: the stores are compared with it.
 #[allow(clippy::too_many_arguments)]
@@ -104,7 +137,7 @@ pub async fn check(
     connected: &Connected,
     vault: &Vault,
     plan: &EnvPlan<'_>,
-    facts: &Facts<'_>,
+    judged: &Judged<'_>,
     compare: Option<&Compare<'_>>,
     req: &Request,
     progress: &dyn Fn(Progress<'_>),
@@ -114,15 +147,7 @@ pub async fn check(
         Ok(c) => c,
         Err((error, help)) => return Checked::failed(error.clone(), Some(help.clone())),
     };
-    let mut wanted = wanted(plan, cluster.default_namespace());
-    if req.skip_target_secrets {
-        // A Role without `get secrets` (which would also grant their values) suffices.
-        wanted.skip_target_secrets = true;
-        notes.push(
-            "target Secrets were not read (--skip-target-secrets): their keys were not checked"
-                .into(),
-        );
-    }
+    let wanted = wanted_for(plan, cluster, req, notes);
     let expected = vso::Expected::of(plan, vault, cluster.default_namespace());
     let deadline = req.wait.map(|w| Instant::now() + w);
     let inputs = store::Inputs {
@@ -156,6 +181,7 @@ pub async fn check(
             let done = match &before {
                 Some(before) => {
                     reread(cluster, before, wanted, digester, req.concurrency).await;
+                    judged.reinspect(vault, plan, req.concurrency).await;
                     before.done()
                 }
                 None => eso::Done::new(),
@@ -164,8 +190,10 @@ pub async fn check(
             if let Some(c) = compare {
                 c.forget();
             }
+            let inspection = judged.inspection.read().await;
+            let facts = Facts::gather(&inspection, &plan.targets, judged.policy, judged.detected);
             check_once(
-                cluster, wanted, plan, facts, inputs, expected, compare, &done,
+                cluster, wanted, plan, &facts, inputs, expected, compare, &done,
             )
             .await
         },
@@ -204,6 +232,25 @@ fn wait_notes(
                 .join("; ")
         ));
     }
+}
+
+/// The objects of `plan` in `cluster`; with `--skip-target-secrets` (a Role without `get
+/// secrets`, which would also grant their values), their target Secrets left unread, noted.
+fn wanted_for(
+    plan: &EnvPlan<'_>,
+    cluster: &EsoCluster,
+    req: &Request,
+    notes: &mut Vec<String>,
+) -> Wanted {
+    let mut wanted = wanted(plan, cluster.default_namespace());
+    if req.skip_target_secrets {
+        wanted.skip_target_secrets = true;
+        notes.push(
+            "target Secrets were not read (--skip-target-secrets): their keys were not checked"
+                .into(),
+        );
+    }
+    wanted
 }
 
 /// The kinds the checks of `wanted` read.

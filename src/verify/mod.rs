@@ -388,6 +388,8 @@ pub async fn run(
             policy
         )
     };
+    // The part `kube` reads again, while it waits, the paths not yet valid.
+    let inspection = tokio::sync::RwLock::new(inspection);
     let mut notes = Vec::new();
     // One `--wait` for the cluster's parts together, counted from here.
     let deadline = req.wait.map(|w| std::time::Instant::now() + w);
@@ -408,7 +410,7 @@ pub async fn run(
     .await;
     let values = req.wants(PartName::Vault).then(|| {
         Checked::Done(values::judge(
-            inspection,
+            inspection.into_inner(),
             std::mem::take(&mut plan.targets),
             req.strict,
             std::mem::take(&mut plan.shared_names),
@@ -436,7 +438,7 @@ pub async fn run(
 
 /// What the parts after Vault's and the policy's get.
 type Gathered<'a> = (
-    &'a crate::seed::Inspection,
+    &'a tokio::sync::RwLock<crate::seed::Inspection>,
     Option<&'a Checked<grants::PolicyPart>>,
 );
 
@@ -488,13 +490,18 @@ async fn in_cluster(
     let connected = connected.as_ref();
     let kube = match connected.filter(|_| req.wants(PartName::Kube)) {
         Some(c) => {
-            let facts = facts::Facts::gather(inspection, &plan.targets, policy, &detected);
+            let judged = cluster::Judged {
+                inspection,
+                policy,
+                detected: &detected,
+                mounts,
+            };
             Some(
                 cluster::check(
                     c,
                     vault,
                     plan,
-                    &facts,
+                    &judged,
                     compare.as_ref(),
                     req,
                     progress,

@@ -87,6 +87,19 @@ fn a_poll_reads_again_only_what_is_not_done_and_names_it() {
     assert!(count(&kube, "/api/v1/namespaces/ask/secrets/zitadel-secret") >= 1);
 }
 
+/// OpenBao with the real spec applied and ESO's role, without ask-db's pushes: the provided
+/// paths are absent.
+fn vault_without_pushes() -> OpenBao {
+    let bao = OpenBao::dev();
+    Run::new(&bao)
+        .real_specs()
+        .args(["apply", "auh1-dev"])
+        .status(0)
+        .check();
+    bao.eso_role(crate::verify::RUNBOOK_POLICY);
+    bao
+}
+
 /// Not done for a cause waiting cannot fix: `--wait` stops at once, names the cause, and the
 /// verdict is not done (exit 1).
 fn stops_early(bao: &OpenBao, kube: &FakeKube, cause: &str) {
@@ -144,14 +157,7 @@ fn a_vault_403_stops_the_wait() {
 
 #[test]
 fn a_push_secret_that_is_not_json_stops_the_wait() {
-    // Vault without ask-db's pushes: the provided path is absent.
-    let bao = OpenBao::dev();
-    Run::new(&bao)
-        .real_specs()
-        .args(["apply", "auh1-dev"])
-        .status(0)
-        .check();
-    bao.eso_role(crate::verify::RUNBOOK_POLICY);
+    let bao = vault_without_pushes();
     let kube = crate::verify::healthy_cluster(&bao);
     kube.put(
         fake_kube::external_secret(
@@ -181,4 +187,54 @@ fn a_push_secret_that_is_not_json_stops_the_wait() {
         &kube,
         "PushSecret `ask/zitadel-db-password` pushes a value that is not a JSON object",
     );
+}
+
+/// A path written while verify waits is judged again: ask-db pushes its password during the
+/// wait, ESO then syncs the ExternalSecret reading it, and the provided path is present.
+#[test]
+fn a_path_written_during_the_wait_is_judged_again() {
+    let bao = vault_without_pushes();
+    let kube = crate::verify::healthy_cluster(&bao);
+    const PATH: &str = "ask/postgresql/auh1-dev/zitadel-db-password";
+    kube.put(
+        fake_kube::external_secret(
+            "ask",
+            "zitadel-secret",
+            &[("db-password", PATH, Some("password"))],
+        )
+        .sync_error("2026-01-01T00:00:00Z"),
+    );
+    let doc = std::thread::scope(|s| {
+        s.spawn(|| {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(60) {
+                if count(&kube, &format!("{ES}/zitadel-secret")) > 0 {
+                    // ask-db's PushSecret writes the value, then ESO syncs it.
+                    bao.ask_db_pushes();
+                    let value = crate::verify::vault_value(&bao, PATH, "password");
+                    let at = later();
+                    kube.put(fake_kube::secret(
+                        "ask",
+                        "zitadel-secret",
+                        &[("db-password", &value)],
+                    ));
+                    kube.update("ExternalSecret", Some("ask"), "zitadel-secret", |o| {
+                        fake_kube::set_ready(o, true, "SecretSynced", "secret synced", &at);
+                        o["status"]["refreshTime"] = json!(at);
+                    });
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        verify(&bao, &kube, &["--wait", "1m", "-o", "json"])
+            .expect_code(0)
+            .json()
+    });
+    let provided = doc["kube"]["provided"].as_array().unwrap();
+    let p = provided
+        .iter()
+        .find(|p| p["path"] == format!("secret/{PATH}"))
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(p["ok"], true, "{p:#}");
 }
