@@ -253,6 +253,17 @@ fn wanted_for(
     wanted
 }
 
+/// List the ExternalSecrets and VaultStaticSecrets `plan` names (what is listed already is not
+/// listed again).
+pub(super) async fn list_objects(cluster: &EsoCluster, plan: &EnvPlan<'_>, concurrency: usize) {
+    let mut wanted = wanted(plan, cluster.default_namespace());
+    wanted.skip_target_secrets = true;
+    let kinds = list_kinds(&wanted);
+    cluster
+        .read_by_list(&kinds, &namespaces(&wanted), None, concurrency)
+        .await;
+}
+
 /// The kinds the checks of `wanted` read.
 fn list_kinds(wanted: &Wanted) -> Vec<ReadKind> {
     let mut kinds = Vec::new();

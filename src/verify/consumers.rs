@@ -494,6 +494,8 @@ pub async fn check(
         Ok(c) => c,
         Err((error, help)) => return Checked::failed(error.clone(), Some(help.clone())),
     };
+    // Listed already when the part `kube` ran; else listed here, not read one by one.
+    super::cluster::list_objects(cluster, plan, req.concurrency).await;
     let (targets, problems) = match targets(cluster, plan).await {
         Ok(t) => t,
         Err(e) => return Checked::failed(e.to_string(), e.help()),

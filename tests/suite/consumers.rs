@@ -615,3 +615,19 @@ fn a_value_written_again_counts_from_its_first_version() {
     let out = w.verify(&[]).expect_code(0);
     has(&out.stdout_text(), "cannot tell: reads `db` through env");
 }
+
+/// The part alone (`--only consumers`) reads the ExternalSecrets by LIST too, never one by one.
+#[test]
+fn the_part_alone_lists_the_external_secrets() {
+    let w = world();
+    w.kube.put(workload("Deployment", NS, "web", reads("env")));
+    w.pod("web", "web-1", &w.after);
+    w.verify(&["--only", "consumers"]).expect_code(0);
+    let paths: Vec<String> = w.kube.requests().iter().map(|r| r.path.clone()).collect();
+    let listed = "/apis/external-secrets.io/v1/namespaces/apps/externalsecrets";
+    assert_eq!(paths.iter().filter(|p| *p == listed).count(), 1, "{paths:?}");
+    assert!(
+        !paths.iter().any(|p| p.starts_with(&format!("{listed}/"))),
+        "{paths:?}"
+    );
+}
