@@ -256,7 +256,7 @@ impl Judge<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::{BadField, RemoteRef, Transformation, VsoBadField};
+    use crate::kube::{BadField, FieldProblem, RemoteRef, Transformation};
 
     /// The spec names `secret/app/dev/S`; application `app` owns the folder `app/dev`.
     fn named() -> Vec<Target> {
@@ -388,7 +388,10 @@ mod tests {
         let mut bad = es(&["secret/app/dev/OLD"], vec![]);
         bad.bad_fields = vec![BadField {
             field: "/spec/data/1/remoteRef/key".into(),
-            problem: "is not a string".into(),
+            problem: FieldProblem::NotA {
+                want: "a string",
+                found: None,
+            },
         }];
         let (named, owned, ignore) = (named(), owned(), Ignore::default());
         let judge = Judge {
@@ -422,10 +425,7 @@ mod tests {
     fn a_vault_static_secret_is_an_orphan_only_for_an_unnamed_path_under_the_folders() {
         let bad = |field: &'static str| {
             let mut v = vss("secret", "app/dev/OLD");
-            v.bad = vec![VsoBadField {
-                field,
-                problem: FieldProblem::Missing,
-            }];
+            v.bad = vec![BadField::new(field, FieldProblem::Missing)];
             v
         };
         let orphan = || vss("secret", "app/dev/OLD");

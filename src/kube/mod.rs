@@ -22,6 +22,9 @@ mod error;
 mod field;
 mod list;
 pub mod names;
+mod pager;
+mod reads;
+mod selector;
 mod status;
 mod store;
 mod value;
@@ -48,6 +51,8 @@ pub use controllers::{deployment_info, ContainerInfo, DeploymentInfo, EnvSource}
 pub use error::KubeError;
 pub use field::{BadField, FieldProblem};
 pub use list::{Listed, Unreadable};
+pub use pager::PAGE_SIZE;
+pub use reads::ReadKind;
 pub use status::{
     template_reads, DataFrom, EventInfo, ExternalSecretInfo, PushSecretInfo, ReadyCondition,
     RemoteRef, SecretStoreInfo, StoreKind, StoreRef, TemplateEntry, ESO_GROUP,
@@ -96,6 +101,8 @@ pub struct Cluster {
     context: Option<String>,
     /// `(plural, version)` → whether the cluster serves it, learnt from discovery.
     served: Mutex<HashMap<(&'static str, &'static str), bool>>,
+    /// What was read by LIST ([`Cluster::read_by_list`]), answering per-object reads.
+    lists: Mutex<reads::Lists>,
 }
 
 /// One ESO kind, for the version fallback.
@@ -178,6 +185,7 @@ impl Cluster {
             server,
             context,
             served: Mutex::new(HashMap::new()),
+            lists: Mutex::new(reads::Lists::default()),
         };
         let version = cluster.client.apiserver_version().await.map_err(|e| {
             cluster.error(
@@ -238,6 +246,9 @@ impl Cluster {
         ns: &str,
         name: &str,
     ) -> Result<Option<ExternalSecretInfo>, KubeError> {
+        if let Some(listed) = self.listed_checked(reads::ReadKind::ExternalSecrets, ns, name) {
+            return listed;
+        }
         match self.get_eso(EXTERNAL_SECRET, Some(ns), name).await? {
             Some((obj, api_version)) => status::external_secret_info(&obj, &api_version).map(Some),
             None => Ok(None),
@@ -306,6 +317,17 @@ impl Cluster {
             #[serde(default)]
             data: Option<BTreeMap<String, Option<ValueLen>>>,
         }
+        if let Some(listed) = self.listed_secret(ns, name, false) {
+            if let Some(s) = listed.as_ref().map(|s| s.keys.as_ref()) {
+                if let Some(keys) = s {
+                    return Ok(Some(
+                        keys.iter().map(|(k, d)| (k.clone(), d.empty)).collect(),
+                    ));
+                }
+            } else {
+                return Ok(None);
+            }
+        }
         let Some(text) = self.secret_text(ns, name).await? else {
             return Ok(None);
         };
@@ -329,6 +351,16 @@ impl Cluster {
         name: &str,
         digester: &crate::digest::Digester,
     ) -> Result<Option<BTreeMap<String, KeyDigest>>, KubeError> {
+        // Listed Secrets were digested with the run's one digester (`verify` gives the same).
+        match self.listed_secret(ns, name, false) {
+            Some(None) => return Ok(None),
+            Some(Some(reads::SecretRead {
+                keys: Some(keys),
+                digested: true,
+                ..
+            })) => return Ok(Some(keys)),
+            _ => {}
+        }
         let Some(text) = self.secret_text(ns, name).await? else {
             return Ok(None);
         };
@@ -512,6 +544,9 @@ impl Cluster {
         ns: &str,
         name: &str,
     ) -> Result<Option<VaultStaticSecretInfo>, KubeError> {
+        if let Some(listed) = self.listed_checked(reads::ReadKind::VaultStaticSecrets, ns, name) {
+            return listed;
+        }
         match self.get_vso(VAULT_STATIC_SECRET, ns, name).await? {
             Some(obj) => vso::vault_static_secret_info(&obj).map(Some),
             None => Ok(None),
@@ -643,6 +678,13 @@ impl Cluster {
         ns: &str,
         name: &str,
     ) -> Result<Option<serde_json::Value>, KubeError> {
+        if self.known_unserved(kind.plural, VSO_VERSION) {
+            return Err(KubeError::NotServed {
+                kind: kind.kind,
+                group: VSO_GROUP,
+                versions: vec![VSO_VERSION],
+            });
+        }
         let ar = ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk(VSO_GROUP, VSO_VERSION, kind.kind),
             kind.plural,

@@ -134,7 +134,7 @@ impl<'de> Visitor<'de> for Digests<'_> {
         let mut found = BTreeMap::new();
         while let Some(member) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             if member == "data" {
-                found = map.next_value_seed(DataDigests(self.0))?;
+                found = map.next_value_seed(DataDigests(Some(self.0)))?;
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -143,8 +143,9 @@ impl<'de> Visitor<'de> for Digests<'_> {
     }
 }
 
-/// `data`: null, or a map whose values are digested one by one.
-struct DataDigests<'d>(&'d Digester);
+/// `data`: null, or a map whose values are digested one by one (without a digester, only
+/// whether each is empty is kept).
+pub(super) struct DataDigests<'d>(pub Option<&'d Digester>);
 
 impl<'de> DeserializeSeed<'de> for DataDigests<'_> {
     type Value = BTreeMap<String, KeyDigest>;
@@ -179,15 +180,18 @@ impl<'de> Visitor<'de> for DataDigests<'_> {
         while let Some(key) = map.next_key::<String>()? {
             let encoded: Zeroizing<String> =
                 Zeroizing::new(map.next_value::<Option<String>>()?.unwrap_or_default());
-            let decoded = base64::engine::general_purpose::STANDARD
-                .decode(encoded.as_bytes())
-                .ok()
-                .map(Zeroizing::new);
+            let digest = self.0.and_then(|digester| {
+                let decoded = base64::engine::general_purpose::STANDARD
+                    .decode(encoded.as_bytes())
+                    .ok()
+                    .map(Zeroizing::new)?;
+                Some(digester.of(&decoded))
+            });
             found.insert(
                 key,
                 KeyDigest {
                     empty: encoded.is_empty(),
-                    digest: decoded.map(|d| self.0.of(&d)),
+                    digest,
                 },
             );
         }

@@ -14,6 +14,13 @@ use k8s_openapi::api::core::v1::{Pod, Secret};
 use serde_json::Value;
 use time::OffsetDateTime;
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::reads::{ListedPod, ReadKind};
+use super::selector;
 use super::{Cluster, KubeError, Op};
 
 /// A kind of workload whose pods can read a Secret.
@@ -63,7 +70,7 @@ impl WorkloadKind {
         }
     }
 
-    fn version(self) -> &'static str {
+    pub(super) fn version(self) -> &'static str {
         match self {
             WorkloadKind::Rollout => "v1alpha1",
             _ => "v1",
@@ -171,7 +178,7 @@ pub fn controller_of(obj: &Value) -> Option<Owner> {
         })
 }
 
-fn pod_info(p: &Value) -> PodInfo {
+pub(super) fn pod_info(p: &Value) -> PodInfo {
     let s = |ptr: &str| p.pointer(ptr).and_then(Value::as_str).map(str::to_string);
     let mut bad_start = false;
     let containers = p
@@ -221,9 +228,19 @@ pub struct DataChange {
 }
 
 impl Cluster {
-    /// The objects of `kind` in `ns`, as JSON. A kind the cluster does not serve (Argo Rollouts
+    /// The objects of `kind` in `ns`, as JSON (shared with what was listed, not copied). A kind the cluster does not serve (Argo Rollouts
     /// not installed: the list answers 404) has none.
-    pub async fn workloads(&self, kind: WorkloadKind, ns: &str) -> Result<Vec<Value>, KubeError> {
+    pub async fn workloads(
+        &self,
+        kind: WorkloadKind,
+        ns: &str,
+    ) -> Result<Vec<Arc<Value>>, KubeError> {
+        if let Some(listed) = self.listed_all::<Arc<Value>>(ReadKind::Workloads(kind), ns) {
+            return Ok(listed);
+        }
+        if kind == WorkloadKind::Rollout && self.known_unserved(kind.plural(), kind.version()) {
+            return Ok(Vec::new());
+        }
         let ar = kind.resource();
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
         let op = || Op {
@@ -243,12 +260,29 @@ impl Cluster {
         };
         list.items
             .iter()
-            .map(|o| serde_json::to_value(o).map_err(|e| self.decode_error(&op(), e.to_string())))
+            .map(|o| {
+                serde_json::to_value(o)
+                    .map(Arc::new)
+                    .map_err(|e| self.decode_error(&op(), e.to_string()))
+            })
             .collect()
     }
 
     /// The pods of `ns` that the label selector `selector` (`a=b,c in (d)`) matches.
     pub async fn pods(&self, ns: &str, selector: &str) -> Result<Vec<PodInfo>, KubeError> {
+        if let Some(listed) = self.listed_all::<ListedPod>(ReadKind::Pods, ns) {
+            let matched: Option<Vec<PodInfo>> = listed
+                .into_iter()
+                .filter_map(|p| match selector::matches(selector, &p.labels) {
+                    Some(true) => Some(Some(p.info)),
+                    Some(false) => None,
+                    None => Some(None),
+                })
+                .collect();
+            if let Some(pods) = matched {
+                return Ok(pods);
+            }
+        }
         let ar = ApiResource::erase::<Pod>(&());
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
         let list = api
@@ -275,6 +309,9 @@ impl Cluster {
 
     /// The ReplicaSets of `ns`.
     pub async fn replica_sets(&self, ns: &str) -> Result<Vec<ReplicaSetInfo>, KubeError> {
+        if let Some(listed) = self.listed_all::<ReplicaSetInfo>(ReadKind::ReplicaSets, ns) {
+            return Ok(listed);
+        }
         let ar = ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk("apps", "v1", "ReplicaSet"),
             "replicasets",
@@ -295,22 +332,25 @@ impl Cluster {
             .items
             .iter()
             .filter_map(|r| serde_json::to_value(r).ok())
-            .map(|r| {
-                let s = |ptr: &str| r.pointer(ptr).and_then(Value::as_str).map(str::to_string);
-                ReplicaSetInfo {
-                    name: s("/metadata/name").unwrap_or_default(),
-                    uid: s("/metadata/uid").unwrap_or_default(),
-                    owner: controller_of(&r),
-                    revision: s("/metadata/annotations/deployment.kubernetes.io~1revision"),
-                    rollout_hash: s("/metadata/labels/rollouts-pod-template-hash"),
-                }
-            })
+            .map(|r| replica_set_info(&r))
             .collect())
     }
 
     /// When Secret `ns/name`'s data last changed; `None` when it does not exist. Only its
     /// metadata is asked for (`PartialObjectMetadata`), so its values never travel.
     pub async fn secret_data_change(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<DataChange>, KubeError> {
+        if let Some(listed) = self.listed_secret(ns, name, true) {
+            return Ok(listed.map(|s| s.change));
+        }
+        self.secret_data_change_get(ns, name).await
+    }
+
+    /// [`Cluster::secret_data_change`], asked of the server.
+    pub(super) async fn secret_data_change_get(
         &self,
         ns: &str,
         name: &str,
@@ -327,43 +367,7 @@ impl Cluster {
                 },
             )
         })?;
-        Ok(meta.map(|m| {
-            let annotation = |k: &str| {
-                m.metadata
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get(k))
-                    .is_some_and(|v| v == "true")
-            };
-            let reloader_match = annotation("reloader.stakater.com/match");
-            let reloader_ignore = annotation("reloader.stakater.com/ignore");
-            let labels = m.metadata.labels.clone().unwrap_or_default();
-            let entries = m.metadata.managed_fields.unwrap_or_default();
-            let latest = entries
-                .iter()
-                .filter(|e| {
-                    e.fields_v1
-                        .as_ref()
-                        .and_then(|f| f.0.get("f:data"))
-                        .and_then(Value::as_object)
-                        .is_some_and(|d| d.keys().any(|k| k.starts_with("f:")))
-                })
-                .filter_map(|e| {
-                    let t = e.time.as_ref()?.0;
-                    let at = OffsetDateTime::from_unix_timestamp(t.timestamp()).ok()?;
-                    Some((at, e.manager.clone()))
-                })
-                .max_by_key(|(at, _)| *at);
-            DataChange {
-                at: latest.as_ref().map(|l| l.0),
-                manager: latest
-                    .and_then(|l| l.1)
-                    .map(|m| crate::text::cap(&m).into_owned()),
-                reloader_match,
-                reloader_ignore,
-                labels,
-            }
-        }))
+        Ok(meta.map(|m| data_change(m.metadata)))
     }
 
     /// Restart a workload as `kubectl rollout restart` does: a strategic merge patch setting the
@@ -404,6 +408,79 @@ impl Cluster {
         tracing::debug!(%ns, %name, kind = kind.kind(), at = %stamp, "restarted");
         Ok(now)
     }
+}
+
+/// When a Secret's data last changed, from its metadata: the latest `managedFields` entry that
+/// owns a key under `data`, and Reloader's annotations.
+pub(super) fn data_change(meta: ObjectMeta) -> DataChange {
+    let annotation = |k: &str| {
+        meta.annotations
+            .as_ref()
+            .and_then(|a| a.get(k))
+            .is_some_and(|v| v == "true")
+    };
+    let reloader_match = annotation("reloader.stakater.com/match");
+    let reloader_ignore = annotation("reloader.stakater.com/ignore");
+    let labels = meta.labels.clone().unwrap_or_default();
+    let entries = meta.managed_fields.unwrap_or_default();
+    let latest = entries
+        .iter()
+        .filter(|e| {
+            e.fields_v1
+                .as_ref()
+                .and_then(|f| f.0.get("f:data"))
+                .and_then(Value::as_object)
+                .is_some_and(|d| d.keys().any(|k| k.starts_with("f:")))
+        })
+        .filter_map(|e| {
+            let t = e.time.as_ref()?.0;
+            let at = OffsetDateTime::from_unix_timestamp(t.timestamp()).ok()?;
+            Some((at, e.manager.clone()))
+        })
+        .max_by_key(|(at, _)| *at);
+    DataChange {
+        at: latest.as_ref().map(|l| l.0),
+        manager: latest
+            .and_then(|l| l.1)
+            .map(|m| crate::text::cap(&m).into_owned()),
+        reloader_match,
+        reloader_ignore,
+        labels,
+    }
+}
+
+/// A ReplicaSet's JSON, as far as [`ReplicaSetInfo`] goes.
+pub(super) fn replica_set_info(r: &Value) -> ReplicaSetInfo {
+    let s = |ptr: &str| r.pointer(ptr).and_then(Value::as_str).map(str::to_string);
+    ReplicaSetInfo {
+        name: s("/metadata/name").unwrap_or_default(),
+        uid: s("/metadata/uid").unwrap_or_default(),
+        owner: controller_of(r),
+        revision: s("/metadata/annotations/deployment.kubernetes.io~1revision"),
+        rollout_hash: s("/metadata/labels/rollouts-pod-template-hash"),
+    }
+}
+
+/// An object's labels (those that are strings).
+pub(super) fn labels_of(o: &Value) -> BTreeMap<String, String> {
+    o.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A workload as kept from a LIST: without `metadata.managedFields`, which no check reads and
+/// which is most of a real object.
+pub(super) fn slim(o: &Value) -> Arc<Value> {
+    let mut o = o.clone();
+    if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    Arc::new(o)
 }
 
 /// The body of the restart patch of a `kind`, stamped `at` (RFC 3339).

@@ -251,6 +251,27 @@ impl Inspection {
         self.paths.push(found);
     }
 
+    /// The result `r` for the target at `target` in place of the one added before (its fields'
+    /// counts moved; the note about unnamed fields stays the first read's).
+    pub fn replace(&mut self, target: usize, r: PathResult) {
+        let Some(at) = self.paths.iter().position(|p| p.target() == target) else {
+            return;
+        };
+        let (start, count) = (
+            self.paths[at].fields.0 as usize,
+            self.paths[at].fields.1 as usize,
+        );
+        for f in &self.fields[start..start + count] {
+            self.counts[f.status.index()] -= 1;
+        }
+        let unnamed = std::mem::take(&mut self.unnamed);
+        self.add(target, r);
+        self.unnamed = unnamed;
+        if let Some(found) = self.paths.pop() {
+            self.paths[at] = found;
+        }
+    }
+
     /// Every path added: the lists at their length.
     fn finish(&mut self) {
         self.notes.extend(self.unnamed.note());
@@ -350,6 +371,45 @@ pub async fn inspect(
     }
     inspection.finish();
     inspection
+}
+
+/// Read again the targets of `inspection` (made by [`inspect`] over `targets`) whose fields are
+/// not all valid, and put what is found in place of what it held of them: `verify --wait`
+/// judges a path written while it waits. Valid ones are not read again.
+pub async fn reinspect(
+    vault: &Vault,
+    mounts: &Mounts,
+    targets: &[Target],
+    concurrency: usize,
+    inspection: &mut Inspection,
+) {
+    let again: Vec<usize> = inspection
+        .paths
+        .iter()
+        .filter(|p| mounts.mounts.contains_key(targets[p.target()].mount()))
+        .filter(|p| {
+            inspection
+                .fields(p)
+                .iter()
+                .any(|f| f.status != Status::Valid)
+        })
+        .map(Found::target)
+        .collect();
+    if again.is_empty() {
+        return;
+    }
+    let looks = crate::layout::Looks::new(targets, concurrency);
+    let found: Vec<(usize, PathResult)> = stream::iter(again)
+        .map(|i| {
+            let looks = &looks;
+            async move { (i, read_one(vault, mounts, &targets[i], false, looks).await) }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    for (i, r) in found {
+        inspection.replace(i, r);
+    }
 }
 
 /// One target, read and judged: absent without a request when its folder's LIST lacks it. An

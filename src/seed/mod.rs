@@ -31,7 +31,9 @@ use crate::vault::{Existing, FieldValue, Vault, VaultError};
 
 use derive::follower_index;
 pub use derive::{follow, read_sources, source_mounts, Outside};
-pub use inspect::{inspect, Detail, FieldFound, FieldState, Found, Inspection, PathState, Status};
+pub use inspect::{
+    inspect, reinspect, Detail, FieldFound, FieldState, Found, Inspection, PathState, Status,
+};
 pub use outcome::{FieldResult, Outcome, PathResult, Summary, Unnamed};
 
 /// How to run.

@@ -221,21 +221,22 @@ pub fn configured(plan: &EnvPlan<'_>) -> bool {
 /// Connect, then check, and with `--wait` check again until done, until only problems that time
 /// cannot fix remain, or until `deadline`. Whether waiting ran out goes to `notes`.
 pub async fn check(
+    connected: &super::cluster::Connected,
     plan: &EnvPlan<'_>,
     req: &Request,
     deadline: Option<Instant>,
     progress: &dyn Fn(Progress<'_>),
     notes: &mut Vec<String>,
 ) -> Checked<ArgocdPart> {
-    let cluster = match super::cluster::connect(plan, req).await {
+    let cluster = match connected {
         Ok(c) => c,
-        Err((error, help)) => return Checked::failed(error, Some(help)),
+        Err((error, help)) => return Checked::failed(error.clone(), Some(help.clone())),
     };
     let layouts = layouts(plan);
     let (result, ran_out) = super::cluster::poll(
         deadline,
         progress,
-        || check_once(&cluster, &layouts),
+        |_| check_once(cluster, &layouts),
         ArgocdPart::worth_waiting,
         ArgocdPart::progress,
     )

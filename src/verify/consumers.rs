@@ -34,7 +34,7 @@ use super::restarters::{Running, Watch};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::names::is_dns1123_subdomain;
 use crate::kube::{
-    Cluster, DataChange, KeyDigest, KubeError, PodInfo, ReplicaSetInfo, WorkloadKind,
+    Cluster, DataChange, KeyDigest, KubeError, PodInfo, ReadKind, ReplicaSetInfo, WorkloadKind,
 };
 use crate::model::consumers::{consumer, Via};
 use crate::model::producers::DataKind;
@@ -529,16 +529,37 @@ impl ConsumersPart {
     }
 
     fn progress(&self) -> String {
-        let waiting = self
+        let waiting: Vec<&WorkloadCheck> = self
             .workloads
             .iter()
             .filter(|w| !w.ok || w.restarted_by.is_some())
-            .count();
+            .collect();
+        let named = super::cluster::named(waiting.iter().map(|w| {
+            let why = w
+                .problems
+                .first()
+                .map(String::as_str)
+                .or(w
+                    .restarted_by
+                    .as_deref()
+                    .map(|_| "its restart is under way"))
+                .unwrap_or("not done");
+            format!("{} {}/{} ({why})", w.kind, w.namespace, w.name)
+        }));
         format!(
-            "{}/{} workload(s) run with the current data",
-            self.workloads.len() - waiting.min(self.workloads.len()),
+            "{}/{} workload(s) run with the current data{named}",
+            self.workloads.len() - waiting.len().min(self.workloads.len()),
             self.workloads.len()
         )
+    }
+
+    /// The namespaces of the workloads waited for.
+    fn waited_namespaces(&self) -> BTreeSet<String> {
+        self.workloads
+            .iter()
+            .filter(|w| !w.ok || w.restarted_by.is_some())
+            .map(|w| w.namespace.clone())
+            .collect()
     }
 }
 
@@ -559,8 +580,53 @@ pub fn restart_command(kind: WorkloadKind, ns: &str, name: &str) -> String {
     }
 }
 
-/// Connect, find the target Secrets, check (with `--restart`, restart what needs it) and wait.
+/// Restarts done by `--restart`: each workload's, or why it failed.
+type Restarted = BTreeMap<(WorkloadKind, String, String), Result<OffsetDateTime, String>>;
+
+/// What one pass of the checks reads with.
+struct Pass<'a> {
+    cluster: &'a Cluster,
+    targets: &'a [Target],
+    problems: &'a [String],
+    read: bool,
+    compare: Option<&'a Compare<'a>>,
+    concurrency: usize,
+}
+
+impl Pass<'_> {
+    /// The kinds each namespace of the targets is listed for (Pods and ReplicaSets are listed
+    /// where a workload's reads need its pods, in [`check_once`]).
+    fn kinds(&self) -> Vec<ReadKind> {
+        let mut kinds: Vec<ReadKind> = WorkloadKind::ALL.map(ReadKind::Workloads).to_vec();
+        if self.read {
+            kinds.push(match self.compare {
+                Some(_) => ReadKind::Secrets,
+                None => ReadKind::SecretMetadata,
+            });
+        }
+        kinds
+    }
+
+    /// List the kinds of [`Pass::kinds`] in `namespaces` (again, when `again`: their pods too).
+    async fn list(&self, namespaces: &BTreeSet<String>, again: bool) {
+        let digester = self.compare.map(Compare::digester);
+        if again {
+            self.cluster
+                .forget(&[ReadKind::Pods, ReadKind::ReplicaSets], namespaces);
+            self.cluster
+                .relist(&self.kinds(), namespaces, digester, self.concurrency)
+                .await;
+        } else {
+            self.cluster
+                .read_by_list(&self.kinds(), namespaces, digester, self.concurrency)
+                .await;
+        }
+    }
+}
+
+/// Find the target Secrets, check (with `--restart`, restart what needs it) and wait.
 pub async fn check(
+    connected: &super::cluster::Connected,
     plan: &EnvPlan<'_>,
     compare: Option<&Compare<'_>>,
     req: &Request,
@@ -568,52 +634,46 @@ pub async fn check(
     progress: &dyn Fn(Progress<'_>),
     notes: &mut Vec<String>,
 ) -> Checked<ConsumersPart> {
-    let cluster = match super::cluster::connect(plan, req).await {
+    let cluster = match connected {
         Ok(c) => c,
-        Err((error, help)) => return Checked::failed(error, Some(help)),
+        Err((error, help)) => return Checked::failed(error.clone(), Some(help.clone())),
     };
-    let (targets, problems) = match targets(&cluster, plan).await {
+    // Listed already when the part `kube` ran; else listed here, not read one by one.
+    super::cluster::list_objects(cluster, plan, req.concurrency).await;
+    let (targets, problems) = match targets(cluster, plan).await {
         Ok(t) => t,
         Err(e) => return Checked::failed(e.to_string(), e.help()),
     };
-    let read = !req.skip_target_secrets;
-    let mut restarted: BTreeMap<(WorkloadKind, String, String), Result<OffsetDateTime, String>> =
-        BTreeMap::new();
+    let pass = Pass {
+        cluster,
+        targets: &targets,
+        problems: &problems,
+        read: !req.skip_target_secrets,
+        compare,
+        concurrency: req.concurrency,
+    };
+    pass.list(
+        &targets.iter().map(|t| t.namespace.clone()).collect(),
+        false,
+    )
+    .await;
+    let mut restarted = Restarted::new();
     if req.restart {
-        match check_once(&cluster, &targets, &problems, read, compare, &restarted).await {
-            Ok(first) => {
-                for w in first.workloads.iter().filter(|w| w.fix.is_some()) {
-                    let Some(kind) = w.kind_of else { continue };
-                    let result = cluster
-                        .restart(kind, &w.namespace, &w.name)
-                        .await
-                        .map_err(|e| e.to_string());
-                    if let Ok(at) = &result {
-                        let line = format!(
-                            "restarted {} {}/{} at {} (--restart)",
-                            kind.kind(),
-                            w.namespace,
-                            w.name,
-                            rfc3339(*at)
-                        );
-                        progress(Progress::Did(&line));
-                        notes.push(line);
-                    }
-                    restarted.insert((kind, w.namespace.clone(), w.name.clone()), result);
-                }
-            }
-            Err(e) => return Checked::failed(e.to_string(), e.help()),
+        if let Err(e) = restart(&pass, &mut restarted, progress, notes).await {
+            return Checked::failed(e.to_string(), e.help());
         }
     }
+    let (pass, restarted) = (&pass, &restarted);
     let (result, ran_out) = super::cluster::poll(
         deadline,
         progress,
-        || {
-            // Each poll compares with Vault as it is then.
-            if let Some(c) = compare {
-                c.forget();
+        |before: Option<ConsumersPart>| async move {
+            // Again only where a workload is waited for; Vault's versions stay those read
+            // after the part `kube` (its own waiting compared with Vault as it was then).
+            if let Some(before) = before {
+                pass.list(&before.waited_namespaces(), true).await;
             }
-            check_once(&cluster, &targets, &problems, read, compare, &restarted)
+            check_once(pass, restarted).await
         },
         ConsumersPart::worth_waiting,
         ConsumersPart::progress,
@@ -629,6 +689,42 @@ pub async fn check(
         Ok(p) => Checked::Done(p),
         Err(e) => Checked::failed(e.to_string(), e.help()),
     }
+}
+
+/// `--restart`: check once, restart each workload that needs it, and note what was done.
+async fn restart(
+    pass: &Pass<'_>,
+    restarted: &mut Restarted,
+    progress: &dyn Fn(Progress<'_>),
+    notes: &mut Vec<String>,
+) -> Result<(), KubeError> {
+    let first = check_once(pass, restarted).await?;
+    let mut touched = BTreeSet::new();
+    for w in first.workloads.iter().filter(|w| w.fix.is_some()) {
+        let Some(kind) = w.kind_of else { continue };
+        let result = pass
+            .cluster
+            .restart(kind, &w.namespace, &w.name)
+            .await
+            .map_err(|e| e.to_string());
+        if let Ok(at) = &result {
+            let line = format!(
+                "restarted {} {}/{} at {} (--restart)",
+                kind.kind(),
+                w.namespace,
+                w.name,
+                rfc3339(*at)
+            );
+            progress(Progress::Did(&line));
+            notes.push(line);
+            touched.insert(w.namespace.clone());
+        }
+        restarted.insert((kind, w.namespace.clone(), w.name.clone()), result);
+    }
+    if !touched.is_empty() {
+        pass.list(&touched, true).await;
+    }
+    Ok(())
 }
 
 /// The target Secrets of the specs' ExternalSecrets and VaultStaticSecrets, read from the
@@ -957,70 +1053,103 @@ async fn read_secrets(
     Ok((secrets, changes))
 }
 
-async fn check_once(
-    cluster: &Cluster,
-    targets: &[Target],
-    problems: &[String],
-    read: bool,
-    compare: Option<&Compare<'_>>,
-    restarted: &BTreeMap<(WorkloadKind, String, String), Result<OffsetDateTime, String>>,
-) -> Result<ConsumersPart, KubeError> {
-    let (secrets, changes) = read_secrets(cluster, targets, read, compare).await?;
-    let namespaces: BTreeSet<&str> = targets.iter().map(|t| t.namespace.as_str()).collect();
-    let running = Running::new(cluster);
-    let mut workloads = Vec::new();
-    for ns in namespaces {
-        let in_ns: Vec<&Target> = targets.iter().filter(|t| t.namespace == ns).collect();
-        // Listed once per namespace, when a Deployment's or a Rollout's pods are looked at.
-        let mut replica_sets: Option<Vec<ReplicaSetInfo>> = None;
+/// Every check of the part, once: each workload's reads judged, then the pods of those whose
+/// reads need them (listed together, per namespace that has one).
+async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersPart, KubeError> {
+    let cluster = pass.cluster;
+    let (secrets, changes) = read_secrets(cluster, pass.targets, pass.read, pass.compare).await?;
+    let mut by_ns: BTreeMap<&str, Vec<&Target>> = BTreeMap::new();
+    for t in pass.targets {
+        by_ns.entry(t.namespace.as_str()).or_default().push(t);
+    }
+    let mut judged = Vec::new();
+    for (&ns, in_ns) in &by_ns {
         for kind in WorkloadKind::ALL {
             for obj in cluster.workloads(kind, ns).await? {
-                if let Some(mut w) = judge_workload(kind, ns, &obj, &in_ns, &changes) {
-                    if w.findings.iter().any(needs_pods) {
-                        let on = Workload {
-                            kind,
-                            ns,
-                            obj: &obj,
-                        };
-                        let ctx = PodsCtx {
-                            cluster,
-                            compare,
-                            targets: &in_ns,
-                            changes: &changes,
-                            running: &running,
-                        };
-                        pods_findings(&ctx, &on, &mut replica_sets, &mut w).await?;
-                    }
-                    if let Some(r) = restarted.get(&(kind, ns.to_string(), w.name.clone())) {
-                        w.findings.push(match r {
-                            Ok(at) => ConsumerFinding::Restarted { at: *at },
-                            Err(e) => ConsumerFinding::RestartFailed { error: e.clone() },
-                        });
-                    }
-                    finish(&mut w);
-                    workloads.push(w);
+                if let Some(w) = judge_workload(kind, ns, &obj, in_ns, &changes) {
+                    judged.push((kind, ns, obj, w));
                 }
             }
         }
     }
+    list_pods(pass, &judged).await;
+    let running = Running::new(cluster);
+    let mut workloads = Vec::new();
+    let mut replica_sets: BTreeMap<&str, Option<Vec<ReplicaSetInfo>>> = BTreeMap::new();
+    for (kind, ns, obj, mut w) in judged {
+        if w.findings.iter().any(needs_pods) {
+            let on = Workload {
+                kind,
+                ns,
+                obj: &obj,
+            };
+            let ctx = PodsCtx {
+                cluster,
+                compare: pass.compare,
+                targets: &by_ns[ns],
+                changes: &changes,
+                running: &running,
+            };
+            let rs = replica_sets.entry(ns).or_default();
+            pods_findings(&ctx, &on, rs, &mut w).await?;
+        }
+        if let Some(r) = restarted.get(&(kind, ns.to_string(), w.name.clone())) {
+            w.findings.push(match r {
+                Ok(at) => ConsumerFinding::Restarted { at: *at },
+                Err(e) => ConsumerFinding::RestartFailed { error: e.clone() },
+            });
+        }
+        finish(&mut w);
+        workloads.push(w);
+    }
+    Ok(part(pass, secrets, workloads))
+}
+
+/// List the pods (and, for Deployments and Rollouts, the ReplicaSets) of the namespaces where a
+/// judged workload's reads need its pods.
+async fn list_pods(
+    pass: &Pass<'_>,
+    judged: &[(WorkloadKind, &str, std::sync::Arc<Value>, WorkloadCheck)],
+) {
+    let needing = judged
+        .iter()
+        .filter(|(.., w)| w.findings.iter().any(needs_pods));
+    let pods: BTreeSet<String> = needing.clone().map(|(_, ns, ..)| ns.to_string()).collect();
+    let rs: BTreeSet<String> = needing
+        .filter(|(k, ..)| matches!(k, WorkloadKind::Deployment | WorkloadKind::Rollout))
+        .map(|(_, ns, ..)| ns.to_string())
+        .collect();
+    let (c, n) = (pass.cluster, pass.concurrency);
+    futures::join!(
+        c.read_by_list(&[ReadKind::Pods], &pods, None, n),
+        c.read_by_list(&[ReadKind::ReplicaSets], &rs, None, n)
+    );
+}
+
+/// The part's report from its Secrets and workloads.
+fn part(
+    pass: &Pass<'_>,
+    secrets: Vec<SecretCheck>,
+    workloads: Vec<WorkloadCheck>,
+) -> ConsumersPart {
     let not_checked = workloads.iter().filter(|w| w.ok && !w.checked).count();
     let cannot_tell = workloads.iter().filter(|w| w.cannot_tell).count();
-    let ok = problems.is_empty() && workloads.iter().all(|w| w.ok);
-    Ok(ConsumersPart {
+    let ok = pass.problems.is_empty() && workloads.iter().all(|w| w.ok);
+    ConsumersPart {
         ok,
-        server: cluster.server().to_string(),
-        context: cluster.context().map(str::to_string),
+        server: pass.cluster.server().to_string(),
+        context: pass.cluster.context().map(str::to_string),
         not_checked,
         cannot_tell,
         secrets,
         workloads,
-        problems: problems.to_vec(),
-        notes: if read {
+        problems: pass.problems.to_vec(),
+        notes: if pass.read {
             Vec::new()
         } else {
             vec!["target Secrets were not read (--skip-target-secrets): when their data changed is not known, so readers through env or subPath are not checked".into()]
         },
-    })
+    }
 }
 
 /// A placeholder the pods check replaces.

@@ -14,6 +14,7 @@ use super::findings::{
     any_problem, before_in_whole_seconds, colon, joined, rfc3339, Finding, Lines, Severity,
 };
 use super::store::{self, StoreFinding, StoreUser};
+use super::stuck::Stuck;
 use crate::generate::Generator;
 use crate::kube::{
     Cluster, DataFrom, ExternalSecretInfo, KubeError, ReadyCondition, RemoteRef, StoreKind,
@@ -57,6 +58,9 @@ pub struct EsCheck {
     /// Worth knowing, never failing it: what was not checked, a template that does not read a
     /// fetched value.
     pub notes: Vec<String>,
+    /// What keeps it from being done that waiting cannot fix ([`Stuck`]).
+    #[serde(skip)]
+    pub(crate) stuck: Vec<Stuck>,
 }
 
 /// A PushSecret's or a store's check.
@@ -79,6 +83,9 @@ pub struct ObjectCheck {
     /// The findings `problems` is made from.
     #[serde(skip)]
     pub(crate) findings: Vec<ObjectFinding>,
+    /// What keeps it from being right that waiting cannot fix ([`Stuck`]).
+    #[serde(skip)]
+    pub(crate) stuck: Option<Stuck>,
 }
 
 /// A path another application provides (a spec's `provided_by`), and, while it is absent or
@@ -103,6 +110,9 @@ pub struct ProvidedCheck {
     pub event: Option<String>,
     /// The cause, in one sentence per finding.
     pub explanations: Vec<String>,
+    /// What its PushSecret says that waiting cannot fix ([`Stuck`]).
+    #[serde(skip)]
+    pub(crate) stuck: Option<Stuck>,
 }
 
 /// The ESO check's result (in the JSON of the part `kube`).
@@ -202,7 +212,7 @@ pub(crate) enum EsFinding {
         status: Status,
     },
     /// A provided path it reads is not right yet: the provided check's sentence, as shown.
-    Provided { line: String },
+    Provided { line: String, path: String },
     /// ESO's policy lacks capabilities on a path it reads.
     PolicyMissing {
         caps: Vec<String>,
@@ -369,7 +379,7 @@ impl Finding for EsFinding {
             FieldNot { path, field, status } => {
                 format!("`{path}` field `{field}` is {status} in Vault")
             }
-            Provided { line } => line.clone(),
+            Provided { line, .. } => line.clone(),
             PolicyMissing { caps, data_path } => format!(
                 "ESO's policy does not grant `{}` on `{data_path}`",
                 joined(caps)
@@ -628,6 +638,7 @@ impl ObjectCheck {
             problems: lines.problems,
             notes: lines.notes,
             findings,
+            stuck: None,
         }
     }
 }
@@ -704,7 +715,10 @@ struct Ctx<'a> {
     compare: Option<&'a Compare<'a>>,
 }
 
-/// Check everything once.
+/// The checks of a poll before, by `(namespace, name)`: those done are kept, not made again.
+pub type Done = std::collections::HashMap<(String, String), EsCheck>;
+
+/// Check everything once; an ExternalSecret done in `done` (the poll before) is kept as it was.
 pub async fn check(
     cluster: &Cluster,
     wanted: &Wanted,
@@ -712,6 +726,7 @@ pub async fn check(
     facts: &Facts<'_>,
     inputs: &store::Inputs<'_>,
     compare: Option<&Compare<'_>>,
+    done: &Done,
 ) -> Result<EsoReport, KubeError> {
     let provided = provided_checks(cluster, targets, facts).await;
     let ctx = Ctx {
@@ -725,8 +740,20 @@ pub async fn check(
     let mut external_secrets = Vec::new();
     let mut stores: BTreeMap<(Option<String>, StoreKind, String), Vec<StoreUser>> = BTreeMap::new();
     for (ns, name) in &wanted.external_secrets {
-        let check = match cluster.external_secret(ns, name).await? {
-            None => EsCheck::new(
+        let kept = done.get(&(ns.clone(), name.clone())).filter(|c| c.ok);
+        let found = cluster.external_secret(ns, name).await?;
+        if let Some(es) = &found {
+            if let Some(key) = store_of(es, ns) {
+                stores.entry(key).or_default().push(StoreUser {
+                    namespace: ns.clone(),
+                    name: name.clone(),
+                    refs: es.data.clone(),
+                });
+            }
+        }
+        external_secrets.push(match (kept, found) {
+            (Some(kept), _) => kept.clone(),
+            (None, None) => EsCheck::new(
                 ns,
                 name,
                 None,
@@ -735,20 +762,72 @@ pub async fn check(
                     name: name.clone(),
                 }],
             ),
-            Some(es) => {
+            (None, Some(es)) => {
                 let findings = check_external_secret(&ctx, ns, name, &es).await?;
-                if let Some(key) = store_of(&es, ns) {
-                    stores.entry(key).or_default().push(StoreUser {
-                        namespace: ns.clone(),
-                        name: name.clone(),
-                        refs: es.data.clone(),
-                    });
-                }
-                EsCheck::new(ns, name, Some(es), findings)
+                let stuck = stuck_of(&findings, &provided);
+                let mut check = EsCheck::new(ns, name, Some(es), findings);
+                check.stuck = stuck;
+                check
             }
-        };
-        external_secrets.push(check);
+        });
     }
+    let mut objects = push_secret_checks(cluster, wanted).await?;
+    for ((ns, kind, name), users) in stores {
+        let check = store_check(cluster, inputs, facts, (ns, kind, name), &users).await?;
+        if let Some(stuck) = &check.stuck {
+            for u in &users {
+                let at = wanted
+                    .external_secrets
+                    .iter()
+                    .position(|(n, m)| *n == u.namespace && *m == u.name);
+                if let Some(es) = at.and_then(|i| external_secrets.get_mut(i)) {
+                    if !es.ok && !es.stuck.contains(stuck) {
+                        es.stuck.push(stuck.clone());
+                    }
+                }
+            }
+        }
+        objects.push(check);
+    }
+    Ok(EsoReport {
+        external_secrets,
+        objects,
+        provided,
+    })
+}
+
+/// The causes waiting cannot fix among an ExternalSecret's findings: ESO's policy lacks a
+/// grant on a path it reads, Vault's 403 in one of its Warning events, a provided path it
+/// reads whose PushSecret is stuck.
+fn stuck_of(findings: &[EsFinding], provided: &[ProvidedCheck]) -> Vec<Stuck> {
+    let mut out: Vec<Stuck> = Vec::new();
+    for f in findings {
+        let s = match f {
+            EsFinding::PolicyMissing { data_path, .. } => Some(Stuck::VaultDenied {
+                path: Some(data_path.clone()),
+            }),
+            EsFinding::Event { message, .. } if message.contains("Code: 403") => {
+                Some(Stuck::VaultDenied { path: None })
+            }
+            EsFinding::Provided { path, .. } => provided
+                .iter()
+                .find(|p| &p.path == path)
+                .and_then(|p| p.stuck.clone()),
+            _ => None,
+        };
+        if let Some(s) = s.filter(|s| !out.contains(s)) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// The PushSecrets the specs name: each exists and is Ready (a failure ESO wrote that waiting
+/// cannot fix is kept as [`Stuck`]).
+async fn push_secret_checks(
+    cluster: &Cluster,
+    wanted: &Wanted,
+) -> Result<Vec<ObjectCheck>, KubeError> {
     let mut objects = Vec::new();
     for (ns, name) in &wanted.push_secrets {
         let found = cluster.push_secret(ns, name).await?;
@@ -758,23 +837,23 @@ pub async fn check(
             }],
             Some(ps) => ready_finding(&ps.condition),
         };
+        let stuck = found
+            .as_ref()
+            .filter(|ps| ps.condition.ready != Some(true))
+            .and_then(|ps| ps.condition.message.as_deref())
+            .and_then(|m| Stuck::in_eso_message(m, &format!("{ns}/{name}")));
         let reason = found.and_then(|ps| ps.condition.reason);
-        objects.push(ObjectCheck::new(
+        let mut check = ObjectCheck::new(
             "PushSecret",
             Some(ns.clone()),
             name.clone(),
             reason,
             findings,
-        ));
+        );
+        check.stuck = stuck;
+        objects.push(check);
     }
-    for ((ns, kind, name), users) in stores {
-        objects.push(store_check(cluster, inputs, facts, (ns, kind, name), &users).await?);
-    }
-    Ok(EsoReport {
-        external_secrets,
-        objects,
-        provided,
-    })
+    Ok(objects)
 }
 
 /// A store's check: it exists, is Ready, and its Vault provider is the one vault-seed seeded
@@ -800,8 +879,15 @@ async fn store_check(
             f
         }
     };
+    let missing = found.is_none();
     let reason = found.and_then(|s| s.condition.reason);
-    Ok(ObjectCheck::new(kind.kind(), ns, name, reason, findings))
+    let mut check = ObjectCheck::new(kind.kind(), ns, name, reason, findings);
+    if missing {
+        check.stuck = Some(Stuck::StoreMissing {
+            store: format!("{} `{}`", kind.kind(), check.name),
+        });
+    }
+    Ok(check)
 }
 
 /// Not Ready, unless its Ready condition is True.
@@ -876,6 +962,7 @@ impl EsCheck {
             problems: lines.problems,
             explanations: lines.explanations,
             notes: lines.notes,
+            stuck: Vec::new(),
         }
     }
 }
@@ -1072,11 +1159,10 @@ fn path_findings(
     found.extend(pinned(r, &f));
     // A provided path not yet right: who makes it, and what its PushSecret says.
     if let Some(pc) = ctx.provided.iter().find(|p| !p.ok && p.path == path) {
-        found.extend(
-            pc.explanations
-                .iter()
-                .map(|line| EsFinding::Provided { line: line.clone() }),
-        );
+        found.extend(pc.explanations.iter().map(|line| EsFinding::Provided {
+            line: line.clone(),
+            path: path.clone(),
+        }));
     }
     if !f.policy_missing.is_empty() {
         found.push(EsFinding::PolicyMissing {
@@ -1435,6 +1521,7 @@ async fn provided_check(
         message: None,
         event: None,
         explanations: Vec::new(),
+        stuck: None,
     };
     if check.ok {
         return check;
@@ -1451,6 +1538,11 @@ async fn provided_check(
     }];
     if let Some((ns, name)) = &p.push_secret {
         push_secret_state(cluster, ns, name, &mut check, &mut found).await;
+        let said = [check.message.as_deref(), check.event.as_deref()];
+        check.stuck = said
+            .into_iter()
+            .flatten()
+            .find_map(|m| Stuck::in_eso_message(m, &format!("{ns}/{name}")));
     }
     check.explanations = Lines::of(&found).explanations;
     check

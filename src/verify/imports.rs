@@ -7,7 +7,7 @@ use secrecy::ExposeSecret;
 use serde::Serialize;
 
 use super::findings::{Finding, Severity};
-use super::{cluster, Checked, Part, Request};
+use super::{cluster, Checked, Part};
 use crate::generate::IMPORT_MARKER;
 use crate::import::{read_source, Source, Unavailable};
 use crate::kube::Cluster;
@@ -130,21 +130,21 @@ impl ImportsPart {
     }
 }
 
-/// Connect, then check each `from_secret` field of `plan`.
+/// Check each `from_secret` field of `plan` on the cluster `connected`.
 pub async fn check(
+    connected: &cluster::Connected,
     vault: &Vault,
     plan: &EnvPlan<'_>,
     mounts: &Mounts,
-    req: &Request,
 ) -> Checked<ImportsPart> {
-    let cluster = match cluster::connect(plan, req).await {
+    let cluster = match connected {
         Ok(c) => c,
-        Err((error, help)) => return Checked::failed(error, Some(help)),
+        Err((error, help)) => return Checked::failed(error.clone(), Some(help.clone())),
     };
     let mut results = Vec::new();
     for t in &plan.targets {
         if crate::import::imports_into(t) {
-            results.extend(check_target(vault, &cluster, mounts, t, &plan.env).await);
+            results.extend(check_target(vault, cluster, mounts, t, &plan.env).await);
         }
     }
     Checked::Done(ImportsPart {

@@ -42,6 +42,7 @@ pub mod imports;
 pub mod readers;
 pub mod restarters;
 pub mod store;
+pub mod stuck;
 pub mod values;
 pub mod vso;
 
@@ -391,6 +392,8 @@ pub async fn run(
             policy
         )
     };
+    // The part `kube` reads again, while it waits, the paths not yet valid.
+    let inspection = tokio::sync::RwLock::new(inspection);
     let mut notes = Vec::new();
     // One `--wait` for the cluster's parts together, counted from here.
     let deadline = req.wait.map(|w| std::time::Instant::now() + w);
@@ -411,7 +414,7 @@ pub async fn run(
     .await;
     let values = req.wants(PartName::Vault).then(|| {
         Checked::Done(values::judge(
-            inspection,
+            inspection.into_inner(),
             std::mem::take(&mut plan.targets),
             req.strict,
             std::mem::take(&mut plan.shared_names),
@@ -439,7 +442,7 @@ pub async fn run(
 
 /// What the parts after Vault's and the policy's get.
 type Gathered<'a> = (
-    &'a crate::seed::Inspection,
+    &'a tokio::sync::RwLock<crate::seed::Inspection>,
     Option<&'a Checked<grants::PolicyPart>>,
 );
 
@@ -475,27 +478,57 @@ async fn in_cluster(
     let compare = (!req.skip_target_secrets)
         .then(|| delivery::Compare::new(vault, mounts, &plan.targets))
         .flatten();
-    let kube = if req.wants(PartName::Kube) {
-        let facts = facts::Facts::gather(inspection, &plan.targets, policy, &detected);
-        Some(cluster::check(vault, plan, &facts, compare.as_ref(), req, progress, notes).await)
-    } else {
-        None
-    };
-    let argocd = if req.wants(PartName::Argocd) && argocd::configured(plan) {
-        Some(argocd::check(plan, req, deadline, progress, notes).await)
-    } else {
-        None
-    };
-    let consumers = if req.wants(PartName::Consumers) {
-        Some(consumers::check(plan, compare.as_ref(), req, deadline, progress, notes).await)
-    } else {
-        None
-    };
     let has_imports = crate::import::any(&plan.targets);
-    let imports = if req.wants(PartName::Imports) && has_imports {
-        Some(imports::check(vault, plan, mounts, req).await)
+    let wants_argocd = req.wants(PartName::Argocd) && argocd::configured(plan);
+    let wants_imports = req.wants(PartName::Imports) && has_imports;
+    // One connection for every part, so each object is read once ([`crate::kube::ReadKind`]).
+    let connected = if req.wants(PartName::Kube)
+        || wants_argocd
+        || req.wants(PartName::Consumers)
+        || wants_imports
+    {
+        Some(cluster::connect(plan, req).await)
     } else {
         None
+    };
+    let connected = connected.as_ref();
+    let kube = match connected.filter(|_| req.wants(PartName::Kube)) {
+        Some(c) => {
+            let judged = cluster::Judged {
+                inspection,
+                policy,
+                detected: &detected,
+                mounts,
+            };
+            Some(
+                cluster::check(
+                    c,
+                    vault,
+                    plan,
+                    &judged,
+                    compare.as_ref(),
+                    req,
+                    progress,
+                    notes,
+                )
+                .await,
+            )
+        }
+        None => None,
+    };
+    let argocd = match connected.filter(|_| wants_argocd) {
+        Some(c) => Some(argocd::check(c, plan, req, deadline, progress, notes).await),
+        None => None,
+    };
+    let consumers = match connected.filter(|_| req.wants(PartName::Consumers)) {
+        Some(c) => {
+            Some(consumers::check(c, plan, compare.as_ref(), req, deadline, progress, notes).await)
+        }
+        None => None,
+    };
+    let imports = match connected.filter(|_| wants_imports) {
+        Some(c) => Some(imports::check(c, vault, plan, mounts).await),
+        None => None,
     };
     InCluster {
         kube,

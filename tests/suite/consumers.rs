@@ -172,16 +172,13 @@ fn an_env_reader_with_pods_older_than_the_data_is_not_done_and_names_the_restart
         doc["consumers"]["secrets"][0]["changed_by"],
         "externalsecrets.external-secrets.io/db"
     );
-    // Each run read the Secret's metadata (when its data changed) and its values once (to
-    // compare them with Vault's by digest), never more.
-    let gets = w
-        .kube
-        .requests()
-        .iter()
-        .filter(|r| r.path == "/api/v1/namespaces/apps/secrets/db")
-        .count();
-    assert_eq!(w.kube.metadata_reads().len(), 2);
-    assert_eq!(gets, 4);
+    // Each run listed the namespace's Secrets once, in full: their values digested as parsed
+    // (to compare them with Vault's) and their metadata (when the data changed), shared by the
+    // parts `kube` and `consumers`; the Secret was never read alone.
+    let count = |path: &str| w.kube.requests().iter().filter(|r| r.path == path).count();
+    assert_eq!(count("/api/v1/namespaces/apps/secrets"), 2);
+    assert_eq!(count("/api/v1/namespaces/apps/secrets/db"), 0);
+    assert_eq!(w.kube.metadata_reads().len(), 0);
     let created = rfc3339(w.bao.kv_created("secret", "core-service/auh1-dev/db"));
     assert_eq!(
         doc["consumers"]["secrets"][0]["vault_version_created"],
@@ -842,5 +839,21 @@ fn a_secret_whose_data_two_managers_changed_counts_from_the_latest_change() {
     has(
         &w.verify(&[]).expect_code(0).stdout_text(),
         "ok   Deployment apps/web",
+    );
+}
+
+/// The part alone (`--only consumers`) reads the ExternalSecrets by LIST too, never one by one.
+#[test]
+fn the_part_alone_lists_the_external_secrets() {
+    let w = world();
+    w.kube.put(workload("Deployment", NS, "web", reads("env")));
+    w.pod("web", "web-1", &w.after);
+    w.verify(&["--only", "consumers"]).expect_code(0);
+    let paths: Vec<String> = w.kube.requests().iter().map(|r| r.path.clone()).collect();
+    let listed = "/apis/external-secrets.io/v1/namespaces/apps/externalsecrets";
+    assert_eq!(paths.iter().filter(|p| *p == listed).count(), 1, "{paths:?}");
+    assert!(
+        !paths.iter().any(|p| p.starts_with(&format!("{listed}/"))),
+        "{paths:?}"
     );
 }

@@ -741,7 +741,8 @@ fn force_sync_refused_by_a_webhook_names_the_object() {
 fn a_throttled_api_server_is_a_clear_error_and_wait_asks_again() {
     let bao = crate::verify::vault_with(crate::verify::RUNBOOK_POLICY);
     let kube = crate::verify::healthy_cluster(&bao);
-    kube.throttle("/externalsecrets/core-service-secret", 1);
+    // The namespace's list is shed, then the read of the first ExternalSecret alone.
+    kube.throttle("/namespaces/ask/externalsecrets", 2);
     let doc = verify_real(&bao, &kube, &["-o", "json"])
         .expect_code(1)
         .json();
@@ -758,8 +759,9 @@ fn a_throttled_api_server_is_a_clear_error_and_wait_asks_again() {
         "{doc}"
     );
 
-    // Shed twice more: when `--force-sync` reads it (said), and at the first check, which
-    // `--wait` asks again.
+    // The list shed once more (each ExternalSecret is then read alone), and that read twice:
+    // when `--force-sync` reads it (said), and at the first check, which `--wait` asks again.
+    kube.throttle("/namespaces/ask/externalsecrets", 1);
     kube.throttle("/externalsecrets/core-service-secret", 2);
     let doc = verify_real(&bao, &kube, &["--force-sync", "--wait", "1m", "-o", "json"])
         .expect_code(0)

@@ -95,6 +95,13 @@ struct State {
     bearers: Vec<String>,
     /// Secrets served as `PartialObjectMetadata` (`namespace/name`), in order.
     metadata_reads: Vec<String>,
+    /// At most this many objects a page, whatever the `limit` asked (a server may send fewer).
+    page_cap: Option<usize>,
+    /// Continue tokens of a list at or before this resource version are expired (etcd compacted
+    /// past them): asking with one answers 410.
+    compacted: u64,
+    /// Pages served with a continue token before every token given so far expires.
+    expire_after: Option<usize>,
 }
 
 /// Which operators' CRDs the cluster has: a group not installed is absent from discovery and
@@ -335,6 +342,18 @@ impl FakeKube {
         self.state().denied.push(plural.to_string());
     }
 
+    /// Send at most `n` objects a page, whatever the client's `limit` (the API server may send
+    /// fewer than asked, with a `continue` token for the rest).
+    pub fn cap_pages(&self, n: usize) {
+        self.state().page_cap = Some(n);
+    }
+
+    /// After `pages` more pages served with a `continue` token, expire every token given so far,
+    /// as etcd's compaction does: the next page asked with one is a 410 `Expired`.
+    pub fn expire_continue_after(&self, pages: usize) {
+        self.state().expire_after = Some(pages);
+    }
+
     /// Deny the requests on this resource made at the cluster scope (a list across namespaces,
     /// a cluster-scoped object) and allow those in a namespace: RBAC granted by RoleBindings
     /// only, the common case for a CI or a person's account.
@@ -535,6 +554,8 @@ impl HttpRequest {
 }
 
 fn serve_connection(conn: TcpStream, state: &Mutex<State>, token: &str, tls: Option<&Tls>) {
+    // Each answer goes out at once, as one write: no Nagle delay on small answers.
+    let _ = conn.set_nodelay(true);
     match tls {
         None => serve_stream(conn, state, token),
         Some(tls) => {
@@ -560,6 +581,7 @@ fn serve_stream<S: Read + Write>(conn: S, state: &Mutex<State>, token: &str) {
             403 => "Forbidden",
             404 => "Not Found",
             405 => "Method Not Allowed",
+            410 => "Gone",
             415 => "Unsupported Media Type",
             429 => "Too Many Requests",
             500 => "Internal Server Error",
@@ -576,11 +598,12 @@ fn serve_stream<S: Read + Write>(conn: S, state: &Mutex<State>, token: &str) {
         } else {
             ""
         };
-        let head = format!(
+        let mut answer = format!(
             "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n{retry_after}Content-Length: {}\r\n\r\n",
             body.len()
         );
-        if conn.write_all(head.as_bytes()).is_err() || conn.write_all(body.as_bytes()).is_err() {
+        answer.push_str(&body);
+        if conn.write_all(answer.as_bytes()).is_err() {
             break;
         }
         let _ = conn.flush();
@@ -804,6 +827,9 @@ fn webhook_failure(webhook: &str) -> (u16, Value) {
 /// The answer for a path, or `None` when the path is unknown.
 #[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn route(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value)> {
+    if let Some(answer) = collection(req, segs, st) {
+        return Some(answer);
+    }
     if let Some(answer) = workload_route(req, segs, st) {
         return Some(answer);
     }
@@ -2331,4 +2357,165 @@ pub fn vso_default_connection(ns: &str, address: &str) -> Value {
         }
     }
     c
+}
+
+// ----- Lists: every collection the fake serves, paged -----
+
+/// Whether the fake lists `plural` in `group`/`version` (ESO's follow the versions served,
+/// [`eso_resources`]; cluster-scoped kinds are read by name only).
+fn listable(st: &State, group: &str, version: &str, plural: &str) -> bool {
+    match (group, version) {
+        ("", "v1") => matches!(plural, "secrets" | "configmaps" | "pods"),
+        (ESO_GROUP, v) => eso_resources(st, v).iter().any(|r| r.0 == plural && r.2),
+        (VSO_GROUP, "v1beta1") => VSO_RESOURCES.iter().any(|r| r.0 == plural),
+        (ARGOCD_GROUP, "v1alpha1") => matches!(plural, "applications" | "rollouts"),
+        ("apps", "v1") => matches!(
+            plural,
+            "deployments" | "replicasets" | "statefulsets" | "daemonsets"
+        ),
+        ("batch", "v1") => plural == "cronjobs",
+        _ => false,
+    }
+}
+
+/// A GET of a collection, in a namespace or across them: the objects the label and field
+/// selectors match, in name order, paged as the API server pages them (`limit`, `continue`; a
+/// token of a list the store compacted past is a 410 `Expired`), as a
+/// `PartialObjectMetadataList` when the client asks for one.
+fn collection(req: &HttpRequest, segs: &[&str], st: &mut State) -> Option<(u16, Value)> {
+    let (group, version, ns, plural) = match segs {
+        ["api", "v1", "namespaces", ns, plural] => ("", "v1", Some(*ns), *plural),
+        ["api", "v1", plural] => ("", "v1", None, *plural),
+        ["apis", g, v, "namespaces", ns, plural] => (*g, *v, Some(*ns), *plural),
+        ["apis", g, v, plural] => (*g, *v, None, *plural),
+        _ => return None,
+    };
+    if req.method != "GET" || !st.installed.serves(group) || !listable(st, group, version, plural) {
+        return None;
+    }
+    let fields = match field_selector(plural, &req.query) {
+        Ok(s) => s,
+        Err(refused) => return Some(refused),
+    };
+    let labels = query_param(&req.query, "labelSelector").unwrap_or_default();
+    let api_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    let from = (plural.to_string(), ns.map(str::to_string), String::new());
+    let items: Vec<&Value> = st
+        .objects
+        .range(from..)
+        .take_while(|((p, n, _), _)| p == plural && (ns.is_none() || n.as_deref() == ns))
+        .map(|(_, o)| o)
+        .filter(|o| label_selector_matches(&o["metadata"]["labels"], &labels))
+        .filter(|o| field_selector_matches(o, &fields))
+        .collect();
+    let paging = Paging {
+        resource_version: st.resource_version,
+        page_cap: st.page_cap,
+        compacted: &mut st.compacted,
+        expire_after: &mut st.expire_after,
+    };
+    let (range, next) = match page(paging, &req.query, items.len()) {
+        Ok(p) => p,
+        Err(gone) => return Some(gone),
+    };
+    let as_metadata = req
+        .header("accept")
+        .is_some_and(|a| a.contains("as=PartialObjectMetadataList"));
+    let items: Vec<Value> = items[range]
+        .iter()
+        .map(|o| {
+            if as_metadata {
+                json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]})
+            } else {
+                let mut o = (*o).clone();
+                o["apiVersion"] = json!(api_version);
+                o
+            }
+        })
+        .collect();
+    let mut metadata = json!({"resourceVersion": st.resource_version.to_string()});
+    if let Some(next) = next {
+        metadata["continue"] = json!(next);
+    }
+    let (kind, api_version) = if as_metadata {
+        ("PartialObjectMetadataList", "meta.k8s.io/v1".to_string())
+    } else {
+        ("List", api_version)
+    };
+    Some((
+        200,
+        json!({"kind": kind, "apiVersion": api_version, "metadata": metadata, "items": items}),
+    ))
+}
+
+/// Which of a list's `total` items the query's page holds, and the token of the next page; the
+/// 410 of an expired token (`apierrors.NewResourceExpired`, apiserver `pkg/storage/etcd3/errors.go`
+/// `inconsistentContinue`).
+fn page(
+    st: Paging<'_>,
+    query: &str,
+    total: usize,
+) -> Result<(std::ops::Range<usize>, Option<String>), (u16, Value)> {
+    let limit = query_param(query, "limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0);
+    let (rv, start) = match query_param(query, "continue").filter(|c| !c.is_empty()) {
+        None => (st.resource_version, 0),
+        Some(token) => {
+            let Some((rv, start)) = decode_continue(&token) else {
+                return Err((
+                    400,
+                    status_object(400, "BadRequest", "continue key is not valid"),
+                ));
+            };
+            if rv <= *st.compacted {
+                return Err((410, status_object(410, "Expired", "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")));
+            }
+            (rv, start.min(total))
+        }
+    };
+    // Without `limit` the whole list: a server pages only when asked to.
+    let size = limit.map(|l| st.page_cap.map_or(l, |c| l.min(c)));
+    let Some(size) = size.filter(|s| start + s < total) else {
+        return Ok((start..total, None));
+    };
+    match *st.expire_after {
+        Some(0) => {
+            *st.compacted = rv;
+            *st.expire_after = None;
+        }
+        Some(left) => *st.expire_after = Some(left - 1),
+        None => {}
+    }
+    Ok((start..start + size, Some(encode_continue(rv, start + size))))
+}
+
+/// What paging reads and changes of the server's state.
+struct Paging<'a> {
+    resource_version: u64,
+    page_cap: Option<usize>,
+    compacted: &'a mut u64,
+    expire_after: &'a mut Option<usize>,
+}
+
+/// A continue token: the list's resource version and where the next page starts, base64 of
+/// JSON as the API server's (opaque to clients).
+fn encode_continue(rv: u64, start: usize) -> String {
+    base64::engine::general_purpose::STANDARD
+        .encode(json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start}).to_string())
+}
+
+fn decode_continue(token: &str) -> Option<(u64, usize)> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(token)
+        .ok()?;
+    let v: Value = serde_json::from_slice(&bytes).ok()?;
+    Some((
+        v["rv"].as_u64()?,
+        usize::try_from(v["start"].as_u64()?).ok()?,
+    ))
 }

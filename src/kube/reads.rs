@@ -1,0 +1,773 @@
+//! Reads by LIST: `verify` asks for one kind in the namespaces its specs name once
+//! ([`Cluster::read_by_list`]), a LIST per kind across namespaces where the identity may list
+//! there (else one per namespace, after the 403), paged ([`super::pager`]), requests going out
+//! together up to a bound. What was listed is kept on the client and answers the per-object
+//! questions ([`Cluster::external_secret`], [`Cluster::secret_digests`],
+//! [`Cluster::pods`]...) of every part that asks them, so each object is read once; a question
+//! about a namespace or kind not listed is asked of the server as before.
+//!
+//! A kind is a [`ReadKind`]: its resource, and how an item is kept (typed and small: a Secret as
+//! its keys' digests and its metadata, never its values). Adding one is a variant, its resource,
+//! and a parse.
+//!
+//! `--wait` re-reads only what is not done ([`Cluster::reread`]): per namespace, each object
+//! by GET when that takes no more requests than listing the namespace again, else the LIST.
+
+use std::any::Any;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use futures::{stream, StreamExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::Value;
+
+use super::pager::{json_page, Each, ListAt, ListMeta, Paged};
+use super::status::{self, ExternalSecretInfo};
+use super::value::{DataDigests, KeyDigest};
+use super::vso::{self, VaultStaticSecretInfo, VAULT_STATIC_SECRET, VSO_GROUP, VSO_VERSION};
+use super::workloads::{self, DataChange, PodInfo, WorkloadKind};
+use super::{Cluster, KubeError, ESO_GROUP, EXTERNAL_SECRET, EXTERNAL_SECRET_VERSIONS};
+use crate::digest::Digester;
+
+/// A kind read by LIST.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReadKind {
+    /// ESO's ExternalSecrets (`v1`, else `v1beta1`).
+    ExternalSecrets,
+    /// VSO's VaultStaticSecrets.
+    VaultStaticSecrets,
+    /// Secrets in full: each key's value digested while parsing (never kept), and the metadata.
+    Secrets,
+    /// Secrets as `PartialObjectMetadataList`: their metadata only, no value travels.
+    SecretMetadata,
+    /// Workloads of one kind (a part reads their pod templates).
+    Workloads(WorkloadKind),
+    /// `apps/v1` ReplicaSets.
+    ReplicaSets,
+    /// Pods.
+    Pods,
+}
+
+impl ReadKind {
+    fn group(self) -> &'static str {
+        match self {
+            ReadKind::ExternalSecrets => ESO_GROUP,
+            ReadKind::VaultStaticSecrets => VSO_GROUP,
+            ReadKind::Secrets | ReadKind::SecretMetadata | ReadKind::Pods => "",
+            ReadKind::Workloads(k) => k.group(),
+            ReadKind::ReplicaSets => "apps",
+        }
+    }
+
+    fn versions(self) -> &'static [&'static str] {
+        match self {
+            ReadKind::ExternalSecrets => &EXTERNAL_SECRET_VERSIONS,
+            ReadKind::VaultStaticSecrets => &[VSO_VERSION],
+            ReadKind::Workloads(WorkloadKind::Rollout) => &["v1alpha1"],
+            _ => &["v1"],
+        }
+    }
+
+    fn plural(self) -> &'static str {
+        match self {
+            ReadKind::ExternalSecrets => EXTERNAL_SECRET.plural,
+            ReadKind::VaultStaticSecrets => VAULT_STATIC_SECRET.plural,
+            ReadKind::Secrets | ReadKind::SecretMetadata => "secrets",
+            ReadKind::Workloads(k) => k.plural(),
+            ReadKind::ReplicaSets => "replicasets",
+            ReadKind::Pods => "pods",
+        }
+    }
+
+    /// The resource with its group, as errors name it.
+    fn resource(self) -> String {
+        match self.group() {
+            "" => self.plural().to_string(),
+            g => format!("{}.{g}", self.plural()),
+        }
+    }
+
+    /// The collection's URL path at `version`, in `ns` or across namespaces.
+    fn path(self, version: &str, ns: Option<&str>) -> String {
+        let base = match self.group() {
+            "" => format!("/api/{version}"),
+            g => format!("/apis/{g}/{version}"),
+        };
+        match ns {
+            Some(ns) => format!("{base}/namespaces/{ns}/{}", self.plural()),
+            None => format!("{base}/{}", self.plural()),
+        }
+    }
+
+    /// Whether a list of it that holds nothing is read again while waiting: the objects a
+    /// check waits for are re-read by name, so only the workloads' kinds are left alone.
+    fn kept_when_empty(self) -> bool {
+        matches!(self, ReadKind::Workloads(_))
+    }
+}
+
+/// An object of a list that could not be read as its kind: the error its GET would give.
+#[derive(Debug, Clone)]
+pub(super) struct Shape(String, Option<(&'static str, &'static str, String)>);
+
+impl Shape {
+    fn of(e: &KubeError) -> Shape {
+        match e {
+            KubeError::BadField {
+                kind,
+                object,
+                field,
+                value,
+            } => Shape(object.clone(), Some((kind, field, value.clone()))),
+            other => Shape(other.to_string(), None),
+        }
+    }
+
+    fn error(&self, kind: ReadKind) -> KubeError {
+        match &self.1 {
+            Some((k, field, value)) => KubeError::BadField {
+                kind: k,
+                object: self.0.clone(),
+                field,
+                value: value.clone(),
+            },
+            None => KubeError::Decode {
+                verb: "list",
+                resource: kind.resource(),
+                object: String::new(),
+                detail: self.0.clone(),
+            },
+        }
+    }
+}
+
+/// A Secret as listed: its keys (digested when a digester was given) unless only its metadata
+/// was asked for, and when its data last changed.
+#[derive(Debug, Clone)]
+pub(super) struct SecretRead {
+    /// Each key of `data`; `None` for metadata alone.
+    pub keys: Option<BTreeMap<String, KeyDigest>>,
+    /// Whether the keys carry digests.
+    pub digested: bool,
+    /// When its data changed, and Reloader's annotations.
+    pub change: DataChange,
+}
+
+/// A pod as listed: its labels (for the selectors matched here) and what the checks read.
+#[derive(Debug, Clone)]
+pub(super) struct ListedPod {
+    pub labels: BTreeMap<String, String>,
+    pub info: PodInfo,
+}
+
+/// The objects of one kind in one namespace, by name, and the pages its LIST took.
+struct Listing<T> {
+    items: HashMap<String, T>,
+    pages: usize,
+}
+
+/// What the client keeps of its LISTs.
+#[derive(Default)]
+pub(super) struct Lists {
+    /// `(kind, namespace)` → `Listing<T>` of that kind's item type.
+    listed: HashMap<(ReadKind, String), Box<dyn Any + Send + Sync>>,
+    /// Kinds whose LIST across namespaces RBAC refused: listed per namespace from then on.
+    per_namespace: HashSet<ReadKind>,
+    /// Kinds the server does not serve, or whose first LIST held nothing
+    /// ([`ReadKind::kept_when_empty`]): not listed again.
+    settled: HashSet<ReadKind>,
+}
+
+/// One namespace's items of a kind, `(namespace, name, item)`.
+type Items<T> = Vec<(String, String, T)>;
+
+impl Cluster {
+    /// List each of `kinds` in `namespaces` and keep what the checks read of them: across
+    /// namespaces when more than one is named (per namespace after a 403), `concurrency` requests
+    /// at once. `digester` digests the Secrets' values ([`ReadKind::Secrets`]). A LIST that
+    /// fails is left to the per-object reads, which ask the server and report the error where
+    /// it matters.
+    pub async fn read_by_list(
+        &self,
+        kinds: &[ReadKind],
+        namespaces: &BTreeSet<String>,
+        digester: Option<&Digester>,
+        concurrency: usize,
+    ) {
+        // What another part listed already is not listed again.
+        let namespaces: BTreeSet<String> = namespaces
+            .iter()
+            .filter(|ns| kinds.iter().any(|k| !self.has_listing(*k, ns)))
+            .cloned()
+            .collect();
+        let namespaces = &namespaces;
+        let kinds: Vec<ReadKind> = kinds
+            .iter()
+            .copied()
+            .filter(|k| !self.settled(*k))
+            .filter(|k| namespaces.iter().any(|ns| !self.has_listing(*k, ns)))
+            .collect();
+        if namespaces.is_empty() || kinds.is_empty() {
+            return;
+        }
+        let across = namespaces.len() > 1;
+        // First each kind across namespaces, then per namespace what that could not read.
+        let wide: Vec<ReadKind> = kinds
+            .iter()
+            .copied()
+            .filter(|k| across && !self.lists().per_namespace.contains(k))
+            .collect();
+        let refused: Vec<ReadKind> = stream::iter(wide.iter().copied())
+            .map(|k| async move {
+                let done = self.list_into(k, None, namespaces, digester).await;
+                (k, done)
+            })
+            .buffer_unordered(concurrency.max(1))
+            .filter_map(|(k, done)| async move { (!done).then_some(k) })
+            .collect()
+            .await;
+        let narrow: Vec<(ReadKind, &String)> = kinds
+            .iter()
+            .copied()
+            .filter(|k| !wide.contains(k) || refused.contains(k))
+            .flat_map(|k| namespaces.iter().map(move |ns| (k, ns)))
+            .filter(|(k, ns)| !self.has_listing(*k, ns))
+            .collect();
+        stream::iter(narrow)
+            .map(|(k, ns)| async move {
+                if !self.settled(k) {
+                    self.list_into(k, Some(ns), namespaces, digester).await;
+                }
+            })
+            .buffer_unordered(concurrency.max(1))
+            .collect::<Vec<()>>()
+            .await;
+    }
+
+    /// Read again, for `--wait`, the objects of `kind` named in `objects` (namespace, name):
+    /// per namespace listed before, each by GET when they are no more than the pages its LIST
+    /// took, else that namespace's LIST again. `digester` as for [`Cluster::read_by_list`].
+    pub async fn reread(
+        &self,
+        kind: ReadKind,
+        objects: &[(String, String)],
+        digester: Option<&Digester>,
+        concurrency: usize,
+    ) {
+        let mut by_ns: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (ns, name) in objects {
+            by_ns.entry(ns).or_default().push(name);
+        }
+        let mut relist = BTreeSet::new();
+        let mut gets = Vec::new();
+        for (ns, names) in by_ns {
+            match self.pages_of(kind, ns) {
+                None => {}
+                Some(pages) if names.len() > pages => {
+                    relist.insert(ns.to_string());
+                }
+                Some(_) => gets.extend(names.into_iter().map(|n| (ns, n))),
+            }
+        }
+        stream::iter(gets)
+            .map(|(ns, name)| self.get_into(kind, ns, name, digester))
+            .buffer_unordered(concurrency.max(1))
+            .collect::<Vec<()>>()
+            .await;
+        self.relist(&[kind], &relist, digester, concurrency).await;
+    }
+
+    /// List `kinds` again in each of `namespaces` (one LIST per namespace), replacing what was
+    /// kept; kinds not served or found empty before are not listed again.
+    pub async fn relist(
+        &self,
+        kinds: &[ReadKind],
+        namespaces: &BTreeSet<String>,
+        digester: Option<&Digester>,
+        concurrency: usize,
+    ) {
+        let jobs: Vec<(ReadKind, &String)> = kinds
+            .iter()
+            .copied()
+            .filter(|k| !self.settled(*k))
+            .flat_map(|k| namespaces.iter().map(move |ns| (k, ns)))
+            .collect();
+        stream::iter(jobs)
+            .map(|(k, ns)| async move {
+                self.list_into(k, Some(ns), namespaces, digester).await;
+            })
+            .buffer_unordered(concurrency.max(1))
+            .collect::<Vec<()>>()
+            .await;
+    }
+
+    /// Forget what was listed of `kinds` in `namespaces`: their next reads ask again.
+    pub fn forget(&self, kinds: &[ReadKind], namespaces: &BTreeSet<String>) {
+        let mut lists = self.lists();
+        for k in kinds {
+            for ns in namespaces {
+                lists.listed.remove(&(*k, ns.clone()));
+            }
+        }
+    }
+
+    fn lists(&self) -> std::sync::MutexGuard<'_, Lists> {
+        self.lists.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `kind` is listed in `ns` (Secrets in full also answer for their metadata).
+    fn has_listing(&self, kind: ReadKind, ns: &str) -> bool {
+        let lists = self.lists();
+        let has = |k| lists.listed.contains_key(&(k, ns.to_string()));
+        has(kind) || (kind == ReadKind::SecretMetadata && has(ReadKind::Secrets))
+    }
+
+    fn settled(&self, kind: ReadKind) -> bool {
+        self.lists().settled.contains(&kind)
+    }
+
+    /// The pages the LIST of `kind` in `ns` took; `None` when it was not listed.
+    fn pages_of(&self, kind: ReadKind, ns: &str) -> Option<usize> {
+        let lists = self.lists();
+        let any = lists.listed.get(&(kind, ns.to_string()))?;
+        Some(match kind {
+            ReadKind::ExternalSecrets => pages::<Result<ExternalSecretInfo, Shape>>(any.as_ref()),
+            ReadKind::VaultStaticSecrets => {
+                pages::<Result<VaultStaticSecretInfo, Shape>>(any.as_ref())
+            }
+            ReadKind::Secrets | ReadKind::SecretMetadata => pages::<SecretRead>(any.as_ref()),
+            _ => 1,
+        })
+    }
+
+    /// What was listed of `kind` in `ns` about `name`: `None` when the namespace was not listed
+    /// (ask the server), `Some(None)` when the object is not there.
+    pub(super) fn listed<T: Clone + 'static>(
+        &self,
+        kind: ReadKind,
+        ns: &str,
+        name: &str,
+    ) -> Option<Option<T>> {
+        let lists = self.lists();
+        let listing = lists
+            .listed
+            .get(&(kind, ns.to_string()))?
+            .downcast_ref::<Listing<T>>()?;
+        Some(listing.items.get(name).cloned())
+    }
+
+    /// Every object listed of `kind` in `ns`, in name order; `None` when not listed.
+    pub(super) fn listed_all<T: Clone + 'static>(
+        &self,
+        kind: ReadKind,
+        ns: &str,
+    ) -> Option<Vec<T>> {
+        let lists = self.lists();
+        let listing = lists
+            .listed
+            .get(&(kind, ns.to_string()))?
+            .downcast_ref::<Listing<T>>()?;
+        let mut names: Vec<&String> = listing.items.keys().collect();
+        names.sort();
+        Some(
+            names
+                .into_iter()
+                .map(|n| listing.items[n].clone())
+                .collect(),
+        )
+    }
+
+    /// An object of a kind read with its shape checked (ExternalSecrets, VaultStaticSecrets)
+    /// as listed: the error its GET would give when its shape is wrong.
+    pub(super) fn listed_checked<T: Clone + 'static>(
+        &self,
+        kind: ReadKind,
+        ns: &str,
+        name: &str,
+    ) -> Option<Result<Option<T>, KubeError>> {
+        let hit = self.listed::<Result<T, Shape>>(kind, ns, name)?;
+        Some(hit.transpose().map_err(|shape| shape.error(kind)))
+    }
+
+    /// A Secret as listed: in full first, else its metadata (when `metadata` will do).
+    pub(super) fn listed_secret(
+        &self,
+        ns: &str,
+        name: &str,
+        metadata: bool,
+    ) -> Option<Option<SecretRead>> {
+        self.listed::<SecretRead>(ReadKind::Secrets, ns, name)
+            .or_else(|| {
+                metadata
+                    .then(|| self.listed::<SecretRead>(ReadKind::SecretMetadata, ns, name))
+                    .flatten()
+            })
+    }
+
+    /// List `kind` in `ns` (or across namespaces, keeping those of `namespaces`) and keep it.
+    /// `false` when RBAC refused the LIST across namespaces (the caller lists per namespace).
+    async fn list_into(
+        &self,
+        kind: ReadKind,
+        ns: Option<&str>,
+        namespaces: &BTreeSet<String>,
+        digester: Option<&Digester>,
+    ) -> bool {
+        let result = match kind {
+            ReadKind::ExternalSecrets => {
+                let parse = |o: &Value, v: &str| {
+                    status::external_secret_info(o, v).map_err(|e| Shape::of(&e))
+                };
+                self.list_json(kind, ns, parse)
+                    .await
+                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+            }
+            ReadKind::VaultStaticSecrets => {
+                let parse = |o: &Value, _: &str| {
+                    vso::vault_static_secret_info(o).map_err(|e| Shape::of(&e))
+                };
+                self.list_json(kind, ns, parse)
+                    .await
+                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+            }
+            ReadKind::Secrets | ReadKind::SecretMetadata => {
+                let digester = digester.filter(|_| kind == ReadKind::Secrets);
+                self.list_secrets(kind, ns, digester)
+                    .await
+                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+            }
+            ReadKind::Workloads(_) => {
+                let parse = |o: &Value, _: &str| workloads::slim(o);
+                self.list_json(kind, ns, parse)
+                    .await
+                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+            }
+            ReadKind::ReplicaSets => {
+                let parse = |o: &Value, _: &str| workloads::replica_set_info(o);
+                self.list_json(kind, ns, parse)
+                    .await
+                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+            }
+            ReadKind::Pods => {
+                let parse = |o: &Value, _: &str| ListedPod {
+                    labels: workloads::labels_of(o),
+                    info: workloads::pod_info(o),
+                };
+                self.list_json(kind, ns, parse)
+                    .await
+                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+            }
+        };
+        match result {
+            Ok(Some(())) => true,
+            Ok(None) => {
+                // Not served at any version: not listed again, and its GETs know it.
+                for v in kind.versions() {
+                    self.remember(kind.plural(), v, false);
+                }
+                self.lists().settled.insert(kind);
+                true
+            }
+            Err(KubeError::Forbidden { .. }) if ns.is_none() => {
+                self.lists().per_namespace.insert(kind);
+                false
+            }
+            Err(e) => {
+                tracing::debug!(?kind, namespace = ?ns, error = %e, "list failed: read object by object");
+                true
+            }
+        }
+    }
+
+    /// The objects of a JSON kind, each read by `parse` (with the API version that answered),
+    /// trying the kind's versions in order; `None` when none is served.
+    async fn list_json<T>(
+        &self,
+        kind: ReadKind,
+        ns: Option<&str>,
+        parse: impl Fn(&Value, &str) -> T,
+    ) -> Result<Option<Paged<(String, String, T)>>, KubeError> {
+        for version in kind.versions() {
+            if self.known_unserved(kind.plural(), version) {
+                continue;
+            }
+            let api_version = match kind.group() {
+                "" => version.to_string(),
+                g => format!("{g}/{version}"),
+            };
+            let at = self.list_at(kind, version, ns);
+            let item = |o: Value| {
+                let (name, ns) = name_and_namespace(&o);
+                (ns, name, parse(&o, &api_version))
+            };
+            let page = |text: &str| json_page(text, &item);
+            match self.list_pages(&at, page).await? {
+                Some(p) => {
+                    self.remember(kind.plural(), version, true);
+                    return Ok(Some(p));
+                }
+                None => self.remember(kind.plural(), version, false),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Secrets in full (each value digested by `digester` as it is parsed, or only its
+    /// emptiness kept) or as metadata.
+    async fn list_secrets(
+        &self,
+        kind: ReadKind,
+        ns: Option<&str>,
+        digester: Option<&Digester>,
+    ) -> Result<Option<Paged<(String, String, SecretRead)>>, KubeError> {
+        let at = self.list_at(kind, "v1", ns);
+        let page = |text: &str| {
+            let mut de = serde_json::Deserializer::from_str(text);
+            SecretPage(digester, kind == ReadKind::Secrets)
+                .deserialize(&mut de)
+                .map_err(|e| {
+                    format!(
+                        "not a list of Secrets ({:?} error at line {} column {})",
+                        e.classify(),
+                        e.line(),
+                        e.column()
+                    )
+                })
+        };
+        self.list_pages(&at, page).await
+    }
+
+    fn list_at(&self, kind: ReadKind, version: &str, ns: Option<&str>) -> ListAt {
+        ListAt {
+            path: kind.path(version, ns),
+            labels: None,
+            metadata: kind == ReadKind::SecretMetadata,
+            resource: kind.resource(),
+            namespace: ns.map(str::to_string),
+        }
+    }
+
+    pub(super) fn known_unserved(&self, plural: &'static str, version: &'static str) -> bool {
+        self.served
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&(plural, version)).copied())
+            == Some(false)
+    }
+
+    /// Keep a LIST's items: of `ns`, or of each of `namespaces` for a LIST across them (a
+    /// namespace without any gets an empty listing, so its objects are known absent).
+    fn keep<T: Send + Sync + 'static>(
+        &self,
+        kind: ReadKind,
+        ns: Option<&str>,
+        namespaces: &BTreeSet<String>,
+        paged: Paged<(String, String, T)>,
+    ) {
+        let listing = |pages| Listing {
+            items: HashMap::new(),
+            pages,
+        };
+        let mut by_ns: BTreeMap<String, Listing<T>> = match ns {
+            Some(ns) => BTreeMap::from([(ns.to_string(), listing(paged.pages))]),
+            None => namespaces
+                .iter()
+                .map(|ns| (ns.clone(), listing(0)))
+                .collect(),
+        };
+        let empty = paged.items.is_empty();
+        for (item_ns, name, item) in paged.items {
+            if let Some(l) = by_ns.get_mut(&item_ns) {
+                l.items.insert(name, item);
+            }
+        }
+        let mut lists = self.lists();
+        for (ns, mut listing) in by_ns {
+            if listing.pages == 0 {
+                // Of a LIST across namespaces: the pages this namespace's own LIST would take.
+                let page = super::pager::PAGE_SIZE as usize;
+                listing.pages = listing.items.len().div_ceil(page).max(1);
+            }
+            lists.listed.insert((kind, ns), Box::new(listing));
+        }
+        if empty && ns.is_none() && kind.kept_when_empty() {
+            lists.settled.insert(kind);
+        }
+    }
+
+    /// GET one object of `kind` and put what it says in place of what was listed.
+    async fn get_into(&self, kind: ReadKind, ns: &str, name: &str, digester: Option<&Digester>) {
+        match kind {
+            ReadKind::ExternalSecrets => {
+                let got = self.get_eso(EXTERNAL_SECRET, Some(ns), name).await;
+                let item = got.map(|o| {
+                    o.map(|(obj, v)| {
+                        status::external_secret_info(&obj, &v).map_err(|e| Shape::of(&e))
+                    })
+                });
+                self.replace(kind, ns, name, item);
+            }
+            ReadKind::VaultStaticSecrets => {
+                let got = self.get_vso(VAULT_STATIC_SECRET, ns, name).await;
+                let item = got.map(|o| {
+                    o.map(|obj| vso::vault_static_secret_info(&obj).map_err(|e| Shape::of(&e)))
+                });
+                self.replace(kind, ns, name, item);
+            }
+            ReadKind::SecretMetadata => {
+                let got = self.secret_data_change_get(ns, name).await.map(|c| {
+                    c.map(|change| SecretRead {
+                        keys: None,
+                        digested: false,
+                        change,
+                    })
+                });
+                self.replace(kind, ns, name, got);
+            }
+            ReadKind::Secrets => {
+                let got = self.secret_text(ns, name).await.and_then(|text| {
+                    text.map(|text| {
+                        let mut de = serde_json::Deserializer::from_str(&text);
+                        let full = kind == ReadKind::Secrets;
+                        SecretItem(digester.filter(|_| full), full)
+                            .deserialize(&mut de)
+                            .map(|(_, _, s)| s)
+                            .map_err(|e| self.not_a_secret(ns, name, &e))
+                    })
+                    .transpose()
+                });
+                self.replace(kind, ns, name, got);
+            }
+            // Read by namespace only ([`Cluster::relist`]).
+            _ => {}
+        }
+    }
+
+    /// Put `got` in place of the listed `ns/name`; on an error, forget the namespace's listing
+    /// so that the object's next read asks the server and reports it.
+    fn replace<T: Send + Sync + 'static>(
+        &self,
+        kind: ReadKind,
+        ns: &str,
+        name: &str,
+        got: Result<Option<T>, KubeError>,
+    ) {
+        let mut lists = self.lists();
+        let key = (kind, ns.to_string());
+        let Ok(got) = got else {
+            lists.listed.remove(&key);
+            return;
+        };
+        let Some(listing) = lists
+            .listed
+            .get_mut(&key)
+            .and_then(|l| l.downcast_mut::<Listing<T>>())
+        else {
+            return;
+        };
+        match got {
+            Some(item) => listing.items.insert(name.to_string(), item),
+            None => listing.items.remove(name),
+        };
+    }
+}
+
+fn pages<T: 'static>(any: &(dyn Any + Send + Sync)) -> usize {
+    any.downcast_ref::<Listing<T>>().map_or(1, |l| l.pages)
+}
+
+/// An object's name and namespace.
+fn name_and_namespace(o: &Value) -> (String, String) {
+    let s = |p: &str| {
+        o.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    (s("/metadata/name"), s("/metadata/namespace"))
+}
+
+/// A page of Secrets: its token and each Secret read by [`SecretItem`].
+struct SecretPage<'d>(Option<&'d Digester>, bool);
+
+type SecretItems = (Items<SecretRead>, Option<String>);
+
+impl<'de> DeserializeSeed<'de> for SecretPage<'_> {
+    type Value = SecretItems;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SecretPage<'_> {
+    type Value = SecretItems;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a list of Secrets")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (mut items, mut next) = (Vec::new(), None);
+        while let Some(member) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match member.as_ref() {
+                "metadata" => next = map.next_value::<ListMeta>()?.continue_token,
+                "items" => items = map.next_value_seed(Each(SecretItem(self.0, self.1)))?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok((items, next))
+    }
+}
+
+/// One Secret (or its `PartialObjectMetadata`, `.1` false): its metadata, and its `data` read
+/// by [`DataDigests`]: each value digested with the digester and dropped, never kept.
+#[derive(Clone, Copy)]
+pub(super) struct SecretItem<'d>(pub Option<&'d Digester>, pub bool);
+
+impl<'de> DeserializeSeed<'de> for SecretItem<'_> {
+    type Value = (String, String, SecretRead);
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SecretItem<'_> {
+    type Value = (String, String, SecretRead);
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a Secret")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut meta = ObjectMeta::default();
+        let mut keys = None;
+        while let Some(member) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match member.as_ref() {
+                "metadata" => meta = map.next_value()?,
+                "data" => keys = Some(map.next_value_seed(DataDigests(self.0))?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let (name, ns) = (
+            meta.name.clone().unwrap_or_default(),
+            meta.namespace.clone().unwrap_or_default(),
+        );
+        // A Secret without `data` has no keys; metadata alone says nothing of them.
+        let read = SecretRead {
+            keys: if self.1 {
+                Some(keys.unwrap_or_default())
+            } else {
+                None
+            },
+            digested: self.0.is_some(),
+            change: workloads::data_change(meta),
+        };
+        Ok((ns, name, read))
+    }
+}
