@@ -851,7 +851,11 @@ fn the_part_alone_lists_the_external_secrets() {
     w.verify(&["--only", "consumers"]).expect_code(0);
     let paths: Vec<String> = w.kube.requests().iter().map(|r| r.path.clone()).collect();
     let listed = "/apis/external-secrets.io/v1/namespaces/apps/externalsecrets";
-    assert_eq!(paths.iter().filter(|p| *p == listed).count(), 1, "{paths:?}");
+    assert_eq!(
+        paths.iter().filter(|p| *p == listed).count(),
+        1,
+        "{paths:?}"
+    );
     assert!(
         !paths.iter().any(|p| p.starts_with(&format!("{listed}/"))),
         "{paths:?}"
