@@ -1,6 +1,6 @@
 //! `audit`'s cluster side: every ExternalSecret and VaultStaticSecret in the specs' namespaces,
 //! and those reading a path under the specs' folders that no spec names. Keys are matched to
-//! spec paths by `verify`'s rules ([`target_of_key`], [`target_of_vss`]), not a copy of them.
+//! spec paths by `verify`'s rules ([`TargetIndex::of_key`], [`target_of_vss`]), not a copy of them.
 //! An object, or a field of one, that cannot be read is "not checked", never fine.
 
 use std::collections::BTreeSet;
@@ -10,10 +10,9 @@ use super::{Ignore, KubeTarget, Scanned};
 use crate::kube::{
     DataFrom, EsoCluster, ExternalSecretInfo, FieldProblem, KubeError, VaultStaticSecretInfo,
 };
-use crate::spec::{EnvPlan, Target};
+use crate::spec::{EnvPlan, Target, TargetIndex};
 use crate::text::cap;
 use crate::verify::cluster::vso_namespace;
-use crate::verify::eso::target_of_key;
 use crate::verify::store::eso_namespace;
 use crate::verify::vso::target_of_vss;
 
@@ -60,7 +59,7 @@ pub(super) async fn audit(
         }
     }
     let judge = Judge {
-        named,
+        named: &TargetIndex::new(named),
         owned,
         ignore,
     };
@@ -126,7 +125,7 @@ fn unreadable(kind: &str, object: &str, why: &str) -> Finding {
 /// What judging a key needs: the named targets, the owned folders and what `--ignore` leaves
 /// out.
 struct Judge<'a> {
-    named: &'a [Target],
+    named: &'a TargetIndex<'a>,
     owned: &'a [(String, String, String)],
     ignore: &'a Ignore,
 }
@@ -202,7 +201,7 @@ impl Judge<'_> {
                 scanned.ignored.objects += 1;
                 return;
             }
-            if target_of_key(self.named, key).is_none() {
+            if self.named.of_key(key).is_none() {
                 mine.push(Finding::OrphanConsumer {
                     object_kind: "ExternalSecret",
                     namespace: cap(&es.namespace).into_owned(),

@@ -228,7 +228,6 @@ async fn check_once(
         cluster,
         &wanted.static_secrets,
         wanted.skip_target_secrets,
-        &plan.targets,
         facts,
         expected,
     )

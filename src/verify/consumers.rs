@@ -494,6 +494,7 @@ async fn targets(
     plan: &EnvPlan<'_>,
 ) -> Result<(Vec<Target>, Vec<String>), KubeError> {
     let wanted = super::cluster::wanted(plan, cluster.default_namespace());
+    let index = crate::spec::TargetIndex::new(&plan.targets);
     let mut out: Vec<Target> = Vec::new();
     let mut problems = Vec::new();
     for (ns, name) in &wanted.external_secrets {
@@ -503,7 +504,7 @@ async fn targets(
                 secret: es.target_secret.clone(),
                 source: format!("ExternalSecret {ns}/{name}"),
                 restarted_by_vso: Vec::new(),
-                mappings: delivery::eso_mappings(&es, &plan.targets),
+                mappings: delivery::eso_mappings(&es, &index),
             }),
             None => problems.push(format!(
                 "ExternalSecret `{ns}/{name}` does not exist: the readers of its target Secret are not checked"
@@ -538,7 +539,7 @@ async fn targets(
                     secret: v.destination.clone(),
                     source: format!("VaultStaticSecret {ns}/{name}"),
                     restarted_by_vso,
-                    mappings: delivery::vso_mappings(&v, &plan.targets),
+                    mappings: delivery::vso_mappings(&v, &index),
                 });
             }
             None => problems.push(format!(
@@ -547,6 +548,16 @@ async fn targets(
         }
     }
     Ok((out, problems))
+}
+
+/// The targets of each namespace, in order, grouped in one pass (a filter of every target per
+/// namespace is quadratic on a platform of one namespace per few applications).
+fn by_namespace(targets: &[Target]) -> BTreeMap<&str, Vec<&Target>> {
+    let mut out: BTreeMap<&str, Vec<&Target>> = BTreeMap::new();
+    for t in targets {
+        out.entry(t.namespace.as_str()).or_default().push(t);
+    }
+    out
 }
 
 /// A workload that reads, through env or a `subPath`, a Secret a value of `set` or `rotate`
@@ -585,9 +596,7 @@ pub async fn restarts(
         .filter(|t| secrets.contains(&(t.namespace.clone(), t.secret.clone())))
         .collect();
     let mut out = Vec::new();
-    let namespaces: BTreeSet<&str> = targets.iter().map(|t| t.namespace.as_str()).collect();
-    for ns in namespaces {
-        let in_ns: Vec<&Target> = targets.iter().filter(|t| t.namespace == ns).collect();
+    for (ns, in_ns) in by_namespace(&targets) {
         let mut changes = BTreeMap::new();
         for t in &in_ns {
             // Only Reloader's annotations of the Secret are used here; unreadable, none count.
@@ -785,10 +794,8 @@ async fn check_once(
     restarted: &BTreeMap<(WorkloadKind, String, String), Result<OffsetDateTime, String>>,
 ) -> Result<ConsumersPart, KubeError> {
     let (secrets, changes) = read_secrets(cluster, targets, read, compare).await?;
-    let namespaces: BTreeSet<&str> = targets.iter().map(|t| t.namespace.as_str()).collect();
     let mut workloads = Vec::new();
-    for ns in namespaces {
-        let in_ns: Vec<&Target> = targets.iter().filter(|t| t.namespace == ns).collect();
+    for (ns, in_ns) in by_namespace(targets) {
         // Listed once per namespace, when a Deployment's or a Rollout's pods are looked at.
         let mut replica_sets: Option<Vec<ReplicaSetInfo>> = None;
         for kind in WorkloadKind::ALL {

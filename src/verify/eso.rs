@@ -696,7 +696,6 @@ impl Finding for ProvidedFinding {
 /// What the checks of one run share.
 struct Ctx<'a> {
     cluster: &'a EsoCluster,
-    targets: &'a [Target],
     facts: &'a Facts<'a>,
     provided: &'a [ProvidedCheck],
     skip_target_secrets: bool,
@@ -716,7 +715,6 @@ pub async fn check(
     let provided = provided_checks(cluster, targets, facts).await;
     let ctx = Ctx {
         cluster,
-        targets,
         facts,
         provided: &provided,
         skip_target_secrets: wanted.skip_target_secrets,
@@ -951,7 +949,7 @@ async fn delivered(
     let mut found = Vec::new();
     let mut not_compared: Vec<(String, String)> = Vec::new();
     let mut all = !wanted.is_empty();
-    for (key, mapping) in delivery::eso_mappings(es, compare.targets()) {
+    for (key, mapping) in delivery::eso_mappings(es, compare.index()) {
         if !wanted.contains(&key) {
             continue;
         }
@@ -1011,18 +1009,10 @@ fn bad_fields(es: &ExternalSecretInfo) -> Vec<EsFinding> {
         .collect()
 }
 
-/// The spec's path a remoteRef key names ([`target_of_key`]).
+/// The spec's path a remoteRef key names: `ask/x` below the mount, or `secret/ask/x` (a
+/// leading `/` ignored), [`TargetIndex::of_key`]'s rule.
 fn spec_target<'t>(ctx: &Ctx<'t>, key: &str) -> Option<&'t Target> {
-    target_of_key(ctx.targets, key)
-}
-
-/// The target of `targets` an ESO key names: `ask/x` below the mount, or `secret/ask/x` (a
-/// leading `/` ignored). The one rule `verify` and `audit` match ESO keys by.
-pub(crate) fn target_of_key<'t>(targets: &'t [Target], key: &str) -> Option<&'t Target> {
-    let key = key.trim_start_matches('/');
-    targets
-        .iter()
-        .find(|t| &*t.path == key || t.full_path() == key)
+    ctx.facts.index().of_key(key)
 }
 
 /// A remoteRef must be a path and field of the spec, present in Vault, delivered as seeded: its

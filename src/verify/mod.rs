@@ -468,11 +468,13 @@ async fn in_cluster(
 ) -> InCluster {
     let detected = |mount: &str| mounts.version(mount);
     // The target Secrets' values are compared with Vault's unless they are not to be read.
+    // The targets by the names the cluster's objects give them, for every part.
+    let index = crate::spec::TargetIndex::new(&plan.targets);
     let compare = (!req.skip_target_secrets)
-        .then(|| delivery::Compare::new(vault, mounts, &plan.targets))
+        .then(|| delivery::Compare::new(vault, mounts, &index))
         .flatten();
     let kube = if req.wants(PartName::Kube) {
-        let facts = facts::Facts::gather(inspection, &plan.targets, policy, &detected);
+        let facts = facts::Facts::gather(inspection, &index, policy, &detected);
         Some(cluster::check(vault, plan, &facts, compare.as_ref(), req, progress, notes).await)
     } else {
         None
