@@ -196,7 +196,7 @@ fn readers_whose_pods_started_after_the_change_and_volume_readers_pass() {
         .put(workload("DaemonSet", NS, "agent", reads("volume")));
     w.pod("agent", "agent-x", &w.before);
     w.kube.put(workload("CronJob", NS, "report", reads("env")));
-    let out = w.verify(&[]).expect_code(0);
+    let out = w.verify(&["--all"]).expect_code(0);
     let text = out.stdout_text();
     has(&text, "ok   StatefulSet apps/db-client");
     has(&text, "its 1 pod(s) started after the data last changed");
@@ -208,6 +208,14 @@ fn readers_whose_pods_started_after_the_change_and_volume_readers_pass() {
     has(&text, "ok   CronJob apps/report");
     has(&text, "a CronJob's next run reads it as it is then");
     has(&text, "verify auh1-dev: done");
+    // Without `--all`, the part's line counts them and lists none: nothing fails or warns.
+    let summary = w.verify(&[]).expect_code(0).stdout_text();
+    has(&summary, "ok   consumers: ");
+    has(
+        &summary,
+        ": 3 workload(s) read 1 target Secret(s), 3 more with notes (--all shows them)",
+    );
+    assert!(!summary.contains("apps/"), "{summary}");
 }
 
 #[test]
@@ -239,7 +247,7 @@ fn reloader_and_vso_restart_targets_pass_with_a_note() {
     search["metadata"]["annotations"]["reloader.stakater.com/search"] = json!("true");
     w.kube.put(search);
     w.pod("search", "search-1", &w.before);
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&["--all"]).expect_code(1);
     let text = out.stdout_text();
     has(&text, "ok   Deployment apps/auto");
     has(
@@ -256,7 +264,7 @@ fn reloader_and_vso_restart_targets_pass_with_a_note() {
     w.kube.update("Secret", Some(NS), "db", |s| {
         s["metadata"]["annotations"] = json!({"reloader.stakater.com/match": "true"});
     });
-    let out = w.verify(&[]).expect_code(0);
+    let out = w.verify(&["--all"]).expect_code(0);
     has(&out.stdout_text(), "ok   Deployment apps/search");
     has(&out.stdout_text(), "reloader.stakater.com/search");
 
@@ -283,7 +291,7 @@ fn a_vso_rollout_restart_target_passes_with_a_note() {
     w.pod("web", "web-1", &w.before);
     w.kube.put(workload("Deployment", NS, "api", reads("env")));
     w.pod("api", "api-1", &w.before);
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&["--all"]).expect_code(1);
     let text = out.stdout_text();
     has(&text, "ok   Rollout apps/web");
     has(
@@ -322,6 +330,15 @@ fn restart_sends_exactly_the_rollout_patch_and_waits_for_new_pods() {
         });
         let out = w.verify(&["--restart", "--wait", "2m"]).expect_code(0);
         has(&out.stderr_text(), "restarted Deployment apps/web at ");
+        // Said once, as it is done: not again among the notes after the report.
+        assert_eq!(
+            out.stderr_text()
+                .matches("restarted Deployment apps/web at ")
+                .count(),
+            1,
+            "{}",
+            out.stderr_text()
+        );
         has(&out.stdout_text(), "verify auh1-dev: done");
         controller.join().unwrap()
     });
@@ -530,7 +547,7 @@ fn a_container_that_started_after_the_change_is_fresh_whatever_the_pods_start_ti
     let web = workload("Deployment", NS, "web", reads("env"));
     w.kube.put(web.clone());
     w.kube.run_accepted(&web, "web-1", &w.before, &w.after);
-    let out = w.verify(&[]).expect_code(0);
+    let out = w.verify(&["--all"]).expect_code(0);
     has(&out.stdout_text(), "ok   Deployment apps/web");
     has(
         &out.stdout_text(),
@@ -576,7 +593,7 @@ fn finished_evicted_old_and_foreign_pods_do_not_count() {
         p["metadata"]["ownerReferences"][0]["uid"] = previous["metadata"]["uid"].clone();
     });
     w.kube.put(pod_of(NS, "web", "stray", &w.before));
-    let out = w.verify(&[]).expect_code(0);
+    let out = w.verify(&["--all"]).expect_code(0);
     has(&out.stdout_text(), "ok   Deployment apps/web");
     has(
         &out.stdout_text(),
