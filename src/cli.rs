@@ -428,6 +428,10 @@ pub struct VerifyArgs {
     /// Placeholders still unreplaced are failures, not warnings.
     #[arg(long)]
     pub strict: bool,
+    /// List every object each part checked, not only what fails or warns and a line of counts
+    /// (`-o json` always lists every object).
+    #[arg(long)]
+    pub all: bool,
     /// Poll until every ExternalSecret is Ready, every VaultStaticSecret synced and the secrets
     /// app Healthy, or this time is up (`5m`).
     #[arg(long, value_parser = duration::parse, value_name = "DURATION")]

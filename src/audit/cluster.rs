@@ -1,6 +1,6 @@
 //! `audit`'s cluster side: every ExternalSecret and VaultStaticSecret in the specs' namespaces,
 //! and those reading a path under the specs' folders that no spec names. Keys are matched to
-//! spec paths by `verify`'s rules ([`target_of_key`], [`target_of_vss`]), not a copy of them.
+//! spec paths by `verify`'s rules ([`TargetIndex::of_key`], [`target_of_vss`]), not a copy of them.
 //! An object, or a field of one, that cannot be read is "not checked", never fine.
 
 use std::collections::BTreeSet;
@@ -8,9 +8,8 @@ use std::collections::BTreeSet;
 use super::findings::Finding;
 use super::{Ignore, KubeTarget, Scanned};
 use crate::kube::{Cluster, DataFrom, ExternalSecretInfo, KubeError, VaultStaticSecretInfo};
-use crate::spec::{EnvPlan, Target};
+use crate::spec::{EnvPlan, Target, TargetIndex};
 use crate::text::cap;
-use crate::verify::eso::target_of_key;
 use crate::verify::store::eso_namespace;
 use crate::verify::vso::target_of_vss;
 use crate::verify::vso::vso_namespace;
@@ -58,7 +57,7 @@ pub(super) async fn audit(
         }
     }
     let judge = Judge {
-        named,
+        named: &TargetIndex::new(named),
         owned,
         ignore,
     };
@@ -116,7 +115,7 @@ fn unreadable(kind: &str, object: &str, why: &str) -> Finding {
 /// What judging a key needs: the named targets, the owned folders and what `--ignore` leaves
 /// out.
 struct Judge<'a> {
-    named: &'a [Target],
+    named: &'a TargetIndex<'a>,
     owned: &'a [(String, String, String)],
     ignore: &'a Ignore,
 }
@@ -192,7 +191,7 @@ impl Judge<'_> {
                 scanned.ignored.objects += 1;
                 return;
             }
-            if target_of_key(self.named, key).is_none() {
+            if self.named.of_key(key).is_none() {
                 mine.push(Finding::OrphanConsumer {
                     object_kind: "ExternalSecret",
                     namespace: cap(&es.namespace).into_owned(),
@@ -318,7 +317,8 @@ mod tests {
         ignore: &str,
         look: impl Fn(&Judge<'_>, &mut Vec<Finding>, &mut Scanned),
     ) -> (String, usize) {
-        let (named, owned) = (named(), owned());
+        let (targets, owned) = (named(), owned());
+        let named = TargetIndex::new(&targets);
         let patterns = Some(ignore.to_string()).filter(|p| !p.is_empty());
         let ignore = Ignore::new(patterns.into_iter().collect()).unwrap();
         let judge = Judge {
@@ -393,7 +393,8 @@ mod tests {
                 found: None,
             },
         }];
-        let (named, owned, ignore) = (named(), owned(), Ignore::default());
+        let (targets, owned, ignore) = (named(), owned(), Ignore::default());
+        let named = TargetIndex::new(&targets);
         let judge = Judge {
             named: &named,
             owned: &owned,

@@ -51,8 +51,8 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          from_secret, absent otherwise): ok, server, context, results (path, field, secret, key, \
          status: agrees, pending, differs, not-checked; ok, message). vault.results: path, field, generator, status (valid, pending, missing, deleted, \
          invalid, denied, error, skipped), version, created_time, detail, provided_by. \
-         kube.provided: the paths other applications provide (path, provided_by, ok, \
-         push_secret, ready, reason, message, event, explanations). argocd (specs with \
+         kube.provided: the paths other applications provide (path, provided_by, ok, state: \
+         absent, invalid, unreadable; push_secret, ready, reason, message, event, explanations). argocd (specs with \
          [argocd]): apps (namespace, name, role, after, ok, exists, app_wave, parent, sync, \
          health, operation, unhealthy, problems, notes), argocd_cm (namespace, name, ok, exists, \
          key, problems). policy: ESO's report (ok covers both operators) and policy.vso, VSO's \

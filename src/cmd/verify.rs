@@ -71,15 +71,25 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Fai
             })
             .await?;
         let spinner = wait_spinner(args.wait.is_some() && g.output == Format::Human);
+        // What was done is said as it is done; the report's notes leave those lines out.
+        let said = std::cell::RefCell::new(Vec::new());
         let progress = |p: Progress<'_>| match (p, &spinner) {
             (Progress::Waiting(line), Some(s)) => s.set_message(t(line)),
-            (Progress::Waiting(line) | Progress::Did(line), _) => report::say(&t(line)),
+            (Progress::Waiting(line), None) => report::say(&t(line)),
+            (Progress::Did(line), _) => {
+                report::say(&t(line));
+                said.borrow_mut().push(line.to_string());
+            }
         };
         let verification = verify::run(&session.vault, &mut plan, &detected, &req, &progress).await;
         if let Some(s) = spinner {
             s.finish_and_clear();
         }
-        Ok(VerifyReport(verification))
+        Ok(VerifyReport {
+            verification,
+            all: args.all,
+            said: said.into_inner(),
+        })
     })
 }
 

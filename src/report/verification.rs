@@ -2,6 +2,7 @@
 //! `{"command": "verify", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes",
 //! "checked", "not_checked"}`.
 
+use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::io;
 
@@ -19,7 +20,15 @@ use crate::verify::values::ValuesPart;
 use crate::verify::{Checked, PartFailure, Verification};
 
 /// The report of a verification.
-pub struct VerifyReport(pub Verification);
+pub struct VerifyReport {
+    /// What was found.
+    pub verification: Verification,
+    /// `--all`: the text lists every object each part checked, not only what fails or warns.
+    pub all: bool,
+    /// What was said on stderr as it was done (`--force-sync`, `--restart`): the text's notes
+    /// leave it out, so that each is said once.
+    pub said: Vec<String>,
+}
 
 #[derive(Serialize)]
 struct Doc<'a> {
@@ -30,7 +39,7 @@ struct Doc<'a> {
 
 impl Report for VerifyReport {
     fn render(&self, view: &View) -> Rendered<'_> {
-        let v = &self.0;
+        let v = &self.verification;
         if view.format == Format::Json {
             // Written as it is serialised: the document lists every path and field.
             return Rendered::stream(
@@ -48,20 +57,27 @@ impl Report for VerifyReport {
         }
         // Written as it is made: the part `vault` has a line per field not valid (100,000
         // placeholders are 100,000 lines).
-        let (style, verbose) = (view.out, view.verbose > 0);
+        let (style, verbose, all) = (view.out, view.verbose > 0, self.all);
         let notes: String = v
             .notes
             .iter()
+            .filter(|n| !self.said.contains(n))
             .map(|n| format!("note: {}\n", t(n)))
             .collect();
-        Rendered::stream(move |out| text(out, &style, v, verbose), v.ok).with_after(notes)
+        Rendered::stream(move |out| text(out, &style, v, (verbose, all)), v.ok).with_after(notes)
     }
 }
 
-/// The text report, each part's lines written as they are made.
-fn text(out: &mut dyn io::Write, style: &Style, v: &Verification, verbose: bool) -> io::Result<()> {
+/// The text report, each part's lines written as they are made; `all` lists every object,
+/// else each part lists what fails or warns under a line of counts.
+fn text(
+    out: &mut dyn io::Write,
+    style: &Style,
+    v: &Verification,
+    (verbose, all): (bool, bool),
+) -> io::Result<()> {
     match &v.vault {
-        Some(Checked::Done(p)) => values(out, style, &v.env, p)?,
+        Some(Checked::Done(p)) => values(out, style, &v.env, p, provided_in_kube(v))?,
         Some(Checked::Failed(f)) => {
             let mut s = String::new();
             failed(&mut s, style, "vault", f);
@@ -76,22 +92,22 @@ fn text(out: &mut dyn io::Write, style: &Style, v: &Verification, verbose: bool)
         None => {}
     }
     match &v.kube {
-        Some(Checked::Done(k)) => cluster(&mut rest, style, k),
+        Some(Checked::Done(k)) => cluster(&mut rest, style, k, all),
         Some(Checked::Failed(f)) => failed(&mut rest, style, "kube", f),
         None => {}
     }
     match &v.argocd {
-        Some(Checked::Done(a)) => argocd(&mut rest, style, a),
+        Some(Checked::Done(a)) => argocd(&mut rest, style, a, all),
         Some(Checked::Failed(f)) => failed(&mut rest, style, "argocd", f),
         None => {}
     }
     match &v.consumers {
-        Some(Checked::Done(c)) => consumers(&mut rest, style, c),
+        Some(Checked::Done(c)) => consumers(&mut rest, style, c, all),
         Some(Checked::Failed(f)) => failed(&mut rest, style, "consumers", f),
         None => {}
     }
     match &v.imports {
-        Some(Checked::Done(p)) => imports(&mut rest, style, p),
+        Some(Checked::Done(p)) => imports(&mut rest, style, p, all),
         Some(Checked::Failed(f)) => failed(&mut rest, style, "imports", f),
         None => {}
     }
@@ -142,6 +158,15 @@ fn coverage(v: &Verification) -> String {
     s
 }
 
+/// `----` for what is neither ok nor failing (not checked, cannot tell), else [`mark`].
+fn mark_or_warn(style: &Style, ok: bool, warn: bool) -> String {
+    if warn {
+        style.warn("----")
+    } else {
+        mark(style, ok)
+    }
+}
+
 fn mark(style: &Style, ok: bool) -> String {
     if ok {
         style.ok("ok  ")
@@ -170,7 +195,28 @@ fn failed(out: &mut String, style: &Style, name: &str, f: &PartFailure) {
     }
 }
 
-fn values(out: &mut dyn io::Write, style: &Style, env: &str, v: &ValuesPart) -> io::Result<()> {
+/// The provided paths the part `kube` lists as not right: their rows here leave the provider
+/// and its causes to that list, so that each is said once.
+fn provided_in_kube(v: &Verification) -> BTreeSet<&str> {
+    match &v.kube {
+        Some(Checked::Done(k)) => k
+            .eso
+            .provided
+            .iter()
+            .filter(|p| !p.ok)
+            .map(|p| p.path.as_str())
+            .collect(),
+        _ => BTreeSet::new(),
+    }
+}
+
+fn values(
+    out: &mut dyn io::Write,
+    style: &Style,
+    env: &str,
+    v: &ValuesPart,
+    in_kube: BTreeSet<&str>,
+) -> io::Result<()> {
     let counts: Vec<String> = v.counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
     writeln!(
         out,
@@ -181,6 +227,9 @@ fn values(out: &mut dyn io::Write, style: &Style, env: &str, v: &ValuesPart) -> 
     )?;
     for row in v.rows().filter(|x| x.status != Status::Valid) {
         let hint = match (row.status, row.provided_by) {
+            (_, Some(_)) if in_kube.contains(row.path.as_str()) => {
+                "provided by another application: vault-seed never writes it (see `provided` under kube)".to_string()
+            }
             (Status::Missing | Status::Deleted, Some(by)) => {
                 format!("waiting for {}: vault-seed never writes it", t(by))
             }
@@ -280,12 +329,13 @@ fn merge_command(env: &str, p: &GrantsPart) -> String {
     )
 }
 
-/// An object's problems, then why (`why:`), then notes (`note:`), under its line.
-fn details(out: &mut String, problems: &[String], why: &[String], notes: &[String]) {
+/// An object's problems, then why (`why:`, only under an object that is not ok: an ok one's
+/// causes explain nothing the reader needs), then notes (`note:`), under its line.
+fn details(out: &mut String, ok: bool, problems: &[String], why: &[String], notes: &[String]) {
     for p in problems {
         let _ = writeln!(out, "            {}", t(p));
     }
-    for x in why {
+    for x in why.iter().filter(|_| !ok) {
         let _ = writeln!(out, "            why: {}", t(x));
     }
     for n in notes {
@@ -293,10 +343,110 @@ fn details(out: &mut String, problems: &[String], why: &[String], notes: &[Strin
     }
 }
 
-fn consumers(out: &mut String, style: &Style, c: &ConsumersPart) {
+/// `n` with a comma between each group of three digits (`2,000`).
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// What a part's objects of one kind came to, for its line of counts.
+struct Tally {
+    /// `ExternalSecret(s)`.
+    what: String,
+    /// What the ok ones are (`Ready and fresh`).
+    state: &'static str,
+    ok: usize,
+    all: usize,
+}
+
+impl Tally {
+    fn new(what: impl Into<String>, state: &'static str) -> Tally {
+        Tally {
+            what: what.into(),
+            state,
+            ok: 0,
+            all: 0,
+        }
+    }
+
+    fn add(&mut self, ok: bool) {
+        self.all += 1;
+        self.ok += usize::from(ok);
+    }
+
+    /// `2,000 ExternalSecret(s) Ready and fresh`, or `1,999 of 2,000 ExternalSecret(s) Ready
+    /// and fresh`; `None` when there are none.
+    fn phrase(&self) -> Option<String> {
+        (self.all > 0).then(|| {
+            let of = if self.ok == self.all {
+                String::new()
+            } else {
+                format!("{} of ", thousands(self.ok))
+            };
+            format!("{of}{} {} {}", thousands(self.all), self.what, self.state)
+        })
+    }
+}
+
+/// The counts after a part's line (`: 2,000 ExternalSecret(s) Ready and fresh, ...`), and,
+/// when objects with notes are left out, how many and how to see them.
+fn counts(tallies: &[Tally], hidden_notes: usize) -> String {
+    let mut phrases: Vec<String> = tallies.iter().filter_map(Tally::phrase).collect();
+    if hidden_notes > 0 {
+        phrases.push(format!(
+            "{} more with notes (--all shows them)",
+            thousands(hidden_notes)
+        ));
+    }
+    if phrases.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", phrases.join(", "))
+    }
+}
+
+/// Whether an object's line is written: every one with `--all`; else one that fails or warns.
+/// An ok object left out whose notes would have been shown is counted in `hidden_notes`.
+fn listed(all: bool, shown: bool, has_notes: bool, hidden_notes: &mut usize) -> bool {
+    if all || shown {
+        return true;
+    }
+    *hidden_notes += usize::from(has_notes);
+    false
+}
+
+fn consumers(out: &mut String, style: &Style, c: &ConsumersPart, all: bool) {
+    let mut body = String::new();
+    let mut hidden = 0;
+    for w in &c.workloads {
+        let warn = w.ok && (!w.checked || w.cannot_tell);
+        if !listed(all, !w.ok || warn, !w.notes.is_empty(), &mut hidden) {
+            continue;
+        }
+        let m = mark_or_warn(style, w.ok, warn);
+        let _ = writeln!(
+            body,
+            "     {m} {} {}/{}",
+            w.kind,
+            t(&w.namespace),
+            t(&w.name)
+        );
+        details(&mut body, w.ok, &w.problems, &[], &w.notes);
+        if let Some(fix) = &w.fix {
+            let label = if w.cannot_tell { "to be sure" } else { "fix" };
+            let _ = writeln!(body, "            {}: {}", style.help(label), t(fix));
+        }
+    }
     let _ = writeln!(
         out,
-        "{} consumers: {} ({}): {} workload(s) read {} target Secret(s){}",
+        "{} consumers: {} ({}): {} workload(s) read {} target Secret(s){}{}",
         // A reader not checked is never shown as ok, nor is the part holding it.
         if c.ok && (c.not_checked > 0 || c.cannot_tell > 0) {
             style.warn("----")
@@ -305,16 +455,21 @@ fn consumers(out: &mut String, style: &Style, c: &ConsumersPart) {
         },
         t(&c.server),
         t(c.context.as_deref().unwrap_or("in-cluster")),
-        c.workloads.len(),
-        c.secrets.len(),
+        thousands(c.workloads.len()),
+        thousands(c.secrets.len()),
         [
             (c.not_checked, "not checked"),
             (c.cannot_tell, "cannot tell")
         ]
         .iter()
         .filter(|(n, _)| *n > 0)
-        .map(|(n, what)| format!(", {n} {what}"))
-        .collect::<String>()
+        .map(|(n, what)| format!(", {} {what}", thousands(*n)))
+        .collect::<String>(),
+        if hidden > 0 {
+            format!(", {} more with notes (--all shows them)", thousands(hidden))
+        } else {
+            String::new()
+        }
     );
     for p in &c.problems {
         let _ = writeln!(out, "       {}: {}", style.error("error"), t(p));
@@ -322,76 +477,114 @@ fn consumers(out: &mut String, style: &Style, c: &ConsumersPart) {
     for n in &c.notes {
         let _ = writeln!(out, "       note: {}", t(n));
     }
-    for w in &c.workloads {
-        let m = if w.ok && (!w.checked || w.cannot_tell) {
-            style.warn("----")
-        } else {
-            mark(style, w.ok)
-        };
-        let _ = writeln!(
-            out,
-            "     {m} {} {}/{}",
-            w.kind,
-            t(&w.namespace),
-            t(&w.name)
-        );
-        details(out, &w.problems, &[], &w.notes);
-        if let Some(fix) = &w.fix {
-            let label = if w.cannot_tell { "to be sure" } else { "fix" };
-            let _ = writeln!(out, "            {}: {}", style.help(label), t(fix));
-        }
-    }
+    out.push_str(&body);
 }
 
 /// Each `from_secret` field compared with its Secret; one not checked is never shown as ok.
-fn imports(out: &mut String, style: &Style, p: &ImportsPart) {
+fn imports(out: &mut String, style: &Style, p: &ImportsPart, all: bool) {
     let not_checked = p.not_checked();
-    let _ = writeln!(
-        out,
-        "{} imports: {} ({}): {} field(s) from Kubernetes Secrets{}",
-        mark(style, p.ok),
-        t(&p.server),
-        t(p.context.as_deref().unwrap_or("in-cluster")),
-        p.results.len(),
-        if not_checked > 0 {
-            format!(", {not_checked} not checked")
-        } else {
-            String::new()
-        }
-    );
+    let mut tally = Tally::new("field(s) from Kubernetes Secrets", "as imported");
+    let mut body = String::new();
     for r in &p.results {
-        let m = match r.status {
-            "not-checked" => style.warn("----"),
-            _ => mark(style, r.ok),
-        };
+        tally.add(r.ok);
+        let warn = r.status == "not-checked";
+        if !(all || !r.ok || warn) {
+            continue;
+        }
+        let m = mark_or_warn(style, r.ok, warn);
         let _ = writeln!(
-            out,
+            body,
             "     {m} {}  {}  (Secret {} key {})",
             r.path,
             r.field,
             t(&r.secret),
             t(&r.key)
         );
-        let _ = writeln!(out, "            {}", t(&r.message));
+        let _ = writeln!(body, "            {}", t(&r.message));
     }
-}
-
-fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
     let _ = writeln!(
         out,
-        "{} kube: {} ({})",
+        "{} imports: {} ({}){}{}",
+        mark(style, p.ok),
+        t(&p.server),
+        t(p.context.as_deref().unwrap_or("in-cluster")),
+        counts(&[tally], 0),
+        if not_checked > 0 {
+            format!(", {} not checked", thousands(not_checked))
+        } else {
+            String::new()
+        }
+    );
+    out.push_str(&body);
+}
+
+/// What an object's line says of its state when it fails although its controller's status is
+/// fine (`ESO says Valid, but:`): the problems under it are vault-seed's own, and the status
+/// alone must not read as the verdict.
+fn but(controller: &str, state: &str) -> String {
+    format!("{controller} says {state}, but:")
+}
+
+fn cluster(out: &mut String, style: &Style, k: &ClusterPart, all: bool) {
+    let mut body = String::new();
+    let mut hidden = 0;
+    let mut tallies = vec![
+        external_secrets(&mut body, style, k, all, &mut hidden),
+        static_secrets(&mut body, style, k, all, &mut hidden),
+    ];
+    for p in k.eso.provided.iter().filter(|p| !p.ok) {
+        let _ = writeln!(
+            body,
+            "     {} provided {}: {}, waiting for {}",
+            style.warn("wait"),
+            t(&p.path),
+            p.state_words().unwrap_or("not right"),
+            t(&p.provided_by)
+        );
+        for x in &p.explanations {
+            let _ = writeln!(body, "            why: {}", t(x));
+        }
+    }
+    tallies.extend(objects(&mut body, style, k, all));
+    let _ = writeln!(
+        out,
+        "{} kube: {} ({}){}",
         mark(style, k.ok),
         t(&k.server),
-        t(k.context.as_deref().unwrap_or("in-cluster"))
+        t(k.context.as_deref().unwrap_or("in-cluster")),
+        counts(&tallies, hidden)
     );
+    out.push_str(&body);
+}
+
+fn external_secrets(
+    out: &mut String,
+    style: &Style,
+    k: &ClusterPart,
+    all: bool,
+    hidden: &mut usize,
+) -> Tally {
+    let unread =
+        |es: &crate::verify::eso::EsCheck| es.target_secret.is_some() && !es.target_checked;
+    let state = if k.eso.external_secrets.iter().any(unread) {
+        "Ready and fresh, target Secrets not checked"
+    } else {
+        "Ready and fresh"
+    };
+    let mut tally = Tally::new("ExternalSecret(s)", state);
     for es in &k.eso.external_secrets {
+        tally.add(es.ok);
+        if !listed(all, !es.ok || es.warned, !es.notes.is_empty(), hidden) {
+            continue;
+        }
         let state = match (es.ready, &es.reason) {
+            (Some(true), Some(reason)) if !es.ok => but("ESO", &format!("Ready ({})", t(reason))),
             (Some(true), Some(reason)) => format!("Ready ({})", t(reason)),
             (_, Some(reason)) => format!("not Ready ({})", t(reason)),
             _ => "no status".into(),
         };
         // A target Secret left unread is said on the object's own line, never looking checked.
-        let unread = if es.target_secret.is_some() && !es.target_checked {
+        let unread = if unread(es) {
             ", target Secret not checked"
         } else {
             ""
@@ -403,10 +596,26 @@ fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
             t(&es.namespace),
             t(&es.name)
         );
-        details(out, &es.problems, &es.explanations, &es.notes);
+        details(out, es.ok, &es.problems, &es.explanations, &es.notes);
     }
+    tally
+}
+
+fn static_secrets(
+    out: &mut String,
+    style: &Style,
+    k: &ClusterPart,
+    all: bool,
+    hidden: &mut usize,
+) -> Tally {
+    let mut tally = Tally::new("VaultStaticSecret(s)", "synced and fresh");
     for v in &k.vault_static_secrets {
+        tally.add(v.ok);
+        if !listed(all, !v.ok, !v.notes.is_empty(), hidden) {
+            continue;
+        }
         let state = match (v.synced, v.ready.or(v.healthy)) {
+            (true, _) if !v.ok => but("VSO", "synced"),
             (true, _) => "synced".to_string(),
             (false, Some(_)) if v.generation > v.last_generation => "not reconciled".into(),
             (false, Some(_)) => "not synced".into(),
@@ -419,24 +628,41 @@ fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
             t(&v.namespace),
             t(&v.name)
         );
-        details(out, &v.problems, &v.explanations, &v.notes);
+        details(out, v.ok, &v.problems, &v.explanations, &v.notes);
     }
-    for p in k.eso.provided.iter().filter(|p| !p.ok) {
-        let _ = writeln!(
-            out,
-            "     {} provided {}: waiting for {}",
-            style.warn("wait"),
-            t(&p.path),
-            t(&p.provided_by)
-        );
-        for x in &p.explanations {
-            let _ = writeln!(out, "            why: {}", t(x));
-        }
-    }
+    tally
+}
+
+/// PushSecrets, stores, VaultAuths and VaultConnections, a tally per kind in the order met.
+fn objects(out: &mut String, style: &Style, k: &ClusterPart, all: bool) -> Vec<Tally> {
+    let mut tallies: Vec<Tally> = Vec::new();
     for o in &k.eso.objects {
+        let what = format!("{}(s)", o.kind);
+        match tallies.iter_mut().find(|x| x.what == what) {
+            Some(x) => x.add(o.ok),
+            None => {
+                let mut x = Tally::new(what, "ok");
+                x.add(o.ok);
+                tallies.push(x);
+            }
+        }
+        // Few, and a note there says how it was judged: listed with it.
+        if !(all || !o.ok || !o.notes.is_empty()) {
+            continue;
+        }
+        let reason = t(o.reason.as_deref().unwrap_or_default());
+        let state = if !o.ok && !reason.is_empty() && !o.status_fails() {
+            let controller = match o.kind.as_str() {
+                "VaultAuth" | "VaultConnection" => "VSO",
+                _ => "ESO",
+            };
+            but(controller, &reason)
+        } else {
+            reason
+        };
         let _ = writeln!(
             out,
-            "     {} {} {}{}: {}",
+            "     {} {} {}{}: {state}",
             mark(style, o.ok),
             o.kind,
             t(&o.namespace
@@ -444,94 +670,108 @@ fn cluster(out: &mut String, style: &Style, k: &ClusterPart) {
                 .map(|n| format!("{n}/"))
                 .unwrap_or_default()),
             t(&o.name),
-            t(o.reason.as_deref().unwrap_or_default())
         );
-        for p in &o.problems {
-            let _ = writeln!(out, "            {}", t(p));
-        }
-        for n in &o.notes {
-            let _ = writeln!(out, "            note: {}", t(n));
-        }
+        details(out, o.ok, &o.problems, &[], &o.notes);
     }
+    tallies
 }
 
-fn argocd(out: &mut String, style: &Style, a: &ArgocdPart) {
-    let _ = writeln!(
-        out,
-        "{} argocd: {} ({})",
-        mark(style, a.ok),
-        t(&a.server),
-        t(a.context.as_deref().unwrap_or("in-cluster"))
-    );
-    let problems = |out: &mut String, problems: &[crate::verify::argocd::Problem]| {
-        for p in problems {
-            let _ = writeln!(
-                out,
-                "            {}: {}",
-                style.error("error"),
-                t(&p.message)
-            );
-            let _ = writeln!(out, "              {}: {}", style.help("help"), t(&p.help));
-        }
-    };
+fn argocd(out: &mut String, style: &Style, a: &ArgocdPart, all: bool) {
+    let mut body = String::new();
+    let mut apps = Tally::new("Application(s)", "ok");
     for app in &a.apps {
-        let role = match (app.role, app.app_wave) {
-            ("secrets", Some(w)) => format!("secrets app, app wave {w}"),
-            ("secrets", None) => "secrets app".to_string(),
-            (_, Some(w)) => format!("app wave {w}, after {}", app.after.join(", ")),
-            (_, None) => format!("after {}", app.after.join(", ")),
-        };
-        let state = if app.exists {
-            format!(
-                "{}, {}",
-                app.sync.as_deref().unwrap_or("no sync status"),
-                app.health.as_deref().unwrap_or("no health")
-            )
-        } else {
-            "does not exist".to_string()
-        };
-        let _ = writeln!(
-            out,
-            "     {} Application {}/{} ({}): {}",
-            mark(style, app.ok),
-            t(&app.namespace),
-            t(&app.name),
-            t(&role),
-            t(&state)
-        );
-        for r in &app.unhealthy {
-            let _ = writeln!(
-                out,
-                "            {} {}/{}: {}{}",
-                t(&r.kind),
-                t(&r.namespace),
-                t(&r.name),
-                t(r.health.as_deref().unwrap_or_default()),
-                r.health_message
-                    .as_deref()
-                    .map(|m| format!(": {}", t(m)))
-                    .unwrap_or_default()
-            );
+        apps.add(app.ok);
+        // Few, and a note there says what Argo CD is doing: listed with it.
+        if !(all || !app.ok || !app.notes.is_empty()) {
+            continue;
         }
-        for n in &app.notes {
-            let _ = writeln!(out, "            note: {}", t(n));
-        }
-        problems(out, &app.problems);
+        application(&mut body, style, app);
     }
+    let mut cms = Tally::new("argocd-cm", "ok");
     for cm in &a.argocd_cm {
+        cms.add(cm.ok);
+        if !all && cm.ok {
+            continue;
+        }
         let state = match &cm.key {
             Some(key) => format!("app waves wait for Healthy (`{}`)", t(key)),
             None => "no health check for argoproj.io/Application".to_string(),
         };
         let _ = writeln!(
-            out,
+            body,
             "     {} ConfigMap {}/{}: {state}",
             mark(style, cm.ok),
             t(&cm.namespace),
             cm.name
         );
-        problems(out, &cm.problems);
+        argocd_problems(&mut body, style, &cm.problems);
     }
+    let _ = writeln!(
+        out,
+        "{} argocd: {} ({}){}",
+        mark(style, a.ok),
+        t(&a.server),
+        t(a.context.as_deref().unwrap_or("in-cluster")),
+        counts(&[apps, cms], 0)
+    );
+    out.push_str(&body);
+}
+
+fn argocd_problems(out: &mut String, style: &Style, problems: &[crate::verify::argocd::Problem]) {
+    for p in problems {
+        let _ = writeln!(
+            out,
+            "            {}: {}",
+            style.error("error"),
+            t(&p.message)
+        );
+        let _ = writeln!(out, "              {}: {}", style.help("help"), t(&p.help));
+    }
+}
+
+fn application(out: &mut String, style: &Style, app: &crate::verify::argocd::AppCheck) {
+    let role = match (app.role, app.app_wave) {
+        ("secrets", Some(w)) => format!("secrets app, app wave {w}"),
+        ("secrets", None) => "secrets app".to_string(),
+        (_, Some(w)) => format!("app wave {w}, after {}", app.after.join(", ")),
+        (_, None) => format!("after {}", app.after.join(", ")),
+    };
+    let state = if app.exists {
+        format!(
+            "{}, {}",
+            app.sync.as_deref().unwrap_or("no sync status"),
+            app.health.as_deref().unwrap_or("no health")
+        )
+    } else {
+        "does not exist".to_string()
+    };
+    let _ = writeln!(
+        out,
+        "     {} Application {}/{} ({}): {}",
+        mark(style, app.ok),
+        t(&app.namespace),
+        t(&app.name),
+        t(&role),
+        t(&state)
+    );
+    for r in &app.unhealthy {
+        let _ = writeln!(
+            out,
+            "            {} {}/{}: {}{}",
+            t(&r.kind),
+            t(&r.namespace),
+            t(&r.name),
+            t(r.health.as_deref().unwrap_or_default()),
+            r.health_message
+                .as_deref()
+                .map(|m| format!(": {}", t(m)))
+                .unwrap_or_default()
+        );
+    }
+    for n in &app.notes {
+        let _ = writeln!(out, "            note: {}", t(n));
+    }
+    argocd_problems(out, style, &app.problems);
 }
 
 #[cfg(test)]
@@ -662,7 +902,7 @@ mod tests {
     fn text(part: &ValuesPart) -> String {
         let mut out = Vec::new();
         let style = Style::for_stream(ColorChoice::Never, false);
-        values(&mut out, &style, "dev", part).unwrap();
+        values(&mut out, &style, "dev", part, BTreeSet::new()).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -695,5 +935,145 @@ mod tests {
         ];
         assert_eq!(shown.lines().collect::<Vec<_>>(), expected, "{shown}");
         assert_eq!(all.rows().count(), 12);
+    }
+
+    /// An ExternalSecret `ask/app{i}`: Ready, or not; with a cause and a note either way.
+    fn es(i: usize, ok: bool) -> crate::verify::eso::EsCheck {
+        crate::verify::eso::EsCheck {
+            namespace: "ask".into(),
+            name: format!("app{i}"),
+            ok,
+            api_version: Some("external-secrets.io/v1".into()),
+            ready: Some(ok),
+            reason: Some(
+                if ok {
+                    "SecretSynced"
+                } else {
+                    "SecretSyncedError"
+                }
+                .into(),
+            ),
+            message: None,
+            refresh_time: None,
+            target_secret: Some(format!("app{i}")),
+            target_checked: true,
+            values_match: Some(ok),
+            problems: if ok {
+                Vec::new()
+            } else {
+                vec!["not Ready: SecretSyncedError".into()]
+            },
+            explanations: vec![format!(
+                "`secret/app{i}/dev/A` field `value` is still a placeholder"
+            )],
+            notes: Vec::new(),
+            warned: false,
+            stuck: Vec::new(),
+        }
+    }
+
+    /// A platform of `n` ExternalSecrets, those in `failing` not Ready, read through a
+    /// ClusterSecretStore that ESO calls Valid but that reads another Vault.
+    fn platform(n: usize, failing: &[usize]) -> ClusterPart {
+        use crate::verify::eso::{EsoReport, ObjectCheck, ObjectFinding};
+        use crate::verify::store::StoreFinding;
+        let store = ObjectCheck::new(
+            "ClusterSecretStore",
+            None,
+            "vault-backend".into(),
+            Some("Valid".into()),
+            vec![ObjectFinding::Store(StoreFinding::OtherVault {
+                server: "https://vault.other:8200".into(),
+                expected: vec!["https://vault:8200".into()],
+            })],
+        );
+        ClusterPart {
+            ok: false,
+            server: "https://k8s:6443".into(),
+            context: Some("dev".into()),
+            eso: EsoReport {
+                external_secrets: (0..n).map(|i| es(i, !failing.contains(&i))).collect(),
+                objects: vec![store],
+                provided: Vec::new(),
+            },
+            vault_static_secrets: Vec::new(),
+        }
+    }
+
+    fn kube_text(k: &ClusterPart, all: bool) -> String {
+        let mut out = String::new();
+        cluster(
+            &mut out,
+            &Style::for_stream(ColorChoice::Never, false),
+            k,
+            all,
+        );
+        out
+    }
+
+    /// By default a part lists what fails under one line of counts; an ok object's causes are
+    /// never shown (a placeholder pending is the part vault's to say), with `--all` neither.
+    #[test]
+    fn a_part_lists_its_failures_under_a_line_of_counts() {
+        let k = platform(2000, &[7]);
+        let text = kube_text(&k, false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "FAIL kube: https://k8s:6443 (dev): 1,999 of 2,000 ExternalSecret(s) Ready and fresh, 0 of 1 ClusterSecretStore(s) ok",
+            "{text}"
+        );
+        assert_eq!(
+            lines[1],
+            "     FAIL ExternalSecret ask/app7: not Ready (SecretSyncedError)"
+        );
+        assert_eq!(lines.len(), 6, "{text}");
+        assert!(!text.contains("app8"), "{text}");
+        let all = kube_text(&k, true);
+        assert_eq!(all.matches(" ExternalSecret ask/app").count(), 2000);
+        // The failing one keeps its cause; the 1,999 ok ones show none.
+        assert_eq!(all.matches("why:").count(), 1, "{all}");
+        let healthy = kube_text(&platform(2000, &[]), false);
+        assert!(
+            healthy.starts_with(
+                "FAIL kube: https://k8s:6443 (dev): 2,000 ExternalSecret(s) Ready and fresh"
+            ),
+            "{healthy}"
+        );
+    }
+
+    /// A store ESO calls Valid that vault-seed fails does not read `FAIL ...: Valid`: the line
+    /// says whose word `Valid` is, and the problem follows.
+    #[test]
+    fn a_failing_line_never_carries_an_ok_reason_as_its_state() {
+        let text = kube_text(&platform(1, &[]), false);
+        let store: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.contains("ClusterSecretStore vault-backend"))
+            .take(2)
+            .collect();
+        assert_eq!(
+            store[0], "     FAIL ClusterSecretStore vault-backend: ESO says Valid, but:",
+            "{text}"
+        );
+        assert!(
+            store[1].contains("it reads Vault at `https://vault.other:8200`"),
+            "{text}"
+        );
+        let mut ready_but = platform(1, &[]);
+        let es = &mut ready_but.eso.external_secrets[0];
+        es.ok = false;
+        es.problems = vec!["target Secret `ask/app0` lacks key(s) `A`".into()];
+        assert!(kube_text(&ready_but, false)
+            .contains("FAIL ExternalSecret ask/app0: ESO says Ready (SecretSynced), but:\n"),);
+    }
+
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        let shown: Vec<String> = [0, 7, 999, 1000, 12345, 1234567]
+            .into_iter()
+            .map(thousands)
+            .collect();
+        assert_eq!(shown, ["0", "7", "999", "1,000", "12,345", "1,234,567"]);
     }
 }

@@ -5,6 +5,7 @@
 //! `file:line:col` before anything touches the network.
 
 pub mod diag;
+mod index;
 mod load;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -16,6 +17,7 @@ use secrecy::{ExposeSecret, SecretString};
 use crate::generate::{Generator, Validity};
 use crate::kv::{KvMount, KvVersion};
 pub use diag::{Diagnostic, Location};
+pub use index::TargetIndex;
 /// A Vault policy's or role's name as a spec may give it: one plain path segment.
 pub(crate) use load::{check_segment, SEGMENT_HELP};
 pub use load::{load_dir, load_files, load_sources, LoadError};

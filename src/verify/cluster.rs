@@ -20,7 +20,7 @@ use crate::kube::{Cluster, KubeError, ReadKind};
 use crate::kv::KvVersion;
 use crate::mounts::Mounts;
 use crate::seed::Inspection;
-use crate::spec::EnvPlan;
+use crate::spec::{EnvPlan, TargetIndex};
 use crate::vault::Vault;
 use tokio::sync::RwLock;
 
@@ -107,6 +107,8 @@ pub type Connected = Result<Cluster, (String, String)>;
 pub struct Judged<'a> {
     /// What Vault holds.
     pub inspection: &'a RwLock<Inspection>,
+    /// The targets by the names the cluster's objects give them.
+    pub index: &'a TargetIndex<'a>,
     /// The part `policy`, when checked.
     pub policy: Option<&'a Checked<PolicyPart>>,
     /// Each mount's KV version as the server reports it.
@@ -191,7 +193,7 @@ pub async fn check(
                 c.forget();
             }
             let inspection = judged.inspection.read().await;
-            let facts = Facts::gather(&inspection, &plan.targets, judged.policy, judged.detected);
+            let facts = Facts::gather(&inspection, judged.index, judged.policy, judged.detected);
             check_once(
                 cluster, wanted, plan, &facts, inputs, expected, compare, &done,
             )
@@ -500,7 +502,6 @@ async fn check_once(
         cluster,
         &wanted.static_secrets,
         wanted.skip_target_secrets,
-        &plan.targets,
         facts,
         expected,
     )

@@ -734,6 +734,7 @@ async fn targets(
     plan: &EnvPlan<'_>,
 ) -> Result<(Vec<Target>, Vec<String>), KubeError> {
     let wanted = super::cluster::wanted(plan, cluster.default_namespace());
+    let index = crate::spec::TargetIndex::new(&plan.targets);
     let mut out: Vec<Target> = Vec::new();
     let mut problems = Vec::new();
     for (ns, name) in &wanted.external_secrets {
@@ -744,7 +745,7 @@ async fn targets(
                 source: format!("ExternalSecret {ns}/{name}"),
                 restarted_by_vso: Vec::new(),
                 vso_hmac: true,
-                mappings: delivery::eso_mappings(&es, &plan.targets),
+                mappings: delivery::eso_mappings(&es, &index),
             }),
             None => problems.push(format!(
                 "ExternalSecret `{ns}/{name}` does not exist: the readers of its target Secret are not checked"
@@ -780,7 +781,7 @@ async fn targets(
                     source: format!("VaultStaticSecret {ns}/{name}"),
                     restarted_by_vso,
                     vso_hmac: v.hmac,
-                    mappings: delivery::vso_mappings(&v, &plan.targets),
+                    mappings: delivery::vso_mappings(&v, &index),
                 });
             }
             None => problems.push(format!(
@@ -789,6 +790,16 @@ async fn targets(
         }
     }
     Ok((out, problems))
+}
+
+/// The targets of each namespace, in order, grouped in one pass (a filter of every target per
+/// namespace is quadratic on a platform of one namespace per few applications).
+fn by_namespace(targets: &[Target]) -> BTreeMap<&str, Vec<&Target>> {
+    let mut out: BTreeMap<&str, Vec<&Target>> = BTreeMap::new();
+    for t in targets {
+        out.entry(t.namespace.as_str()).or_default().push(t);
+    }
+    out
 }
 
 /// A workload that reads, through env or a `subPath`, a Secret a value of `set` or `rotate`
@@ -831,9 +842,7 @@ pub async fn restarts(
         .collect();
     let running = Running::new(cluster);
     let mut out = Vec::new();
-    let namespaces: BTreeSet<&str> = targets.iter().map(|t| t.namespace.as_str()).collect();
-    for ns in namespaces {
-        let in_ns: Vec<&Target> = targets.iter().filter(|t| t.namespace == ns).collect();
+    for (ns, in_ns) in by_namespace(&targets) {
         let mut changes = BTreeMap::new();
         for t in &in_ns {
             // Only the Secret's annotations and labels are used here; unreadable, none count.
@@ -1058,10 +1067,7 @@ async fn read_secrets(
 async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersPart, KubeError> {
     let cluster = pass.cluster;
     let (secrets, changes) = read_secrets(cluster, pass.targets, pass.read, pass.compare).await?;
-    let mut by_ns: BTreeMap<&str, Vec<&Target>> = BTreeMap::new();
-    for t in pass.targets {
-        by_ns.entry(t.namespace.as_str()).or_default().push(t);
-    }
+    let by_ns = by_namespace(pass.targets);
     let mut judged = Vec::new();
     for (&ns, in_ns) in &by_ns {
         for kind in WorkloadKind::ALL {

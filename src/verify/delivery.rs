@@ -18,7 +18,7 @@ use time::OffsetDateTime;
 use crate::digest::{Digest, Digester};
 use crate::kube::KeyDigest;
 use crate::mounts::Mounts;
-use crate::spec::Target;
+use crate::spec::{Target, TargetIndex};
 use crate::vault::kv::{Existing, FieldValue};
 use crate::vault::Vault;
 
@@ -139,7 +139,7 @@ impl FieldDigests {
 pub struct Compare<'a> {
     vault: &'a Vault,
     mounts: &'a Mounts,
-    targets: &'a [Target],
+    index: &'a TargetIndex<'a>,
     digester: Digester,
     read: Mutex<Versions>,
 }
@@ -149,11 +149,11 @@ type Versions = HashMap<(usize, Option<u64>), Arc<VersionRead>>;
 
 impl<'a> Compare<'a> {
     /// A comparer over `targets`; `None` when the OS gives no randomness for its key.
-    pub fn new(vault: &'a Vault, mounts: &'a Mounts, targets: &'a [Target]) -> Option<Self> {
+    pub fn new(vault: &'a Vault, mounts: &'a Mounts, index: &'a TargetIndex<'a>) -> Option<Self> {
         Some(Compare {
             vault,
             mounts,
-            targets,
+            index,
             digester: Digester::new()?,
             read: Mutex::new(HashMap::new()),
         })
@@ -166,7 +166,12 @@ impl<'a> Compare<'a> {
 
     /// The targets the sources index.
     pub fn targets(&self) -> &'a [Target] {
-        self.targets
+        self.index.targets()
+    }
+
+    /// The targets by the names the cluster's objects give them.
+    pub fn index(&self) -> &'a TargetIndex<'a> {
+        self.index
     }
 
     /// Forget what was read (a new poll of `--wait` reads Vault again).
@@ -300,7 +305,7 @@ impl<'a> Compare<'a> {
     }
 
     async fn read_version(&self, i: usize, n: Option<u64>) -> VersionRead {
-        let Some(t) = self.targets.get(i) else {
+        let Some(t) = self.targets().get(i) else {
             return VersionRead::Failed("not a path of the spec".into());
         };
         let Some(mount) = self.mounts.get(t.mount()) else {
@@ -349,9 +354,10 @@ pub fn eso_decoding(strategy: Option<&str>) -> Option<Decoding> {
 /// and the fetched keys stay only under `mergePolicy: Merge`.
 pub fn eso_mappings(
     es: &crate::kube::ExternalSecretInfo,
-    targets: &[Target],
+    index: &TargetIndex<'_>,
 ) -> Vec<(String, Mapping)> {
     use crate::kube::DataFrom;
+    let targets = index.targets();
     let mut out: Vec<(String, Mapping)> = Vec::new();
     let mut put = |key: String, m: Mapping| match out.iter_mut().find(|(k, _)| *k == key) {
         Some(e) => e.1 = m,
@@ -366,7 +372,7 @@ pub fn eso_mappings(
             if reference.property.is_some() {
                 continue;
             }
-            let Some(i) = target_index(targets, &reference.key) else {
+            let Some(i) = index.position_of_key(&reference.key) else {
                 continue;
             };
             for f in targets[i].fields.iter() {
@@ -375,7 +381,7 @@ pub fn eso_mappings(
         }
     }
     for r in &es.data {
-        let m = match (target_index(targets, &r.key), &r.property) {
+        let m = match (index.position_of_key(&r.key), &r.property) {
             (Some(i), Some(p)) => eso_mapping(r, i, p),
             (None, _) => Mapping::Opaque("not a path of the spec".into()),
             (_, None) => Mapping::Opaque("the whole secret, as JSON".into()),
@@ -444,26 +450,18 @@ fn eso_mapping(r: &crate::kube::RemoteRef, target: usize, field: &str) -> Mappin
     })
 }
 
-/// The index of the target an ESO key names ([`super::eso::target_of_key`]'s rule).
-fn target_index(targets: &[Target], key: &str) -> Option<usize> {
-    let found = super::eso::target_of_key(targets, key)?;
-    targets.iter().position(|t| std::ptr::eq(t, found))
-}
-
 /// What feeds each key of a VaultStaticSecret's destination Secret, as VSO writes it
 /// ([`crate::kube::Transformation::destination_keys`]): a key that is one KV field's value as
 /// it is (the field under its own name, or a template that is only a reference to it) is
 /// compared; a rendered key is not. `_raw` (the JSON of the whole response) is never compared.
 pub fn vso_mappings(
     v: &crate::kube::VaultStaticSecretInfo,
-    targets: &[Target],
+    index: &TargetIndex<'_>,
 ) -> Vec<(String, Mapping)> {
-    let Some(found) = super::vso::target_of_vss(targets, v) else {
+    let Some(i) = super::vso::position_of_vss(index, v) else {
         return Vec::new();
     };
-    let Some(i) = targets.iter().position(|t| std::ptr::eq(t, found)) else {
-        return Vec::new();
-    };
+    let found = &index.targets()[i];
     let keys = super::vso::expected_keys(v, Some(found));
     keys.keys
         .into_iter()
@@ -527,7 +525,7 @@ mod tests {
             rewritten: false,
         }];
         // `spec.data` over `dataFrom`: `user` from the extract, `password` too (no clash).
-        let m = eso_mappings(&es, &targets);
+        let m = eso_mappings(&es, &TargetIndex::new(&targets));
         let get = |k: &str| m.iter().find(|(key, _)| key == k).map(|(_, m)| m.clone());
         assert_eq!(get("password"), Some(source(0, "password")));
         assert_eq!(get("user"), Some(source(0, "user")));
@@ -542,7 +540,7 @@ mod tests {
         }];
         es.data_from.clear();
         assert_eq!(
-            eso_mappings(&es, &targets)[0].1,
+            eso_mappings(&es, &TargetIndex::new(&targets))[0].1,
             Mapping::Value(Source {
                 target: 1,
                 field: "value".into(),
@@ -568,7 +566,7 @@ mod tests {
         ] {
             es.data = vec![r];
             assert!(
-                matches!(&eso_mappings(&es, &targets)[0].1, Mapping::Opaque(w) if w.contains(why))
+                matches!(&eso_mappings(&es, &TargetIndex::new(&targets))[0].1, Mapping::Opaque(w) if w.contains(why))
             );
         }
     }
@@ -592,13 +590,13 @@ mod tests {
         ];
         // `mergePolicy: Replace` (the default): only the template's keys.
         es.keeps_fetched = false;
-        let m = eso_mappings(&es, &targets);
+        let m = eso_mappings(&es, &TargetIndex::new(&targets));
         assert_eq!(m.len(), 2);
         assert!(matches!(&m[0], (k, Mapping::Opaque(_)) if k == "DSN"));
         assert_eq!(m[1], ("DB_PASSWORD".into(), source(0, "password")));
         // `Merge`: the fetched keys too.
         es.keeps_fetched = true;
-        let m = eso_mappings(&es, &targets);
+        let m = eso_mappings(&es, &TargetIndex::new(&targets));
         assert_eq!(m.len(), 3);
         assert_eq!(m[0], ("password".into(), source(0, "password")));
     }

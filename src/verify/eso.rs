@@ -3,7 +3,7 @@
 //! Ready, say why from what vault-seed sees itself and from its Warning events, since ESO's
 //! condition message is generic ("could not get secret data from provider").
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -61,6 +61,10 @@ pub struct EsCheck {
     /// What keeps it from being done that waiting cannot fix ([`Stuck`]).
     #[serde(skip)]
     pub(crate) stuck: Vec<Stuck>,
+    /// Whether a note is a warning (a template entry that reads no fetched value, a
+    /// `dataFrom` vault-seed does not judge): listed even where ok objects are only counted.
+    #[serde(skip)]
+    pub warned: bool,
 }
 
 /// A PushSecret's or a store's check.
@@ -98,6 +102,9 @@ pub struct ProvidedCheck {
     pub provided_by: String,
     /// Present and valid in Vault.
     pub ok: bool,
+    /// What is wrong with it in Vault when not ok: `absent`, `invalid` or `unreadable` (the
+    /// token cannot read it).
+    pub state: Option<&'static str>,
     /// The provider's PushSecret (`namespace/name`), when the spec declares it.
     pub push_secret: Option<String>,
     /// Its Ready condition's status, when it was looked at and has one.
@@ -108,11 +115,22 @@ pub struct ProvidedCheck {
     pub message: Option<String>,
     /// Its latest Warning event, `REASON: message` (a 403 from Vault: the provider's policy).
     pub event: Option<String>,
-    /// The cause, in one sentence per finding.
+    /// What its provider's PushSecret says, in one sentence per finding.
     pub explanations: Vec<String>,
     /// What its PushSecret says that waiting cannot fix ([`Stuck`]).
     #[serde(skip)]
     pub(crate) stuck: Option<Stuck>,
+}
+
+impl ProvidedCheck {
+    /// Its state in words (`not in Vault yet`), when not ok.
+    pub fn state_words(&self) -> Option<&'static str> {
+        Some(match self.state? {
+            "invalid" => "invalid in Vault",
+            "unreadable" => "vault-seed cannot read it",
+            _ => "not in Vault yet",
+        })
+    }
 }
 
 /// The ESO check's result (in the JSON of the part `kube`).
@@ -211,8 +229,9 @@ pub(crate) enum EsFinding {
         field: String,
         status: Status,
     },
-    /// A provided path it reads is not right yet: the provided check's sentence, as shown.
-    Provided { line: String, path: String },
+    /// A provided path it reads is not right yet: named once here, its provider and causes
+    /// said once, in the part's `provided` list.
+    Provided { path: String },
     /// ESO's policy lacks capabilities on a path it reads.
     PolicyMissing {
         caps: Vec<String>,
@@ -379,7 +398,9 @@ impl Finding for EsFinding {
             FieldNot { path, field, status } => {
                 format!("`{path}` field `{field}` is {status} in Vault")
             }
-            Provided { line, .. } => line.clone(),
+            Provided { path } => format!(
+                "`{path}` is provided by another application and is not right yet (its `provided` entry says why)"
+            ),
             PolicyMissing { caps, data_path } => format!(
                 "ESO's policy does not grant `{}` on `{data_path}`",
                 joined(caps)
@@ -641,17 +662,26 @@ impl ObjectCheck {
             stuck: None,
         }
     }
+
+    /// Whether its controller's own status says it is wrong (not Ready, not valid, not
+    /// Healthy) or it is missing; when not, a failure is vault-seed's finding alone, and its
+    /// status reason (`Valid`) must not read as the verdict.
+    pub fn status_fails(&self) -> bool {
+        self.findings.iter().any(|f| {
+            matches!(
+                f,
+                ObjectFinding::Missing { .. }
+                    | ObjectFinding::NotReady { .. }
+                    | ObjectFinding::NotValid { .. }
+                    | ObjectFinding::NotHealthy { .. }
+            )
+        })
+    }
 }
 
 /// What the check of a provided path finds: each is a cause.
 #[derive(Debug, Clone)]
 enum ProvidedFinding {
-    /// The path is not right in Vault.
-    NotRight {
-        path: String,
-        state: &'static str,
-        by: String,
-    },
     /// The provider's PushSecret does not exist.
     PushMissing { shown: String },
     /// The provider's PushSecret's Ready condition.
@@ -675,7 +705,6 @@ impl Finding for ProvidedFinding {
     fn message(&self) -> String {
         use ProvidedFinding::*;
         match self {
-            NotRight { path, state, by } => format!("`{path}` {state}: it is provided by {by}"),
             PushMissing { shown } => {
                 format!("PushSecret `{shown}` does not exist (has its app synced?)")
             }
@@ -707,9 +736,9 @@ impl Finding for ProvidedFinding {
 /// What the checks of one run share.
 struct Ctx<'a> {
     cluster: &'a Cluster,
-    targets: &'a [Target],
     facts: &'a Facts<'a>,
-    provided: &'a [ProvidedCheck],
+    /// The provided paths not right yet.
+    provided_wrong: HashSet<&'a str>,
     skip_target_secrets: bool,
     /// Compares the target Secrets' values with Vault's; `None` when it cannot.
     compare: Option<&'a Compare<'a>>,
@@ -731,9 +760,12 @@ pub async fn check(
     let provided = provided_checks(cluster, targets, facts).await;
     let ctx = Ctx {
         cluster,
-        targets,
         facts,
-        provided: &provided,
+        provided_wrong: provided
+            .iter()
+            .filter(|p| !p.ok)
+            .map(|p| p.path.as_str())
+            .collect(),
         skip_target_secrets: wanted.skip_target_secrets,
         compare,
     };
@@ -934,6 +966,12 @@ impl EsCheck {
             .filter(|f| !matches!(f, EsFinding::Delivered))
             .collect();
         let lines = Lines::of(&shown);
+        let warned = findings.iter().any(|f| {
+            matches!(
+                f,
+                EsFinding::TemplateStatic { .. } | EsFinding::DataFromNotJudged { .. }
+            )
+        });
         let target_checked = es.is_some()
             && !findings
                 .iter()
@@ -963,6 +1001,7 @@ impl EsCheck {
             explanations: lines.explanations,
             notes: lines.notes,
             stuck: Vec::new(),
+            warned,
         }
     }
 }
@@ -1038,7 +1077,7 @@ async fn delivered(
     let mut found = Vec::new();
     let mut not_compared: Vec<(String, String)> = Vec::new();
     let mut all = !wanted.is_empty();
-    for (key, mapping) in delivery::eso_mappings(es, compare.targets()) {
+    for (key, mapping) in delivery::eso_mappings(es, compare.index()) {
         if !wanted.contains(&key) {
             continue;
         }
@@ -1098,18 +1137,10 @@ fn bad_fields(es: &ExternalSecretInfo) -> Vec<EsFinding> {
         .collect()
 }
 
-/// The spec's path a remoteRef key names ([`target_of_key`]).
+/// The spec's path a remoteRef key names: `ask/x` below the mount, or `secret/ask/x` (a
+/// leading `/` ignored), [`TargetIndex::of_key`]'s rule.
 fn spec_target<'t>(ctx: &Ctx<'t>, key: &str) -> Option<&'t Target> {
-    target_of_key(ctx.targets, key)
-}
-
-/// The target of `targets` an ESO key names: `ask/x` below the mount, or `secret/ask/x` (a
-/// leading `/` ignored). The one rule `verify` and `audit` match ESO keys by.
-pub(crate) fn target_of_key<'t>(targets: &'t [Target], key: &str) -> Option<&'t Target> {
-    let key = key.trim_start_matches('/');
-    targets
-        .iter()
-        .find(|t| &*t.path == key || t.full_path() == key)
+    ctx.facts.index().of_key(key)
 }
 
 /// A remoteRef must be a path and field of the spec, present in Vault, delivered as seeded: its
@@ -1157,12 +1188,10 @@ fn path_findings(
         found.extend(decoding_finding(r, field));
     }
     found.extend(pinned(r, &f));
-    // A provided path not yet right: who makes it, and what its PushSecret says.
-    if let Some(pc) = ctx.provided.iter().find(|p| !p.ok && p.path == path) {
-        found.extend(pc.explanations.iter().map(|line| EsFinding::Provided {
-            line: line.clone(),
-            path: path.clone(),
-        }));
+    // A provided path not yet right: who makes it, and what its PushSecret says, are the
+    // provided check's to say.
+    if ctx.provided_wrong.contains(path.as_str()) {
+        found.push(EsFinding::Provided { path: path.clone() });
     }
     if !f.policy_missing.is_empty() {
         found.push(EsFinding::PolicyMissing {
@@ -1515,6 +1544,7 @@ async fn provided_check(
         path: path.clone(),
         provided_by: p.by.clone(),
         ok: wrong.is_none() && !f.fields.is_empty(),
+        state: None,
         push_secret: p.push_secret.as_ref().map(|(n, m)| format!("{n}/{m}")),
         ready: None,
         reason: None,
@@ -1526,16 +1556,12 @@ async fn provided_check(
     if check.ok {
         return check;
     }
-    let state = match wrong {
-        Some(Status::Invalid) => "is invalid in Vault",
-        Some(Status::Denied) => "cannot be read by vault-seed",
-        _ => "is not in Vault yet",
-    };
-    let mut found = vec![ProvidedFinding::NotRight {
-        path,
-        state,
-        by: p.by.clone(),
-    }];
+    check.state = Some(match wrong {
+        Some(Status::Invalid) => "invalid",
+        Some(Status::Denied) => "unreadable",
+        _ => "absent",
+    });
+    let mut found = Vec::new();
     if let Some((ns, name)) = &p.push_secret {
         push_secret_state(cluster, ns, name, &mut check, &mut found).await;
         let said = [check.message.as_deref(), check.event.as_deref()];
@@ -1580,11 +1606,14 @@ async fn push_secret_state(
             if let Some(ev) = events.into_iter().next() {
                 let line = format!(
                     "{}: {}",
-                    ev.reason.unwrap_or_default(),
-                    ev.message.unwrap_or_default()
+                    ev.reason.as_deref().unwrap_or_default(),
+                    ev.message.as_deref().unwrap_or_default()
                 );
                 check.event = Some(line.clone());
-                found.push(ProvidedFinding::PushEvent { shown, line });
+                // ESO puts the same error in the condition and the event: said once.
+                if ev.message.is_none() || ev.message != check.message {
+                    found.push(ProvidedFinding::PushEvent { shown, line });
+                }
             }
         }
         Err(e) => found.push(ProvidedFinding::EventsUnreadable {

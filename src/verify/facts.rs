@@ -11,7 +11,7 @@ use super::Checked;
 use crate::acl::Capability;
 use crate::kv::KvVersion;
 use crate::seed::{Found, Inspection, Status};
-use crate::spec::Target;
+use crate::spec::{Target, TargetIndex};
 
 /// One path's facts.
 #[derive(Debug, Clone, Default)]
@@ -51,6 +51,8 @@ fn gaps(part: Option<&GrantsPart>) -> HashMap<&str, Vec<Capability>> {
 pub struct Facts<'a> {
     inspection: &'a Inspection,
     targets: &'a [Target],
+    /// The targets by the names the cluster's objects give them.
+    index: &'a TargetIndex<'a>,
     detected: &'a dyn Fn(&str) -> Option<KvVersion>,
     eso_gaps: HashMap<&'a str, Vec<Capability>>,
     vso_gaps: HashMap<&'a str, Vec<Capability>>,
@@ -66,7 +68,7 @@ impl<'a> Facts<'a> {
     /// each mount's KV version as the server reports it.
     pub fn gather(
         inspection: &'a Inspection,
-        targets: &'a [Target],
+        index: &'a TargetIndex<'a>,
         grants: Option<&'a Checked<PolicyPart>>,
         detected: &'a dyn Fn(&str) -> Option<KvVersion>,
     ) -> Facts<'a> {
@@ -86,6 +88,7 @@ impl<'a> Facts<'a> {
             }
             _ => None,
         };
+        let targets = index.targets();
         // In target order: a later state of one path replaces an earlier one.
         let by_path = inspection
             .paths
@@ -96,12 +99,18 @@ impl<'a> Facts<'a> {
         Facts {
             inspection,
             targets,
+            index,
             detected,
             eso_gaps,
             vso_gaps,
             eso_policies,
             by_path,
         }
+    }
+
+    /// The targets by the names the cluster's objects give them.
+    pub fn index(&self) -> &'a TargetIndex<'a> {
+        self.index
     }
 
     /// The KV version of `t`'s mount when known: the spec's `kv_version`, else what the server
@@ -236,7 +245,8 @@ mod tests {
             "kv" => Some(KvVersion::V1),
             _ => Some(KvVersion::V2),
         };
-        let facts = Facts::gather(&inspection, &targets, Some(&grants), &detected);
+        let index = TargetIndex::new(&targets);
+        let facts = Facts::gather(&inspection, &index, Some(&grants), &detected);
         let v1 = facts.get("kv/app/dev/A").unwrap();
         assert_eq!(v1.data_path, "kv/app/dev/A");
         assert_eq!(v1.policy_missing, [Capability::Read]);
@@ -252,7 +262,8 @@ mod tests {
     fn each_path_finds_its_own_facts_and_an_unknown_path_none() {
         let (targets, inspection) = apps(50);
         let detected = |_: &str| Some(KvVersion::V2);
-        let facts = Facts::gather(&inspection, &targets, None, &detected);
+        let index = TargetIndex::new(&targets);
+        let facts = Facts::gather(&inspection, &index, None, &detected);
         for i in 0..50 {
             let f = facts.get(&format!("secret/app{i}/dev/A")).unwrap();
             assert_eq!(f.version, Some(i as u64 + 1));

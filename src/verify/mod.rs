@@ -475,8 +475,10 @@ async fn in_cluster(
 ) -> InCluster {
     let detected = |mount: &str| mounts.version(mount);
     // The target Secrets' values are compared with Vault's unless they are not to be read.
+    // The targets by the names the cluster's objects give them, for every part.
+    let index = crate::spec::TargetIndex::new(&plan.targets);
     let compare = (!req.skip_target_secrets)
-        .then(|| delivery::Compare::new(vault, mounts, &plan.targets))
+        .then(|| delivery::Compare::new(vault, mounts, &index))
         .flatten();
     let has_imports = crate::import::any(&plan.targets);
     let wants_argocd = req.wants(PartName::Argocd) && argocd::configured(plan);
@@ -496,6 +498,7 @@ async fn in_cluster(
         Some(c) => {
             let judged = cluster::Judged {
                 inspection,
+                index: &index,
                 policy,
                 detected: &detected,
                 mounts,

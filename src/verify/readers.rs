@@ -1,6 +1,6 @@
 //! Who reads a value that `set --force` or `rotate` is about to replace: the ExternalSecrets
 //! and VaultStaticSecrets the specs list that map the secret's path, found with `verify`'s own
-//! matchers ([`super::eso::target_of_key`], [`super::vso::target_of_vss`]). Replacing the Fernet
+//! matchers ([`TargetIndex::of_key`], [`super::vso::target_of_vss`]). Replacing the Fernet
 //! key or a salt silently breaks what reads it; the person sees the readers before the write.
 //!
 //! The cluster only informs: when it cannot tell (no kubeconfig, unreachable, forbidden, a CRD
@@ -9,11 +9,10 @@
 
 use serde::Serialize;
 
-use super::eso;
 use super::vso;
 use crate::kube::{Cluster, DataFrom, ExternalSecretInfo, VaultStaticSecretInfo};
 use crate::order::findings::Severity;
-use crate::spec::Target;
+use crate::spec::{Target, TargetIndex};
 use crate::text;
 
 /// One object that reads (or may read) the secret.
@@ -301,16 +300,18 @@ pub async fn find(
         found.readers_note = Some(text::cap(&e.to_string()).into_owned());
         found
     };
+    // The one target, matched by the rule every part matches keys by.
+    let only = TargetIndex::new(std::slice::from_ref(t));
     for (ns, name) in external_secrets {
         match cluster.external_secret(ns, name).await {
-            Ok(Some(es)) => found.readers.extend(eso_readers(&es, t, fields)),
+            Ok(Some(es)) => found.readers.extend(eso_readers(&es, &only, fields)),
             Ok(None) => {}
             Err(e) => return failed(found, e),
         }
     }
     for (ns, name) in static_secrets {
         match cluster.vault_static_secret(ns, name).await {
-            Ok(Some(v)) => found.readers.extend(vso_reader(&v, t)),
+            Ok(Some(v)) => found.readers.extend(vso_reader(&v, &only)),
             Ok(None) => {}
             Err(e) => return failed(found, e),
         }
@@ -321,8 +322,7 @@ pub async fn find(
 /// What of `fields` of `t` an ExternalSecret reads: each `data` entry whose remoteRef maps the
 /// path (a property among `fields`, or the whole secret), each `dataFrom.extract` of the path,
 /// and each `dataFrom.find`, which may.
-fn eso_readers(es: &ExternalSecretInfo, t: &Target, fields: &[String]) -> Vec<Reader> {
-    let only = std::slice::from_ref(t);
+fn eso_readers(es: &ExternalSecretInfo, only: &TargetIndex<'_>, fields: &[String]) -> Vec<Reader> {
     let reads = |property: &Option<String>| property.as_ref().is_none_or(|p| fields.contains(p));
     let reader =
         |field: Option<&String>, secret_key, via, version: Option<&String>, certain| Reader {
@@ -338,7 +338,7 @@ fn eso_readers(es: &ExternalSecretInfo, t: &Target, fields: &[String]) -> Vec<Re
         };
     let mut found = Vec::new();
     for r in &es.data {
-        if eso::target_of_key(only, &r.key).is_some() && reads(&r.property) {
+        if only.of_key(&r.key).is_some() && reads(&r.property) {
             let key = Some(text::cap(&r.secret_key).into_owned());
             found.push(reader(
                 r.property.as_ref(),
@@ -352,7 +352,7 @@ fn eso_readers(es: &ExternalSecretInfo, t: &Target, fields: &[String]) -> Vec<Re
     for d in &es.data_from {
         match d {
             DataFrom::Extract { reference: r, .. }
-                if eso::target_of_key(only, &r.key).is_some() && reads(&r.property) =>
+                if only.of_key(&r.key).is_some() && reads(&r.property) =>
             {
                 found.push(reader(
                     r.property.as_ref(),
@@ -370,8 +370,8 @@ fn eso_readers(es: &ExternalSecretInfo, t: &Target, fields: &[String]) -> Vec<Re
 }
 
 /// A VaultStaticSecret reads every field of the one path it names.
-fn vso_reader(v: &VaultStaticSecretInfo, t: &Target) -> Option<Reader> {
-    vso::target_of_vss(std::slice::from_ref(t), v)?;
+fn vso_reader(v: &VaultStaticSecretInfo, only: &TargetIndex<'_>) -> Option<Reader> {
+    vso::target_of_vss(only, v)?;
     Some(Reader {
         kind: VSS,
         namespace: v.namespace.clone(),
@@ -410,7 +410,11 @@ mod tests {
         es.data = vec![remote("app/dev/SALT", Some("password"), Some("2"))];
         es.data_from = vec![DataFrom::Find];
         let readers = Readers {
-            readers: eso_readers(&es, &t, &["password".to_string()]),
+            readers: eso_readers(
+                &es,
+                &TargetIndex::new(std::slice::from_ref(&t)),
+                &["password".to_string()],
+            ),
             readers_checked: true,
             readers_note: None,
             restarts: Vec::new(),
@@ -467,8 +471,10 @@ mod tests {
         let t = crate::replace::tests::target("app", "PAT", &["value"]);
         let mut es = crate::verify::eso::tests::es(Some(true), None);
         es.data = vec![remote("app/dev/PAT", Some("value"), None)];
+        let only = [t];
+        let index = TargetIndex::new(&only);
         let mut found = Readers {
-            readers: eso_readers(&es, &t, &["value".to_string()]),
+            readers: eso_readers(&es, &index, &["value".to_string()]),
             readers_checked: true,
             readers_note: None,
             restarts: Vec::new(),
@@ -500,7 +506,7 @@ mod tests {
             remote("app/dev/SALT", None, None),
         ];
         let fields = ["password".to_string()];
-        let found = eso_readers(&es, &t, &fields);
+        let found = eso_readers(&es, &TargetIndex::new(std::slice::from_ref(&t)), &fields);
         let shown: Vec<_> = found
             .iter()
             .map(|r| (r.field.as_deref(), r.pinned_version.as_deref()))

@@ -188,7 +188,7 @@ pub(crate) async fn check(
     let specs = specs_of(inputs, users);
     let mut found = Vec::new();
     found.extend(server(inputs, &specs, store));
-    found.extend(mounts(inputs, facts, store, users));
+    found.extend(mounts(facts, store, users));
     found.extend(namespace(inputs, store));
     found.extend(login(inputs, facts, &specs, store).await);
     found
@@ -218,28 +218,15 @@ fn server(
     })
 }
 
-/// The spec's path a remoteRef key names, as the ExternalSecret check matches it.
-fn target_of<'t>(targets: &'t [Target], key: &str) -> Option<&'t Target> {
-    let key = key.trim_start_matches('/');
-    targets
-        .iter()
-        .find(|t| &*t.path == key || t.full_path() == key)
-}
-
 /// The mount and KV version each remoteRef is read at (ESO's `buildPath`,
 /// `providers/v1/vault/client_get.go`): with `path`, the store's mount, a leading `<path>/`
 /// of the key cut; without, the key's first segment is the mount (on v2, `data` goes after it),
 /// so the key must be the full path on a one-segment mount. Each mismatch is said once.
-fn mounts(
-    inputs: &Inputs<'_>,
-    facts: &Facts<'_>,
-    store: &VaultStore,
-    users: &[StoreUser],
-) -> Vec<StoreFinding> {
+fn mounts(facts: &Facts<'_>, store: &VaultStore, users: &[StoreUser]) -> Vec<StoreFinding> {
     let mut found = Vec::new();
     let mut said = BTreeSet::new();
     for r in users.iter().flat_map(|u| &u.refs) {
-        let Some(t) = target_of(&inputs.plan.targets, &r.key) else {
+        let Some(t) = facts.index().of_key(&r.key) else {
             continue; // the ExternalSecret's check says it is not a path of the spec
         };
         let mount = t.mount();

@@ -24,7 +24,7 @@ use crate::kube::{
 };
 use crate::kv::KvVersion;
 use crate::seed::Status;
-use crate::spec::{AuthRole, EnvPlan, Target};
+use crate::spec::{AuthRole, EnvPlan, Target, TargetIndex};
 use crate::vault::address::same_vault;
 use crate::vault::Vault;
 
@@ -622,7 +622,6 @@ impl Checked {
 struct Ctx<'a> {
     cluster: &'a Cluster,
     skip_secrets: bool,
-    targets: &'a [Target],
     facts: &'a Facts<'a>,
 }
 
@@ -633,14 +632,12 @@ pub async fn check(
     cluster: &Cluster,
     wanted: &[(String, String)],
     skip_secrets: bool,
-    targets: &[Target],
     facts: &Facts<'_>,
     expected: &Expected,
 ) -> Result<VsoReport, KubeError> {
     let ctx = Ctx {
         cluster,
         skip_secrets,
-        targets,
         facts,
     };
     let mut checked = Vec::new();
@@ -709,16 +706,18 @@ fn missing(ns: &str, name: &str) -> Checked {
     }
 }
 
-/// The target of `targets` a VaultStaticSecret reads (`spec.mount`, `spec.path`, slashes
+/// The index of the target a VaultStaticSecret reads (`spec.mount`, `spec.path`, slashes
 /// trimmed). The one rule `verify` and `audit` match VaultStaticSecrets by.
+pub(crate) fn position_of_vss(index: &TargetIndex<'_>, v: &VaultStaticSecretInfo) -> Option<usize> {
+    index.position_of(v.mount.trim_matches('/'), v.path.trim_matches('/'))
+}
+
+/// The target a VaultStaticSecret reads ([`position_of_vss`]).
 pub(crate) fn target_of_vss<'t>(
-    targets: &'t [Target],
+    index: &TargetIndex<'t>,
     v: &VaultStaticSecretInfo,
 ) -> Option<&'t Target> {
-    let (mount, path) = (v.mount.trim_matches('/'), v.path.trim_matches('/'));
-    targets
-        .iter()
-        .find(|t| t.mount() == mount && &*t.path == path)
+    position_of_vss(index, v).map(|i| &index.targets()[i])
 }
 
 /// One VaultStaticSecret: its path, whether it is synced and fresh, its destination Secret,
@@ -731,7 +730,7 @@ async fn check_vss(
 ) -> Result<Checked, KubeError> {
     let mut found = Vec::new();
     let full = format!("{}/{}", v.mount.trim_matches('/'), v.path.trim_matches('/'));
-    let target = target_of_vss(ctx.targets, v);
+    let target = target_of_vss(ctx.facts.index(), v);
     let path_facts = target.and_then(|t| ctx.facts.get(&t.full_path()));
     let read = target.zip(path_facts.as_ref());
     let object = format!("VaultStaticSecret `{ns}/{name}`");

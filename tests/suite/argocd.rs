@@ -116,7 +116,8 @@ fn the_fixed_layout_passes_with_every_part() {
         doc["argocd"]["argocd_cm"][0]["key"],
         "resource.customizations.health.argoproj.io_Application"
     );
-    let human = verify(&bao, &specs, &kube, &[]).expect_code(0);
+    // Every object listed (`--all`): each app's line and its note.
+    let human = verify(&bao, &specs, &kube, &["--all"]).expect_code(0);
     let stdout = human.stdout_text();
     has_all(
         &stdout,
@@ -310,8 +311,12 @@ fn argocd_cm_without_the_application_health_check_fails() {
             "help: add `resource.customizations.health.argoproj.io_Application` to argocd-cm",
         ],
     );
-    // The Applications themselves are fine.
-    has(&stdout, "ok   Application argocd/core-service-secrets");
+    // The Applications themselves are fine: counted, not listed.
+    has(&stdout, ": 2 Application(s) ok, 0 of 1 argocd-cm ok");
+    assert!(
+        !stdout.contains("Application argocd/core-service-secrets"),
+        "{stdout}"
+    );
 
     // Customizations Argo CD cannot read: it then loads none, the health check included.
     kube.update("ConfigMap", Some("argocd"), "argocd-cm", |cm| {
@@ -374,7 +379,7 @@ fn a_missing_application_is_named() {
         &out.stdout_text(),
         &[
             "FAIL Application argocd/core-servcie (after core-service-secrets): does not exist",
-            "ok   Application argocd/core-service-secrets (secrets app, app wave 0): Synced, Healthy",
+            ": 1 of 2 Application(s) ok, 1 argocd-cm ok",
         ],
     );
     // Only GETs of the named objects, in Argo CD's namespace.

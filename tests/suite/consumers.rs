@@ -196,7 +196,7 @@ fn readers_whose_pods_started_after_the_change_and_volume_readers_pass() {
         .put(workload("DaemonSet", NS, "agent", reads("volume")));
     w.pod("agent", "agent-x", &w.before);
     w.kube.put(workload("CronJob", NS, "report", reads("env")));
-    let out = w.verify(&[]).expect_code(0);
+    let out = w.verify(&["--all"]).expect_code(0);
     let text = out.stdout_text();
     has(&text, "ok   StatefulSet apps/db-client");
     has(&text, "its 1 pod(s) started after the data last changed");
@@ -208,6 +208,14 @@ fn readers_whose_pods_started_after_the_change_and_volume_readers_pass() {
     has(&text, "ok   CronJob apps/report");
     has(&text, "a CronJob's next run reads it as it is then");
     has(&text, "verify auh1-dev: done");
+    // Without `--all`, the part's line counts them and lists none: nothing fails or warns.
+    let summary = w.verify(&[]).expect_code(0).stdout_text();
+    has(&summary, "ok   consumers: ");
+    has(
+        &summary,
+        ": 3 workload(s) read 1 target Secret(s), 3 more with notes (--all shows them)",
+    );
+    assert!(!summary.contains("apps/"), "{summary}");
 }
 
 #[test]
@@ -241,7 +249,7 @@ fn reloader_and_vso_restart_targets_pass_with_a_note() {
     search["metadata"]["annotations"]["reloader.stakater.com/search"] = json!("true");
     w.kube.put(search);
     w.pod("search", "search-1", &w.before);
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&["--all"]).expect_code(1);
     let text = out.stdout_text();
     has(&text, "ok   Deployment apps/auto");
     has(
@@ -258,7 +266,7 @@ fn reloader_and_vso_restart_targets_pass_with_a_note() {
     w.kube.update("Secret", Some(NS), "db", |s| {
         s["metadata"]["annotations"] = json!({"reloader.stakater.com/match": "true"});
     });
-    let out = w.verify(&[]).expect_code(0);
+    let out = w.verify(&["--all"]).expect_code(0);
     has(&out.stdout_text(), "ok   Deployment apps/search");
     has(&out.stdout_text(), "reloader.stakater.com/search");
 
@@ -294,7 +302,7 @@ fn a_vso_rollout_restart_target_passes_with_a_note() {
     w.pod("api", "api-1", &w.before);
     w.kube
         .put(vso_controller_deployment("vault-secrets-operator-system"));
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&["--all"]).expect_code(1);
     let text = out.stdout_text();
     has(&text, "ok   Rollout apps/web");
     has(
@@ -325,7 +333,7 @@ fn a_reloader_annotation_without_a_reloader_watching_is_not_done() {
     w.kube.put(web);
     w.pod("web", "web-1", &w.before);
     let not_done = |reason: &str| {
-        let out = w.verify(&[]).expect_code(1);
+        let out = w.verify(&["--all"]).expect_code(1);
         let text = out.stdout_text();
         let block = block_of(&text, "web");
         has(&block, "FAIL Deployment apps/web");
@@ -374,7 +382,7 @@ fn a_reloader_annotation_without_a_reloader_watching_is_not_done() {
         &["--namespaces=apps,reloader"],
         false,
     ));
-    let out = w.verify(&[]).expect_code(0);
+    let out = w.verify(&["--all"]).expect_code(0);
     has(&out.stdout_text(), "ok   Deployment apps/web");
 }
 
@@ -395,18 +403,18 @@ fn whether_reloader_watches_that_cannot_be_read_is_cannot_tell() {
         true,
     ));
     w.kube.put(namespace(NS, json!({"reloader": "enabled"})));
-    let out = w.verify(&[]).expect_code(0);
+    let out = w.verify(&["--all"]).expect_code(0);
     has(&out.stdout_text(), "ok   Deployment apps/web");
 
     w.kube.put(namespace(NS, json!({"team": "ask"})));
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&["--all"]).expect_code(1);
     has(
         &out.stdout_text(),
         "does not watch namespace `apps`: its labels do not match `--namespace-selector` `reloader=enabled`",
     );
 
     let cannot_tell = |reason: &str| {
-        let out = w.verify(&[]).expect_code(0);
+        let out = w.verify(&["--all"]).expect_code(0);
         let text = out.stdout_text();
         let block = block_of(&text, "web");
         has(&block, "---- Deployment apps/web");
@@ -436,7 +444,7 @@ fn a_vso_rollout_restart_target_without_vso_running_is_not_done() {
     let w = vso_world("Deployment", "web");
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
     w.pod("web", "web-1", &w.before);
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&["--all"]).expect_code(1);
     let block = block_of(&out.stdout_text(), "web");
     has(&block, "FAIL Deployment apps/web");
     has(&block, "VSO (`rolloutRestartTargets` of apps/db) restarts nothing: VSO's controller does not run: no Deployment in any namespace is labelled `app.kubernetes.io/name=vault-secrets-operator`");
@@ -448,7 +456,7 @@ fn a_vso_rollout_restart_target_without_vso_running_is_not_done() {
     let mut vso = vso_controller_deployment("vault-secrets-operator-system");
     vso["status"] = deployment_unready_status();
     w.kube.put(vso);
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&["--all"]).expect_code(1);
     has(
         &out.stdout_text(),
         "VSO's Deployment `vault-secrets-operator-system/vault-secrets-operator-controller-manager` is not Ready",
@@ -495,6 +503,15 @@ fn restart_sends_exactly_the_rollout_patch_and_waits_for_new_pods() {
         });
         let out = w.verify(&["--restart", "--wait", "2m"]).expect_code(0);
         has(&out.stderr_text(), "restarted Deployment apps/web at ");
+        // Said once, as it is done: not again among the notes after the report.
+        assert_eq!(
+            out.stderr_text()
+                .matches("restarted Deployment apps/web at ")
+                .count(),
+            1,
+            "{}",
+            out.stderr_text()
+        );
         has(&out.stdout_text(), "verify auh1-dev: done");
         controller.join().unwrap()
     });
@@ -703,7 +720,7 @@ fn a_container_that_started_after_the_change_is_fresh_whatever_the_pods_start_ti
     let web = workload("Deployment", NS, "web", reads("env"));
     w.kube.put(web.clone());
     w.kube.run_accepted(&web, "web-1", &w.before, &w.after);
-    let out = w.verify(&[]).expect_code(0);
+    let out = w.verify(&["--all"]).expect_code(0);
     has(&out.stdout_text(), "ok   Deployment apps/web");
     has(
         &out.stdout_text(),
@@ -749,7 +766,7 @@ fn finished_evicted_old_and_foreign_pods_do_not_count() {
         p["metadata"]["ownerReferences"][0]["uid"] = previous["metadata"]["uid"].clone();
     });
     w.kube.put(pod_of(NS, "web", "stray", &w.before));
-    let out = w.verify(&[]).expect_code(0);
+    let out = w.verify(&["--all"]).expect_code(0);
     has(&out.stdout_text(), "ok   Deployment apps/web");
     has(
         &out.stdout_text(),
@@ -828,7 +845,7 @@ fn a_secret_whose_data_two_managers_changed_counts_from_the_latest_change() {
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
     // After `kubectl create`, before ESO's write (and before Vault had the value).
     w.pod("web", "web-1", &w.before);
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&["--all"]).expect_code(1);
     let text = out.stdout_text();
     has(&text, "FAIL Deployment apps/web");
     has(&text, format!("1 pod(s) started before its data changed at {} by `externalsecrets.external-secrets.io/db` (`web-1`)", w.changed));
@@ -837,7 +854,7 @@ fn a_secret_whose_data_two_managers_changed_counts_from_the_latest_change() {
     // Its twin: a pod started after ESO's write is fresh.
     w.pod("web", "web-1", &w.after);
     has(
-        &w.verify(&[]).expect_code(0).stdout_text(),
+        &w.verify(&["--all"]).expect_code(0).stdout_text(),
         "ok   Deployment apps/web",
     );
 }

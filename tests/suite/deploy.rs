@@ -1441,7 +1441,7 @@ fn the_hook_jobs_seed_and_verify_as_pods_and_rbac_is_exactly_what_verify_reads()
         text(&out.stdout),
         text(&out.stderr)
     );
-    has(&text(&out.stdout), "PushSecret ask/core-service-push");
+    has(&text(&out.stdout), "1 PushSecret(s) ok");
 
     // Every request verify made is granted, and every grant was used.
     let used: BTreeSet<_> = kube.requests().iter().filter_map(needs).collect();

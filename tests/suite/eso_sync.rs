@@ -213,6 +213,10 @@ fn skipped_target_secrets_are_said_not_checked_never_fine() {
     });
     verify(&bao, &kube, &["--skip-target-secrets"])
         .status(0)
+        .stdout_has(": 2 ExternalSecret(s) Ready and fresh, target Secrets not checked")
+        .check();
+    verify(&bao, &kube, &["--skip-target-secrets", "--all"])
+        .status(0)
         .stdout_has("ExternalSecret ask/core-service-secret: Ready (SecretSynced), target Secret not checked")
         .stdout_has("note: target Secret `ask/nowhere` not checked (--skip-target-secrets)")
         .stdout_has("ExternalSecret ask/zitadel-secret: Ready (SecretSynced), target Secret not checked")

@@ -76,7 +76,10 @@ fn verify_in_a_pod_reads_the_cluster_through_the_in_cluster_configuration() {
         &stdout,
         format!("ok   kube: https://127.0.0.1:{} (in-cluster)", kube.port),
     );
-    has(&stdout, "ExternalSecret ask/core-service-secret");
+    has(
+        &stdout,
+        "ExternalSecret(s) Ready and fresh, target Secrets not checked",
+    );
     has(
         &stderr,
         "note: target Secrets were not read (--skip-target-secrets)",

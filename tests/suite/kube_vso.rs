@@ -209,7 +209,12 @@ fn synced() {
     assert_eq!(doc["policy"]["vso"]["report"]["ok"], true);
     assert_eq!(doc["kube"]["external_secrets"], json!([]));
 
-    let human = w.verify(&[]).expect_code(0);
+    let summary = w.verify(&[]).expect_code(0).stdout_text();
+    has(
+        &summary,
+        ": 1 VaultStaticSecret(s) synced and fresh, 1 VaultAuth(s) ok, 1 VaultConnection(s) ok",
+    );
+    let human = w.verify(&["--all"]).expect_code(0);
     let text = human.stdout_text();
     has(
         &text,

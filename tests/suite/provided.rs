@@ -479,21 +479,32 @@ fn the_providers_push_secret_failing_with_a_403_is_shown_as_the_cause() {
     let text = out.stdout_text();
     has(
         &text,
-        format!("wait provided secret/{DB}: waiting for {PROVIDER}"),
-    );
-    has(
-        &text,
-        format!("why: `secret/{DB}` is not in Vault yet: it is provided by {PROVIDER}"),
+        format!("wait provided secret/{DB}: not in Vault yet, waiting for {PROVIDER}"),
     );
     has(
         &text,
         "why: PushSecret `ask/core-service-db-password`: not Ready (Errored): set secret failed",
     );
-    has(&text, "why: PushSecret `ask/core-service-db-password` latest Warning event Errored: set secret failed: could not write remote ref password");
-    has(&text, "Code: 403");
     assert!(
         !text.contains("an older failure"),
         "only the latest event:\n{text}"
+    );
+    // Each explanation once: the provider in the part kube's `provided` line (the values'
+    // row and the ExternalSecret point to it), and the 403 that ESO writes in both the
+    // PushSecret's condition and its latest event, once.
+    assert_eq!(text.matches("Code: 403").count(), 1, "{text}");
+    assert_eq!(
+        text.matches(&format!("waiting for {PROVIDER}")).count(),
+        1,
+        "{text}"
+    );
+    has(
+        &text,
+        format!("missing  secret/{DB}  password  provided by another application: vault-seed never writes it (see `provided` under kube)"),
+    );
+    has(
+        &text,
+        format!("why: `secret/{DB}` is provided by another application and is not right yet (its `provided` entry says why)"),
     );
     // The ExternalSecret reading the path gets the same cause, and no cross-check problem.
     let doc = verify_with(&bao, &kube, &["-o", "json"])
@@ -509,7 +520,7 @@ fn the_providers_push_secret_failing_with_a_403_is_shown_as_the_cause() {
     );
     has(
         &es["explanations"].to_string(),
-        "latest Warning event Errored",
+        "is provided by another application and is not right yet",
     );
     let p = row(&doc["kube"], "provided", DB);
     assert_eq!(p["ok"], false);
