@@ -286,7 +286,14 @@ fn without_reloader_a_stale_reader_of_the_airgap_secrets_is_not_done() {
     let verify = |code: i32| {
         let out = Run::new(&bao)
             .specs(airgap_specs())
-            .args(["verify", ENV, "--only", "consumers", "--all", "--kubeconfig"])
+            .args([
+                "verify",
+                ENV,
+                "--only",
+                "consumers",
+                "--all",
+                "--kubeconfig",
+            ])
             .arg(kube.kubeconfig())
             .env("NO_COLOR", "1")
             .output()
