@@ -48,12 +48,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
     if !refusals.is_empty() {
         return Err(super::refused_unsent(&env, &refusals));
     }
-    if !args.yes && !args.dry_run {
-        return Err(
-            Failure::usage(format!("rotating replaces the live value of `{path}`"))
-                .help("add --yes to do it, or --dry-run to see what would rotate"),
-        );
-    }
+    let unconfirmed = !args.yes && !args.dry_run;
     let runtime = super::runtime()?;
     let names = names_of(&fields);
     runtime.block_on(async {
@@ -82,6 +77,11 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
         // What reads the value, said before it is replaced (in a dry run too).
         let readers =
             || super::readers::before_rotate(g, &args.readers, &env, &t, &names, &current);
+        // Without --yes nothing is written; the readers are named first, so that one pinned to
+        // the current version (which keeps serving it, never the new value) is in the refusal.
+        if unconfirmed {
+            return Err(unconfirmed_refusal(&path, &readers().await, current.version));
+        }
         let assumed = &args.assume_kv_mount;
         if args.dry_run {
             for (name, n) in &drops {
@@ -152,6 +152,24 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
             Err(e) => Err(e.into()),
         }
     })
+}
+
+/// `rotate` without `--yes`: refused (exit 2), naming the readers pinned to the current
+/// version, which would keep serving it after the rotation.
+fn unconfirmed_refusal(path: &str, readers: &Readers, current: u64) -> Failure {
+    let pinned = readers.pinned_to(current);
+    let message = match pinned.as_slice() {
+        [] => format!("rotating replaces the live value of `{path}`"),
+        objects => format!(
+            "rotating replaces the live value of `{path}`, and {} pinned to version {current}, the current one: after the rotation it keeps serving the old value, never the new one",
+            objects.join(", ")
+        ),
+    };
+    let help = match pinned.is_empty() {
+        true => "add --yes to do it, or --dry-run to see what would rotate",
+        false => "move the pin to the new version after the rotation (or remove it), then add --yes; --dry-run shows what would rotate",
+    };
+    Failure::usage(message).help(help)
 }
 
 fn names_of(fields: &[Field]) -> Vec<String> {

@@ -37,6 +37,7 @@ pub mod findings;
 pub mod grants;
 pub mod imports;
 pub mod readers;
+pub(crate) mod secret_type;
 pub mod store;
 pub mod values;
 pub mod vso;

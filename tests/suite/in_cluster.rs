@@ -36,6 +36,7 @@ fn ready_cluster(bao: &OpenBao) -> FakeKube {
     for name in ["core-service-secret", "zitadel-secret"] {
         kube.put(fake_kube::real_spec_external_secret(name).ready_synced(&later));
     }
+    crate::verify::runbook_app_order(&kube);
     kube
 }
 

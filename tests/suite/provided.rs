@@ -260,6 +260,7 @@ fn cluster_reading_a_provided_path(bao: &OpenBao) -> FakeKube {
         "zitadel-secret",
         &[("masterkey", &masterkey)],
     ));
+    crate::verify::runbook_app_order(&kube);
     kube
 }
 

@@ -82,7 +82,21 @@ pub(crate) fn healthy_cluster(bao: &OpenBao) -> FakeKube {
         fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).ready_synced(&later()),
     );
     delivered(bao, &kube);
+    runbook_app_order(&kube);
     kube
+}
+
+/// The runbook's app order, which the real spec's `[argocd]` names: the secrets app Synced and
+/// Healthy at app wave 0, core-service at app wave 1, argocd-cm with the Application health
+/// check (tests/fixtures/argocd/, as Argo CD writes them).
+pub(crate) fn runbook_app_order(kube: &FakeKube) {
+    for fixture in [
+        "application-secrets-synced.yaml",
+        "application-core-service-progressing.yaml",
+        "argocd-cm-with-app-health.yaml",
+    ] {
+        kube.put(fake_kube::argocd_fixture(fixture));
+    }
 }
 
 /// ESO's sync of both target Secrets: each key holding the value Vault has now at the path and
@@ -1242,7 +1256,6 @@ path "secret/metadata/ask/*" { capabilities = ["read", "list"] }
 fn the_verdict_names_the_parts_it_did_not_check_and_why() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster(&bao);
-    let no_argocd = "argocd (no spec has an `[argocd]` section)";
     let cases: [(&[&str], String); 4] = [
         (
             &["--skip-kube"],
@@ -1255,14 +1268,13 @@ fn the_verdict_names_the_parts_it_did_not_check_and_why() {
         ),
         (
             &[],
-            format!("done (vault, policy, kube, consumers checked; not checked: {no_argocd})"),
+            "done (vault, policy, kube, argocd, consumers checked)".into(),
         ),
         (
             &["--skip-target-secrets"],
-            format!(
-                "done (vault, policy, kube, consumers checked; not checked: {no_argocd}; target \
-                 Secrets (--skip-target-secrets))"
-            ),
+            "done (vault, policy, kube, argocd, consumers checked; not checked: target Secrets \
+             (--skip-target-secrets))"
+                .into(),
         ),
     ];
     for (args, verdict) in cases {
@@ -1290,10 +1302,8 @@ fn the_verdict_names_the_parts_it_did_not_check_and_why() {
     let stdout = out.stdout_text();
     assert!(
         stdout.lines().any(|l| l
-            == format!(
-                "verify auh1-dev: NOT done (vault, policy checked; not checked: kube (it could \
-                 not be checked); {no_argocd}; consumers (it could not be checked))"
-            )),
+            == "verify auh1-dev: NOT done (vault, policy checked; not checked: kube, argocd, \
+                consumers (it could not be checked))"),
         "{stdout}"
     );
     let doc = verify(&bao, Some(&kube), &["--skip-kube", "-o", "json"])
