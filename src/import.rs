@@ -459,7 +459,7 @@ fn decide(
             .join("; ");
         let why = match refused
             .iter()
-            .any(|r| matches!(r, gate::Refusal::RealValue { .. }))
+            .any(|r| matches!(r.rule, gate::Rule::RealValue { .. }))
         {
             true => format!("{why}; pass --force to replace it"),
             false => why,

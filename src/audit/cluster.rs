@@ -297,6 +297,8 @@ mod tests {
             secret_synced: None,
             has_secret_mac: true,
             hmac: true,
+            destination_type: String::new(),
+            destination_create: true,
             mount: mount.into(),
             kv_type: "kv-v2".into(),
             path: path.into(),

@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use secrecy::{ExposeSecret, SecretString};
 
-pub use refusal::Refusal;
+pub use refusal::{FixedBy, Refusal, Rule};
 
 use crate::generate::Validity;
 use crate::kv::{KvMount, KvVersion};
@@ -161,9 +161,40 @@ impl Approved {
 
 /// The refusals the spec alone decides, before anything is read: `intent` on `fields` of `t`.
 pub fn refuse_by_spec(t: &Target, intent: Intent, fields: &[&Field]) -> Vec<Refusal> {
+    explain(t, rules_by_spec(t, intent, fields))
+}
+
+/// Each rule with the spec's reason for its field (or, for a rule on the whole secret, the
+/// reason its fields share), from `t`.
+fn explain(t: &Target, rules: Vec<Rule>) -> Vec<Refusal> {
+    rules
+        .into_iter()
+        .map(|rule| {
+            let reason = match rule.field() {
+                Some(name) => t.fields.iter().find(|f| f.name == name),
+                None => t.fields.first(),
+            }
+            .and_then(|f| f.reason.clone());
+            let reason = reason.filter(|_| t.provided.is_none());
+            Refusal { rule, reason }
+        })
+        .collect()
+}
+
+/// Which key of the spec makes field `f` of `t` fixed.
+fn fixed_by(t: &Target, f: &Field) -> FixedBy {
+    match (t.fixed, f.rotation) {
+        (true, _) => FixedBy::Secret,
+        (false, crate::spec::Rotation::Fixed) => FixedBy::Field,
+        (false, _) => FixedBy::Never,
+    }
+}
+
+/// [`refuse_by_spec`]'s rules.
+fn rules_by_spec(t: &Target, intent: Intent, fields: &[&Field]) -> Vec<Rule> {
     let path = t.full_path();
     if let Some(p) = &t.provided {
-        return vec![Refusal::Provided {
+        return vec![Rule::Provided {
             path,
             by: p.by.to_string(),
         }];
@@ -174,7 +205,7 @@ pub fn refuse_by_spec(t: &Target, intent: Intent, fields: &[&Field]) -> Vec<Refu
         match intent {
             Intent::Set { .. } => {
                 if let Some(d) = f.generator.derived() {
-                    out.push(Refusal::Derived {
+                    out.push(Rule::Derived {
                         path: path.clone(),
                         field,
                         how: d.describe(),
@@ -183,18 +214,18 @@ pub fn refuse_by_spec(t: &Target, intent: Intent, fields: &[&Field]) -> Vec<Refu
             }
             Intent::Rotate => {
                 if t.is_fixed(f) {
-                    out.push(Refusal::FixedChanges {
+                    out.push(Rule::FixedChanges {
                         path: path.clone(),
                         field,
-                        whole: t.fixed,
+                        by: fixed_by(t, f),
                     });
                 } else if f.generator.is_placeholder() {
-                    out.push(Refusal::PlaceholderRotates {
+                    out.push(Rule::PlaceholderRotates {
                         path: path.clone(),
                         field,
                     });
                 } else if f.rotation == crate::spec::Rotation::Unstated && f.generator.keys_data() {
-                    out.push(Refusal::RotationUnstated {
+                    out.push(Rule::RotationUnstated {
                         path: path.clone(),
                         field,
                         masterkey: f.generator == crate::generate::Generator::Masterkey,
@@ -211,7 +242,12 @@ pub fn refuse_by_spec(t: &Target, intent: Intent, fields: &[&Field]) -> Vec<Refu
 /// turn out to be: what `plan` predicts and what `set` asks before reading a value. [`check`]
 /// asks the same rules again with the values.
 pub fn refuse_change(t: &Target, held: &Held, intent: Intent, fields: &[String]) -> Vec<Refusal> {
-    let mut out = refuse_by_spec(t, intent, &named(t, fields));
+    explain(t, rules_change(t, held, intent, fields))
+}
+
+/// [`refuse_change`]'s rules.
+fn rules_change(t: &Target, held: &Held, intent: Intent, fields: &[String]) -> Vec<Rule> {
+    let mut out = rules_by_spec(t, intent, &named(t, fields));
     if t.provided.is_some() {
         return out;
     }
@@ -233,11 +269,11 @@ fn named<'t>(t: &'t Target, names: &[String]) -> Vec<&'t Field> {
 
 /// The rules on the secret as a whole: a field that is not a string (rewriting would lose it);
 /// a fixed secret that does not exist, which only `apply` (or `move`) creates, whole.
-fn refuse_by_held(t: &Target, held: &Held, intent: Intent) -> Option<Refusal> {
+fn refuse_by_held(t: &Target, held: &Held, intent: Intent) -> Option<Rule> {
     let path = t.full_path();
     if held.live {
         held.fields.iter().find_map(|(k, v)| match v {
-            FieldValue::NotText(kind) => Some(Refusal::NotText {
+            FieldValue::NotText(kind) => Some(Rule::NotText {
                 path: path.clone(),
                 field: k.clone(),
                 kind: kind.to_string(),
@@ -245,7 +281,7 @@ fn refuse_by_held(t: &Target, held: &Held, intent: Intent) -> Option<Refusal> {
             FieldValue::Text(_) => None,
         })
     } else if t.fixed && !matches!(intent, Intent::Create | Intent::Move) {
-        Some(Refusal::FixedNotCreated { path })
+        Some(Rule::FixedNotCreated { path })
     } else {
         None
     }
@@ -261,7 +297,7 @@ fn refuse_fields(
     intent: Intent,
     fields: &[String],
     remade: bool,
-) -> Vec<Refusal> {
+) -> Vec<Rule> {
     let path = t.full_path();
     let mut out = Vec::new();
     let missing_fixed = t
@@ -274,7 +310,7 @@ fn refuse_fields(
     {
         let field = f.name.clone();
         match held.fields.get(&f.name) {
-            None if held.live && t.is_fixed(f) => out.push(Refusal::FixedLacks {
+            None if held.live && t.is_fixed(f) => out.push(Rule::FixedLacks {
                 path: path.clone(),
                 field,
                 holds: held.fields.keys().cloned().collect(),
@@ -282,7 +318,7 @@ fn refuse_fields(
             }),
             None if held.live => {
                 if let Some(fixed) = missing_fixed {
-                    out.push(Refusal::BesideMissingFixed {
+                    out.push(Rule::BesideMissingFixed {
                         path: path.clone(),
                         field,
                         fixed: fixed.name.clone(),
@@ -296,13 +332,13 @@ fn refuse_fields(
                     continue;
                 }
                 if t.is_fixed(f) {
-                    out.push(Refusal::FixedChanges {
+                    out.push(Rule::FixedChanges {
                         path: path.clone(),
                         field,
-                        whole: t.fixed,
+                        by: fixed_by(t, f),
                     });
                 } else if !remade && !intent.replaces() {
-                    out.push(Refusal::RealValue {
+                    out.push(Rule::RealValue {
                         path: path.clone(),
                         field,
                         version: held.version,
@@ -316,7 +352,7 @@ fn refuse_fields(
 
 /// For each of `changed`, the stored fields of `t` made from it that the write leaves as they
 /// are (not among `written`): they would disagree with the new value.
-fn stale(t: &Target, held: &Held, changed: &[String], written: &[String]) -> Vec<Refusal> {
+fn stale(t: &Target, held: &Held, changed: &[String], written: &[String]) -> Vec<Rule> {
     let path = t.full_path();
     let mut out = Vec::new();
     for input in changed {
@@ -336,7 +372,7 @@ fn stale(t: &Target, held: &Held, changed: &[String], written: &[String]) -> Vec
             .map(|d| d.name.clone())
             .collect();
         if !derived.is_empty() {
-            out.push(Refusal::DerivedStale {
+            out.push(Rule::DerivedStale {
                 path: path.clone(),
                 input: input.clone(),
                 derived,
@@ -371,7 +407,7 @@ pub fn check(
             .any(|f| f.name == *n && f.generator.derived().is_some())
     };
     let (remade, given): (Vec<String>, Vec<String>) = changed.iter().cloned().partition(derived);
-    let mut out = refuse_by_spec(t, intent, &named(t, &given));
+    let mut out = rules_by_spec(t, intent, &named(t, &given));
     if t.provided.is_none() {
         out.extend(refuse_by_held(t, held, intent));
         out.extend(refuse_fields(t, held, intent, &given, false));
@@ -389,7 +425,7 @@ pub fn check(
             seen.push(r.clone());
             new
         });
-        return Err(out);
+        return Err(explain(t, out));
     }
     let mut data: Vec<(String, SecretString)> = held
         .fields
@@ -424,13 +460,16 @@ pub fn refuse_value(
         .text(name)
         .is_some_and(|old| old.expose_secret() == value.expose_secret())
     {
-        return refuse_value_only(t, &Held::default(), intent, name, value)
-            .into_iter()
-            .collect();
+        return explain(
+            t,
+            refuse_value_only(t, &Held::default(), intent, name, value)
+                .into_iter()
+                .collect(),
+        );
     }
-    let mut out = refuse_change(t, held, intent, &[name.to_string()]);
+    let mut out = rules_change(t, held, intent, &[name.to_string()]);
     out.extend(refuse_value_only(t, held, intent, name, value));
-    out
+    explain(t, out)
 }
 
 /// The rules on the value itself: a field of the spec, not a marker where a real value is or
@@ -441,10 +480,10 @@ fn refuse_value_only(
     intent: Intent,
     name: &str,
     value: &SecretString,
-) -> Option<Refusal> {
+) -> Option<Rule> {
     let path = t.full_path();
     let Some(f) = t.fields.iter().find(|f| f.name == name) else {
-        return (intent != Intent::Move).then(|| Refusal::Invalid {
+        return (intent != Intent::Move).then(|| Rule::Invalid {
             path,
             field: name.to_string(),
             why: "is not a field of the spec".into(),
@@ -459,13 +498,13 @@ fn refuse_value_only(
         .is_some_and(|old| f.validate(old) != Validity::Pending);
     match f.validate(value) {
         Validity::Valid => None,
-        Validity::Pending if held_real || intent.given() => Some(Refusal::Marker {
+        Validity::Pending if held_real || intent.given() => Some(Rule::Marker {
             path,
             field: name.to_string(),
             over_real: held_real,
         }),
         Validity::Pending => None,
-        Validity::Invalid(why) => Some(Refusal::Invalid {
+        Validity::Invalid(why) => Some(Rule::Invalid {
             path,
             field: name.to_string(),
             why,
@@ -479,7 +518,7 @@ fn refuse_value_only(
 /// what Vault holds at its path.
 pub fn refuse_stale_followers(source: &Target, followers: &[(&Target, Held)]) -> Vec<Refusal> {
     let all: Vec<String> = source.fields.iter().map(|f| f.name.clone()).collect();
-    let mut out = Vec::new();
+    let mut out: Vec<Rule> = Vec::new();
     for (f, held) in followers {
         for (g, fields) in followers_of(std::slice::from_ref(*f), source, &all) {
             let stored: Vec<String> = fields
@@ -487,7 +526,7 @@ pub fn refuse_stale_followers(source: &Target, followers: &[(&Target, Held)]) ->
                 .filter(|n| held.live && held.fields.contains_key(n))
                 .collect();
             if !stored.is_empty() {
-                out.push(Refusal::FollowerStale {
+                out.push(Rule::FollowerStale {
                     path: source.full_path(),
                     follower: g.full_path(),
                     fields: stored,
@@ -495,7 +534,7 @@ pub fn refuse_stale_followers(source: &Target, followers: &[(&Target, Held)]) ->
             }
         }
     }
-    out
+    explain(source, out)
 }
 
 /// A change of `source`'s fields `changed` that a fixed secret's copy or template would have to
@@ -504,10 +543,13 @@ pub fn refuse_followers(targets: &[Target], source: &Target, changed: &[String])
     followers_of(targets, source, changed)
         .into_iter()
         .filter(|(f, _)| f.fixed)
-        .map(|(f, fields)| Refusal::FixedFollows {
-            path: f.full_path(),
-            fields,
-            source: source.full_path(),
+        .flat_map(|(f, fields)| {
+            let rule = Rule::FixedFollows {
+                path: f.full_path(),
+                fields,
+                source: source.full_path(),
+            };
+            explain(f, vec![rule])
         })
         .collect()
 }

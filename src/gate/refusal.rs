@@ -1,12 +1,75 @@
 //! Why the gate refuses a write: one variant per rule, one sentence and one piece of advice
-//! each, whichever command asked.
+//! each, whichever command asked; and the spec's reason for the field, said with every rule.
+
+use std::sync::Arc;
 
 use serde::Serialize;
+
+/// A refused write: the rule it would break, and the spec's `reason` for the field (or its
+/// secret), when the spec gives one. Shown as the rule's sentence followed by the reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// The rule.
+    #[serde(flatten)]
+    pub rule: Rule,
+    /// The spec's words for why the value is protected (`reason`).
+    pub reason: Option<Arc<str>>,
+}
+
+/// Which key of the spec makes a value never change once written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FixedBy {
+    /// `fixed = true` on the secret: every field.
+    Secret,
+    /// `fixed = true` on the field.
+    Field,
+    /// `rotation = "never"` on the field.
+    Never,
+}
+
+impl FixedBy {
+    /// The key as the spec writes it, and where.
+    fn key(self) -> &'static str {
+        match self {
+            FixedBy::Secret => "`fixed = true` on the secret",
+            FixedBy::Field => "`fixed = true` on the field",
+            FixedBy::Never => "`rotation = \"never\"` on the field",
+        }
+    }
+}
+
+impl Refusal {
+    /// The field the refusal is about, if one.
+    pub fn field(&self) -> Option<&str> {
+        self.rule.field()
+    }
+
+    /// The stable code (the JSON `code`).
+    pub fn code(&self) -> &'static str {
+        self.rule.code()
+    }
+
+    /// What to do, in a sentence. `env` is the environment, for commands to run.
+    pub fn help(&self, env: &str) -> String {
+        self.rule.help(env)
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.rule)?;
+        match &self.reason {
+            Some(r) => write!(f, " (the spec's reason: {r})"),
+            None => Ok(()),
+        }
+    }
+}
 
 /// A rule the write would break. Each names the path and field; none holds a value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "code", rename_all = "kebab-case")]
-pub enum Refusal {
+pub enum Rule {
     /// Another application provides the path (`provided_by`): vault-seed never writes it.
     Provided {
         /// The full path.
@@ -20,8 +83,8 @@ pub enum Refusal {
         path: String,
         /// The field.
         field: String,
-        /// Whether the whole secret is fixed (else the field: `fixed = true`, `rotation = "never"`).
-        whole: bool,
+        /// The spec's key that makes it fixed.
+        by: FixedBy,
     },
     /// A field would be added to a live secret whose fixed value is stored under another name,
     /// or to a fixed secret: the data is encrypted with what is there.
@@ -144,9 +207,10 @@ pub enum Refusal {
     },
 }
 
-impl Refusal {
+impl Rule {
     /// The field the refusal is about, if one.
     pub fn field(&self) -> Option<&str> {
+        use Rule as Refusal;
         match self {
             Refusal::Provided { .. } | Refusal::FixedNotCreated { .. } => None,
             Refusal::FixedFollows { fields, .. } => fields.first().map(String::as_str),
@@ -167,6 +231,7 @@ impl Refusal {
 
     /// The stable code (the JSON `code`).
     pub fn code(&self) -> &'static str {
+        use Rule as Refusal;
         match self {
             Refusal::Provided { .. } => "provided",
             Refusal::FixedChanges { .. } => "fixed-changes",
@@ -188,9 +253,10 @@ impl Refusal {
 
     /// What to do, in a sentence. `env` is the environment, for commands to run.
     pub fn help(&self, env: &str) -> String {
+        use Rule as Refusal;
         match self {
             Refusal::Provided { .. } => format!("its provider makes and changes it; `vault-seed verify {env}` shows whether it is there and valid"),
-            Refusal::FixedChanges { .. } => "the spec says it never changes (`fixed`, or `rotation = \"never\"`); if it really must, change it by hand with the runbook for what depends on it, and take the rule out of the spec first".into(),
+            Refusal::FixedChanges { by, .. } => format!("the spec says it never changes ({}); if it really must, change it by hand with the runbook for what depends on it, and take that key out of the spec first", by.key()),
             Refusal::FixedLacks { .. } => format!("the value may be the real key under an old name: rename the field in the spec, or move the value to the spec's name by hand; `vault-seed move {env} SECRET --from OLD_PATH` moves a whole secret"),
             Refusal::BesideMissingFixed { fixed, .. } => format!("first settle fixed field `{fixed}`: rename the field in the spec to the name the value is stored under, or move the value"),
             Refusal::FixedNotCreated { .. } => format!("run `vault-seed apply {env}` first: it writes every field of a fixed secret at once"),
@@ -210,12 +276,14 @@ impl Refusal {
     }
 }
 
-impl std::fmt::Display for Refusal {
+impl std::fmt::Display for Rule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use Rule as Refusal;
         match self {
             Refusal::Provided { path, by } => write!(f, "`{path}` is provided by another application ({by}): vault-seed never writes it"),
-            Refusal::FixedChanges { path, field, whole: true } => write!(f, "`{path}` is fixed: field `{field}` never changes once written"),
-            Refusal::FixedChanges { path, field, whole: false } => write!(f, "field `{field}` of `{path}` is fixed: it never changes once written"),
+            Refusal::FixedChanges { path, field, by: FixedBy::Secret } => write!(f, "`{path}` is fixed: field `{field}` never changes once written"),
+            Refusal::FixedChanges { path, field, by: FixedBy::Field } => write!(f, "field `{field}` of `{path}` is fixed (`fixed = true` on the field): it never changes once written"),
+            Refusal::FixedChanges { path, field, by: FixedBy::Never } => write!(f, "field `{field}` of `{path}` has `rotation = \"never\"` in the spec: it never changes once written"),
             Refusal::FixedLacks { path, field, holds, whole } => {
                 let holds = match holds.as_slice() {
                     [] => "holds no field".to_string(),

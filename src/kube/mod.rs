@@ -301,6 +301,25 @@ impl Cluster {
             .map(|entries| entries.into_keys().collect()))
     }
 
+    /// A Secret's `type` (the API server sets `Opaque` when none was given); `None` when the
+    /// Secret does not exist. Only `type` is kept while parsing; the text is zeroized.
+    pub async fn secret_type(&self, ns: &str, name: &str) -> Result<Option<String>, KubeError> {
+        /// A Secret's type alone.
+        #[derive(serde::Deserialize)]
+        struct TypeOnly {
+            #[serde(default, rename = "type")]
+            kind: Option<String>,
+        }
+        let Some(text) = self.secret_text(ns, name).await? else {
+            return Ok(None);
+        };
+        let parsed: TypeOnly =
+            serde_json::from_str(&text).map_err(|e| self.not_a_secret(ns, name, &e))?;
+        Ok(Some(
+            crate::text::cap(&parsed.kind.unwrap_or_else(|| "Opaque".into())).into_owned(),
+        ))
+    }
+
     /// The keys of a Secret's `data`, sorted, each with whether its value is empty; `None` when
     /// the Secret does not exist.
     ///

@@ -172,6 +172,8 @@ pub struct ExternalSecretInfo {
     pub keeps_fetched: bool,
     /// `spec.target.template.templateFrom` has entries: keys only ESO knows.
     pub template_from: bool,
+    /// `spec.target.template.type`, when set: the type ESO gives the target Secret.
+    pub template_type: Option<String>,
     /// `spec.refreshPolicy` (`Periodic`, `OnChange`, `CreatedOnce`), when set.
     pub refresh_policy: Option<String>,
     /// Fields missing or not of their type.
@@ -605,9 +607,15 @@ pub fn external_secret_info(
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty());
     let refresh_policy = fields.string(obj, "", "/spec/refreshPolicy", false);
+    let template_type = template_obj
+        .and_then(|t| t.get("type"))
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .map(|t| crate::text::cap(t).into_owned());
     Ok(ExternalSecretInfo {
         keeps_fetched,
         template_from,
+        template_type,
         refresh_policy,
         refresh_time: time_at(obj, "/status/refreshTime", KIND, &object)?,
         synced_resource_version,

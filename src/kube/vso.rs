@@ -104,6 +104,10 @@ pub struct VaultStaticSecretInfo {
     pub pinned_version: Option<u64>,
     /// `spec.destination.name`.
     pub destination: String,
+    /// `spec.destination.type` as written; empty when unset (VSO then writes `Opaque`).
+    pub destination_type: String,
+    /// `spec.destination.create`: VSO owns the Secret and sets its type (default false).
+    pub destination_create: bool,
     /// `spec.destination.transformation`: which keys VSO writes into the destination Secret
     /// ([`Transformation::destination_keys`]).
     pub transformation: Transformation,
@@ -268,6 +272,11 @@ pub fn vault_static_secret_info(obj: &Value) -> Result<VaultStaticSecretInfo, Ku
             .and_then(Value::as_u64)
             .filter(|v| *v > 0),
         destination: text(str_at(obj, "/spec/destination/name").unwrap_or_default()),
+        destination_type: text(str_at(obj, "/spec/destination/type").unwrap_or_default()),
+        destination_create: obj
+            .pointer("/spec/destination/create")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         transformation: transformation_of(obj),
         vault_auth_ref,
         vault_namespace,

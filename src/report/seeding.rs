@@ -289,8 +289,18 @@ impl SeedReport {
             })
             .or_else(|| {
                 placeholder_hint.then(|| {
+                    let before_sync = p
+                        .target
+                        .fields
+                        .iter()
+                        .any(|x| x.name == f.field && x.before_sync);
                     format!(
-                        "fill in after deploy: vault-seed set {} {} < value.txt",
+                        "fill in {}: vault-seed set {} {} < value.txt",
+                        if before_sync {
+                            "before the first sync (needed = \"before-sync\")"
+                        } else {
+                            "after deploy"
+                        },
                         self.env,
                         selector(&p.target, &f.field, &self.shared_names)
                     )
@@ -335,13 +345,18 @@ impl SeedReport {
             |n: usize, done: &str, todo: &str| format!("{n} {}", if dry_run { todo } else { done });
         let _ = writeln!(
             tail,
-            "{}: {} path(s), {} field(s): {}, {} exist, {} pending, {}, {}, {} invalid, {} denied, {} error(s){}",
+            "{}: {} path(s), {} field(s): {}, {} exist, {} pending{}, {}, {}, {} invalid, {} denied, {} error(s){}",
             style.bold(if dry_run { "plan" } else { "summary" }),
             s.paths,
             s.fields,
             verb(s.created, "created", "to create"),
             s.exists,
             s.pending,
+            match (s.pending_written, dry_run) {
+                (0, _) => String::new(),
+                (n, false) => format!(" ({n} written now: placeholders to fill in)"),
+                (n, true) => format!(" ({n} to write: placeholders to fill in)"),
+            },
             verb(s.recreated, "recreated", "to recreate"),
             verb(s.extended, "extended", "to extend"),
             s.invalid,

@@ -223,6 +223,28 @@ impl PathResult {
     }
 }
 
+/// Whether field `name` of `fields` holds no real value once made: a placeholder's or
+/// `import`'s marker, or a value made from one in the same secret (a template of the Harbor
+/// robot's name). One made from another secret's field is not judged here.
+fn made_pending(fields: &[crate::spec::Field], name: &str) -> bool {
+    fn at(fields: &[crate::spec::Field], name: &str, depth: usize) -> bool {
+        let Some(f) = fields.iter().find(|f| f.name == name) else {
+            return false;
+        };
+        if f.generator.is_placeholder() {
+            return true;
+        }
+        // The loader refuses cycles; the bound keeps a mistake there from recursing forever.
+        depth < fields.len()
+            && f.generator.derived().is_some_and(|d| {
+                d.inputs()
+                    .iter()
+                    .any(|r| r.secret.is_none() && at(fields, &r.field, depth + 1))
+            })
+    }
+    at(fields, name, 0)
+}
+
 /// Counts per outcome, over fields.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
@@ -236,9 +258,11 @@ pub struct Summary {
     pub exists: usize,
     /// Fields present but invalid.
     pub invalid: usize,
-    /// Placeholders not yet filled in: those found, and those this run wrote (also counted as
-    /// created, extended or recreated).
+    /// Placeholders not yet filled in, and what is made from them: those found and those
+    /// written in this run (`created`, `recreated`, `extended` count the latter too).
     pub pending: usize,
+    /// Of `pending`, those written in this run (`plan`: to be written).
+    pub pending_written: usize,
     /// Fields recreated over a deleted version.
     pub recreated: usize,
     /// Fields added to an existing secret.
@@ -265,19 +289,13 @@ impl Summary {
         s.written_paths += usize::from(p.written);
         for f in &p.fields {
             s.fields += 1;
-            // A placeholder just written waits for a person as much as one found.
-            let placeholder = || {
-                p.target
-                    .fields
-                    .iter()
-                    .any(|t| t.name == f.field && t.generator.is_placeholder())
-            };
             if matches!(
                 f.outcome,
                 Outcome::Created | Outcome::Recreated | Outcome::Extended
-            ) && placeholder()
+            ) && made_pending(&p.target.fields, &f.field)
             {
                 s.pending += 1;
+                s.pending_written += 1;
             }
             match f.outcome {
                 Outcome::Created => s.created += 1,

@@ -176,6 +176,9 @@ pub struct Secret {
     /// Another application provides it (`provided_by`): vault-seed reads and judges it, never
     /// writes it.
     pub provided: Option<Arc<Provided>>,
+    /// The type the Kubernetes Secret it reaches the cluster as must have (`secret_type`, e.g.
+    /// `kubernetes.io/dockerconfigjson`); `verify` checks it.
+    pub secret_type: Option<Arc<str>>,
     /// Where it is defined.
     pub location: Location,
 }
@@ -206,6 +209,12 @@ pub struct Field {
     pub generator: Generator,
     /// What `rotate` may do to it (`rotation`, or `fixed = true`).
     pub rotation: Rotation,
+    /// Why the spec protects it as it does (`reason`, the field's or its secret's), in words:
+    /// every refusal of a write to it says it.
+    pub reason: Option<Arc<str>>,
+    /// A placeholder a person must fill in before the first sync (`needed = "before-sync"`),
+    /// not after deploy: the hints say so.
+    pub before_sync: bool,
 }
 
 impl Field {
@@ -215,6 +224,8 @@ impl Field {
             name: name.into(),
             generator,
             rotation: Rotation::Unstated,
+            reason: None,
+            before_sync: false,
         }
     }
 
@@ -275,8 +286,11 @@ pub enum Rotation {
         /// How many previous keys stay after a rotation (1 to [`MAX_KEEP`]).
         keep: u8,
     },
-    /// `"never"`, or `fixed = true`: the value never changes once written.
+    /// `"never"`: the value never changes once written.
     Never,
+    /// `fixed = true` on the field: the same as `"never"`, kept apart so that a refusal names
+    /// the key the spec wrote.
+    Fixed,
 }
 
 /// The most previous keys a keyring keeps.
@@ -289,7 +303,7 @@ impl Rotation {
             Rotation::Unstated => None,
             Rotation::Replace => Some("replace"),
             Rotation::Keyring { .. } => Some("keyring"),
-            Rotation::Never => Some("never"),
+            Rotation::Never | Rotation::Fixed => Some("never"),
         }
     }
 }
@@ -454,6 +468,8 @@ pub struct Target {
     /// The other secrets its derived fields are made from (`copy`, `{SECRET.field}`), found
     /// in its environment ([`attach_sources`]); `None` when it names none.
     pub sources: Option<Arc<[Source]>>,
+    /// The type its Kubernetes Secret must have ([`Secret::secret_type`]).
+    pub secret_type: Option<Arc<str>>,
 }
 
 /// Another secret a target's derived fields are made from, as found in the environment.
@@ -542,13 +558,14 @@ impl Target {
             fields,
             provided,
             sources: None,
+            secret_type: None,
         }
     }
 
     /// Whether `field` never changes once written: the secret is `fixed`, or the field is
     /// (`fixed = true`, `rotation = "never"`).
     pub fn is_fixed(&self, field: &Field) -> bool {
-        self.fixed || field.rotation == Rotation::Never
+        self.fixed || matches!(field.rotation, Rotation::Never | Rotation::Fixed)
     }
 
     /// The spec file it comes from.
@@ -656,6 +673,7 @@ impl Spec {
             fields,
             provided: s.provided.clone(),
             sources: None,
+            secret_type: s.secret_type.clone(),
         })
     }
 }

@@ -272,6 +272,9 @@ pub(crate) enum EsFinding {
     DecodingUnknown { key: String, strategy: String },
     /// A template entry for a mapped key does not read the value fetched for it.
     TemplateStatic { key: String },
+    /// Its target Secret's type, or the one its template writes, is not the spec's
+    /// `secret_type` for a path it reads.
+    SecretType(super::secret_type::TypeFinding),
     /// A field of the object is missing or not of its type.
     BadField {
         object: String,
@@ -369,6 +372,7 @@ impl Finding for EsFinding {
             | TargetLacksKeys { .. }
             | TargetEmptyValues { .. }
             | HoldsOther { .. } => Severity::Problem,
+            SecretType(t) => t.severity(),
             FieldNot { .. } | Provided { .. } | PolicyMissing { .. } | Event { .. } => {
                 Severity::Cause
             }
@@ -401,6 +405,7 @@ impl Finding for EsFinding {
             Provided { path } => format!(
                 "`{path}` is provided by another application and is not right yet (its `provided` entry says why)"
             ),
+            SecretType(t) => t.message(),
             PolicyMissing { caps, data_path } => format!(
                 "ESO's policy does not grant `{}` on `{data_path}`",
                 joined(caps)
@@ -1060,7 +1065,45 @@ async fn check_external_secret(
         let wanted = mapped_keys(ctx, es);
         found.extend(target_keys(ns, es, &wanted, entries));
     }
+    if !ctx.skip_target_secrets {
+        found.extend(target_type(ctx, ns, es).await?);
+    }
     Ok(found)
+}
+
+/// The target Secret's type against the spec's `secret_type` of the paths the ExternalSecret
+/// reads ([`super::secret_type`]): `target.template.type` when set, and the Secret's own.
+async fn target_type(
+    ctx: &Ctx<'_>,
+    ns: &str,
+    es: &ExternalSecretInfo,
+) -> Result<Vec<EsFinding>, KubeError> {
+    let keys = es
+        .data
+        .iter()
+        .map(|r| r.key.as_str())
+        .chain(es.data_from.iter().filter_map(|d| match d {
+            DataFrom::Extract { reference, .. } => Some(reference.key.as_str()),
+            _ => None,
+        }));
+    let Some(want) = keys
+        .filter_map(|k| spec_target(ctx, k))
+        .find_map(|t| t.secret_type.as_deref())
+    else {
+        return Ok(Vec::new());
+    };
+    let has = ctx.cluster.secret_type(ns, &es.target_secret).await?;
+    let asks = es
+        .template_type
+        .as_deref()
+        .map(|a| ("spec.target.template.type", a));
+    let shown = format!("{ns}/{}", es.target_secret);
+    Ok(
+        super::secret_type::check(want, asks, &shown, has.as_deref())
+            .into_iter()
+            .map(EsFinding::SecretType)
+            .collect(),
+    )
 }
 
 /// Each mapped key of the target Secret compared with the Vault value its mapping selects
@@ -1663,6 +1706,7 @@ pub(crate) mod tests {
             template: Vec::new(),
             keeps_fetched: true,
             template_from: false,
+            template_type: None,
             refresh_policy: None,
             bad_fields: Vec::new(),
         }

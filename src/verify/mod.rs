@@ -41,6 +41,7 @@ pub mod grants;
 pub mod imports;
 pub mod readers;
 pub mod restarters;
+pub(crate) mod secret_type;
 pub mod store;
 pub mod stuck;
 pub mod values;

@@ -85,6 +85,24 @@ impl Readers {
         }
     }
 
+    /// The readers pinned to KV version `version` (`remoteRef.version`, `spec.version`), as
+    /// `KIND \`NAMESPACE/NAME\`` cleaned for a terminal.
+    pub fn pinned_to(&self, version: u64) -> Vec<String> {
+        let version = version.to_string();
+        self.readers
+            .iter()
+            .filter(|r| r.pinned_version.as_deref() == Some(version.as_str()))
+            .map(|r| {
+                format!(
+                    "{} `{}/{}`",
+                    r.kind,
+                    text::quoted(&r.namespace),
+                    text::quoted(&r.name)
+                )
+            })
+            .collect()
+    }
+
     /// The target Secrets the readers write, as (namespace, name).
     pub fn secrets(&self) -> std::collections::BTreeSet<(String, String)> {
         self.readers
@@ -159,9 +177,12 @@ impl Readers {
                 found.push(ReaderFinding::Pinned(r));
             }
         }
-        // A pinned reader never takes the new value, at its next sync or any other.
-        let pinned = self.readers.iter().filter(|r| r.pinned_version.is_some());
-        let pinned = pinned.count();
+        // A pinned reader never takes the new value: only the others are said to.
+        let pinned = self
+            .readers
+            .iter()
+            .filter(|r| r.pinned_version.is_some())
+            .count();
         if pinned < self.readers.len() {
             found.push(ReaderFinding::Refresh {
                 env,
@@ -190,7 +211,7 @@ pub enum ReaderFinding<'a> {
     MayRead(&'a Reader),
     /// It is pinned to a version: it keeps serving the old value.
     Pinned(&'a Reader),
-    /// The readers not pinned take the new value at their next sync.
+    /// The readers that are not pinned take the new value at their next sync.
     Refresh {
         /// The environment.
         env: &'a str,
@@ -255,9 +276,11 @@ impl ReaderFinding<'_> {
                 q(r.pinned_version.as_deref().unwrap_or_default()),
                 if r.kind == VSS { "spec.version" } else { "remoteRef.version" }
             ),
-            ReaderFinding::Refresh { env, others } => format!(
-                "{} take the new value at their next sync; `vault-seed verify {env} --force-sync` asks now",
-                if *others { "the readers not pinned" } else { "they" }
+            ReaderFinding::Refresh { env, others: false } => format!(
+                "they take the new value at their next sync; `vault-seed verify {env} --force-sync` asks now"
+            ),
+            ReaderFinding::Refresh { env, others: true } => format!(
+                "those not pinned take the new value at their next sync; `vault-seed verify {env} --force-sync` asks now"
             ),
             ReaderFinding::NoReader {
                 path,

@@ -17,6 +17,7 @@ use super::findings::{
     any_problem, before_in_whole_seconds, joined, rfc3339, shown_namespace, Finding, Lines,
     Severity,
 };
+use super::secret_type;
 use super::vault_namespace;
 use crate::kube::{
     parse_ref, BadField, Cluster, FieldProblem, KubeError, VaultAuthLogin, VaultStaticSecretInfo,
@@ -273,6 +274,8 @@ enum VssFinding {
     NoConditions,
     /// What its destination Secret's keys are against those VSO writes.
     Keys(Keys),
+    /// Its destination Secret's type, or the one VSO writes, is not the spec's `secret_type`.
+    SecretType(super::secret_type::TypeFinding),
     /// Reconciled in the second the current version was written: the whole seconds of
     /// `lastTransitionTime` cannot tell which came first.
     ReconciledSameSecond {
@@ -324,6 +327,7 @@ impl Finding for VssFinding {
         match self {
             ReconciledBeforeWrite { .. } => Severity::Leading,
             Keys(k) => k.severity(),
+            SecretType(t) => t.severity(),
             Missing { .. }
             | NotSpecPath { .. }
             | WrongType { .. }
@@ -387,6 +391,7 @@ impl Finding for VssFinding {
             ),
             NoConditions => "VSO before 1.0 writes no conditions: freshness cannot be judged".into(),
             Keys(k) => k.message(),
+            SecretType(t) => t.message(),
             ReconciledSameSecond { at, created } => format!(
                 "cannot tell from the times alone: last reconciled at {}, in the second the secret's current version was written to Vault ({}); `lastTransitionTime` has whole seconds",
                 rfc3339(*at),
@@ -990,6 +995,14 @@ async fn destination(
         add(Keys::Missing { secret: shown });
         return Ok(());
     };
+    if let Some(want) = target.and_then(|t| t.secret_type.as_deref()) {
+        let has = cluster.secret_type(ns, &v.destination).await?;
+        let asks = secret_type::vso_writes(v.destination_create, &v.destination_type)
+            .map(|a| ("spec.destination.type", a));
+        let found_types = secret_type::check(want, asks, &shown, has.as_deref());
+        found.extend(found_types.into_iter().map(VssFinding::SecretType));
+    }
+    let mut add = |k: Keys| found.push(VssFinding::Keys(k));
     let expected = expected_keys(v, target);
     let has = |k: &str| keys.iter().any(|x| x == k);
     if let Some(why) = &expected.partial {
@@ -1450,6 +1463,8 @@ mod tests {
             path: "app".into(),
             pinned_version: None,
             destination: "app".into(),
+            destination_type: String::new(),
+            destination_create: true,
             transformation: crate::kube::Transformation::default(),
             vault_auth_ref: None,
             vault_namespace: None,

@@ -1,7 +1,7 @@
 //! Issue 33: the second runbook (the air-gapped deployment, Vault Secrets Operator), encoded in
 //! `secret-specs-airgap/` apart from the first runbook's `secret-specs/`. Its specs lint; `apply`
-//! against real OpenBao writes every path vault-seed owns, each Secret's keys at one path, and
-//! never the CloudNativePG superuser's; `verify` is not done only while that path is absent.
+//! against real OpenBao writes every path, each Secret's keys at one path, the CloudNativePG
+//! superuser's as the import marker; `import` copies CNPG's password from its Secret (issue 45).
 //! The runbook installs no Reloader: a workload relying on Reloader's annotation with pods older
 //! than its Secret is not done (issue 45).
 
@@ -10,7 +10,7 @@ use crate::common;
 use base64::Engine as _;
 
 use common::fake_kube::{
-    reloader_deployment, vso_destination_secret, vso_fixture, workload, FakeKube,
+    reloader_deployment, secret, vso_destination_secret, vso_fixture, workload, FakeKube,
 };
 use common::{has, OpenBao, Out, Run};
 use serde_json::{json, Value};
@@ -18,10 +18,11 @@ use std::path::PathBuf;
 
 const ENV: &str = "auh1-dev";
 const SUPERUSER: &str = "ask/zitadel-psql-secret";
-const PROVIDER: &str = "CloudNativePG: superuser password of Cluster ask-pg (Secret ask-pg-superuser), copied into Vault by the platform team";
+/// What CloudNativePG writes as the superuser's password (a test value).
+const CNPG_PASSWORD: &str = "Pg0superuserPassw0rdFromCnpg0001";
 
 /// Each path vault-seed owns and the keys of the Secret its VaultStaticSecret writes.
-const OWNED: [(&str, &[&str]); 4] = [
+const OWNED: [(&str, &[&str]); 5] = [
     (
         "ask/core-service-secret",
         &[
@@ -46,7 +47,27 @@ const OWNED: [(&str, &[&str]); 4] = [
         ],
     ),
     ("ask/frontend", &["oidc_client_id"]),
+    (SUPERUSER, &["db-admin-password"]),
 ];
+
+/// The Secret CloudNativePG makes for Cluster `ask-pg` with `enableSuperuserAccess: true`:
+/// named by `Cluster.GetSuperuserSecretName` (`<cluster>-superuser`, api/v1/cluster_funcs.go),
+/// its keys as `specs.CreateSecret` writes them (pkg/specs/secrets.go: `username`, `password`,
+/// ...), cloudnative-pg at its main branch of 2026-08.
+fn cnpg_superuser_secret() -> Value {
+    let mut s = secret(
+        "ask",
+        "ask-pg-superuser",
+        &[
+            ("username", "postgres"),
+            ("user", "postgres"),
+            ("password", CNPG_PASSWORD),
+            ("dbname", "*"),
+        ],
+    );
+    s["type"] = json!("kubernetes.io/basic-auth");
+    s
+}
 
 /// What `vault-seed policy auh1-dev --for vso` prints for these specs: each path, since
 /// `secret/ask/` is a folder other applications share (`tests/suite/policy_scope.rs`).
@@ -69,12 +90,12 @@ fn run(bao: &OpenBao, args: &[&str]) -> Out {
 #[track_caller]
 fn no_value_in(bao: &OpenBao, outs: &[&Out]) {
     let mut values = Vec::new();
-    for path in OWNED.iter().map(|(p, _)| *p).chain([SUPERUSER]) {
+    for path in OWNED.iter().map(|(p, _)| *p) {
         if let Some((data, _)) = bao.kv_get("secret", path) {
             values.extend(
                 data.values()
                     .filter_map(|v| v.as_str())
-                    .filter(|v| !v.contains("placeholder"))
+                    .filter(|v| !v.contains("placeholder") && *v != "import-from-cluster")
                     .map(str::to_string),
             );
         }
@@ -131,16 +152,22 @@ fn the_airgap_specs_lint_clean_apart_from_the_first_runbooks() {
     assert!(!first.contains("core-service-airgap"), "{first}");
 }
 
-/// `apply` writes each Secret's keys at one path, in their formats, and never the provided
-/// superuser path; run again it writes nothing.
+/// `apply` writes each Secret's keys at one path, in their formats, CNPG's superuser password as
+/// the import marker; the placeholders it creates are counted pending (issue 45: "0 pending"
+/// while creating them), and the Harbor robot's are to be filled in before the first sync; run
+/// again it writes nothing.
 #[test]
-fn apply_writes_every_owned_path_and_never_the_provided_one() {
+fn apply_writes_every_path_and_counts_the_placeholders_it_creates_pending() {
     let bao = OpenBao::dev();
     let apply = run(&bao, &["apply", ENV, "-o", "json"]).expect_code(0);
     let doc = apply.json();
-    assert_eq!(doc["summary"]["created"], 13, "{doc}");
-    assert_eq!(doc["summary"]["written_paths"], 4, "{doc}");
-    assert_eq!(doc["summary"]["provided_absent"], 1, "{doc}");
+    assert_eq!(doc["summary"]["created"], 14, "{doc}");
+    assert_eq!(doc["summary"]["written_paths"], 5, "{doc}");
+    assert_eq!(doc["summary"]["provided_absent"], 0, "{doc}");
+    // The PAT, the robot's name and token and the two made from them, the OIDC client id,
+    // CNPG's password (the import marker).
+    assert_eq!(doc["summary"]["pending"], 7, "{doc}");
+    assert_eq!(doc["summary"]["pending_written"], 7, "{doc}");
     for (path, keys) in OWNED {
         let (data, _) = bao
             .kv_get("secret", path)
@@ -162,41 +189,54 @@ fn apply_writes_every_owned_path_and_never_the_provided_one() {
         config,
         json!({ "auths": { "harbor.cl1.sq4.aegis.internal": { "auth": auth } } })
     );
-    let superuser = doc["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["path"] == format!("secret/{SUPERUSER}"))
-        .unwrap();
-    assert_eq!(superuser["outcome"], "provided-absent");
-    assert_eq!(superuser["written"], false);
-    assert_eq!(superuser["provided_by"], PROVIDER);
-    assert_eq!(bao.kv_get("secret", SUPERUSER), None);
-    assert_eq!(bao.kv_version("secret", SUPERUSER), None);
+    let (superuser, _) = bao.kv_get("secret", SUPERUSER).unwrap();
+    assert_eq!(superuser["db-admin-password"], "import-from-cluster");
 
-    let again = run(&bao, &["apply", ENV, "-o", "json"]).expect_code(0);
-    assert_eq!(again.json()["summary"]["written_paths"], 0);
-    assert_eq!(bao.kv_get("secret", SUPERUSER), None);
+    let again = run(&bao, &["apply", ENV]).expect_code(0);
+    let text = again.stdout_text();
+    assert!(
+        text.contains("0 created, 7 exist, 7 pending, 0 recreated"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fill in before the first sync (needed = \"before-sync\"): vault-seed set auh1-dev harbor-pull-secret.robot_name < value.txt"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fill in after deploy: vault-seed set auh1-dev frontend < value.txt"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("fill in after deploy: vault-seed set auh1-dev harbor-pull-secret"),
+        "{text}"
+    );
+    let fresh = OpenBao::dev();
+    let created = run(&fresh, &["apply", ENV]).expect_code(0).stdout_text();
+    assert!(
+        created.contains("14 created, 0 exist, 7 pending (7 written now: placeholders to fill in)"),
+        "{created}"
+    );
     no_value_in(&bao, &[&apply, &again]);
 }
 
-/// After `apply`, with VSO's role and policy in place, `verify --skip-kube` is not done for one
-/// reason only: the superuser path CloudNativePG's password goes to is absent. The placeholders
-/// people fill in are pending (warnings). Once it is there, verify is done.
+/// After `apply`, with VSO's role and policy in place, `verify --skip-kube` finds the
+/// placeholders people fill in and CNPG's password still the import marker pending; `import`
+/// copies the password CloudNativePG wrote to its Secret into Vault, as the runbook does
+/// (Phase 5), and the verify is done.
 #[test]
-fn verify_waits_only_for_the_provided_path_and_the_placeholders() {
+fn import_copies_cnpg_superuser_password_and_verify_is_done() {
     let bao = OpenBao::dev();
     run(&bao, &["apply", ENV]).expect_code(0);
     // VSO's side as the spec names it: role `vso-ask` on `kubernetes`, policy `vso-ask`.
     bao.vso_role("vso-ask", VSO_POLICY);
-    let verify = run(&bao, &["verify", ENV, "--skip-kube", "-o", "json"]).expect_code(1);
+    let verify = run(&bao, &["verify", ENV, "--skip-kube", "-o", "json"]).expect_code(0);
     let doc = verify.json();
     let row = |p: &str, f: &str, s: &str| (format!("secret/{p}"), f.to_string(), s.to_string());
     assert_eq!(
         not_valid(&doc),
         [
             row("ask/core-service-secret", "IAM_SERVICE__PAT", "pending"),
-            row(SUPERUSER, "db-admin-password", "missing"),
+            row(SUPERUSER, "db-admin-password", "pending"),
             row("ask/harbor-pull-secret", "robot_name", "pending"),
             row("ask/harbor-pull-secret", "robot_token", "pending"),
             row("ask/harbor-pull-secret", "robot_auth", "pending"),
@@ -205,29 +245,68 @@ fn verify_waits_only_for_the_provided_path_and_the_placeholders() {
         ],
         "{doc}"
     );
-    assert_eq!(doc["vault"]["ok"], false, "{doc}");
     assert_eq!(doc["policy"]["ok"], true, "{doc}");
-    let text = run(&bao, &["verify", ENV, "--skip-kube"])
-        .expect_code(1)
-        .stdout_text();
+    let kube = FakeKube::start();
+    kube.put(cnpg_superuser_secret());
+    let import = Run::new(&bao)
+        .specs(airgap_specs())
+        .args(["import", ENV, "--kubeconfig"])
+        .arg(kube.kubeconfig())
+        .output()
+        .expect_code(0);
+    let text = import.stdout_text();
     assert!(
-        text.contains(&format!(
-            "missing  secret/{SUPERUSER}  db-admin-password  waiting for {PROVIDER}: vault-seed never writes it"
-        )),
+        text.contains("from Secret ask/ask-pg-superuser key password"),
         "{text}"
     );
-    assert!(text.contains("verify auh1-dev: NOT done"), "{text}");
-
-    // The platform team copies CNPG's superuser password into Vault.
-    bao.kv_put(
-        "secret",
-        SUPERUSER,
-        json!({ "db-admin-password": "Pg0superuserPassw0rdFromCnpg0001" }),
-    );
+    let (data, _) = bao.kv_get("secret", SUPERUSER).unwrap();
+    assert_eq!(data["db-admin-password"], CNPG_PASSWORD);
     let done = run(&bao, &["verify", ENV, "--skip-kube"]).expect_code(0);
     let text = done.stdout_text();
     assert!(text.contains("verify auh1-dev: done"), "{text}");
-    no_value_in(&bao, &[&verify, &done]);
+    no_value_in(&bao, &[&verify, &done, &import]);
+}
+
+/// Issue 45: a refusal names the rule that refused and the spec's reason: the database
+/// password is `rotation = "never"` (not "data is encrypted with it"), Zitadel's Secret is fixed
+/// as a whole, each with its own reason.
+#[test]
+fn refusals_name_the_rule_and_the_specs_reason() {
+    let bao = OpenBao::dev();
+    run(&bao, &["apply", ENV]).expect_code(0);
+    let out = run(
+        &bao,
+        &[
+            "rotate",
+            ENV,
+            "core-service-secret.DATABASE__PASSWORD",
+            "--yes",
+        ],
+    )
+    .expect_code(2);
+    let err = out.stderr_text();
+    assert!(
+        err.contains("field `DATABASE__PASSWORD` of `secret/ask/core-service-secret` has `rotation = \"never\"` in the spec: it never changes once written (the spec's reason: postgresInit created the database user with it: a new value in Vault alone locks the API out); nothing was sent"),
+        "{err}"
+    );
+    assert!(!err.contains("encrypted"), "{err}");
+    let out = Run::new(&bao)
+        .specs(airgap_specs())
+        .args([
+            "set",
+            ENV,
+            "zitadel-secret-kv.ADMIN_PASSWORD",
+            "--force",
+            "--skip-kube",
+        ])
+        .stdin("Aa1!Aa1!Aa1!Aa1!Aa1!Aa1!Aa1!Aa1!")
+        .output()
+        .expect_code(2);
+    let err = out.stderr_text();
+    assert!(
+        err.contains("`secret/ask/zitadel-secret-kv` is fixed: field `ADMIN_PASSWORD` never changes once written (the spec's reason: Zitadel's data is encrypted with the masterkey, and the database user and first instance were made with these passwords)"),
+        "{err}"
+    );
 }
 
 /// The second runbook never installs Reloader. VSO delivered `core-service-secret` (its

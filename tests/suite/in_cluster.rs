@@ -29,7 +29,6 @@ fn seeded_vault() -> OpenBao {
 /// Secret (a cluster whose Secrets vault-seed may not read).
 fn ready_cluster(bao: &OpenBao) -> FakeKube {
     let kube = FakeKube::start_tls();
-    crate::verify::argocd_layout(&kube);
     let later = (time::OffsetDateTime::now_utc() + time::Duration::minutes(1))
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap();
@@ -37,6 +36,7 @@ fn ready_cluster(bao: &OpenBao) -> FakeKube {
     for name in ["core-service-secret", "zitadel-secret"] {
         kube.put(fake_kube::real_spec_external_secret(name).ready_synced(&later));
     }
+    crate::verify::argocd_layout(&kube);
     kube
 }
 

@@ -894,6 +894,43 @@ fn a_pinned_version_older_than_vaults_is_not_fresh() {
     );
 }
 
+/// Issue 45: a Secret the spec says must be of a type (`secret_type`, here an image pull
+/// secret's) is not done while VSO writes it `Opaque`, its `destination.type` left empty (VSO
+/// v1.4.1 `helpers/secrets.go` `SyncSecret`: `Opaque` unless `destination.type`); set, and the
+/// Secret re-made with the type (as SyncSecret does on a type change), it is done.
+#[test]
+fn a_secret_of_another_type_than_the_specs_is_not_done() {
+    let w = world(true, VSO_POLICY);
+    std::fs::write(
+        w.specs.path().join("app.toml"),
+        SPEC.replace(
+            "fixed = true\nfields.password",
+            "fixed = true\nsecret_type = \"kubernetes.io/dockerconfigjson\"\nfields.password",
+        ),
+    )
+    .unwrap();
+    let mut obj = reconciled_at("vaultstaticsecret-synced.yaml", &later());
+    w.kube.put(obj.clone());
+    // The fixture's destination Secret is `Opaque`, as VSO writes it without a type.
+    put_fixture(&w.kube, "destination-secret.yaml");
+    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let problems = strings(&vss(&doc, "zitadel-masterkey")["problems"]);
+    has(
+        &problems,
+        "its `spec.destination.type` is `Opaque`, but the spec's `secret_type` is `kubernetes.io/dockerconfigjson`",
+    );
+    has(
+        &problems,
+        "Secret `ask/zitadel-masterkey` is of type `Opaque`, not `kubernetes.io/dockerconfigjson`",
+    );
+    obj["spec"]["destination"]["type"] = json!("kubernetes.io/dockerconfigjson");
+    w.kube.put(obj);
+    let mut secret = vso_fixture("destination-secret.yaml").remove(0);
+    secret["type"] = json!("kubernetes.io/dockerconfigjson");
+    w.kube.put(secret);
+    w.verify(&[]).expect_code(0);
+}
+
 /// A cluster without VSO's CRDs: the kube part cannot be checked and says to install VSO.
 #[test]
 fn a_cluster_without_vso_says_so() {

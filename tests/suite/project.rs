@@ -460,6 +460,9 @@ fn the_demo_ends_done_saying_it_plays_ask_dbs_part() {
     };
     let not_done = said("verify auh1-dev: NOT done");
     assert!(said("not done yet: the database passwords ask-db provides are absent") < not_done);
+    // Issue 45: the demo merges ESO's policy as its hints tell people to, never overwrites it.
+    let merged = said("== vault-seed policy auh1-dev --merge eso-ask-push");
+    assert!(merged < not_done, "{all}");
     let plays = said("the demo plays ask-db's part");
     let set = said("replaced-placeholder secret/ask/core-service/auh1-dev/IAM_SERVICE__PAT");
     assert!(not_done < plays && plays < set, "{all}");

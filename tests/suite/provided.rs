@@ -261,6 +261,7 @@ fn cluster_reading_a_provided_path(bao: &OpenBao) -> FakeKube {
         "zitadel-secret",
         &[("masterkey", &masterkey)],
     ));
+    crate::verify::argocd_layout(&kube);
     kube
 }
 

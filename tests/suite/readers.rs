@@ -415,6 +415,58 @@ fn a_reader_pinned_to_a_version_is_flagged() {
     assert_eq!(pins, [&json!("1"), &json!("1")]);
 }
 
+/// Issue 45: a reader pinned to the current version keeps serving it after a rotation. Without
+/// `--yes` the rotation is refused before anything is read (exit 2, nothing written);
+/// `--dry-run` names the pinned reader; with `--yes` it goes ahead, and the pinned reader is
+/// never said to take the new value at its next sync.
+#[test]
+fn a_reader_pinned_to_the_current_version_needs_yes_and_is_never_said_to_refresh() {
+    let w = world();
+    w.kube.put(vss("fernet-key", FERNET, Some(1)));
+    let unconfirmed = ["rotate", "auh1-dev", "SECURITY__MASTER_ENCRYPTION_KEY"];
+    let out = w.run(&unconfirmed).output().expect_code(2);
+    has(
+        &out.stderr_text(),
+        "rotating replaces the live value of `secret/ask/core-service/auh1-dev/SECURITY__MASTER_ENCRYPTION_KEY`",
+    );
+    assert_eq!(w.version(FERNET), 1, "nothing written");
+    let dry = [
+        "rotate",
+        "auh1-dev",
+        "SECURITY__MASTER_ENCRYPTION_KEY",
+        "--dry-run",
+    ];
+    let out = w.run(&dry).output().expect_code(0);
+    has(
+        &out.stderr_text(),
+        "VaultStaticSecret `ask/fernet-key` is pinned to version 1 (`spec.version`): it will keep serving the old value, not the new one",
+    );
+    assert_eq!(w.version(FERNET), 1, "nothing written");
+    let out = w.run(ROTATE).output().expect_code(0);
+    let err = out.stderr_text();
+    has(
+        &err,
+        "those not pinned take the new value at their next sync",
+    );
+    assert!(!err.contains("they take the new value"), "{err}");
+    assert_eq!(w.version(FERNET), 2);
+    // Every reader pinned: no sentence about a next sync at all.
+    let mut es = external_secret(
+        "ask",
+        "core-service-secret",
+        &[("SECURITY__MASTER_ENCRYPTION_KEY", FERNET, Some("password"))],
+    );
+    es.0["spec"]["data"][0]["remoteRef"]["version"] = json!("2");
+    w.kube.put(es);
+    w.kube.put(vss("fernet-key", FERNET, Some(2)));
+    let out = w.run(ROTATE).output().expect_code(0);
+    assert!(
+        !out.stderr_text().contains("next sync"),
+        "{}",
+        out.stderr_text()
+    );
+}
+
 /// At trace level (vault-seed's and kube-rs' logs), no value, old or new, and no token shows.
 #[test]
 fn no_value_or_token_in_any_output_at_trace_level() {

@@ -166,6 +166,95 @@ fn a_keyring_rotation_keeps_the_previous_keys_newest_first() {
     assert_eq!(get(&bao, "FERNET").1, 5, "nothing written");
 }
 
+/// Issue 45: backing out a keyring rotation with the command docs/set-and-rotate.md gives:
+/// `vault kv get -version=N -field=F PATH | vault-seed set ENV SECRET.F --force` (run here with
+/// OpenBao's `bao`, the same CLI). The keyring is the one before, through the write gate.
+#[test]
+fn a_keyring_rotation_is_backed_out_with_the_documented_command() {
+    let (bao, dir) = setup();
+    let before = text(&get(&bao, "FERNET").0["key"]);
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["rotate", "dev", "FERNET", "--yes"])
+        .status(0)
+        .check();
+    assert_eq!(get(&bao, "FERNET").1, 2);
+    let old = std::process::Command::new(common::bao_bin())
+        .args([
+            "kv",
+            "get",
+            "-version=1",
+            "-field=key",
+            "secret/app/dev/FERNET",
+        ])
+        .env("BAO_ADDR", &bao.addr)
+        .env("BAO_TOKEN", &bao.token)
+        .env("HOME", bao.home.path())
+        .output()
+        .unwrap();
+    assert!(old.status.success(), "{old:?}");
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["set", "dev", "FERNET.key", "--force", "--skip-kube"])
+        .stdin(&old.stdout)
+        .status(0)
+        .never_shows(&before)
+        .check();
+    let (data, version) = get(&bao, "FERNET");
+    assert_eq!((text(&data["key"]), version), (before, 3));
+}
+
+/// Issue 45: a reader of one Fernet key handed a keyring does not stop: Python's
+/// `cryptography` (`Fernet(key)`, whose base64 decoding stops at the first key's padding)
+/// takes the first key, the new one, and what the old key encrypted no longer decrypts.
+/// docs/set-and-rotate.md says so.
+#[test]
+fn a_single_key_fernet_reader_silently_takes_the_first_key_of_a_ring() {
+    let (bao, dir) = setup();
+    let old = text(&get(&bao, "FERNET").0["key"]);
+    Run::new(&bao)
+        .specs(dir.path())
+        .args(["rotate", "dev", "FERNET", "--yes"])
+        .status(0)
+        .check();
+    let ring = text(&get(&bao, "FERNET").0["key"]);
+    let script = "import sys\nfrom cryptography.fernet import Fernet, InvalidToken\n\
+        ring, old = sys.stdin.read().split()\n\
+        token = Fernet(old).encrypt(b'x')\n\
+        reader = Fernet(ring)\n\
+        new = Fernet(ring.split(',')[0])\n\
+        assert new.decrypt(reader.encrypt(b'y')) == b'y'\n\
+        try:\n    reader.decrypt(token)\n    print('old')\nexcept InvalidToken:\n    print('first')\n";
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{ring} {old}").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "first");
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/set-and-rotate.md"),
+    )
+    .unwrap();
+    assert!(
+        doc.contains("silently takes the first key"),
+        "docs/set-and-rotate.md"
+    );
+    assert!(
+        doc.contains("vault kv get -version=1 -field=password secret/ask/core-service/auh1-dev/SECURITY__MASTER_ENCRYPTION_KEY | vault-seed set auh1-dev SECURITY__MASTER_ENCRYPTION_KEY --force"),
+        "docs/set-and-rotate.md"
+    );
+}
+
 #[test]
 fn rotating_a_data_key_without_a_stated_rotation_is_refused() {
     // A Vault that never answers: a refusal that sent anything would hang, not exit 2.
@@ -218,12 +307,27 @@ fn the_real_spec_never_rotates_the_fernet_key_or_the_salt() {
         .args(["apply", "auh1-dev"])
         .status(0)
         .check();
-    for secret in ["SECURITY__MASTER_ENCRYPTION_KEY", "SECURITY__API_KEY_SALT"] {
+    // Issue 45: the refusal names the rule that refused (`rotation = "never"`, not "fixed") and
+    // the spec's reason for the field.
+    for (secret, reason) in [
+        (
+            "SECURITY__MASTER_ENCRYPTION_KEY",
+            "it encrypts stored credentials, and core-service reads one key",
+        ),
+        (
+            "SECURITY__API_KEY_SALT",
+            "it hashes every API key issued: a new salt makes them all fail",
+        ),
+    ] {
         Run::new(&bao)
             .real_specs()
             .args(["rotate", "auh1-dev", secret, "--yes"])
             .status(2)
-            .stderr_has("is fixed")
+            .stderr_has(&format!(
+                "field `password` of `secret/ask/core-service/auh1-dev/{secret}` has `rotation = \"never\"` in the spec: it never changes once written (the spec's reason: {reason}"
+            ))
+            .stderr_has("take that key out of the spec first")
+            .never_shows("is fixed")
             .check();
         let path = format!("ask/core-service/auh1-dev/{secret}");
         assert_eq!(bao.kv_version("secret", &path), Some(1), "{secret}");

@@ -36,9 +36,26 @@ pub(super) fn parse_secrets(
         if description.is_none() && !th.contains("description") {
             cx.err(key.span, format!("secret `{}` has no `description`", shown(&name)), Some("people read specs: say what the secret is for, e.g. `description = \"Fernet key encrypting stored credentials\"`".into()));
         }
+        let reason = take_reason(cx, &mut th, &ctx).map(|r| r.0);
+        let secret_type = cx
+            .take_checked(
+                &mut th,
+                "secret_type",
+                &ctx,
+                check_secret_type,
+                "the Kubernetes Secret's `type`, e.g. `secret_type = \"kubernetes.io/dockerconfigjson\"`",
+            )
+            .map(Arc::from);
         let fixed_span = take_fixed(cx, &mut th, &ctx);
         let fixed = fixed_span.is_some_and(|(b, _)| b);
         let provided = parse_provided(cx, &mut th, &ctx, envs);
+        if let (Some(_), Some(_)) = (&provided, &reason) {
+            cx.err(
+                key.span,
+                format!("provided secret `{}` cannot have a `reason`", shown(&name)),
+                Some("`reason` says why vault-seed refuses to change a value it wrote; it never writes a provided secret: say it in `provided_by` or `description`".into()),
+            );
+        }
         if let (Some(_), Some((true, span))) = (&provided, fixed_span) {
             cx.err(
                 span,
@@ -53,7 +70,13 @@ pub(super) fn parse_secrets(
                     Some(_) => Place::Provided,
                     None => Place::Secret { fixed },
                 };
-                let (fields, _) = parse_fields_of(cx, f, &ctx, place);
+                let (mut fields, _) = parse_fields_of(cx, f, &ctx, place);
+                // The secret's reason speaks for each field that gives none of its own.
+                if let Some(r) = &reason {
+                    for f in fields.iter_mut().filter(|f| f.reason.is_none()) {
+                        f.reason = Some(Arc::clone(r));
+                    }
+                }
                 if !declared {
                     cx.err(
                         fk.span,
@@ -79,6 +102,7 @@ pub(super) fn parse_secrets(
             fixed,
             fields: cx.shared(fields),
             provided: provided.map(Arc::new),
+            secret_type,
             location: crate::spec::Location {
                 file: Arc::clone(&cx.src.path),
                 line,
@@ -135,11 +159,15 @@ pub(super) fn parse_fields_of(
         let span = val.span;
         declared.push(name.clone());
         let parsed = if provided && val.as_table().is_some_and(|t| t.is_empty()) {
-            Some((crate::generate::Generator::Any, Rotation::Unstated))
+            Some((
+                crate::generate::Generator::Any,
+                Rotation::Unstated,
+                Extras::default(),
+            ))
         } else {
             parse_generator(cx, val, &ctx, place)
         };
-        if let Some((generator, rotation)) = parsed {
+        if let Some((generator, rotation, extras)) = parsed {
             if provided && generator.is_placeholder() {
                 cx.err(
                     span,
@@ -152,6 +180,8 @@ pub(super) fn parse_fields_of(
                 name,
                 generator,
                 rotation,
+                reason: extras.reason,
+                before_sync: extras.before_sync,
             });
             spans.push(span);
         }
@@ -266,7 +296,7 @@ impl RotationKeys {
                     Some("`fixed = true` is `rotation = \"never\"`: keep one".into()),
                 );
             }
-            rotation = Rotation::Never;
+            rotation = Rotation::Fixed;
         }
         if let Some((keep, span)) = self.keep {
             match rotation {
@@ -295,6 +325,99 @@ impl RotationKeys {
             }
         }
         rotation
+    }
+}
+
+/// A field's keys beside its generator and rotation, as judged.
+#[derive(Default)]
+pub(super) struct Extras {
+    /// `reason`.
+    reason: Option<Arc<str>>,
+    /// `needed = "before-sync"`.
+    before_sync: bool,
+}
+
+/// `reason` and `needed` of a field as written, with their spans.
+struct ExtraKeys {
+    reason: Option<(Arc<str>, Span)>,
+    needed: Option<(String, Span)>,
+}
+
+impl ExtraKeys {
+    fn take(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> ExtraKeys {
+        ExtraKeys {
+            reason: take_reason(cx, th, ctx),
+            needed: cx.take_string(th, "needed", ctx),
+        }
+    }
+
+    /// The keys, or problems where they are written: an override changes the generator only,
+    /// and only a placeholder (a value a person gives) can be needed before the sync.
+    fn judge(self, cx: &mut Cx<'_>, ctx: &str, place: Place, generator: &Generator) -> Extras {
+        if matches!(place, Place::Override | Place::Provided) {
+            for (key, span) in [
+                ("reason", self.reason.as_ref().map(|r| r.1)),
+                ("needed", self.needed.as_ref().map(|n| n.1)),
+            ] {
+                if let Some(span) = span {
+                    cx.err(
+                        span,
+                        format!("`{key}` in {ctx}: the field is an environment's override or provided by another application"),
+                        Some("say it in the field's `[secrets.NAME]` table".into()),
+                    );
+                }
+            }
+            return Extras::default();
+        }
+        let before_sync = match &self.needed {
+            None => false,
+            Some((n, span)) => match (
+                n.as_str(),
+                matches!(generator, Generator::Placeholder { .. }),
+            ) {
+                ("before-sync", true) => true,
+                ("after-deploy", true) => false,
+                (_, false) => {
+                    cx.err(
+                        *span,
+                        format!("`needed` in {ctx}: vault-seed makes this value itself"),
+                        Some(
+                            "`needed` says when a person must fill in a placeholder; remove it"
+                                .into(),
+                        ),
+                    );
+                    false
+                }
+                (other, true) => {
+                    cx.err(
+                        *span,
+                        format!("`needed` in {ctx} is `{}`", shown(other)),
+                        Some("one of `before-sync` (the first sync cannot work without it) or `after-deploy` (the default: a person makes it once the application runs)".into()),
+                    );
+                    false
+                }
+            },
+        };
+        Extras {
+            reason: self.reason.map(|r| r.0),
+            before_sync,
+        }
+    }
+}
+
+/// `reason` of a secret or a field, with its span: words for people, not empty.
+fn take_reason(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> Option<(Arc<str>, Span)> {
+    let (v, span) = cx.take_string(th, "reason", ctx)?;
+    match check_words(&v) {
+        Ok(()) => Some((Arc::from(v), span)),
+        Err(why) => {
+            cx.err(
+                span,
+                format!("`reason` in {ctx} {why}"),
+                Some("say in a few words why the value is protected, e.g. `reason = \"the password postgresInit gave the database user\"`".into()),
+            );
+            None
+        }
     }
 }
 
@@ -401,6 +524,21 @@ pub(super) fn check_words(s: &str) -> Result<(), String> {
     check_context(s)
 }
 
+/// A Kubernetes Secret's `type`: Kubernetes takes any non-empty text there (custom types
+/// included); this takes the characters the built-in and custom types are written with.
+pub(super) fn check_secret_type(s: &str) -> Result<(), String> {
+    let ok = !s.is_empty()
+        && s.len() <= 253
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '/' | '-' | '_'));
+    match ok {
+        true => Ok(()),
+        false => {
+            Err("is not a Kubernetes Secret type (letters, digits, `.`, `/`, `-`, `_`)".into())
+        }
+    }
+}
+
 /// `NAMESPACE/NAME` of a Kubernetes object.
 pub(super) fn check_push_secret(s: &str) -> Result<(), String> {
     let Some((ns, name)) = s.split_once('/') else {
@@ -429,7 +567,7 @@ pub(super) fn parse_generator(
     mut v: Value<'_>,
     ctx: &str,
     place: Place,
-) -> Option<(Generator, Rotation)> {
+) -> Option<(Generator, Rotation, Extras)> {
     let span = v.span;
     if let Some(s) = v.as_str() {
         cx.err(
@@ -441,6 +579,7 @@ pub(super) fn parse_generator(
     }
     let mut th = cx.table(&mut v, ctx)?;
     let rotation = RotationKeys::take(cx, &mut th, ctx);
+    let extras = ExtraKeys::take(cx, &mut th, ctx);
     let sources = SourceKeys::take(cx, &mut th, ctx);
     let gen = cx.take_string(&mut th, "generator", ctx);
     let bytes = cx.take_int(&mut th, "bytes", ctx);
@@ -501,7 +640,8 @@ pub(super) fn parse_generator(
                 );
                 ok = false;
             }
-            return ok.then_some((g, Rotation::Unstated));
+            let extras = extras.judge(cx, ctx, place, &g);
+            return ok.then_some((g, Rotation::Unstated, extras));
         }
     }
     let (name, gspan) = gen?;
@@ -520,7 +660,8 @@ pub(super) fn parse_generator(
     match Generator::from_params(&params, Syntax::Spec) {
         Ok(g) => {
             let rotation = rotation.judge(cx, ctx, place, &g);
-            Some((g, rotation))
+            let extras = extras.judge(cx, ctx, place, &g);
+            Some((g, rotation, extras))
         }
         Err(errors) => {
             for e in errors {
