@@ -323,7 +323,7 @@ fn the_real_spec_never_rotates_the_fernet_key_or_the_salt() {
             .real_specs()
             .args(["rotate", "auh1-dev", secret, "--yes"])
             .status(2)
-            .stderr_has(&format!(
+            .stderr_has(format!(
                 "field `password` of `secret/ask/core-service/auh1-dev/{secret}` has `rotation = \"never\"` in the spec: it never changes once written (the spec's reason: {reason}"
             ))
             .stderr_has("take that key out of the spec first")

@@ -3,6 +3,7 @@
 
 use super::*;
 
+#[allow(clippy::too_many_lines)] // one spec table read key by key, each problem at its span
 pub(super) fn parse_secrets(
     cx: &mut Cx<'_>,
     v: Value<'_>,
