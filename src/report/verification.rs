@@ -241,6 +241,10 @@ fn values(
             (Status::Pending, _) if row.is_imported() => format!("run: vault-seed import {env}"),
             // Made from a value still to be filled in: the detail names it.
             (Status::Pending, _) if row.is_derived() => t(row.detail.unwrap_or_default()),
+            (Status::Pending, _) if row.before_sync() => format!(
+                "fill in before the first sync (needed = \"before-sync\"): vault-seed set {env} {} < value.txt",
+                row.set_as()
+            ),
             (Status::Pending, _) => {
                 format!("fill in: vault-seed set {env} {} < value.txt", row.set_as())
             }

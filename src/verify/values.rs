@@ -63,6 +63,12 @@ impl ValueRow<'_> {
         )
     }
 
+    /// Whether a person must fill it in before the first sync (`needed = "before-sync"`).
+    pub fn before_sync(&self) -> bool {
+        let field = self.target.fields.iter().find(|f| f.name == self.field);
+        field.is_some_and(|f| f.before_sync)
+    }
+
     /// Whether the field is made from others (pending on them, not filled in by a person).
     pub fn is_derived(&self) -> bool {
         self.generator_of().is_some_and(|g| g.derived().is_some())

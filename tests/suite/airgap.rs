@@ -54,7 +54,7 @@ const OWNED: [(&str, &[&str]); 5] = [
 /// named by `Cluster.GetSuperuserSecretName` (`<cluster>-superuser`, api/v1/cluster_funcs.go),
 /// its keys as `specs.CreateSecret` writes them (pkg/specs/secrets.go: `username`, `password`,
 /// ...), cloudnative-pg at its main branch of 2026-08.
-fn cnpg_superuser_secret() -> Value {
+pub(crate) fn cnpg_superuser_secret() -> Value {
     let mut s = secret(
         "ask",
         "ask-pg-superuser",
@@ -246,6 +246,11 @@ fn import_copies_cnpg_superuser_password_and_verify_is_done() {
         "{doc}"
     );
     assert_eq!(doc["policy"]["ok"], true, "{doc}");
+    // The Harbor robot's hint says it is needed before the first sync; the PAT's does not.
+    let human = run(&bao, &["verify", ENV, "--skip-kube"]).expect_code(0);
+    let text = human.stdout_text();
+    has(&text, "robot_name  fill in before the first sync (needed = \"before-sync\"): vault-seed set auh1-dev harbor-pull-secret.robot_name < value.txt");
+    has(&text, "IAM_SERVICE__PAT  fill in: vault-seed set auh1-dev core-service-secret.IAM_SERVICE__PAT < value.txt");
     let kube = FakeKube::start();
     kube.put(cnpg_superuser_secret());
     let import = Run::new(&bao)
@@ -264,7 +269,7 @@ fn import_copies_cnpg_superuser_password_and_verify_is_done() {
     let done = run(&bao, &["verify", ENV, "--skip-kube"]).expect_code(0);
     let text = done.stdout_text();
     assert!(text.contains("verify auh1-dev: done"), "{text}");
-    no_value_in(&bao, &[&verify, &done, &import]);
+    no_value_in(&bao, &[&verify, &human, &done, &import]);
 }
 
 /// Issue 45: a refusal names the rule that refused and the spec's reason: the database
@@ -320,7 +325,6 @@ fn without_reloader_a_stale_reader_of_the_airgap_secrets_is_not_done() {
     run(&bao, &["apply", ENV]).expect_code(0);
     let kube = FakeKube::start();
     let path = "ask/core-service-secret";
-    let (data, _) = bao.kv_get("secret", path).unwrap();
     let written = bao
         .kv_created("secret", path)
         .replace_nanosecond(0)
@@ -329,29 +333,7 @@ fn without_reloader_a_stale_reader_of_the_airgap_secrets_is_not_done() {
     let written = written
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap();
-    for name in [
-        "core-service-secret",
-        "zitadel-secret-kv",
-        "zitadel-psql-secret",
-        "harbor-pull-secret",
-    ] {
-        let mut vss = vso_fixture("vaultstaticsecret-synced.yaml").remove(0);
-        vss["metadata"]["name"] = json!(name);
-        vss["spec"]["path"] = json!(format!("ask/{name}"));
-        vss["spec"]["destination"]["name"] = json!(name);
-        if name == "core-service-secret" {
-            let values: Vec<(String, String)> = data
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-                .collect();
-            let pairs: Vec<(&str, &str)> = values
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            kube.put(vso_destination_secret(&vss, &pairs, &written));
-        }
-        kube.put(vss);
-    }
+    vso_synced(&bao, &kube, &written);
     let mut api = workload(
         "Deployment",
         "ask",
@@ -396,4 +378,40 @@ fn without_reloader_a_stale_reader_of_the_airgap_secrets_is_not_done() {
     kube.put(reloader_deployment("reloader", &[], true));
     let text = verify(0);
     has(&text, "ok   Deployment ask/core-service");
+}
+
+/// What VSO writes once the Application synced, at `at`: each VaultStaticSecret of the spec synced after
+/// the values were written, its destination Secret holding Vault's fields (the pull secret of
+/// type `kubernetes.io/dockerconfigjson`, as `destination.type` asks: VSO v1.4.1
+/// `helpers/secrets.go` `SyncSecret`).
+pub(crate) fn vso_synced(bao: &OpenBao, kube: &FakeKube, at: &str) {
+    for name in [
+        "core-service-secret",
+        "zitadel-secret-kv",
+        "zitadel-psql-secret",
+        "harbor-pull-secret",
+    ] {
+        let mut vss = vso_fixture("vaultstaticsecret-synced.yaml").remove(0);
+        vss["metadata"]["name"] = json!(name);
+        vss["metadata"]["uid"] = json!(format!("vss-{name}"));
+        vss["spec"]["path"] = json!(format!("ask/{name}"));
+        vss["spec"]["destination"]["name"] = json!(name);
+        if name == "harbor-pull-secret" {
+            vss["spec"]["destination"]["type"] = json!("kubernetes.io/dockerconfigjson");
+        }
+        for c in vss["status"]["conditions"].as_array_mut().unwrap() {
+            c["lastTransitionTime"] = json!(at);
+        }
+        let (data, _) = bao.kv_get("secret", &format!("ask/{name}")).unwrap();
+        let values: Vec<(String, String)> = data
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+            .collect();
+        let pairs: Vec<(&str, &str)> = values
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        kube.put(vso_destination_secret(&vss, &pairs, at));
+        kube.put(vss);
+    }
 }

@@ -42,6 +42,7 @@ mod policy_scope;
 mod project;
 mod provided;
 mod readers;
+mod readme_runbooks;
 mod rotation;
 mod seeder_policy;
 mod set_hints;

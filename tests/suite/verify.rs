@@ -74,6 +74,13 @@ const ZITADEL_KEYS: &[(&str, &str, Option<&str>)] = &[(
 /// ExternalSecrets Ready after seeding, target Secrets holding what Vault holds now.
 pub(crate) fn healthy_cluster(bao: &OpenBao) -> FakeKube {
     let kube = FakeKube::start();
+    eso_synced(bao, &kube);
+    kube
+}
+
+/// What the secrets app's sync leaves once ESO ran: the store, both ExternalSecrets Ready after
+/// seeding, their target Secrets holding what Vault holds now, the runbook's Argo CD layout.
+pub(crate) fn eso_synced(bao: &OpenBao, kube: &FakeKube) {
     kube.put(fake_kube::real_spec_store(&bao.addr));
     kube.put(
         fake_kube::external_secret("ask", "core-service-secret", CORE_KEYS).ready_synced(&later()),
@@ -81,9 +88,8 @@ pub(crate) fn healthy_cluster(bao: &OpenBao) -> FakeKube {
     kube.put(
         fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).ready_synced(&later()),
     );
-    delivered(bao, &kube);
-    argocd_layout(&kube);
-    kube
+    delivered(bao, kube);
+    argocd_layout(kube);
 }
 
 /// The runbook's fixed Argo CD layout, as the repository's spec's `[argocd]` names it: the
