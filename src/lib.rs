@@ -4,35 +4,20 @@
 #![warn(missing_docs)]
 
 pub mod acl;
+pub mod app;
 pub mod audit;
-mod backticks;
-pub mod cli;
+pub mod base;
 pub mod cmd;
-pub mod digest;
-pub mod duration;
-pub mod exit;
-pub mod failure;
-pub mod files;
 pub mod gate;
 pub mod generate;
-pub mod import;
 pub mod kube;
-pub mod kv;
-pub mod layout;
-pub mod logging;
 pub mod model;
-pub mod mounts;
 pub mod order;
-pub mod redact;
-pub mod replace;
 pub mod report;
-pub mod run;
 pub mod seed;
 pub mod spec;
-pub mod stop;
-mod suggest;
-pub mod text;
 pub mod vault;
 pub mod verify;
+pub mod write;
 
-pub use run::{init_crypto, main};
+pub use app::run::{init_crypto, main};

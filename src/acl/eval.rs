@@ -230,7 +230,7 @@ fn request_refusal(c: &Constraints, cap: Capability, params: &[Param]) -> Option
             if !missing.is_empty() {
                 return Some(format!(
                     "`required_parameters` asks for {}, which ESO's {what} does not send",
-                    crate::backticks::backticked(&missing)
+                    crate::base::backticks::backticked(&missing)
                 ));
             }
             if data.is_empty() {

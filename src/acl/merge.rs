@@ -70,7 +70,7 @@ impl fmt::Display for TakeOver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TakeOver::Narrows { lost } => {
-                let lost = crate::backticks::backticked(lost.iter());
+                let lost = crate::base::backticks::backticked(lost.iter());
                 write!(f, ", which grants {lost} there: an added rule grants only what the specs need, so {lost} would be lost")
             }
             TakeOver::Refused { capability, reason } => write!(

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::hcl1::{self, Item, Kind, Node, Token};
 use super::{Capabilities, Capability, Constraints, ParamValue, Policy, Rule};
-use crate::backticks::backticked;
+use crate::base::backticks::backticked;
 
 /// Why a policy could not be read. Each variant names the policy.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

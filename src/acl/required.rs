@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::{Capabilities, Capability, Requirements, Rule};
-use crate::kv::{KvMount, KvVersion};
+use crate::base::kv::{KvMount, KvVersion};
 use crate::spec::{EnvPlan, Field, Spec, Target, ENV_PLACEHOLDER};
 
 /// Why ESO needs a capability.
@@ -434,7 +434,7 @@ impl ScopeNotes {
             out.push(format!(
                 "exact paths under {}: a folder neither {apps} nor environment `{}` names, which other applications may share",
                 few(&shared),
-                crate::text::quoted(env)
+                crate::base::text::quoted(env)
             ));
         }
         if provided {

@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 
 use super::required::{scope, Scope, ScopeNotes};
 use super::{Capabilities, Capability, Rule};
-use crate::kv::{KvMount, KvVersion};
+use crate::base::kv::{KvMount, KvVersion};
 use crate::spec::{EnvPlan, Target};
 
 /// The rules, in the order they are printed: each application's data and metadata folders, the

@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 
 use super::findings::Finding;
 use super::{Ignore, KubeTarget, Scanned};
+use crate::base::text::cap;
 use crate::kube::{Cluster, DataFrom, ExternalSecretInfo, KubeError, VaultStaticSecretInfo};
 use crate::spec::{EnvPlan, Target, TargetIndex};
-use crate::text::cap;
 use crate::verify::store::eso_namespace;
 use crate::verify::vso::target_of_vss;
 use crate::verify::vso::vso_namespace;
@@ -259,7 +259,11 @@ mod tests {
 
     /// The spec names `secret/app/dev/S`; application `app` owns the folder `app/dev`.
     fn named() -> Vec<Target> {
-        vec![crate::replace::tests::target("app", "S", &["password"])]
+        vec![crate::write::replace::tests::target(
+            "app",
+            "S",
+            &["password"],
+        )]
     }
 
     fn owned() -> Vec<(String, String, String)> {

@@ -1,6 +1,6 @@
 //! What `audit` finds, its severity and wording in one place (as `order/findings.rs`). Every
 //! name in a finding came from Vault or the cluster: it is capped where the finding is made
-//! ([`crate::text::cap`]) and escaped where it is shown.
+//! ([`crate::base::text::cap`]) and escaped where it is shown.
 
 use serde::Serialize;
 

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 pub use findings::{Finding, Severity};
 
-use crate::mounts::Mounts;
+use crate::spec::mounts::Mounts;
 use crate::spec::{EnvPlan, SpecSet, Target};
 use crate::vault::Vault;
 
@@ -59,11 +59,14 @@ impl Ignore {
                 Some("is empty".to_string())
             } else {
                 p.chars()
-                    .find(|c| crate::text::is_hidden(*c))
+                    .find(|c| crate::base::text::is_hidden(*c))
                     .map(|c| format!("contains a control character (U+{:04X})", c as u32))
             };
             if let Some(why) = why {
-                return Err(format!("`--ignore` `{}` {why}", crate::text::quoted(p)));
+                return Err(format!(
+                    "`--ignore` `{}` {why}",
+                    crate::base::text::quoted(p)
+                ));
             }
         }
         Ok(Ignore(patterns))

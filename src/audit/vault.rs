@@ -9,11 +9,11 @@ use futures::stream::{self, StreamExt};
 
 use super::findings::Finding;
 use super::{Ignore, NamedPaths, Request, Scanned};
-use crate::kv::{KvMount, KvVersion};
-use crate::layout::why;
-use crate::mounts::Mounts;
+use crate::base::kv::{KvMount, KvVersion};
+use crate::base::text::cap;
+use crate::seed::layout::why;
+use crate::spec::mounts::Mounts;
 use crate::spec::EnvPlan;
-use crate::text::cap;
 use crate::vault::{Existing, Vault};
 
 /// The custom_metadata `apply` writes on what it made ([`crate::seed::custom_metadata`]).
@@ -102,7 +102,7 @@ async fn folders(
     let kept: Vec<usize> = (0..roots.len()).filter(|&i| !ignored(roots[i].0)).collect();
     let start: Vec<String> = kept.iter().map(|&i| roots[i].0.to_string()).collect();
     scanned.folders += start.len();
-    let w = crate::layout::walk(
+    let w = crate::seed::layout::walk(
         vault,
         kv,
         &start,
@@ -248,7 +248,7 @@ async fn scan_mount(
     let m = kv.path.as_str();
     scanned.mounts_scanned.push(m.to_string());
     let skip = |folder: &str| skip.contains(folder) || req.ignore.folder(m, folder);
-    let w = crate::layout::walk(
+    let w = crate::seed::layout::walk(
         vault,
         kv,
         &[String::new()],
@@ -344,7 +344,7 @@ mod tests {
 
     #[test]
     fn only_the_fields_the_spec_does_not_name_are_found() {
-        let t = crate::replace::tests::target("app", "S", &["password", "user"]);
+        let t = crate::write::replace::tests::target("app", "S", &["password", "user"]);
         let found = unnamed_fields(&t, vec!["user".into(), "old".into(), "password".into()]);
         assert_eq!(
             found,

@@ -4,11 +4,11 @@ use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::cli::{ApplyArgs, GlobalArgs};
-use crate::mounts::{self, MountTrust};
+use crate::app::cli::{ApplyArgs, GlobalArgs};
+use crate::base::stop;
 use crate::report::{self, seeding::SeedReport, Ending, Printer};
 use crate::seed;
-use crate::stop;
+use crate::spec::mounts::{self, MountTrust};
 
 use super::session::Session;
 use super::Failure;

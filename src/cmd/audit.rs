@@ -2,10 +2,10 @@
 //! opens the session as `verify` does (specs, connection, login, token check with the mount
 //! detection) and turns the arguments into a [`Request`].
 
+use crate::app::cli::{AuditArgs, GlobalArgs};
 use crate::audit::{self, KubeTarget, Request};
-use crate::cli::{AuditArgs, GlobalArgs};
-use crate::mounts::{self, MountTrust};
 use crate::report::auditing::AuditReport;
+use crate::spec::mounts::{self, MountTrust};
 
 use super::session::Session;
 use super::Failure;

@@ -4,7 +4,7 @@
 use clap::CommandFactory;
 use clap_complete::Shell;
 
-use crate::cli::{Cli, CompletionsArgs};
+use crate::app::cli::{Cli, CompletionsArgs};
 use crate::report::Text;
 
 /// The completion script.

@@ -4,13 +4,13 @@
 
 use secrecy::SecretString;
 
+use crate::base::kv::KvMount;
 use crate::gate::{self, Held, Intent};
-use crate::kv::KvMount;
-use crate::replace::{self, ChangeError};
 use crate::report::changes::Followed;
 use crate::seed::{self, Outside};
 use crate::spec::Target;
 use crate::vault::VaultError;
+use crate::write::replace::{self, ChangeError};
 
 use super::session::Session;
 use super::Failure;

@@ -1,6 +1,6 @@
 //! `vault-seed gen`: print one fresh value. The one place a value is printed, on purpose.
 
-use crate::cli::GenArgs;
+use crate::app::cli::GenArgs;
 use crate::generate::{Generator, Params, Syntax};
 use crate::report::generated::Generated;
 

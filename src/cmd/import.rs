@@ -1,13 +1,13 @@
 //! `vault-seed import ENV`: copy into Vault the values components wrote to Kubernetes Secrets
-//! (`from_secret` fields). The engine is [`crate::import`].
+//! (`from_secret` fields). The engine is [`crate::write::import`].
 
-use crate::cli::{GlobalArgs, ImportArgs};
-use crate::import::{self, Request};
+use crate::app::cli::{GlobalArgs, ImportArgs};
 use crate::kube::Cluster;
-use crate::mounts::{self, MountTrust};
 use crate::report::imports::ImportReport;
+use crate::spec::mounts::{self, MountTrust};
 use crate::spec::Target;
 use crate::verify::cluster::context_of;
+use crate::write::import::{self, Request};
 
 use super::session::Session;
 use super::Failure;

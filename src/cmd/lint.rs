@@ -1,6 +1,6 @@
 //! `vault-seed lint`: validate every spec offline.
 
-use crate::cli::GlobalArgs;
+use crate::app::cli::GlobalArgs;
 use crate::report::specs::LintReport;
 
 use super::Failure;

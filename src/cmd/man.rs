@@ -8,7 +8,7 @@ use clap::CommandFactory;
 use clap_mangen::roff::{bold, roman, Roff};
 use clap_mangen::Man;
 
-use crate::cli::{Cli, ManArgs};
+use crate::app::cli::{Cli, ManArgs};
 use crate::report::Text;
 
 use super::Failure;

@@ -19,9 +19,9 @@ mod session;
 mod set;
 mod verify;
 
-pub use crate::failure::{Failure, Problem};
+pub use crate::base::failure::{Failure, Problem};
 
-use crate::cli::{Cli, Command, GlobalArgs};
+use crate::app::cli::{Cli, Command, GlobalArgs};
 use crate::report::{Ending, Printer, Report};
 use crate::spec::{self, SpecSet};
 

@@ -1,11 +1,11 @@
 //! `vault-seed move ENV SECRET --from OLD_PATH`: a secret's data copied to the path the specs
 //! give it now, after a layout change, through the write gate; nothing deleted.
 
-use crate::cli::{GlobalArgs, MoveArgs};
+use crate::app::cli::{GlobalArgs, MoveArgs};
 use crate::gate::{self, Held, Intent};
-use crate::replace;
 use crate::report::moves::MoveReport;
 use crate::vault::{Existing, FieldValue, VaultError};
+use crate::write::replace;
 
 use super::session::Session;
 use super::Failure;
@@ -99,7 +99,7 @@ pub(super) fn run(g: &GlobalArgs, args: &MoveArgs) -> Result<MoveReport, Failure
         let fields: Vec<String> = values.iter().map(|(k, _)| k.clone()).collect();
         let approved = gate::check(&t, &held, Intent::Move, values).map_err(|r| {
             // A refused move is exit 1: the data there did not pass the spec's checks.
-            super::refused(&env, &r).exit(crate::exit::Exit::Failure)
+            super::refused(&env, &r).exit(crate::base::exit::Exit::Failure)
         })?;
         let version = match gate::write(vault, &mount, &approved).await {
             Ok(v) => v,

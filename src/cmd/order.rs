@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::cli::{GlobalArgs, OrderArgs};
+use crate::app::cli::{GlobalArgs, OrderArgs};
 use crate::order::findings::clean;
 use crate::order::{self, Input, LoadError, SpecEso};
 use crate::report::ordering::OrderReport;
@@ -36,7 +36,7 @@ fn fail(bad: Vec<Bad>) -> Failure {
                 helps.push(b.help.clone());
             }
             // Names quoted from the input: shown escaped (controls, bidirectional controls).
-            let error = crate::text::escaped(&b.error).into_owned();
+            let error = crate::base::text::escaped(&b.error).into_owned();
             (error, (!repeat).then_some(b.help))
         })
         .collect();
@@ -147,7 +147,7 @@ pub(super) fn run(g: &GlobalArgs, args: &OrderArgs) -> Result<OrderReport, Failu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exit::Exit;
+    use crate::base::exit::Exit;
     use crate::order::findings::Summary;
     use crate::report::{Format, Report, Style, View};
 

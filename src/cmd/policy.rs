@@ -3,7 +3,7 @@
 //! `NAME` read from Vault with what it lacks added.
 
 use crate::acl;
-use crate::cli::{GlobalArgs, PolicyArgs, PolicyFor};
+use crate::app::cli::{GlobalArgs, PolicyArgs, PolicyFor};
 use crate::report::hcl::{Merging, PolicyReport};
 use crate::spec::EnvPlan;
 
@@ -16,11 +16,14 @@ pub(super) fn run(g: &GlobalArgs, args: &PolicyArgs) -> Result<PolicyReport, Fai
     // the way and another path read).
     if let Some(name) = &args.merge {
         if let Err(why) = crate::spec::check_segment(name) {
-            return Err(
-                Failure::usage(format!("`--merge` `{}` {why}", crate::text::quoted(name))).help(
-                    format!("a Vault policy's name; {}", crate::spec::SEGMENT_HELP),
-                ),
-            );
+            return Err(Failure::usage(format!(
+                "`--merge` `{}` {why}",
+                crate::base::text::quoted(name)
+            ))
+            .help(format!(
+                "a Vault policy's name; {}",
+                crate::spec::SEGMENT_HELP
+            )));
         }
     }
     let set = super::load_specs(g)?;

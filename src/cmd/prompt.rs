@@ -22,8 +22,8 @@ const MAX_ANSWER: usize = 64 * 1024;
 pub(super) struct HiddenTty {
     tty: File,
     saved: Termios,
-    /// A stop signal puts the settings back too, before the run ends ([`crate::stop`]).
-    _on_stop: Option<crate::stop::Registered>,
+    /// A stop signal puts the settings back too, before the run ends ([`crate::base::stop`]).
+    _on_stop: Option<crate::base::stop::Registered>,
 }
 
 impl HiddenTty {
@@ -40,7 +40,7 @@ impl HiddenTty {
         // `Flush`: the change waits for pending output and drops input not yet read.
         let on_stop = tty.try_clone().ok().map(|again| {
             let saved = saved.clone();
-            crate::stop::on_stop(move || {
+            crate::base::stop::on_stop(move || {
                 let _ = termios::tcsetattr(&again, OptionalActions::Now, &saved);
             })
         });

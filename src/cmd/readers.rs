@@ -4,12 +4,12 @@
 //! After `set` fills in a placeholder that had already reached the cluster: the next step,
 //! naming its readers and the workloads that keep the placeholder until restarted.
 
-use crate::cli::{GlobalArgs, ReadersArgs};
+use crate::app::cli::{GlobalArgs, ReadersArgs};
+use crate::base::text::for_terminal;
 use crate::kube::Cluster;
 use crate::order::findings::Severity;
 use crate::report::{self, Style};
 use crate::spec::Target;
-use crate::text::for_terminal;
 use crate::verify::readers::{self, Readers};
 use crate::verify::{cluster, consumers};
 
@@ -165,7 +165,9 @@ async fn look(
     if !secrets.is_empty() {
         match consumers::restarts(&kube, &plan, &secrets).await {
             Ok(r) => found.restarts = r,
-            Err(e) => found.restarts_note = Some(crate::text::cap(&e.to_string()).into_owned()),
+            Err(e) => {
+                found.restarts_note = Some(crate::base::text::cap(&e.to_string()).into_owned())
+            }
         }
     }
     Ok(found)

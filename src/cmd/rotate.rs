@@ -2,15 +2,15 @@
 
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::cli::{GlobalArgs, RotateArgs};
+use crate::app::cli::{GlobalArgs, RotateArgs};
 use crate::gate::{self, Held, Intent};
 use crate::generate::Validity;
-use crate::replace::{self, ChangeError};
 use crate::report::{self, changes::ChangeReport};
 use crate::spec::{Field, Rotation, Target};
 use crate::vault::FieldValue;
 use crate::vault::VaultError;
 use crate::verify::readers::Readers;
+use crate::write::replace::{self, ChangeError};
 
 use super::session::Session;
 use super::set::changed_meanwhile;
@@ -97,7 +97,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
 }
 
 /// A rotation keeps the old value in KV v2 history; KV v1 has none.
-fn keeps_history(mount: &crate::kv::KvMount) -> Result<(), Failure> {
+fn keeps_history(mount: &crate::base::kv::KvMount) -> Result<(), Failure> {
     if mount.version.has_cas() {
         return Ok(());
     }
@@ -256,6 +256,6 @@ fn keyring(
         n += 1;
     }
     let ring = SecretString::from(ring);
-    crate::redact::register(&ring);
+    crate::base::redact::register(&ring);
     Ok((ring, n))
 }

@@ -7,11 +7,11 @@ use std::future::Future;
 
 use futures::FutureExt;
 
-use crate::cli::{GlobalArgs, VaultArgs};
-use crate::exit::Exit;
-use crate::kv::KvMount;
-use crate::mounts::{self, MountTrust};
+use crate::app::cli::{GlobalArgs, VaultArgs};
+use crate::base::exit::Exit;
+use crate::base::kv::KvMount;
 use crate::report::{self, Style};
+use crate::spec::mounts::{self, MountTrust};
 use crate::spec::{EnvPlan, Target};
 use crate::vault::login::{self, Method, Revoker};
 use crate::vault::{Settings, Vault};

@@ -5,14 +5,14 @@ use std::io::{IsTerminal, Read};
 use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
-use crate::cli::{GlobalArgs, SetArgs};
+use crate::app::cli::{GlobalArgs, SetArgs};
 use crate::gate::{self, Held, Intent};
 use crate::generate::Validity;
-use crate::replace::{self, ChangeError};
 use crate::report::{self, changes::ChangeReport};
 use crate::spec::{Field, Target};
 use crate::vault::{FieldValue, VaultError};
 use crate::verify::readers::Readers;
+use crate::write::replace::{self, ChangeError};
 
 use super::prompt::HiddenTty;
 use super::session::Session;
@@ -244,7 +244,7 @@ fn non_empty(v: String) -> Result<SecretString, String> {
         Err("the value is empty; nothing was written".into())
     } else {
         let v = SecretString::from(v);
-        crate::redact::register(&v);
+        crate::base::redact::register(&v);
         Ok(v)
     }
 }

@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
-use crate::cli::{GlobalArgs, VerifyArgs};
-use crate::exit::Exit;
+use crate::app::cli::{GlobalArgs, VerifyArgs};
+use crate::base::exit::Exit;
+use crate::base::text::for_terminal as t;
 use crate::kube::Cluster;
-use crate::mounts::{self, MountTrust};
 use crate::report::verification::VerifyReport;
 use crate::report::{self, Format};
 use crate::seed;
-use crate::text::for_terminal as t;
+use crate::spec::mounts::{self, MountTrust};
 use crate::verify::{self, PartName, Progress, Request};
 
 use super::session::Session;
@@ -30,7 +30,7 @@ pub(super) fn run(g: &GlobalArgs, args: &VerifyArgs) -> Result<VerifyReport, Fai
         ))
         .help("add `[argocd]` with `secrets_app` and `consumers` to the spec (docs/spec.md has an example), or leave `argocd` out of --only"));
     }
-    if req.parts.contains(&PartName::Imports) && !crate::import::any(&plan.targets) {
+    if req.parts.contains(&PartName::Imports) && !crate::write::import::any(&plan.targets) {
         return Err(Failure::usage(format!(
             "no field of environment `{}` has `from_secret`",
             args.env
@@ -178,7 +178,7 @@ fn request(args: &VerifyArgs) -> Result<Request, Failure> {
             Failure::usage(format!("cannot read `{}`: {why}", path.display()))
                 .help("--eso-token-file names a regular file holding ESO's Vault token")
         };
-        let bytes = crate::files::read_small(path, MAX_TOKEN_FILE_BYTES)
+        let bytes = crate::base::files::read_small(path, MAX_TOKEN_FILE_BYTES)
             .map_err(|e| cannot(e.to_string()))?;
         let text =
             std::str::from_utf8(&bytes).map_err(|_| cannot("it is not UTF-8 text".into()))?;
@@ -187,7 +187,7 @@ fn request(args: &VerifyArgs) -> Result<Request, Failure> {
                 .help("it must hold ESO's Vault token"));
         }
         let token = SecretString::from(text.trim().to_string());
-        crate::redact::register(&token);
+        crate::base::redact::register(&token);
         req.eso_token = Some(token);
     }
     Ok(req)

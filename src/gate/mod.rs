@@ -30,8 +30,8 @@ use secrecy::{ExposeSecret, SecretString};
 
 pub use refusal::{FixedBy, Refusal, Rule};
 
+use crate::base::kv::{KvMount, KvVersion};
 use crate::generate::Validity;
-use crate::kv::{KvMount, KvVersion};
 use crate::spec::{Field, Target};
 use crate::vault::{Existing, FieldValue, Present, Vault, VaultError, WriteFields};
 
@@ -663,7 +663,7 @@ pub fn custom_metadata(
     );
     base.insert("vault-seed/generators".into(), generators);
     // Spec, environment and secret name a secret whatever its path: a layout change finds the
-    // secret made before it ([`crate::layout`]).
+    // secret made before it ([`crate::seed::layout`]).
     if !t.env().is_empty() {
         base.insert("vault-seed/env".into(), t.env().into());
     }

@@ -12,7 +12,7 @@ fn secret(v: &str) -> SecretString {
 
 /// A target with these fields (the path is `secret/app/dev/S`).
 fn target(fields: Vec<Field>, fixed: bool) -> Target {
-    let t = crate::replace::tests::target("app", "S", &[]);
+    let t = crate::write::replace::tests::target("app", "S", &[]);
     let mut t = t;
     t.fields = Arc::from(fields);
     t.fixed = fixed;

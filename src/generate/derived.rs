@@ -202,7 +202,7 @@ impl Derived {
         };
         // The public half of a key, a certificate and a template's text are not all secret,
         // but they may carry a secret (a DSN's password): kept out of output like any value.
-        crate::redact::register(&value);
+        crate::base::redact::register(&value);
         Ok(value)
     }
 

@@ -244,7 +244,7 @@ impl Generator {
             self,
             Generator::Placeholder { .. } | Generator::FromSecret { .. }
         ) {
-            crate::redact::register(&value);
+            crate::base::redact::register(&value);
         }
         Ok(value)
     }

@@ -303,7 +303,7 @@ impl Checker<'_, '_> {
             .map(|g| format!("`{g}`"))
             .collect::<Vec<_>>()
             .join(", ");
-        let help = match crate::suggest::suggest(other, &known) {
+        let help = match crate::base::suggest::suggest(other, &known) {
             Some(s) => format!("did you mean `{s}`? known generators: {list}"),
             None => format!("known generators: {list}"),
         };

@@ -16,10 +16,10 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::{Cluster, KubeError, Op};
+use crate::base::text::cap;
 use crate::model::applications::{Application, Source};
 use crate::model::argocd_cm::ArgoCdCm;
 use crate::model::manifests::Origin;
-use crate::text::cap;
 
 /// Argo CD's API group.
 pub const ARGOCD_GROUP: &str = "argoproj.io";

@@ -18,7 +18,7 @@ impl BadField {
     /// `field` with `problem`; a path longer than a line is cut.
     pub fn new(field: &str, problem: FieldProblem) -> Self {
         BadField {
-            field: crate::text::cap(field).into_owned(),
+            field: crate::base::text::cap(field).into_owned(),
             problem,
         }
     }

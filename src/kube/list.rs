@@ -8,7 +8,7 @@ use ::kube::core::ErrorResponse;
 use super::status::{self, ExternalSecretInfo};
 use super::vso::{self, VaultStaticSecretInfo, VAULT_STATIC_SECRET, VSO_GROUP, VSO_VERSION};
 use super::{Cluster, KubeError, Op, EXTERNAL_SECRET};
-use crate::text::cap;
+use crate::base::text::cap;
 
 /// One listed object: read, or its name and why it could not be read.
 pub type Listed<T> = Result<T, Unreadable>;

@@ -316,7 +316,7 @@ impl Cluster {
         let parsed: TypeOnly =
             serde_json::from_str(&text).map_err(|e| self.not_a_secret(ns, name, &e))?;
         Ok(Some(
-            crate::text::cap(&parsed.kind.unwrap_or_else(|| "Opaque".into())).into_owned(),
+            crate::base::text::cap(&parsed.kind.unwrap_or_else(|| "Opaque".into())).into_owned(),
         ))
     }
 
@@ -362,13 +362,13 @@ impl Cluster {
     }
 
     /// Each key of Secret `ns/name`'s `data` with whether it is empty and its value's digest
-    /// ([`crate::digest`]); `None` when the Secret does not exist. Each value is decoded and
+    /// ([`crate::base::digest`]); `None` when the Secret does not exist. Each value is decoded and
     /// digested while parsing, in a buffer wiped when dropped, and the response text is zeroized.
     pub async fn secret_digests(
         &self,
         ns: &str,
         name: &str,
-        digester: &crate::digest::Digester,
+        digester: &crate::base::digest::Digester,
     ) -> Result<Option<BTreeMap<String, KeyDigest>>, KubeError> {
         // Listed Secrets were digested with the run's one digester (`verify` gives the same).
         match self.listed_secret(ns, name, false) {
@@ -476,7 +476,7 @@ impl Cluster {
             .map(|e| {
                 let seen = event_time(&e);
                 // Capped where it enters: an event message may be megabytes long.
-                let text = |s: String| crate::text::cap(&s).into_owned();
+                let text = |s: String| crate::base::text::cap(&s).into_owned();
                 let info = EventInfo {
                     reason: e.reason.map(text),
                     message: e.message.map(text),
@@ -849,8 +849,8 @@ impl Cluster {
         let err = match err {
             ::kube::Error::Api(mut status) => {
                 // Quoted inside our own two-line messages: made one clean line here.
-                status.message = crate::text::for_terminal(&status.message);
-                status.reason = crate::text::for_terminal(&status.reason);
+                status.message = crate::base::text::for_terminal(&status.message);
+                status.reason = crate::base::text::for_terminal(&status.reason);
                 ::kube::Error::Api(status)
             }
             other => other,

@@ -27,7 +27,7 @@ use super::value::{DataDigests, KeyDigest};
 use super::vso::{self, VaultStaticSecretInfo, VAULT_STATIC_SECRET, VSO_GROUP, VSO_VERSION};
 use super::workloads::{self, DataChange, PodInfo, WorkloadKind};
 use super::{Cluster, KubeError, ESO_GROUP, EXTERNAL_SECRET, EXTERNAL_SECRET_VERSIONS};
-use crate::digest::Digester;
+use crate::base::digest::Digester;
 
 /// A kind read by LIST.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -267,7 +267,7 @@ fn time_at(
                 kind,
                 object: object.to_string(),
                 field: pointer,
-                value: crate::text::for_terminal(s),
+                value: crate::base::text::for_terminal(s),
             }),
     }
 }
@@ -316,7 +316,7 @@ fn read_condition(
     };
     // Text from the cluster is capped where it enters (control characters are removed where
     // it is shown to people).
-    let text = |s: &str| crate::text::cap(s).into_owned();
+    let text = |s: &str| crate::base::text::cap(s).into_owned();
     Ok(ReadyCondition {
         ready,
         reason: str_at(cond, "/reason").map(text),
@@ -596,7 +596,7 @@ pub fn external_secret_info(
         fields.generations(obj, synced_resource_version.as_deref());
     let deletion_timestamp = fields
         .string(obj, "", "/metadata/deletionTimestamp", false)
-        .map(|t| crate::text::cap(&t).into_owned());
+        .map(|t| crate::base::text::cap(&t).into_owned());
     let data = fields.data(obj);
     let data_from = fields.data_from(obj);
     let template = fields.template(obj);
@@ -611,7 +611,7 @@ pub fn external_secret_info(
         .and_then(|t| t.get("type"))
         .and_then(Value::as_str)
         .filter(|t| !t.is_empty())
-        .map(|t| crate::text::cap(t).into_owned());
+        .map(|t| crate::base::text::cap(t).into_owned());
     Ok(ExternalSecretInfo {
         keeps_fetched,
         template_from,

@@ -118,7 +118,7 @@ const BASE: &str = "spec.provider.vault";
 fn opt_str(obj: &Value, key: &str, field: &str) -> Result<Option<String>, StoreProblem> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(crate::text::cap(s).into_owned())),
+        Some(Value::String(s)) => Ok(Some(crate::base::text::cap(s).into_owned())),
         Some(_) => Err(StoreProblem::NotString {
             field: format!("{field}.{key}"),
         }),
@@ -150,7 +150,11 @@ pub fn vault_provider(store: &Value) -> Result<VaultStore, StoreProblem> {
     else {
         let found = provider
             .and_then(Value::as_object)
-            .map(|m| m.keys().map(|k| crate::text::cap(k).into_owned()).collect())
+            .map(|m| {
+                m.keys()
+                    .map(|k| crate::base::text::cap(k).into_owned())
+                    .collect()
+            })
             .unwrap_or_default();
         return Err(StoreProblem::NotVault { found });
     };
@@ -224,7 +228,7 @@ fn auth(auth: Option<&Value>) -> Result<StoreAuth, StoreProblem> {
     let other = auth
         .as_object()
         .and_then(|m| m.iter().find(|(k, v)| *k != "namespace" && !v.is_null()))
-        .map(|(k, _)| crate::text::cap(k).into_owned());
+        .map(|(k, _)| crate::base::text::cap(k).into_owned());
     Ok(other.map_or(StoreAuth::None, StoreAuth::Other))
 }
 

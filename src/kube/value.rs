@@ -6,7 +6,7 @@ use zeroize::Zeroizing;
 
 use std::collections::BTreeMap;
 
-use crate::digest::{Digest, Digester};
+use crate::base::digest::{Digest, Digester};
 
 /// What key `KEY` of a Secret holds ([`super::Cluster::secret_value`]).
 pub enum SecretKey {

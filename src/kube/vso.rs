@@ -230,7 +230,7 @@ fn vault_auth_login(obj: &Value, bad: &mut Vec<BadField>) -> VaultAuthLogin {
 
 /// Text from the cluster, capped where it enters.
 fn text(s: &str) -> String {
-    crate::text::cap(s).into_owned()
+    crate::base::text::cap(s).into_owned()
 }
 
 /// Read a VaultStaticSecret (its whole JSON).

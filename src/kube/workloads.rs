@@ -193,13 +193,14 @@ pub(super) fn pod_info(p: &Value) -> PodInfo {
                     if at.is_some_and(|a| !a.is_null()) && started.is_none() {
                         bad_start = true;
                     }
-                    (crate::text::cap(name).into_owned(), started)
+                    (crate::base::text::cap(name).into_owned(), started)
                 })
                 .collect()
         })
         .unwrap_or_default();
     PodInfo {
-        name: crate::text::cap(&s("/metadata/name").unwrap_or_else(|| "?".into())).into_owned(),
+        name: crate::base::text::cap(&s("/metadata/name").unwrap_or_else(|| "?".into()))
+            .into_owned(),
         phase: s("/status/phase"),
         deleting: p
             .pointer("/metadata/deletionTimestamp")
@@ -442,7 +443,7 @@ pub(super) fn data_change(meta: ObjectMeta) -> DataChange {
         at: latest.as_ref().map(|l| l.0),
         manager: latest
             .and_then(|l| l.1)
-            .map(|m| crate::text::cap(&m).into_owned()),
+            .map(|m| crate::base::text::cap(&m).into_owned()),
         reloader_match,
         reloader_ignore,
         labels,

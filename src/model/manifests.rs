@@ -276,7 +276,7 @@ fn files(path: &Path) -> Result<Vec<PathBuf>, LoadError> {
 
 /// Refuse what is not a regular file, naming what it is.
 fn regular(shown: &str, meta: &std::fs::Metadata) -> Result<(), LoadError> {
-    match crate::files::not_regular(meta.file_type()) {
+    match crate::base::files::not_regular(meta.file_type()) {
         None => Ok(()),
         Some(what) => Err(LoadError::NotRegular {
             path: shown.to_string(),

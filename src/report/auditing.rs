@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::{Format, Rendered, Report, Style, View};
 use crate::audit::{Audit, Finding, Severity};
-use crate::text::escaped as clean;
+use crate::base::text::escaped as clean;
 
 /// The report of an audit.
 pub struct AuditReport(pub Audit);

@@ -74,7 +74,7 @@ impl Report for ChangeReport {
             let (label, tail) = match (&f.error, self.outcome) {
                 (Some(e), _) => (
                     view.out.error(&format!("{:<9}", "not-followed")),
-                    crate::text::for_terminal(e),
+                    crate::base::text::for_terminal(e),
                 ),
                 (None, "would-rotate") => (
                     view.out.ok(&format!("{:<9}", "would-follow")),

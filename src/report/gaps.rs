@@ -3,9 +3,9 @@
 //! words it.
 
 use crate::acl::{render_hcl, Capabilities, Fix, PathCheck, PolicyReport, Use};
-use crate::backticks::backticked;
+use crate::base::backticks::backticked;
+use crate::base::text::for_terminal as t;
 use crate::report::Style;
-use crate::text::for_terminal as t;
 
 /// The report for people: one `error:` per rule that closes gaps (with the number of paths it
 /// covers; `verbose` lists them) and that rule, then the full HCL to add. `policies` names the

@@ -8,8 +8,8 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::{Format, Rendered, Report, View};
-use crate::import::{Outcome, Row};
-use crate::text::for_terminal as t;
+use crate::base::text::for_terminal as t;
+use crate::write::import::{Outcome, Row};
 
 /// The result of an `import`.
 #[derive(Serialize)]

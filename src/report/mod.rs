@@ -327,7 +327,7 @@ fn indented<T: Serialize + ?Sized>(
     value
         .serialize(&mut serde_json::Serializer::with_formatter(
             &mut text,
-            crate::text::SafeJson::new(),
+            crate::base::text::SafeJson::new(),
         ))
         .map_err(std::io::Error::other)?;
     let indent = "  ".repeat(level);
@@ -346,21 +346,21 @@ pub fn json_to<T: Serialize>(value: &T, out: &mut dyn Write) -> std::io::Result<
     value
         .serialize(&mut serde_json::Serializer::with_formatter(
             &mut *out,
-            crate::text::SafeJson::new(),
+            crate::base::text::SafeJson::new(),
         ))
         .map_err(std::io::Error::from)?; // keeps an I/O error's kind (a closed pipe)
     out.write_all(b"\n")
 }
 
 /// A JSON document and a newline; characters a terminal would act on are escaped
-/// ([`crate::text::SafeJson`]).
+/// ([`crate::base::text::SafeJson`]).
 pub fn json<T: Serialize>(value: &T) -> Vec<u8> {
     let mut out = Vec::new();
     // Our documents are maps of strings, numbers and lists: serialising them cannot fail.
     if value
         .serialize(&mut serde_json::Serializer::with_formatter(
             &mut out,
-            crate::text::SafeJson::new(),
+            crate::base::text::SafeJson::new(),
         ))
         .is_err()
     {

@@ -35,7 +35,7 @@ impl Report for MoveReport {
                 format!(
                     "{}: {}\n",
                     view.err.help("note"),
-                    crate::text::for_terminal(n)
+                    crate::base::text::for_terminal(n)
                 )
             })
             .collect();

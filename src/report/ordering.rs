@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use super::diagnostics::SHOWN_MAX;
 use super::{Format, Rendered, Report, Style, View};
+use crate::base::text::escaped as clean;
 use crate::order::{self, Finding, Rule, Severity};
-use crate::text::escaped as clean;
 
 /// The report of an order check.
 pub struct OrderReport(pub order::Report);

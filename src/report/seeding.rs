@@ -9,9 +9,9 @@ use std::io::{self, Write as _};
 use serde::Serialize;
 
 use super::{error_text, Ending, Format, JsonObject, Style, View};
-use crate::replace::selector;
 use crate::seed::{FieldResult, Outcome, PathResult, Run, Sink, Summary};
 use crate::spec::Target;
+use crate::write::replace::selector;
 
 /// The report of a `plan` or `apply` run, written while the run goes: the command hands each
 /// path's result to [`SeedReport::rows`] (a [`Sink`]) as soon as it has them in order, and the

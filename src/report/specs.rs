@@ -1,5 +1,5 @@
 //! `lint`'s report: one line per valid spec, or the JSON document `{"ok", "specs", "errors"}`.
-//! Invalid specs are a failure (`crate::failure::Failure::specs`), not a report.
+//! Invalid specs are a failure (`crate::base::failure::Failure::specs`), not a report.
 
 use serde::Serialize;
 

@@ -9,8 +9,8 @@ use std::io;
 use serde::Serialize;
 
 use super::{gaps, Format, Rendered, Report, Style, View};
+use crate::base::text::for_terminal as t;
 use crate::seed::Status;
-use crate::text::for_terminal as t;
 use crate::verify::argocd::ArgocdPart;
 use crate::verify::cluster::ClusterPart;
 use crate::verify::consumers::ConsumersPart;
@@ -795,7 +795,8 @@ mod tests {
     /// version, no time), denied (a path detail), two provided by another application (absent;
     /// invalid, whose path detail is not shown), an error with a field detail, and skipped.
     fn mix() -> (Vec<Target>, Vec<(PathResult, Vec<Status>)>) {
-        let target = |app: &str, fields: &[&str]| crate::replace::tests::target(app, "A", fields);
+        let target =
+            |app: &str, fields: &[&str]| crate::write::replace::tests::target(app, "A", fields);
         let provided = |app: &str| {
             let mut t = target(app, &["password"]);
             t.provided = Some(Arc::new(Provided {

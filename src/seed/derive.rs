@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use secrecy::SecretString;
 
+use crate::base::kv::KvMount;
 use crate::generate::{FieldRef, Validity};
-use crate::kv::KvMount;
-use crate::mounts::Mounts;
+use crate::spec::mounts::Mounts;
 use crate::spec::{Field, Source, Target};
 use crate::vault::{Existing, FieldValue, Vault};
 

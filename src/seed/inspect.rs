@@ -14,8 +14,8 @@ use indexmap::IndexSet;
 use serde::Serialize;
 
 use super::{discover, judge, Outcome, PathResult, Unnamed};
-use crate::kv::KvMount;
-use crate::mounts::Mounts;
+use crate::base::kv::KvMount;
+use crate::spec::mounts::Mounts;
 use crate::spec::Target;
 use crate::vault::{Existing, Vault};
 
@@ -331,7 +331,7 @@ pub async fn inspect(
     let mut inspection = Inspection::new(targets.len(), fields);
     inspection.notes = notes;
     let vault_down = AtomicBool::new(false);
-    let looks = crate::layout::Looks::new(targets, concurrency);
+    let looks = crate::seed::layout::Looks::new(targets, concurrency);
     // By index: a copy of every target (as `Mounts::partition` makes) is not needed here.
     stream::iter((0..targets.len()).filter(|&i| usable(&targets[i])))
         .map(|i| {
@@ -398,7 +398,7 @@ pub async fn reinspect(
     if again.is_empty() {
         return;
     }
-    let looks = crate::layout::Looks::new(targets, concurrency);
+    let looks = crate::seed::layout::Looks::new(targets, concurrency);
     let found: Vec<(usize, PathResult)> = stream::iter(again)
         .map(|i| {
             let looks = &looks;
@@ -414,13 +414,13 @@ pub async fn reinspect(
 
 /// One target, read and judged: absent without a request when its folder's LIST lacks it. An
 /// absent one says where a secret vault-seed made for it is, when the layout changed
-/// ([`crate::layout`]).
+/// ([`crate::seed::layout`]).
 async fn read_one(
     vault: &Vault,
     mounts: &Mounts,
     t: &Target,
     known_absent: bool,
-    looks: &crate::layout::Looks,
+    looks: &crate::seed::layout::Looks,
 ) -> PathResult {
     let Some(mount) = mounts.mounts.get(t.mount()) else {
         return PathResult::all(
@@ -503,7 +503,7 @@ mod tests {
     #[test]
     fn a_shared_detail_is_held_once_and_the_room_taken_once() {
         let targets: Vec<Target> = (0..1000)
-            .map(|i| crate::replace::tests::target(&format!("app{i}"), "A", &["password"]))
+            .map(|i| crate::write::replace::tests::target(&format!("app{i}"), "A", &["password"]))
             .collect();
         let mut inspection = Inspection::new(targets.len(), targets.len());
         let (paths, fields) = (inspection.paths.as_ptr(), inspection.fields.as_ptr());
@@ -535,7 +535,7 @@ mod tests {
     /// fraction, not a time, not ASCII, empty).
     #[test]
     fn a_created_time_is_the_servers_text_byte_for_byte() {
-        let t = crate::replace::tests::target("app", "A", &["x"]);
+        let t = crate::write::replace::tests::target("app", "A", &["x"]);
         let texts = [
             "2026-11-30T16:27:41.123456789Z",
             "2026-11-30T16:27:41Z",
@@ -563,7 +563,7 @@ mod tests {
     /// Each detail reads back as it came; equal texts are held once.
     #[test]
     fn details_are_shared_only_when_their_text_is_equal() {
-        let t = crate::replace::tests::target("app", "A", &["x", "y"]);
+        let t = crate::write::replace::tests::target("app", "A", &["x", "y"]);
         let mut inspection = Inspection::new(3, 6);
         for (i, d) in ["one", "two", "one"].into_iter().enumerate() {
             let mut r = PathResult::all(&t, Outcome::Invalid, None, Some(format!("path {d}")));

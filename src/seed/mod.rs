@@ -8,6 +8,7 @@
 
 mod derive;
 mod inspect;
+pub mod layout;
 mod outcome;
 mod provided;
 
@@ -21,11 +22,11 @@ use futures::future::LocalBoxFuture;
 use futures::stream::{self, FuturesUnordered, StreamExt};
 use secrecy::{ExposeSecret, SecretString};
 
+use crate::base::kv::{KvMount, KvVersion};
 use crate::gate::{self, Held, Intent, Refusal};
 use crate::generate::Validity;
-use crate::kv::{KvMount, KvVersion};
-use crate::layout::Looks;
-use crate::mounts::Mounts;
+use crate::seed::layout::Looks;
+use crate::spec::mounts::Mounts;
 use crate::spec::Target;
 use crate::vault::{Existing, FieldValue, Vault, VaultError};
 
@@ -89,13 +90,13 @@ enum Listing {
 /// memory does not grow with the paths.
 ///
 /// Once `gate` (the token check and the mount detection, both out at once:
-/// [`crate::mounts::detect`]) says where they may be written; a gate that fails (the token was
+/// [`crate::spec::mounts::detect`]) says where they may be written; a gate that fails (the token was
 /// refused, Vault is sealed or gone) is the run's error, and nothing but connections was opened.
 /// Targets on a mount the gate's [`Mounts`] cannot use are reported as errors, with why, after
 /// the others (with provided paths, in spec order among them, as `provided` always did).
 ///
 /// Nothing but connections is opened before the gate is in: a mount not seen to be KV (nor
-/// vouched for, [`crate::mounts::MountTrust`]), or a token not known good, gets no LIST, read or
+/// vouched for, [`crate::spec::mounts::MountTrust`]), or a token not known good, gets no LIST, read or
 /// write. Then one pipeline keeps `concurrency` requests in flight to the end: each folder's
 /// paths start as soon as its LIST is in, while other folders are still being listed (no LIST
 /// phase before the first write, no wait for a whole folder), a path's metadata write follows
@@ -583,7 +584,7 @@ fn list_denied_note(denied: Denied) -> Option<String> {
     let more = denied.count - shown.len();
     Some(format!(
         "the token may not `list` {}{}: each path was read instead (slower on many paths)",
-        crate::backticks::backticked(&shown),
+        crate::base::backticks::backticked(&shown),
         if more > 0 {
             format!(" and {more} more folder(s)")
         } else {
@@ -732,7 +733,7 @@ async fn stale_followers(
 }
 
 /// Before an absent fixed secret is made: was it at another path of the mount before the specs'
-/// folders changed ([`crate::layout`])? Found there, it is not made anew (the result to
+/// folders changed ([`crate::seed::layout`])? Found there, it is not made anew (the result to
 /// report). A look that could not see the whole mount is said in a note.
 async fn moved_from(
     ctx: &Ctx<'_>,

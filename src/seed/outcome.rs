@@ -141,7 +141,7 @@ impl Unnamed {
                 .unnamed
                 .iter()
                 .take(Self::FIELDS)
-                .map(|n| format!("`{}`", crate::text::quoted(n)))
+                .map(|n| format!("`{}`", crate::base::text::quoted(n)))
                 .collect();
             if r.unnamed.len() > Self::FIELDS {
                 names.push(format!("{} more", r.unnamed.len() - Self::FIELDS));

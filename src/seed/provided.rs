@@ -9,7 +9,7 @@
 
 use super::inspect::{self, PathState, Status};
 use super::{FieldResult, Outcome, PathResult};
-use crate::kv::KvMount;
+use crate::base::kv::KvMount;
 use crate::spec::Target;
 use crate::vault::Vault;
 

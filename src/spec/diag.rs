@@ -118,15 +118,15 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// User text (a name, a key, a path) as quoted in a message ([`crate::text::quoted`]).
+/// User text (a name, a key, a path) as quoted in a message ([`crate::base::text::quoted`]).
 pub(crate) fn shown(s: &str) -> String {
-    crate::text::quoted(s)
+    crate::base::text::quoted(s)
 }
 
 /// Whether a character acts on a terminal or reorders text rather than showing
-/// ([`crate::text::is_hidden`]).
+/// ([`crate::base::text::is_hidden`]).
 pub(crate) fn is_unshowable(c: char) -> bool {
-    crate::text::is_hidden(c)
+    crate::base::text::is_hidden(c)
 }
 
 /// A message or help line, escaped and cut to [`MAX_TEXT_CHARS`].
@@ -134,8 +134,8 @@ fn bounded(s: String) -> String {
     if s.len() <= MAX_TEXT_CHARS && !s.chars().any(is_unshowable) {
         return s;
     }
-    let mut out =
-        crate::text::escaped(&s.chars().take(MAX_TEXT_CHARS).collect::<String>()).into_owned();
+    let mut out = crate::base::text::escaped(&s.chars().take(MAX_TEXT_CHARS).collect::<String>())
+        .into_owned();
     if s.chars().nth(MAX_TEXT_CHARS).is_some() {
         out.push('…');
     }
@@ -310,7 +310,7 @@ mod tests {
         assert_eq!(shown("a\u{061c}b"), "a\\u{61c}b");
         let long = shown(&"n".repeat(10_000));
         assert!(
-            long.chars().count() <= crate::text::QUOTE_CHARS + 1 && long.contains('…'),
+            long.chars().count() <= crate::base::text::QUOTE_CHARS + 1 && long.contains('…'),
             "{long}"
         );
         let d = Diagnostic::global("m".repeat(100_000)).with_help("h\u{7}");

@@ -7,6 +7,7 @@
 pub mod diag;
 mod index;
 mod load;
+pub mod mounts;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
@@ -14,8 +15,8 @@ use std::sync::Arc;
 
 use secrecy::{ExposeSecret, SecretString};
 
+use crate::base::kv::{KvMount, KvVersion};
 use crate::generate::{Generator, Validity};
-use crate::kv::{KvMount, KvVersion};
 pub use diag::{Diagnostic, Location};
 pub use index::TargetIndex;
 /// A Vault policy's or role's name as a spec may give it: one plain path segment.
@@ -1022,8 +1023,11 @@ pub(crate) fn few(items: &[String]) -> String {
     const MAX: usize = 8;
     let shown: Vec<String> = items.iter().take(MAX).map(|i| diag::shown(i)).collect();
     match items.len().saturating_sub(MAX) {
-        0 => crate::backticks::backticked(&shown),
-        more => format!("{} and {more} more", crate::backticks::backticked(&shown)),
+        0 => crate::base::backticks::backticked(&shown),
+        more => format!(
+            "{} and {more} more",
+            crate::base::backticks::backticked(&shown)
+        ),
     }
 }
 

@@ -13,7 +13,7 @@
 //!   failures with capped, jittered backoff, says so on stderr, and bounds one request with its
 //!   retries by `--give-up-after`;
 //! - reads at most [`MAX_BODY`] of an answer;
-//! - shows server text (its `errors`) only through [`crate::redact::redact`].
+//! - shows server text (its `errors`) only through [`crate::base::redact::redact`].
 //!
 //! vaultrs is not used: it cannot be told not to follow redirects, it reads a `VAULT_CACERT` that
 //! holds no PEM as no CA at all, and its request path keeps the token in a plain `String`.
@@ -508,7 +508,7 @@ impl Vault {
         let location = match response.headers().get(reqwest::header::LOCATION) {
             None => "nowhere (no Location header)".to_string(),
             Some(v) => match v.to_str().ok().map(|l| response.url().join(l)) {
-                Some(Ok(u)) => crate::redact::redact(&format!(
+                Some(Ok(u)) => crate::base::redact::redact(&format!(
                     "{}://{}",
                     u.scheme(),
                     u.host_str().map_or_else(String::new, |h| match u.port() {
@@ -597,7 +597,7 @@ fn shown_errors(errors: &[String]) -> Vec<String> {
     let mut shown: Vec<String> = errors
         .iter()
         .take(MAX_ERRORS)
-        .map(|e| crate::redact::redact(e))
+        .map(|e| crate::base::redact::redact(e))
         .collect();
     if errors.len() > MAX_ERRORS {
         shown.push(format!("and {} more", errors.len() - MAX_ERRORS));
@@ -621,7 +621,7 @@ fn transport(addr: &str, e: &reqwest::Error) -> VaultError {
     };
     // The innermost cause says most ("Connection refused (os error 111)", "invalid peer
     // certificate: UnknownIssuer"). Redacted: a proxy's answer could be quoted there.
-    let detail = crate::redact::redact(
+    let detail = crate::base::redact::redact(
         &chain()
             .last()
             .map(|c| c.to_string())

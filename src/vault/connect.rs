@@ -156,7 +156,7 @@ impl Settings {
     ) -> Result<Settings, VaultError> {
         let mut settings = Settings::resolve_without_token(args, spec_addr, spec_namespace)?;
         (settings.token, settings.token_source) = resolve_token()?;
-        crate::redact::register(&settings.token);
+        crate::base::redact::register(&settings.token);
         Ok(settings)
     }
 
@@ -221,7 +221,7 @@ impl Settings {
         let timeout = match args.timeout {
             Some(t) => t,
             None => match env("BAO_CLIENT_TIMEOUT") {
-                Some(v) => crate::duration::parse(&v).map_err(|e| {
+                Some(v) => crate::base::duration::parse(&v).map_err(|e| {
                     config_err(
                         format!("BAO_CLIENT_TIMEOUT: {e}"),
                         "e.g. BAO_CLIENT_TIMEOUT=30s",

@@ -1,6 +1,6 @@
 //! Errors of the Vault client. Each names the path and, where the user can act, says what to do.
 //! None carries a response body: a body may hold secret values. Text that came from the server
-//! (its `errors`, a `Location`) passes through [`crate::redact::redact`] before it is kept here.
+//! (its `errors`, a `Location`) passes through [`crate::base::redact::redact`] before it is kept here.
 
 use std::time::Duration;
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use super::client::{decode, Call, Reply};
 use super::{Vault, VaultError};
-use crate::kv::{KvMount, KvVersion};
+use crate::base::kv::{KvMount, KvVersion};
 
 /// One field's value as read from Vault.
 pub enum FieldValue {
@@ -42,7 +42,7 @@ impl<'de> Deserialize<'de> for FieldValue {
             }
             fn visit_string<E: de::Error>(self, v: String) -> Result<FieldValue, E> {
                 let v = SecretString::from(v);
-                crate::redact::register(&v);
+                crate::base::redact::register(&v);
                 Ok(FieldValue::Text(v))
             }
             fn visit_bool<E: de::Error>(self, _: bool) -> Result<FieldValue, E> {

@@ -8,7 +8,7 @@
 //! 1. [`Options`] (what the command line and environment say) → [`Options::method`], a checked
 //!    [`Method`]; nothing is read yet.
 //! 2. [`Method::credentials`] reads the JWT or the role-id and secret-id (files, an environment
-//!    variable) into [`SecretString`]s and registers them with [`crate::redact`]; nothing is sent.
+//!    variable) into [`SecretString`]s and registers them with [`crate::base::redact`]; nothing is sent.
 //! 3. [`login`] sends one `POST auth/<mount>/login` on a client without a token and returns the
 //!    client token as a [`SecretString`] ([`LoggedIn`]). A refusal names the method, mount and
 //!    role, gives Vault's reason and what to do ([`LoginError`]).
@@ -301,7 +301,10 @@ impl Options {
             Some("") => return Err(usage("`--role` is empty", "name the auth method's role")),
             Some(r) if r.contains('/') || r.chars().any(char::is_control) => {
                 return Err(usage(
-                    format!("`--role {}` is not a role name", crate::redact::redact(r)),
+                    format!(
+                        "`--role {}` is not a role name",
+                        crate::base::redact::redact(r)
+                    ),
                     "a role name has no `/` and no control characters",
                 ))
             }
@@ -388,7 +391,7 @@ fn check_mount(mount: &str) -> Result<String, LoginError> {
         Err(usage(
             format!(
                 "`--auth-mount {}` {why}",
-                crate::redact::redact(mount.trim())
+                crate::base::redact::redact(mount.trim())
             ),
             "give the path the auth method is enabled at, without `auth/` (e.g. `kubernetes`, `k8s/cluster-1`)",
         ))
@@ -538,7 +541,7 @@ fn read_secret_file(
         message,
         help: help(),
     };
-    let bytes = crate::files::read_small(path, MAX_CREDENTIAL_BYTES)
+    let bytes = crate::base::files::read_small(path, MAX_CREDENTIAL_BYTES)
         .map_err(|e| failed(format!("cannot read {what} `{}`: {e}", path.display())))?;
     let Ok(text) = std::str::from_utf8(&bytes) else {
         return Err(failed(format!(
@@ -551,7 +554,7 @@ fn read_secret_file(
         return Err(failed(format!("{what} `{}` is empty", path.display())));
     }
     let secret = SecretString::from(text.to_string());
-    crate::redact::register(&secret);
+    crate::base::redact::register(&secret);
     Ok(secret)
 }
 
@@ -561,7 +564,7 @@ fn read_secret_env(var: &str) -> Result<SecretString, LoginError> {
     match value.as_deref().map(|v| v.trim()) {
         Some(v) if !v.is_empty() => {
             let secret = SecretString::from(v.to_string());
-            crate::redact::register(&secret);
+            crate::base::redact::register(&secret);
             Ok(secret)
         }
         _ => Err(LoginError::Credentials {
@@ -660,9 +663,9 @@ pub async fn login(vault: &Vault, credentials: &Credentials) -> Result<LoggedIn,
             },
         });
     }
-    crate::redact::register(&auth.client_token);
+    crate::base::redact::register(&auth.client_token);
     let accessor = shown_accessor(&auth.accessor, Some(&auth.client_token));
-    tracing::info!(accessor = %accessor, policies = ?auth.policies.iter().map(|p| crate::redact::redact(p)).collect::<Vec<_>>(), ttl = auth.lease_duration, "logged in: {what}");
+    tracing::info!(accessor = %accessor, policies = ?auth.policies.iter().map(|p| crate::base::redact::redact(p)).collect::<Vec<_>>(), ttl = auth.lease_duration, "logged in: {what}");
     Ok(LoggedIn {
         token: auth.client_token,
         accessor,
@@ -700,7 +703,7 @@ fn issued_in(body: &[u8]) -> Issued {
     };
     let token = part.client_token.filter(|t| !t.expose_secret().is_empty());
     if let Some(t) = &token {
-        crate::redact::register(t);
+        crate::base::redact::register(t);
     }
     Issued {
         accessor: part
@@ -854,7 +857,7 @@ impl Claims {
                 ..Claims::default()
             };
         };
-        let text = |v: &serde_json::Value| v.as_str().map(crate::redact::redact);
+        let text = |v: &serde_json::Value| v.as_str().map(crate::base::redact::redact);
         // Projected tokens (`kubernetes.io: {namespace, serviceaccount: {name}}`) and the legacy
         // secret-based ones (`kubernetes.io/serviceaccount/namespace`), as path_login.go reads
         // them.
@@ -864,7 +867,7 @@ impl Claims {
         let sa_name = text(&k8s["serviceaccount"]["name"])
             .or_else(|| text(&claims["kubernetes.io/serviceaccount/service-account.name"]));
         let audiences = match &claims["aud"] {
-            serde_json::Value::String(a) => vec![crate::redact::redact(a)],
+            serde_json::Value::String(a) => vec![crate::base::redact::redact(a)],
             serde_json::Value::Array(list) => list.iter().filter_map(text).take(8).collect(),
             _ => Vec::new(),
         };
@@ -912,7 +915,7 @@ impl Vault {
 }
 
 /// Revokes a logged-in token at the end of the command, whichever way it ends (an error, a
-/// panic that unwinds, a stop signal: [`crate::stop`]), unless it is kept (`--keep-token`).
+/// panic that unwinds, a stop signal: [`crate::base::stop`]), unless it is kept (`--keep-token`).
 ///
 /// Made before the login is sent: a stop signal while the login is out waits (boundedly) for
 /// its answer, so that a token Vault issues just then is revoked too. The token is revoked with
@@ -922,7 +925,7 @@ impl Vault {
 pub struct Revoker {
     shared: Arc<Shared>,
     keep: bool,
-    _on_stop: Option<crate::stop::Registered>,
+    _on_stop: Option<crate::base::stop::Registered>,
 }
 
 struct Shared {
@@ -983,7 +986,7 @@ impl Revoker {
         });
         let on_stop = (!keep).then(|| {
             let shared = shared.clone();
-            crate::stop::on_stop(move || settle(&shared, false, true))
+            crate::base::stop::on_stop(move || settle(&shared, false, true))
         });
         Revoker {
             shared,
@@ -1134,12 +1137,12 @@ fn revoke(vault: Vault) -> Result<(), String> {
 }
 
 /// A server's accessor as it may be shown: never the token itself, cleaned and capped like all
-/// server text ([`crate::redact::redact`]).
+/// server text ([`crate::base::redact::redact`]).
 pub fn shown_accessor(accessor: &str, token: Option<&SecretString>) -> String {
     if token.is_some_and(|t| t.expose_secret() == accessor) {
         return "(not shown: Vault gave the token itself as its accessor)".to_string();
     }
-    crate::redact::redact(accessor)
+    crate::base::redact::redact(accessor)
 }
 
 /// A line on stderr at the end of a run (the report is printed by then); a stderr that is gone is
@@ -1279,7 +1282,7 @@ mod tests {
         assert_eq!(body["role"], "vault-seed");
         // Registered: server text quoting it is redacted.
         assert!(
-            !crate::redact::redact("bad eyJhbGciOiJFUzI1NiJ9.e30.c2ln-login-unit")
+            !crate::base::redact::redact("bad eyJhbGciOiJFUzI1NiJ9.e30.c2ln-login-unit")
                 .contains("c2ln-login-unit")
         );
         std::fs::write(&f, " \n").unwrap();

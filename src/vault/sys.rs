@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::client::{decode, Call, Reply};
 use super::{Vault, VaultError};
-use crate::kv::KvVersion;
+use crate::base::kv::KvVersion;
 
 /// What Vault says about the caller's token. Deliberately without the token's `id`.
 #[derive(Debug, Clone, Deserialize)]

@@ -16,10 +16,10 @@ use super::store;
 use super::stuck::Stuck;
 use super::vso::{self, vso_namespace, VssCheck};
 use super::{Checked, Part, Progress, Request};
+use crate::base::kv::KvVersion;
 use crate::kube::{Cluster, KubeError, ReadKind};
-use crate::kv::KvVersion;
-use crate::mounts::Mounts;
 use crate::seed::Inspection;
+use crate::spec::mounts::Mounts;
 use crate::spec::{EnvPlan, TargetIndex};
 use crate::vault::Vault;
 use tokio::sync::RwLock;
@@ -297,7 +297,7 @@ async fn reread(
     cluster: &Cluster,
     before: &ClusterPart,
     wanted: &Wanted,
-    digester: Option<&crate::digest::Digester>,
+    digester: Option<&crate::base::digest::Digester>,
     concurrency: usize,
 ) {
     let es: Vec<&eso::EsCheck> = before

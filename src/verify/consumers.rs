@@ -566,7 +566,7 @@ impl ConsumersPart {
 /// A workload's name as shown: escaped (control characters written out) and capped, so that
 /// what a terminal shows is what the cluster sent.
 fn shown_name(name: &str) -> String {
-    crate::text::cap(&crate::text::escaped(name)).into_owned()
+    crate::base::text::cap(&crate::base::text::escaped(name)).into_owned()
 }
 
 /// The `kubectl` command that restarts a workload.

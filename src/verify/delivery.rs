@@ -1,6 +1,6 @@
 //! Delivered means the value matches: each key of a target Secret is compared with the value in
 //! Vault its mapping selects (path, field, version, decoding), both as keyed digests
-//! ([`crate::digest`]), so neither value is printed, logged or kept. A match proves delivery
+//! ([`crate::base::digest`]), so neither value is printed, logged or kept. A match proves delivery
 //! whatever the controllers' clocks say; a mismatch is looked up in the recent versions, so the
 //! report can say which one the Secret holds.
 //!
@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex};
 use secrecy::ExposeSecret;
 use time::OffsetDateTime;
 
-use crate::digest::{Digest, Digester};
+use crate::base::digest::{Digest, Digester};
 use crate::kube::KeyDigest;
-use crate::mounts::Mounts;
+use crate::spec::mounts::Mounts;
 use crate::spec::{Target, TargetIndex};
 use crate::vault::kv::{Existing, FieldValue};
 use crate::vault::Vault;
@@ -486,7 +486,7 @@ pub fn vso_mappings(
 mod tests {
     use super::*;
     use crate::kube::{DataFrom, RemoteRef, TemplateEntry};
-    use crate::replace::tests::target;
+    use crate::write::replace::tests::target;
 
     fn remote(secret_key: &str, key: &str, property: Option<&str>) -> RemoteRef {
         RemoteRef {

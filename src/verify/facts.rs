@@ -9,7 +9,7 @@ use time::OffsetDateTime;
 use super::grants::{GrantsPart, Method, PolicyPart};
 use super::Checked;
 use crate::acl::Capability;
-use crate::kv::KvVersion;
+use crate::base::kv::KvVersion;
 use crate::seed::{Found, Inspection, Status};
 use crate::spec::{Target, TargetIndex};
 

@@ -77,7 +77,7 @@ pub fn any_problem<F: Finding>(findings: &[F]) -> bool {
 
 /// A sentence bounded like the text report's lines (in JSON too).
 pub fn capped(line: String) -> String {
-    match crate::text::cap(&line) {
+    match crate::base::text::cap(&line) {
         Cow::Owned(c) => c,
         Cow::Borrowed(_) => line,
     }

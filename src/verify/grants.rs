@@ -25,7 +25,7 @@ use super::findings::{joined, Finding, Severity};
 use crate::acl::{
     self, Capabilities, Capability, PathCheck, Policy, PolicyReport, Requirements, Rule,
 };
-use crate::kv::KvVersion;
+use crate::base::kv::KvVersion;
 use crate::spec::EnvPlan;
 use crate::vault::{Vault, VaultError};
 

@@ -9,11 +9,11 @@ use serde::Serialize;
 use super::findings::{Finding, Severity};
 use super::{cluster, Checked, Part};
 use crate::generate::IMPORT_MARKER;
-use crate::import::{read_source, Source, Unavailable};
 use crate::kube::Cluster;
-use crate::mounts::Mounts;
+use crate::spec::mounts::Mounts;
 use crate::spec::{EnvPlan, Target};
 use crate::vault::{Existing, FieldValue, Present, Vault};
+use crate::write::import::{read_source, Source, Unavailable};
 
 /// What the part finds about one field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,7 +143,7 @@ pub async fn check(
     };
     let mut results = Vec::new();
     for t in &plan.targets {
-        if crate::import::imports_into(t) {
+        if crate::write::import::imports_into(t) {
             results.extend(check_target(vault, cluster, mounts, t, &plan.env).await);
         }
     }

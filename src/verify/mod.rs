@@ -53,7 +53,7 @@ use std::time::Duration;
 use secrecy::SecretString;
 use serde::Serialize;
 
-use crate::mounts::Mounts;
+use crate::spec::mounts::Mounts;
 use crate::spec::EnvPlan;
 use crate::vault::Vault;
 
@@ -481,7 +481,7 @@ async fn in_cluster(
     let compare = (!req.skip_target_secrets)
         .then(|| delivery::Compare::new(vault, mounts, &index))
         .flatten();
-    let has_imports = crate::import::any(&plan.targets);
+    let has_imports = crate::write::import::any(&plan.targets);
     let wants_argocd = req.wants(PartName::Argocd) && argocd::configured(plan);
     let wants_imports = req.wants(PartName::Imports) && has_imports;
     // One connection for every part, so each object is read once ([`crate::kube::ReadKind`]).

@@ -10,10 +10,10 @@
 use serde::Serialize;
 
 use super::vso;
+use crate::base::text;
 use crate::kube::{Cluster, DataFrom, ExternalSecretInfo, VaultStaticSecretInfo};
 use crate::order::findings::Severity;
 use crate::spec::{Target, TargetIndex};
-use crate::text;
 
 /// One object that reads (or may read) the secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -428,7 +428,7 @@ mod tests {
     /// list says so; not checked says why, never "no reader".
     #[test]
     fn what_is_said_before_the_write() {
-        let t = crate::replace::tests::target("app", "SALT", &["password"]);
+        let t = crate::write::replace::tests::target("app", "SALT", &["password"]);
         let mut es = crate::verify::eso::tests::es(Some(true), None);
         es.data = vec![remote("app/dev/SALT", Some("password"), Some("2"))];
         es.data_from = vec![DataFrom::Find];
@@ -491,7 +491,7 @@ mod tests {
     /// when the cluster could not tell, the command as a maybe.
     #[test]
     fn the_next_step_after_a_placeholder() {
-        let t = crate::replace::tests::target("app", "PAT", &["value"]);
+        let t = crate::write::replace::tests::target("app", "PAT", &["value"]);
         let mut es = crate::verify::eso::tests::es(Some(true), None);
         es.data = vec![remote("app/dev/PAT", Some("value"), None)];
         let only = [t];
@@ -520,7 +520,7 @@ mod tests {
 
     #[test]
     fn an_external_secret_reads_the_fields_replaced_of_its_path_only() {
-        let t = crate::replace::tests::target("app", "SALT", &["password", "note"]);
+        let t = crate::write::replace::tests::target("app", "SALT", &["password", "note"]);
         let mut es = crate::verify::eso::tests::es(Some(true), None);
         es.data = vec![
             remote("app/dev/SALT", Some("password"), None),

@@ -196,7 +196,7 @@ fn missing(e: &KubeError, what: &str) -> String {
         ),
         other => format!(
             "whether {what} cannot be told: {}",
-            crate::text::cap(&other.to_string())
+            crate::base::text::cap(&other.to_string())
         ),
     }
 }

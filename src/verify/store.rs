@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 
 use super::facts::Facts;
 use super::findings::{joined, shown_namespace, Finding, Severity};
+use crate::base::kv::KvVersion;
 use crate::kube::{RemoteRef, StoreAuth, StoreKv, StoreProblem, VaultStore};
-use crate::kv::KvVersion;
 use crate::spec::{AuthRole, EnvPlan, Environment, Spec, Target};
 use crate::vault::{Vault, VaultError};
 

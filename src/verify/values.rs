@@ -12,9 +12,9 @@ use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
 use super::Part;
-use crate::replace::selector;
 use crate::seed::{Inspection, Status};
 use crate::spec::Target;
+use crate::write::replace::selector;
 
 /// One field's row, made when it is shown: borrowed from the part, never held.
 #[derive(Debug, Serialize)]
@@ -185,7 +185,7 @@ pub(crate) mod tests {
     use crate::seed::{Outcome, PathResult};
 
     fn target(app: &str, fields: &[&str]) -> Target {
-        crate::replace::tests::target(app, "A", fields)
+        crate::write::replace::tests::target(app, "A", fields)
     }
 
     /// `t` read at version 3, unmarked, each field with its outcome.

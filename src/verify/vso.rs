@@ -19,11 +19,11 @@ use super::findings::{
 };
 use super::secret_type;
 use super::vault_namespace;
+use crate::base::kv::KvVersion;
 use crate::kube::{
     parse_ref, BadField, Cluster, FieldProblem, KubeError, VaultAuthLogin, VaultStaticSecretInfo,
     VsoKind, VsoObjectInfo, VAULT_AUTH, VAULT_CONNECTION,
 };
-use crate::kv::KvVersion;
 use crate::seed::Status;
 use crate::spec::{AuthRole, EnvPlan, Target, TargetIndex};
 use crate::vault::address::same_vault;

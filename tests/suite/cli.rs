@@ -154,7 +154,7 @@ fn every_help_separates_global_and_vault_options_from_the_commands_own() {
 }
 
 /// Defaults show in help: clap's own `[default: ...]` and the generator options' (which are
-/// optional flags, so the text states them; `src/cli.rs` checks it against the constants).
+/// optional flags, so the text states them; `src/app/cli.rs` checks it against the constants).
 #[test]
 fn help_shows_defaults_and_where_the_json_schema_is() {
     let gen = Run::offline()

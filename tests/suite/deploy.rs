@@ -29,7 +29,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBind
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use vault_seed::cli::{Cli, Command};
+use vault_seed::app::cli::{Cli, Command};
 use vault_seed::vault::login::Kind;
 
 fn root() -> PathBuf {

@@ -169,7 +169,7 @@ async fn secrets_are_listed_as_metadata_or_as_digests_never_kept_as_values() {
         .is_some());
     assert_eq!(lists_of(&kube, "secrets").len(), 1);
     let before = kube.requests().len();
-    let digester = vault_seed::digest::Digester::new().unwrap();
+    let digester = vault_seed::base::digest::Digester::new().unwrap();
     let d = cluster
         .secret_digests("apps", "es-1", &digester)
         .await

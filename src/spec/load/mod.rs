@@ -29,10 +29,10 @@ use super::{
     few, Argocd, AuthRole, Environment, Environments, Eso, EsoAccess, Field, Provided, Rotation,
     Secret, SecretOverride, Spec, SpecSet, Target, VaultTarget, Vso, ENV_PLACEHOLDER, MAX_KEEP,
 };
-use crate::backticks::backticked;
+use crate::base::backticks::backticked;
+use crate::base::kv::KvVersion;
+use crate::base::suggest::suggest;
 use crate::generate::{Generator, Param, Params, Syntax, GENERATOR_NAMES};
-use crate::kv::KvVersion;
-use crate::suggest::suggest;
 use argocd::*;
 use cross::*;
 use derived::{Built, SourceKeys};

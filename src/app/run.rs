@@ -10,11 +10,13 @@
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 
+use crate::app::cli;
+use crate::base::exit::Exit;
+use crate::base::failure::{Failure, Problem};
+use crate::base::logging;
 use crate::cmd::{self, Done};
-use crate::exit::Exit;
-use crate::failure::{Failure, Problem};
 use crate::report::{self, diagnostics, Body, Ending, Format, Printer, Report, Style, View};
-use crate::{cli, logging, vault};
+use crate::vault;
 
 /// Install rustls' `ring` crypto provider for the process (idempotent). The Vault and
 /// Kubernetes clients share it; we build without aws-lc so no C toolchain step is needed.

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::kv::{KvMount, KvVersion};
+use crate::base::kv::{KvMount, KvVersion};
 use crate::spec::Target;
 use crate::vault::{Vault, VaultError};
 

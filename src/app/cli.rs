@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::duration;
+use crate::base::duration;
 use crate::report::{ColorChoice, Format};
 use crate::vault::login::{self, Kind};
 use crate::vault::ConnectOptions;

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::base::kv::KvMount;
 use crate::gate::{self, Held};
-use crate::kv::KvMount;
 use crate::spec::{Field, Target};
 use crate::vault::{Existing, Vault, VaultError};
 
@@ -206,7 +206,7 @@ pub(crate) mod tests {
             PathBuf::from(format!("specs/{folder}.toml")).into(),
             folder.into(),
             "secret".into(),
-            Some(crate::kv::KvVersion::V2),
+            Some(crate::base::kv::KvVersion::V2),
         );
         let fields = fields
             .iter()

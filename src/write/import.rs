@@ -4,7 +4,7 @@
 //! The Secret's key is read through the real kube client ([`Cluster::secret_value`]) and
 //! held as a [`SecretString`] from the moment it is decoded; it is compared with Vault's value
 //! without either being shown. What may be written is the gate's ([`crate::gate`]) to decide;
-//! writes use [`crate::replace::write`]: check-and-set with
+//! writes use [`crate::write::replace::write`]: check-and-set with
 //! the version read (`cas=0` for a path that does not exist yet, holding only the imported
 //! fields; `apply` adds the others, as it adds any field a live secret lacks).
 //!
@@ -13,15 +13,15 @@
 use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 
+use crate::base::kv::KvMount;
 use crate::gate::{self, Held, Intent};
 use crate::generate::Generator;
 use crate::kube::{Cluster, SecretKey};
-use crate::kv::KvMount;
-use crate::mounts::Mounts;
-use crate::replace::{self, ChangeError};
 use crate::seed;
+use crate::spec::mounts::Mounts;
 use crate::spec::{Field, Target};
 use crate::vault::{FieldValue, Vault, VaultError};
+use crate::write::replace::{self, ChangeError};
 
 /// A `from_secret` field: where its value comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,7 +145,7 @@ pub async fn read_source(
         .await
     {
         Ok(SecretKey::Value(v)) => {
-            crate::redact::register(&v);
+            crate::base::redact::register(&v);
             Ok(v)
         }
         Ok(SecretKey::NoSecret) => Err(Unavailable::NoSecret { secret, key }),
@@ -510,7 +510,7 @@ mod tests {
 
     /// `secret/app/dev/S` with the import field `pat` and a uuid `client`.
     fn target(fixed: bool) -> Target {
-        let mut t = crate::replace::tests::target("app", "S", &["client"]);
+        let mut t = crate::write::replace::tests::target("app", "S", &["client"]);
         let mut fields = t.fields.to_vec();
         fields.insert(0, from_secret("pat"));
         t.fields = Arc::from(fields);
@@ -649,7 +649,7 @@ mod tests {
             }]
         );
         assert_eq!(sources[0].secret(), "ask/zitadel-admin-pat");
-        let plain = crate::replace::tests::target("app", "U", &["client"]);
+        let plain = crate::write::replace::tests::target("app", "U", &["client"]);
         assert!(imports_into(&t) && !imports_into(&plain));
         assert!(any(&[plain.clone(), t]) && !any(&[plain]));
     }

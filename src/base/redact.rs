@@ -26,18 +26,18 @@ use std::sync::Mutex;
 
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::text::push_token_mark;
-pub use crate::text::{next_token, tokens};
+use crate::base::text::push_token_mark;
+pub use crate::base::text::{next_token, tokens};
 
 /// Values shorter than this (in bytes) are not redacted.
 pub const MIN_LEN: usize = 4;
 
 /// At most this many characters of outside text are shown; the rest is counted, not shown (the
-/// one cap of [`crate::text`]).
-pub const MAX_SHOWN: usize = crate::text::MAX_CHARS;
+/// one cap of [`crate::base::text`]).
+pub const MAX_SHOWN: usize = crate::base::text::MAX_CHARS;
 
 /// What a secret is replaced with.
-pub const MARK: &str = crate::text::REDACTED;
+pub const MARK: &str = crate::base::text::REDACTED;
 
 const BUCKETS: usize = 1 << 12;
 
@@ -207,7 +207,7 @@ pub fn redact(text: &str) -> String {
         }
         // `i` is always on a character boundary: it moves by whole characters or whole values.
         let c = text[i..].chars().next().unwrap_or('\u{fffd}');
-        if crate::text::is_hidden(c) {
+        if crate::base::text::is_hidden(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -326,7 +326,7 @@ mod tests {
     #[test]
     fn token_shapes_are_redacted_wherever_they_appear() {
         let legacy = "s.Xq3kP9vLm2Wn8Rt5Yb7Zc1Ad";
-        assert_eq!(legacy.len(), 2 + crate::text::TOKEN_ID_LEN);
+        assert_eq!(legacy.len(), 2 + crate::base::text::TOKEN_ID_LEN);
         let batch = format!("b.{}", "AAEC_-9z".repeat(10));
         let text = format!(
             "permission denied: token {HVS}; old \"{legacy}\", ns {legacy}.aB3dE, root hvs.Xq3kP9vLm2Wn8Rt5Yb7Zc1Ad, recovery r.Xq3kP9vLm2Wn8Rt5Yb7Zc1Ad, batch {batch}: hvb.{0} hvr.{0}",

@@ -10,12 +10,12 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::exit::Exit;
+use crate::base::exit::Exit;
 use crate::generate::ParamError;
 use crate::kube::KubeError;
-use crate::replace::ChangeError;
 use crate::spec::{Diagnostic, LoadError};
 use crate::vault::VaultError;
+use crate::write::replace::ChangeError;
 
 /// A command that stopped, and why.
 #[derive(Debug)]

@@ -10,9 +10,9 @@ use std::collections::{HashMap, HashSet};
 
 use futures::stream::{self, StreamExt};
 
-use crate::kv::KvMount;
+use crate::base::kv::KvMount;
+use crate::base::text::cap;
 use crate::spec::Target;
-use crate::text::cap;
 use crate::vault::{Existing, Vault, VaultError};
 
 /// What a walk of folders found.

@@ -8,7 +8,7 @@
 //! - the characters that act on a terminal rather than show ([`is_hidden`]) are removed
 //!   ([`for_terminal`]) or written as escapes ([`escaped`], [`SafeJson`]);
 //! - anything shaped like a Vault token is redacted ([`tokens`]), and values this
-//!   run holds are too ([`crate::redact::redact`]);
+//!   run holds are too ([`crate::base::redact::redact`]);
 //! - a whole text is kept to [`MAX_CHARS`] characters, the rest counted ([`cap`]); a name quoted
 //!   inside a sentence to [`QUOTE_CHARS`], cut in the middle ([`quoted`]).
 
