@@ -8,6 +8,7 @@ pub mod audit;
 mod backticks;
 pub mod cli;
 pub mod cmd;
+pub mod codes;
 pub mod digest;
 pub mod duration;
 pub mod exit;

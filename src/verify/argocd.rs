@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::findings::{Finding, Severity};
+use super::findings::{Code, Finding, Severity, Shape, Verdict};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::{AppLookup, AppResource, ApplicationInfo, Cluster, KubeError, OperationInfo};
 use crate::spec::EnvPlan;
@@ -80,11 +80,11 @@ pub struct AppCheck {
     pub operation: Option<OperationInfo>,
     /// Its resources that are not Healthy (when Argo CD persists resource health).
     pub unhealthy: Vec<AppResource>,
-    /// What is wrong.
-    pub problems: Vec<Problem>,
-    /// What explains its state (its operation, conditions, sources), not failures.
-    pub notes: Vec<String>,
-    /// What was found, from which `problems` and `notes` are made once every check ran.
+    /// What is wrong (`problems`, each with what to do) and what explains its state (`notes`:
+    /// its operation, conditions, sources, not failures); `findings` with their codes.
+    #[serde(flatten)]
+    pub verdict: Verdict<Problem>,
+    /// What was found, from which `verdict` is made once every check ran.
     #[serde(skip)]
     findings: Vec<AppFinding>,
 }
@@ -102,8 +102,9 @@ pub struct CmCheck {
     pub exists: bool,
     /// The key that holds the health check.
     pub key: Option<String>,
-    /// What is wrong.
-    pub problems: Vec<Problem>,
+    /// What is wrong (`problems`, each with what to do); `findings` with their codes.
+    #[serde(flatten)]
+    pub verdict: Verdict<Problem>,
 }
 
 /// The part's report.
@@ -131,8 +132,8 @@ impl ArgocdPart {
     fn problems(&self) -> impl Iterator<Item = &Problem> {
         self.apps
             .iter()
-            .flat_map(|a| &a.problems)
-            .chain(self.argocd_cm.iter().flat_map(|c| &c.problems))
+            .flat_map(|a| &a.verdict.problems)
+            .chain(self.argocd_cm.iter().flat_map(|c| &c.verdict.problems))
     }
 
     /// Whether waiting can help: something is wrong, and only things that time may fix.
@@ -302,9 +303,8 @@ async fn check_once(cluster: &Cluster, layouts: &[Layout]) -> Result<ArgocdPart,
         argocd_cm.push(cm_check(ns, cm.as_ref(), &apps));
     }
     for a in &mut apps {
-        a.problems = problems(&a.findings);
-        a.notes = notes(&a.findings);
-        a.ok = a.problems.is_empty();
+        a.verdict = verdict(&a.findings);
+        a.ok = a.verdict.is_clean();
     }
     let ok = apps.iter().all(|a| a.ok) && argocd_cm.iter().all(|c| c.ok);
     Ok(ArgocdPart {
@@ -394,6 +394,29 @@ enum AppFinding {
     /// Note: no tracking names the app-of-apps of `name`.
     NoTracking { name: String, secrets_app: String },
 }
+
+crate::codes::codes!(
+    AppFinding,
+    AppFinding {
+        NotServed => "argocd-not-served",
+        SecretsAppMissing => "secrets-app-missing",
+        ConsumerMissing => "consumer-app-missing",
+        OutOfSync => "out-of-sync",
+        NotSynced => "not-synced",
+        Progressing => "progressing",
+        Degraded => "degraded",
+        HealthMissing => "resources-missing",
+        NotHealthy => "not-healthy",
+        Unmanaged => "external-secrets-unmanaged",
+        WaveNotAfter => "wave-not-after",
+        OtherParent => "other-parent",
+        Operation => "operation",
+        Condition => "condition",
+        MoreUnhealthy => "more-unhealthy",
+        HealthNotPersisted => "health-not-persisted",
+        NoTracking => "no-tracking",
+    }
+);
 
 impl Finding for AppFinding {
     fn severity(&self) -> Severity {
@@ -556,24 +579,14 @@ impl AppFinding {
     }
 }
 
-/// The problems among `findings`, with their help.
-fn problems(findings: &[AppFinding]) -> Vec<Problem> {
-    let problems = findings
-        .iter()
-        .filter(|f| f.severity() == Severity::Problem);
-    problems
-        .map(|f| Problem {
-            message: f.message(),
-            help: f.help(),
-            waitable: f.waitable(),
-        })
-        .collect()
-}
-
-/// The notes among `findings`.
-fn notes(findings: &[AppFinding]) -> Vec<String> {
-    let notes = findings.iter().filter(|f| f.severity() == Severity::Note);
-    notes.map(Finding::message).collect()
+/// The verdict of `findings`: problems with what to do, and notes.
+fn verdict(findings: &[AppFinding]) -> Verdict<Problem> {
+    Verdict::shown(findings, |f, message| Problem {
+        message,
+        help: f.help(),
+        waitable: f.waitable(),
+    })
+    .shaped(Shape::PROBLEMS_NOTES)
 }
 
 fn blank(namespace: &str, name: &str, role: &'static str) -> AppCheck {
@@ -590,8 +603,7 @@ fn blank(namespace: &str, name: &str, role: &'static str) -> AppCheck {
         health: None,
         operation: None,
         unhealthy: Vec::new(),
-        problems: Vec::new(),
-        notes: Vec::new(),
+        verdict: Verdict::default().shaped(Shape::PROBLEMS_NOTES),
         findings: Vec::new(),
     }
 }
@@ -834,6 +846,15 @@ enum CmFinding {
     NoHealthCheck { consequence: String },
 }
 
+crate::codes::codes!(
+    CmFinding,
+    CmFinding {
+        Missing => "argocd-cm-missing",
+        Unreadable => "customizations-unreadable",
+        NoHealthCheck => "no-app-health-check",
+    }
+);
+
 impl CmFinding {
     /// What is wrong, for argocd-cm in `ns`.
     fn message(&self, ns: &str) -> String {
@@ -883,7 +904,7 @@ fn cm_check(
         ok: false,
         exists: cm.is_some(),
         key: None,
-        problems: Vec::new(),
+        verdict: Verdict::default().shaped(Shape::PROBLEMS),
     };
     // The runbook's consequence, with the waves this cluster shows.
     let wave_of = |name: &str| {
@@ -922,10 +943,11 @@ fn cm_check(
         },
     };
     check.ok = finding.is_none();
-    check.problems = finding
-        .map(|f| Problem::new(f.message(ns), f.help(ns)))
-        .into_iter()
-        .collect();
+    if let Some(f) = finding {
+        let (message, help) = (f.message(ns), f.help(ns));
+        let problem = Problem::new(message.clone(), help);
+        check.verdict = std::mem::take(&mut check.verdict).with_problem(f.code(), message, problem);
+    }
     check
 }
 
@@ -974,11 +996,12 @@ mod tests {
                 message: "boom".into(),
             },
         ];
-        let p = problems(&found);
+        let v = verdict(&found);
+        let p = &v.problems;
         assert_eq!(p.len(), 1);
         assert!(!p[0].waitable);
         assert!(p[0].help.contains("sync-wave: \"1\"` (any wave above 0)"));
-        assert_eq!(notes(&found), ["SyncError: boom"]);
+        assert_eq!(v.notes, ["SyncError: boom"]);
 
         let cm = CmFinding::Missing {
             consequence: ": later".into(),
@@ -990,5 +1013,24 @@ mod tests {
         assert!(cm
             .help("argocd")
             .starts_with("is Argo CD installed in namespace `argocd`"));
+    }
+}
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_errors_md() {
+        crate::codes::assert_documented(
+            "verify argocd: Applications",
+            &AppFinding::codes(),
+            &AppFinding::all_codes(),
+        );
+        crate::codes::assert_documented(
+            "verify argocd: argocd-cm",
+            &CmFinding::codes(),
+            &CmFinding::all_codes(),
+        );
     }
 }

@@ -29,7 +29,9 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use super::delivery::{self, Compare, Held, Mapping};
-use super::findings::{any_problem, before_in_whole_seconds, rfc3339, Finding, Lines, Severity};
+use super::findings::{
+    any_problem, before_in_whole_seconds, rfc3339, Finding, Severity, Shape, Verdict,
+};
 use super::restarters::{Running, Watch};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::names::is_dns1123_subdomain;
@@ -387,26 +389,118 @@ impl ConsumerFinding {
             _ => String::new(),
         }
     }
+}
 
-    /// Its stable kebab-case code, for scripts and tests (the wording may change).
-    pub fn code(&self) -> &'static str {
+crate::codes::codes!(
+    ConsumerFinding,
+    ConsumerFinding {
+        Volume => "volume-reader",
+        CronJob => "cronjob-reader",
+        Fresh => "fresh-pods",
+        Stale => "stale-pods",
+        WillRestart => "will-restart",
+        RestarterNotRunning => "restarter-not-running",
+        RestarterCannotTell => "restarter-cannot-tell",
+        CannotTell => "cannot-tell",
+        NotChecked => "not-checked",
+        Shape => "unexpected-shape",
+        WorkloadRef => "workload-ref",
+        BadStart => "bad-start-time",
+        Restarted => "restarted",
+        RestartFailed => "restart-failed",
+    }
+);
+
+/// What the part finds beyond one workload: a target whose readers cannot be looked for, and
+/// target Secrets left unread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetFinding {
+    /// An ExternalSecret the specs name does not exist (`object`: `namespace/name`).
+    EsMissing {
+        /// `namespace/name`.
+        object: String,
+    },
+    /// A VaultStaticSecret the specs name does not exist.
+    VssMissing {
+        /// `namespace/name`.
+        object: String,
+    },
+    /// A VaultStaticSecret's `rolloutRestartTargets` names a kind VSO does not restart.
+    RestartKindUnknown {
+        /// `namespace/name`.
+        object: String,
+        /// The kind, as written.
+        kind: String,
+    },
+    /// A VaultStaticSecret's `rolloutRestartTargets` cannot be read.
+    RestartTargetsBad {
+        /// `namespace/name`.
+        object: String,
+        /// What is wrong with it.
+        bad: String,
+    },
+    /// A VaultStaticSecret names no destination Secret.
+    NoDestination {
+        /// `namespace/name`.
+        object: String,
+    },
+    /// `--skip-target-secrets`: when the data changed is not known.
+    TargetsNotRead,
+}
+
+crate::codes::codes!(
+    TargetFinding,
+    TargetFinding {
+        EsMissing => "external-secret-missing",
+        VssMissing => "static-secret-missing",
+        RestartKindUnknown => "restart-kind-unknown",
+        RestartTargetsBad => "restart-targets-unreadable",
+        NoDestination => "no-destination",
+        TargetsNotRead => "targets-not-read",
+    }
+);
+
+impl Finding for TargetFinding {
+    fn severity(&self) -> Severity {
         match self {
-            ConsumerFinding::Volume { .. } => "volume-reader",
-            ConsumerFinding::CronJob { .. } => "cronjob-reader",
-            ConsumerFinding::Fresh { .. } => "fresh-pods",
-            ConsumerFinding::Stale { .. } => "stale-pods",
-            ConsumerFinding::WillRestart { .. } => "will-restart",
-            ConsumerFinding::RestarterNotRunning { .. } => "restarter-not-running",
-            ConsumerFinding::RestarterCannotTell { .. } => "restarter-cannot-tell",
-            ConsumerFinding::CannotTell { .. } => "cannot-tell",
-            ConsumerFinding::NotChecked { .. } => "not-checked",
-            ConsumerFinding::Shape { .. } => "unexpected-shape",
-            ConsumerFinding::WorkloadRef => "workload-ref",
-            ConsumerFinding::BadStart { .. } => "bad-start-time",
-            ConsumerFinding::Restarted { .. } => "restarted",
-            ConsumerFinding::RestartFailed { .. } => "restart-failed",
+            TargetFinding::TargetsNotRead => Severity::Note,
+            TargetFinding::EsMissing { .. }
+            | TargetFinding::VssMissing { .. }
+            | TargetFinding::RestartKindUnknown { .. }
+            | TargetFinding::RestartTargetsBad { .. }
+            | TargetFinding::NoDestination { .. } => Severity::Problem,
         }
     }
+
+    fn message(&self) -> String {
+        match self {
+            TargetFinding::EsMissing { object } => format!(
+                "ExternalSecret `{object}` does not exist: the readers of its target Secret are not checked"
+            ),
+            TargetFinding::VssMissing { object } => format!(
+                "VaultStaticSecret `{object}` does not exist: the readers of its destination Secret are not checked"
+            ),
+            TargetFinding::RestartKindUnknown { object, kind } => format!(
+                "VaultStaticSecret `{object}`: `rolloutRestartTargets` kind `{kind}` is not one VSO restarts (`Deployment`, `StatefulSet`, `DaemonSet`, `argo.Rollout`)"
+            ),
+            TargetFinding::RestartTargetsBad { object, bad } => format!(
+                "VaultStaticSecret `{object}`: {bad}: what VSO restarts is not known"
+            ),
+            TargetFinding::NoDestination { object } => format!(
+                "VaultStaticSecret `{object}` names no `spec.destination.name`: its readers are not checked"
+            ),
+            TargetFinding::TargetsNotRead => "target Secrets were not read (--skip-target-secrets): when their data changed is not known, so readers through env or subPath are not checked".into(),
+        }
+    }
+}
+
+/// The part's own findings: its targets' problems, and whether target Secrets were read.
+fn part_findings(pass: &Pass<'_>) -> Vec<TargetFinding> {
+    let mut found = pass.problems.to_vec();
+    if !pass.read {
+        found.push(TargetFinding::TargetsNotRead);
+    }
+    found
 }
 
 /// The first three pod names, for a sentence: `a`, `b`, `c`, ….
@@ -449,10 +543,9 @@ pub struct WorkloadCheck {
     pub restarted_by: Option<String>,
     /// The command that restarts it, when it needs one.
     pub fix: Option<String>,
-    /// What is wrong.
-    pub problems: Vec<String>,
-    /// Worth knowing.
-    pub notes: Vec<String>,
+    /// What is wrong, and what is worth knowing; `findings` with their codes.
+    #[serde(flatten)]
+    pub verdict: Verdict,
     #[serde(skip)]
     findings: Vec<ConsumerFinding>,
     #[serde(skip)]
@@ -500,10 +593,10 @@ pub struct ConsumersPart {
     pub secrets: Vec<SecretCheck>,
     /// The workloads that read them.
     pub workloads: Vec<WorkloadCheck>,
-    /// What is wrong beyond one workload (a target that cannot be found).
-    pub problems: Vec<String>,
-    /// Worth knowing.
-    pub notes: Vec<String>,
+    /// What is wrong beyond one workload (a target that cannot be found), and what is worth
+    /// knowing; `findings` with their codes.
+    #[serde(flatten)]
+    pub verdict: Verdict,
 }
 
 impl Part for ConsumersPart {
@@ -536,6 +629,7 @@ impl ConsumersPart {
             .collect();
         let named = super::cluster::named(waiting.iter().map(|w| {
             let why = w
+                .verdict
                 .problems
                 .first()
                 .map(String::as_str)
@@ -587,7 +681,7 @@ type Restarted = BTreeMap<(WorkloadKind, String, String), Result<OffsetDateTime,
 struct Pass<'a> {
     cluster: &'a Cluster,
     targets: &'a [Target],
-    problems: &'a [String],
+    problems: &'a [TargetFinding],
     read: bool,
     compare: Option<&'a Compare<'a>>,
     concurrency: usize,
@@ -732,7 +826,7 @@ async fn restart(
 async fn targets(
     cluster: &Cluster,
     plan: &EnvPlan<'_>,
-) -> Result<(Vec<Target>, Vec<String>), KubeError> {
+) -> Result<(Vec<Target>, Vec<TargetFinding>), KubeError> {
     let wanted = super::cluster::wanted(plan, cluster.default_namespace());
     let index = crate::spec::TargetIndex::new(&plan.targets);
     let mut out: Vec<Target> = Vec::new();
@@ -747,9 +841,9 @@ async fn targets(
                 vso_hmac: true,
                 mappings: delivery::eso_mappings(&es, &index),
             }),
-            None => problems.push(format!(
-                "ExternalSecret `{ns}/{name}` does not exist: the readers of its target Secret are not checked"
-            )),
+            None => problems.push(TargetFinding::EsMissing {
+                object: format!("{ns}/{name}"),
+            }),
         }
     }
     for (ns, name) in &wanted.static_secrets {
@@ -759,20 +853,22 @@ async fn targets(
                 for (kind, target) in &v.rollout_restart_targets {
                     match WorkloadKind::from_vso(kind) {
                         Some(k) => restarted_by_vso.push((k, target.clone())),
-                        None => problems.push(format!(
-                            "VaultStaticSecret `{ns}/{name}`: `rolloutRestartTargets` kind `{kind}` is not one VSO restarts (`Deployment`, `StatefulSet`, `DaemonSet`, `argo.Rollout`)"
-                        )),
+                        None => problems.push(TargetFinding::RestartKindUnknown {
+                            object: format!("{ns}/{name}"),
+                            kind: kind.clone(),
+                        }),
                     }
                 }
                 if let Some(bad) = &v.rollout_restart_bad {
-                    problems.push(format!(
-                        "VaultStaticSecret `{ns}/{name}`: {bad}: what VSO restarts is not known"
-                    ));
+                    problems.push(TargetFinding::RestartTargetsBad {
+                        object: format!("{ns}/{name}"),
+                        bad: bad.to_string(),
+                    });
                 }
                 if v.destination.is_empty() {
-                    problems.push(format!(
-                        "VaultStaticSecret `{ns}/{name}` names no `spec.destination.name`: its readers are not checked"
-                    ));
+                    problems.push(TargetFinding::NoDestination {
+                        object: format!("{ns}/{name}"),
+                    });
                     continue;
                 }
                 out.push(Target {
@@ -784,9 +880,9 @@ async fn targets(
                     mappings: delivery::vso_mappings(&v, &index),
                 });
             }
-            None => problems.push(format!(
-                "VaultStaticSecret `{ns}/{name}` does not exist: the readers of its destination Secret are not checked"
-            )),
+            None => problems.push(TargetFinding::VssMissing {
+                object: format!("{ns}/{name}"),
+            }),
         }
     }
     Ok((out, problems))
@@ -1140,7 +1236,7 @@ fn part(
 ) -> ConsumersPart {
     let not_checked = workloads.iter().filter(|w| w.ok && !w.checked).count();
     let cannot_tell = workloads.iter().filter(|w| w.cannot_tell).count();
-    let ok = pass.problems.is_empty() && workloads.iter().all(|w| w.ok);
+    let ok = !any_problem(pass.problems) && workloads.iter().all(|w| w.ok);
     ConsumersPart {
         ok,
         server: pass.cluster.server().to_string(),
@@ -1149,12 +1245,7 @@ fn part(
         cannot_tell,
         secrets,
         workloads,
-        problems: pass.problems.to_vec(),
-        notes: if pass.read {
-            Vec::new()
-        } else {
-            vec!["target Secrets were not read (--skip-target-secrets): when their data changed is not known, so readers through env or subPath are not checked".into()]
-        },
+        verdict: Verdict::of(&part_findings(pass)).shaped(Shape::PROBLEMS_NOTES),
     }
 }
 
@@ -1170,7 +1261,6 @@ fn needs_pods(f: &ConsumerFinding) -> bool {
 }
 
 fn finish(w: &mut WorkloadCheck) {
-    let lines = Lines::of(&w.findings);
     w.ok = !any_problem(&w.findings);
     w.checked = !w
         .findings
@@ -1201,8 +1291,9 @@ fn finish(w: &mut WorkloadCheck) {
         ConsumerFinding::WillRestart { by, .. } => Some(by.to_string()),
         _ => None,
     });
-    w.problems = lines.problems;
-    w.notes = lines.explanations.into_iter().chain(lines.notes).collect();
+    w.verdict = Verdict::of(&w.findings)
+        .explanations_as_notes()
+        .shaped(Shape::PROBLEMS_NOTES);
 }
 
 /// The workload's reads of the targets, judged without its pods; `None` when it reads none.
@@ -1228,8 +1319,7 @@ fn judge_workload(
         how: Vec::new(),
         restarted_by: None,
         fix: None,
-        problems: Vec::new(),
-        notes: Vec::new(),
+        verdict: Verdict::default(),
         findings: Vec::new(),
         kind_of: Some(kind),
     };
@@ -2048,6 +2138,25 @@ mod tests {
         assert_eq!(
             restart_command(WorkloadKind::Rollout, "ask", "web"),
             "kubectl argo rollouts -n ask restart web"
+        );
+    }
+}
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_errors_md() {
+        crate::codes::assert_documented(
+            "verify consumers: workloads",
+            &ConsumerFinding::codes(),
+            &ConsumerFinding::all_codes(),
+        );
+        crate::codes::assert_documented(
+            "verify consumers: targets",
+            &TargetFinding::codes(),
+            &TargetFinding::all_codes(),
         );
     }
 }
