@@ -2142,6 +2142,276 @@ mod tests {
     }
 }
 
+/// The rules of the part, one case per row, in-process (the suite's `consumers` module proves
+/// the wiring): a workload as the cluster serves it (JSON) and the codes [`judge_workload`]
+/// gives before the pods are looked at; then what the pods showed and the code
+/// [`reader_verdict`] gives.
+#[cfg(test)]
+mod table {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::codes::Code;
+
+    fn target() -> Target {
+        Target {
+            namespace: "ns".into(),
+            secret: "db".into(),
+            source: "ExternalSecret ns/db".into(),
+            restarted_by_vso: Vec::new(),
+            vso_hmac: true,
+            mappings: Vec::new(),
+        }
+    }
+
+    fn data_change(at: Option<i64>) -> DataChange {
+        DataChange {
+            at: at.map(|s| OffsetDateTime::from_unix_timestamp(s).unwrap()),
+            manager: Some("external-secrets".into()),
+            reloader_match: false,
+            reloader_ignore: false,
+            labels: BTreeMap::new(),
+        }
+    }
+
+    fn change(data: Option<DataChange>, read: bool) -> Change {
+        Change {
+            data,
+            read,
+            held: Holding::Unknown("not compared".into()),
+        }
+    }
+
+    /// A Deployment `app` whose container reads Secret `db` as `container` says.
+    fn deployment(name: &str, container: Value, volumes: Value) -> Value {
+        let mut c = json!({"name": "app", "image": "app:1"});
+        for (k, v) in container.as_object().unwrap() {
+            c[k] = v.clone();
+        }
+        json!({
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [c], "volumes": volumes},
+                },
+            },
+        })
+    }
+
+    fn env() -> Value {
+        json!({"env": [{"name": "DB", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}}]})
+    }
+
+    fn volume() -> Value {
+        json!([{"name": "db", "secret": {"secretName": "db"}}])
+    }
+
+    type ReadRow = (
+        &'static str,
+        WorkloadKind,
+        Value,
+        Option<Change>,
+        &'static [&'static str],
+    );
+
+    /// Readers whose Secret is there and read.
+    fn reading_cases() -> Vec<ReadRow> {
+        vec![
+            (
+                "env, the data's change known: the pods decide",
+                WorkloadKind::Deployment,
+                deployment("app", env(), json!([])),
+                Some(change(Some(data_change(Some(1_000))), true)),
+                &["fresh-pods"],
+            ),
+            (
+                "a plain volume",
+                WorkloadKind::Deployment,
+                deployment(
+                    "app",
+                    json!({"volumeMounts": [{"name": "db", "mountPath": "/db"}]}),
+                    volume(),
+                ),
+                Some(change(Some(data_change(Some(1_000))), true)),
+                &["volume-reader"],
+            ),
+            (
+                "a subPath volume reads like env",
+                WorkloadKind::Deployment,
+                deployment(
+                    "app",
+                    json!({"volumeMounts": [{"name": "db", "mountPath": "/db/p", "subPath": "password"}]}),
+                    volume(),
+                ),
+                Some(change(Some(data_change(Some(1_000))), true)),
+                &["fresh-pods"],
+            ),
+            (
+                "the Secret not read (--skip-target-secrets)",
+                WorkloadKind::Deployment,
+                deployment("app", env(), json!([])),
+                Some(change(None, false)),
+                &["not-checked"],
+            ),
+        ]
+    }
+
+    /// Secrets and workloads the check cannot judge, and a workload reading none.
+    fn odd_cases() -> Vec<ReadRow> {
+        vec![
+            (
+                "the Secret does not exist",
+                WorkloadKind::Deployment,
+                deployment("app", env(), json!([])),
+                Some(change(None, true)),
+                &["unexpected-shape"],
+            ),
+            (
+                "no managedFields entry owns its data",
+                WorkloadKind::Deployment,
+                deployment("app", env(), json!([])),
+                Some(change(Some(data_change(None)), true)),
+                &["unexpected-shape"],
+            ),
+            (
+                "a name the API server would refuse",
+                WorkloadKind::Deployment,
+                deployment("App_1", env(), json!([])),
+                None,
+                &["unexpected-shape"],
+            ),
+            (
+                "a Rollout with a workloadRef",
+                WorkloadKind::Rollout,
+                json!({"metadata": {"name": "app", "namespace": "ns"},
+                    "spec": {"selector": {"matchLabels": {"app": "app"}},
+                        "workloadRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "app"}}}),
+                None,
+                &["workload-ref"],
+            ),
+            (
+                "reads another Secret",
+                WorkloadKind::Deployment,
+                deployment(
+                    "app",
+                    json!({"env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "other", "key": "k"}}}]}),
+                    json!([]),
+                ),
+                None,
+                &[],
+            ),
+        ]
+    }
+
+    #[test]
+    fn the_reading_rules_give_their_codes() {
+        let cases = reading_cases().into_iter().chain(odd_cases());
+        let t = target();
+        for (case, kind, obj, c, want) in cases {
+            let mut changes = BTreeMap::new();
+            if let Some(c) = c {
+                changes.insert(("ns".to_string(), "db".to_string()), c);
+            }
+            let codes: Vec<&str> = judge_workload(kind, "ns", &obj, &[&t], &changes)
+                .map(|w| w.findings.iter().map(Code::code).collect())
+                .unwrap_or_default();
+            assert_eq!(codes, want, "{case}");
+        }
+    }
+
+    #[test]
+    fn the_pods_rules_give_their_codes() {
+        let data = data_change(Some(1_000));
+        let c = change(Some(data.clone()), true);
+        let at = data.at.unwrap();
+        let seen = |old: &[&str], between: &[&str]| Seen {
+            pods: 2,
+            old: old.iter().map(|p| p.to_string()).collect(),
+            between: between.iter().map(|p| p.to_string()).collect(),
+            since: None,
+        };
+        let reloader = || Restarter::Reloader("reloader.stakater.com/auto".into());
+        type Row = (&'static str, Seen, Option<(Restarter, Watch)>, &'static str);
+        let cases: Vec<Row> = vec![
+            (
+                "every pod started after the change",
+                seen(&[], &[]),
+                None,
+                "fresh-pods",
+            ),
+            (
+                "a pod started before, nothing restarts it",
+                seen(&["p1"], &[]),
+                None,
+                "stale-pods",
+            ),
+            (
+                "a pod started before, Reloader runs",
+                seen(&["p1"], &[]),
+                Some((reloader(), Watch::Runs("r/r".into()))),
+                "will-restart",
+            ),
+            (
+                "a pod started before, Reloader does not run",
+                seen(&["p1"], &[]),
+                Some((reloader(), Watch::NotRunning("none runs".into()))),
+                "restarter-not-running",
+            ),
+            (
+                "a pod started before, Reloader cannot be told",
+                seen(&["p1"], &[]),
+                Some((reloader(), Watch::CannotTell("forbidden".into()))),
+                "restarter-cannot-tell",
+            ),
+            (
+                "a pod the facts cannot place",
+                seen(&[], &["p2"]),
+                None,
+                "cannot-tell",
+            ),
+        ];
+        for (case, seen, by, want) in cases {
+            let f = reader_verdict("db".into(), How::Env, (at, &c, &data), by, seen);
+            assert_eq!(f.code(), want, "{case}");
+        }
+    }
+
+    /// The JSON keeps its keys, in their order; `findings` is the only one added.
+    #[test]
+    fn the_json_keeps_its_keys() {
+        let obj = deployment("app", env(), json!([]));
+        let mut changes = BTreeMap::new();
+        changes.insert(("ns".to_string(), "db".to_string()), change(None, false));
+        let mut w =
+            judge_workload(WorkloadKind::Deployment, "ns", &obj, &[&target()], &changes).unwrap();
+        finish(&mut w);
+        assert_eq!(
+            crate::verify::findings::json_keys(&w),
+            [
+                "kind",
+                "namespace",
+                "name",
+                "ok",
+                "checked",
+                "cannot_tell",
+                "secrets",
+                "how",
+                "restarted_by",
+                "fix",
+                "problems",
+                "notes",
+                "findings",
+            ]
+        );
+        // A workload's JSON has no `explanations`: they are its notes.
+        assert_eq!(w.verdict.findings[0].code, "not-checked");
+        assert_eq!(w.verdict.findings[0].severity, "note");
+        assert_eq!(w.verdict.notes.len(), 1);
+    }
+}
+
 #[cfg(test)]
 mod documented {
     use super::*;

@@ -2005,6 +2005,191 @@ pub(crate) mod tests {
     }
 }
 
+/// The rules of an ExternalSecret's own state, one case per row: what the object says, and the
+/// codes found ([`bad_fields`], [`currency`], [`template_findings`], [`readiness`]); in-process,
+/// so a rule is tested in milliseconds (the suite's `kube_eso` proves the wiring).
+#[cfg(test)]
+mod table {
+    use super::tests::es;
+    use super::*;
+    use crate::codes::Code;
+    use crate::kube::{BadField, FieldProblem, TemplateEntry};
+
+    fn at(s: i64) -> OffsetDateTime {
+        OffsetDateTime::from_unix_timestamp(s).unwrap()
+    }
+
+    /// Seeded at 2000, now 5000.
+    fn codes(es: &ExternalSecretInfo) -> Vec<&'static str> {
+        let mut found = bad_fields(es);
+        found.extend(currency(es, at(5_000)));
+        found.extend(template_findings(es));
+        found.extend(readiness(es, Some(at(2_000))));
+        found.iter().map(Code::code).collect()
+    }
+
+    fn with(f: impl FnOnce(&mut ExternalSecretInfo)) -> ExternalSecretInfo {
+        let mut e = es(Some(true), Some(3_000));
+        f(&mut e);
+        e
+    }
+
+    #[test]
+    fn the_state_rules_give_their_codes() {
+        let cases: Vec<(&str, ExternalSecretInfo, &[&str])> = vec![
+            (
+                "ready, synced after seeding",
+                es(Some(true), Some(3_000)),
+                &[],
+            ),
+            ("not ready", es(Some(false), Some(3_000)), &["not-ready"]),
+            ("ready status unknown", es(None, None), &["not-ready"]),
+            (
+                "ready, never synced",
+                es(Some(true), None),
+                &["never-synced"],
+            ),
+            (
+                "synced before seeding",
+                es(Some(true), Some(1_000)),
+                &["synced-before-seeding"],
+            ),
+            (
+                "synced in the write's second",
+                es(Some(true), Some(2_000)),
+                &[],
+            ),
+            (
+                "older generation synced",
+                with(|e| e.generation = Some(2)),
+                &["generation-behind"],
+            ),
+            (
+                "synced generation unknown",
+                with(|e| {
+                    e.synced_generation = None;
+                    e.synced_resource_version = None;
+                }),
+                &["generation-unknown"],
+            ),
+            (
+                "being deleted",
+                with(|e| e.deletion_timestamp = Some("1970-01-01T01:00:00Z".into())),
+                &["deleting"],
+            ),
+            (
+                "ready conditions disagree",
+                with(|e| {
+                    let mut other = e.condition.clone();
+                    other.ready = Some(false);
+                    e.ready_conditions.push(other);
+                }),
+                &["ready-conflict"],
+            ),
+            (
+                "refreshed in the future",
+                with(|e| e.refresh_time = Some(at(50_000))),
+                &["refresh-in-future"],
+            ),
+            (
+                "a template that ignores the fetched value",
+                with(|e| {
+                    e.template = vec![TemplateEntry {
+                        key: "a".into(),
+                        reads: Vec::new(),
+                        plain: None,
+                    }]
+                }),
+                &["template-static"],
+            ),
+            (
+                "a field of the wrong type",
+                with(|e| {
+                    e.bad_fields = vec![BadField::new(
+                        "/spec/data/0/remoteRef/key",
+                        FieldProblem::Missing,
+                    )]
+                }),
+                &["bad-field"],
+            ),
+        ];
+        for (case, es, want) in cases {
+            assert_eq!(codes(&es), want, "{case}");
+        }
+    }
+
+    /// The JSON keeps its keys, in their order; `findings` is the only one added.
+    #[test]
+    fn the_json_of_each_object_keeps_its_keys() {
+        use crate::verify::findings::json_keys;
+        let check = EsCheck::new("ns", "app", Some(es(Some(false), None)), vec![]);
+        assert_eq!(
+            json_keys(&check),
+            [
+                "namespace",
+                "name",
+                "ok",
+                "api_version",
+                "ready",
+                "reason",
+                "message",
+                "refresh_time",
+                "target_secret",
+                "target_checked",
+                "values_match",
+                "problems",
+                "explanations",
+                "notes",
+                "findings",
+            ]
+        );
+        let store = ObjectCheck::new("SecretStore", None, "s".into(), None, vec![]);
+        assert_eq!(
+            json_keys(&store),
+            [
+                "kind",
+                "namespace",
+                "name",
+                "ok",
+                "reason",
+                "problems",
+                "notes",
+                "findings"
+            ]
+        );
+        let provided = ProvidedCheck {
+            path: "secret/a".into(),
+            provided_by: "b".into(),
+            ok: false,
+            state: None,
+            push_secret: None,
+            ready: None,
+            reason: None,
+            message: None,
+            event: None,
+            verdict: Verdict::of(&[ProvidedFinding::PushMissing { shown: "p".into() }])
+                .shaped(Shape::EXPLANATIONS),
+            stuck: None,
+        };
+        assert_eq!(
+            json_keys(&provided),
+            [
+                "path",
+                "provided_by",
+                "ok",
+                "state",
+                "push_secret",
+                "ready",
+                "reason",
+                "message",
+                "event",
+                "explanations",
+                "findings",
+            ]
+        );
+    }
+}
+
 #[cfg(test)]
 mod documented {
     use super::*;

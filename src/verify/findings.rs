@@ -288,6 +288,31 @@ pub fn rfc3339(t: time::OffsetDateTime) -> String {
         .unwrap_or_default()
 }
 
+/// The keys of `v`'s JSON object, in the order they are written (a test of a report's shape:
+/// `serde_json::Value` sorts them).
+#[cfg(test)]
+pub(crate) fn json_keys(v: &impl Serialize) -> Vec<String> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Keys;
+    impl<'de> Visitor<'de> for Keys {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+            let mut keys = Vec::new();
+            while let Some((k, IgnoredAny)) = map.next_entry::<String, IgnoredAny>()? {
+                keys.push(k);
+            }
+            Ok(keys)
+        }
+    }
+    let text = serde_json::to_string(v).unwrap();
+    serde_json::Deserializer::from_str(&text)
+        .deserialize_map(Keys)
+        .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

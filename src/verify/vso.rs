@@ -1500,7 +1500,7 @@ mod tests {
         })
     }
 
-    fn vss(generation: Option<i64>, last: Option<i64>) -> VaultStaticSecretInfo {
+    pub(super) fn vss(generation: Option<i64>, last: Option<i64>) -> VaultStaticSecretInfo {
         VaultStaticSecretInfo {
             namespace: "ns".into(),
             name: "app".into(),
@@ -1759,6 +1759,136 @@ mod tests {
         assert!(path_finding(&v, "secret/app", Some(&t), Some(KvVersion::V2)).is_none());
         let f = path_finding(&v, "secret/app", Some(&t), Some(KvVersion::V1)).unwrap();
         assert!(matches!(f, VssFinding::WrongType { .. }));
+    }
+}
+
+/// The rules of a VaultStaticSecret's own state ([`sync_findings`]), one case per row: what the
+/// object says, and the codes found. In-process; the suite's `kube_vso` proves the wiring.
+#[cfg(test)]
+mod table {
+    use super::*;
+    use crate::codes::Code;
+    use crate::kube::ReadyCondition;
+
+    fn state(ready: Option<bool>) -> Option<ReadyCondition> {
+        Some(ReadyCondition {
+            ready,
+            ..ReadyCondition::default()
+        })
+    }
+
+    /// Ready, of the current generation, `SecretSynced` True.
+    fn vss() -> VaultStaticSecretInfo {
+        let mut v = super::tests::vss(Some(2), Some(2));
+        v.secret_synced = state(Some(true));
+        v
+    }
+
+    fn with(f: impl FnOnce(&mut VaultStaticSecretInfo)) -> VaultStaticSecretInfo {
+        let mut v = vss();
+        f(&mut v);
+        v
+    }
+
+    #[test]
+    fn the_state_rules_give_their_codes() {
+        let cases: Vec<(&str, VaultStaticSecretInfo, bool, &[&str])> = vec![
+            ("ready, current generation", vss(), true, &[]),
+            (
+                "an older generation processed",
+                with(|v| v.last_generation = Some(1)),
+                false,
+                &["not-reconciled"],
+            ),
+            (
+                "never processed",
+                with(|v| v.last_generation = None),
+                false,
+                &["not-reconciled"],
+            ),
+            (
+                "not ready",
+                with(|v| v.ready = state(Some(false))),
+                false,
+                &["not-synced"],
+            ),
+            (
+                "only Healthy (VSO < 1.3), not true",
+                with(|v| {
+                    v.ready = None;
+                    v.healthy = state(Some(false));
+                }),
+                false,
+                &["not-synced"],
+            ),
+            (
+                "no conditions and no MAC",
+                with(|v| {
+                    v.ready = None;
+                    v.has_secret_mac = false;
+                }),
+                false,
+                &["no-status"],
+            ),
+            (
+                "no conditions, MAC and generation (VSO <= 0.10)",
+                with(|v| {
+                    v.ready = None;
+                    v.secret_synced = None;
+                }),
+                true,
+                &[],
+            ),
+            (
+                "SecretSynced False from an earlier failure",
+                with(|v| v.secret_synced = state(Some(false))),
+                true,
+                &["stale-secret-synced"],
+            ),
+            (
+                "HMAC on, no secretMAC",
+                with(|v| v.has_secret_mac = false),
+                true,
+                &["no-secret-mac"],
+            ),
+        ];
+        for (case, v, synced, want) in cases {
+            let mut found = Vec::new();
+            assert_eq!(sync_findings("ns", &v, &mut found), synced, "{case}");
+            let codes: Vec<&str> = found.iter().map(Code::code).collect();
+            assert_eq!(codes, want, "{case}");
+        }
+    }
+
+    /// The JSON keeps its keys, in their order; `findings` is the only one added.
+    #[test]
+    fn the_json_keeps_its_keys() {
+        let check = missing("ns", "app").finish();
+        assert_eq!(
+            crate::verify::findings::json_keys(&check),
+            [
+                "namespace",
+                "name",
+                "ok",
+                "synced",
+                "ready",
+                "healthy",
+                "secret_synced",
+                "generation",
+                "last_generation",
+                "path",
+                "type",
+                "destination_secret",
+                "vault_auth",
+                "reconciled_at",
+                "message",
+                "problems",
+                "explanations",
+                "notes",
+                "findings",
+            ]
+        );
+        assert_eq!(check.verdict.findings[0].code, "missing");
     }
 }
 
