@@ -138,7 +138,7 @@ pub fn failure_text(f: &Failure, style: &Style) -> String {
             .problems
             .iter()
             .filter_map(|p| match p {
-                Problem::Input { message, help } => Some((message, help)),
+                Problem::Input { message, help, .. } => Some((message, help)),
                 Problem::Spec(_) => None,
             })
             .collect();
@@ -167,6 +167,8 @@ pub fn failure_json(command: &str, f: &Failure) -> Vec<u8> {
         command: &'a str,
         ok: bool,
         error: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<&'static str>,
         help: Option<&'a str>,
         #[serde(skip_serializing_if = "no_problems")]
         errors: &'a [Problem],
@@ -175,6 +177,7 @@ pub fn failure_json(command: &str, f: &Failure) -> Vec<u8> {
         command,
         ok: false,
         error: &f.message,
+        code: f.code,
         help: f.help.as_deref(),
         errors: &f.problems,
     })

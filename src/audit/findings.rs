@@ -87,6 +87,18 @@ pub enum Finding {
     },
 }
 
+crate::base::codes::codes!(
+    Finding,
+    Finding {
+        UnnamedPath => "unnamed-path",
+        MarkedPath => "marked-path",
+        UnnamedField => "unnamed-field",
+        OrphanConsumer => "orphan-consumer",
+        NotChecked => "not-checked",
+        Note => "note",
+    }
+);
+
 impl Finding {
     /// How bad it is.
     pub fn severity(&self) -> Severity {
@@ -180,6 +192,17 @@ mod tests {
         };
         let v = serde_json::to_value(&f).unwrap();
         assert_eq!(v["kind"], "orphan-consumer");
+        assert_eq!(crate::base::codes::Code::code(&f), "orphan-consumer");
         assert_eq!(v["object_kind"], "ExternalSecret");
+    }
+}
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_errors_md() {
+        crate::base::codes::assert_documented("audit", &Finding::codes(), &Finding::all_codes());
     }
 }

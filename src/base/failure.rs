@@ -30,6 +30,9 @@ pub struct Failure {
     /// The problems behind it, shown before it (spec diagnostics, problems of the input); in
     /// JSON, `errors`.
     pub problems: Vec<Problem>,
+    /// The stable code of the one rule behind it (a write gate's refusal), when it has one;
+    /// in JSON, `code` (absent otherwise).
+    pub code: Option<&'static str>,
 }
 
 /// One of several problems behind a failure.
@@ -44,6 +47,9 @@ pub enum Problem {
         message: String,
         /// What to do.
         help: Option<String>,
+        /// Its stable code, when it has one (a write gate's refusal).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<&'static str>,
     },
 }
 
@@ -55,6 +61,7 @@ impl Failure {
             help: None,
             exit: Exit::Failure,
             problems: Vec::new(),
+            code: None,
         }
     }
 
@@ -90,9 +97,27 @@ impl Failure {
         };
         f.problems = problems
             .into_iter()
-            .map(|(message, help)| Problem::Input { message, help })
+            .map(|(message, help)| Problem::Input {
+                message,
+                help,
+                code: None,
+            })
             .collect();
         f
+    }
+
+    /// With the stable codes of its problems, in their order (a write gate's refusals); the
+    /// failure has the code of its one problem.
+    pub fn coded(mut self, codes: &[&'static str]) -> Failure {
+        for (p, c) in self.problems.iter_mut().zip(codes) {
+            if let Problem::Input { code, .. } = p {
+                *code = Some(c);
+            }
+        }
+        if let [one] = codes {
+            self.code = Some(one);
+        }
+        self
     }
 
     /// Specs that cannot be loaded from `dir` (exit 2: nothing was sent).

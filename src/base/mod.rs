@@ -5,6 +5,7 @@
 //! "did you mean" of a misspelt name.
 
 pub(crate) mod backticks;
+pub mod codes;
 pub mod digest;
 pub mod duration;
 pub mod exit;

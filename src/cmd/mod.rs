@@ -82,10 +82,12 @@ fn refusal_failure(env: &str, refusals: &[crate::gate::Refusal], nothing: &str) 
         .iter()
         .map(|r| (format!("{r}; {nothing}"), Some(r.help(env))))
         .collect();
+    let codes: Vec<&'static str> = refusals.iter().map(crate::gate::Refusal::code).collect();
     Failure::several(
         problems,
         format!("{} rule(s) refuse the write; {nothing}", refusals.len()),
     )
+    .coded(&codes)
 }
 
 /// Load the specs; every problem is in the failure (exit 2: nothing was sent).

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::base::codes::Code;
+
 /// A refused write: the rule it would break, and the spec's `reason` for the field (or its
 /// secret), when the spec gives one. Shown as the rule's sentence followed by the reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -207,6 +209,27 @@ pub enum Rule {
     },
 }
 
+crate::base::codes::codes!(
+    Rule,
+    Rule {
+        Provided => "provided",
+        FixedChanges => "fixed-changes",
+        FixedLacks => "fixed-lacks",
+        BesideMissingFixed => "beside-missing-fixed",
+        FixedNotCreated => "fixed-not-created",
+        RealValue => "real-value",
+        Marker => "marker",
+        Invalid => "invalid",
+        DerivedStale => "derived-stale",
+        Derived => "derived",
+        PlaceholderRotates => "placeholder-rotates",
+        RotationUnstated => "rotation-unstated",
+        FixedFollows => "fixed-follows",
+        FollowerStale => "follower-stale",
+        NotText => "not-text",
+    }
+);
+
 impl Rule {
     /// The field the refusal is about, if one.
     pub fn field(&self) -> Option<&str> {
@@ -226,28 +249,6 @@ impl Rule {
             | Refusal::RotationUnstated { field, .. }
             | Refusal::NotText { field, .. } => Some(field),
             Refusal::DerivedStale { input, .. } => Some(input),
-        }
-    }
-
-    /// The stable code (the JSON `code`).
-    pub fn code(&self) -> &'static str {
-        use Rule as Refusal;
-        match self {
-            Refusal::Provided { .. } => "provided",
-            Refusal::FixedChanges { .. } => "fixed-changes",
-            Refusal::FixedLacks { .. } => "fixed-lacks",
-            Refusal::BesideMissingFixed { .. } => "beside-missing-fixed",
-            Refusal::FixedNotCreated { .. } => "fixed-not-created",
-            Refusal::RealValue { .. } => "real-value",
-            Refusal::Marker { .. } => "marker",
-            Refusal::Invalid { .. } => "invalid",
-            Refusal::DerivedStale { .. } => "derived-stale",
-            Refusal::Derived { .. } => "derived",
-            Refusal::PlaceholderRotates { .. } => "placeholder-rotates",
-            Refusal::RotationUnstated { .. } => "rotation-unstated",
-            Refusal::FixedFollows { .. } => "fixed-follows",
-            Refusal::FollowerStale { .. } => "follower-stale",
-            Refusal::NotText { .. } => "not-text",
         }
     }
 
@@ -308,5 +309,15 @@ impl std::fmt::Display for Rule {
             Refusal::FollowerStale { path, follower, fields } => write!(f, "`{path}` is absent, and `{follower}` holds `{}` made from its old value: a new value would disagree with them, so none is made", fields.join("`, `")),
             Refusal::NotText { path, field, kind } => write!(f, "field `{field}` of `{path}` is {kind}, not a string; vault-seed writes strings only"),
         }
+    }
+}
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_errors_md() {
+        crate::base::codes::assert_documented("write gate", &Rule::codes(), &Rule::all_codes());
     }
 }

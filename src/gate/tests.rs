@@ -34,7 +34,14 @@ fn held(fields: &[(&str, &str)], version: u64) -> Held {
 fn codes(r: Result<Approved, Vec<Refusal>>) -> Vec<&'static str> {
     match r {
         Ok(_) => Vec::new(),
-        Err(refused) => refused.iter().map(Refusal::code).collect(),
+        Err(refused) => refused
+            .iter()
+            .map(|r| {
+                // The JSON's tag (serde's name of the variant) is the code the docs list.
+                assert_eq!(serde_json::to_value(r).unwrap()["code"], r.code());
+                r.code()
+            })
+            .collect(),
     }
 }
 

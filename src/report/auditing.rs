@@ -1,6 +1,6 @@
 //! `audit`'s report: a table of what the specs no longer describe (worst first), or the JSON
 //! document `{"command": "audit", "env", "ok", "kube_checked", "mount_scanned", "scanned",
-//! "findings": [{"kind", "severity", "place", "message", ...the finding's facts}], "counts"}`.
+//! "findings": [{"code", "kind", "severity", "place", "message", ...the finding's facts}], "counts"}`.
 //! Every name came from Vault or the cluster: escaped here, as it was capped where found.
 
 use std::fmt::Write;
@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::{Format, Rendered, Report, Style, View};
 use crate::audit::{Audit, Finding, Severity};
+use crate::base::codes::Code;
 use crate::base::text::escaped as clean;
 
 /// The report of an audit.
@@ -16,6 +17,8 @@ pub struct AuditReport(pub Audit);
 
 #[derive(Serialize)]
 struct FindingJson<'a> {
+    /// The stable code (`docs/errors.md`), the same as `kind`.
+    code: &'static str,
     severity: Severity,
     place: String,
     message: String,
@@ -68,6 +71,7 @@ impl Report for AuditReport {
                         .findings
                         .iter()
                         .map(|f| FindingJson {
+                            code: f.code(),
                             severity: f.severity(),
                             place: f.place(),
                             message: f.message(),

@@ -9,6 +9,7 @@ use std::io::{self, Write as _};
 use serde::Serialize;
 
 use super::{error_text, Ending, Format, JsonObject, Style, View};
+use crate::base::codes::Code;
 use crate::seed::{FieldResult, Outcome, PathResult, Run, Sink, Summary};
 use crate::spec::Target;
 use crate::write::replace::selector;
@@ -98,6 +99,8 @@ struct JsonRow<'a> {
     field: &'a str,
     generator: &'a str,
     outcome: &'static str,
+    /// The outcome's stable code (`docs/errors.md`), the same for `plan` and `apply`.
+    code: &'static str,
     version: Option<u64>,
     written: bool,
     detail: Option<&'a str>,
@@ -193,6 +196,7 @@ impl<'o> Rows<'_, 'o> {
                         field: &f.field,
                         generator: &f.generator,
                         outcome: f.outcome.label(report.dry_run),
+                        code: f.outcome.code(),
                         version: p.version,
                         written: p.written,
                         detail: f.detail.as_deref().or(p.detail.as_deref()),

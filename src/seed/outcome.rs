@@ -39,6 +39,24 @@ pub enum Outcome {
     Missing,
 }
 
+crate::base::codes::codes!(
+    Outcome,
+    Outcome {
+        ProvidedPresent => "provided-present",
+        ProvidedAbsent => "provided-absent",
+        Created => "created",
+        Exists => "exists",
+        Invalid => "invalid",
+        Pending => "pending",
+        Recreated => "recreated",
+        Extended => "extended",
+        Denied => "denied",
+        Error => "error",
+        Skipped => "skipped",
+        Missing => "missing",
+    }
+);
+
 impl Outcome {
     /// The word for reports; `plan` speaks of what would happen.
     pub fn label(self, dry_run: bool) -> &'static str {
@@ -363,5 +381,19 @@ mod tests {
         assert_eq!(Outcome::Created.label(true), "create");
         assert_eq!(Outcome::Created.label(false), "created");
         assert_eq!(Outcome::Exists.label(true), "exists");
+    }
+}
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_errors_md() {
+        crate::base::codes::assert_documented(
+            "apply and plan",
+            &Outcome::codes(),
+            &Outcome::all_codes(),
+        );
     }
 }

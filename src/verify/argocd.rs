@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::findings::{Finding, Severity};
+use super::findings::{Code, Finding, Severity, Shape, Verdict};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::{AppLookup, AppResource, ApplicationInfo, Cluster, KubeError, OperationInfo};
 use crate::spec::EnvPlan;
@@ -80,11 +80,11 @@ pub struct AppCheck {
     pub operation: Option<OperationInfo>,
     /// Its resources that are not Healthy (when Argo CD persists resource health).
     pub unhealthy: Vec<AppResource>,
-    /// What is wrong.
-    pub problems: Vec<Problem>,
-    /// What explains its state (its operation, conditions, sources), not failures.
-    pub notes: Vec<String>,
-    /// What was found, from which `problems` and `notes` are made once every check ran.
+    /// What is wrong (`problems`, each with what to do) and what explains its state (`notes`:
+    /// its operation, conditions, sources, not failures); `findings` with their codes.
+    #[serde(flatten)]
+    pub verdict: Verdict<Problem>,
+    /// What was found, from which `verdict` is made once every check ran.
     #[serde(skip)]
     findings: Vec<AppFinding>,
 }
@@ -102,8 +102,9 @@ pub struct CmCheck {
     pub exists: bool,
     /// The key that holds the health check.
     pub key: Option<String>,
-    /// What is wrong.
-    pub problems: Vec<Problem>,
+    /// What is wrong (`problems`, each with what to do); `findings` with their codes.
+    #[serde(flatten)]
+    pub verdict: Verdict<Problem>,
 }
 
 /// The part's report.
@@ -131,8 +132,8 @@ impl ArgocdPart {
     fn problems(&self) -> impl Iterator<Item = &Problem> {
         self.apps
             .iter()
-            .flat_map(|a| &a.problems)
-            .chain(self.argocd_cm.iter().flat_map(|c| &c.problems))
+            .flat_map(|a| &a.verdict.problems)
+            .chain(self.argocd_cm.iter().flat_map(|c| &c.verdict.problems))
     }
 
     /// Whether waiting can help: something is wrong, and only things that time may fix.
@@ -302,9 +303,8 @@ async fn check_once(cluster: &Cluster, layouts: &[Layout]) -> Result<ArgocdPart,
         argocd_cm.push(cm_check(ns, cm.as_ref(), &apps));
     }
     for a in &mut apps {
-        a.problems = problems(&a.findings);
-        a.notes = notes(&a.findings);
-        a.ok = a.problems.is_empty();
+        a.verdict = verdict(&a.findings);
+        a.ok = a.verdict.is_clean();
     }
     let ok = apps.iter().all(|a| a.ok) && argocd_cm.iter().all(|c| c.ok);
     Ok(ArgocdPart {
@@ -394,6 +394,29 @@ enum AppFinding {
     /// Note: no tracking names the app-of-apps of `name`.
     NoTracking { name: String, secrets_app: String },
 }
+
+crate::base::codes::codes!(
+    AppFinding,
+    AppFinding {
+        NotServed => "argocd-not-served",
+        SecretsAppMissing => "secrets-app-missing",
+        ConsumerMissing => "consumer-app-missing",
+        OutOfSync => "out-of-sync",
+        NotSynced => "not-synced",
+        Progressing => "progressing",
+        Degraded => "degraded",
+        HealthMissing => "resources-missing",
+        NotHealthy => "not-healthy",
+        Unmanaged => "external-secrets-unmanaged",
+        WaveNotAfter => "wave-not-after",
+        OtherParent => "other-parent",
+        Operation => "operation",
+        Condition => "condition",
+        MoreUnhealthy => "more-unhealthy",
+        HealthNotPersisted => "health-not-persisted",
+        NoTracking => "no-tracking",
+    }
+);
 
 impl Finding for AppFinding {
     fn severity(&self) -> Severity {
@@ -556,24 +579,14 @@ impl AppFinding {
     }
 }
 
-/// The problems among `findings`, with their help.
-fn problems(findings: &[AppFinding]) -> Vec<Problem> {
-    let problems = findings
-        .iter()
-        .filter(|f| f.severity() == Severity::Problem);
-    problems
-        .map(|f| Problem {
-            message: f.message(),
-            help: f.help(),
-            waitable: f.waitable(),
-        })
-        .collect()
-}
-
-/// The notes among `findings`.
-fn notes(findings: &[AppFinding]) -> Vec<String> {
-    let notes = findings.iter().filter(|f| f.severity() == Severity::Note);
-    notes.map(Finding::message).collect()
+/// The verdict of `findings`: problems with what to do, and notes.
+fn verdict(findings: &[AppFinding]) -> Verdict<Problem> {
+    Verdict::shown(findings, |f, message| Problem {
+        message,
+        help: f.help(),
+        waitable: f.waitable(),
+    })
+    .shaped(Shape::PROBLEMS_NOTES)
 }
 
 fn blank(namespace: &str, name: &str, role: &'static str) -> AppCheck {
@@ -590,8 +603,7 @@ fn blank(namespace: &str, name: &str, role: &'static str) -> AppCheck {
         health: None,
         operation: None,
         unhealthy: Vec::new(),
-        problems: Vec::new(),
-        notes: Vec::new(),
+        verdict: Verdict::default().shaped(Shape::PROBLEMS_NOTES),
         findings: Vec::new(),
     }
 }
@@ -834,6 +846,15 @@ enum CmFinding {
     NoHealthCheck { consequence: String },
 }
 
+crate::base::codes::codes!(
+    CmFinding,
+    CmFinding {
+        Missing => "argocd-cm-missing",
+        Unreadable => "customizations-unreadable",
+        NoHealthCheck => "no-app-health-check",
+    }
+);
+
 impl CmFinding {
     /// What is wrong, for argocd-cm in `ns`.
     fn message(&self, ns: &str) -> String {
@@ -883,7 +904,7 @@ fn cm_check(
         ok: false,
         exists: cm.is_some(),
         key: None,
-        problems: Vec::new(),
+        verdict: Verdict::default().shaped(Shape::PROBLEMS),
     };
     // The runbook's consequence, with the waves this cluster shows.
     let wave_of = |name: &str| {
@@ -922,10 +943,11 @@ fn cm_check(
         },
     };
     check.ok = finding.is_none();
-    check.problems = finding
-        .map(|f| Problem::new(f.message(ns), f.help(ns)))
-        .into_iter()
-        .collect();
+    if let Some(f) = finding {
+        let (message, help) = (f.message(ns), f.help(ns));
+        let problem = Problem::new(message.clone(), help);
+        check.verdict = std::mem::take(&mut check.verdict).with_problem(f.code(), message, problem);
+    }
     check
 }
 
@@ -974,11 +996,12 @@ mod tests {
                 message: "boom".into(),
             },
         ];
-        let p = problems(&found);
+        let v = verdict(&found);
+        let p = &v.problems;
         assert_eq!(p.len(), 1);
         assert!(!p[0].waitable);
         assert!(p[0].help.contains("sync-wave: \"1\"` (any wave above 0)"));
-        assert_eq!(notes(&found), ["SyncError: boom"]);
+        assert_eq!(v.notes, ["SyncError: boom"]);
 
         let cm = CmFinding::Missing {
             consequence: ": later".into(),
@@ -990,5 +1013,311 @@ mod tests {
         assert!(cm
             .help("argocd")
             .starts_with("is Argo CD installed in namespace `argocd`"));
+    }
+}
+
+/// The rules of the part, one case per row: the Applications as the cluster serves them (JSON),
+/// and the codes found for the secrets app and its consumer; then argocd-cm's. In-process; the
+/// suite's `argocd` module proves the wiring.
+#[cfg(test)]
+mod table {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::manifests::Origin;
+
+    const SECRETS: &str = "core-service-secrets";
+    const CONSUMER: &str = "core-service";
+
+    fn layout() -> Layout {
+        Layout {
+            namespace: "argocd".into(),
+            secrets_app: SECRETS.into(),
+            consumers: vec![CONSUMER.into()],
+            external_secrets: vec![(None, "core-service-db".into())],
+            spec_file: "specs/core.toml".into(),
+            env: "dev".into(),
+        }
+    }
+
+    /// An Application: `status` is merged into a Synced, Healthy one managing the
+    /// ExternalSecret; `parent` is its app-of-apps (tracking label), none when empty.
+    fn app(name: &str, wave: i64, parent: &str, status: serde_json::Value) -> AppLookup {
+        let mut st = json!({
+            "sync": {"status": "Synced"},
+            "health": {"status": "Healthy"},
+            "resources": [{"group": "external-secrets.io", "kind": "ExternalSecret",
+                "namespace": "ask", "name": "core-service-db", "health": {"status": "Healthy"}}],
+        });
+        for (k, v) in status.as_object().unwrap() {
+            st[k] = v.clone();
+        }
+        let mut labels = json!({});
+        if !parent.is_empty() {
+            labels["app.kubernetes.io/instance"] = json!(parent);
+        }
+        let obj = json!({
+            "metadata": {"name": name, "labels": labels,
+                "annotations": {"argocd.argoproj.io/sync-wave": wave.to_string()}},
+            "spec": {"source": {"repoURL": "https://git.example/x", "path": name}},
+            "status": st,
+        });
+        let origin = Origin {
+            file: "cluster".into(),
+            line: 1,
+        };
+        AppLookup::Found(Box::new(
+            ApplicationInfo::parse(&obj.to_string(), origin).unwrap(),
+        ))
+    }
+
+    fn secrets(status: serde_json::Value) -> AppLookup {
+        app(SECRETS, 0, "root", status)
+    }
+
+    fn consumer_app(wave: i64, parent: &str) -> AppLookup {
+        app(CONSUMER, wave, parent, json!({}))
+    }
+
+    /// The codes of the secrets app's check, and of its consumer's.
+    fn codes(secrets: &AppLookup, consumer: &AppLookup) -> (Vec<&'static str>, Vec<&'static str>) {
+        let l = layout();
+        let s = secrets_app(&l, secrets);
+        let mut c = super::consumer(&l, CONSUMER, consumer);
+        let found = match secrets {
+            AppLookup::Found(a) => Some(&**a),
+            _ => None,
+        };
+        consumer_order(&mut c, consumer, found, SECRETS);
+        let of = |a: &AppCheck| a.findings.iter().map(Code::code).collect();
+        (of(&s), of(&c))
+    }
+
+    type Row = (
+        &'static str,
+        AppLookup,
+        AppLookup,
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+
+    const NONE: &[&str] = &[];
+
+    /// The secrets app's rules.
+    fn secrets_cases() -> Vec<Row> {
+        vec![
+            (
+                "synced, healthy, in order",
+                secrets(json!({})),
+                consumer_app(1, "root"),
+                NONE,
+                NONE,
+            ),
+            (
+                "out of sync",
+                secrets(json!({"sync": {"status": "OutOfSync"}})),
+                consumer_app(1, "root"),
+                &["out-of-sync"],
+                NONE,
+            ),
+            (
+                "no sync status yet",
+                secrets(json!({"sync": {}})),
+                consumer_app(1, "root"),
+                &["not-synced"],
+                NONE,
+            ),
+            (
+                "progressing",
+                secrets(json!({"health": {"status": "Progressing"}})),
+                consumer_app(1, "root"),
+                &["progressing"],
+                NONE,
+            ),
+            (
+                "degraded",
+                secrets(json!({"health": {"status": "Degraded"}})),
+                consumer_app(1, "root"),
+                &["degraded"],
+                NONE,
+            ),
+            (
+                "its resources missing",
+                secrets(json!({"health": {"status": "Missing"}})),
+                consumer_app(1, "root"),
+                &["resources-missing"],
+                NONE,
+            ),
+            (
+                "suspended",
+                secrets(json!({"health": {"status": "Suspended"}})),
+                consumer_app(1, "root"),
+                &["not-healthy"],
+                NONE,
+            ),
+            (
+                "the ExternalSecret not among its resources",
+                secrets(json!({"resources": []})),
+                consumer_app(1, "root"),
+                &["external-secrets-unmanaged"],
+                NONE,
+            ),
+            (
+                "a sync running and a condition",
+                secrets(json!({"operationState": {"phase": "Running"},
+                    "conditions": [{"type": "SyncError", "message": "boom"}]})),
+                consumer_app(1, "root"),
+                &["operation", "condition"],
+                NONE,
+            ),
+        ]
+    }
+
+    /// The consumer's rules, and what neither finds.
+    fn consumer_cases() -> Vec<Row> {
+        vec![
+            (
+                "the consumer in the same wave",
+                secrets(json!({})),
+                consumer_app(0, "root"),
+                NONE,
+                &["wave-not-after"],
+            ),
+            (
+                "the consumer under another app-of-apps",
+                secrets(json!({})),
+                consumer_app(1, "other-root"),
+                NONE,
+                &["other-parent"],
+            ),
+            (
+                "the consumer without tracking",
+                secrets(json!({})),
+                consumer_app(1, ""),
+                NONE,
+                &["no-tracking"],
+            ),
+            (
+                "neither exists",
+                AppLookup::Missing,
+                AppLookup::Missing,
+                &["secrets-app-missing"],
+                &["consumer-app-missing"],
+            ),
+            (
+                "no Argo CD",
+                AppLookup::NotServed,
+                AppLookup::NotServed,
+                &["argocd-not-served"],
+                &["argocd-not-served"],
+            ),
+        ]
+    }
+
+    #[test]
+    fn the_application_rules_give_their_codes() {
+        let cases = secrets_cases().into_iter().chain(consumer_cases());
+        for (case, s, c, want_s, want_c) in cases {
+            let (got_s, got_c) = codes(&s, &c);
+            assert_eq!(
+                (got_s.as_slice(), got_c.as_slice()),
+                (want_s, want_c),
+                "{case}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_argocd_cm_rules_give_their_codes() {
+        let cm = |data: &[(&str, &str)]| {
+            let origin = Origin {
+                file: "cluster".into(),
+                line: 1,
+            };
+            let data = data
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            crate::model::argocd_cm::ArgoCdCm::from_data(ARGOCD_CM, origin, &data)
+        };
+        let with_check = cm(&[(HEALTH_KEY, "hs = {}\nreturn hs")]);
+        let without = cm(&[]);
+        let cases: Vec<(&str, Option<&crate::model::argocd_cm::ArgoCdCm>, &[&str])> = vec![
+            ("no argocd-cm", None, &["argocd-cm-missing"]),
+            ("no health check", Some(&without), &["no-app-health-check"]),
+            ("the health check", Some(&with_check), &[]),
+        ];
+        for (case, cm, want) in cases {
+            let check = cm_check("argocd", cm, &[]);
+            let codes: Vec<&str> = check.verdict.findings.iter().map(|f| f.code).collect();
+            assert_eq!(codes, want, "{case}");
+            assert_eq!(check.ok, want.is_empty(), "{case}");
+        }
+    }
+
+    /// The JSON keeps its keys, in their order; `findings` is the only one added.
+    #[test]
+    fn the_json_of_each_object_keeps_its_keys() {
+        use crate::verify::findings::json_keys;
+        let mut app = secrets_app(
+            &layout(),
+            &secrets(json!({"sync": {"status": "OutOfSync"}})),
+        );
+        app.verdict = verdict(&app.findings);
+        assert_eq!(
+            json_keys(&app),
+            [
+                "namespace",
+                "name",
+                "role",
+                "after",
+                "ok",
+                "exists",
+                "app_wave",
+                "parent",
+                "sync",
+                "health",
+                "operation",
+                "unhealthy",
+                "problems",
+                "notes",
+                "findings",
+            ]
+        );
+        let v = serde_json::to_value(&app).unwrap();
+        assert_eq!(v["findings"][0]["code"], "out-of-sync");
+        assert_eq!(v["findings"][0]["message"], v["problems"][0]["message"]);
+        let cm = cm_check("argocd", None, &[]);
+        assert_eq!(
+            json_keys(&cm),
+            [
+                "namespace",
+                "name",
+                "ok",
+                "exists",
+                "key",
+                "problems",
+                "findings"
+            ]
+        );
+    }
+}
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_errors_md() {
+        crate::base::codes::assert_documented(
+            "verify argocd: Applications",
+            &AppFinding::codes(),
+            &AppFinding::all_codes(),
+        );
+        crate::base::codes::assert_documented(
+            "verify argocd: argocd-cm",
+            &CmFinding::codes(),
+            &CmFinding::all_codes(),
+        );
     }
 }

@@ -447,15 +447,26 @@ impl ClusterPart {
             ),
         };
         let es = self.eso.external_secrets.iter().filter(|e| !e.ok).map(|e| {
-            let why = e.problems.first().map(String::as_str).unwrap_or("not done");
+            let why = e
+                .verdict
+                .problems
+                .first()
+                .map(String::as_str)
+                .unwrap_or("not done");
             format!("ExternalSecret {}/{} ({why})", e.namespace, e.name)
         });
         let vss = self.vault_static_secrets.iter().filter(|v| !v.ok).map(|v| {
-            let why = v.problems.first().map(String::as_str).unwrap_or("not done");
+            let why = v
+                .verdict
+                .problems
+                .first()
+                .map(String::as_str)
+                .unwrap_or("not done");
             format!("VaultStaticSecret {}/{} ({why})", v.namespace, v.name)
         });
         let objects = self.eso.objects.iter().filter(|o| !o.ok).map(|o| {
             let why = o
+                .verdict
                 .problems
                 .first()
                 .map(String::as_str)

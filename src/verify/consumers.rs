@@ -29,7 +29,9 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use super::delivery::{self, Compare, Held, Mapping};
-use super::findings::{any_problem, before_in_whole_seconds, rfc3339, Finding, Lines, Severity};
+use super::findings::{
+    any_problem, before_in_whole_seconds, rfc3339, Finding, Severity, Shape, Verdict,
+};
 use super::restarters::{Running, Watch};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::names::is_dns1123_subdomain;
@@ -387,26 +389,118 @@ impl ConsumerFinding {
             _ => String::new(),
         }
     }
+}
 
-    /// Its stable kebab-case code, for scripts and tests (the wording may change).
-    pub fn code(&self) -> &'static str {
+crate::base::codes::codes!(
+    ConsumerFinding,
+    ConsumerFinding {
+        Volume => "volume-reader",
+        CronJob => "cronjob-reader",
+        Fresh => "fresh-pods",
+        Stale => "stale-pods",
+        WillRestart => "will-restart",
+        RestarterNotRunning => "restarter-not-running",
+        RestarterCannotTell => "restarter-cannot-tell",
+        CannotTell => "cannot-tell",
+        NotChecked => "not-checked",
+        Shape => "unexpected-shape",
+        WorkloadRef => "workload-ref",
+        BadStart => "bad-start-time",
+        Restarted => "restarted",
+        RestartFailed => "restart-failed",
+    }
+);
+
+/// What the part finds beyond one workload: a target whose readers cannot be looked for, and
+/// target Secrets left unread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetFinding {
+    /// An ExternalSecret the specs name does not exist (`object`: `namespace/name`).
+    EsMissing {
+        /// `namespace/name`.
+        object: String,
+    },
+    /// A VaultStaticSecret the specs name does not exist.
+    VssMissing {
+        /// `namespace/name`.
+        object: String,
+    },
+    /// A VaultStaticSecret's `rolloutRestartTargets` names a kind VSO does not restart.
+    RestartKindUnknown {
+        /// `namespace/name`.
+        object: String,
+        /// The kind, as written.
+        kind: String,
+    },
+    /// A VaultStaticSecret's `rolloutRestartTargets` cannot be read.
+    RestartTargetsBad {
+        /// `namespace/name`.
+        object: String,
+        /// What is wrong with it.
+        bad: String,
+    },
+    /// A VaultStaticSecret names no destination Secret.
+    NoDestination {
+        /// `namespace/name`.
+        object: String,
+    },
+    /// `--skip-target-secrets`: when the data changed is not known.
+    TargetsNotRead,
+}
+
+crate::base::codes::codes!(
+    TargetFinding,
+    TargetFinding {
+        EsMissing => "external-secret-missing",
+        VssMissing => "static-secret-missing",
+        RestartKindUnknown => "restart-kind-unknown",
+        RestartTargetsBad => "restart-targets-unreadable",
+        NoDestination => "no-destination",
+        TargetsNotRead => "targets-not-read",
+    }
+);
+
+impl Finding for TargetFinding {
+    fn severity(&self) -> Severity {
         match self {
-            ConsumerFinding::Volume { .. } => "volume-reader",
-            ConsumerFinding::CronJob { .. } => "cronjob-reader",
-            ConsumerFinding::Fresh { .. } => "fresh-pods",
-            ConsumerFinding::Stale { .. } => "stale-pods",
-            ConsumerFinding::WillRestart { .. } => "will-restart",
-            ConsumerFinding::RestarterNotRunning { .. } => "restarter-not-running",
-            ConsumerFinding::RestarterCannotTell { .. } => "restarter-cannot-tell",
-            ConsumerFinding::CannotTell { .. } => "cannot-tell",
-            ConsumerFinding::NotChecked { .. } => "not-checked",
-            ConsumerFinding::Shape { .. } => "unexpected-shape",
-            ConsumerFinding::WorkloadRef => "workload-ref",
-            ConsumerFinding::BadStart { .. } => "bad-start-time",
-            ConsumerFinding::Restarted { .. } => "restarted",
-            ConsumerFinding::RestartFailed { .. } => "restart-failed",
+            TargetFinding::TargetsNotRead => Severity::Note,
+            TargetFinding::EsMissing { .. }
+            | TargetFinding::VssMissing { .. }
+            | TargetFinding::RestartKindUnknown { .. }
+            | TargetFinding::RestartTargetsBad { .. }
+            | TargetFinding::NoDestination { .. } => Severity::Problem,
         }
     }
+
+    fn message(&self) -> String {
+        match self {
+            TargetFinding::EsMissing { object } => format!(
+                "ExternalSecret `{object}` does not exist: the readers of its target Secret are not checked"
+            ),
+            TargetFinding::VssMissing { object } => format!(
+                "VaultStaticSecret `{object}` does not exist: the readers of its destination Secret are not checked"
+            ),
+            TargetFinding::RestartKindUnknown { object, kind } => format!(
+                "VaultStaticSecret `{object}`: `rolloutRestartTargets` kind `{kind}` is not one VSO restarts (`Deployment`, `StatefulSet`, `DaemonSet`, `argo.Rollout`)"
+            ),
+            TargetFinding::RestartTargetsBad { object, bad } => format!(
+                "VaultStaticSecret `{object}`: {bad}: what VSO restarts is not known"
+            ),
+            TargetFinding::NoDestination { object } => format!(
+                "VaultStaticSecret `{object}` names no `spec.destination.name`: its readers are not checked"
+            ),
+            TargetFinding::TargetsNotRead => "target Secrets were not read (--skip-target-secrets): when their data changed is not known, so readers through env or subPath are not checked".into(),
+        }
+    }
+}
+
+/// The part's own findings: its targets' problems, and whether target Secrets were read.
+fn part_findings(pass: &Pass<'_>) -> Vec<TargetFinding> {
+    let mut found = pass.problems.to_vec();
+    if !pass.read {
+        found.push(TargetFinding::TargetsNotRead);
+    }
+    found
 }
 
 /// The first three pod names, for a sentence: `a`, `b`, `c`, ….
@@ -449,10 +543,9 @@ pub struct WorkloadCheck {
     pub restarted_by: Option<String>,
     /// The command that restarts it, when it needs one.
     pub fix: Option<String>,
-    /// What is wrong.
-    pub problems: Vec<String>,
-    /// Worth knowing.
-    pub notes: Vec<String>,
+    /// What is wrong, and what is worth knowing; `findings` with their codes.
+    #[serde(flatten)]
+    pub verdict: Verdict,
     #[serde(skip)]
     findings: Vec<ConsumerFinding>,
     #[serde(skip)]
@@ -500,10 +593,10 @@ pub struct ConsumersPart {
     pub secrets: Vec<SecretCheck>,
     /// The workloads that read them.
     pub workloads: Vec<WorkloadCheck>,
-    /// What is wrong beyond one workload (a target that cannot be found).
-    pub problems: Vec<String>,
-    /// Worth knowing.
-    pub notes: Vec<String>,
+    /// What is wrong beyond one workload (a target that cannot be found), and what is worth
+    /// knowing; `findings` with their codes.
+    #[serde(flatten)]
+    pub verdict: Verdict,
 }
 
 impl Part for ConsumersPart {
@@ -536,6 +629,7 @@ impl ConsumersPart {
             .collect();
         let named = super::cluster::named(waiting.iter().map(|w| {
             let why = w
+                .verdict
                 .problems
                 .first()
                 .map(String::as_str)
@@ -587,7 +681,7 @@ type Restarted = BTreeMap<(WorkloadKind, String, String), Result<OffsetDateTime,
 struct Pass<'a> {
     cluster: &'a Cluster,
     targets: &'a [Target],
-    problems: &'a [String],
+    problems: &'a [TargetFinding],
     read: bool,
     compare: Option<&'a Compare<'a>>,
     concurrency: usize,
@@ -732,7 +826,7 @@ async fn restart(
 async fn targets(
     cluster: &Cluster,
     plan: &EnvPlan<'_>,
-) -> Result<(Vec<Target>, Vec<String>), KubeError> {
+) -> Result<(Vec<Target>, Vec<TargetFinding>), KubeError> {
     let wanted = super::cluster::wanted(plan, cluster.default_namespace());
     let index = crate::spec::TargetIndex::new(&plan.targets);
     let mut out: Vec<Target> = Vec::new();
@@ -747,9 +841,9 @@ async fn targets(
                 vso_hmac: true,
                 mappings: delivery::eso_mappings(&es, &index),
             }),
-            None => problems.push(format!(
-                "ExternalSecret `{ns}/{name}` does not exist: the readers of its target Secret are not checked"
-            )),
+            None => problems.push(TargetFinding::EsMissing {
+                object: format!("{ns}/{name}"),
+            }),
         }
     }
     for (ns, name) in &wanted.static_secrets {
@@ -759,20 +853,22 @@ async fn targets(
                 for (kind, target) in &v.rollout_restart_targets {
                     match WorkloadKind::from_vso(kind) {
                         Some(k) => restarted_by_vso.push((k, target.clone())),
-                        None => problems.push(format!(
-                            "VaultStaticSecret `{ns}/{name}`: `rolloutRestartTargets` kind `{kind}` is not one VSO restarts (`Deployment`, `StatefulSet`, `DaemonSet`, `argo.Rollout`)"
-                        )),
+                        None => problems.push(TargetFinding::RestartKindUnknown {
+                            object: format!("{ns}/{name}"),
+                            kind: kind.clone(),
+                        }),
                     }
                 }
                 if let Some(bad) = &v.rollout_restart_bad {
-                    problems.push(format!(
-                        "VaultStaticSecret `{ns}/{name}`: {bad}: what VSO restarts is not known"
-                    ));
+                    problems.push(TargetFinding::RestartTargetsBad {
+                        object: format!("{ns}/{name}"),
+                        bad: bad.to_string(),
+                    });
                 }
                 if v.destination.is_empty() {
-                    problems.push(format!(
-                        "VaultStaticSecret `{ns}/{name}` names no `spec.destination.name`: its readers are not checked"
-                    ));
+                    problems.push(TargetFinding::NoDestination {
+                        object: format!("{ns}/{name}"),
+                    });
                     continue;
                 }
                 out.push(Target {
@@ -784,9 +880,9 @@ async fn targets(
                     mappings: delivery::vso_mappings(&v, &index),
                 });
             }
-            None => problems.push(format!(
-                "VaultStaticSecret `{ns}/{name}` does not exist: the readers of its destination Secret are not checked"
-            )),
+            None => problems.push(TargetFinding::VssMissing {
+                object: format!("{ns}/{name}"),
+            }),
         }
     }
     Ok((out, problems))
@@ -1140,7 +1236,7 @@ fn part(
 ) -> ConsumersPart {
     let not_checked = workloads.iter().filter(|w| w.ok && !w.checked).count();
     let cannot_tell = workloads.iter().filter(|w| w.cannot_tell).count();
-    let ok = pass.problems.is_empty() && workloads.iter().all(|w| w.ok);
+    let ok = !any_problem(pass.problems) && workloads.iter().all(|w| w.ok);
     ConsumersPart {
         ok,
         server: pass.cluster.server().to_string(),
@@ -1149,12 +1245,8 @@ fn part(
         cannot_tell,
         secrets,
         workloads,
-        problems: pass.problems.to_vec(),
-        notes: if pass.read {
-            Vec::new()
-        } else {
-            vec!["target Secrets were not read (--skip-target-secrets): when their data changed is not known, so readers through env or subPath are not checked".into()]
-        },
+        // Not capped: they name the spec's objects, as they always read.
+        verdict: Verdict::shown(&part_findings(pass), |_, m| m).shaped(Shape::PROBLEMS_NOTES),
     }
 }
 
@@ -1170,7 +1262,6 @@ fn needs_pods(f: &ConsumerFinding) -> bool {
 }
 
 fn finish(w: &mut WorkloadCheck) {
-    let lines = Lines::of(&w.findings);
     w.ok = !any_problem(&w.findings);
     w.checked = !w
         .findings
@@ -1201,8 +1292,9 @@ fn finish(w: &mut WorkloadCheck) {
         ConsumerFinding::WillRestart { by, .. } => Some(by.to_string()),
         _ => None,
     });
-    w.problems = lines.problems;
-    w.notes = lines.explanations.into_iter().chain(lines.notes).collect();
+    w.verdict = Verdict::of(&w.findings)
+        .explanations_as_notes()
+        .shaped(Shape::PROBLEMS_NOTES);
 }
 
 /// The workload's reads of the targets, judged without its pods; `None` when it reads none.
@@ -1228,8 +1320,7 @@ fn judge_workload(
         how: Vec::new(),
         restarted_by: None,
         fix: None,
-        problems: Vec::new(),
-        notes: Vec::new(),
+        verdict: Verdict::default(),
         findings: Vec::new(),
         kind_of: Some(kind),
     };
@@ -2048,6 +2139,295 @@ mod tests {
         assert_eq!(
             restart_command(WorkloadKind::Rollout, "ask", "web"),
             "kubectl argo rollouts -n ask restart web"
+        );
+    }
+}
+
+/// The rules of the part, one case per row, in-process (the suite's `consumers` module proves
+/// the wiring): a workload as the cluster serves it (JSON) and the codes [`judge_workload`]
+/// gives before the pods are looked at; then what the pods showed and the code
+/// [`reader_verdict`] gives.
+#[cfg(test)]
+mod table {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::base::codes::Code;
+
+    fn target() -> Target {
+        Target {
+            namespace: "ns".into(),
+            secret: "db".into(),
+            source: "ExternalSecret ns/db".into(),
+            restarted_by_vso: Vec::new(),
+            vso_hmac: true,
+            mappings: Vec::new(),
+        }
+    }
+
+    fn data_change(at: Option<i64>) -> DataChange {
+        DataChange {
+            at: at.map(|s| OffsetDateTime::from_unix_timestamp(s).unwrap()),
+            manager: Some("external-secrets".into()),
+            reloader_match: false,
+            reloader_ignore: false,
+            labels: BTreeMap::new(),
+        }
+    }
+
+    fn change(data: Option<DataChange>, read: bool) -> Change {
+        Change {
+            data,
+            read,
+            held: Holding::Unknown("not compared".into()),
+        }
+    }
+
+    /// A Deployment `app` whose container reads Secret `db` as `container` says.
+    fn deployment(name: &str, container: Value, volumes: Value) -> Value {
+        let mut c = json!({"name": "app", "image": "app:1"});
+        for (k, v) in container.as_object().unwrap() {
+            c[k] = v.clone();
+        }
+        json!({
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [c], "volumes": volumes},
+                },
+            },
+        })
+    }
+
+    fn env() -> Value {
+        json!({"env": [{"name": "DB", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}}]})
+    }
+
+    fn volume() -> Value {
+        json!([{"name": "db", "secret": {"secretName": "db"}}])
+    }
+
+    type ReadRow = (
+        &'static str,
+        WorkloadKind,
+        Value,
+        Option<Change>,
+        &'static [&'static str],
+    );
+
+    /// Readers whose Secret is there and read.
+    fn reading_cases() -> Vec<ReadRow> {
+        vec![
+            (
+                "env, the data's change known: the pods decide",
+                WorkloadKind::Deployment,
+                deployment("app", env(), json!([])),
+                Some(change(Some(data_change(Some(1_000))), true)),
+                &["fresh-pods"],
+            ),
+            (
+                "a plain volume",
+                WorkloadKind::Deployment,
+                deployment(
+                    "app",
+                    json!({"volumeMounts": [{"name": "db", "mountPath": "/db"}]}),
+                    volume(),
+                ),
+                Some(change(Some(data_change(Some(1_000))), true)),
+                &["volume-reader"],
+            ),
+            (
+                "a subPath volume reads like env",
+                WorkloadKind::Deployment,
+                deployment(
+                    "app",
+                    json!({"volumeMounts": [{"name": "db", "mountPath": "/db/p", "subPath": "password"}]}),
+                    volume(),
+                ),
+                Some(change(Some(data_change(Some(1_000))), true)),
+                &["fresh-pods"],
+            ),
+            (
+                "the Secret not read (--skip-target-secrets)",
+                WorkloadKind::Deployment,
+                deployment("app", env(), json!([])),
+                Some(change(None, false)),
+                &["not-checked"],
+            ),
+        ]
+    }
+
+    /// Secrets and workloads the check cannot judge, and a workload reading none.
+    fn odd_cases() -> Vec<ReadRow> {
+        vec![
+            (
+                "the Secret does not exist",
+                WorkloadKind::Deployment,
+                deployment("app", env(), json!([])),
+                Some(change(None, true)),
+                &["unexpected-shape"],
+            ),
+            (
+                "no managedFields entry owns its data",
+                WorkloadKind::Deployment,
+                deployment("app", env(), json!([])),
+                Some(change(Some(data_change(None)), true)),
+                &["unexpected-shape"],
+            ),
+            (
+                "a name the API server would refuse",
+                WorkloadKind::Deployment,
+                deployment("App_1", env(), json!([])),
+                None,
+                &["unexpected-shape"],
+            ),
+            (
+                "a Rollout with a workloadRef",
+                WorkloadKind::Rollout,
+                json!({"metadata": {"name": "app", "namespace": "ns"},
+                    "spec": {"selector": {"matchLabels": {"app": "app"}},
+                        "workloadRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "app"}}}),
+                None,
+                &["workload-ref"],
+            ),
+            (
+                "reads another Secret",
+                WorkloadKind::Deployment,
+                deployment(
+                    "app",
+                    json!({"env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "other", "key": "k"}}}]}),
+                    json!([]),
+                ),
+                None,
+                &[],
+            ),
+        ]
+    }
+
+    #[test]
+    fn the_reading_rules_give_their_codes() {
+        let cases = reading_cases().into_iter().chain(odd_cases());
+        let t = target();
+        for (case, kind, obj, c, want) in cases {
+            let mut changes = BTreeMap::new();
+            if let Some(c) = c {
+                changes.insert(("ns".to_string(), "db".to_string()), c);
+            }
+            let codes: Vec<&str> = judge_workload(kind, "ns", &obj, &[&t], &changes)
+                .map(|w| w.findings.iter().map(Code::code).collect())
+                .unwrap_or_default();
+            assert_eq!(codes, want, "{case}");
+        }
+    }
+
+    #[test]
+    fn the_pods_rules_give_their_codes() {
+        let data = data_change(Some(1_000));
+        let c = change(Some(data.clone()), true);
+        let at = data.at.unwrap();
+        let seen = |old: &[&str], between: &[&str]| Seen {
+            pods: 2,
+            old: old.iter().map(|p| p.to_string()).collect(),
+            between: between.iter().map(|p| p.to_string()).collect(),
+            since: None,
+        };
+        let reloader = || Restarter::Reloader("reloader.stakater.com/auto".into());
+        type Row = (&'static str, Seen, Option<(Restarter, Watch)>, &'static str);
+        let cases: Vec<Row> = vec![
+            (
+                "every pod started after the change",
+                seen(&[], &[]),
+                None,
+                "fresh-pods",
+            ),
+            (
+                "a pod started before, nothing restarts it",
+                seen(&["p1"], &[]),
+                None,
+                "stale-pods",
+            ),
+            (
+                "a pod started before, Reloader runs",
+                seen(&["p1"], &[]),
+                Some((reloader(), Watch::Runs("r/r".into()))),
+                "will-restart",
+            ),
+            (
+                "a pod started before, Reloader does not run",
+                seen(&["p1"], &[]),
+                Some((reloader(), Watch::NotRunning("none runs".into()))),
+                "restarter-not-running",
+            ),
+            (
+                "a pod started before, Reloader cannot be told",
+                seen(&["p1"], &[]),
+                Some((reloader(), Watch::CannotTell("forbidden".into()))),
+                "restarter-cannot-tell",
+            ),
+            (
+                "a pod the facts cannot place",
+                seen(&[], &["p2"]),
+                None,
+                "cannot-tell",
+            ),
+        ];
+        for (case, seen, by, want) in cases {
+            let f = reader_verdict("db".into(), How::Env, (at, &c, &data), by, seen);
+            assert_eq!(f.code(), want, "{case}");
+        }
+    }
+
+    /// The JSON keeps its keys, in their order; `findings` is the only one added.
+    #[test]
+    fn the_json_keeps_its_keys() {
+        let obj = deployment("app", env(), json!([]));
+        let mut changes = BTreeMap::new();
+        changes.insert(("ns".to_string(), "db".to_string()), change(None, false));
+        let mut w =
+            judge_workload(WorkloadKind::Deployment, "ns", &obj, &[&target()], &changes).unwrap();
+        finish(&mut w);
+        assert_eq!(
+            crate::verify::findings::json_keys(&w),
+            [
+                "kind",
+                "namespace",
+                "name",
+                "ok",
+                "checked",
+                "cannot_tell",
+                "secrets",
+                "how",
+                "restarted_by",
+                "fix",
+                "problems",
+                "notes",
+                "findings",
+            ]
+        );
+        // A workload's JSON has no `explanations`: they are its notes.
+        assert_eq!(w.verdict.findings[0].code, "not-checked");
+        assert_eq!(w.verdict.findings[0].severity, "note");
+        assert_eq!(w.verdict.notes.len(), 1);
+    }
+}
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_errors_md() {
+        crate::base::codes::assert_documented(
+            "verify consumers: workloads",
+            &ConsumerFinding::codes(),
+            &ConsumerFinding::all_codes(),
+        );
+        crate::base::codes::assert_documented(
+            "verify consumers: targets",
+            &TargetFinding::codes(),
+            &TargetFinding::all_codes(),
         );
     }
 }

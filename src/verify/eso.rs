@@ -11,7 +11,7 @@ use time::OffsetDateTime;
 use super::delivery::{self, Compare, Held};
 use super::facts::{Facts, PathFacts};
 use super::findings::{
-    any_problem, before_in_whole_seconds, colon, joined, rfc3339, Finding, Lines, Severity,
+    any_problem, before_in_whole_seconds, colon, joined, rfc3339, Finding, Severity, Shape, Verdict,
 };
 use super::store::{self, StoreFinding, StoreUser};
 use super::stuck::Stuck;
@@ -51,13 +51,11 @@ pub struct EsCheck {
     /// compared by digest: `true` proves delivery whatever the clocks say; `false` when a key
     /// holds another value; `null` when not every key could be compared.
     pub values_match: Option<bool>,
-    /// What is wrong, one sentence each, most important first.
-    pub problems: Vec<String>,
-    /// Why it is not Ready, from vault-seed's view and from ESO's Warning events.
-    pub explanations: Vec<String>,
-    /// Worth knowing, never failing it: what was not checked, a template that does not read a
-    /// fetched value.
-    pub notes: Vec<String>,
+    /// What is wrong (one sentence each, most important first), why it is not Ready (from
+    /// vault-seed's view and ESO's Warning events), and what is worth knowing (what was not
+    /// checked, a template that does not read a fetched value); `findings` with their codes.
+    #[serde(flatten)]
+    pub verdict: Verdict,
     /// What keeps it from being done that waiting cannot fix ([`Stuck`]).
     #[serde(skip)]
     pub(crate) stuck: Vec<Stuck>,
@@ -80,11 +78,11 @@ pub struct ObjectCheck {
     pub ok: bool,
     /// The Ready condition's reason.
     pub reason: Option<String>,
-    /// What is wrong.
-    pub problems: Vec<String>,
-    /// Worth knowing (how a store logs in, when that is judged elsewhere).
-    pub notes: Vec<String>,
-    /// The findings `problems` is made from.
+    /// What is wrong, and what is worth knowing (how a store logs in, when that is judged
+    /// elsewhere); `findings` with their codes.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// The findings `verdict` is made from.
     #[serde(skip)]
     pub(crate) findings: Vec<ObjectFinding>,
     /// What keeps it from being right that waiting cannot fix ([`Stuck`]).
@@ -115,8 +113,10 @@ pub struct ProvidedCheck {
     pub message: Option<String>,
     /// Its latest Warning event, `REASON: message` (a 403 from Vault: the provider's policy).
     pub event: Option<String>,
-    /// What its provider's PushSecret says, in one sentence per finding.
-    pub explanations: Vec<String>,
+    /// What its provider's PushSecret says, in one sentence per finding (`explanations`, and
+    /// `findings` with their codes).
+    #[serde(flatten)]
+    pub verdict: Verdict,
     /// What its PushSecret says that waiting cannot fix ([`Stuck`]).
     #[serde(skip)]
     pub(crate) stuck: Option<Stuck>,
@@ -343,6 +343,47 @@ pub(crate) enum EsFinding {
         keys: Vec<(String, String)>,
     },
 }
+
+crate::base::codes::codes!(
+    EsFinding,
+    EsFinding {
+        Missing => "missing",
+        NotSpecPath => "not-spec-path",
+        NotSpecField => "not-spec-field",
+        FieldNot => "field-not-valid",
+        Provided => "provided-not-right",
+        PolicyMissing => "policy-missing",
+        DataFromNotJudged => "data-from-not-judged",
+        DataFromEmpty => "data-from-empty",
+        ExtractNotSpecPath => "extract-not-spec-path",
+        ExtractProperty => "extract-property",
+        MapsNothing => "maps-nothing",
+        WholeSecret => "whole-secret",
+        Pinned => "pinned-version",
+        Decoding => "decoding-mismatch",
+        DecodingUnknown => "decoding-unknown",
+        TemplateStatic => "template-static",
+        BadField => "bad-field",
+        GenerationBehind => "generation-behind",
+        GenerationUnknown => "generation-unknown",
+        RefreshInFuture => "refresh-in-future",
+        ReadyConflict => "ready-conflict",
+        Deleting => "deleting",
+        SyncedBeforeSeeding => "synced-before-seeding",
+        NeverSynced => "never-synced",
+        NotReady => "not-ready",
+        Event => "warning-event",
+        TargetMissing => "target-missing",
+        TargetLacksKeys => "target-lacks-keys",
+        TargetEmptyValues => "target-empty-values",
+        TargetNotChecked => "target-not-checked",
+        Delivered => "delivered",
+        HoldsOther => "stale-target",
+        NotCompared => "not-compared",
+    } nested {
+        SecretType => super::secret_type::TypeFinding,
+    }
+);
 
 impl Finding for EsFinding {
     fn severity(&self) -> Severity {
@@ -607,6 +648,21 @@ pub(crate) enum ObjectFinding {
     Store(StoreFinding),
 }
 
+crate::base::codes::codes!(
+    ObjectFinding,
+    ObjectFinding {
+        Missing => "missing",
+        NotReady => "not-ready",
+        DefaultUnsearchable => "default-unsearchable",
+        NoDefault => "no-default",
+        SeveralDefaults => "several-defaults",
+        NotValid => "not-valid",
+        NotHealthy => "not-healthy",
+    } nested {
+        Store => StoreFinding,
+    }
+);
+
 impl Finding for ObjectFinding {
     fn severity(&self) -> Severity {
         match self {
@@ -654,15 +710,13 @@ impl ObjectCheck {
         reason: Option<String>,
         findings: Vec<ObjectFinding>,
     ) -> ObjectCheck {
-        let lines = Lines::of(&findings);
         ObjectCheck {
             kind: kind.into(),
             namespace,
             name,
             ok: !any_problem(&findings),
             reason,
-            problems: lines.problems,
-            notes: lines.notes,
+            verdict: Verdict::of(&findings).shaped(Shape::PROBLEMS_NOTES),
             findings,
             stuck: None,
         }
@@ -701,6 +755,17 @@ enum ProvidedFinding {
     /// Its events cannot be read.
     EventsUnreadable { shown: String, error: String },
 }
+
+crate::base::codes::codes!(
+    ProvidedFinding,
+    ProvidedFinding {
+        PushMissing => "push-secret-missing",
+        PushState => "push-secret-state",
+        PushUnreadable => "push-secret-unreadable",
+        PushEvent => "push-secret-event",
+        EventsUnreadable => "events-unreadable",
+    }
+);
 
 impl Finding for ProvidedFinding {
     fn severity(&self) -> Severity {
@@ -970,7 +1035,7 @@ impl EsCheck {
             .iter()
             .filter(|f| !matches!(f, EsFinding::Delivered))
             .collect();
-        let lines = Lines::of(&shown);
+        let verdict = Verdict::of(&shown);
         let warned = findings.iter().any(|f| {
             matches!(
                 f,
@@ -1002,9 +1067,7 @@ impl EsCheck {
             target_secret,
             target_checked,
             values_match,
-            problems: lines.problems,
-            explanations: lines.explanations,
-            notes: lines.notes,
+            verdict,
             stuck: Vec::new(),
             warned,
         }
@@ -1593,7 +1656,7 @@ async fn provided_check(
         reason: None,
         message: None,
         event: None,
-        explanations: Vec::new(),
+        verdict: Verdict::default().shaped(Shape::EXPLANATIONS),
         stuck: None,
     };
     if check.ok {
@@ -1613,7 +1676,7 @@ async fn provided_check(
             .flatten()
             .find_map(|m| Stuck::in_eso_message(m, &format!("{ns}/{name}")));
     }
-    check.explanations = Lines::of(&found).explanations;
+    check.verdict = Verdict::of(&found).shaped(Shape::EXPLANATIONS);
     check
 }
 
@@ -1725,10 +1788,12 @@ pub(crate) mod tests {
         ];
         let check = EsCheck::new("ns", "app", Some(stale), findings);
         assert!(!check.ok);
-        assert_eq!(check.problems.len(), 2);
-        assert!(check.problems[0].starts_with("Ready, but last synced at 1970-01-01T00:16:40Z"));
+        assert_eq!(check.verdict.problems.len(), 2);
+        assert!(
+            check.verdict.problems[0].starts_with("Ready, but last synced at 1970-01-01T00:16:40Z")
+        );
         assert_eq!(
-            check.problems[1],
+            check.verdict.problems[1],
             "target Secret `ns/app-secret` does not exist"
         );
         // Synced after seeding: nothing to say; never synced, or not Ready: said.
@@ -1785,10 +1850,10 @@ pub(crate) mod tests {
             },
         ];
         let check = EsCheck::new("ns", "app", Some(e), findings);
-        assert!(check.ok && check.problems.is_empty());
-        assert_eq!(check.explanations.len(), 1);
+        assert!(check.ok && check.verdict.problems.is_empty());
+        assert_eq!(check.verdict.explanations.len(), 1);
         assert!(!check.target_checked);
-        assert!(check.notes[0].contains("not checked (--skip-target-secrets)"));
+        assert!(check.verdict.notes[0].contains("not checked (--skip-target-secrets)"));
     }
 
     #[test]
@@ -1937,5 +2002,214 @@ pub(crate) mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity(), Severity::Note);
         assert!(f[0].message().contains("entry `b` does not read"));
+    }
+}
+
+/// The rules of an ExternalSecret's own state, one case per row: what the object says, and the
+/// codes found ([`bad_fields`], [`currency`], [`template_findings`], [`readiness`]); in-process,
+/// so a rule is tested in milliseconds (the suite's `kube_eso` proves the wiring).
+#[cfg(test)]
+mod table {
+    use super::tests::es;
+    use super::*;
+    use crate::base::codes::Code;
+    use crate::kube::{BadField, FieldProblem, TemplateEntry};
+
+    fn at(s: i64) -> OffsetDateTime {
+        OffsetDateTime::from_unix_timestamp(s).unwrap()
+    }
+
+    /// Seeded at 2000, now 5000.
+    fn codes(es: &ExternalSecretInfo) -> Vec<&'static str> {
+        let mut found = bad_fields(es);
+        found.extend(currency(es, at(5_000)));
+        found.extend(template_findings(es));
+        found.extend(readiness(es, Some(at(2_000))));
+        found.iter().map(Code::code).collect()
+    }
+
+    fn with(f: impl FnOnce(&mut ExternalSecretInfo)) -> ExternalSecretInfo {
+        let mut e = es(Some(true), Some(3_000));
+        f(&mut e);
+        e
+    }
+
+    #[test]
+    fn the_state_rules_give_their_codes() {
+        let cases: Vec<(&str, ExternalSecretInfo, &[&str])> = vec![
+            (
+                "ready, synced after seeding",
+                es(Some(true), Some(3_000)),
+                &[],
+            ),
+            ("not ready", es(Some(false), Some(3_000)), &["not-ready"]),
+            ("ready status unknown", es(None, None), &["not-ready"]),
+            (
+                "ready, never synced",
+                es(Some(true), None),
+                &["never-synced"],
+            ),
+            (
+                "synced before seeding",
+                es(Some(true), Some(1_000)),
+                &["synced-before-seeding"],
+            ),
+            (
+                "synced in the write's second",
+                es(Some(true), Some(2_000)),
+                &[],
+            ),
+            (
+                "older generation synced",
+                with(|e| e.generation = Some(2)),
+                &["generation-behind"],
+            ),
+            (
+                "synced generation unknown",
+                with(|e| {
+                    e.synced_generation = None;
+                    e.synced_resource_version = None;
+                }),
+                &["generation-unknown"],
+            ),
+            (
+                "being deleted",
+                with(|e| e.deletion_timestamp = Some("1970-01-01T01:00:00Z".into())),
+                &["deleting"],
+            ),
+            (
+                "ready conditions disagree",
+                with(|e| {
+                    let mut other = e.condition.clone();
+                    other.ready = Some(false);
+                    e.ready_conditions.push(other);
+                }),
+                &["ready-conflict"],
+            ),
+            (
+                "refreshed in the future",
+                with(|e| e.refresh_time = Some(at(50_000))),
+                &["refresh-in-future"],
+            ),
+            (
+                "a template that ignores the fetched value",
+                with(|e| {
+                    e.template = vec![TemplateEntry {
+                        key: "a".into(),
+                        reads: Vec::new(),
+                        plain: None,
+                    }]
+                }),
+                &["template-static"],
+            ),
+            (
+                "a field of the wrong type",
+                with(|e| {
+                    e.bad_fields = vec![BadField::new(
+                        "/spec/data/0/remoteRef/key",
+                        FieldProblem::Missing,
+                    )]
+                }),
+                &["bad-field"],
+            ),
+        ];
+        for (case, es, want) in cases {
+            assert_eq!(codes(&es), want, "{case}");
+        }
+    }
+
+    /// The JSON keeps its keys, in their order; `findings` is the only one added.
+    #[test]
+    fn the_json_of_each_object_keeps_its_keys() {
+        use crate::verify::findings::json_keys;
+        let check = EsCheck::new("ns", "app", Some(es(Some(false), None)), vec![]);
+        assert_eq!(
+            json_keys(&check),
+            [
+                "namespace",
+                "name",
+                "ok",
+                "api_version",
+                "ready",
+                "reason",
+                "message",
+                "refresh_time",
+                "target_secret",
+                "target_checked",
+                "values_match",
+                "problems",
+                "explanations",
+                "notes",
+                "findings",
+            ]
+        );
+        let store = ObjectCheck::new("SecretStore", None, "s".into(), None, vec![]);
+        assert_eq!(
+            json_keys(&store),
+            [
+                "kind",
+                "namespace",
+                "name",
+                "ok",
+                "reason",
+                "problems",
+                "notes",
+                "findings"
+            ]
+        );
+        let provided = ProvidedCheck {
+            path: "secret/a".into(),
+            provided_by: "b".into(),
+            ok: false,
+            state: None,
+            push_secret: None,
+            ready: None,
+            reason: None,
+            message: None,
+            event: None,
+            verdict: Verdict::of(&[ProvidedFinding::PushMissing { shown: "p".into() }])
+                .shaped(Shape::EXPLANATIONS),
+            stuck: None,
+        };
+        assert_eq!(
+            json_keys(&provided),
+            [
+                "path",
+                "provided_by",
+                "ok",
+                "state",
+                "push_secret",
+                "ready",
+                "reason",
+                "message",
+                "event",
+                "explanations",
+                "findings",
+            ]
+        );
+    }
+}
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_errors_md() {
+        crate::base::codes::assert_documented(
+            "verify kube: ExternalSecrets",
+            &EsFinding::codes(),
+            &EsFinding::all_codes(),
+        );
+        crate::base::codes::assert_documented(
+            "verify kube: stores and VSO objects",
+            &ObjectFinding::codes(),
+            &ObjectFinding::all_codes(),
+        );
+        crate::base::codes::assert_documented(
+            "verify kube: provided paths",
+            &ProvidedFinding::codes(),
+            &ProvidedFinding::all_codes(),
+        );
     }
 }

@@ -239,6 +239,7 @@ mod tests {
             errors: Vec::new(),
             notes: Vec::new(),
             help: None,
+            findings: Vec::new(),
         };
         let grants = Checked::Done(PolicyPart { eso, vso: None });
         let detected = |m: &str| match m {

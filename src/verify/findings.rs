@@ -1,11 +1,16 @@
 //! What `verify`'s object checks find, as typed findings. Each check (ExternalSecret,
 //! VaultStaticSecret, store, PushSecret, Argo CD Application) pushes one variant per rule with
-//! the facts it needs; its enum says in one place how bad each variant is and how it reads. The
-//! report structs' sentence lists (`problems`, `explanations`, `notes`) are made from the
-//! findings by [`Lines::of`], so a new rule is a variant, its wording, and the small function
-//! that finds it.
+//! the facts it needs; its enum says in one place how bad each variant is, how it reads, and
+//! its stable code ([`crate::base::codes::codes!`]). The report structs' sentence lists (`problems`,
+//! `explanations`, `notes`) and their coded `findings` are made from the findings by
+//! [`Verdict::of`], so a new rule is a variant, its code, its wording, and the small function
+//! that finds it (`docs/development.md`, "Adding a verify rule").
 
 use std::borrow::Cow;
+
+use serde::Serialize;
+
+pub use crate::base::codes::Code;
 
 /// How a finding counts for its object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,8 +25,8 @@ pub enum Severity {
     Note,
 }
 
-/// A finding: its severity and its sentence.
-pub trait Finding {
+/// A finding: its severity, its sentence, and its code ([`Code`]).
+pub trait Finding: Code {
     /// How it counts.
     fn severity(&self) -> Severity;
     /// The sentence shown, in JSON and text alike.
@@ -38,33 +43,201 @@ impl<F: Finding> Finding for &F {
     }
 }
 
-/// An object's findings as the report's sentence lists: leading problems first, then the others
-/// in the order found; problems and causes capped, since they quote the cluster.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Lines {
+impl Severity {
+    /// The list its sentence goes to, as the JSON `severity` says it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Leading | Severity::Problem => "problem",
+            Severity::Cause => "explanation",
+            Severity::Note => "note",
+        }
+    }
+}
+
+/// A finding as the JSON `findings[]` shows it: its code beside its sentence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Coded {
+    /// The stable code (`docs/errors.md`).
+    pub code: &'static str,
+    /// The sentence, as in the list it is in.
+    pub message: String,
+    /// `problem`, `explanation` or `note`: the list it is in.
+    pub severity: &'static str,
+}
+
+/// Which sentence lists an object's JSON carries (each kind of object has had its own set:
+/// a store has no `explanations`, a provided path only those); `findings` is always there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    problems: bool,
+    explanations: bool,
+    notes: bool,
+}
+
+impl Shape {
+    /// `problems`, `explanations` and `notes`.
+    pub const ALL: Shape = Shape {
+        problems: true,
+        explanations: true,
+        notes: true,
+    };
+    /// `problems` and `notes`.
+    pub const PROBLEMS_NOTES: Shape = Shape {
+        explanations: false,
+        ..Shape::ALL
+    };
+    /// `problems` only.
+    pub const PROBLEMS: Shape = Shape {
+        notes: false,
+        ..Shape::PROBLEMS_NOTES
+    };
+    /// `explanations` only.
+    pub const EXPLANATIONS: Shape = Shape {
+        problems: false,
+        explanations: true,
+        notes: false,
+    };
+}
+
+/// An object's verdict in words, shared by every object `verify` checks and flattened into its
+/// JSON: the sentence lists (leading problems first, then the others in the order found;
+/// problems and causes capped, since they quote the cluster) and `findings`, each sentence with
+/// its code. `P` is how a problem is shown (Argo CD's carry their help).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict<P = String> {
     /// What is wrong, most important first.
-    pub problems: Vec<String>,
+    pub problems: Vec<P>,
     /// Why.
     pub explanations: Vec<String>,
     /// Worth knowing.
     pub notes: Vec<String>,
+    /// Every sentence above with its code.
+    pub findings: Vec<Coded>,
+    /// Which lists the JSON carries.
+    shape: Shape,
 }
 
-impl Lines {
-    /// The lines of `findings`.
-    pub fn of<F: Finding>(findings: &[F]) -> Lines {
-        let mut lines = Lines::default();
-        let mut rest = Vec::new();
+impl<P> Default for Verdict<P> {
+    fn default() -> Self {
+        Verdict {
+            problems: Vec::new(),
+            explanations: Vec::new(),
+            notes: Vec::new(),
+            findings: Vec::new(),
+            shape: Shape::ALL,
+        }
+    }
+}
+
+impl Verdict {
+    /// The verdict of `findings`.
+    pub fn of<F: Finding>(findings: &[F]) -> Verdict {
+        Verdict::build(findings, capped, |_, m| m)
+    }
+}
+
+impl<P> Verdict<P> {
+    /// The verdict of `findings`, each problem shown by `problem` (from the finding and its
+    /// sentence), sentences as they are (Argo CD's, which say what to do).
+    pub fn shown<F: Finding>(findings: &[F], problem: impl FnMut(&F, String) -> P) -> Self {
+        Verdict::build(findings, |m| m, problem)
+    }
+
+    fn build<F: Finding>(
+        findings: &[F],
+        capped: impl Fn(String) -> String,
+        mut problem: impl FnMut(&F, String) -> P,
+    ) -> Self {
+        let mut v = Verdict::default();
+        let (mut leading, mut rest) = (Vec::new(), Vec::new());
+        let (mut causes, mut notes) = (Vec::new(), Vec::new());
         for f in findings {
+            let coded = |message: String| Coded {
+                code: f.code(),
+                severity: f.severity().name(),
+                message,
+            };
             match f.severity() {
-                Severity::Leading => lines.problems.push(capped(f.message())),
-                Severity::Problem => rest.push(capped(f.message())),
-                Severity::Cause => lines.explanations.push(capped(f.message())),
-                Severity::Note => lines.notes.push(f.message()),
+                Severity::Leading => leading.push((coded(capped(f.message())), f)),
+                Severity::Problem => rest.push((coded(capped(f.message())), f)),
+                Severity::Cause => causes.push(coded(capped(f.message()))),
+                Severity::Note => notes.push(coded(f.message())),
             }
         }
-        lines.problems.extend(rest);
-        lines
+        for (c, f) in leading.into_iter().chain(rest) {
+            v.problems.push(problem(f, c.message.clone()));
+            v.findings.push(c);
+        }
+        v.explanations = causes.iter().map(|c| c.message.clone()).collect();
+        v.notes = notes.iter().map(|c| c.message.clone()).collect();
+        v.findings.extend(causes);
+        v.findings.extend(notes);
+        v
+    }
+
+    /// With the explanations said as notes, before them (an object whose JSON has no
+    /// `explanations`).
+    pub fn explanations_as_notes(mut self) -> Self {
+        let mut notes = std::mem::take(&mut self.explanations);
+        notes.append(&mut self.notes);
+        self.notes = notes;
+        for c in &mut self.findings {
+            if c.severity == Severity::Cause.name() {
+                c.severity = Severity::Note.name();
+            }
+        }
+        self
+    }
+
+    /// With `shown`, a problem of its own (a finding that is no [`Finding`]).
+    pub fn with_problem(mut self, code: &'static str, message: String, shown: P) -> Self {
+        self.problems.push(shown);
+        let at = self.findings.len() - self.explanations.len() - self.notes.len();
+        let c = Coded {
+            code,
+            message,
+            severity: Severity::Problem.name(),
+        };
+        self.findings.insert(at, c);
+        self
+    }
+
+    /// With only the lists of `shape` in its JSON.
+    pub fn shaped(mut self, shape: Shape) -> Self {
+        self.shape = shape;
+        self
+    }
+
+    /// Whether it has no problem.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+impl<P: Serialize> Serialize for Verdict<P> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let Shape {
+            problems,
+            explanations,
+            notes,
+        } = self.shape;
+        let n = [problems, explanations, notes, true]
+            .into_iter()
+            .filter(|b| *b)
+            .count();
+        let mut st = s.serialize_struct("Verdict", n)?;
+        if problems {
+            st.serialize_field("problems", &self.problems)?;
+        }
+        if explanations {
+            st.serialize_field("explanations", &self.explanations)?;
+        }
+        if notes {
+            st.serialize_field("notes", &self.notes)?;
+        }
+        st.serialize_field("findings", &self.findings)?;
+        st.end()
     }
 }
 
@@ -115,6 +288,31 @@ pub fn rfc3339(t: time::OffsetDateTime) -> String {
         .unwrap_or_default()
 }
 
+/// The keys of `v`'s JSON object, in the order they are written (a test of a report's shape:
+/// `serde_json::Value` sorts them).
+#[cfg(test)]
+pub(crate) fn json_keys(v: &impl Serialize) -> Vec<String> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Keys;
+    impl<'de> Visitor<'de> for Keys {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+            let mut keys = Vec::new();
+            while let Some((k, IgnoredAny)) = map.next_entry::<String, IgnoredAny>()? {
+                keys.push(k);
+            }
+            Ok(keys)
+        }
+    }
+    let text = serde_json::to_string(v).unwrap();
+    serde_json::Deserializer::from_str(&text)
+        .deserialize_map(Keys)
+        .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +323,8 @@ mod tests {
         Why(String),
         Note(String),
     }
+
+    crate::base::codes::codes!(Test, Test { Lead => "lead", Wrong => "wrong", Why => "why", Note => "note" });
 
     impl Finding for Test {
         fn severity(&self) -> Severity {
@@ -153,8 +353,13 @@ mod tests {
             Test::Note(long.clone()),
             Test::Wrong("b"),
         ];
-        let lines = Lines::of(&found);
+        let lines = Verdict::of(&found);
         assert_eq!(lines.problems, ["first", "a", "b"]);
+        let codes: Vec<_> = lines.findings.iter().map(|c| c.code).collect();
+        assert_eq!(codes, ["lead", "wrong", "wrong", "why", "note"]);
+        assert_eq!(lines.findings[1].message, "a");
+        assert_eq!(lines.findings[3].message, lines.explanations[0]);
+        assert_eq!(lines.findings[3].severity, "explanation");
         assert_eq!(lines.explanations.len(), 1);
         assert!(lines.explanations[0].len() < long.len());
         assert!(lines.explanations[0].ends_with("more characters)"));
@@ -164,5 +369,17 @@ mod tests {
             Test::Why("w".into()),
             Test::Note("n".into())
         ]));
+    }
+
+    #[test]
+    fn the_json_carries_the_lists_of_its_shape_then_the_findings() {
+        let v = Verdict::of(&[Test::Wrong("a"), Test::Note("n".into())]);
+        let json = |v: &Verdict| serde_json::to_string(v).unwrap();
+        assert_eq!(
+            json(&v),
+            r#"{"problems":["a"],"explanations":[],"notes":["n"],"findings":[{"code":"wrong","message":"a","severity":"problem"},{"code":"note","message":"n","severity":"note"}]}"#
+        );
+        let v = v.shaped(Shape::EXPLANATIONS);
+        assert!(json(&v).starts_with(r#"{"explanations":[],"findings":["#));
     }
 }

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use secrecy::SecretString;
 use serde::Serialize;
 
-use super::findings::{joined, Finding, Severity};
+use super::findings::{joined, Code, Coded, Finding, Severity};
 use crate::acl::{
     self, Capabilities, Capability, PathCheck, Policy, PolicyReport, Requirements, Rule,
 };
@@ -128,6 +128,7 @@ impl Serialize for PolicyPart {
         #[derive(Serialize)]
         struct Doc<'a> {
             errors: &'a [String],
+            findings: &'a [Coded],
             help: &'a Option<String>,
             method: &'a Method,
             notes: &'a [String],
@@ -149,9 +150,11 @@ impl Serialize for PolicyPart {
             errors,
             notes,
             help,
+            findings,
         } = &self.eso;
         Doc {
             errors,
+            findings,
             help,
             method,
             notes,
@@ -192,6 +195,8 @@ pub struct GrantsPart {
     pub notes: Vec<String>,
     /// What to do when the part cannot be decided; `null` otherwise.
     pub help: Option<String>,
+    /// `errors` and `notes`, each with its code.
+    pub findings: Vec<Coded>,
 }
 
 /// An operator's policies as far as vault-seed can tell.
@@ -289,6 +294,29 @@ enum GrantFinding {
     /// This token's policies are not the operator's: `sys/capabilities-self` cannot answer.
     NotTheOperatorsToken { who: Operator, own: Vec<String> },
 }
+
+crate::base::codes::codes!(
+    GrantFinding,
+    GrantFinding {
+        NothingNamed => "nothing-named",
+        TooDeep => "policy-too-deep",
+        PolicyMissing => "policy-missing",
+        RoleMissing => "role-missing",
+        Undecidable => "undecidable",
+        Root => "root-policy",
+        CannotEvaluate => "cannot-evaluate",
+        PolicyUnreadable => "policy-unreadable",
+        RoleUnreadable => "role-unreadable",
+        NotFromRole => "not-from-role",
+        Templated => "templated-rule",
+        CapabilitiesOnly => "server-asked",
+        CapabilitiesDenied => "capabilities-denied",
+        ProbeRefused => "probe-token-refused",
+        ProbeCapabilitiesRefused => "probe-capabilities-refused",
+        ProbeNotRevoked => "probe-not-revoked",
+        NotTheOperatorsToken => "not-the-operators-token",
+    }
+);
 
 impl Finding for GrantFinding {
     fn severity(&self) -> Severity {
@@ -413,6 +441,19 @@ fn part(
             .collect::<Vec<_>>()
     };
     let errors = of(Severity::Problem);
+    let coded = |severity: Severity| {
+        found
+            .iter()
+            .filter(move |f| f.severity() == severity)
+            .map(move |f| Coded {
+                code: f.code(),
+                message: f.message(),
+                severity: severity.name(),
+            })
+    };
+    let findings = coded(Severity::Problem)
+        .chain(coded(Severity::Note))
+        .collect();
     GrantsPart {
         operator: who,
         used: true,
@@ -424,6 +465,7 @@ fn part(
         errors,
         notes: of(Severity::Note),
         help: found.iter().find_map(GrantFinding::help),
+        findings,
     }
 }
 
@@ -465,6 +507,7 @@ async fn check_for(
                 errors: Vec::new(),
                 notes: Vec::new(),
                 help: None,
+                findings: Vec::new(),
             });
         }
     }
@@ -881,5 +924,19 @@ mod tests {
             too_deep: Some("write it flat".into()),
         };
         assert_eq!(deep.help().as_deref(), Some("write it flat"));
+    }
+}
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_errors_md() {
+        crate::base::codes::assert_documented(
+            "verify policy",
+            &GrantFinding::codes(),
+            &GrantFinding::all_codes(),
+        );
     }
 }

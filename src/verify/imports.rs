@@ -6,7 +6,7 @@
 use secrecy::ExposeSecret;
 use serde::Serialize;
 
-use super::findings::{Finding, Severity};
+use super::findings::{Code, Finding, Severity};
 use super::{cluster, Checked, Part};
 use crate::generate::IMPORT_MARKER;
 use crate::kube::Cluster;
@@ -40,6 +40,17 @@ pub enum ImportFinding {
     /// The Secret's key gave no value to compare.
     Source(Unavailable),
 }
+
+crate::base::codes::codes!(
+    ImportFinding,
+    ImportFinding {
+        Agrees => "agrees",
+        Pending => "pending",
+        Differs => "differs",
+        VaultNotRead => "vault-not-read",
+        Source => "source-unavailable",
+    }
+);
 
 impl ImportFinding {
     /// `agrees`, `pending`, `differs` or `not-checked`.
@@ -99,6 +110,8 @@ pub struct ImportCheck {
     pub ok: bool,
     /// The sentence.
     pub message: String,
+    /// The finding's code (`docs/errors.md`): `status`, with why it was not checked.
+    pub code: &'static str,
 }
 
 /// The part's report.
@@ -210,7 +223,22 @@ async fn check_target(
             status: finding.status(),
             ok: !matches!(finding.severity(), Severity::Leading | Severity::Problem),
             message: super::findings::capped(finding.message()),
+            code: finding.code(),
         });
     }
     checks
+}
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_errors_md() {
+        crate::base::codes::assert_documented(
+            "verify imports",
+            &ImportFinding::codes(),
+            &ImportFinding::all_codes(),
+        );
+    }
 }

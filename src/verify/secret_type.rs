@@ -31,6 +31,14 @@ pub(crate) enum TypeFinding {
     },
 }
 
+crate::base::codes::codes!(
+    TypeFinding,
+    TypeFinding {
+        Asks => "writes-other-type",
+        Secret => "secret-other-type",
+    }
+);
+
 impl Finding for TypeFinding {
     fn severity(&self) -> Severity {
         Severity::Problem
@@ -110,5 +118,19 @@ mod tests {
         assert_eq!(check(PULL, asks, "ask/harbor-pull-secret", Some(PULL)), []);
         assert_eq!(vso_writes(false, "Opaque"), None);
         assert_eq!(check(PULL, None, "ask/x", Some(PULL)), []);
+    }
+}
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_errors_md() {
+        crate::base::codes::assert_documented(
+            "verify kube: Secret types",
+            &TypeFinding::codes(),
+            &TypeFinding::all_codes(),
+        );
     }
 }

@@ -91,6 +91,24 @@ pub(crate) enum StoreFinding {
     Token { given: bool },
 }
 
+crate::base::codes::codes!(
+    StoreFinding,
+    StoreFinding {
+        Unreadable => "store-unreadable",
+        OtherVault => "other-vault",
+        OtherMount => "other-mount",
+        KeyMount => "mount-from-key",
+        OtherVersion => "other-kv-version",
+        OtherNamespace => "other-namespace",
+        OtherRole => "other-role",
+        OtherPolicies => "other-policies",
+        RoleMissing => "role-missing",
+        OtherRoleId => "other-role-id",
+        NotChecked => "login-not-checked",
+        Token => "static-token",
+    }
+);
+
 impl Finding for StoreFinding {
     fn severity(&self) -> Severity {
         match self {
@@ -468,6 +486,20 @@ mod tests {
         assert_eq!(
             other.message(),
             "ESO logs in as role `eso-other` on `kubernetes`; the spec says role `eso` on `kubernetes`"
+        );
+    }
+}
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_errors_md() {
+        crate::base::codes::assert_documented(
+            "verify kube: store providers",
+            &StoreFinding::codes(),
+            &StoreFinding::all_codes(),
         );
     }
 }

@@ -35,16 +35,16 @@ pub enum Stuck {
     },
 }
 
-impl Stuck {
-    /// Its stable code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Stuck::VaultDenied { .. } => "vault-denied",
-            Stuck::PushNotJson { .. } => "push-invalid-json",
-            Stuck::StoreMissing { .. } => "store-missing",
-        }
+crate::base::codes::codes!(
+    Stuck,
+    Stuck {
+        VaultDenied => "vault-denied",
+        PushNotJson => "push-invalid-json",
+        StoreMissing => "store-missing",
     }
+);
 
+impl Stuck {
     /// The sentence.
     pub fn message(&self) -> String {
         match self {
@@ -90,6 +90,7 @@ impl Stuck {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::codes::Code;
 
     #[test]
     fn esos_messages_name_the_causes_waiting_cannot_fix() {
@@ -111,5 +112,19 @@ mod tests {
             })
         );
         assert_eq!(Stuck::in_eso_message("secret synced", "ns/p"), None);
+    }
+}
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_errors_md() {
+        crate::base::codes::assert_documented(
+            "verify --wait: causes waiting cannot fix",
+            &Stuck::codes(),
+            &Stuck::all_codes(),
+        );
     }
 }

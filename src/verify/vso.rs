@@ -14,8 +14,8 @@ use time::OffsetDateTime;
 use super::eso::{ObjectCheck, ObjectFinding};
 use super::facts::{Facts, PathFacts};
 use super::findings::{
-    any_problem, before_in_whole_seconds, joined, rfc3339, shown_namespace, Finding, Lines,
-    Severity,
+    any_problem, before_in_whole_seconds, joined, rfc3339, shown_namespace, Finding, Severity,
+    Verdict,
 };
 use super::secret_type;
 use super::vault_namespace;
@@ -69,12 +69,11 @@ pub struct VssCheck {
     pub reconciled_at: Option<OffsetDateTime>,
     /// The `SecretSynced` message (the error when a sync failed).
     pub message: Option<String>,
-    /// What is wrong, one sentence each, most important first.
-    pub problems: Vec<String>,
-    /// Why it is not synced, from vault-seed's view and from VSO's Warning events.
-    pub explanations: Vec<String>,
-    /// Things worth knowing that are not wrong (a stale `SecretSynced`).
-    pub notes: Vec<String>,
+    /// What is wrong (one sentence each, most important first), why it is not synced (from
+    /// vault-seed's view and VSO's Warning events), and what is worth knowing that is not
+    /// wrong (a stale `SecretSynced`); `findings` with their codes.
+    #[serde(flatten)]
+    pub verdict: Verdict,
 }
 
 /// The VSO check's result: the VaultStaticSecrets, and the VaultAuths and VaultConnections they
@@ -321,6 +320,37 @@ enum VssFinding {
     Identity(Identity),
 }
 
+crate::base::codes::codes!(
+    VssFinding,
+    VssFinding {
+        Missing => "missing",
+        NotSpecPath => "not-spec-path",
+        WrongType => "wrong-kv-type",
+        NotReconciled => "not-reconciled",
+        NotSynced => "not-synced",
+        NoStatus => "no-status",
+        StaleSecretSynced => "stale-secret-synced",
+        NoSecretMac => "no-secret-mac",
+        ReconciledBeforeWrite => "reconciled-before-write",
+        SyncedPlaceholder => "synced-placeholder",
+        Pinned => "pinned-version",
+        NoConditions => "no-conditions",
+        ReconciledSameSecond => "reconciled-same-second",
+        StatusNotWritten => "status-not-written",
+        FieldNot => "field-not-valid",
+        PolicyMissing => "policy-missing",
+        Event => "warning-event",
+        AuthRefRefused => "auth-ref-refused",
+        ConnectionRefRefused => "connection-ref-refused",
+        AuthNotValid => "auth-not-valid",
+        ConnectionNotValid => "connection-not-valid",
+    } nested {
+        Keys => Keys,
+        SecretType => super::secret_type::TypeFinding,
+        Identity => Identity,
+    }
+);
+
 impl Finding for VssFinding {
     fn severity(&self) -> Severity {
         use VssFinding::*;
@@ -489,6 +519,23 @@ enum Identity {
     TypeNotChecked { kv_type: String, mount: String },
 }
 
+crate::base::codes::codes!(
+    Identity,
+    Identity {
+        BadField => "bad-field",
+        Unresolved => "auth-unresolved",
+        BadAddress => "bad-address",
+        OtherVault => "other-vault",
+        OtherNamespace => "other-namespace",
+        OtherRole => "other-role",
+        OtherAuthMount => "other-auth-mount",
+        NoSpecRole => "no-spec-role",
+        MethodNotJudged => "method-not-judged",
+        GlobalNotRead => "global-not-read",
+        TypeNotChecked => "kv-type-not-checked",
+    }
+);
+
 impl Finding for Identity {
     fn severity(&self) -> Severity {
         Severity::Problem
@@ -561,6 +608,19 @@ enum Keys {
     NoRaw { secret: String },
 }
 
+crate::base::codes::codes!(
+    Keys,
+    Keys {
+        NoDestination => "no-destination",
+        Missing => "destination-missing",
+        Lacking => "destination-lacks-keys",
+        Empty => "destination-empty",
+        PartlyKnown => "keys-partly-known",
+        FieldsDropped => "fields-dropped",
+        NoRaw => "no-raw",
+    }
+);
+
 impl Finding for Keys {
     fn severity(&self) -> Severity {
         match self {
@@ -614,11 +674,8 @@ struct Checked {
 impl Checked {
     /// The row with its findings in it.
     fn finish(mut self) -> VssCheck {
-        let lines = Lines::of(&self.findings);
         self.check.ok = !any_problem(&self.findings);
-        self.check.problems = lines.problems;
-        self.check.explanations = lines.explanations;
-        self.check.notes = lines.notes;
+        self.check.verdict = Verdict::of(&self.findings);
         self.check
     }
 }
@@ -695,9 +752,7 @@ fn missing(ns: &str, name: &str) -> Checked {
         vault_auth: None,
         reconciled_at: None,
         message: None,
-        problems: Vec::new(),
-        explanations: Vec::new(),
-        notes: Vec::new(),
+        verdict: Verdict::default(),
     };
     let findings = vec![VssFinding::Missing {
         namespace: ns.to_string(),
@@ -778,9 +833,7 @@ async fn check_vss(
         },
         reconciled_at,
         message: v.secret_synced.as_ref().and_then(|c| c.message.clone()),
-        problems: Vec::new(),
-        explanations: Vec::new(),
-        notes: Vec::new(),
+        verdict: Verdict::default(),
     };
     Ok(Checked {
         check,
@@ -1162,7 +1215,7 @@ async fn check_auths(
 /// from its check.
 fn unresolved(object: String, check: &ObjectCheck) -> Identity {
     let why = first_problem(check)
-        .or_else(|| check.problems.first().cloned())
+        .or_else(|| check.verdict.problems.first().cloned())
         .or_else(|| check.reason.clone())
         .unwrap_or_else(|| "not found".into());
     Identity::Unresolved { object, why }
@@ -1447,7 +1500,7 @@ mod tests {
         })
     }
 
-    fn vss(generation: Option<i64>, last: Option<i64>) -> VaultStaticSecretInfo {
+    pub(super) fn vss(generation: Option<i64>, last: Option<i64>) -> VaultStaticSecretInfo {
         VaultStaticSecretInfo {
             namespace: "ns".into(),
             name: "app".into(),
@@ -1567,7 +1620,7 @@ mod tests {
         let check = ObjectCheck::new("VaultAuth", None, "auth".into(), None, vec![finding]);
         assert!(!check.ok);
         // The object's own line is capped; the sentence its users get is capped once, whole.
-        assert!(check.problems[0].ends_with("more characters)"));
+        assert!(check.verdict.problems[0].ends_with("more characters)"));
         let problem = first_problem(&check).unwrap();
         assert!(problem.ends_with(&long));
         assert!(ObjRef::Default < ObjRef::Named(String::new(), String::new()));
@@ -1706,5 +1759,159 @@ mod tests {
         assert!(path_finding(&v, "secret/app", Some(&t), Some(KvVersion::V2)).is_none());
         let f = path_finding(&v, "secret/app", Some(&t), Some(KvVersion::V1)).unwrap();
         assert!(matches!(f, VssFinding::WrongType { .. }));
+    }
+}
+
+/// The rules of a VaultStaticSecret's own state ([`sync_findings`]), one case per row: what the
+/// object says, and the codes found. In-process; the suite's `kube_vso` proves the wiring.
+#[cfg(test)]
+mod table {
+    use super::*;
+    use crate::base::codes::Code;
+    use crate::kube::ReadyCondition;
+
+    fn state(ready: Option<bool>) -> Option<ReadyCondition> {
+        Some(ReadyCondition {
+            ready,
+            ..ReadyCondition::default()
+        })
+    }
+
+    /// Ready, of the current generation, `SecretSynced` True.
+    fn vss() -> VaultStaticSecretInfo {
+        let mut v = super::tests::vss(Some(2), Some(2));
+        v.secret_synced = state(Some(true));
+        v
+    }
+
+    fn with(f: impl FnOnce(&mut VaultStaticSecretInfo)) -> VaultStaticSecretInfo {
+        let mut v = vss();
+        f(&mut v);
+        v
+    }
+
+    #[test]
+    fn the_state_rules_give_their_codes() {
+        let cases: Vec<(&str, VaultStaticSecretInfo, bool, &[&str])> = vec![
+            ("ready, current generation", vss(), true, &[]),
+            (
+                "an older generation processed",
+                with(|v| v.last_generation = Some(1)),
+                false,
+                &["not-reconciled"],
+            ),
+            (
+                "never processed",
+                with(|v| v.last_generation = None),
+                false,
+                &["not-reconciled"],
+            ),
+            (
+                "not ready",
+                with(|v| v.ready = state(Some(false))),
+                false,
+                &["not-synced"],
+            ),
+            (
+                "only Healthy (VSO < 1.3), not true",
+                with(|v| {
+                    v.ready = None;
+                    v.healthy = state(Some(false));
+                }),
+                false,
+                &["not-synced"],
+            ),
+            (
+                "no conditions and no MAC",
+                with(|v| {
+                    v.ready = None;
+                    v.has_secret_mac = false;
+                }),
+                false,
+                &["no-status"],
+            ),
+            (
+                "no conditions, MAC and generation (VSO <= 0.10)",
+                with(|v| {
+                    v.ready = None;
+                    v.secret_synced = None;
+                }),
+                true,
+                &[],
+            ),
+            (
+                "SecretSynced False from an earlier failure",
+                with(|v| v.secret_synced = state(Some(false))),
+                true,
+                &["stale-secret-synced"],
+            ),
+            (
+                "HMAC on, no secretMAC",
+                with(|v| v.has_secret_mac = false),
+                true,
+                &["no-secret-mac"],
+            ),
+        ];
+        for (case, v, synced, want) in cases {
+            let mut found = Vec::new();
+            assert_eq!(sync_findings("ns", &v, &mut found), synced, "{case}");
+            let codes: Vec<&str> = found.iter().map(Code::code).collect();
+            assert_eq!(codes, want, "{case}");
+        }
+    }
+
+    /// The JSON keeps its keys, in their order; `findings` is the only one added.
+    #[test]
+    fn the_json_keeps_its_keys() {
+        let check = missing("ns", "app").finish();
+        assert_eq!(
+            crate::verify::findings::json_keys(&check),
+            [
+                "namespace",
+                "name",
+                "ok",
+                "synced",
+                "ready",
+                "healthy",
+                "secret_synced",
+                "generation",
+                "last_generation",
+                "path",
+                "type",
+                "destination_secret",
+                "vault_auth",
+                "reconciled_at",
+                "message",
+                "problems",
+                "explanations",
+                "notes",
+                "findings",
+            ]
+        );
+        assert_eq!(check.verdict.findings[0].code, "missing");
+    }
+}
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_errors_md() {
+        crate::base::codes::assert_documented(
+            "verify kube: VaultStaticSecrets",
+            &VssFinding::codes(),
+            &VssFinding::all_codes(),
+        );
+        crate::base::codes::assert_documented(
+            "verify kube: VaultStaticSecret destination keys",
+            &Keys::codes(),
+            &Keys::all_codes(),
+        );
+        crate::base::codes::assert_documented(
+            "verify kube: VaultStaticSecret identity",
+            &Identity::codes(),
+            &Identity::all_codes(),
+        );
     }
 }

@@ -12,6 +12,7 @@ mod argocd;
 mod audit;
 mod change;
 mod cli;
+mod codes;
 mod consumers;
 mod deploy;
 mod derived;

@@ -519,13 +519,13 @@ impl OpenBao {
             "sys/auth/kubernetes",
             Some(&serde_json::json!({ "type": "kubernetes" })),
         );
-        assert!(s == 204 || s == 200, "{b}");
+        assert!(s == 204 || s == 200, "enabling auth/kubernetes: {s} {b}");
         let (s, b) = self.api(
             "POST",
             &format!("auth/kubernetes/role/{role}"),
             Some(&serde_json::json!({ "bound_service_account_names": [name], "bound_service_account_namespaces": [namespace], "token_policies": [policy] })),
         );
-        assert!(s == 204 || s == 200, "{b}");
+        assert!(s == 204 || s == 200, "writing role {role}: {s} {b}");
     }
 
     /// What ask-db's PushSecrets write (issue 15): the database passwords the real spec declares

@@ -1,0 +1,90 @@
+//! Finding codes in `-o json` (`docs/errors.md`): what scripts and tests match instead of the
+//! sentences. Each rule's code is tested in-process by its part's table test; these prove the
+//! codes reach the binary's output.
+
+use crate::common;
+
+use common::fake_kube;
+use common::{OpenBao, Run};
+use serde_json::Value;
+
+/// The codes of `findings`.
+fn codes(findings: &Value) -> Vec<&str> {
+    findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect()
+}
+
+/// A target Secret holding another value than Vault's: its ExternalSecret's `findings` say
+/// `stale-target`, with the sentence of its `problems`; the other's placeholder, an
+/// explanation, says `field-not-valid`.
+#[test]
+fn verify_names_each_finding_by_its_code() {
+    let bao = crate::verify::vault_with(crate::verify::RUNBOOK_POLICY);
+    let kube = crate::verify::healthy_cluster(&bao);
+    kube.put(fake_kube::secret(
+        "ask",
+        "zitadel-secret",
+        &[("masterkey", "not-the-value-in-vault")],
+    ));
+    let doc = Run::new(&bao)
+        .real_specs()
+        .args(["verify", "auh1-dev", "--only", "kube", "-o", "json"])
+        .arg("--kubeconfig")
+        .arg(kube.kubeconfig())
+        .output()
+        .expect_code(1)
+        .json();
+    let all = doc["kube"]["external_secrets"].as_array().unwrap();
+    let es = |name: &str| all.iter().find(|e| e["name"] == name).unwrap();
+    let stale = es("zitadel-secret");
+    assert_eq!(codes(&stale["findings"]), ["stale-target"], "{stale}");
+    let finding = &stale["findings"][0];
+    assert_eq!(finding["severity"], "problem");
+    assert_eq!(finding["message"], stale["problems"][0]);
+    // Ok, with a placeholder the spec allows: said as an explanation, with its code.
+    let fine = es("core-service-secret");
+    assert_eq!(fine["ok"], true);
+    assert_eq!(codes(&fine["findings"]), ["field-not-valid"], "{fine}");
+    assert_eq!(fine["findings"][0]["severity"], "explanation");
+}
+
+/// A refused write: the error document and each of its `errors` carry the rule's code.
+#[test]
+fn a_refused_write_carries_its_rules_code() {
+    let bao = OpenBao::dev();
+    bao.ask_db_pushes();
+    let doc = Run::new(&bao)
+        .real_specs()
+        .args(["set", "auh1-dev", "core-service-db-password", "-o", "json"])
+        .stdin("An0therPassw0rdOf32CharactersXyz")
+        .output()
+        .expect_code(2)
+        .json();
+    assert_eq!(doc["code"], "provided", "{doc}");
+    assert_eq!(codes(&doc["errors"]), ["provided"], "{doc}");
+}
+
+/// `plan` says `create` and `apply` `created`; the code is `created` for both.
+#[test]
+fn plan_and_apply_rows_carry_the_outcomes_code() {
+    let bao = OpenBao::dev();
+    for (command, outcome) in [("plan", "create"), ("apply", "created")] {
+        let doc = Run::new(&bao)
+            .real_specs()
+            .args([command, "auh1-dev", "-o", "json"])
+            .output()
+            .expect_code(0)
+            .json();
+        let row = doc["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["outcome"] == outcome)
+            .unwrap_or_else(|| panic!("no `{outcome}` row: {doc}"));
+        assert_eq!(row["code"], "created", "{command}");
+    }
+}
