@@ -82,8 +82,8 @@ fn airgap_specs() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("secret-specs-airgap")
 }
 
-fn run(bao: &OpenBao, args: &[&str]) -> Out {
-    Run::new(bao).specs(airgap_specs()).args(args).output()
+fn run(bao: &OpenBao, args: &[&str]) -> Run {
+    Run::new(bao).specs(airgap_specs()).args(args)
 }
 
 /// Every value a run must never print: what is under `secret/ask/`, but the markers.
@@ -128,15 +128,13 @@ fn the_airgap_specs_lint_clean_apart_from_the_first_runbooks() {
     let out = Run::offline()
         .specs(airgap_specs())
         .args(["lint", "-o", "json"])
-        .output()
-        .expect_code(0);
+        .output();
     let doc = out.json();
     assert_eq!(doc["ok"], true, "{doc}");
     let text = Run::offline()
         .specs(airgap_specs())
         .arg("lint")
         .output()
-        .expect_code(0)
         .stdout_text();
     assert!(
         text.contains("`core-service-airgap`, 5 secret(s), 14 field(s), environments: auh1-dev"),
@@ -147,7 +145,6 @@ fn the_airgap_specs_lint_clean_apart_from_the_first_runbooks() {
         .real_specs()
         .arg("lint")
         .output()
-        .expect_code(0)
         .stdout_text();
     assert!(!first.contains("core-service-airgap"), "{first}");
 }
@@ -159,7 +156,7 @@ fn the_airgap_specs_lint_clean_apart_from_the_first_runbooks() {
 #[test]
 fn apply_writes_every_path_and_counts_the_placeholders_it_creates_pending() {
     let bao = OpenBao::dev();
-    let apply = run(&bao, &["apply", ENV, "-o", "json"]).expect_code(0);
+    let apply = run(&bao, &["apply", ENV, "-o", "json"]).output();
     let doc = apply.json();
     assert_eq!(doc["summary"]["created"], 14, "{doc}");
     assert_eq!(doc["summary"]["written_paths"], 5, "{doc}");
@@ -192,7 +189,7 @@ fn apply_writes_every_path_and_counts_the_placeholders_it_creates_pending() {
     let (superuser, _) = bao.kv_get("secret", SUPERUSER).unwrap();
     assert_eq!(superuser["db-admin-password"], "import-from-cluster");
 
-    let again = run(&bao, &["apply", ENV]).expect_code(0);
+    let again = run(&bao, &["apply", ENV]).output();
     let text = again.stdout_text();
     assert!(
         text.contains("0 created, 7 exist, 7 pending, 0 recreated"),
@@ -211,7 +208,7 @@ fn apply_writes_every_path_and_counts_the_placeholders_it_creates_pending() {
         "{text}"
     );
     let fresh = OpenBao::dev();
-    let created = run(&fresh, &["apply", ENV]).expect_code(0).stdout_text();
+    let created = run(&fresh, &["apply", ENV]).output().stdout_text();
     assert!(
         created.contains("14 created, 0 exist, 7 pending (7 written now: placeholders to fill in)"),
         "{created}"
@@ -226,10 +223,10 @@ fn apply_writes_every_path_and_counts_the_placeholders_it_creates_pending() {
 #[test]
 fn import_copies_cnpg_superuser_password_and_verify_is_done() {
     let bao = OpenBao::dev();
-    run(&bao, &["apply", ENV]).expect_code(0);
+    run(&bao, &["apply", ENV]).output();
     // VSO's side as the spec names it: role `vso-ask` on `kubernetes`, policy `vso-ask`.
     bao.vso_role("vso-ask", VSO_POLICY);
-    let verify = run(&bao, &["verify", ENV, "--skip-kube", "-o", "json"]).expect_code(0);
+    let verify = run(&bao, &["verify", ENV, "--skip-kube", "-o", "json"]).output();
     let doc = verify.json();
     let row = |p: &str, f: &str, s: &str| (format!("secret/{p}"), f.to_string(), s.to_string());
     assert_eq!(
@@ -247,7 +244,7 @@ fn import_copies_cnpg_superuser_password_and_verify_is_done() {
     );
     assert_eq!(doc["policy"]["ok"], true, "{doc}");
     // The Harbor robot's hint says it is needed before the first sync; the PAT's does not.
-    let human = run(&bao, &["verify", ENV, "--skip-kube"]).expect_code(0);
+    let human = run(&bao, &["verify", ENV, "--skip-kube"]).output();
     let text = human.stdout_text();
     has(&text, "robot_name  fill in before the first sync (needed = \"before-sync\"): vault-seed set auh1-dev harbor-pull-secret.robot_name < value.txt");
     has(&text, "IAM_SERVICE__PAT  fill in: vault-seed set auh1-dev core-service-secret.IAM_SERVICE__PAT < value.txt");
@@ -257,8 +254,7 @@ fn import_copies_cnpg_superuser_password_and_verify_is_done() {
         .specs(airgap_specs())
         .args(["import", ENV, "--kubeconfig"])
         .arg(kube.kubeconfig())
-        .output()
-        .expect_code(0);
+        .output();
     let text = import.stdout_text();
     assert!(
         text.contains("from Secret ask/ask-pg-superuser key password"),
@@ -266,7 +262,7 @@ fn import_copies_cnpg_superuser_password_and_verify_is_done() {
     );
     let (data, _) = bao.kv_get("secret", SUPERUSER).unwrap();
     assert_eq!(data["db-admin-password"], CNPG_PASSWORD);
-    let done = run(&bao, &["verify", ENV, "--skip-kube"]).expect_code(0);
+    let done = run(&bao, &["verify", ENV, "--skip-kube"]).output();
     let text = done.stdout_text();
     assert!(text.contains("verify auh1-dev: done"), "{text}");
     no_value_in(&bao, &[&verify, &human, &done, &import]);
@@ -278,7 +274,7 @@ fn import_copies_cnpg_superuser_password_and_verify_is_done() {
 #[test]
 fn refusals_name_the_rule_and_the_specs_reason() {
     let bao = OpenBao::dev();
-    run(&bao, &["apply", ENV]).expect_code(0);
+    run(&bao, &["apply", ENV]).output();
     let out = run(
         &bao,
         &[
@@ -288,7 +284,8 @@ fn refusals_name_the_rule_and_the_specs_reason() {
             "--yes",
         ],
     )
-    .expect_code(2);
+    .status(2)
+    .output();
     let err = out.stderr_text();
     assert!(
         err.contains("field `DATABASE__PASSWORD` of `secret/ask/core-service-secret` has `rotation = \"never\"` in the spec: it never changes once written (the spec's reason: postgresInit created the database user with it: a new value in Vault alone locks the API out); nothing was sent"),
@@ -305,8 +302,8 @@ fn refusals_name_the_rule_and_the_specs_reason() {
             "--skip-kube",
         ])
         .stdin("Aa1!Aa1!Aa1!Aa1!Aa1!Aa1!Aa1!Aa1!")
-        .output()
-        .expect_code(2);
+        .status(2)
+        .output();
     let err = out.stderr_text();
     assert!(
         err.contains("`secret/ask/zitadel-secret-kv` is fixed: field `ADMIN_PASSWORD` never changes once written (the spec's reason: Zitadel's data is encrypted with the masterkey, and the database user and first instance were made with these passwords)"),
@@ -322,7 +319,7 @@ fn refusals_name_the_rule_and_the_specs_reason() {
 #[test]
 fn without_reloader_a_stale_reader_of_the_airgap_secrets_is_not_done() {
     let bao = OpenBao::dev();
-    run(&bao, &["apply", ENV]).expect_code(0);
+    run(&bao, &["apply", ENV]).output();
     let kube = FakeKube::start();
     let path = "ask/core-service-secret";
     let written = bao
@@ -357,8 +354,8 @@ fn without_reloader_a_stale_reader_of_the_airgap_secrets_is_not_done() {
             ])
             .arg(kube.kubeconfig())
             .env("NO_COLOR", "1")
-            .output()
-            .expect_code(code);
+            .status(code)
+            .output();
         no_value_in(&bao, &[&out]);
         out.stdout_text()
     };

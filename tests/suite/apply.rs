@@ -85,8 +85,7 @@ fn first_apply_creates_every_path_in_its_format_and_second_writes_nothing() {
     let out = Run::new(&bao)
         .real_specs()
         .args(["apply", ENV, "-o", "json"])
-        .status(0)
-        .check();
+        .output();
     let doc = out.json();
     assert_eq!(doc["ok"], true);
     assert_eq!(doc["summary"]["created"], 6);
@@ -95,9 +94,8 @@ fn first_apply_creates_every_path_in_its_format_and_second_writes_nothing() {
     Run::new(&OpenBao::dev())
         .real_specs()
         .args(["apply", ENV])
-        .status(0)
         .stdout_has("6 created, 0 exist, 2 pending")
-        .check();
+        .output();
     // ask-db's database passwords are provided: absent here, waiting, never written.
     assert_eq!(doc["summary"]["provided_absent"], 3);
     assert!(
@@ -121,8 +119,7 @@ fn first_apply_creates_every_path_in_its_format_and_second_writes_nothing() {
     let again = Run::new(&bao)
         .real_specs()
         .args(["apply", ENV, "-o", "json"])
-        .status(0)
-        .check();
+        .output();
     let doc = again.json();
     assert_eq!(doc["summary"]["written_paths"], 0);
     assert_eq!(doc["summary"]["exists"], 4);
@@ -155,7 +152,7 @@ fn hand_made_values_are_left_alone_and_invalid_ones_fail_the_run() {
         .real_specs()
         .args(["apply", ENV, "-o", "json"])
         .status(1)
-        .check();
+        .output();
     let doc = out.json();
     assert_eq!(outcome_of(&doc, "SECURITY__API_KEY_SALT"), "exists");
     assert_eq!(outcome_of(&doc, "ZITADEL_MASTERKEY"), "invalid");
@@ -189,7 +186,7 @@ fn hand_made_values_are_left_alone_and_invalid_ones_fail_the_run() {
         .args(["apply", ENV])
         .status(1)
         .stdout_has("invalid")
-        .check();
+        .output();
 }
 
 const MANY: usize = 120;
@@ -295,7 +292,7 @@ fn a_writer_racing_an_extend_between_its_read_and_its_write_is_never_overwritten
         .env("VAULT_SEED_SPECS", dir.path())
         .args(["apply", "dev", "-o", "json"])
         .status(1)
-        .check()
+        .output()
         .json();
     let b = doc["results"]
         .as_array()
@@ -337,8 +334,7 @@ fn a_competing_create_between_discovery_and_write_is_never_overwritten() {
         .addr(&proxy.addr)
         .env("VAULT_SEED_SPECS", dir.path())
         .args(["apply", "dev", "-o", "json"])
-        .status(0)
-        .check();
+        .output();
     let doc = out.json();
     assert_eq!(outcome_of(&doc, "A"), "exists", "{doc}");
     assert_eq!(doc["summary"]["created"], 0, "{doc}");
@@ -372,8 +368,7 @@ fn kv_v1_reports_created_only_when_the_value_reads_back_and_counts_contested_pat
         .addr(&proxy.addr)
         .env("VAULT_SEED_SPECS", dir.path())
         .args(["apply", "dev", "-o", "json"])
-        .status(0)
-        .check();
+        .output();
     let doc = out.json();
     assert_eq!(outcome_of(&doc, "A"), "exists", "{doc}");
     assert_eq!(outcome_of(&doc, "B"), "created", "{doc}");
@@ -399,7 +394,7 @@ fn nothing_is_written_to_a_mount_whose_type_cannot_be_read_unless_the_operator_n
     let as_token = |args: &[&str]| Run::new(&bao).token(&token).specs(dir.path()).args(args);
     let out = as_token(&["apply", "dev", "-o", "json", "-v"])
         .status(1)
-        .check();
+        .output();
     let doc = out.json();
     assert_eq!(outcome_of(&doc, "A"), "error", "{doc}");
     let detail = doc["results"][0]["detail"].as_str().unwrap();
@@ -408,17 +403,21 @@ fn nothing_is_written_to_a_mount_whose_type_cannot_be_read_unless_the_operator_n
     // Token check and mount detection only: no LIST, no write was sent.
     assert_eq!(out.requests_sent(), 2, "{}", out.stderr_text());
     // `plan` shows the same refusal before anyone runs apply.
-    let plan = as_token(&["plan", "dev", "-o", "json"]).json();
+    let plan = as_token(&["plan", "dev", "-o", "json"]).status(1).json();
     assert_eq!(outcome_of(&plan, "A"), "error", "{plan}");
     // Named for this run, the mount is taken at the spec's kv_version, and the report says so
     // (here the token then lacks the capability, which is reported as usual).
-    let doc = as_token(&["apply", "dev", "-o", "json", "--assume-kv-mount", "kv9"]).json();
+    let doc = as_token(&["apply", "dev", "-o", "json", "--assume-kv-mount", "kv9"])
+        .status(1)
+        .json();
     assert_eq!(outcome_of(&doc, "A"), "denied", "{doc}");
     assert!(
         doc["notes"].to_string().contains("on the operator's word"),
         "{doc}"
     );
-    let plan = as_token(&["plan", "dev", "-o", "json", "--assume-kv-mount", "kv9"]).json();
+    let plan = as_token(&["plan", "dev", "-o", "json", "--assume-kv-mount", "kv9"])
+        .status(1)
+        .json();
     assert!(
         plan["notes"].to_string().contains("--assume-kv-mount kv9"),
         "{plan}"
@@ -434,7 +433,7 @@ fn a_path_under_a_mount_is_not_taken_for_a_mount() {
         .specs(dir.path())
         .args(["apply", "dev", "-o", "json", "-v"])
         .status(1)
-        .check();
+        .output();
     let doc = out.json();
     let detail = doc["results"][0]["detail"].as_str().unwrap();
     assert!(detail.contains("`secret/foo` is not a mount"), "{detail}");
@@ -446,11 +445,7 @@ fn a_path_under_a_mount_is_not_taken_for_a_mount() {
 #[test]
 fn soft_deleted_and_destroyed_paths_are_recreated() {
     let bao = OpenBao::dev();
-    Run::new(&bao)
-        .real_specs()
-        .args(["apply", ENV])
-        .status(0)
-        .check();
+    Run::new(&bao).real_specs().args(["apply", ENV]).output();
     let salt = format!("{FOLDER}/SECURITY__API_KEY_SALT");
     let token = format!("{FOLDER}/APP__CORE_SERVICES_MACHINE_TOKEN");
     let (s, b) = bao.api("DELETE", &format!("secret/data/{salt}"), None);
@@ -469,8 +464,7 @@ fn soft_deleted_and_destroyed_paths_are_recreated() {
     let out = Run::new(&bao)
         .real_specs()
         .args(["apply", ENV, "-o", "json"])
-        .status(0)
-        .check();
+        .output();
     let doc = out.json();
     assert_eq!(outcome_of(&doc, "SECURITY__API_KEY_SALT"), "recreated");
     assert_eq!(
@@ -493,9 +487,8 @@ fn kv_v1_mount_falls_back_to_read_then_write_and_says_so() {
     let out = Run::new(&bao)
         .specs(dir.path())
         .args(["apply", "dev", "-o", "json"])
-        .status(0)
         .stderr_has("not race-free")
-        .check();
+        .output();
     let doc = out.json();
     assert_eq!(outcome_of(&doc, "A"), "created");
     let (s, body) = bao.api("GET", "kv1/app/dev/A", None);
@@ -522,8 +515,7 @@ fn cas_required_mount_works_unchanged() {
     let out = Run::new(&bao)
         .specs(dir.path())
         .args(["apply", "dev", "-o", "json"])
-        .status(0)
-        .check();
+        .output();
     assert_eq!(outcome_of(&out.json(), "A"), "created");
     assert_eq!(bao.kv_version("strict", "app/dev/A"), Some(1));
 }
@@ -537,8 +529,7 @@ fn a_field_added_to_the_spec_later_extends_the_secret_only() {
     Run::new(&bao)
         .specs(dir.path())
         .args(["apply", "dev"])
-        .status(0)
-        .check();
+        .output();
     let (before, _) = bao.kv_get("secret", "grow/dev/DB").unwrap();
     std::fs::write(
         dir.path().join("app.toml"),
@@ -558,8 +549,7 @@ fn a_field_added_to_the_spec_later_extends_the_secret_only() {
     let out = Run::new(&bao)
         .specs(dir.path())
         .args(["apply", "dev", "-o", "json"])
-        .status(0)
-        .check();
+        .output();
     let doc = out.json();
     assert_eq!(doc["results"][0]["outcome"], "exists");
     assert_eq!(doc["results"][1]["outcome"], "extended");
@@ -589,10 +579,9 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
         .token(&create_only)
         .specs(dir.path())
         .args(["apply", "dev", "-o", "json"])
-        .status(0)
         // The metadata warning.
         .stderr_has("custom_metadata")
-        .check();
+        .output();
     std::fs::write(
         dir.path().join("app.toml"),
         format!(
@@ -606,7 +595,7 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
         .specs(dir.path())
         .args(["apply", "dev", "-o", "json"])
         .status(1)
-        .check();
+        .output();
     let doc = out.json();
     let row = &doc["results"][1];
     assert_eq!(row["outcome"], "denied", "{doc}");
@@ -627,7 +616,7 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
         .specs(dir.path())
         .args(["apply", "dev", "-o", "json"])
         .status(1)
-        .check();
+        .output();
     let doc = out.json();
     assert_eq!(doc["results"][0]["outcome"], "error");
     assert!(
@@ -654,7 +643,7 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
         .specs(dir.path())
         .args(["apply", "dev", "-o", "json"])
         .status(1)
-        .check();
+        .output();
     let doc = out.json();
     assert_eq!(doc["results"][0]["outcome"], "error");
     assert!(
@@ -670,7 +659,7 @@ path "secret/metadata/grow/*" { capabilities = ["read", "list"] }
         .args(["apply", "dev", "-o", "json", "--assume-kv-mount", "secret"])
         .status(1)
         .stderr_has("may not `list`")
-        .check();
+        .output();
     let doc = out.json();
     assert_eq!(doc["results"][0]["outcome"], "denied");
     assert!(
@@ -698,8 +687,7 @@ fn plan_writes_nothing() {
     let out = Run::new(&bao)
         .real_specs()
         .args(["plan", ENV, "-o", "json"])
-        .status(0)
-        .check();
+        .output();
     let doc = out.json();
     assert_eq!(doc["dry_run"], true);
     assert_eq!(outcome_of(&doc, "ZITADEL_MASTERKEY"), "exists");
@@ -721,7 +709,7 @@ fn plan_writes_nothing() {
         .real_specs()
         .args(["plan", ENV])
         .stdout_has("nothing was written (plan)")
-        .check();
+        .output();
 }
 
 /// No secret (the token, a generated value, a hand-made one, a value typed at `set`, a rotated
@@ -742,8 +730,7 @@ fn no_value_appears_in_any_output_at_any_verbosity() {
     let policy = Run::offline()
         .real_specs()
         .args(["policy", ENV])
-        .status(0)
-        .check()
+        .output()
         .stdout_text();
     bao.eso_role(&policy);
     // (flags, RUST_LOG=trace, what each run against Vault then logs, what one of them logs)
@@ -769,7 +756,7 @@ fn no_value_appears_in_any_output_at_any_verbosity() {
         // Run, check that it logged at this level (and what else is expected of it), and keep
         // what it printed.
         let mut seen = |run: Run| {
-            let out = run.stderr_has(logs).check();
+            let out = run.stderr_has(logs).output();
             outputs.push(out.all_text());
             out
         };
@@ -784,17 +771,18 @@ fn no_value_appears_in_any_output_at_any_verbosity() {
         );
         seen(run(&["plan", ENV]).status(1));
         let value = format!("typed-pat-{i}-3c9e1d77");
-        seen(
-            run(&["set", ENV, "IAM_SERVICE__PAT", "--force"])
-                .stdin(format!("{value}\n"))
-                .status(0),
-        );
+        seen(run(&["set", ENV, "IAM_SERVICE__PAT", "--force"]).stdin(format!("{value}\n")));
         let (pat, _) = bao
             .kv_get("secret", &format!("{FOLDER}/IAM_SERVICE__PAT"))
             .unwrap();
         assert_eq!(pat["value"], value.as_str(), "set did its work");
         typed.push(value);
-        seen(run(&["rotate", ENV, "APP__CORE_SERVICES_MACHINE_TOKEN", "--yes"]).status(0));
+        seen(run(&[
+            "rotate",
+            ENV,
+            "APP__CORE_SERVICES_MACHINE_TOKEN",
+            "--yes",
+        ]));
         assert_eq!(
             bao.kv_version(
                 "secret",
@@ -814,7 +802,7 @@ fn no_value_appears_in_any_output_at_any_verbosity() {
             "{flags:?}: no {some_log:?} logged"
         );
         // policy is offline: it has nothing to log.
-        let out = run(&["policy", ENV]).status(0).check();
+        let out = run(&["policy", ENV]).output();
         assert_eq!(out.stdout_text(), policy);
         outputs.push(out.all_text());
     }
@@ -857,7 +845,7 @@ fn connection_problems_are_clear() {
         .args(["apply", ENV])
         .status(1)
         .stderr_has(format!("cannot reach Vault at `http://127.0.0.1:{port}`"))
-        .check();
+        .output();
     // No token anywhere: usage error, nothing sent.
     Run::offline()
         .addr("http://127.0.0.1:1")
@@ -865,7 +853,7 @@ fn connection_problems_are_clear() {
         .args(["apply", ENV])
         .status(2)
         .stderr_has("no Vault token")
-        .check();
+        .output();
     // A bad token: exit 1 and says so.
     let bao = OpenBao::dev();
     Run::new(&bao)
@@ -874,7 +862,7 @@ fn connection_problems_are_clear() {
         .args(["apply", ENV])
         .status(1)
         .stderr_has("rejected the token")
-        .check();
+        .output();
     // Plain http to a non-loopback host is refused before anything is sent.
     Run::offline()
         .addr("http://vault.example:8200")
@@ -883,14 +871,14 @@ fn connection_problems_are_clear() {
         .args(["apply", ENV])
         .status(2)
         .stderr_has("refusing to send the Vault token over plain http://")
-        .check();
+        .output();
     // An unknown environment is a usage error.
     Run::new(&bao)
         .real_specs()
         .args(["apply", "nope"])
         .status(2)
         .stderr_has("known environments: `auh1-dev`")
-        .check();
+        .output();
 }
 
 #[test]
@@ -905,9 +893,8 @@ fn token_from_vault_token_file_and_bao_twins() {
         .env("BAO_ADDR", &bao.addr)
         .real_specs()
         .args(["plan", ENV])
-        .status(0)
         .stderr_has("token from ~/.vault-token")
-        .check();
+        .output();
     // BAO_TOKEN, VAULT_TOKEN's twin, comes before ~/.vault-token (here made wrong), and after
     // VAULT_TOKEN: each time the run names where its token came from, and a wrong token used
     // would have been rejected.
@@ -920,21 +907,19 @@ fn token_from_vault_token_file_and_bao_twins() {
         run.real_specs().args(["plan", ENV])
     };
     run(&[("BAO_TOKEN", &bao.token)])
-        .status(0)
         .stderr_has("(token from BAO_TOKEN)")
-        .check();
+        .output();
     run(&[("VAULT_TOKEN", &bao.token), ("BAO_TOKEN", "not-a-token")])
-        .status(0)
         .stderr_has("(token from VAULT_TOKEN)")
-        .check();
+        .output();
     run(&[("VAULT_TOKEN", "not-a-token"), ("BAO_TOKEN", &bao.token)])
         .status(1)
         .stderr_has("rejected the token")
-        .check();
+        .output();
     run(&[])
         .status(1)
         .stderr_has("(token from ~/.vault-token)")
-        .check();
+        .output();
 }
 
 #[test]
@@ -967,7 +952,7 @@ fn hostile_values_in_vault_are_judged_not_trusted() {
         .status(1)
         // The huge value never reaches the output.
         .never_shows("hhhhhhhhhh")
-        .check();
+        .output();
     let doc = out.json();
     let detail = |name: &str| {
         doc["results"]
@@ -1048,13 +1033,11 @@ fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
     let with = Run::new(&bao)
         .specs(dir.path())
         .args(["apply", "dev", "-o", "json", "-v"])
-        .status(0)
-        .check();
+        .output();
     let without = Run::new(&bao)
         .specs(dir.path())
         .args(["apply", "dev2", "--no-metadata", "-o", "json", "-v"])
-        .status(0)
-        .check();
+        .output();
     let doc = without.json();
     assert_eq!(doc["summary"]["created"], MANY as u64, "{doc}");
     assert!(
@@ -1122,7 +1105,7 @@ fn no_metadata_saves_one_request_per_created_path_and_marks_nothing() {
         .specs(dir.path())
         .args(["plan", "dev", "--no-metadata"])
         .status(2)
-        .check();
+        .output();
 }
 
 /// Request lines seen by a proxy, each with the connection it came on (0: the first accepted).
@@ -1188,8 +1171,7 @@ fn the_mount_detection_and_the_connections_go_out_with_the_token_check_and_nothi
         .real_specs()
         .addr(&proxy.addr)
         .args(["apply", ENV, "-o", "json"])
-        .status(0)
-        .check();
+        .output();
     assert_eq!(out.json()["summary"]["created"], 6, "{}", out.stdout_text());
     let log = events.log();
     let token_sent = first(&log, "sent GET /v1/auth/token/lookup-self").unwrap();
@@ -1246,7 +1228,7 @@ fn a_refused_token_is_the_error_though_the_mount_detection_answered_and_nothing_
             .status(1)
             .stderr_has("Vault rejected the token: it is missing, expired or revoked")
             .never_shows("hvs.not-a-token-4f1c")
-            .check();
+            .output();
         let log = events.log();
         let mounts = first(&log, "answered GET /v1/sys/internal/ui/mounts/");
         let token = first(&log, "answered GET /v1/auth/token/lookup-self");
@@ -1287,8 +1269,7 @@ fn the_mounts_of_a_run_are_detected_at_once() {
         .specs(dir.path())
         .addr(&proxy.addr)
         .args(["apply", "dev", "-o", "json"])
-        .status(0)
-        .check();
+        .output();
     assert_eq!(out.json()["summary"]["created"], 2, "{}", out.stdout_text());
     let log = events.log();
     let at = |e: &str| log.iter().position(|x| x == e).unwrap();
@@ -1317,8 +1298,7 @@ fn paths_are_written_while_other_folders_are_still_being_listed() {
         .specs(dir.path())
         .addr(&proxy.addr)
         .args(["apply", "dev", "-o", "json"])
-        .status(0)
-        .check();
+        .output();
     assert_eq!(
         out.json()["summary"]["created"],
         80,
@@ -1466,7 +1446,7 @@ fn the_request_log_is_the_list_the_server_receives() {
         if let Some(filter) = filter {
             run = run.env("RUST_LOG", filter);
         }
-        let out = run.status(0).check();
+        let out = run.output();
         let mut logged: Vec<String> = out
             .stderr_text()
             .lines()
@@ -1515,7 +1495,7 @@ fn a_fixed_secret_lacking_the_specs_field_is_invalid_and_never_extended() {
             .status(1)
             .stdout_has(said)
             .never_shows(hand_made)
-            .check();
+            .output();
         let doc = out.json();
         let row = &doc["results"][0];
         assert_eq!(row["outcome"], "invalid", "{command}: {doc}");
@@ -1527,7 +1507,7 @@ fn a_fixed_secret_lacking_the_specs_field_is_invalid_and_never_extended() {
         .status(1)
         .stdout_has(said)
         .never_shows(hand_made)
-        .check();
+        .output();
     let (data, version) = bao
         .kv_get("secret", "zitadel/dev/ZITADEL_MASTERKEY")
         .unwrap();

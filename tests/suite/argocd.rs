@@ -23,7 +23,7 @@ fn specs_with(argocd: &str) -> tempfile::TempDir {
     common::spec_dir(&format!("{}\n{argocd}", common::repo_spec_without_argocd()))
 }
 
-fn verify(bao: &OpenBao, specs: &tempfile::TempDir, kube: &FakeKube, args: &[&str]) -> Out {
+fn verify(bao: &OpenBao, specs: &tempfile::TempDir, kube: &FakeKube, args: &[&str]) -> Run {
     verify_at(bao, specs, &kube.kubeconfig(), args)
 }
 
@@ -32,13 +32,12 @@ fn verify_at(
     specs: &tempfile::TempDir,
     kubeconfig: &std::path::Path,
     args: &[&str],
-) -> Out {
+) -> Run {
     Run::new(bao)
         .specs(specs.path())
         .args(["verify", "auh1-dev", "--kubeconfig"])
         .arg(kubeconfig)
         .args(args)
-        .output()
 }
 
 fn app<'a>(doc: &'a Value, name: &str) -> &'a Value {
@@ -94,9 +93,7 @@ fn the_fixed_layout_passes_with_every_part() {
     let kube = healthy_cluster(&bao);
     argocd_layout(&kube);
     let specs = specs_with(ARGOCD);
-    let doc = verify(&bao, &specs, &kube, &["-o", "json"])
-        .expect_code(0)
-        .json();
+    let doc = verify(&bao, &specs, &kube, &["-o", "json"]).output().json();
     assert_eq!(doc["ok"], true);
     assert_eq!(doc["argocd"]["ok"], true, "{doc}");
     let secrets = app(&doc, "core-service-secrets");
@@ -117,7 +114,7 @@ fn the_fixed_layout_passes_with_every_part() {
         "resource.customizations.health.argoproj.io_Application"
     );
     // Every object listed (`--all`): each app's line and its note.
-    let human = verify(&bao, &specs, &kube, &["--all"]).expect_code(0);
+    let human = verify(&bao, &specs, &kube, &["--all"]).output();
     let stdout = human.stdout_text();
     has_all(
         &stdout,
@@ -140,7 +137,7 @@ fn the_fixed_layout_passes_with_every_part() {
         "argocd-cm-with-app-health-legacy-key.yaml",
     ));
     let doc = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"])
-        .expect_code(0)
+        .output()
         .json();
     assert_eq!(
         doc["argocd"]["argocd_cm"][0]["key"],
@@ -154,7 +151,11 @@ fn the_fixed_layout_passes_with_every_part() {
 fn a_secrets_app_not_synced_progressing_or_degraded_fails_in_the_runbooks_terms() {
     let (bao, kube) = fixed();
     let specs = specs_with(ARGOCD);
-    let run = |kube: &FakeKube| verify(&bao, &specs, kube, &["--only", "argocd"]).expect_code(1);
+    let run = |kube: &FakeKube| {
+        verify(&bao, &specs, kube, &["--only", "argocd"])
+            .status(1)
+            .output()
+    };
     let set = |sync: &str, health: &str| {
         edit_app(&kube, "core-service-secrets", |a| {
             a["status"]["sync"]["status"] = json!(sync);
@@ -203,7 +204,9 @@ fn a_secrets_app_not_synced_progressing_or_degraded_fails_in_the_runbooks_terms(
         a["status"]["operationState"]["message"] =
             json!("one or more synchronization tasks completed unsuccessfully");
     });
-    let out = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"]).expect_code(1);
+    let out = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"])
+        .status(1)
+        .output();
     let doc = out.json();
     let secrets = app(&doc, "core-service-secrets");
     assert_eq!(secrets["ok"], false);
@@ -241,7 +244,9 @@ fn a_secrets_app_that_does_not_manage_the_external_secrets_is_bug_1() {
         ]);
         a["status"]["resources"] = json!([]);
     });
-    let out = verify(&bao, &specs_with(ARGOCD), &kube, &["--only", "argocd"]).expect_code(1);
+    let out = verify(&bao, &specs_with(ARGOCD), &kube, &["--only", "argocd"])
+        .status(1)
+        .output();
     has(
         &out.stdout_text(),
         "error: the secrets app `core-service-secrets` does not manage ExternalSecret `ask/core-service-secret`, `ask/zitadel-secret` (its source 2 is `ref: values` with no path: it only provides value files): Argo CD never applies it, so its Secret never exists (the runbook's bug 1)",
@@ -256,7 +261,9 @@ fn a_consumer_not_after_the_secrets_app_fails() {
         edit_app(&kube, "core-service", |a| {
             a["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = json!(wave);
         });
-        let out = verify(&bao, &specs, &kube, &["--only", "argocd"]).expect_code(1);
+        let out = verify(&bao, &specs, &kube, &["--only", "argocd"])
+            .status(1)
+            .output();
         let stdout = out.stdout_text();
         has_all(
             &stdout,
@@ -275,7 +282,8 @@ fn a_consumer_not_after_the_secrets_app_fails() {
             .remove("argocd.argoproj.io/sync-wave");
     });
     let doc = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"])
-        .expect_code(1)
+        .status(1)
+        .output()
         .json();
     assert_eq!(app(&doc, "core-service")["app_wave"], 0);
 
@@ -287,7 +295,8 @@ fn a_consumer_not_after_the_secrets_app_fails() {
         });
     });
     let doc = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"])
-        .expect_code(1)
+        .status(1)
+        .output()
         .json();
     let m = messages(app(&doc, "core-service"));
     assert!(
@@ -301,7 +310,9 @@ fn argocd_cm_without_the_application_health_check_fails() {
     let (bao, kube) = fixed();
     kube.put(fake_kube::argocd_fixture("argocd-cm-without.yaml"));
     let specs = specs_with(ARGOCD);
-    let out = verify(&bao, &specs, &kube, &["--only", "argocd"]).expect_code(1);
+    let out = verify(&bao, &specs, &kube, &["--only", "argocd"])
+        .status(1)
+        .output();
     let stdout = out.stdout_text();
     has_all(
         &stdout,
@@ -324,7 +335,9 @@ fn argocd_cm_without_the_application_health_check_fails() {
             json!("hs = {}\nhs.status = \"Healthy\"\nreturn hs");
         cm["data"]["resource.customizations.colour.argoproj.io_Application"] = json!("x");
     });
-    let out = verify(&bao, &specs, &kube, &["--only", "argocd"]).expect_code(1);
+    let out = verify(&bao, &specs, &kube, &["--only", "argocd"])
+        .status(1)
+        .output();
     has(
         &out.stdout_text(),
         "error: app waves do not wait for Healthy: Argo CD cannot read argocd-cm's resource customizations (`resource.customizations.colour.argoproj.io_Application`: resource customization type `colour` is not supported), and then loads none",
@@ -337,7 +350,8 @@ fn argocd_cm_without_the_application_health_check_fails() {
         "application-core-service-progressing.yaml",
     ));
     let doc = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"])
-        .expect_code(1)
+        .status(1)
+        .output()
         .json();
     let cm = &doc["argocd"]["argocd_cm"][0];
     assert_eq!(cm["exists"], false);
@@ -355,7 +369,9 @@ fn a_missing_application_is_named() {
     let kube = FakeKube::start();
     kube.put(fake_kube::argocd_fixture("argocd-cm-with-app-health.yaml"));
     let specs = specs_with(ARGOCD);
-    let out = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"]).expect_code(1);
+    let out = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"])
+        .status(1)
+        .output();
     let doc = out.json();
     let secrets = app(&doc, "core-service-secrets");
     assert_eq!(secrets["exists"], false);
@@ -374,7 +390,9 @@ fn a_missing_application_is_named() {
     // A typo in the spec names the Application asked for.
     let specs = specs_with(&ARGOCD.replace("\"core-service\"", "\"core-servcie\""));
     argocd_layout(&kube);
-    let out = verify(&bao, &specs, &kube, &["--only", "argocd"]).expect_code(1);
+    let out = verify(&bao, &specs, &kube, &["--only", "argocd"])
+        .status(1)
+        .output();
     has_all(
         &out.stdout_text(),
         &[
@@ -425,7 +443,7 @@ fn wait_sees_the_secrets_app_become_healthy_and_does_not_wait_for_a_wrong_wave()
             });
         });
         let out = verify(&bao, &specs, &kube, &["--only", "argocd", "--wait", "60s"]);
-        let out = out.expect_code(0);
+        let out = out.output();
         has(
             &out.stderr_text(),
             "waiting: Application core-service-secrets Synced, Progressing",
@@ -444,7 +462,9 @@ fn wait_sees_the_secrets_app_become_healthy_and_does_not_wait_for_a_wrong_wave()
         a["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = json!("0");
     });
     let before = gets(&kube);
-    let out = verify(&bao, &specs, &kube, &["--only", "argocd", "--wait", "10m"]).expect_code(1);
+    let out = verify(&bao, &specs, &kube, &["--only", "argocd", "--wait", "10m"])
+        .status(1)
+        .output();
     assert_eq!(gets(&kube), before + 1, "{}", out.stderr_text());
     assert!(
         !out.stderr_text().contains("waiting:"),
@@ -499,7 +519,9 @@ fn hostile_argocd_text_is_clean_and_nothing_else_of_the_objects_is_shown() {
         }
         assert!(bytes.len() < 64 * 1024, "{what} is {} bytes", bytes.len());
     };
-    let out = verify(&bao, &specs, &kube, &["--only", "argocd"]).expect_code(1);
+    let out = verify(&bao, &specs, &kube, &["--only", "argocd"])
+        .status(1)
+        .output();
     clean(&out.stdout, "stdout");
     clean(&out.stderr, "stderr");
     let stdout = out.stdout_text();
@@ -513,7 +535,9 @@ fn hostile_argocd_text_is_clean_and_nothing_else_of_the_objects_is_shown() {
         ],
     );
 
-    let out = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"]).expect_code(1);
+    let out = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"])
+        .status(1)
+        .output();
     clean(&out.stdout, "JSON stdout");
     let doc = out.json();
     let secrets = app(&doc, "core-service-secrets");
@@ -534,8 +558,8 @@ fn hostile_argocd_text_is_clean_and_nothing_else_of_the_objects_is_shown() {
             .args(["verify", "auh1-dev", "--kubeconfig"])
             .arg(kube.kubeconfig())
             .args(args)
-            .output()
-            .expect_code(1);
+            .status(1)
+            .output();
         assert!(
             out.stderr_text().contains(" INFO vault_seed"),
             "logging was on"
@@ -561,8 +585,8 @@ fn the_part_is_asked_for_only_where_a_spec_has_argocd() {
     let out = Run::new(&bao)
         .specs(without.path())
         .args(["verify", "auh1-dev", "--only", "argocd", "-o", "json"])
-        .output()
-        .expect_code(2);
+        .status(2)
+        .output();
     let doc = out.json();
     assert_eq!(
         doc["error"],
@@ -572,19 +596,23 @@ fn the_part_is_asked_for_only_where_a_spec_has_argocd() {
     let doc = Run::new(&bao)
         .specs(without.path())
         .args(["verify", "auh1-dev", "--only", "vault", "-o", "json"])
-        .output()
+        // Nothing was applied: the part `vault` is not done.
+        .status(1)
+        .stdout_has(r#""missing": 9"#)
         .json();
     assert_eq!(doc["argocd"], Value::Null);
     // --skip-kube leaves the cluster alone, Argo CD included.
     let specs = specs_with(ARGOCD);
-    let doc = verify(&bao, &specs, &kube, &["--skip-kube", "-o", "json"]).json();
+    let doc = verify(&bao, &specs, &kube, &["--skip-kube", "-o", "json"])
+        .status(1)
+        .json();
     assert_eq!(doc["argocd"], Value::Null);
     assert!(kube.requests().is_empty(), "{:?}", kube.requests());
     // RBAC that denies reading argocd-cm: the part cannot be checked, and says what to ask.
     argocd_layout(&kube);
     kube.deny("configmaps");
     let only = ["--only", "argocd", "-o", "json"];
-    let doc = verify(&bao, &specs, &kube, &only).expect_code(1).json();
+    let doc = verify(&bao, &specs, &kube, &only).status(1).output().json();
     assert_eq!(doc["argocd"]["ok"], false, "{doc}");
     has(doc["argocd"]["error"].as_str().unwrap(), "argocd/argocd-cm");
     assert_eq!(
@@ -596,7 +624,8 @@ fn the_part_is_asked_for_only_where_a_spec_has_argocd() {
     std::fs::copy(kube.kubeconfig(), &kubeconfig).unwrap();
     drop(kube);
     let doc = verify_at(&bao, &specs, &kubeconfig, &only)
-        .expect_code(1)
+        .status(1)
+        .output()
         .json();
     assert_eq!(doc["argocd"]["ok"], false);
     has(doc["argocd"]["help"].as_str().unwrap(), "--skip-kube");
@@ -618,7 +647,8 @@ fn specs_sharing_a_secrets_app_are_checked_together() {
     )
     .unwrap();
     let doc = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"])
-        .expect_code(1)
+        .status(1)
+        .output()
         .json();
     let names: Vec<&str> = doc["argocd"]["apps"]
         .as_array()
@@ -644,11 +674,7 @@ fn specs_sharing_a_secrets_app_are_checked_together() {
 
 /// `vault-seed lint` of the specs in `dir`, expected to exit with `code`.
 fn lint(dir: &std::path::Path, code: i32) -> Out {
-    Run::offline()
-        .specs(dir)
-        .arg("lint")
-        .output()
-        .expect_code(code)
+    Run::offline().specs(dir).arg("lint").status(code).output()
 }
 
 /// `[argocd]` is validated like the rest of a spec: every problem at its `file:line:col`.
@@ -714,7 +740,8 @@ fn a_cluster_without_argo_cd_says_it_is_not_installed() {
     kube.without_argocd();
     let specs = specs_with(ARGOCD);
     let doc = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"])
-        .expect_code(1)
+        .status(1)
+        .output()
         .json();
     assert_eq!(
         (&doc["ok"], &doc["argocd"]["ok"]),
@@ -739,7 +766,8 @@ fn a_degraded_secrets_app_without_persisted_resource_health_is_not_done() {
     });
     let specs = specs_with(ARGOCD);
     let doc = verify(&bao, &specs, &kube, &["--only", "argocd", "-o", "json"])
-        .expect_code(1)
+        .status(1)
+        .output()
         .json();
     let secrets = app(&doc, "core-service-secrets");
     assert_eq!(
@@ -756,7 +784,8 @@ fn a_degraded_secrets_app_without_persisted_resource_health_is_not_done() {
     );
     has(
         &verify(&bao, &specs, &kube, &["--only", "argocd"])
-            .expect_code(1)
+            .status(1)
+            .output()
             .stdout_text(),
         "verify auh1-dev: NOT done",
     );

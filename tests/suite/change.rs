@@ -37,8 +37,7 @@ fn setup() -> (OpenBao, tempfile::TempDir) {
     Run::new(&bao)
         .specs(dir.path())
         .args(["apply", "dev"])
-        .output()
-        .expect_code(0);
+        .output();
     (bao, dir)
 }
 
@@ -55,8 +54,7 @@ fn set_replaces_a_placeholder_and_keeps_other_fields() {
         .specs(dir.path())
         .args(["set", "dev", "PAT.value", "-o", "json"])
         .stdin("zitadel-pat-abc123\n")
-        .output()
-        .expect_code(0);
+        .output();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["outcome"], "replaced-placeholder");
     assert_eq!(
@@ -84,8 +82,8 @@ fn set_replaces_a_placeholder_and_keeps_other_fields() {
         .specs(dir.path())
         .args(["set", "dev", "PAT"])
         .stdin("x")
+        .status(2)
         .output();
-    assert_eq!(out.status.code(), Some(2));
     assert!(
         out.stderr_text().contains("has several fields"),
         "{}",
@@ -100,9 +98,9 @@ fn set_refuses_a_real_value_without_force() {
         .specs(dir.path())
         .args(["set", "dev", "SALT"])
         .stdin("cd".repeat(32))
+        .status(2)
         .output();
     // A refused request: exit 2, as `rotate`'s refusals (issue 14.9).
-    assert_eq!(out.status.code(), Some(2));
     assert!(
         out.stderr_text().contains("holds a real value (version 1)"),
         "{}",
@@ -113,8 +111,7 @@ fn set_refuses_a_real_value_without_force() {
         .specs(dir.path())
         .args(["set", "dev", "SALT", "--force"])
         .stdin("cd".repeat(32))
-        .output()
-        .expect_code(0);
+        .output();
     assert!(
         out.stderr_text().contains("version 1 -> 2"),
         "{}",
@@ -135,8 +132,8 @@ fn set_rejects_a_value_in_the_wrong_format_and_writes_nothing() {
         .specs(dir.path())
         .args(["set", "dev", "MASTERKEY", "--force"])
         .stdin("k".repeat(31))
+        .status(2)
         .output();
-    assert_eq!(out.status.code(), Some(2));
     let err = out.stderr_text();
     assert!(
         err.contains(
@@ -151,9 +148,9 @@ fn set_rejects_a_value_in_the_wrong_format_and_writes_nothing() {
         .specs(dir.path())
         .args(["set", "dev", "FIXED_KEY", "--force"])
         .stdin("k".repeat(32))
+        .status(2)
         .output();
     // A refused request: exit 2, as `rotate` of a fixed secret (issue 14.9).
-    assert_eq!(out.status.code(), Some(2));
     assert!(
         out.stderr_text().contains("is fixed"),
         "{}",
@@ -161,12 +158,12 @@ fn set_rejects_a_value_in_the_wrong_format_and_writes_nothing() {
     );
     assert_eq!(get(&bao, "FIXED_KEY").1, 1);
     // Empty input writes nothing.
-    let out = Run::new(&bao)
+    Run::new(&bao)
         .specs(dir.path())
         .args(["set", "dev", "PAT.value"])
         .stdin("")
+        .status(2)
         .output();
-    assert_eq!(out.status.code(), Some(2));
     assert_eq!(get(&bao, "PAT").1, 1);
 }
 
@@ -197,9 +194,9 @@ fn set_detects_a_concurrent_change_between_read_and_write() {
     stdin.write_all(b"mine\n").unwrap();
     drop(stdin);
     let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", common::text(&out.stderr));
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
-    assert_eq!(out.status.code(), Some(1), "{rest}");
     assert!(
         rest.contains("changed after vault-seed read it (version 1); nothing was written"),
         "{rest}"
@@ -399,14 +396,12 @@ fn rotate_makes_a_new_version_in_format_and_keeps_the_old_in_history() {
         .specs(dir.path())
         .args(["rotate", "dev", "SALT", "--dry-run"])
         .output();
-    assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout_text().contains("would-rotate"));
     assert_eq!(get(&bao, "SALT").1, 1, "dry run wrote nothing");
     let out = Run::new(&bao)
         .specs(dir.path())
         .args(["rotate", "dev", "SALT", "--yes", "-o", "json", "-vvv"])
-        .output()
-        .expect_code(0);
+        .output();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         (doc["old_version"].as_u64(), doc["new_version"].as_u64()),
@@ -440,8 +435,8 @@ fn rotate_refuses_fixed_secrets_placeholders_and_missing_yes() {
     let out = Run::new(&bao)
         .specs(dir.path())
         .args(["rotate", "dev", "FIXED_KEY", "--yes"])
+        .status(2)
         .output();
-    assert_eq!(out.status.code(), Some(2));
     assert!(
         out.stderr_text()
             .contains("`secret/app/dev/FIXED_KEY` is fixed: field `password` never changes once written; nothing was sent"),
@@ -452,8 +447,8 @@ fn rotate_refuses_fixed_secrets_placeholders_and_missing_yes() {
     let out = Run::new(&bao)
         .specs(dir.path())
         .args(["rotate", "dev", "PAT.value", "--yes"])
+        .status(2)
         .output();
-    assert_eq!(out.status.code(), Some(2));
     assert!(
         out.stderr_text().contains("is a placeholder"),
         "{}",
@@ -462,8 +457,8 @@ fn rotate_refuses_fixed_secrets_placeholders_and_missing_yes() {
     let out = Run::new(&bao)
         .specs(dir.path())
         .args(["rotate", "dev", "SALT"])
+        .status(2)
         .output();
-    assert_eq!(out.status.code(), Some(2));
     assert!(
         out.stderr_text().contains("add --yes"),
         "{}",
@@ -474,8 +469,8 @@ fn rotate_refuses_fixed_secrets_placeholders_and_missing_yes() {
     let out = Run::new(&bao)
         .real_specs()
         .args(["rotate", "auh1-dev", "ZITADEL_MASTERKEY", "--yes"])
+        .status(2)
         .output();
-    assert_eq!(out.status.code(), Some(2));
     assert!(out.stderr_text().contains("never changes once written"));
 }
 
@@ -492,8 +487,7 @@ fn set_and_rotate_refuse_an_ambiguous_name_and_a_path_picks_one() {
     Run::new(&bao)
         .specs(dir.path())
         .args(["apply", "dev"])
-        .output()
-        .expect_code(0);
+        .output();
     for args in [
         &["set", "dev", "MASTERKEY"][..],
         &["set", "dev", "MASTERKEY.password"][..],
@@ -503,9 +497,9 @@ fn set_and_rotate_refuse_an_ambiguous_name_and_a_path_picks_one() {
             .specs(dir.path())
             .args(args)
             .stdin("0123456789abcdef0123456789abcdef\n")
+            .status(2)
             .output();
         let err = out.stderr_text();
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         let name = args[2].split('.').next().unwrap();
         assert!(
             err.contains(&format!("`{}` names 2 secrets", args[2]))
@@ -523,15 +517,13 @@ fn set_and_rotate_refuse_an_ambiguous_name_and_a_path_picks_one() {
         .specs(dir.path())
         .args(["set", "dev", "other/dev/MASTERKEY.password", "--force"])
         .stdin("0123456789abcdef0123456789abcdef\n")
-        .output()
-        .expect_code(0);
+        .output();
     assert_eq!(bao.kv_get("secret", "other/dev/MASTERKEY").unwrap().1, 2);
     assert_eq!(get(&bao, "MASTERKEY").1, 1);
     Run::new(&bao)
         .specs(dir.path())
         .args(["rotate", "dev", "secret/app/dev/SALT", "--yes"])
-        .output()
-        .expect_code(0);
+        .output();
     assert_eq!(get(&bao, "SALT").1, 2);
     assert_eq!(bao.kv_get("secret", "other/dev/SALT").unwrap().1, 1);
 }
@@ -550,9 +542,9 @@ fn set_of_a_name_that_could_mean_two_fields_is_refused() {
         .specs(dir.path())
         .args(["set", "dev", "a.b.c"])
         .stdin("value\n")
+        .status(2)
         .output();
     let err = out.stderr_text();
-    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains("could not tell apart secret `a.b` field `c` and secret `a` field `b.c`"),
         "{err}"

@@ -126,7 +126,6 @@ fn every_help_separates_global_and_vault_options_from_the_commands_own() {
     for cmd in &commands() {
         let cmd = cmd.as_str();
         let out = Run::offline().args([cmd, "--help"]).output();
-        assert!(out.status.success(), "{cmd} --help: {}", out.stderr_text());
         let help = out.stdout_text();
         let s = sections(&help);
         under(&s, "Global options", &GLOBAL_FLAGS, cmd);
@@ -203,8 +202,6 @@ fn global_options_work_before_and_after_the_command() {
             Run::offline().args(&before).output(),
             Run::offline().args(&after).output(),
         );
-        assert!(a.status.success(), "{before:?}: {}", a.stderr_text());
-        assert!(b.status.success(), "{after:?}: {}", b.stderr_text());
         assert_eq!(a.stdout_text(), b.stdout_text(), "{before:?} vs {after:?}");
         assert!(!a.stdout_text().is_empty());
     }
@@ -224,9 +221,9 @@ fn apply_dry_run_points_to_plan_and_sends_nothing() {
             .token("not-a-real-token")
             .specs(&specs)
             .args(["apply", "auh1-dev", flag])
+            .status(2)
             .output();
         let err = out.stderr_text();
-        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
         assert!(
             err.contains(&format!("unexpected argument '{flag}'"))
                 && err.contains("`vault-seed plan ENV` shows what apply would write"),
@@ -305,7 +302,6 @@ fn other_shells_accept_their_completion_scripts() {
     let dir = tempfile::tempdir().unwrap();
     for shell in ["zsh", "fish", "powershell", "elvish"] {
         let out = Run::offline().args(["completions", shell]).output();
-        assert!(out.status.success(), "{shell}: {}", out.stderr_text());
         let script = out.stdout_text();
         for word in ["vault-seed", "apply", "verify", "completions", "ca-cert"] {
             assert!(script.contains(word), "{shell} script lacks {word}");
@@ -382,7 +378,6 @@ fn rendered(roff: &str) -> String {
 #[test]
 fn man_page_has_its_sections_and_renders() {
     let out = Run::offline().args(["man"]).output();
-    assert!(out.status.success(), "{}", out.stderr_text());
     let roff = out.stdout_text();
     assert!(roff.contains(".TH vault-seed 1 "), "{roff}");
     for section in [
@@ -423,7 +418,6 @@ fn man_writes_a_page_per_command() {
     let out = Run::offline()
         .args(["man", "--dir", target.to_str().unwrap()])
         .output();
-    assert!(out.status.success(), "{}", out.stderr_text());
     let mut names: BTreeSet<String> = std::fs::read_dir(&target)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -454,8 +448,7 @@ fn man_writes_a_page_per_command() {
         apply
     );
 
-    let out = Run::offline().args(["man", "nope"]).output();
-    assert_eq!(out.status.code(), Some(2));
+    let out = Run::offline().args(["man", "nope"]).status(2).output();
     assert!(
         out.stderr_text().contains("no command `nope`")
             && out.stderr_text().contains("help: one of: lint"),
@@ -476,10 +469,9 @@ fn man_dir_never_writes_through_a_planted_symlink() {
     std::os::unix::fs::symlink(&victim, target.join("vault-seed.1")).unwrap();
     let nowhere = dir.path().join("created-through-a-link");
     std::os::unix::fs::symlink(&nowhere, target.join("vault-seed-apply.1")).unwrap();
-    let out = Run::offline()
+    Run::offline()
         .args(["man", "--dir", target.to_str().unwrap()])
         .output();
-    assert!(out.status.success(), "{}", out.stderr_text());
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
     assert!(
         !nowhere.exists(),
@@ -576,26 +568,29 @@ fn json_documents_have_the_keys_the_man_page_lists() {
 
     let bao = OpenBao::dev();
     let mut outputs = Vec::new();
-    let mut seed = |args: &[&str]| {
+    let mut seed = |args: &[&str], code: i32| {
         let out = Run::new(&bao)
             .args(["--specs", specs, "-o", "json"])
             .args(args)
+            .status(code)
             .output();
         outputs.push(out.clone());
         out
     };
-    let plan = seed(&["plan", "auh1-dev"]);
-    let apply = seed(&["apply", "auh1-dev"]);
-    let verify = seed(&["verify", "auh1-dev", "--skip-kube"]);
-    let rotate = seed(&[
-        "rotate",
-        "auh1-dev",
-        "APP__CORE_SERVICES_MACHINE_TOKEN",
-        "--dry-run",
-    ]);
-    let audit = seed(&["audit", "auh1-dev", "--skip-kube"]);
-    assert!(apply.status.success(), "{}", apply.stderr_text());
-    assert!(rotate.status.success(), "{}", rotate.stderr_text());
+    let plan = seed(&["plan", "auh1-dev"], 0);
+    let apply = seed(&["apply", "auh1-dev"], 0);
+    // Not done: the paths apply does not write (placeholders, values from elsewhere) wait.
+    let verify = seed(&["verify", "auh1-dev", "--skip-kube"], 1);
+    let rotate = seed(
+        &[
+            "rotate",
+            "auh1-dev",
+            "APP__CORE_SERVICES_MACHINE_TOKEN",
+            "--dry-run",
+        ],
+        0,
+    );
+    let audit = seed(&["audit", "auh1-dev", "--skip-kube"], 0);
     expect("plan", &plan);
     expect("apply", &apply);
     expect("verify", &verify);
@@ -608,8 +603,8 @@ fn json_documents_have_the_keys_the_man_page_lists() {
         .addr(&closed)
         .token("not-a-real-token")
         .args(["--specs", specs, "-o", "json", "plan", "auh1-dev"])
-        .output()
-        .expect_code(1);
+        .status(1)
+        .output();
     let want: BTreeSet<String> = ["command", "ok", "error", "help"].map(String::from).into();
     assert_eq!(keys_of(&failed), want);
     let roff = Run::offline().args(["man"]).output().stdout_text();

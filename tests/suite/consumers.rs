@@ -8,7 +8,7 @@ use common::fake_kube::{
     deployment_unready_status, external_secret, namespace, pod_of, reloader_deployment, secret,
     vso_controller_deployment, with_data_manager, workload, FakeKube,
 };
-use common::{spec_dir, OpenBao, Out, Run};
+use common::{spec_dir, OpenBao, Run};
 use serde_json::{json, Value};
 use time::format_description::well_known::Rfc3339;
 use time::{Duration, OffsetDateTime};
@@ -101,16 +101,14 @@ impl World {
 }
 
 impl World {
-    fn verify(&self, args: &[&str]) -> Out {
-        let out = Run::new(&self.bao)
+    fn verify(&self, args: &[&str]) -> Run {
+        Run::new(&self.bao)
             .specs(self.specs.path())
             .args(["verify", "auh1-dev", "--only", "consumers", "--kubeconfig"])
             .arg(self.kube.kubeconfig())
             .args(args)
             .env("NO_COLOR", "1")
-            .output();
-        assert!(!out.all_text().contains(VALUE), "{}", out.all_text());
-        out
+            .never_shows(VALUE)
     }
 }
 
@@ -154,7 +152,7 @@ fn an_env_reader_with_pods_older_than_the_data_is_not_done_and_names_the_restart
     w.pod("web", "web-2", &w.after);
     // Another app's pod, not selected by `app=web`, never counts.
     w.kube.put(pod_of(NS, "other", "other-1", &w.before));
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&[]).status(1).output();
     let text = out.stdout_text();
     has(&text, "FAIL Deployment apps/web");
     has(&text, format!("reads `db` through env, but 1 pod(s) started before its data changed at {} by `externalsecrets.external-secrets.io/db` (`web-1`)", w.changed));
@@ -162,7 +160,7 @@ fn an_env_reader_with_pods_older_than_the_data_is_not_done_and_names_the_restart
     has(&text, "verify auh1-dev: NOT done");
     assert!(w.kube.patches().is_empty(), "verify wrote to the cluster");
 
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     let c = only_workload(&doc);
     assert_eq!(c["ok"], false);
     assert_eq!(c["how"], json!(["env"]));
@@ -196,7 +194,7 @@ fn readers_whose_pods_started_after_the_change_and_volume_readers_pass() {
         .put(workload("DaemonSet", NS, "agent", reads("volume")));
     w.pod("agent", "agent-x", &w.before);
     w.kube.put(workload("CronJob", NS, "report", reads("env")));
-    let out = w.verify(&["--all"]).expect_code(0);
+    let out = w.verify(&["--all"]).output();
     let text = out.stdout_text();
     has(&text, "ok   StatefulSet apps/db-client");
     has(&text, "its 1 pod(s) started after the data last changed");
@@ -209,7 +207,7 @@ fn readers_whose_pods_started_after_the_change_and_volume_readers_pass() {
     has(&text, "a CronJob's next run reads it as it is then");
     has(&text, "verify auh1-dev: done");
     // Without `--all`, the part's line counts them and lists none: nothing fails or warns.
-    let summary = w.verify(&[]).expect_code(0).stdout_text();
+    let summary = w.verify(&[]).output().stdout_text();
     has(&summary, "ok   consumers: ");
     has(
         &summary,
@@ -224,7 +222,7 @@ fn a_subpath_volume_is_read_once_like_env() {
     w.kube
         .put(workload("Deployment", NS, "web", reads("subPath")));
     w.pod("web", "web-1", &w.before);
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&[]).status(1).output();
     has(
         &out.stdout_text(),
         "reads `db` through a subPath volume, but 1 pod(s)",
@@ -249,7 +247,7 @@ fn reloader_and_vso_restart_targets_pass_with_a_note() {
     search["metadata"]["annotations"]["reloader.stakater.com/search"] = json!("true");
     w.kube.put(search);
     w.pod("search", "search-1", &w.before);
-    let out = w.verify(&["--all"]).expect_code(1);
+    let out = w.verify(&["--all"]).status(1).output();
     let text = out.stdout_text();
     has(&text, "ok   Deployment apps/auto");
     has(
@@ -266,7 +264,7 @@ fn reloader_and_vso_restart_targets_pass_with_a_note() {
     w.kube.update("Secret", Some(NS), "db", |s| {
         s["metadata"]["annotations"] = json!({"reloader.stakater.com/match": "true"});
     });
-    let out = w.verify(&["--all"]).expect_code(0);
+    let out = w.verify(&["--all"]).output();
     has(&out.stdout_text(), "ok   Deployment apps/search");
     has(&out.stdout_text(), "reloader.stakater.com/search");
 
@@ -274,7 +272,7 @@ fn reloader_and_vso_restart_targets_pass_with_a_note() {
     w.kube.update("Secret", Some(NS), "db", |s| {
         s["metadata"]["annotations"] = json!({"reloader.stakater.com/ignore": "true"});
     });
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&[]).status(1).output();
     has(&out.stdout_text(), "FAIL Deployment apps/auto");
 }
 
@@ -302,7 +300,7 @@ fn a_vso_rollout_restart_target_passes_with_a_note() {
     w.pod("api", "api-1", &w.before);
     w.kube
         .put(vso_controller_deployment("vault-secrets-operator-system"));
-    let out = w.verify(&["--all"]).expect_code(1);
+    let out = w.verify(&["--all"]).status(1).output();
     let text = out.stdout_text();
     has(&text, "ok   Rollout apps/web");
     has(
@@ -333,7 +331,7 @@ fn a_reloader_annotation_without_a_reloader_watching_is_not_done() {
     w.kube.put(web);
     w.pod("web", "web-1", &w.before);
     let not_done = |reason: &str| {
-        let out = w.verify(&["--all"]).expect_code(1);
+        let out = w.verify(&["--all"]).status(1).output();
         let text = out.stdout_text();
         let block = block_of(&text, "web");
         has(&block, "FAIL Deployment apps/web");
@@ -351,7 +349,7 @@ fn a_reloader_annotation_without_a_reloader_watching_is_not_done() {
             "fix: kubectl -n apps rollout restart deployment/web",
         );
         has(&text, "verify auh1-dev: NOT done");
-        let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+        let doc = w.verify(&["-o", "json"]).status(1).output().json();
         let c = only_workload(&doc);
         assert_eq!(c["ok"], false);
         assert_eq!(c["restarted_by"], Value::Null);
@@ -382,7 +380,7 @@ fn a_reloader_annotation_without_a_reloader_watching_is_not_done() {
         &["--namespaces=apps,reloader"],
         false,
     ));
-    let out = w.verify(&["--all"]).expect_code(0);
+    let out = w.verify(&["--all"]).output();
     has(&out.stdout_text(), "ok   Deployment apps/web");
 }
 
@@ -403,18 +401,18 @@ fn whether_reloader_watches_that_cannot_be_read_is_cannot_tell() {
         true,
     ));
     w.kube.put(namespace(NS, json!({"reloader": "enabled"})));
-    let out = w.verify(&["--all"]).expect_code(0);
+    let out = w.verify(&["--all"]).output();
     has(&out.stdout_text(), "ok   Deployment apps/web");
 
     w.kube.put(namespace(NS, json!({"team": "ask"})));
-    let out = w.verify(&["--all"]).expect_code(1);
+    let out = w.verify(&["--all"]).status(1).output();
     has(
         &out.stdout_text(),
         "does not watch namespace `apps`: its labels do not match `--namespace-selector` `reloader=enabled`",
     );
 
     let cannot_tell = |reason: &str| {
-        let out = w.verify(&["--all"]).expect_code(0);
+        let out = w.verify(&["--all"]).output();
         let text = out.stdout_text();
         let block = block_of(&text, "web");
         has(&block, "---- Deployment apps/web");
@@ -428,7 +426,7 @@ fn whether_reloader_watches_that_cannot_be_read_is_cannot_tell() {
             &text,
             "verify auh1-dev: done; cannot tell for 1 workload(s)",
         );
-        let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+        let doc = w.verify(&["-o", "json"]).output().json();
         assert_eq!(only_workload(&doc)["cannot_tell"], true);
     };
     w.kube.deny("namespaces");
@@ -444,7 +442,7 @@ fn a_vso_rollout_restart_target_without_vso_running_is_not_done() {
     let w = vso_world("Deployment", "web");
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
     w.pod("web", "web-1", &w.before);
-    let out = w.verify(&["--all"]).expect_code(1);
+    let out = w.verify(&["--all"]).status(1).output();
     let block = block_of(&out.stdout_text(), "web");
     has(&block, "FAIL Deployment apps/web");
     has(&block, "VSO (`rolloutRestartTargets` of apps/db) restarts nothing: VSO's controller does not run: no Deployment in any namespace is labelled `app.kubernetes.io/name=vault-secrets-operator`");
@@ -456,7 +454,7 @@ fn a_vso_rollout_restart_target_without_vso_running_is_not_done() {
     let mut vso = vso_controller_deployment("vault-secrets-operator-system");
     vso["status"] = deployment_unready_status();
     w.kube.put(vso);
-    let out = w.verify(&["--all"]).expect_code(1);
+    let out = w.verify(&["--all"]).status(1).output();
     has(
         &out.stdout_text(),
         "VSO's Deployment `vault-secrets-operator-system/vault-secrets-operator-controller-manager` is not Ready",
@@ -468,7 +466,7 @@ fn a_vso_rollout_restart_target_without_vso_running_is_not_done() {
     w.kube.update("VaultStaticSecret", Some(NS), "db", |v| {
         v["spec"]["hmacSecretData"] = json!(false);
     });
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&[]).status(1).output();
     has(
         &out.stdout_text(),
         "restarts nothing: VSO ignores `rolloutRestartTargets` while `hmacSecretData` is false",
@@ -501,7 +499,7 @@ fn restart_sends_exactly_the_rollout_patch_and_waits_for_new_pods() {
             }
             false
         });
-        let out = w.verify(&["--restart", "--wait", "2m"]).expect_code(0);
+        let out = w.verify(&["--restart", "--wait", "2m"]).output();
         has(&out.stderr_text(), "restarted Deployment apps/web at ");
         // Said once, as it is done: not again among the notes after the report.
         assert_eq!(
@@ -559,7 +557,7 @@ fn restart_without_wait_is_still_not_done_until_new_pods_run() {
     let w = world();
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
     w.pod("web", "web-1", &w.before);
-    let out = w.verify(&["--restart"]).expect_code(1);
+    let out = w.verify(&["--restart"]).status(1).output();
     has(&out.stdout_text(), "restarted at ");
     has(&out.stdout_text(), "FAIL Deployment apps/web");
     assert_eq!(w.kube.patches().len(), 1);
@@ -570,7 +568,7 @@ fn without_reading_the_secret_an_env_reader_is_not_checked_never_ok() {
     let w = world();
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
     w.pod("web", "web-1", &w.before);
-    let out = w.verify(&["--skip-target-secrets"]);
+    let out = w.verify(&["--skip-target-secrets"]).output();
     let text = out.stdout_text();
     has(&text, "---- consumers: ");
     has(
@@ -616,7 +614,7 @@ fn odd_shapes_are_named_and_not_taken_as_fine_and_cluster_text_is_cleaned() {
     let mut no_selector = workload("Deployment", NS, "no-selector", reads("env"));
     no_selector["spec"]["selector"] = json!({});
     w.kube.put(no_selector);
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&[]).status(1).output();
     let text = out.stdout_text();
     assert!(!text.contains('\u{1b}'), "{text}");
     has(&text, "not checked: `spec.template.spec.containers` is not a list of objects; skipped, not taken as fine");
@@ -635,7 +633,7 @@ fn a_workload_name_that_is_not_a_kubernetes_name_is_shown_escaped_and_never_rest
     let name = "evil\u{1b}]8;;\u{7}-web";
     w.kube.put(workload("Deployment", NS, name, reads("env")));
     w.pod(name, "evil-1", &w.before);
-    let out = w.verify(&["--restart"]).expect_code(1);
+    let out = w.verify(&["--restart"]).status(1).output();
     let text = out.stdout_text();
     assert!(!text.contains('\u{1b}'), "{text}");
     has(&text, "FAIL Deployment apps/evil\\u{1b}]8;;\\u{7}-web");
@@ -656,7 +654,7 @@ fn restart_needs_the_consumers_part() {
         .args(["verify", "auh1-dev", "--skip-kube", "--restart"])
         .stderr_has("--restart needs the consumers part")
         .status(2)
-        .check();
+        .output();
 }
 
 /// ESO copies the ExternalSecret's labels and annotations onto the Secret and updates it under
@@ -678,7 +676,7 @@ fn a_secret_restamped_by_an_annotation_after_the_pods_started_is_cannot_tell_not
     ));
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
     w.pod("web", "web-1", &w.after);
-    let out = w.verify(&[]).expect_code(0);
+    let out = w.verify(&[]).output();
     let text = out.stdout_text();
     has(&text, "---- Deployment apps/web");
     has(
@@ -693,7 +691,7 @@ fn a_secret_restamped_by_an_annotation_after_the_pods_started_is_cannot_tell_not
         &text,
         "verify auh1-dev: done; cannot tell for 1 workload(s) (consumers checked;",
     );
-    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let doc = w.verify(&["-o", "json"]).output().json();
     assert_eq!(doc["ok"], true);
     assert_eq!(
         doc["cannot_tell"],
@@ -706,7 +704,7 @@ fn a_secret_restamped_by_an_annotation_after_the_pods_started_is_cannot_tell_not
     );
     // The pods that did start before Vault had the data are still not done.
     w.pod("web", "web-2", &w.before);
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&[]).status(1).output();
     has(&out.stdout_text(), "FAIL Deployment apps/web");
 }
 
@@ -720,7 +718,7 @@ fn a_container_that_started_after_the_change_is_fresh_whatever_the_pods_start_ti
     let web = workload("Deployment", NS, "web", reads("env"));
     w.kube.put(web.clone());
     w.kube.run_accepted(&web, "web-1", &w.before, &w.after);
-    let out = w.verify(&["--all"]).expect_code(0);
+    let out = w.verify(&["--all"]).output();
     has(&out.stdout_text(), "ok   Deployment apps/web");
     has(
         &out.stdout_text(),
@@ -728,7 +726,7 @@ fn a_container_that_started_after_the_change_is_fresh_whatever_the_pods_start_ti
     );
     // Its twin: the container itself started before Vault had the data.
     w.kube.run_accepted(&web, "web-1", &w.before, &w.before);
-    w.verify(&[]).expect_code(1);
+    w.verify(&[]).status(1).output();
 }
 
 /// Only the workload's current pods count: Running and not being deleted (finished and evicted
@@ -766,7 +764,7 @@ fn finished_evicted_old_and_foreign_pods_do_not_count() {
         p["metadata"]["ownerReferences"][0]["uid"] = previous["metadata"]["uid"].clone();
     });
     w.kube.put(pod_of(NS, "web", "stray", &w.before));
-    let out = w.verify(&["--all"]).expect_code(0);
+    let out = w.verify(&["--all"]).output();
     has(&out.stdout_text(), "ok   Deployment apps/web");
     has(
         &out.stdout_text(),
@@ -775,7 +773,7 @@ fn finished_evicted_old_and_foreign_pods_do_not_count() {
     // Its twin: a current pod from before Vault had the data.
     old("web-stale", &|_| {});
     has(
-        &w.verify(&[]).expect_code(1).stdout_text(),
+        &w.verify(&[]).status(1).output().stdout_text(),
         "1 pod(s) started before its data changed",
     );
 }
@@ -805,7 +803,7 @@ fn a_value_written_again_counts_from_its_first_version() {
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
     // After version 1 was created, before version 2.
     w.pod("web", "web-1", &rfc3339(w.second + Duration::seconds(1)));
-    let out = w.verify(&[]).expect_code(0);
+    let out = w.verify(&[]).output();
     has(&out.stdout_text(), "cannot tell: reads `db` through env");
 }
 
@@ -845,16 +843,16 @@ fn a_secret_whose_data_two_managers_changed_counts_from_the_latest_change() {
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
     // After `kubectl create`, before ESO's write (and before Vault had the value).
     w.pod("web", "web-1", &w.before);
-    let out = w.verify(&["--all"]).expect_code(1);
+    let out = w.verify(&["--all"]).status(1).output();
     let text = out.stdout_text();
     has(&text, "FAIL Deployment apps/web");
     has(&text, format!("1 pod(s) started before its data changed at {} by `externalsecrets.external-secrets.io/db` (`web-1`)", w.changed));
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     assert_eq!(doc["consumers"]["secrets"][0]["changed_at"], w.changed);
     // Its twin: a pod started after ESO's write is fresh.
     w.pod("web", "web-1", &w.after);
     has(
-        &w.verify(&["--all"]).expect_code(0).stdout_text(),
+        &w.verify(&["--all"]).output().stdout_text(),
         "ok   Deployment apps/web",
     );
 }
@@ -865,7 +863,7 @@ fn the_part_alone_lists_the_external_secrets() {
     let w = world();
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
     w.pod("web", "web-1", &w.after);
-    w.verify(&["--only", "consumers"]).expect_code(0);
+    w.verify(&["--only", "consumers"]).output();
     let paths: Vec<String> = w.kube.requests().iter().map(|r| r.path.clone()).collect();
     let listed = "/apis/external-secrets.io/v1/namespaces/apps/externalsecrets";
     assert_eq!(

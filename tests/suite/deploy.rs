@@ -429,16 +429,8 @@ fn hooks_run_in_the_right_phase_and_what_the_presync_job_needs_exists_before_it(
             .arg("--app")
             .arg(format!("core-service-secrets={}", rendered.display()))
             .args(["--exists", "ConfigMap/ask/vault-ca"])
-            .output()
     };
-    let out = order(&objs);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    order(&objs).output();
     // Without the hook annotations on the ConfigMap, it would come after the PreSync Job.
     let mut broken = objs.clone();
     for o in &mut broken {
@@ -446,8 +438,7 @@ fn hooks_run_in_the_right_phase_and_what_the_presync_job_needs_exists_before_it(
             o["metadata"]["annotations"] = json!({});
         }
     }
-    let out = order(&broken);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let out = order(&broken).status(1).output();
     has(&text(&out.stdout), "vault-seed-specs");
 }
 

@@ -47,10 +47,7 @@ fn templates_and_copies_are_made_after_their_sources_and_judged_against_them() {
     let bao = OpenBao::dev();
     let dir = common::spec_dir(&SPEC.replace("{addr}", &bao.addr));
     let run = || Run::new(&bao).specs(dir.path()).env("RUST_LOG", "trace");
-    let first = run()
-        .args(["apply", "dev", "-o", "json", "-vvv"])
-        .status(0)
-        .check();
+    let first = run().args(["apply", "dev", "-o", "json", "-vvv"]).output();
     let doc = first.json();
     for f in ["password", "dsn", "db_password"] {
         assert_eq!(
@@ -69,12 +66,9 @@ fn templates_and_copies_are_made_after_their_sources_and_judged_against_them() {
         )
     );
     assert_eq!(value(&bao, "app/dev/K", "db_password"), db);
-    let again = run().args(["apply", "dev", "-vvv"]).status(0).check();
+    let again = run().args(["apply", "dev", "-vvv"]).output();
     assert_eq!(bao.kv_version("secret", "app/dev/K"), Some(1));
-    let verified = run()
-        .args(["verify", "dev", "--only", "vault"])
-        .status(0)
-        .check();
+    let verified = run().args(["verify", "dev", "--only", "vault"]).output();
     // Someone changes the source by hand: the copy and the template no longer agree with it.
     bao.kv_put(
         "secret",
@@ -84,7 +78,7 @@ fn templates_and_copies_are_made_after_their_sources_and_judged_against_them() {
     let out = run()
         .args(["verify", "dev", "--only", "vault", "-vvv"])
         .status(1)
-        .check();
+        .output();
     let text = out.stdout_text();
     common::has(
         &text,
@@ -95,7 +89,10 @@ fn templates_and_copies_are_made_after_their_sources_and_judged_against_them() {
         "invalid  secret/app/dev/K  db_password  does not match its source `DB.password`",
     );
     // apply never overwrites what exists: it says so, and writes nothing.
-    let applied = run().args(["apply", "dev", "-o", "json"]).status(1).check();
+    let applied = run()
+        .args(["apply", "dev", "-o", "json"])
+        .status(1)
+        .output();
     assert_eq!(
         common::field_outcome(&applied.json(), "app/dev/K", "db_password").0,
         "invalid"
@@ -115,11 +112,8 @@ fn a_template_of_a_placeholder_is_pending_and_follows_set_in_the_same_write() {
     let bao = OpenBao::dev();
     let dir = common::spec_dir(&SPEC.replace("{addr}", &bao.addr));
     let run = || Run::new(&bao).specs(dir.path());
-    run().args(["apply", "dev"]).status(0).check();
-    let out = run()
-        .args(["verify", "dev", "--only", "vault"])
-        .status(0)
-        .check();
+    run().args(["apply", "dev"]).output();
+    let out = run().args(["verify", "dev", "--only", "vault"]).output();
     common::has(
         &out.stdout_text(),
         "pending  secret/app/dev/PULL  dockerconfigjson  made from `robot`, still to be filled in",
@@ -134,12 +128,11 @@ fn a_template_of_a_placeholder_is_pending_and_follows_set_in_the_same_write() {
         .stdin("x")
         .status(2)
         .stderr_has("is made from other fields")
-        .check();
+        .output();
     let set = run()
         .args(["set", "dev", "PULL.password", "--skip-kube", "-o", "json"])
         .stdin("s3cret-robot-token")
-        .status(0)
-        .check()
+        .output()
         .json();
     assert_eq!(
         set["fields"],
@@ -150,10 +143,7 @@ fn a_template_of_a_placeholder_is_pending_and_follows_set_in_the_same_write() {
     let doc: Value =
         serde_json::from_str(&value(&bao, "app/dev/PULL", "dockerconfigjson")).unwrap();
     assert_eq!(doc["auths"]["harbor.local"]["auth"], json!(auth));
-    let out = run()
-        .args(["verify", "dev", "--only", "vault"])
-        .status(0)
-        .check();
+    let out = run().args(["verify", "dev", "--only", "vault"]).output();
     assert!(
         !out.stdout_text().contains("pending"),
         "{}",
@@ -166,7 +156,7 @@ fn rotating_a_source_rewrites_what_is_made_from_it_in_the_same_run() {
     let bao = OpenBao::dev();
     let dir = common::spec_dir(&SPEC.replace("{addr}", &bao.addr));
     let run = || Run::new(&bao).specs(dir.path());
-    run().args(["apply", "dev"]).status(0).check();
+    run().args(["apply", "dev"]).output();
     let dry = run()
         .args([
             "rotate",
@@ -177,15 +167,13 @@ fn rotating_a_source_rewrites_what_is_made_from_it_in_the_same_run() {
             "-o",
             "json",
         ])
-        .status(0)
-        .check()
+        .output()
         .json();
     assert_eq!(dry["followed"][0]["path"], json!("secret/app/dev/K"));
     assert_eq!(bao.kv_version("secret", "app/dev/K"), Some(1));
     let out = run()
         .args(["rotate", "dev", "DB.password", "--yes", "--skip-kube"])
-        .status(0)
-        .check();
+        .output();
     common::has(
         &out.stdout_text(),
         "followed  secret/app/dev/K  dsn,db_password  v1 -> v2",
@@ -193,10 +181,7 @@ fn rotating_a_source_rewrites_what_is_made_from_it_in_the_same_run() {
     let db = value(&bao, "app/dev/DB", "password");
     assert_eq!(value(&bao, "app/dev/K", "db_password"), db);
     assert!(value(&bao, "app/dev/K", "dsn").ends_with(&format!("?db={}", b64(&db))));
-    run()
-        .args(["verify", "dev", "--only", "vault"])
-        .status(0)
-        .check();
+    run().args(["verify", "dev", "--only", "vault"]).output();
     // A copy changed by hand is made again from its source by `rotate` of the copy.
     let (mut data, _) = bao.kv_get("secret", "app/dev/K").unwrap();
     data["db_password"] = json!("changed-by-hand");
@@ -204,16 +189,12 @@ fn rotating_a_source_rewrites_what_is_made_from_it_in_the_same_run() {
     run()
         .args(["verify", "dev", "--only", "vault"])
         .status(1)
-        .check();
+        .output();
     run()
         .args(["rotate", "dev", "K.db_password", "--yes", "--skip-kube"])
-        .status(0)
-        .check();
+        .output();
     assert_eq!(value(&bao, "app/dev/K", "db_password"), db);
-    run()
-        .args(["verify", "dev", "--only", "vault"])
-        .status(0)
-        .check();
+    run().args(["verify", "dev", "--only", "vault"]).output();
     assert!(!out.all_text().contains(&db));
 }
 
@@ -245,7 +226,7 @@ fields.password = {}
     let doc = run()
         .args(["apply", "dev", "-o", "json"])
         .status(1)
-        .check()
+        .output()
         .json();
     assert_eq!(
         common::field_outcome(&doc, "app/dev/APP", "salt").0,
@@ -267,11 +248,7 @@ fields.password = {}
         "db/dev/pg",
         json!({ "password": "pushed-by-cnpg" }),
     );
-    let doc = run()
-        .args(["apply", "dev", "-o", "json"])
-        .status(0)
-        .check()
-        .json();
+    let doc = run().args(["apply", "dev", "-o", "json"]).output().json();
     assert_eq!(
         common::field_outcome(&doc, "app/dev/APP", "db_password").0,
         "extended"
@@ -300,7 +277,7 @@ fields.c = { generator = "x509-self-signed", key = "k", cn = "a", days = 99999 }
         .specs(dir.path())
         .args(["apply", "dev"])
         .status(2)
-        .check();
+        .output();
     let err = out.stderr_text();
     let file = "app.toml";
     for (line_col, text) in [
@@ -344,7 +321,7 @@ fields.y = { template = "{A.x}!" }
         .specs(dir.path())
         .args(["apply", "dev"])
         .status(2)
-        .check();
+        .output();
     let err = out.stderr_text();
     common::has(&err, "app.toml:6:10");
     common::has(&err, "field `m` of secret `A` is made from `MISSING.y`, but environment `dev` has no secret `MISSING`");
@@ -401,11 +378,7 @@ fn public_keys_certificates_and_bcrypt_hashes_are_what_openssl_and_libxcrypt_mak
     let bao = OpenBao::dev();
     let dir = common::spec_dir(&KEYS_SPEC.replace("{addr}", &bao.addr));
     let run = || Run::new(&bao).specs(dir.path()).env("RUST_LOG", "trace");
-    let mut outputs = vec![run()
-        .args(["apply", "dev", "-vvv"])
-        .status(0)
-        .check()
-        .all_text()];
+    let mut outputs = vec![run().args(["apply", "dev", "-vvv"]).output().all_text()];
     let (tls, _) = bao.kv_get("secret", "app/dev/TLS").unwrap();
     let (key, crt) = (tls["key"].as_str().unwrap(), tls["crt"].as_str().unwrap());
     let (ok, text) = crate::keys::openssl(&["x509", "-noout", "-text"], crt);
@@ -441,8 +414,7 @@ fn public_keys_certificates_and_bcrypt_hashes_are_what_openssl_and_libxcrypt_mak
     outputs.push(
         run()
             .args(["verify", "dev", "--only", "vault", "-vvv"])
-            .status(0)
-            .check()
+            .output()
             .all_text(),
     );
     // A key replaced by hand: its public half and its certificate no longer agree with it.
@@ -463,7 +435,7 @@ fn public_keys_certificates_and_bcrypt_hashes_are_what_openssl_and_libxcrypt_mak
     let out = run()
         .args(["verify", "dev", "--only", "vault", "-vvv"])
         .status(1)
-        .check();
+        .output();
     common::has(
         &out.stdout_text(),
         "invalid  secret/app/dev/TLS  crt  does not match its source `key`",
@@ -476,8 +448,7 @@ fn public_keys_certificates_and_bcrypt_hashes_are_what_openssl_and_libxcrypt_mak
     // Rotating the password makes its hash again in the same write.
     run()
         .args(["rotate", "dev", "ADMIN.password", "--yes", "--skip-kube"])
-        .status(0)
-        .check();
+        .output();
     let (admin, version) = bao.kv_get("secret", "app/dev/ADMIN").unwrap();
     assert_eq!(version, 2);
     let new = admin["password"].as_str().unwrap();
@@ -515,12 +486,12 @@ fields.value = { copy = "KEY.value" }
     .replace("{addr}", &bao.addr);
     let dir = common::spec_dir(&spec);
     let run = || Run::new(&bao).specs(dir.path());
-    run().args(["apply", "dev"]).status(0).check();
+    run().args(["apply", "dev"]).output();
     run()
         .args(["rotate", "dev", "KEY.value", "--yes", "--skip-kube"])
         .status(2)
         .stderr_has("`secret/app/dev/PINNED` is fixed")
-        .check();
+        .output();
     assert_eq!(bao.kv_version("secret", "app/dev/KEY"), Some(1));
     assert_eq!(bao.kv_version("secret", "app/dev/PINNED"), Some(1));
 }
@@ -547,8 +518,7 @@ fields.both = { template = "{.tls.crt}:{..dockerconfigjson|base64}:{.tls.crt|bas
     Run::new(&bao)
         .specs(dir.path())
         .args(["apply", "dev"])
-        .status(0)
-        .check();
+        .output();
     let (crt, dcj) = (
         value(&bao, "app/dev/PULL", "tls.crt"),
         value(&bao, "app/dev/PULL", ".dockerconfigjson"),
@@ -560,8 +530,7 @@ fields.both = { template = "{.tls.crt}:{..dockerconfigjson|base64}:{.tls.crt|bas
     Run::new(&bao)
         .specs(dir.path())
         .args(["verify", "dev", "--only", "vault"])
-        .status(0)
-        .check();
+        .output();
 
     // `{tls.crt}` is secret `tls`, field `crt`: the error names the way to this secret's field.
     let dir = common::spec_dir(&spec.replace("{.tls.crt}:", "{tls.crt}:"));
@@ -569,7 +538,7 @@ fields.both = { template = "{.tls.crt}:{..dockerconfigjson|base64}:{.tls.crt|bas
         .specs(dir.path())
         .args(["lint"])
         .status(2)
-        .check();
+        .output();
     common::has(
         &out.stderr_text(),
         "field `both` of secret `PULL` is made from `tls.crt`, but environment `dev` has no secret `tls`",

@@ -34,7 +34,7 @@ fn without_role() -> tempfile::TempDir {
 }
 
 /// `verify auh1-dev` of `specs` (the repository's when `None`) against `bao` and `kube`.
-fn verify(bao: &OpenBao, specs: Option<&tempfile::TempDir>, kube: &FakeKube, args: &[&str]) -> Out {
+fn verify(bao: &OpenBao, specs: Option<&tempfile::TempDir>, kube: &FakeKube, args: &[&str]) -> Run {
     let run = match specs {
         Some(d) => Run::new(bao).specs(d.path()),
         None => Run::new(bao).real_specs(),
@@ -42,7 +42,6 @@ fn verify(bao: &OpenBao, specs: Option<&tempfile::TempDir>, kube: &FakeKube, arg
     run.args(["verify", "auh1-dev", "--kubeconfig"])
         .arg(kube.kubeconfig())
         .args(args)
-        .output()
 }
 
 /// Change the store's `spec.provider.vault`.
@@ -52,11 +51,10 @@ fn store_vault(kube: &FakeKube, f: impl FnOnce(&mut Value)) {
     });
 }
 
-/// `out` exits 1, and the store's line says `wanted`.
+/// The store's line in `out` (a run that exited 1) says `wanted`.
 #[track_caller]
 fn fails_saying(out: &Out, wanted: &str) {
     let text = out.all_text();
-    assert_eq!(out.code(), 1, "{text}");
     has(&text, "SecretStore ask/vault-backend");
     has(&text, wanted);
 }
@@ -77,8 +75,7 @@ fn store_json(out: &Out) -> Value {
 fn the_store_vault_seed_seeded_passes() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster(&bao);
-    let out = verify(&bao, None, &kube, &["-o", "json"]);
-    assert_eq!(out.code(), 0, "{}", out.all_text());
+    let out = verify(&bao, None, &kube, &["-o", "json"]).output();
     let store = store_json(&out);
     assert_eq!(
         (store["ok"].clone(), store["problems"].clone()),
@@ -93,7 +90,7 @@ fn a_store_reading_another_vault_fails_unless_the_spec_declares_its_address() {
     store_vault(&kube, |v| {
         v["server"] = json!("http://vault.other.svc:8200")
     });
-    let out = verify(&bao, None, &kube, &[]);
+    let out = verify(&bao, None, &kube, &[]).status(1).output();
     fails_saying(
         &out,
         "it reads Vault at `http://vault.other.svc:8200`, not the Vault vault-seed seeded",
@@ -106,13 +103,12 @@ fn a_store_reading_another_vault_fails_unless_the_spec_declares_its_address() {
     // Declared (with another spelling of the same URL: upper-case host, trailing slash), it is
     // the same Vault.
     let specs = with_cluster_addr("http://VAULT.other.svc:8200/");
-    let out = verify(&bao, Some(&specs), &kube, &[]);
-    assert_eq!(out.code(), 0, "{}", out.all_text());
+    verify(&bao, Some(&specs), &kube, &[]).output();
     // Another port is another Vault, declared or not.
     store_vault(&kube, |v| {
         v["server"] = json!("http://vault.other.svc:8201")
     });
-    let out = verify(&bao, Some(&specs), &kube, &[]);
+    let out = verify(&bao, Some(&specs), &kube, &[]).status(1).output();
     fails_saying(&out, "it reads Vault at `http://vault.other.svc:8201`");
 }
 
@@ -121,7 +117,7 @@ fn a_store_on_another_mount_fails_naming_both_mounts() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster(&bao);
     store_vault(&kube, |v| v["path"] = json!("kv"));
-    let out = verify(&bao, None, &kube, &[]);
+    let out = verify(&bao, None, &kube, &[]).status(1).output();
     fails_saying(
         &out,
         "it reads mount `kv` (`path`), but remoteRef `ask/core-service/auh1-dev/SECURITY__API_KEY_SALT` is on mount `secret` in the spec",
@@ -136,7 +132,7 @@ fn a_store_without_path_reads_the_keys_first_segment_as_the_mount() {
     store_vault(&kube, |v| {
         v.as_object_mut().unwrap().remove("path");
     });
-    let out = verify(&bao, None, &kube, &[]);
+    let out = verify(&bao, None, &kube, &[]).status(1).output();
     fails_saying(
         &out,
         "it has no `path`, so ESO reads remoteRef `ask/core-service/auh1-dev/SECURITY__API_KEY_SALT` on mount `ask`; the spec's path is on mount `secret`",
@@ -148,7 +144,7 @@ fn a_kv_v1_store_for_a_kv_v2_spec_fails() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster(&bao);
     store_vault(&kube, |v| v["version"] = json!("v1"));
-    let out = verify(&bao, None, &kube, &[]);
+    let out = verify(&bao, None, &kube, &[]).status(1).output();
     fails_saying(
         &out,
         "it reads KV `v1` (`version`), but mount `secret` is KV v2",
@@ -160,7 +156,7 @@ fn a_store_in_another_vault_namespace_fails() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster(&bao);
     store_vault(&kube, |v| v["namespace"] = json!("team-a"));
-    let out = verify(&bao, None, &kube, &[]);
+    let out = verify(&bao, None, &kube, &[]).status(1).output();
     fails_saying(
         &out,
         "it reads Vault namespace `team-a`, but vault-seed used none (the root namespace)",
@@ -175,7 +171,7 @@ fn a_store_logging_in_as_another_role_fails_naming_both_roles() {
         &kube,
         |v| v["auth"] = json!({"kubernetes": {"mountPath": "kubernetes", "role": "eso-other"}}),
     );
-    let out = verify(&bao, None, &kube, &[]);
+    let out = verify(&bao, None, &kube, &[]).status(1).output();
     fails_saying(
         &out,
         "ESO logs in as role `eso-other` on `kubernetes`; the spec says role `eso` on `kubernetes`",
@@ -184,7 +180,7 @@ fn a_store_logging_in_as_another_role_fails_naming_both_roles() {
     store_vault(&kube, |v| {
         v["auth"] = json!({"kubernetes": {"mountPath": "k8s-b", "role": "eso"}})
     });
-    let out = verify(&bao, None, &kube, &[]);
+    let out = verify(&bao, None, &kube, &[]).status(1).output();
     fails_saying(
         &out,
         "ESO logs in as role `eso` on `k8s-b`; the spec says role `eso` on `kubernetes`",
@@ -197,8 +193,7 @@ fn without_a_spec_role_the_stores_role_must_carry_the_policies_judged() {
     let kube = healthy_cluster(&bao);
     let specs = without_role();
     // Role `eso` carries exactly the spec's `eso-ask-push` (and `default`): what was judged.
-    let out = verify(&bao, Some(&specs), &kube, &[]);
-    assert_eq!(out.code(), 0, "{}", out.all_text());
+    verify(&bao, Some(&specs), &kube, &[]).output();
     // A role carrying more than the spec lists: its grants were never judged.
     bao.put_policy(
         "eso-wide",
@@ -213,7 +208,7 @@ fn without_a_spec_role_the_stores_role_must_carry_the_policies_judged() {
     store_vault(&kube, |v| {
         v["auth"]["kubernetes"]["role"] = json!("eso-wide")
     });
-    let out = verify(&bao, Some(&specs), &kube, &[]);
+    let out = verify(&bao, Some(&specs), &kube, &[]).status(1).output();
     fails_saying(
         &out,
         "ESO logs in as role `eso-wide` on `kubernetes`, which gives `default`, `eso-ask-push`, `eso-wide`; the policy part judged `default`, `eso-ask-push`",
@@ -222,7 +217,7 @@ fn without_a_spec_role_the_stores_role_must_carry_the_policies_judged() {
     store_vault(&kube, |v| {
         v["auth"]["kubernetes"]["role"] = json!("eso-gone")
     });
-    let out = verify(&bao, Some(&specs), &kube, &[]);
+    let out = verify(&bao, Some(&specs), &kube, &[]).status(1).output();
     fails_saying(
         &out,
         "ESO logs in with `auth/kubernetes/role/eso-gone`, which does not exist in Vault",
@@ -247,8 +242,8 @@ fn a_spec_policy_the_role_does_not_give_is_a_policy_problem() {
     let out = Run::new(&bao)
         .specs(specs.path())
         .args(["-o", "json", "verify", "auh1-dev", "--only", "policy"])
+        .status(1)
         .output();
-    assert_eq!(out.code(), 1, "{}", out.all_text());
     let doc = out.json();
     assert_eq!(
         doc["policy"]["errors"],
@@ -291,21 +286,22 @@ fn an_approle_store_must_use_the_spec_roles_role_id() {
     store_vault(&kube, |v| {
         v["auth"] = approle("00000000-0000-4000-8000-000000000000")
     });
-    let out = verify(&bao, Some(&specs), &kube, &[]);
+    let out = verify(&bao, Some(&specs), &kube, &[]).status(1).output();
     fails_saying(
         &out,
         "its AppRole `roleId` is not the role ID of role `eso` on `approle`",
     );
     store_vault(&kube, |v| v["auth"] = approle(&role_id));
-    let out = verify(&bao, Some(&specs), &kube, &[]);
-    assert_eq!(out.code(), 0, "{}", out.all_text());
+    verify(&bao, Some(&specs), &kube, &[]).output();
     // The spec naming no role there: which role the ID is cannot be told.
-    let out = verify(&bao, None, &kube, &[]);
+    let out = verify(&bao, None, &kube, &[]).status(1).output();
     fails_saying(
         &out,
         "ESO logs in as AppRole on `approle`; the spec says role `eso` on `kubernetes`",
     );
-    let out = verify(&bao, Some(&without_role()), &kube, &[]);
+    let out = verify(&bao, Some(&without_role()), &kube, &[])
+        .status(1)
+        .output();
     fails_saying(&out, "not checked: ESO logs in with AppRole on `approle` and the spec names no `[eso] auth_role` there: cannot tell which role `roleId` is");
 }
 
@@ -316,7 +312,7 @@ fn a_token_store_is_judged_by_the_eso_token_file_or_not_checked() {
     store_vault(&kube, |v| {
         v["auth"] = json!({"tokenSecretRef": {"name": "vault-token", "key": "token"}})
     });
-    let out = verify(&bao, None, &kube, &[]);
+    let out = verify(&bao, None, &kube, &[]).status(1).output();
     fails_saying(
         &out,
         "not checked: ESO logs in with a static token (`tokenSecretRef`)",
@@ -330,9 +326,9 @@ fn a_token_store_is_judged_by_the_eso_token_file_or_not_checked() {
         None,
         &kube,
         &["--eso-token-file", file.to_str().unwrap()],
-    );
+    )
+    .output();
     let text = out.all_text();
-    assert_eq!(out.code(), 0, "{text}");
     has(&text, "note: ESO logs in with a static token (`tokenSecretRef`): its policies were judged from --eso-token-file");
     assert!(!text.contains(&token));
 }
@@ -348,7 +344,7 @@ fn an_auth_method_vault_seed_does_not_judge_is_not_checked() {
                 json!({"cert": {"path": "cert", "clientCert": {"name": "c", "key": "tls.crt"}}})
         },
     );
-    let out = verify(&bao, None, &kube, &[]);
+    let out = verify(&bao, None, &kube, &[]).status(1).output();
     fails_saying(&out, "not checked: vault-seed does not judge `cert` auth");
 }
 
@@ -359,18 +355,18 @@ fn a_malformed_store_is_reported_with_its_field_never_as_matching() {
     store_vault(&kube, |v| {
         v.as_object_mut().unwrap().remove("server");
     });
-    let out = verify(&bao, None, &kube, &[]);
+    let out = verify(&bao, None, &kube, &[]).status(1).output();
     fails_saying(
         &out,
         "cannot judge its Vault provider: field `spec.provider.vault.server` is missing",
     );
     store_vault(&kube, |v| v["server"] = json!(8200));
-    let out = verify(&bao, None, &kube, &[]);
+    let out = verify(&bao, None, &kube, &[]).status(1).output();
     fails_saying(&out, "field `spec.provider.vault.server` is not a string");
     kube.update("SecretStore", Some("ask"), "vault-backend", |o| {
         o["spec"]["provider"] = json!({"aws": {"service": "SecretsManager", "region": "eu-west-1"}})
     });
-    let out = verify(&bao, None, &kube, &[]);
+    let out = verify(&bao, None, &kube, &[]).status(1).output();
     fails_saying(
         &out,
         "cannot judge its Vault provider: its provider is not Vault (`spec.provider` has `aws`)",

@@ -33,11 +33,11 @@ fn with_core(f: impl FnOnce(&mut Value)) -> (OpenBao, FakeKube) {
     (bao, kube)
 }
 
-/// `core-service-secret`'s check in `verify -o json`.
-fn core_check(bao: &OpenBao, kube: &FakeKube, args: &[&str]) -> Value {
+/// `core-service-secret`'s check in `verify -o json`, which exits with `code`.
+fn core_check(bao: &OpenBao, kube: &FakeKube, args: &[&str], code: i32) -> Value {
     let mut all = vec!["-o", "json"];
     all.extend_from_slice(args);
-    let doc = verify(bao, kube, &all).json();
+    let doc = verify(bao, kube, &all).status(code).json();
     doc["kube"]["external_secrets"]
         .as_array()
         .expect("external_secrets")
@@ -66,10 +66,9 @@ fn the_healthy_cluster_is_done_and_its_targets_are_checked() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster(&bao);
     verify(&bao, &kube, &[])
-        .status(0)
         .stdout_has("verify auh1-dev: done")
-        .check();
-    let check = core_check(&bao, &kube, &[]);
+        .output();
+    let check = core_check(&bao, &kube, &[], 0);
     assert_eq!(check["ok"], true, "{check:#}");
     assert_eq!(check["target_checked"], true);
     assert_eq!(check["values_match"], true);
@@ -91,7 +90,7 @@ fn delivery_is_judged_by_the_values_the_target_secret_holds() {
     kube.update("ExternalSecret", Some(NS), CORE, |es| {
         es["status"]["refreshTime"] = json!(second_before)
     });
-    let check = core_check(&bao, &kube, &[]);
+    let check = core_check(&bao, &kube, &[], 0);
     assert_eq!(check["ok"], true, "{check:#}");
     assert_eq!(check["values_match"], true);
     // The machine token rotated; ESO has not synced since: the Secret holds version 1's value.
@@ -106,17 +105,16 @@ fn delivery_is_judged_by_the_values_the_target_secret_holds() {
             "APP__CORE_SERVICES_MACHINE_TOKEN",
             "--yes",
         ])
-        .status(0)
-        .check();
-    let out = verify(&bao, &kube, &[]).status(1).check();
+        .output();
+    let out = verify(&bao, &kube, &[]).status(1).output();
     has(
         &out.stdout_text(),
         "target Secret `ask/core-service-secret` key `APP__CORE_SERVICES_MACHINE_TOKEN` does not hold the value in Vault (version 2): it holds version 1's",
     );
-    assert_eq!(core_check(&bao, &kube, &[])["values_match"], false);
+    assert_eq!(core_check(&bao, &kube, &[], 1)["values_match"], false);
     // ESO syncs: done again.
     crate::verify::delivered(&bao, &kube);
-    verify(&bao, &kube, &[]).status(0).check();
+    verify(&bao, &kube, &[]).output();
 }
 
 // ----- 2. A Ready that is not about the current object -----
@@ -128,7 +126,7 @@ fn a_ready_for_an_older_generation_is_not_done() {
     verify(&bao, &kube, &[])
         .status(1)
         .stdout_has("ESO has not processed the current spec: it synced generation 1 (`status.syncedResourceVersion`), the object is at generation 2")
-        .check();
+        .output();
 }
 
 #[test]
@@ -138,7 +136,7 @@ fn a_refresh_time_in_the_future_is_not_done() {
         .status(1)
         .stdout_has("is later than now")
         .stdout_has("it does not prove a sync")
-        .check();
+        .output();
 }
 
 #[test]
@@ -154,7 +152,7 @@ fn ready_conditions_that_disagree_are_not_done() {
     verify(&bao, &kube, &[])
         .status(1)
         .stdout_has("it has 2 `Ready` conditions that disagree (True, False)")
-        .check();
+        .output();
 }
 
 #[test]
@@ -167,7 +165,7 @@ fn an_external_secret_being_deleted_is_not_done() {
     verify(&bao, &kube, &[])
         .status(1)
         .stdout_has("it is being deleted (`deletionTimestamp` 2026-01-02T00:00:00Z)")
-        .check();
+        .output();
 }
 
 #[test]
@@ -182,7 +180,7 @@ fn the_target_named_by_spec_target_name_must_exist_whatever_the_binding_says() {
     verify(&bao, &kube, &[])
         .status(1)
         .stdout_has("target Secret `ask/core-service-secret-v2` does not exist")
-        .check();
+        .output();
 }
 
 #[test]
@@ -197,7 +195,7 @@ fn a_target_key_with_an_empty_value_is_not_done() {
         .stdout_has(
             "target Secret `ask/core-service-secret` has empty value(s) for key(s) `SECURITY__API_KEY_SALT`",
         )
-        .check();
+        .output();
 }
 
 #[test]
@@ -212,20 +210,18 @@ fn skipped_target_secrets_are_said_not_checked_never_fine() {
         es["spec"]["target"]["name"] = json!("nowhere");
     });
     verify(&bao, &kube, &["--skip-target-secrets"])
-        .status(0)
         .stdout_has(": 2 ExternalSecret(s) Ready and fresh, target Secrets not checked")
-        .check();
+        .output();
     verify(&bao, &kube, &["--skip-target-secrets", "--all"])
-        .status(0)
         .stdout_has("ExternalSecret ask/core-service-secret: Ready (SecretSynced), target Secret not checked")
         .stdout_has("note: target Secret `ask/nowhere` not checked (--skip-target-secrets)")
         .stdout_has("ExternalSecret ask/zitadel-secret: Ready (SecretSynced), target Secret not checked")
-        .check();
+        .output();
     assert!(
         !kube.requests().iter().any(|r| r.path.contains("/secrets/")),
         "no Secret read"
     );
-    let check = core_check(&bao, &kube, &["--skip-target-secrets"]);
+    let check = core_check(&bao, &kube, &["--skip-target-secrets"], 0);
     assert_eq!(check["target_checked"], false, "{check:#}");
     assert!(check["notes"][0]
         .as_str()
@@ -248,12 +244,12 @@ fn a_version_pinned_before_a_rotate_is_not_done_naming_both_versions() {
     verify(&bao, &kube, &[])
         .status(1)
         .stdout_has(format!("remoteRef `{SALT}` pins version 1 (`remoteRef.version`), but the current version in Vault is 2: ESO keeps serving version 1"))
-        .check();
+        .output();
     // Pinned to the current version: fine.
     kube.update("ExternalSecret", Some(NS), CORE, |es| {
         salt_ref(es)["version"] = json!("2");
     });
-    verify(&bao, &kube, &[]).status(0).check();
+    verify(&bao, &kube, &[]).output();
 }
 
 #[test]
@@ -264,7 +260,7 @@ fn a_remote_ref_without_property_or_with_a_field_the_spec_lacks_is_an_error() {
     verify(&bao, &kube, &[])
         .status(1)
         .stdout_has(format!("remoteRef `{SALT}` (secretKey `SECURITY__API_KEY_SALT`) has no `property`: ESO delivers the whole secret as a JSON object, not a value; set `property: password`"))
-        .check();
+        .output();
     kube.update("ExternalSecret", Some(NS), CORE, |es| {
         salt_ref(es)["property"] = json!("value");
     });
@@ -273,7 +269,7 @@ fn a_remote_ref_without_property_or_with_a_field_the_spec_lacks_is_an_error() {
         .stdout_has(format!(
             "remoteRef `{SALT}` property `value` is not a field of the spec"
         ))
-        .check();
+        .output();
 }
 
 #[test]
@@ -282,7 +278,7 @@ fn base64_decoding_of_a_hex_value_is_an_error_and_auto_too() {
     verify(&bao, &kube, &[])
         .status(1)
         .stdout_has(format!("remoteRef `{SALT}` property `password`: decodingStrategy `Base64` decodes the value, but generator `hex` makes hex"))
-        .check();
+        .output();
     // 64 hex characters read as base64: ESO's Auto decodes them.
     kube.update("ExternalSecret", Some(NS), CORE, |es| {
         salt_ref(es)["decodingStrategy"] = json!("Auto");
@@ -290,7 +286,7 @@ fn base64_decoding_of_a_hex_value_is_an_error_and_auto_too() {
     verify(&bao, &kube, &[])
         .status(1)
         .stdout_has("decodingStrategy `Auto` decodes the value")
-        .check();
+        .output();
     // The Fernet key is URL-safe base64: Base64URL decodes what it was made from.
     kube.update("ExternalSecret", Some(NS), CORE, |es| {
         salt_ref(es)["decodingStrategy"] = json!("None");
@@ -315,7 +311,7 @@ fn base64_decoding_of_a_hex_value_is_an_error_and_auto_too() {
         s["data"]["SECURITY__MASTER_ENCRYPTION_KEY"] =
             json!(base64::engine::general_purpose::STANDARD.encode(raw));
     });
-    verify(&bao, &kube, &[]).status(0).check();
+    verify(&bao, &kube, &[]).output();
 }
 
 #[test]
@@ -324,7 +320,7 @@ fn an_external_secret_that_maps_nothing_is_an_error() {
     verify(&bao, &kube, &[])
         .status(1)
         .stdout_has("`spec.data` is empty and there is no `dataFrom`: it maps nothing from Vault")
-        .check();
+        .output();
 }
 
 #[test]
@@ -338,13 +334,13 @@ fn data_from_extract_of_a_spec_path_is_checked_and_find_is_not_judged() {
     verify(&bao, &kube, &[])
         .status(1)
         .stdout_has("target Secret `ask/core-service-secret` lacks key(s) `password`")
-        .check();
+        .output();
     let salt = vault_value(&bao, SALT, "password");
     kube.update("Secret", Some(NS), CORE, |s| {
         use base64::Engine as _;
         s["data"]["password"] = json!(base64::engine::general_purpose::STANDARD.encode(&salt));
     });
-    verify(&bao, &kube, &[]).status(0).check();
+    verify(&bao, &kube, &[]).output();
     // A path the spec does not have is an error.
     kube.update("ExternalSecret", Some(NS), CORE, |es| {
         es["spec"]["dataFrom"][0]["extract"]["key"] = json!("ask/somewhere-else");
@@ -352,15 +348,14 @@ fn data_from_extract_of_a_spec_path_is_checked_and_find_is_not_judged() {
     verify(&bao, &kube, &[])
         .status(1)
         .stdout_has("`dataFrom.extract` key `ask/somewhere-else` is not a path of the spec")
-        .check();
+        .output();
     // `find` is said not judged, and fails nothing.
     kube.update("ExternalSecret", Some(NS), CORE, |es| {
         es["spec"]["dataFrom"] = json!([{"find": {"name": {"regexp": "^ask/"}}}]);
     });
     verify(&bao, &kube, &[])
-        .status(0)
         .stdout_has("note: `dataFrom.find` is not judged")
-        .check();
+        .output();
 }
 
 #[test]
@@ -372,9 +367,8 @@ fn a_template_entry_with_static_text_is_a_warning_naming_the_key() {
         }});
     });
     let out = verify(&bao, &kube, &[])
-        .status(0)
         .stdout_has("note: warning: `target.template.data` entry `SECURITY__API_KEY_SALT` does not read the value fetched for it")
-        .check();
+        .output();
     assert!(
         !out.stdout_text()
             .contains("entry `SECURITY__MASTER_ENCRYPTION_KEY`"),
@@ -399,7 +393,7 @@ fn malformed_fields_are_named_with_their_object_never_taken_as_matching() {
         .status(1)
         .stdout_has("field `/status/syncedResourceVersion` of ExternalSecret `ask/core-service-secret` is not `<generation>-<hash>`: not taken as matching anything")
         .stdout_has("field `/spec/data/0/remoteRef/version` of ExternalSecret `ask/core-service-secret` is not a string")
-        .check();
+        .output();
 }
 
 /// The whole second Vault created the salt's current version in, and `seconds` after it.
@@ -432,7 +426,7 @@ fn a_template_writes_only_its_keys_and_a_plain_reference_is_compared() {
         CORE,
         &[("DB_SALT", &salt), ("URL", "https://core/?t=rendered")],
     ));
-    let check = core_check(&bao, &kube, &[]);
+    let check = core_check(&bao, &kube, &[], 0);
     assert_eq!(check["ok"], true, "{check:#}");
     assert!(
         check["notes"]
@@ -447,7 +441,7 @@ fn a_template_writes_only_its_keys_and_a_plain_reference_is_compared() {
     verify(&bao, &kube, &[])
         .status(1)
         .stdout_has("key `DB_SALT` does not hold the value in Vault")
-        .check();
+        .output();
     // Its twin: a template key the Secret lacks.
     kube.update("Secret", Some(NS), CORE, |s| {
         s["data"].as_object_mut().unwrap().remove("DB_SALT");
@@ -455,7 +449,7 @@ fn a_template_writes_only_its_keys_and_a_plain_reference_is_compared() {
     verify(&bao, &kube, &[])
         .status(1)
         .stdout_has("target Secret `ask/core-service-secret` lacks key(s) `DB_SALT`")
-        .check();
+        .output();
 }
 
 /// `refreshTime` is whole seconds (`metav1.Time`); Vault's `created_time` has nanoseconds. A
@@ -469,7 +463,7 @@ fn a_sync_in_the_same_second_as_the_write_is_not_before_it() {
     kube.update("ExternalSecret", Some(NS), CORE, |es| {
         es["status"]["refreshTime"] = json!(same)
     });
-    let check = core_check(&bao, &kube, &["--skip-target-secrets"]);
+    let check = core_check(&bao, &kube, &["--skip-target-secrets"], 0);
     assert_eq!(check["ok"], true, "{check:#}");
     let earlier = salt_second(&bao, -1);
     kube.update("ExternalSecret", Some(NS), CORE, |es| {
@@ -478,7 +472,7 @@ fn a_sync_in_the_same_second_as_the_write_is_not_before_it() {
     verify(&bao, &kube, &["--skip-target-secrets"])
         .status(1)
         .stdout_has("the Ready is from before seeding (try --force-sync)")
-        .check();
+        .output();
 }
 
 /// ESO refreshes a `refreshPolicy: CreatedOnce` ExternalSecret only while it never synced,
@@ -496,7 +490,7 @@ fn created_once_gets_no_force_sync_hint() {
     let out = verify(&bao, &kube, &["--skip-target-secrets", "--force-sync"])
         .status(1)
         .stdout_has("its `refreshPolicy: CreatedOnce` makes ESO ignore --force-sync")
-        .check();
+        .output();
     assert!(!out.stdout_text().contains("try --force-sync"));
     has(
         &out.all_text(),

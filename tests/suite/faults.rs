@@ -82,8 +82,7 @@ fn killed_mid_apply_then_restarted_rerun_completes_and_nothing_passes_version_on
     bao.kill();
     let mut output = child.wait_with_output().unwrap();
     output.stdout = reader.join().unwrap().unwrap();
-    let out = Out::from(output);
-    assert_eq!(out.status.code(), Some(1), "{}", out.stderr_text());
+    let out = Out::from(output).expect_code(1);
     // A JSON report even when the server died.
     let doc = out.json();
     assert_eq!(doc["ok"], false);
@@ -115,9 +114,7 @@ fn killed_mid_apply_then_restarted_rerun_completes_and_nothing_passes_version_on
 
     bao.start_again();
     bao.unseal();
-    apply(&bao, &bao.addr.clone(), dir.path())
-        .output()
-        .expect_code(0);
+    apply(&bao, &bao.addr.clone(), dir.path()).output();
     assert_all_version_one(&bao, N);
 }
 
@@ -135,8 +132,7 @@ fn a_sealed_server_is_named_and_nothing_is_written() {
             Verdict::Forward
         })
     });
-    let out = apply(&bao, &proxy.addr, dir.path()).output();
-    assert_eq!(out.status.code(), Some(1));
+    let out = apply(&bao, &proxy.addr, dir.path()).status(1).output();
     let err = out.stderr_text();
     assert!(
         err.contains(&format!("Vault at `{}` is sealed", proxy.addr)),
@@ -205,10 +201,7 @@ fn sealed_mid_apply_each_path_says_truly_whether_it_was_written() {
     // landed; nothing after them was written.
     assert!((100 - 16..N).contains(&written), "{written} written");
     // A re-run completes, writing exactly the rest.
-    let doc = apply(&bao, &bao.addr, dir.path())
-        .output()
-        .expect_code(0)
-        .json();
+    let doc = apply(&bao, &bao.addr, dir.path()).output().json();
     assert_eq!(doc["summary"]["created"], (N - written) as u64, "{doc}");
     assert_all_version_one(&bao, N);
 }
@@ -221,8 +214,8 @@ fn a_slow_server_past_the_client_timeout_is_a_clear_error() {
     let dir = spec_with(2, &proxy.addr);
     let out = apply(&bao, &proxy.addr, dir.path())
         .env("VAULT_CLIENT_TIMEOUT", "1s")
+        .status(1)
         .output();
-    assert_eq!(out.status.code(), Some(1));
     let err = out.stderr_text();
     assert!(
         err.contains("did not answer GET `auth/token/lookup-self` within the client timeout (1s)"),
@@ -242,8 +235,6 @@ fn transient_faults_are_retried_and_every_path_ends_at_version_one() {
     let proxy = FaultProxy::with_hook(&bao.addr, flaky.hook());
     let dir = spec_with(N, &proxy.addr);
     let out = apply(&bao, &proxy.addr, dir.path()).arg("-v").output();
-    let err = out.stderr_text();
-    assert_eq!(out.status.code(), Some(0), "{err}");
     let doc = out.json();
     assert_eq!(doc["summary"]["created"], N as u64);
     // Faults were hit, a fixed share whatever the machine's speed, so vault-seed retried and
@@ -281,8 +272,7 @@ fn when_faults_outlast_the_retry_cap_the_run_stops_with_a_clear_error() {
         })
     });
     let dir = spec_with(2, &proxy.addr);
-    let out = apply(&bao, &proxy.addr, dir.path()).output();
-    assert_eq!(out.status.code(), Some(1));
+    let out = apply(&bao, &proxy.addr, dir.path()).status(1).output();
     let err = out.stderr_text();
     assert!(err.contains("answered HTTP 502"), "{err}");
     // The token check: 1 attempt + 5 retries. The mount detection went with it (retried in
@@ -335,9 +325,8 @@ fn stop_signal_stops_new_work_reports_and_a_rerun_completes(signal: &str, said: 
         .unwrap()
         .success());
     gate.open();
-    let out = Out::from(child.wait_with_output().unwrap());
+    let out = Out::from(child.wait_with_output().unwrap()).expect_code(1);
     let err = out.stderr_text();
-    assert_eq!(out.status.code(), Some(1), "{err}");
     let doc = out.json();
     assert_eq!(doc["interrupted"], true);
     let skipped = doc["summary"]["skipped"].as_u64().unwrap();
@@ -366,7 +355,7 @@ fn stop_signal_stops_new_work_reports_and_a_rerun_completes(signal: &str, said: 
         );
     }
     // A re-run, straight to the server, finishes the job; nothing is written twice.
-    let out = apply(&bao, &bao.addr, dir.path()).output().expect_code(0);
+    let out = apply(&bao, &bao.addr, dir.path()).output();
     let doc = out.json();
     assert_eq!(
         doc["summary"]["created"].as_u64().unwrap(),
@@ -448,8 +437,8 @@ fn a_server_that_never_answers_is_retried_visibly_and_given_up_on_in_bounded_tim
         .env("VAULT_SEED_GIVE_UP_AFTER", "5s")
         .specs(dir.path())
         .args(["plan", "dev", "--answer-timeout", "1s"])
+        .status(1)
         .output();
-    assert_eq!(out.status.code(), Some(1), "{}", out.stderr_text());
     let err = out.stderr_text();
     // Each retry shows at default verbosity, numbered in order; how many fit in the 5 s
     // depends on the machine, so the count is read, not assumed.

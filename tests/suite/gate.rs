@@ -50,7 +50,7 @@ fn get(bao: &OpenBao, name: &str) -> (Map<String, Value>, u64) {
 fn fernet_ring(n: usize) -> String {
     (0..n)
         .map(|_| {
-            let out = Run::offline().args(["gen", "fernet"]).status(0).check();
+            let out = Run::offline().args(["gen", "fernet"]).output();
             out.stdout_text().trim().to_string()
         })
         .collect::<Vec<_>>()
@@ -74,7 +74,7 @@ fn set_never_extends_a_fixed_secret_and_verify_is_not_done_beside_an_unnamed_fie
         .args(["apply", "dev", "--only", "ZITADEL"])
         .status(1)
         .stdout_has("holds `DATABASE__PASSWORD`, `password`; the spec says `masterkey`")
-        .check();
+        .output();
     for (field, value) in [
         ("masterkey", "0123456789abcdef0123456789abcdef"),
         ("ADMIN_PASSWORD", "admin-password-0123456789"),
@@ -90,14 +90,14 @@ fn set_never_extends_a_fixed_secret_and_verify_is_not_done_beside_an_unnamed_fie
                 .stderr_has("`secret/app/dev/ZITADEL` is fixed, and holds")
                 .stderr_has("nothing was written")
                 .never_shows(value)
-                .check();
+                .output();
         }
     }
     assert_eq!(get(&bao, "ZITADEL").1, 1, "nothing written");
     run()
         .args(["verify", "dev", "--only", "vault"])
         .status(1)
-        .check();
+        .output();
     // Every field the spec names, by hand, beside the old `password`: still not done.
     bao.kv_put(
         "secret",
@@ -113,7 +113,7 @@ fn set_never_extends_a_fixed_secret_and_verify_is_not_done_beside_an_unnamed_fie
         .args(["verify", "dev", "--only", "vault"])
         .status(1)
         .stdout_has("also holds `password`, which no spec names")
-        .check();
+        .output();
 }
 
 /// Case 2: with only the certificate left, `apply` never makes a new key under it (nor the
@@ -123,10 +123,7 @@ fn set_never_extends_a_fixed_secret_and_verify_is_not_done_beside_an_unnamed_fie
 fn apply_never_makes_a_key_under_an_existing_certificate() {
     let (bao, dir) = setup();
     let run = || Run::new(&bao).specs(dir.path());
-    run()
-        .args(["apply", "dev", "--only", "TLS"])
-        .status(0)
-        .check();
+    run().args(["apply", "dev", "--only", "TLS"]).output();
     let (data, _) = get(&bao, "TLS");
     let cert = data["c"].clone();
     bao.kv_put("secret", "app/dev/TLS", json!({ "c": cert }));
@@ -135,7 +132,7 @@ fn apply_never_makes_a_key_under_an_existing_certificate() {
             .args([command, "dev", "--only", "TLS"])
             .status(1)
             .stdout_has("field `k` of `secret/app/dev/TLS` would get a new value while `c` (made from its old value) stays")
-            .check();
+            .output();
     }
     let (data, version) = get(&bao, "TLS");
     assert_eq!(version, 2, "nothing written");
@@ -144,22 +141,18 @@ fn apply_never_makes_a_key_under_an_existing_certificate() {
         .args(["verify", "dev", "--only", "vault"])
         .status(1)
         .stdout_has("would get a new value while `c`")
-        .check();
+        .output();
     // `rotate` makes the key and everything made from it in one write.
     bao.kv_put(
         "secret",
         "app/dev/TLS",
         json!({ "c": cert, "k": "not-a-key", "p": "x" }),
     );
-    run()
-        .args(["rotate", "dev", "TLS.k", "--yes"])
-        .status(0)
-        .check();
+    run().args(["rotate", "dev", "TLS.k", "--yes"]).output();
     run()
         .args(["apply", "dev", "--only", "TLS"])
-        .status(0)
         .stdout_has("3 exist")
-        .check();
+        .output();
 }
 
 /// Case 3: a keyring never holds more than `keep` previous keys after a command: `set --force`
@@ -169,10 +162,7 @@ fn apply_never_makes_a_key_under_an_existing_certificate() {
 fn a_keyring_never_holds_more_than_keep_previous_keys() {
     let (bao, dir) = setup();
     let run = || Run::new(&bao).specs(dir.path());
-    run()
-        .args(["apply", "dev", "--only", "FERNET"])
-        .status(0)
-        .check();
+    run().args(["apply", "dev", "--only", "FERNET"]).output();
     let long = fernet_ring(6);
     run()
         .args(["set", "dev", "FERNET", "--force"])
@@ -180,31 +170,28 @@ fn a_keyring_never_holds_more_than_keep_previous_keys() {
         .status(2)
         .stderr_has("holds 6 keys; the keyring keeps the newest and at most 2 previous (3 in all)")
         .never_shows(&long)
-        .check();
+        .output();
     assert_eq!(get(&bao, "FERNET").1, 1, "nothing written");
     let ok = fernet_ring(3);
     run()
         .args(["set", "dev", "FERNET", "--force"])
         .stdin(format!("{ok}\n"))
-        .status(0)
-        .check();
+        .output();
     bao.kv_put("secret", "app/dev/FERNET", json!({ "key": long }));
     run()
         .args(["verify", "dev", "--only", "vault"])
         .status(1)
         .stdout_has("holds 6 keys")
         .never_shows(&long)
-        .check();
+        .output();
     run()
         .args(["rotate", "dev", "FERNET", "--dry-run"])
-        .status(0)
         .stderr_has("would drop 4 old key(s)")
-        .check();
+        .output();
     run()
         .args(["rotate", "dev", "FERNET", "--yes"])
-        .status(0)
         .stderr_has("2 previous key(s) kept, 4 older key(s) dropped")
-        .check();
+        .output();
     let (data, _) = get(&bao, "FERNET");
     assert_eq!(data["key"].as_str().unwrap().split(',').count(), 3);
 }
@@ -237,7 +224,7 @@ fn import_never_stores_its_marker_over_a_real_value() {
             .stdout_has("refused")
             .stdout_has("a marker never replaces a real value")
             .never_shows("the-real-password-0123")
-            .check();
+            .output();
     }
     let (data, version) = get(&bao, "DB");
     assert_eq!(version, 1);
@@ -254,7 +241,7 @@ fn import_never_stores_its_marker_over_a_real_value() {
         .arg(kube.kubeconfig())
         .status(2)
         .stdout_has("is the marker itself, not a real value")
-        .check();
+        .output();
     assert_eq!(get(&bao, "DB").1, 2);
 }
 
@@ -292,7 +279,7 @@ fn a_layout_change_never_mints_a_fixed_value_and_move_copies_it() {
     let spec = dir.path().join("core-service.toml");
     std::fs::write(&spec, layout("ask/{env}", &bao.addr)).unwrap();
     let run = || Run::new(&bao).specs(dir.path());
-    run().args(["apply", "auh1-dev"]).status(0).check();
+    run().args(["apply", "auh1-dev"]).output();
     let (old, _) = bao
         .kv_get("secret", "ask/auh1-dev/zitadel-secret-kv")
         .unwrap();
@@ -308,7 +295,7 @@ fn a_layout_change_never_mints_a_fixed_value_and_move_copies_it() {
                 "`vault-seed move auh1-dev zitadel-secret-kv --from {old_path}`"
             ))
             .never_shows(&key)
-            .check();
+            .output();
     }
     assert!(
         bao.kv_get("secret", "ask/zitadel-secret-kv").is_none(),
@@ -318,7 +305,7 @@ fn a_layout_change_never_mints_a_fixed_value_and_move_copies_it() {
         .args(["verify", "auh1-dev", "--only", "vault"])
         .status(1)
         .stdout_has(format!("is at `{old_path}`"))
-        .check();
+        .output();
     assert!(
         bao.kv_get("secret", "ask/SALT").is_some(),
         "the salt is made"
@@ -334,7 +321,7 @@ fn a_layout_change_never_mints_a_fixed_value_and_move_copies_it() {
         ])
         .status(1)
         .stderr_has("`secret/ask/SALT` holds a secret already (version 1)")
-        .check();
+        .output();
     // Bad input: a path off the mount.
     run()
         .args([
@@ -345,7 +332,7 @@ fn a_layout_change_never_mints_a_fixed_value_and_move_copies_it() {
             "secret/../x",
         ])
         .status(2)
-        .check();
+        .output();
     let doc = run()
         .args([
             "move",
@@ -356,9 +343,8 @@ fn a_layout_change_never_mints_a_fixed_value_and_move_copies_it() {
             "-o",
             "json",
         ])
-        .status(0)
         .never_shows(&key)
-        .check()
+        .output()
         .json();
     let keys: Vec<&str> = doc
         .as_object()
@@ -408,9 +394,8 @@ fn a_layout_change_never_mints_a_fixed_value_and_move_copies_it() {
     // Done now: the old path, marked as moved, is no longer taken for the secret.
     run()
         .args(["apply", "auh1-dev"])
-        .status(0)
         .stdout_lacks("is at `secret/ask/auh1-dev")
-        .check();
+        .output();
 }
 
 /// `move` of data that fails the spec's checks, or lacks a fixed field under the spec's name,
@@ -437,13 +422,13 @@ fn move_refuses_data_that_fails_the_specs_checks() {
         .status(1)
         .stderr_has("the value for field `masterkey` of `secret/ask/zitadel-secret-kv`")
         .never_shows("too-short")
-        .check();
+        .output();
     bao.kv_put("secret", "old/zk2", json!({"key": REAL_KEY}));
     run()
         .args(["move", "auh1-dev", "zitadel-secret-kv", "--from", "old/zk2"])
         .status(1)
         .stderr_has("not fixed field(s) `masterkey` the spec names")
-        .check();
+        .output();
     assert!(bao.kv_get("secret", "ask/zitadel-secret-kv").is_none());
 }
 
@@ -470,7 +455,7 @@ fields.db_password = {{ copy = "DB.password" }}
         bao.addr
     ));
     let run = || Run::new(&bao).specs(dir.path());
-    run().args(["apply", "dev"]).status(0).check();
+    run().args(["apply", "dev"]).output();
     let (copy, _) = get(&bao, "APP");
     let (status, _) = bao.api("DELETE", "secret/metadata/app/dev/DB", None);
     assert_eq!(status, 204);
@@ -479,7 +464,7 @@ fields.db_password = {{ copy = "DB.password" }}
             .args([command, "dev"])
             .status(1)
             .stdout_has("`secret/app/dev/DB` is absent, and `secret/app/dev/APP` holds `db_password` made from its old value")
-            .check();
+            .output();
     }
     assert!(
         bao.kv_get("secret", "app/dev/DB").is_none(),

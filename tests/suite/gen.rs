@@ -2,9 +2,14 @@
 
 use crate::common::Run;
 
-/// `vault-seed gen ARGS`; (exit code, stdout without its newline, stderr).
+/// `vault-seed gen ARGS`; (exit code, stdout without its newline, stderr): the caller asserts
+/// the code.
 fn gen(args: &[&str]) -> (i32, String, String) {
-    let out = Run::home("/nonexistent").arg("gen").args(args).output();
+    let out = Run::home("/nonexistent")
+        .arg("gen")
+        .args(args)
+        .any_status()
+        .output();
     (
         out.code(),
         out.stdout_text().trim_end().to_string(),

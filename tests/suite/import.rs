@@ -79,8 +79,7 @@ impl World {
         Run::new(&self.bao)
             .specs(self.specs.path())
             .args(["apply", "dev"])
-            .status(0)
-            .check();
+            .output();
     }
 
     fn field(&self, path: &str, field: &str) -> Option<String> {
@@ -108,11 +107,7 @@ fn row<'a>(doc: &'a Value, path: &str, field: &str) -> &'a Value {
 #[test]
 fn an_absent_field_is_imported_and_apply_adds_the_others_later() {
     let w = world();
-    let doc = w
-        .run(&["import", "dev", "-o", "json"])
-        .status(0)
-        .check()
-        .json();
+    let doc = w.run(&["import", "dev", "-o", "json"]).output().json();
     assert_eq!(doc["command"], "import");
     let keys: std::collections::BTreeSet<String> =
         doc.as_object().unwrap().keys().cloned().collect();
@@ -152,17 +147,13 @@ fn the_marker_apply_wrote_is_replaced_and_verify_pointed_to_import() {
     let out = Run::new(&w.bao)
         .specs(w.specs.path())
         .args(["apply", "dev"])
-        .status(0)
-        .check();
+        .output();
     has(&out.stdout_text(), "after deploy: vault-seed import dev");
     assert_eq!(
         w.field(DB, "password").as_deref(),
         Some("import-from-cluster")
     );
-    let out = w
-        .run(&["verify", "dev", "--only", "vault"])
-        .status(0)
-        .check();
+    let out = w.run(&["verify", "dev", "--only", "vault"]).output();
     let text = out.stdout_text();
     has(
         &text,
@@ -171,16 +162,15 @@ fn the_marker_apply_wrote_is_replaced_and_verify_pointed_to_import() {
     assert!(!text.contains("vault-seed set dev DB"), "{text}");
     let out = w
         .run(&["import", "dev", "--dry-run"])
-        .status(0)
         .stdout_has("would-replace")
-        .check();
+        .output();
     assert!(
         !out.stdout_text().contains("replaced "),
         "{}",
         out.stdout_text()
     );
     assert_eq!(w.version(DB), Some(1), "a dry run writes nothing");
-    let out = w.run(&["import", "dev"]).status(0).check();
+    let out = w.run(&["import", "dev"]).output();
     let text = out.stdout_text();
     has(&text, "replaced");
     has(&text, "secret/ask/zitadel/dev/DB");
@@ -196,13 +186,9 @@ fn the_marker_apply_wrote_is_replaced_and_verify_pointed_to_import() {
 fn the_same_value_again_is_exists_and_nothing_is_written() {
     let w = world();
     w.apply();
-    w.run(&["import", "dev"]).status(0).check();
+    w.run(&["import", "dev"]).output();
     let before = (w.version(ADMIN), w.version(DB));
-    let doc = w
-        .run(&["import", "dev", "-o", "json"])
-        .status(0)
-        .check()
-        .json();
+    let doc = w.run(&["import", "dev", "-o", "json"]).output().json();
     assert_eq!(doc["counts"], json!({"exists": 2}), "{doc:#}");
     assert_eq!(row(&doc, ADMIN, "pat")["new_version"], Value::Null);
     assert_eq!((w.version(ADMIN), w.version(DB)), before);
@@ -223,7 +209,7 @@ fn another_value_is_refused_without_force_and_replaced_with_it() {
         .stdout_has("refused")
         .stdout_has("field `password` of `secret/ask/zitadel/dev/DB` holds a real value (version 2), not a placeholder; pass --force to replace it")
         .stderr_has("`vault-seed import dev --force` replaces it")
-        .check();
+        .output();
     has(&out.stdout_text(), "import dev: NOT done");
     assert_eq!(w.version(DB), Some(2));
     assert_eq!(
@@ -233,8 +219,7 @@ fn another_value_is_refused_without_force_and_replaced_with_it() {
     );
     let doc = w
         .run(&["import", "dev", "--only", "DB", "--force", "-o", "json"])
-        .status(0)
-        .check()
+        .output()
         .json();
     let r = row(&doc, DB, "password");
     assert_eq!(r["outcome"], "replaced");
@@ -264,8 +249,7 @@ fn fields_made_from_an_imported_one_follow_it_in_the_same_write() {
     let client = w.field(ADMIN, "client");
     let doc = w
         .run(&["import", "dev", "--only", "ADMIN", "-o", "json"])
-        .status(0)
-        .check()
+        .output()
         .json();
     let r = row(&doc, ADMIN, "pat");
     assert_eq!(r["outcome"], "replaced");
@@ -284,9 +268,7 @@ fn fields_made_from_an_imported_one_follow_it_in_the_same_write() {
 
     // A path not written yet: the imported field alone, then `apply` adds the others.
     let w = world_of(&spec);
-    w.run(&["import", "dev", "--only", "ADMIN"])
-        .status(0)
-        .check();
+    w.run(&["import", "dev", "--only", "ADMIN"]).output();
     assert_eq!(w.field(ADMIN, "header"), None);
     w.apply();
     assert_eq!(w.field(ADMIN, "header"), Some(format!("Bearer {PAT}")));
@@ -314,13 +296,13 @@ fn a_secret_or_key_not_there_yet_is_not_done_and_nothing_is_written() {
         .stdout_has("Secret `ask/zitadel-psql-superuser` has no key `password` yet (the component writes it after deploy)")
         .stdout_has("Secret `ask/zitadel-admin-pat` does not exist yet, so has no key `pat` (the component writes it after deploy)")
         .stderr_has("run `vault-seed import dev` again once the components have written their Secrets")
-        .check();
+        .output();
     has(&out.stdout_text(), "not-done");
     assert_eq!((w2.version(ADMIN), w2.version(DB)), (Some(1), Some(1)));
     let doc = w2
         .run(&["import", "dev", "-o", "json"])
         .status(1)
-        .check()
+        .output()
         .json();
     assert_eq!(doc["ok"], false);
     assert_eq!(doc["counts"], json!({"not-done": 2}));
@@ -335,7 +317,7 @@ fn a_forbidden_secret_is_not_checked() {
     let doc = w
         .run(&["import", "dev", "-o", "json"])
         .status(1)
-        .check()
+        .output()
         .json();
     let r = row(&doc, DB, "password");
     assert_eq!(r["outcome"], "not-checked");
@@ -354,20 +336,20 @@ fn a_forbidden_secret_is_not_checked() {
 fn verify_compares_vault_with_the_secret() {
     let w = world();
     w.apply();
-    w.run(&["import", "dev"]).status(0).check();
+    w.run(&["import", "dev"]).output();
     let verify = |extra: &[&str]| {
         let mut args = vec!["verify", "dev", "--only", "vault,imports"];
         args.extend_from_slice(extra);
         w.run(&args)
     };
-    let out = verify(&[]).status(0).check();
+    let out = verify(&[]).output();
     has(&out.stdout_text(), "ok   imports: ");
     has(&out.stdout_text(), "2 field(s) from Kubernetes Secrets");
     has(
         &out.stdout_text(),
         "verify dev: done (vault, imports checked;",
     );
-    let doc = verify(&["-o", "json"]).status(0).check().json();
+    let doc = verify(&["-o", "json"]).output().json();
     assert_eq!(doc["imports"]["ok"], true);
     assert_eq!(doc["imports"]["results"][0]["status"], "agrees");
     assert!(doc["checked"]
@@ -380,14 +362,14 @@ fn verify_compares_vault_with_the_secret() {
         .update("Secret", Some("ask"), "zitadel-psql-superuser", |s| {
             s["data"]["password"] = json!("bmV3LXBhc3N3b3Jk"); // new-password
         });
-    let out = verify(&[]).status(1).never_shows("new-password").check();
+    let out = verify(&[]).status(1).never_shows("new-password").output();
     let text = out.stdout_text();
     has(&text, "FAIL imports: ");
     has(&text, "Vault holds a value other than key `password` of Secret `ask/zitadel-psql-superuser`: run `vault-seed import dev --force` to copy the Secret's");
     has(&text, "verify dev: NOT done");
 
     w.kube.deny("secrets");
-    let doc = verify(&["-o", "json"]).status(1).check().json();
+    let doc = verify(&["-o", "json"]).status(1).output().json();
     let db = &doc["imports"]["results"]
         .as_array()
         .unwrap()
@@ -413,7 +395,7 @@ fn verify_compares_vault_with_the_secret() {
             .contains(&json!({"part": "imports", "why": "it could not be checked"})),
         "{doc:#}"
     );
-    let out = verify(&[]).status(1).check();
+    let out = verify(&[]).status(1).output();
     has(
         &out.stdout_text(),
         "---- secret/ask/zitadel/dev/DB  password",
@@ -424,7 +406,7 @@ fn verify_compares_vault_with_the_secret() {
         ("--skip-kube", "--skip-kube"),
         ("--skip-target-secrets", "--skip-target-secrets"),
     ] {
-        let doc = verify(&[flag, "-o", "json"]).status(0).check().json();
+        let doc = verify(&[flag, "-o", "json"]).output().json();
         assert!(
             doc["not_checked"]
                 .as_array()
@@ -460,15 +442,14 @@ fn the_values_never_show_even_at_trace_level() {
         w.run(args)
             .env("RUST_LOG", "trace")
             .stderr_has(" DEBUG vault_seed::kube")
-            .check();
+            .output();
     }
     w.bao
         .kv_put("secret", DB, json!({"password": "set-by-hand-0123456789"}));
     w.run(&["import", "dev", "-vvv", "--force"])
         .env("RUST_LOG", "trace")
         .never_shows("set-by-hand-0123456789")
-        .status(0)
-        .check();
+        .output();
 }
 
 /// A value in Vault other than its Secret's (put by hand, no `import`): the whole `verify`,
@@ -480,8 +461,7 @@ fn verify_is_not_done_while_vault_and_the_secret_disagree() {
     let policy = Run::offline()
         .specs(w.specs.path())
         .args(["policy", "dev"])
-        .status(0)
-        .check()
+        .output()
         .stdout_text();
     w.bao.put_policy("eso-zitadel", &policy);
     // By hand, not by `import`: the database's value agrees, the PAT does not.
@@ -495,14 +475,14 @@ fn verify_is_not_done_while_vault_and_the_secret_disagree() {
     let out = w
         .run(&["verify", "dev"])
         .never_shows("typed-by-hand-PAT-77")
-        .check();
+        .status(1)
+        .output();
     let text = out.stdout_text();
     has(&text, "ok   vault: 3 field(s): 3 valid");
     has(&text, "ok   policy: ");
     has(&text, "FAIL imports: ");
     has(&text, "Vault holds a value other than key `pat` of Secret `ask/zitadel-admin-pat`: run `vault-seed import dev --force`");
     has(&text, "verify dev: NOT done");
-    assert_eq!(out.code(), 1, "{text}");
 }
 
 /// Failures are one JSON document: an environment no spec defines (exit 2, nothing sent), a
@@ -513,7 +493,7 @@ fn failures_are_one_document_and_nothing_is_written() {
     let doc = w
         .run(&["import", "nowhere", "-o", "json"])
         .status(2)
-        .check()
+        .output()
         .json();
     assert_eq!(
         (&doc["command"], &doc["ok"]),
@@ -535,7 +515,7 @@ fn failures_are_one_document_and_nothing_is_written() {
         .args(["import", "dev", "-o", "json", "--kubeconfig"])
         .arg(&kubeconfig)
         .status(1)
-        .check()
+        .output()
         .json();
     assert!(
         doc["error"]
@@ -565,10 +545,7 @@ fn failures_are_one_document_and_nothing_is_written() {
             .arg("--kubeconfig")
             .arg(w.kube.kubeconfig())
     };
-    let doc = run(&["import", "dev", "-o", "json"])
-        .status(0)
-        .check()
-        .json();
+    let doc = run(&["import", "dev", "-o", "json"]).output().json();
     assert_eq!(doc["results"], json!([]));
     assert!(
         doc["notes"][0]
@@ -580,10 +557,10 @@ fn failures_are_one_document_and_nothing_is_written() {
     run(&["verify", "dev", "--only", "imports"])
         .status(2)
         .stderr_has("no field of environment `dev` has `from_secret`")
-        .check();
+        .output();
     let doc = run(&["verify", "dev", "--only", "vault", "-o", "json"])
         .status(1) // nothing applied: missing
-        .check()
+        .output()
         .json();
     assert_eq!(doc["imports"], Value::Null);
     assert!(
@@ -611,7 +588,7 @@ fn nothing_is_written_outside_a_kv_mount() {
         .never_shows(PAT)
         .never_shows(DB_PASSWORD)
         .status(1)
-        .check()
+        .output()
         .json();
     for r in doc["results"].as_array().unwrap() {
         assert_eq!(r["outcome"], "not-done", "{doc:#}");

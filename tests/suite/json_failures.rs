@@ -9,18 +9,15 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{repo_specs, OpenBao, Out, Run};
+use common::{repo_specs, OpenBao, Run};
 use serde_json::Value;
 
-/// The failure document of `out`, checked: one JSON document on stdout, `command`, `ok: false`,
-/// `error` and `help` as on stderr, and the exit code.
-fn failure(out: &Out, command: &str, code: i32) -> Value {
+/// The failure document of `run`, expected to exit with `code`, checked: one JSON document on
+/// stdout, `command`, `ok: false`, `error` and `help` as on stderr.
+#[track_caller]
+fn failure(run: Run, command: &str, code: i32) -> Value {
+    let out = run.status(code).output();
     let (stdout, stderr) = (out.stdout_text(), out.stderr_text());
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "{command}: stdout {stdout}\nstderr {stderr}"
-    );
     // One document: the whole of stdout parses as one value.
     let doc: Value = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("{command}: stdout is not one JSON document ({e}): {stdout}"));
@@ -50,14 +47,13 @@ fn failure(out: &Out, command: &str, code: i32) -> Value {
 
 /// A run that sends nothing: the refusals and usage errors come before any request (a token
 /// and an address where nothing listens are there for the commands that resolve them first).
-fn offline(home: &Path, specs: &Path, args: &[&str]) -> Out {
+fn offline(home: &Path, specs: &Path, args: &[&str]) -> Run {
     Run::home(home)
         .addr(&closed_addr())
         .token("s.unused")
         .specs(specs)
         .args(["-o", "json"])
         .args(args)
-        .output()
 }
 
 /// A Vault address where nothing listens.
@@ -80,7 +76,7 @@ fn offline_failures_of_every_command_are_one_document_in_one_shape() {
     )
     .unwrap();
     let out = offline(home.path(), bad.path(), &["lint"]);
-    let doc = failure(&out, "lint", 2);
+    let doc = failure(out, "lint", 2);
     let errors = doc["errors"].as_array().expect("errors");
     assert_eq!(errors.len(), 2, "{doc:#}");
     assert!(
@@ -93,13 +89,13 @@ fn offline_failures_of_every_command_are_one_document_in_one_shape() {
         .starts_with("2 problem(s) in the specs under"));
     // The same specs stop every command that reads them, with the same document.
     let out = offline(home.path(), bad.path(), &["plan", "dev"]);
-    assert_eq!(failure(&out, "plan", 2)["errors"], doc["errors"]);
+    assert_eq!(failure(out, "plan", 2)["errors"], doc["errors"]);
 
     // gen: a generator that does not exist; several wrong options at once.
-    let doc = failure(&run(&["gen", "nope"]), "gen", 2);
+    let doc = failure(run(&["gen", "nope"]), "gen", 2);
     assert!(doc["help"].is_string(), "{doc:#}");
     let doc = failure(
-        &run(&["gen", "hex", "--bytes", "1", "--length", "20"]),
+        run(&["gen", "hex", "--bytes", "1", "--length", "20"]),
         "gen",
         2,
     );
@@ -107,7 +103,7 @@ fn offline_failures_of_every_command_are_one_document_in_one_shape() {
 
     // Commands of an environment: one the specs do not define.
     for command in ["plan", "apply", "verify", "policy"] {
-        let doc = failure(&run(&[command, "nowhere"]), command, 2);
+        let doc = failure(run(&[command, "nowhere"]), command, 2);
         assert!(
             doc["error"]
                 .as_str()
@@ -120,45 +116,41 @@ fn offline_failures_of_every_command_are_one_document_in_one_shape() {
             "{doc:#}"
         );
     }
-    let doc = failure(&run(&["apply", "auh1-dev", "--only", "NOPE"]), "apply", 2);
+    let doc = failure(run(&["apply", "auh1-dev", "--only", "NOPE"]), "apply", 2);
     assert!(doc["error"].as_str().unwrap().contains("--only NOPE"));
+    failure(run(&["verify", "auh1-dev", "--only", "bogus"]), "verify", 2);
     failure(
-        &run(&["verify", "auh1-dev", "--only", "bogus"]),
-        "verify",
-        2,
-    );
-    failure(
-        &run(&["verify", "auh1-dev", "--skip-kube", "--force-sync"]),
+        run(&["verify", "auh1-dev", "--skip-kube", "--force-sync"]),
         "verify",
         2,
     );
 
     // set and rotate: names that fit no secret, and refusals that need no server.
-    failure(&run(&["set", "auh1-dev", "NOPE"]), "set", 2);
-    failure(&run(&["rotate", "auh1-dev", "NOPE", "--yes"]), "rotate", 2);
+    failure(run(&["set", "auh1-dev", "NOPE"]), "set", 2);
+    failure(run(&["rotate", "auh1-dev", "NOPE", "--yes"]), "rotate", 2);
     let doc = failure(
-        &run(&["rotate", "auh1-dev", "ZITADEL_MASTERKEY", "--yes"]),
+        run(&["rotate", "auh1-dev", "ZITADEL_MASTERKEY", "--yes"]),
         "rotate",
         2,
     );
     assert!(doc["error"].as_str().unwrap().contains("is fixed"));
     failure(
-        &run(&["rotate", "auh1-dev", "IAM_SERVICE__PAT", "--yes"]),
+        run(&["rotate", "auh1-dev", "IAM_SERVICE__PAT", "--yes"]),
         "rotate",
         2,
     );
     failure(
-        &run(&["rotate", "auh1-dev", "APP__CORE_SERVICES_MACHINE_TOKEN"]),
+        run(&["rotate", "auh1-dev", "APP__CORE_SERVICES_MACHINE_TOKEN"]),
         "rotate",
         2,
     );
 
     // order: bad input, one problem and several.
-    let doc = failure(&run(&["order", "--app", "no-equals-sign"]), "order", 2);
+    let doc = failure(run(&["order", "--app", "no-equals-sign"]), "order", 2);
     assert_eq!(doc["errors"].as_array().map(Vec::len), Some(1), "{doc:#}");
     assert!(doc["errors"][0]["message"].is_string());
     let doc = failure(
-        &run(&[
+        run(&[
             "order", "--app", "x", "--exists", "Pod/a/b", "--exists", "c",
         ]),
         "order",
@@ -171,7 +163,7 @@ fn offline_failures_of_every_command_are_one_document_in_one_shape() {
     );
 
     // man: a page that does not exist.
-    failure(&run(&["man", "nope"]), "man", 2);
+    failure(run(&["man", "nope"]), "man", 2);
 }
 
 #[test]
@@ -200,9 +192,8 @@ fn failures_against_a_server_are_one_document_and_refusals_exit_2() {
             .specs(&specs)
             .args(["-o", "json"])
             .args(&args)
-            .stdin("value\n")
-            .output();
-        let doc = failure(&out, args[0], 1);
+            .stdin("value\n");
+        let doc = failure(out, args[0], 1);
         assert!(
             doc["error"]
                 .as_str()
@@ -219,28 +210,27 @@ fn failures_against_a_server_are_one_document_and_refusals_exit_2() {
             .args(["-o", "json"])
             .args(args)
             .stdin(stdin)
-            .output()
     };
-    let out = Run::new(&bao)
-        .token("s.rejected")
-        .specs(&specs)
-        .args(["-o", "json", "verify", "auh1-dev", "--skip-kube"])
-        .output();
-    failure(&out, "verify", 1);
+    let out = Run::new(&bao).token("s.rejected").specs(&specs).args([
+        "-o",
+        "json",
+        "verify",
+        "auh1-dev",
+        "--skip-kube",
+    ]);
+    failure(out, "verify", 1);
     let out = Run::new(&bao)
         .addr("http://user:pw@127.0.0.1:1")
         .specs(&specs)
-        .args(["-o", "json", "plan", "auh1-dev"])
-        .output();
-    failure(&out, "plan", 2);
+        .args(["-o", "json", "plan", "auh1-dev"]);
+    failure(out, "plan", 2);
 
-    let apply = seed(&["apply", "auh1-dev"], "");
-    assert!(apply.status.success(), "{}", apply.stderr_text());
+    seed(&["apply", "auh1-dev"], "").output();
     let before = bao.kv_get("secret", "ask/core-service/auh1-dev/ZITADEL_MASTERKEY");
     // Refused requests exit 2 and write nothing, `set` and `rotate` alike; under -o json each is
     // a document (they printed none before).
     let doc = failure(
-        &seed(
+        seed(
             &["set", "auh1-dev", "ZITADEL_MASTERKEY", "--force"],
             &"k".repeat(32),
         ),
@@ -252,7 +242,7 @@ fn failures_against_a_server_are_one_document_and_refusals_exit_2() {
         "{doc:#}"
     );
     let doc = failure(
-        &seed(&["rotate", "auh1-dev", "ZITADEL_MASTERKEY", "--yes"], ""),
+        seed(&["rotate", "auh1-dev", "ZITADEL_MASTERKEY", "--yes"], ""),
         "rotate",
         2,
     );
@@ -265,7 +255,7 @@ fn failures_against_a_server_are_one_document_and_refusals_exit_2() {
         before
     );
     let doc = failure(
-        &seed(
+        seed(
             &[
                 "set",
                 "auh1-dev",
@@ -285,7 +275,7 @@ fn failures_against_a_server_are_one_document_and_refusals_exit_2() {
         "{doc:#}"
     );
     let doc = failure(
-        &seed(
+        seed(
             &["set", "auh1-dev", "APP__CORE_SERVICES_MACHINE_TOKEN"],
             &"ab".repeat(32),
         ),
@@ -302,7 +292,7 @@ fn failures_against_a_server_are_one_document_and_refusals_exit_2() {
         None,
     );
     let doc = failure(
-        &seed(
+        seed(
             &["set", "auh1-dev", "HATCHET__CLIENT_TOKEN"],
             "t0ken-value\n",
         ),
@@ -338,9 +328,12 @@ fn human_failures_speak_in_one_voice() {
             2,
         ),
     ] {
-        let out = Run::home(home.path()).specs(dir).args(&args).output();
+        let out = Run::home(home.path())
+            .specs(dir)
+            .args(&args)
+            .status(code)
+            .output();
         let err = out.stderr_text();
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}");
         assert!(err.contains("error: "), "{args:?}: {err}");
         assert!(err.contains("\n  help: "), "{args:?}: {err}");
@@ -363,9 +356,8 @@ fn kube_errors_name_the_file_once_and_help_once() {
         if let Some(k) = kubeconfig {
             run = run.env("KUBECONFIG", k);
         }
-        let out = run.output();
+        let out = run.status(1).output();
         let stdout = out.stdout_text();
-        assert_eq!(out.status.code(), Some(1), "{stdout}");
         let part: Vec<&str> = stdout
             .lines()
             .skip_while(|l| !l.starts_with("FAIL kube:"))

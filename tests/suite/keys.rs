@@ -193,9 +193,7 @@ fn apply_writes_keys_openssl_reads_and_never_shows_them() {
             .env("RUST_LOG", "trace")
     };
     let mut outputs = Vec::new();
-    let out = run(&["apply", "dev", "-o", "json", "-vvv"])
-        .status(0)
-        .check();
+    let out = run(&["apply", "dev", "-o", "json", "-vvv"]).output();
     outputs.push(out.all_text());
     let doc = out.json();
     assert_eq!(common::field_outcome(&doc, "", "ed").0, "created");
@@ -226,7 +224,7 @@ fn apply_writes_keys_openssl_reads_and_never_shows_them() {
         &["apply", "dev", "-o", "json", "-vvv"],
         &["plan", "dev", "-vvv"],
     ] {
-        outputs.push(run(args).status(0).check().all_text());
+        outputs.push(run(args).output().all_text());
     }
     assert_eq!(bao.kv_version("secret", "app/dev/KEYS"), Some(1));
     assert_never_shown(&outputs, &ed);
@@ -264,7 +262,7 @@ fn keys_from_openssl_are_kept_and_wrong_ones_are_invalid_never_overwritten() {
         "app/dev/KEYS",
         json!({ "ed": ed, "ec": ec, "rsa": rsa, "ssh": ssh }),
     );
-    let out = run().args(["apply", "dev", "-o", "json"]).status(0).check();
+    let out = run().args(["apply", "dev", "-o", "json"]).output();
     let doc = out.json();
     assert_eq!(common::field_outcome(&doc, "", "ed").0, "exists");
     assert_eq!(common::field_outcome(&doc, "", "ec").0, "exists");
@@ -342,7 +340,10 @@ fn keys_from_openssl_are_kept_and_wrong_ones_are_invalid_never_overwritten() {
         map.entry("jwks_ec").or_insert(jwks_ec.clone());
         bao.kv_put("secret", "app/dev/KEYS", fields.clone());
         let version = bao.kv_version("secret", "app/dev/KEYS");
-        let out = run().args(["apply", "dev", "-o", "json"]).status(1).check();
+        let out = run()
+            .args(["apply", "dev", "-o", "json"])
+            .status(1)
+            .output();
         let (o, detail) = common::field_outcome(&out.json(), "", field);
         assert_eq!(o, "invalid");
         assert!(detail.contains(want), "{detail}");
@@ -352,7 +353,7 @@ fn keys_from_openssl_are_kept_and_wrong_ones_are_invalid_never_overwritten() {
                 .args(["apply", "dev"])
                 .status(1)
                 .stdout_has("invalid")
-                .check()
+                .output()
                 .all_text(),
         );
         let (data, v) = bao.kv_get("secret", "app/dev/KEYS").unwrap();
@@ -380,7 +381,11 @@ fn an_impossible_rsa_size_or_jwks_alg_is_a_located_lint_error_and_apply_sends_no
         format!("app.toml:{}:{}", line + 1, col + 1)
     };
     for cmd in [&["lint"][..], &["apply", "dev"]] {
-        let out = Run::new(&bao).specs(dir.path()).args(cmd).status(2).check();
+        let out = Run::new(&bao)
+            .specs(dir.path())
+            .args(cmd)
+            .status(2)
+            .output();
         let err = out.stderr_text();
         assert!(err.contains(&at("1024")), "{err}");
         assert!(
@@ -410,8 +415,7 @@ fn gen_prints_a_key_openssl_reads() {
         let out = Run::offline()
             .args(["gen", g.split(' ').next().unwrap()])
             .args(flags)
-            .status(0)
-            .check();
+            .output();
         assert_key_type(g, &out.stdout_text());
         assert!(out.stderr_text().is_empty());
     }

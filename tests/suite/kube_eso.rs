@@ -668,13 +668,12 @@ async fn rbac_denial_says_which_can_i_to_run() {
 }
 
 /// `verify auh1-dev` of the real spec against `kube`, with `args`.
-fn verify_real(bao: &common::OpenBao, kube: &FakeKube, args: &[&str]) -> common::Out {
+fn verify_real(bao: &common::OpenBao, kube: &FakeKube, args: &[&str]) -> common::Run {
     common::Run::new(bao)
         .real_specs()
         .args(["verify", "auh1-dev", "--kubeconfig"])
         .arg(kube.kubeconfig())
         .args(args)
-        .output()
 }
 
 /// A cluster without ESO's CRDs (no `external-secrets.io` at all): `verify` says ESO is not
@@ -685,7 +684,8 @@ async fn a_cluster_without_eso_is_not_installed_and_never_done() {
     let kube = crate::verify::healthy_cluster(&bao);
     kube.without_eso();
     let doc = verify_real(&bao, &kube, &["-o", "json"])
-        .expect_code(1)
+        .status(1)
+        .output()
         .json();
     assert_eq!(
         (&doc["ok"], &doc["kube"]["ok"]),
@@ -703,7 +703,10 @@ async fn a_cluster_without_eso_is_not_installed_and_never_done() {
             .starts_with("install External Secrets Operator (its CRDs) or check the context"),
         "{doc}"
     );
-    let text = verify_real(&bao, &kube, &[]).expect_code(1).stdout_text();
+    let text = verify_real(&bao, &kube, &[])
+        .status(1)
+        .output()
+        .stdout_text();
     assert!(text.contains("verify auh1-dev: NOT done"), "{text}");
 
     let cluster = kube.connect().await;
@@ -721,7 +724,7 @@ fn force_sync_refused_by_a_webhook_names_the_object() {
     let bao = crate::verify::vault_with(crate::verify::RUNBOOK_POLICY);
     let kube = crate::verify::healthy_cluster(&bao);
     kube.fail_patches_in_webhook("validate.externalsecrets.example.com");
-    let out = verify_real(&bao, &kube, &["--force-sync", "-o", "json"]).expect_code(0);
+    let out = verify_real(&bao, &kube, &["--force-sync", "-o", "json"]).output();
     let notes = out.json()["notes"].to_string();
     assert!(
         notes.contains("could not annotate ExternalSecret `ask/core-service-secret`: cannot patch `externalsecrets.external-secrets.io` `ask/core-service-secret`: 500 InternalError: Internal error occurred: failed calling webhook \\\"validate.externalsecrets.example.com\\\""),
@@ -744,7 +747,8 @@ fn a_throttled_api_server_is_a_clear_error_and_wait_asks_again() {
     // The namespace's list is shed, then the read of the first ExternalSecret alone.
     kube.throttle("/namespaces/ask/externalsecrets", 2);
     let doc = verify_real(&bao, &kube, &["-o", "json"])
-        .expect_code(1)
+        .status(1)
+        .output()
         .json();
     assert_eq!(doc["kube"]["ok"], false);
     assert_eq!(
@@ -764,7 +768,7 @@ fn a_throttled_api_server_is_a_clear_error_and_wait_asks_again() {
     kube.throttle("/namespaces/ask/externalsecrets", 1);
     kube.throttle("/externalsecrets/core-service-secret", 2);
     let doc = verify_real(&bao, &kube, &["--force-sync", "--wait", "1m", "-o", "json"])
-        .expect_code(0)
+        .output()
         .json();
     let notes = doc["notes"].to_string();
     assert!(

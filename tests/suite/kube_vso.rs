@@ -8,7 +8,7 @@ use crate::common;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::fake_kube::{self, vso_fixture, FakeKube};
-use common::{spec_dir, OpenBao, Out, Run};
+use common::{spec_dir, OpenBao, Run};
 use serde_json::{json, Value};
 
 const PATH: &str = "ask/core-service/auh1-dev/ZITADEL_MASTERKEY";
@@ -75,8 +75,7 @@ fn world(seed: bool, policy: &str) -> World {
         Run::new(&bao)
             .specs(specs.path())
             .args(["apply", "auh1-dev"])
-            .output()
-            .expect_code(0);
+            .output();
     }
     bao.vso_role("ask-core-service", policy);
     let kube = FakeKube::start();
@@ -113,20 +112,19 @@ fn later() -> String {
 }
 
 impl World {
-    fn verify(&self, args: &[&str]) -> Out {
-        let out = Run::new(&self.bao)
-            .specs(self.specs.path())
-            .args(["verify", "auh1-dev", "--kubeconfig"])
-            .arg(self.kube.kubeconfig())
-            .args(args)
-            .output();
-        self.no_value_in(&out);
-        out
+    fn verify(&self, args: &[&str]) -> Run {
+        self.hiding_values(
+            Run::new(&self.bao)
+                .specs(self.specs.path())
+                .args(["verify", "auh1-dev", "--kubeconfig"])
+                .arg(self.kube.kubeconfig())
+                .args(args),
+        )
     }
 
-    /// Neither Vault's values nor the fixtures' Secret values appear in the output.
-    fn no_value_in(&self, out: &Out) {
-        let all = out.all_text();
+    /// `run`, expected to show neither Vault's values (as they are before it: verify writes
+    /// nothing) nor the fixtures' Secret values.
+    fn hiding_values(&self, mut run: Run) -> Run {
         let mut values: Vec<String> = FIXTURE_VALUES.iter().map(|v| v.to_string()).collect();
         for path in [PATH, MULTI] {
             if let Some((data, _)) = self.bao.kv_get("secret", path) {
@@ -134,8 +132,9 @@ impl World {
             }
         }
         for v in values {
-            assert!(!all.contains(&v), "a value leaked into the output:\n{all}");
+            run = run.never_shows(v);
         }
+        run
     }
 }
 
@@ -179,7 +178,7 @@ fn synced() {
         .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
     put_fixture(&w.kube, "destination-secret.yaml");
     put_fixture(&w.kube, "events-synced.yaml");
-    let out = w.verify(&["-o", "json"]).expect_code(0);
+    let out = w.verify(&["-o", "json"]).output();
     let doc = out.json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(v["ok"], true, "{v:#}");
@@ -209,12 +208,12 @@ fn synced() {
     assert_eq!(doc["policy"]["vso"]["report"]["ok"], true);
     assert_eq!(doc["kube"]["external_secrets"], json!([]));
 
-    let summary = w.verify(&[]).expect_code(0).stdout_text();
+    let summary = w.verify(&[]).output().stdout_text();
     has(
         &summary,
         ": 1 VaultStaticSecret(s) synced and fresh, 1 VaultAuth(s) ok, 1 VaultConnection(s) ok",
     );
-    let human = w.verify(&["--all"]).expect_code(0);
+    let human = w.verify(&["--all"]).output();
     let text = human.stdout_text();
     has(
         &text,
@@ -240,7 +239,7 @@ fn a_stale_secret_synced_condition_after_a_recovery_is_synced() {
         &later(),
     ));
     put_fixture(&w.kube, "destination-secret.yaml");
-    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let doc = w.verify(&["-o", "json"]).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(
         (v["ok"].as_bool(), v["secret_synced"].as_bool()),
@@ -258,7 +257,7 @@ fn denied_by_policy() {
     );
     put_fixture(&w.kube, "vaultstaticsecret-denied.yaml");
     put_fixture(&w.kube, "events-denied.yaml");
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(
         (v["ok"].as_bool(), v["synced"].as_bool()),
@@ -288,7 +287,7 @@ fn denied_by_policy() {
         json!([{"path": "secret/data/ask/core-service/*", "capabilities": ["read"]}])
     );
 
-    let text = w.verify(&[]).expect_code(1).stdout_text();
+    let text = w.verify(&[]).status(1).output().stdout_text();
     has(
         &text,
         "FAIL VaultStaticSecret ask/zitadel-masterkey: not synced",
@@ -308,7 +307,8 @@ fn path_missing() {
     put_fixture(&w.kube, "events-missing-path.yaml");
     let doc = w
         .verify(&["-o", "json", "--only", "kube"])
-        .expect_code(1)
+        .status(1)
+        .output()
         .json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(v["ok"], false);
@@ -318,7 +318,11 @@ fn path_missing() {
         format!("`secret/{PATH}` field `password` is missing in Vault"),
     );
     has(&why, "event VaultClientError (reading Vault failed): Failed to read Vault secret: empty response from Vault");
-    let text = w.verify(&["--only", "kube"]).expect_code(1).stdout_text();
+    let text = w
+        .verify(&["--only", "kube"])
+        .status(1)
+        .output()
+        .stdout_text();
     has(&text, "why: `secret/ask/core-service/auh1-dev/ZITADEL_MASTERKEY` field `password` is missing in Vault");
 }
 
@@ -344,7 +348,7 @@ fn placeholder_still_pending() {
         "Failed to sync the secret, horizon=30s, err=Failed setting up SecretTransformationOption"
     );
     w.kube.put(failing);
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     let v = vss(&doc, "iam-service-pat");
     has(
         &strings(&v["explanations"]),
@@ -361,7 +365,7 @@ fn placeholder_still_pending() {
         &later(),
     ));
     w.kube.put(synced);
-    let out = w.verify(&["-o", "json"]).expect_code(0);
+    let out = w.verify(&["-o", "json"]).output();
     let v = vss(&out.json(), "iam-service-pat").clone();
     assert_eq!(v["ok"], true);
     has(
@@ -369,7 +373,7 @@ fn placeholder_still_pending() {
         "field `value` is still a placeholder: the destination Secret holds the marker",
     );
     // With --strict the pending placeholder fails the run (the vault part's verdict).
-    w.verify(&["--strict"]).expect_code(1);
+    w.verify(&["--strict"]).status(1).output();
 }
 
 /// `lastGeneration` behind `generation`: VSO has not processed the current spec.
@@ -379,7 +383,7 @@ fn stale() {
     w.kube
         .put(reconciled_at("vaultstaticsecret-stale.yaml", &later()));
     put_fixture(&w.kube, "destination-secret.yaml");
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(
         (v["synced"].as_bool(), v["ready"].as_bool()),
@@ -389,7 +393,7 @@ fn stale() {
         &strings(&v["problems"]),
         "not reconciled: generation 3 but VSO last processed generation 2",
     );
-    let text = w.verify(&[]).expect_code(1).stdout_text();
+    let text = w.verify(&[]).status(1).output().stdout_text();
     has(
         &text,
         "FAIL VaultStaticSecret ask/zitadel-masterkey: not reconciled",
@@ -402,7 +406,7 @@ fn synced_before_the_value_was_written_is_not_fresh() {
     let w = world(true, VSO_POLICY);
     put_fixture(&w.kube, "vaultstaticsecret-synced.yaml"); // Ready at 2026-08-20, before seeding
     put_fixture(&w.kube, "destination-secret.yaml");
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(v["synced"], true);
     has(
@@ -427,7 +431,7 @@ fn destination_secret_missing_a_key() {
     let mut secret = vso_fixture("destination-secret-multifield.yaml").remove(0);
     secret["data"].as_object_mut().unwrap().remove("masterkey");
     w.kube.put(secret);
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     let v = vss(&doc, "zitadel-secret-kv");
     assert_eq!(v["synced"], true);
     assert_eq!(
@@ -436,7 +440,7 @@ fn destination_secret_missing_a_key() {
     );
     // With every key (and `_raw`) it is done.
     put_fixture(&w.kube, "destination-secret-multifield.yaml");
-    w.verify(&[]).expect_code(0);
+    w.verify(&[]).output();
 }
 
 #[test]
@@ -456,7 +460,7 @@ fn vault_auth_invalid() {
         &later(),
         12,
     ));
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     let auth = object(&doc, "VaultAuth");
     assert_eq!(auth["ok"], false);
     has(
@@ -466,7 +470,7 @@ fn vault_auth_invalid() {
     let why = strings(&vss(&doc, "zitadel-masterkey")["explanations"]);
     has(&why, "event VaultClientConfigError (login to Vault failed");
     has(&why, "its VaultAuth `ask/vault-auth` is not valid");
-    let text = w.verify(&[]).expect_code(1).stdout_text();
+    let text = w.verify(&[]).status(1).output().stdout_text();
     has(&text, "FAIL VaultAuth ask/vault-auth: invalid");
 }
 
@@ -479,7 +483,7 @@ fn the_default_vault_auth_is_found_by_name() {
     obj["spec"].as_object_mut().unwrap().remove("vaultAuthRef");
     w.kube.put(obj);
     put_fixture(&w.kube, "destination-secret.yaml");
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     has(
         &serde_json::to_string(&doc["kube"]["objects"]).unwrap(),
         "no VaultAuth named `default` exists",
@@ -491,7 +495,7 @@ fn the_default_vault_auth_is_found_by_name() {
     let mut conn = vso_fixture("vaultconnection.yaml").remove(0);
     conn["metadata"]["namespace"] = json!("vault-secrets-operator-system");
     w.kube.put(conn);
-    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let doc = w.verify(&["-o", "json"]).output().json();
     assert_eq!(
         vss(&doc, "zitadel-masterkey")["vault_auth"],
         "vault-secrets-operator-system/default"
@@ -521,7 +525,7 @@ fn the_default_vault_auth_is_found_by_name() {
 #[test]
 fn spec_names_a_vault_static_secret_that_does_not_exist() {
     let w = world(true, VSO_POLICY);
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(
         v["problems"],
@@ -529,7 +533,7 @@ fn spec_names_a_vault_static_secret_that_does_not_exist() {
             "VaultStaticSecret `ask/zitadel-masterkey` does not exist (is the secrets app synced?)"
         ])
     );
-    let text = w.verify(&[]).expect_code(1).stdout_text();
+    let text = w.verify(&[]).status(1).output().stdout_text();
     has(
         &text,
         "FAIL VaultStaticSecret ask/zitadel-masterkey: no status",
@@ -543,7 +547,7 @@ fn a_vault_static_secret_reading_a_path_the_spec_does_not_know() {
     obj["spec"]["path"] = json!("ask/core-service/auh1-dev/ZITADEL_MASTER_KEY");
     w.kube.put(obj);
     put_fixture(&w.kube, "destination-secret.yaml");
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     has(
         &strings(&vss(&doc, "zitadel-masterkey")["problems"]),
         "it reads `secret/ask/core-service/auh1-dev/ZITADEL_MASTER_KEY` (mount `secret`, path `ask/core-service/auh1-dev/ZITADEL_MASTER_KEY`), which is not a path of the spec",
@@ -552,7 +556,7 @@ fn a_vault_static_secret_reading_a_path_the_spec_does_not_know() {
     let mut obj = reconciled_at("vaultstaticsecret-synced.yaml", &later());
     obj["spec"]["type"] = json!("kv-v1");
     w.kube.put(obj);
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     has(
         &strings(&vss(&doc, "zitadel-masterkey")["problems"]),
         "its `type` is `kv-v1` but mount `secret` is KV v2",
@@ -593,7 +597,7 @@ fn wait_waits_for_the_vault_static_secret() {
             kube.put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
         });
         let _over = Over(&over);
-        let out = w.verify(&["--wait", "2m", "-o", "json"]).expect_code(0);
+        let out = w.verify(&["--wait", "2m", "-o", "json"]).output();
         assert_eq!(vss(&out.json(), "zitadel-masterkey")["ok"], true);
     });
     assert!(looked() >= 2);
@@ -606,7 +610,7 @@ fn force_sync_annotates_the_vault_static_secret() {
     w.kube
         .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
     put_fixture(&w.kube, "destination-secret.yaml");
-    let out = w.verify(&["--force-sync", "-o", "json"]).expect_code(0);
+    let out = w.verify(&["--force-sync", "-o", "json"]).output();
     let patches = w.kube.patches();
     assert_eq!(patches.len(), 1, "{patches:?}");
     assert_eq!(
@@ -630,8 +634,7 @@ fn policy_for_vso_prints_read_on_data_only() {
     let out = Run::offline()
         .specs(dir.path())
         .args(["policy", "auh1-dev", "--for", "vso"])
-        .output()
-        .expect_code(0);
+        .output();
     let text = out.stdout_text();
     has(
         &text,
@@ -652,8 +655,8 @@ fn policy_for_vso_prints_read_on_data_only() {
     let out = Run::offline()
         .specs(eso_only.path())
         .args(["policy", "auh1-dev", "--for", "vso"])
+        .status(1)
         .output();
-    assert_ne!(out.code(), 0);
     has(
         &out.stderr_text(),
         "no spec of environment `auh1-dev` has a `[vso]` section",
@@ -674,8 +677,8 @@ fn vso_section_is_linted() {
     let out = Run::offline()
         .specs(dir.path())
         .arg("lint")
-        .output()
-        .expect_code(2);
+        .status(2)
+        .output();
     let err = out.stderr_text();
     has(&err, "`namespace` `Ask` is not");
     has(&err, "app.toml:9:14");
@@ -714,11 +717,11 @@ fn hostile_vso_objects_are_clean_and_bounded() {
         }
         assert!(bytes.len() < 64 * 1024, "{what} is {} bytes", bytes.len());
     };
-    let out = w.verify(&[]).expect_code(1);
+    let out = w.verify(&[]).status(1).output();
     clean(&out.stdout, "stdout");
     clean(&out.stderr, "stderr");
     has(&out.stdout_text(), "more characters)");
-    let out = w.verify(&["-o", "json"]).expect_code(1);
+    let out = w.verify(&["-o", "json"]).status(1).output();
     assert!(
         out.stdout.len() < 64 * 1024,
         "JSON is {} bytes",
@@ -735,14 +738,15 @@ fn no_value_at_trace_level() {
     w.kube
         .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
     put_fixture(&w.kube, "destination-secret.yaml");
-    let out = Run::new(&w.bao)
-        .specs(w.specs.path())
-        .args(["verify", "auh1-dev", "--kubeconfig"])
-        .arg(w.kube.kubeconfig())
-        .env("RUST_LOG", "trace")
-        .output()
-        .expect_code(0);
-    w.no_value_in(&out);
+    let out = w
+        .hiding_values(
+            Run::new(&w.bao)
+                .specs(w.specs.path())
+                .args(["verify", "auh1-dev", "--kubeconfig"])
+                .arg(w.kube.kubeconfig())
+                .env("RUST_LOG", "trace"),
+        )
+        .output();
     // The run did read the VaultStaticSecret and its Secret, and logged at trace level.
     has(&out.stderr_text(), "vault_seed::kube");
     let asked: Vec<String> = w.kube.requests().iter().map(|r| r.path.clone()).collect();
@@ -770,7 +774,10 @@ fn both_operators_are_reported_separately() {
         "eso-ask",
         r#"path "secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY" { capabilities = ["read"] }"#,
     );
-    let out = w.verify(&["--only", "policy", "-o", "json"]).expect_code(1);
+    let out = w
+        .verify(&["--only", "policy", "-o", "json"])
+        .status(1)
+        .output();
     let doc = out.json();
     let p = &doc["policy"];
     assert_eq!(
@@ -783,7 +790,11 @@ fn both_operators_are_reported_separately() {
         (p["vso"]["ok"].as_bool(), p["vso"]["policies"].clone()),
         (Some(true), json!(["vso-ask"]))
     );
-    let text = w.verify(&["--only", "policy"]).expect_code(1).stdout_text();
+    let text = w
+        .verify(&["--only", "policy"])
+        .status(1)
+        .output()
+        .stdout_text();
     has(
         &text,
         "FAIL policy (ESO): `eso-ask` (read ESO's policies from Vault and evaluated them)",
@@ -797,8 +808,7 @@ fn both_operators_are_reported_separately() {
         let out = Run::offline()
             .specs(w.specs.path())
             .args(["policy", "auh1-dev", "--for", who])
-            .output()
-            .expect_code(0);
+            .output();
         has(
             &out.stdout_text(),
             format!("minimal {} policy", who.to_uppercase()),
@@ -830,21 +840,18 @@ path "sys/capabilities" { capabilities = ["update"] }
 "#,
     );
     let caller = w.bao.token_with_policies(&["prober"]);
+    // Neither a value nor the caller's token shows.
     let run = |args: &[&str]| {
-        let out = Run::new(&w.bao)
-            .token(&caller)
-            .specs(w.specs.path())
-            .args(["verify", "auh1-dev", "--only", "policy"])
-            .args(args)
-            .output();
-        w.no_value_in(&out);
-        assert!(
-            !out.all_text().contains(&caller),
-            "the caller's token leaked"
-        );
-        out
+        w.hiding_values(
+            Run::new(&w.bao)
+                .token(&caller)
+                .specs(w.specs.path())
+                .args(["verify", "auh1-dev", "--only", "policy"])
+                .args(args),
+        )
+        .never_shows(caller.as_str())
     };
-    let doc = run(&["-o", "json"]).expect_code(1).json();
+    let doc = run(&["-o", "json"]).status(1).output().json();
     let vso = &doc["policy"]["vso"];
     assert_eq!(vso["method"], "server-probe-token", "{doc:#}");
     assert_eq!(
@@ -861,11 +868,11 @@ path "sys/capabilities" { capabilities = ["update"] }
         "the probe token was revoked"
     );
     has(
-        &run(&[]).expect_code(1).stdout_text(),
+        &run(&[]).status(1).output().stdout_text(),
         "asked Vault (`sys/capabilities`) for a short-lived token with exactly VSO's policies, revoked at once",
     );
     w.bao.put_policy("vso-ask", VSO_POLICY);
-    run(&[]).expect_code(0);
+    run(&[]).output();
 }
 
 /// `spec.version` pins a KV v2 version: once Vault holds a newer one, the Secret is not fresh.
@@ -876,7 +883,7 @@ fn a_pinned_version_older_than_vaults_is_not_fresh() {
     obj["spec"]["version"] = json!(1);
     w.kube.put(obj.clone());
     put_fixture(&w.kube, "destination-secret.yaml");
-    w.verify(&[]).expect_code(0);
+    w.verify(&[]).output();
     // A person writes version 2 (a valid 32-byte masterkey).
     w.bao.kv_put(
         "secret",
@@ -887,7 +894,7 @@ fn a_pinned_version_older_than_vaults_is_not_fresh() {
         c["lastTransitionTime"] = json!(later());
     }
     w.kube.put(obj);
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     has(
         &strings(&vss(&doc, "zitadel-masterkey")["problems"]),
         "it reads version 1 (`spec.version`), but the secret's current version in Vault is 2",
@@ -913,7 +920,7 @@ fn a_secret_of_another_type_than_the_specs_is_not_done() {
     w.kube.put(obj.clone());
     // The fixture's destination Secret is `Opaque`, as VSO writes it without a type.
     put_fixture(&w.kube, "destination-secret.yaml");
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     let problems = strings(&vss(&doc, "zitadel-masterkey")["problems"]);
     has(
         &problems,
@@ -928,7 +935,7 @@ fn a_secret_of_another_type_than_the_specs_is_not_done() {
     let mut secret = vso_fixture("destination-secret.yaml").remove(0);
     secret["type"] = json!("kubernetes.io/dockerconfigjson");
     w.kube.put(secret);
-    w.verify(&[]).expect_code(0);
+    w.verify(&[]).output();
 }
 
 /// A cluster without VSO's CRDs: the kube part cannot be checked and says to install VSO.
@@ -936,7 +943,7 @@ fn a_secret_of_another_type_than_the_specs_is_not_done() {
 fn a_cluster_without_vso_says_so() {
     let w = world(true, VSO_POLICY);
     w.kube.without_vso();
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     assert_eq!(doc["kube"]["ok"], false);
     has(doc["kube"]["error"].as_str().unwrap(), "VaultStaticSecret");
     has(
@@ -958,7 +965,7 @@ fn skip_target_secrets_leaves_the_destination_unread() {
     w.kube.deny("secrets");
     let doc = w
         .verify(&["--skip-target-secrets", "-o", "json"])
-        .expect_code(0)
+        .output()
         .json();
     assert_eq!(vss(&doc, "zitadel-masterkey")["ok"], true);
     assert!(
@@ -981,12 +988,12 @@ fn a_forbidden_cluster_wide_vault_auth_list_is_not_done() {
     put_fixture(&w.kube, "destination-secret.yaml");
     w.kube
         .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
-    w.verify(&[]).expect_code(0);
+    w.verify(&[]).output();
 
     let mut obj = reconciled_at("vaultstaticsecret-synced.yaml", &later());
     obj["spec"].as_object_mut().unwrap().remove("vaultAuthRef");
     w.kube.put(obj);
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     assert_eq!(
         (&doc["ok"], &doc["kube"]["ok"]),
         (&json!(false), &json!(false))
@@ -998,7 +1005,7 @@ fn a_forbidden_cluster_wide_vault_auth_list_is_not_done() {
         json!(["VSO's default VaultAuth (`default` in the operator's namespace) cannot be looked for: forbidden to list `vaultauths.secrets.hashicorp.com` `metadata.name=default` (403): vaultauths.secrets.hashicorp.com is forbidden: User \"system:serviceaccount:ci:verifier\" cannot list resource \"vaultauths\" in API group \"secrets.hashicorp.com\" at the cluster scope"])
     );
     has(
-        &w.verify(&[]).expect_code(1).stdout_text(),
+        &w.verify(&[]).status(1).output().stdout_text(),
         "verify auh1-dev: NOT done",
     );
 }
@@ -1029,7 +1036,7 @@ fn a_reconcile_in_the_second_of_the_write_is_not_before_it() {
         "vaultstaticsecret-synced.yaml",
         &write_second(&w.bao, 0),
     ));
-    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let doc = w.verify(&["-o", "json"]).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(
         (v["ok"].as_bool(), v["problems"].clone()),
@@ -1047,7 +1054,7 @@ fn a_reconcile_in_the_second_of_the_write_is_not_before_it() {
         "vaultstaticsecret-synced.yaml",
         &write_second(&w.bao, -1),
     ));
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     has(
         &strings(&vss(&doc, "zitadel-masterkey")["problems"]),
         format!(
@@ -1072,7 +1079,7 @@ fn a_failed_status_write_after_the_write_cannot_tell() {
         |at: &str| fake_kube::vso_event(&obj, "Warning", "StatusUpdateError", conflict, at, 1);
     w.kube.add_event(failed(&write_second(&w.bao, -30)));
     w.kube.put(obj.clone());
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     has(
         &strings(&v["problems"]),
@@ -1093,7 +1100,7 @@ fn a_failed_status_write_after_the_write_cannot_tell() {
         1,
     ));
     w.kube.add_event(failed(&after));
-    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let doc = w.verify(&["-o", "json"]).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(
         (v["ok"].as_bool(), v["problems"].clone()),
@@ -1134,7 +1141,7 @@ fn a_transformation_that_renames_keys() {
     let obj = transformed(rename.clone());
     w.kube.put(obj.clone());
     put_fixture(&w.kube, "destination-secret.yaml");
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     assert_eq!(
         vss(&doc, "zitadel-masterkey")["problems"],
         json!(["destination Secret `ask/zitadel-masterkey` lacks key(s) `masterkey`"])
@@ -1147,7 +1154,7 @@ fn a_transformation_that_renames_keys() {
         &[("masterkey", &value)],
         &later(),
     ));
-    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let doc = w.verify(&["-o", "json"]).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(
         (v["ok"].as_bool(), v["problems"].clone(), v["notes"].clone()),
@@ -1159,7 +1166,7 @@ fn a_transformation_that_renames_keys() {
     let mut raw = rename.clone();
     raw["excludeRaw"] = json!(false);
     w.kube.put(transformed(raw));
-    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let doc = w.verify(&["-o", "json"]).output().json();
     has(
         &strings(&vss(&doc, "zitadel-masterkey")["notes"]),
         "destination Secret `ask/zitadel-masterkey` has no `_raw`: VSO writes it unless `excludeRaw` or the operator runs with `--global-transformation-options=exclude-raw`",
@@ -1168,7 +1175,7 @@ fn a_transformation_that_renames_keys() {
     let mut shared = rename;
     shared["transformationRefs"] = json!([{"name": "zitadel", "namespace": "platform"}]);
     w.kube.put(transformed(shared));
-    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let doc = w.verify(&["-o", "json"]).output().json();
     has(
         &strings(&vss(&doc, "zitadel-masterkey")["notes"]),
         "which keys its transformation writes is only partly known (it takes templates and filters from SecretTransformation `platform/zitadel`, which vault-seed does not read)",
@@ -1197,7 +1204,7 @@ fn includes_drop_a_field_and_the_secret_must_hold_the_rest() {
         &[("ADMIN_PASSWORD", &admin), ("_raw", "{}")],
         &later(),
     ));
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     assert_eq!(
         vss(&doc, "zitadel-secret-kv")["problems"],
         json!(["destination Secret `ask/zitadel-secret-kv` lacks key(s) `DATABASE__PASSWORD`"])
@@ -1211,7 +1218,7 @@ fn includes_drop_a_field_and_the_secret_must_hold_the_rest() {
         ],
         &later(),
     ));
-    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let doc = w.verify(&["-o", "json"]).output().json();
     has(
         &strings(&vss(&doc, "zitadel-secret-kv")["notes"]),
         "its transformation drops field(s) `masterkey` and no template names them",

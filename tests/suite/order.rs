@@ -28,12 +28,13 @@ fn app(name: &str, path: &str) -> String {
     format!("{name}={path}")
 }
 
-/// Run `vault-seed order ARGS`; (exit code, stdout, stderr).
+/// Run `vault-seed order ARGS`; (exit code, stdout, stderr): the caller asserts the code.
 fn order_with_stdin(args: &[String], stdin: &[u8]) -> (i32, String, String) {
     let out = Run::home("/nonexistent")
         .arg("order")
         .args(args)
         .stdin(stdin)
+        .any_status()
         .output();
     (out.code(), out.stdout_text(), out.stderr_text())
 }

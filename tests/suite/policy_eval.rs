@@ -406,7 +406,6 @@ fn vault_seed_policy_output_makes_the_check_pass() {
         .real_specs()
         .args(["policy", "auh1-dev"])
         .output();
-    assert!(out.status.success(), "{}", out.stderr_text());
     let hcl = String::from_utf8(out.stdout.clone()).unwrap();
     assert!(hcl.starts_with("# vault-seed: "), "{hcl}");
     assert!(hcl.ends_with(PRINTED), "not the runbook's grant:\n{hcl}");
@@ -430,7 +429,6 @@ fn vault_seed_policy_json_output() {
         .real_specs()
         .args(["policy", "auh1-dev", "--output", "json"])
         .output();
-    assert!(out.status.success(), "{}", out.stderr_text());
     let v = out.json();
     assert_eq!(v["env"], "auh1-dev");
     assert_eq!(v["policy"].as_str().unwrap(), PRINTED);
@@ -452,8 +450,8 @@ fn vault_seed_policy_unknown_environment_is_a_usage_error() {
     let out = Run::offline()
         .real_specs()
         .args(["policy", "nowhere"])
+        .status(2)
         .output();
-    assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
     let err = out.stderr_text();
     assert!(

@@ -69,11 +69,10 @@ fn a_shared_policy_keeps_every_rule_and_gains_what_the_spec_lacks() {
     // ESO's role carries it, as `verify` reads it below.
     bao.eso_role(SHARED);
     let out = merge(&bao, &["--merge", "eso-ask-push"])
-        .status(0)
         .stdout_has("# vault-seed: added for environment `auh1-dev` (core-service)\n")
         .stdout_has(r#"path "secret/data/ask/core-service/*""#)
         .stdout_has(r#"path "secret/metadata/ask/core-service/*""#)
-        .check();
+        .output();
     let merged = out.stdout_text();
     // The original text, byte for byte and first; the additions after it.
     assert!(merged.starts_with(&format!("{SHARED}\n")), "{merged}");
@@ -107,16 +106,14 @@ fn a_shared_policy_keeps_every_rule_and_gains_what_the_spec_lacks() {
     Run::new(&bao)
         .real_specs()
         .args(["verify", ENV, "--only", "policy"])
-        .status(0)
-        .check();
-    let again = merge(&bao, &["--merge", "eso-ask-push"]).status(0).check();
+        .output();
+    let again = merge(&bao, &["--merge", "eso-ask-push"]).output();
     assert_eq!(again.stdout_text(), merged);
 
     // JSON keeps `policy` and `rules`, and gives the merge.
     bao.put_policy("eso-ask-push", SHARED);
     let doc = merge(&bao, &["--merge", "eso-ask-push", "-o", "json"])
-        .status(0)
-        .check()
+        .output()
         .json();
     assert_eq!(doc["merge_policy"], "eso-ask-push");
     assert_eq!(doc["exists"], true);
@@ -130,11 +127,10 @@ fn diff_prints_only_the_additions() {
     let bao = OpenBao::dev();
     bao.put_policy("eso-ask-push", SHARED);
     let out = merge(&bao, &["--merge", "eso-ask-push", "--diff"])
-        .status(0)
         .stdout_lacks("postgresql/*")
         .stdout_lacks("hatchet")
         .stdout_lacks("shared by the ask applications")
-        .check();
+        .output();
     let diff = out.stdout_text();
     assert!(
         diff.starts_with("# vault-seed: added for environment `auh1-dev`"),
@@ -149,12 +145,11 @@ fn diff_prints_only_the_additions() {
 fn a_missing_policy_merges_with_nothing_and_says_so() {
     let bao = OpenBao::dev();
     merge(&bao, &["--merge", "eso-ask-push"])
-        .status(0)
         .stdout_has(
             "# vault-seed: policy `eso-ask-push` does not exist in Vault: merged with nothing\n",
         )
         .stdout_has(r#"path "secret/data/ask/core-service/*""#)
-        .check();
+        .output();
 }
 
 #[test]
@@ -171,7 +166,7 @@ fn a_policy_vault_seed_cannot_parse_is_an_error_and_no_policy() {
     let out = merge(&bao, &["--merge", "eso-ask-push"])
         .status(1)
         .stderr_has("error: policy `eso-ask-push` nests deeper than 64 levels")
-        .check();
+        .output();
     assert_eq!(out.stdout_text(), "");
 }
 
@@ -189,7 +184,7 @@ fn a_deny_on_a_needed_path_is_an_error_and_no_policy() {
         .stderr_has("error: policy `eso-ask-push` denies `secret/data/ask/core-service/auh1-dev/")
         .stderr_has("with its rule `secret/data/ask/core-service/*` (deny)")
         .stderr_has("help: vault-seed never removes a rule")
-        .check();
+        .output();
     assert_eq!(out.stdout_text(), "");
 }
 
@@ -207,7 +202,7 @@ fn a_token_that_cannot_read_the_policy_is_told_what_it_lacks() {
         .env("VAULT_TOKEN", &token)
         .status(1)
         .stderr_has("error: cannot read policy `eso-ask-push` to merge into it: permission denied: the token lacks `read` on `sys/policies/acl/eso-ask-push`")
-        .check();
+        .output();
     assert_eq!(out.stdout_text(), "");
 }
 
@@ -217,16 +212,14 @@ fn no_hint_says_to_overwrite_a_policy() {
     Run::offline()
         .real_specs()
         .args(["policy", ENV])
-        .status(0)
         .stdout_has(merge_hint)
         .stdout_lacks("write it with")
-        .check();
+        .output();
     Run::offline()
         .real_specs()
         .args(["policy", ENV, "--for", "seeder"])
-        .status(0)
         .stdout_has("`vault-seed policy auh1-dev --for seeder --merge vault-seed > FILE && vault policy write vault-seed FILE`")
-        .check();
+        .output();
     // `verify`'s fix lines too.
     let bao = OpenBao::dev();
     bao.put_policy("eso-ask-push", SHARED);
@@ -235,7 +228,7 @@ fn no_hint_says_to_overwrite_a_policy() {
         .args(["verify", ENV, "--only", "policy"])
         .status(1)
         .stdout_has("help: add them keeping the policy's other rules (writing only these would replace it): `vault-seed policy auh1-dev --merge eso-ask-push > FILE && vault policy write eso-ask-push FILE`")
-        .check();
+        .output();
 }
 
 /// `--merge NAME` goes into `sys/policies/acl/NAME`: it is checked as the spec's `policies` are
@@ -254,7 +247,7 @@ fn a_merge_name_that_is_not_a_policy_name_is_a_usage_error_shown_escaped() {
             .status(2)
             .stderr_has(why)
             .stderr_has("help: a Vault policy's name; use letters, digits")
-            .check();
+            .output();
         assert_eq!(out.stdout_text(), "", "{name:?}");
         assert!(
             !out.all_text().contains('\u{1b}'),
@@ -376,15 +369,13 @@ const PROBES: &[&str] = &[
 fn merged_never_widens(bao: &OpenBao, n: usize, old: &str) -> String {
     bao.put_policy("eso-ask-push", old);
     let merged = merge(bao, &["--merge", "eso-ask-push"])
-        .status(0)
-        .check()
+        .output()
         .stdout_text();
     assert!(merged.starts_with(old.trim_end()), "{merged}");
     let minimal = Run::offline()
         .real_specs()
         .args(["policy", ENV])
-        .status(0)
-        .check()
+        .output()
         .stdout_text();
     bao.put_policy(&format!("before-{n}"), old);
     bao.put_policy(&format!("after-{n}"), &merged);
@@ -461,12 +452,12 @@ path "secret/metadata/ask/*" { capabilities = ["read", "list"] }
         .stderr_has("from its rule `secret/data/ask/*`, so it must carry that rule's constraints, and with them OpenBao refuses ESO's")
         .stderr_has("`required_parameters` asks for `nonexistent`")
         .stderr_has("help: vault-seed never drops a rule's constraints")
-        .check();
+        .output();
     assert_eq!(out.stdout_text(), "");
     // `--diff` and `-o json` refuse alike.
     merge(&bao, &["--merge", "eso-ask-push", "--diff"])
         .status(1)
-        .check();
+        .output();
     assert!(!allowed_ops(&bao, &eso, password).contains("update"));
 }
 
@@ -493,8 +484,7 @@ path "secret/metadata/ask/*" { capabilities = ["read", "list"] }
     assert!(!added.contains("postgresql"), "{added}");
     // `-o json` gives the carried constraints with each added rule.
     let doc = merge(&bao, &["--merge", "eso-ask-push", "-o", "json"])
-        .status(0)
-        .check()
+        .output()
         .json();
     let rule = &doc["added"][0];
     assert_eq!(rule["path"], "secret/data/ask/core-service/*");
@@ -565,7 +555,7 @@ fn a_merge_that_would_narrow_or_cannot_carry_a_constraint_is_refused() {
             .status(1)
             .stderr_has("error: policy `eso-ask-push`: the rule `secret/data/ask/core-service/*` vault-seed would add takes")
             .stderr_has(wanted)
-            .check();
+            .output();
         assert_eq!(out.stdout_text(), "");
     }
 }
@@ -581,11 +571,11 @@ fn a_policy_stored_as_json_is_refused_saying_so() {
         .status(1)
         .stderr_has("error: policy `eso-ask-push` is stored as JSON: vault-seed adds its rules as HCL below a policy's text, and cannot add them to JSON")
         .stderr_lacks("would not grant")
-        .check();
+        .output();
     assert_eq!(out.stdout_text(), "");
     let full = r#"{"path": {"secret/*": {"capabilities": ["create", "update", "read", "list"]}}}"#;
     bao.put_policy("eso-ask-push", full);
-    let out = merge(&bao, &["--merge", "eso-ask-push"]).status(0).check();
+    let out = merge(&bao, &["--merge", "eso-ask-push"]).output();
     assert_eq!(out.stdout_text(), format!("{full}\n"));
 }
 

@@ -64,8 +64,7 @@ fn printed(dir: &std::path::Path, env: &str, who: &str) -> (Vec<(String, Vec<Str
     let doc = Run::offline()
         .specs(dir)
         .args(["policy", env, "--for", who, "-o", "json"])
-        .status(0)
-        .check()
+        .output()
         .json();
     let rules = doc["rules"]
         .as_array()
@@ -86,8 +85,7 @@ fn printed(dir: &std::path::Path, env: &str, who: &str) -> (Vec<(String, Vec<Str
     let text = Run::offline()
         .specs(dir)
         .args(["policy", env, "--for", who])
-        .status(0)
-        .check()
+        .output()
         .stdout_text();
     (rules, text)
 }
@@ -138,8 +136,7 @@ fn esos_policy_globs_only_over_a_folder_its_spec_owns() {
         &Run::offline()
             .specs(dir.path())
             .args(["policy", "dev"])
-            .status(0)
-            .check()
+            .output()
             .stdout_text(),
     );
     let token = bao.token_with_policies(&["eso-team"]);
@@ -192,8 +189,7 @@ fn the_seeders_policy_globs_only_over_a_folder_its_spec_owns_and_is_enough() {
     let policy = Run::offline()
         .specs(dir.path())
         .args(["policy", "dev", "--for", "seeder"])
-        .status(0)
-        .check()
+        .output()
         .stdout_text();
     bao.put_policy("vault-seed", &policy);
     let token = bao.token_with_policies(&["vault-seed"]);
@@ -202,15 +198,13 @@ fn the_seeders_policy_globs_only_over_a_folder_its_spec_owns_and_is_enough() {
         .token(&token)
         .specs(dir.path())
         .args(["apply", "dev"])
-        .status(0)
-        .check();
+        .output();
     assert_eq!(bao.kv_version("secret", "team/A"), Some(1));
     Run::new(&bao)
         .token(&token)
         .specs(dir.path())
         .args(["verify", "dev", "--only", "vault"])
-        .status(0)
-        .check();
+        .output();
     assert!(!may(
         &bao,
         &token,
@@ -298,8 +292,7 @@ fn vsos_policy_for_the_airgap_spec_names_each_path_and_verify_asks_for_those() {
     let policy = Run::offline()
         .specs(airgap_specs())
         .args(["policy", "auh1-dev", "--for", "vso"])
-        .status(0)
-        .check()
+        .output()
         .stdout_text();
     bao.vso_role("vso-ask", &policy);
     let token = bao.token_with_policies(&["vso-ask"]);
@@ -317,8 +310,7 @@ fn vsos_policy_for_the_airgap_spec_names_each_path_and_verify_asks_for_those() {
     Run::new(&bao)
         .specs(airgap_specs())
         .args(["verify", "auh1-dev", "--only", "policy"])
-        .status(0)
-        .check();
+        .output();
 
     // A policy that lacks them: `verify`'s fix lines name the paths, never `ask/*`.
     bao.put_policy(
@@ -329,7 +321,7 @@ fn vsos_policy_for_the_airgap_spec_names_each_path_and_verify_asks_for_those() {
         .specs(airgap_specs())
         .args(["verify", "auh1-dev", "--only", "policy"])
         .status(1)
-        .check();
+        .output();
     let text = out.stdout_text();
     has(
         &text,

@@ -27,8 +27,8 @@ fn has(out: &str, wanted: impl AsRef<str>) {
     assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
 }
 
-fn run(bao: &OpenBao, args: &[&str]) -> Out {
-    Run::new(bao).real_specs().args(args).output()
+fn run(bao: &OpenBao, args: &[&str]) -> Run {
+    Run::new(bao).real_specs().args(args)
 }
 
 /// Every value under `secret/` that a run must never print: what vault-seed generated and what
@@ -82,12 +82,12 @@ fn row<'a>(doc: &'a Value, key: &str, path_end: &str) -> &'a Value {
 #[test]
 fn an_absent_provided_path_waits_in_apply_and_fails_verify_naming_the_provider() {
     let bao = OpenBao::dev();
-    let plan = run(&bao, &["plan", ENV]).expect_code(0);
+    let plan = run(&bao, &["plan", ENV]).output();
     has(
         &plan.stdout_text(),
         format!("provided: absent (waiting for {PROVIDER})"),
     );
-    let apply = run(&bao, &["apply", ENV, "-o", "json"]).expect_code(0);
+    let apply = run(&bao, &["apply", ENV, "-o", "json"]).output();
     let doc = apply.json();
     assert_eq!(doc["ok"], true);
     assert_eq!(doc["summary"]["created"], 6);
@@ -109,7 +109,7 @@ fn an_absent_provided_path_waits_in_apply_and_fails_verify_naming_the_provider()
         );
     }
     // People see the waiting paths counted in the summary (each named once, on its row).
-    let again = run(&bao, &["apply", ENV]).expect_code(0);
+    let again = run(&bao, &["apply", ENV]).output();
     let text = again.stdout_text();
     has(
         &text,
@@ -117,7 +117,9 @@ fn an_absent_provided_path_waits_in_apply_and_fails_verify_naming_the_provider()
     );
 
     bao.eso_role(POLICY);
-    let verify = run(&bao, &["verify", ENV, "--skip-kube"]).expect_code(1);
+    let verify = run(&bao, &["verify", ENV, "--skip-kube"])
+        .status(1)
+        .output();
     let text = verify.stdout_text();
     has(
         &text,
@@ -127,7 +129,8 @@ fn an_absent_provided_path_waits_in_apply_and_fails_verify_naming_the_provider()
     );
     has(&text, "verify auh1-dev: NOT done");
     let doc = run(&bao, &["verify", ENV, "--skip-kube", "-o", "json"])
-        .expect_code(1)
+        .status(1)
+        .output()
         .json();
     let db = row(&doc["vault"], "results", DB);
     assert_eq!(db["status"], "missing");
@@ -144,7 +147,7 @@ fn an_absent_provided_path_waits_in_apply_and_fails_verify_naming_the_provider()
 fn plan_and_apply_name_each_provided_path_once() {
     let bao = OpenBao::dev();
     for command in ["plan", "apply"] {
-        let text = run(&bao, &[command, ENV]).expect_code(0).stdout_text();
+        let text = run(&bao, &[command, ENV]).output().stdout_text();
         for (name, _) in ASK_DB_PASSWORDS {
             let path = format!("secret/ask/postgresql/auh1-dev/{name}");
             let lines: Vec<&str> = text.lines().filter(|l| l.contains(&path)).collect();
@@ -183,8 +186,7 @@ fn the_provided_paths_are_read_while_the_owned_paths_are_written() {
         .real_specs()
         .addr(&proxy.addr)
         .args(["apply", ENV, "-o", "json"])
-        .output()
-        .expect_code(0);
+        .output();
     let doc = out.json();
     assert_eq!(doc["summary"]["created"], 6, "{doc}");
     assert_eq!(doc["summary"]["provided_present"], 3, "{doc}");
@@ -265,13 +267,12 @@ fn cluster_reading_a_provided_path(bao: &OpenBao) -> FakeKube {
     kube
 }
 
-fn verify_with(bao: &OpenBao, kube: &FakeKube, args: &[&str]) -> Out {
+fn verify_with(bao: &OpenBao, kube: &FakeKube, args: &[&str]) -> Run {
     Run::new(bao)
         .real_specs()
         .args(["verify", ENV, "--kubeconfig"])
         .arg(kube.kubeconfig())
         .args(args)
-        .output()
 }
 
 /// Present and valid: `verify` is done, and an ExternalSecret that reads a provided path passes
@@ -280,11 +281,11 @@ fn verify_with(bao: &OpenBao, kube: &FakeKube, args: &[&str]) -> Out {
 #[test]
 fn present_and_valid_provided_paths_let_verify_say_done() {
     let bao = OpenBao::dev();
-    run(&bao, &["apply", ENV]).expect_code(0);
+    run(&bao, &["apply", ENV]).output();
     bao.ask_db_pushes();
     bao.eso_role(POLICY);
     let kube = cluster_reading_a_provided_path(&bao);
-    let out = verify_with(&bao, &kube, &["-o", "json"]).expect_code(0);
+    let out = verify_with(&bao, &kube, &["-o", "json"]).output();
     let doc = out.json();
     assert_eq!(doc["ok"], true, "{doc}");
     assert_eq!(row(&doc["vault"], "results", DB)["status"], "valid");
@@ -296,15 +297,15 @@ fn present_and_valid_provided_paths_let_verify_say_done() {
         .unwrap()
         .iter()
         .all(|p| p["ok"] == true));
-    let human = verify_with(&bao, &kube, &[]).expect_code(0);
+    let human = verify_with(&bao, &kube, &[]).output();
     has(&human.stdout_text(), "verify auh1-dev: done");
 
-    let apply = run(&bao, &["apply", ENV, "-o", "json"]).expect_code(0);
+    let apply = run(&bao, &["apply", ENV, "-o", "json"]).output();
     let doc = apply.json();
     assert_eq!(doc["summary"]["provided_present"], 3);
     assert_eq!(doc["summary"]["written_paths"], 0);
     assert_eq!(row(&doc, "results", DB)["outcome"], "provided-present");
-    let text = run(&bao, &["plan", ENV]).expect_code(0).stdout_text();
+    let text = run(&bao, &["plan", ENV]).output().stdout_text();
     has(&text, "provided: present");
     for (name, _) in ASK_DB_PASSWORDS {
         assert_eq!(
@@ -321,19 +322,21 @@ fn present_and_valid_provided_paths_let_verify_say_done() {
 #[test]
 fn an_invalid_provided_value_fails_verify_and_is_never_overwritten() {
     let bao = OpenBao::dev();
-    run(&bao, &["apply", ENV]).expect_code(0);
+    run(&bao, &["apply", ENV]).output();
     bao.ask_db_pushes();
     let short = "Sh0rtPassw0rdFromAskDbPushSecre";
     assert_eq!(short.len(), 31);
     bao.kv_put("secret", DB, json!({ "password": short }));
     bao.eso_role(POLICY);
 
-    let verify = run(&bao, &["verify", ENV, "--skip-kube"]).expect_code(1);
+    let verify = run(&bao, &["verify", ENV, "--skip-kube"])
+        .status(1)
+        .output();
     let text = verify.stdout_text();
     has(&text, format!("invalid  secret/{DB}  password  is 31 characters long, expected 32; provided by {PROVIDER}: vault-seed never changes it"));
     has(&text, "verify auh1-dev: NOT done");
 
-    let apply = run(&bao, &["apply", ENV, "-o", "json"]).expect_code(0);
+    let apply = run(&bao, &["apply", ENV, "-o", "json"]).output();
     let doc = apply.json();
     let db = row(&doc, "results", DB);
     assert_eq!(db["outcome"], "provided-present");
@@ -372,8 +375,8 @@ fn set_and_rotate_refuse_a_provided_path() {
             .real_specs()
             .args(&args)
             .stdin(stdin)
-            .output()
-            .expect_code(2);
+            .status(2)
+            .output();
         let err = out.stderr_text();
         has(&err, format!("`secret/{DB}` is provided by another application ({PROVIDER}): vault-seed never writes it; nothing was sent"));
         has(&err, "help: its provider makes and changes it");
@@ -383,8 +386,8 @@ fn set_and_rotate_refuse_a_provided_path() {
             .args(&args)
             .args(["-o", "json"])
             .stdin(stdin)
+            .status(2)
             .output()
-            .expect_code(2)
             .json();
         assert_eq!(doc["ok"], false);
         assert_eq!(doc["command"], args[0]);
@@ -398,8 +401,8 @@ fn set_and_rotate_refuse_a_provided_path() {
             .addr(&stand_in.addr)
             .args(&args)
             .stdin(stdin)
-            .output()
-            .expect_code(2);
+            .status(2)
+            .output();
         assert_eq!(connections(), 0, "{args:?} connected before refusing");
     }
     Run::new(&bao)
@@ -408,8 +411,8 @@ fn set_and_rotate_refuse_a_provided_path() {
         .env("VAULT_SEED_GIVE_UP_AFTER", "2s")
         .args(["set", ENV, "IAM_SERVICE__PAT", "--answer-timeout", "1s"])
         .stdin("a-personal-access-token")
-        .output()
-        .expect_code(1);
+        .status(1)
+        .output();
     assert!(connections() > 0, "the stand-in for Vault counts nothing");
 }
 
@@ -422,7 +425,7 @@ fn set_and_rotate_refuse_a_provided_path() {
 #[allow(clippy::too_many_lines)] // one scenario told step by step; splitting it would hide the story
 fn the_providers_push_secret_failing_with_a_403_is_shown_as_the_cause() {
     let bao = OpenBao::dev();
-    run(&bao, &["apply", ENV]).expect_code(0);
+    run(&bao, &["apply", ENV]).output();
     bao.eso_role(POLICY);
     let kube = cluster_reading_a_provided_path(&bao);
     // Without ask-db's push, core-service-secret cannot sync.
@@ -476,7 +479,7 @@ fn the_providers_push_secret_failing_with_a_403_is_shown_as_the_cause() {
         );
     }
 
-    let out = verify_with(&bao, &kube, &[]).expect_code(1);
+    let out = verify_with(&bao, &kube, &[]).status(1).output();
     let text = out.stdout_text();
     has(
         &text,
@@ -509,7 +512,8 @@ fn the_providers_push_secret_failing_with_a_403_is_shown_as_the_cause() {
     );
     // The ExternalSecret reading the path gets the same cause, and no cross-check problem.
     let doc = verify_with(&bao, &kube, &["-o", "json"])
-        .expect_code(1)
+        .status(1)
+        .output()
         .json();
     let es = &doc["kube"]["external_secrets"][0];
     assert_eq!(es["name"], "core-service-secret");
@@ -584,8 +588,8 @@ fields.w = { generator = "password", length = 32, classes = ["lower", "digit"] }
     let out = Run::offline()
         .specs(dir.path())
         .args(["lint"])
-        .output()
-        .expect_code(2);
+        .status(2)
+        .output();
     let err = out.stderr_text();
     has(
         &err,

@@ -65,8 +65,7 @@ fn world() -> World {
     Run::new(&bao)
         .specs(specs.path())
         .args(["apply", "auh1-dev"])
-        .output()
-        .expect_code(0);
+        .output();
     let kube = FakeKube::start();
     kube.put(external_secret(
         "ask",
@@ -142,7 +141,7 @@ fn readers_named(doc: &Value) -> Vec<String> {
 #[test]
 fn rotate_names_the_objects_that_map_the_path_and_only_those() {
     let w = world();
-    let out = w.run(ROTATE).output().expect_code(0);
+    let out = w.run(ROTATE).output();
     let err = out.stderr_text();
     has(
         &err,
@@ -192,8 +191,7 @@ fn set_force_names_the_readers_and_a_placeholder_nobody_reads_says_nothing_more(
     let out = w
         .run(&["set", "auh1-dev", "SECURITY__API_KEY_SALT", "--force"])
         .stdin("ab".repeat(32))
-        .output()
-        .expect_code(0);
+        .output();
     has(
         &out.stderr_text(),
         "read by ExternalSecret `ask/salt-secret` (field `password` -> key `SECURITY__API_KEY_SALT`",
@@ -206,7 +204,6 @@ fn set_force_names_the_readers_and_a_placeholder_nobody_reads_says_nothing_more(
         .run(&["set", "auh1-dev", "IAM_SERVICE__PAT", "-o", "json"])
         .stdin("a-pat-made-by-a-person")
         .output()
-        .expect_code(0)
         .json();
     assert_eq!(doc["outcome"], "replaced-placeholder");
     // Whether the placeholder reached the cluster was asked: no listed object reads it.
@@ -253,8 +250,7 @@ fn set_of_a_placeholder_in_the_cluster_ends_with_the_next_step() {
     let out = w
         .run(&["set", "auh1-dev", "IAM_SERVICE__PAT"])
         .stdin("a-pat-made-by-a-person")
-        .output()
-        .expect_code(0);
+        .output();
     let err = out.stderr_text();
     has(&err, "the placeholder already reached the cluster: ExternalSecret `ask/core-service-secret` wrote it to Secret `core-service-secret`, which keeps it until ESO syncs again");
     has(&err, "Deployment `ask/api` reads Secret `core-service-secret` through env: it keeps the old value until it restarts, once the Secret is refreshed: `kubectl -n ask rollout restart deployment/api`");
@@ -274,7 +270,11 @@ fn set_of_a_placeholder_in_the_cluster_ends_with_the_next_step() {
         .unwrap()
         .replace("--wait 5m", "--wait 1s");
     let args: Vec<&str> = command.split_whitespace().skip(1).collect();
-    w.run(&args).output();
+    // The fake cluster reconciles nothing: still not done after the wait.
+    w.run(&args)
+        .status(1)
+        .stdout_has("verify auh1-dev: NOT done")
+        .output();
     let patched: Vec<String> = w.kube.patches().iter().map(|p| p.path.clone()).collect();
     for path in [
         "/apis/external-secrets.io/v1/namespaces/ask/externalsecrets/core-service-secret",
@@ -302,8 +302,7 @@ fn a_cluster_that_cannot_tell_is_said_and_the_write_goes_ahead() {
         .args(ROTATE)
         .arg("--kubeconfig")
         .arg(&config)
-        .output()
-        .expect_code(0);
+        .output();
     has(
         &out.stderr_text(),
         "readers not checked: cannot reach the Kubernetes API",
@@ -322,8 +321,7 @@ fn a_cluster_that_cannot_tell_is_said_and_the_write_goes_ahead() {
         .args(["set", "auh1-dev", "IAM_SERVICE__PAT", "--kubeconfig"])
         .arg(&config)
         .stdin("a-pat-made-by-a-person")
-        .output()
-        .expect_code(0);
+        .output();
     has(
         &out.stderr_text(),
         "note: whether the placeholder reached the cluster was not checked (cannot reach the Kubernetes API",
@@ -331,14 +329,14 @@ fn a_cluster_that_cannot_tell_is_said_and_the_write_goes_ahead() {
     has(&out.stderr_text(), "if it did, `vault-seed verify auh1-dev --only kube,consumers --force-sync --restart --wait 5m` brings the new value to its readers");
 
     w.kube.deny("externalsecrets");
-    let doc = w.run(ROTATE).output().expect_code(0).json();
+    let doc = w.run(ROTATE).output().json();
     assert_eq!(doc["readers_checked"], false);
     has(doc["readers_note"].as_str().unwrap(), "forbidden");
     assert_eq!(w.version(FERNET), 3);
 
     let other = world();
     other.kube.without_vso();
-    let out = other.run(ROTATE).output().expect_code(0);
+    let out = other.run(ROTATE).output();
     has(
         &out.stderr_text(),
         "readers not checked: the cluster serves no `VaultStaticSecret`",
@@ -357,7 +355,7 @@ fn a_cluster_that_cannot_tell_is_said_and_the_write_goes_ahead() {
 #[test]
 fn skip_kube_sends_nothing_to_the_cluster() {
     let w = world();
-    let out = w.run(ROTATE).arg("--skip-kube").output().expect_code(0);
+    let out = w.run(ROTATE).arg("--skip-kube").output();
     assert_eq!(w.kube.requests(), [], "the cluster was asked");
     has(&out.stderr_text(), "readers not checked: --skip-kube");
     let doc = out.json();
@@ -374,8 +372,7 @@ fn skip_kube_sends_nothing_to_the_cluster() {
         "--skip-kube",
     ])
     .stdin("cd".repeat(32))
-    .output()
-    .expect_code(0);
+    .output();
     assert_eq!(w.kube.requests(), [], "the cluster was asked");
     assert_eq!(w.version(SALT), 2);
 }
@@ -393,7 +390,7 @@ fn a_reader_pinned_to_a_version_is_flagged() {
     es.0["spec"]["data"][0]["remoteRef"]["version"] = json!("1");
     w.kube.put(es);
     w.kube.put(vss("fernet-key", FERNET, Some(1)));
-    let out = w.run(ROTATE).output().expect_code(0);
+    let out = w.run(ROTATE).output();
     let err = out.stderr_text();
     has(
         &err,
@@ -424,7 +421,7 @@ fn a_reader_pinned_to_the_current_version_needs_yes_and_is_never_said_to_refresh
     let w = world();
     w.kube.put(vss("fernet-key", FERNET, Some(1)));
     let unconfirmed = ["rotate", "auh1-dev", "SECURITY__MASTER_ENCRYPTION_KEY"];
-    let out = w.run(&unconfirmed).output().expect_code(2);
+    let out = w.run(&unconfirmed).status(2).output();
     has(
         &out.stderr_text(),
         "rotating replaces the live value of `secret/ask/core-service/auh1-dev/SECURITY__MASTER_ENCRYPTION_KEY`",
@@ -436,13 +433,13 @@ fn a_reader_pinned_to_the_current_version_needs_yes_and_is_never_said_to_refresh
         "SECURITY__MASTER_ENCRYPTION_KEY",
         "--dry-run",
     ];
-    let out = w.run(&dry).output().expect_code(0);
+    let out = w.run(&dry).output();
     has(
         &out.stderr_text(),
         "VaultStaticSecret `ask/fernet-key` is pinned to version 1 (`spec.version`): it will keep serving the old value, not the new one",
     );
     assert_eq!(w.version(FERNET), 1, "nothing written");
-    let out = w.run(ROTATE).output().expect_code(0);
+    let out = w.run(ROTATE).output();
     let err = out.stderr_text();
     has(
         &err,
@@ -459,7 +456,7 @@ fn a_reader_pinned_to_the_current_version_needs_yes_and_is_never_said_to_refresh
     es.0["spec"]["data"][0]["remoteRef"]["version"] = json!("2");
     w.kube.put(es);
     w.kube.put(vss("fernet-key", FERNET, Some(2)));
-    let out = w.run(ROTATE).output().expect_code(0);
+    let out = w.run(ROTATE).output();
     assert!(
         !out.stderr_text().contains("next sync"),
         "{}",
@@ -472,17 +469,12 @@ fn a_reader_pinned_to_the_current_version_needs_yes_and_is_never_said_to_refresh
 fn no_value_or_token_in_any_output_at_trace_level() {
     let w = world();
     let before = w.secrets();
-    let rotate = w
-        .run(ROTATE)
-        .env("RUST_LOG", "trace")
-        .output()
-        .expect_code(0);
+    let rotate = w.run(ROTATE).env("RUST_LOG", "trace").output();
     let set = w
         .run(&["set", "auh1-dev", "SECURITY__API_KEY_SALT", "--force"])
         .env("RUST_LOG", "trace")
         .stdin("ef".repeat(32))
-        .output()
-        .expect_code(0);
+        .output();
     let outs: [Out; 2] = [rotate, set];
     let mut secrets = before;
     secrets.extend(w.secrets());
@@ -534,7 +526,7 @@ fn rotate_ends_with_the_workloads_that_will_need_a_restart() {
         "other",
         env_from("salt-secret"),
     ));
-    let out = w.run(ROTATE).output().expect_code(0);
+    let out = w.run(ROTATE).output();
     has(
         &out.stderr_text(),
         "Deployment `ask/web` reads Secret `core-service-secret` through env: it keeps the old value until it restarts, once the Secret is refreshed (Reloader (annotation `reloader.stakater.com/auto: \"true\"`) restarts nothing: no Reloader runs",
@@ -544,7 +536,7 @@ fn rotate_ends_with_the_workloads_that_will_need_a_restart() {
         "`kubectl -n ask rollout restart deployment/web`",
     );
     w.kube.put(reloader_deployment("reloader", &[], true));
-    let out = w.run(ROTATE).output().expect_code(0);
+    let out = w.run(ROTATE).output();
     let err = out.stderr_text();
     has(
         &err,
@@ -572,7 +564,7 @@ fn rotate_ends_with_the_workloads_that_will_need_a_restart() {
     assert_eq!(named, ["api", "web"], "{doc:#}");
     // --skip-kube: nothing asked, nothing named.
     let asked = w.kube.requests().len();
-    let out = w.run(ROTATE).arg("--skip-kube").output().expect_code(0);
+    let out = w.run(ROTATE).arg("--skip-kube").output();
     assert!(!out.stderr_text().contains("`ask/api`"));
     assert_eq!(w.kube.requests().len(), asked);
 }

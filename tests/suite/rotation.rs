@@ -36,8 +36,7 @@ fn setup() -> (OpenBao, tempfile::TempDir) {
     Run::new(&bao)
         .specs(dir.path())
         .args(["apply", "dev"])
-        .status(0)
-        .check();
+        .output();
     (bao, dir)
 }
 
@@ -61,23 +60,22 @@ fn a_fixed_field_never_rotates_and_its_neighbour_does() {
         .status(2)
         .stderr_has("field `masterkey` of `secret/app/dev/ZITADEL` is fixed")
         .stderr_has("`vault-seed rotate dev ZITADEL.password --yes`")
-        .check();
+        .output();
     run()
         .args(["rotate", "dev", "ZITADEL.masterkey", "--yes"])
         .status(2)
         .stderr_has("is fixed")
-        .check();
+        .output();
     run()
         .args(["set", "dev", "ZITADEL.masterkey", "--force"])
         .stdin("0123456789abcdef0123456789abcdef\n")
         .status(2)
         .stderr_has("field `masterkey` of `secret/app/dev/ZITADEL` is fixed")
-        .check();
+        .output();
     assert_eq!(get(&bao, "ZITADEL"), (before.clone(), 1), "nothing written");
     run()
         .args(["rotate", "dev", "ZITADEL.password", "--yes"])
-        .status(0)
-        .check();
+        .output();
     let (after, version) = get(&bao, "ZITADEL");
     assert_eq!(version, 2);
     assert_eq!(
@@ -105,13 +103,13 @@ fn a_secret_lacking_a_fixed_field_is_invalid_and_nothing_is_added() {
             .stdout_has("holds `key`; the spec says `masterkey`")
             .stdout_has("not added while fixed field `masterkey` is missing")
             .never_shows(by_hand)
-            .check();
+            .output();
     }
     run()
         .args(["verify", "dev", "--only", "vault"])
         .status(1)
         .stdout_has("the spec says `masterkey`")
-        .check();
+        .output();
     let (data, version) = get(&bao, "ZITADEL");
     assert_eq!(version, 1, "never extended");
     assert_eq!(data, json!({ "key": by_hand }).as_object().unwrap().clone());
@@ -126,9 +124,8 @@ fn a_keyring_rotation_keeps_the_previous_keys_newest_first() {
     for round in 2..=4u64 {
         run()
             .args(["rotate", "dev", "FERNET", "--yes"])
-            .status(0)
             .stderr_has("the new key first")
-            .check();
+            .output();
         let (data, version) = get(&bao, "FERNET");
         assert_eq!(version, round);
         let ring: Vec<String> = text(&data["key"]).split(',').map(String::from).collect();
@@ -139,10 +136,7 @@ fn a_keyring_rotation_keeps_the_previous_keys_newest_first() {
         assert!(!keys.contains(&ring[0]), "a new key");
         keys.push(ring[0].clone());
     }
-    run()
-        .args(["verify", "dev", "--only", "vault"])
-        .status(0)
-        .check();
+    run().args(["verify", "dev", "--only", "vault"]).output();
     // A keyring with a bad second key: named by its place, never by its text; not carried on.
     let good = keys.last().unwrap().clone();
     bao.kv_put(
@@ -156,13 +150,13 @@ fn a_keyring_rotation_keeps_the_previous_keys_newest_first() {
         .stdout_has("key 2 of 2 (newest first)")
         .never_shows("too-short-key")
         .never_shows(&good)
-        .check();
+        .output();
     run()
         .args(["rotate", "dev", "FERNET", "--yes"])
         .status(1)
         .stderr_has("is not a valid keyring")
         .never_shows("too-short-key")
-        .check();
+        .output();
     assert_eq!(get(&bao, "FERNET").1, 5, "nothing written");
 }
 
@@ -176,8 +170,7 @@ fn a_keyring_rotation_is_backed_out_with_the_documented_command() {
     Run::new(&bao)
         .specs(dir.path())
         .args(["rotate", "dev", "FERNET", "--yes"])
-        .status(0)
-        .check();
+        .output();
     assert_eq!(get(&bao, "FERNET").1, 2);
     let old = std::process::Command::new(common::bao_bin())
         .args([
@@ -197,9 +190,8 @@ fn a_keyring_rotation_is_backed_out_with_the_documented_command() {
         .specs(dir.path())
         .args(["set", "dev", "FERNET.key", "--force", "--skip-kube"])
         .stdin(&old.stdout)
-        .status(0)
         .never_shows(&before)
-        .check();
+        .output();
     let (data, version) = get(&bao, "FERNET");
     assert_eq!((text(&data["key"]), version), (before, 3));
 }
@@ -215,8 +207,7 @@ fn a_single_key_fernet_reader_silently_takes_the_first_key_of_a_ring() {
     Run::new(&bao)
         .specs(dir.path())
         .args(["rotate", "dev", "FERNET", "--yes"])
-        .status(0)
-        .check();
+        .output();
     let ring = text(&get(&bao, "FERNET").0["key"]);
     let script = "import sys\nfrom cryptography.fernet import Fernet, InvalidToken\n\
         ring, old = sys.stdin.read().split()\n\
@@ -272,30 +263,28 @@ fn rotating_a_data_key_without_a_stated_rotation_is_refused() {
         .status(2)
         .stderr_has("is a Fernet key that encrypts or hashes stored data, and the spec does not say how it may rotate")
         .stderr_has("`rotation = \"keyring\"`")
-        .check();
+        .output();
     offline()
         .args(["rotate", "dev", "UNSTATED.master", "--yes"])
         .status(2)
         .stderr_has("is a Zitadel masterkey")
         .stderr_has("`rotation = \"replace\"`")
         .stderr_lacks("keyring")
-        .check();
+        .output();
     offline()
         .args(["rotate", "dev", "UNSTATED", "--yes"])
         .status(2)
-        .check();
+        .output();
     assert_eq!(silent.connections.load(Ordering::SeqCst), 0, "nothing sent");
     // A generator whose values hash or encrypt nothing rotates as before.
     Run::new(&bao)
         .specs(dir.path())
         .args(["apply", "dev"])
-        .status(0)
-        .check();
+        .output();
     Run::new(&bao)
         .specs(dir.path())
         .args(["rotate", "dev", "TOKEN", "--yes"])
-        .status(0)
-        .check();
+        .output();
     assert_eq!(get(&bao, "TOKEN").1, 2);
 }
 
@@ -305,8 +294,7 @@ fn the_real_spec_never_rotates_the_fernet_key_or_the_salt() {
     Run::new(&bao)
         .real_specs()
         .args(["apply", "auh1-dev"])
-        .status(0)
-        .check();
+        .output();
     // Issue 45: the refusal names the rule that refused (`rotation = "never"`, not "fixed") and
     // the spec's reason for the field.
     for (secret, reason) in [
@@ -328,7 +316,7 @@ fn the_real_spec_never_rotates_the_fernet_key_or_the_salt() {
             ))
             .stderr_has("take that key out of the spec first")
             .never_shows("is fixed")
-            .check();
+            .output();
         let path = format!("ask/core-service/auh1-dev/{secret}");
         assert_eq!(bao.kv_version("secret", &path), Some(1), "{secret}");
     }
@@ -340,8 +328,7 @@ fn the_real_spec_never_rotates_the_fernet_key_or_the_salt() {
             "APP__CORE_SERVICES_MACHINE_TOKEN",
             "--yes",
         ])
-        .status(0)
-        .check();
+        .output();
 }
 
 #[test]
@@ -360,9 +347,8 @@ fn fields_no_spec_names_get_a_note_and_are_left_alone() {
     ] {
         let out = run()
             .args(args)
-            .status(0)
             .never_shows("0ld-va1ue-kept-by-hand")
-            .check();
+            .output();
         let all = out.all_text();
         let note = all
             .lines()
@@ -371,11 +357,7 @@ fn fields_no_spec_names_get_a_note_and_are_left_alone() {
         assert!(note.contains("`old_password`"), "{args:?}: {note}");
         assert!(!all.contains('\u{1b}'), "{args:?}: the name is cleaned");
     }
-    let doc = run()
-        .args(["apply", "dev", "-o", "json"])
-        .status(0)
-        .check()
-        .json();
+    let doc = run().args(["apply", "dev", "-o", "json"]).output().json();
     assert!(doc["notes"].to_string().contains("old_password"), "{doc}");
     assert_eq!(get(&bao, "TOKEN"), (data, 2), "left as it is");
 }
@@ -390,18 +372,16 @@ fn set_says_replacing_only_after_the_value_passed_its_checks() {
         .stdin("not-hex\n")
         .status(2)
         .stderr_lacks("replacing")
-        .check();
+        .output();
     run()
         .args(["set", "dev", "TOKEN", "--force"])
         .stdin(format!("{current}\n"))
-        .status(0)
         .stderr_lacks("replacing")
         .stdout_has("unchanged")
-        .check();
+        .output();
     run()
         .args(["set", "dev", "TOKEN", "--force"])
         .stdin(format!("{}\n", "ab".repeat(32)))
-        .status(0)
         .stderr_has("replacing field `password` of `secret/app/dev/TOKEN`: version 1 -> 2")
-        .check();
+        .output();
 }

@@ -66,7 +66,9 @@ fn every_fill_in_hint_names_the_field_set_changes() {
             .specs(dir.path())
             .args(args)
             .stdin(stdin)
+            .any_status()
             .output();
+        // The caller asserts the code.
         (out.status.code(), out.stdout_text(), out.stderr_text())
     };
     let (code, applied, err) = run(&["apply", "dev"], "");

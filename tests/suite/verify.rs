@@ -29,8 +29,7 @@ pub(crate) fn vault_with(policy: &str) -> OpenBao {
     Run::new(&bao)
         .real_specs()
         .args(["apply", "auh1-dev"])
-        .status(0)
-        .check();
+        .output();
     bao.ask_db_pushes();
     bao.eso_role(policy);
     bao
@@ -128,7 +127,7 @@ pub(crate) fn vault_value(bao: &OpenBao, key: &str, property: &str) -> String {
 }
 
 /// `verify auh1-dev` of the real spec with `args`, against `kube` when given: a run to set
-/// expectations on ([`Run::check`]).
+/// expectations on ([`Run::output`]).
 fn verify(bao: &OpenBao, kube: Option<&FakeKube>, args: &[&str]) -> Run {
     let mut run = Run::new(bao)
         .real_specs()
@@ -153,7 +152,7 @@ fn es<'a>(doc: &'a Value, name: &str) -> &'a Value {
 fn the_whole_chain_is_done() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster(&bao);
-    let out = verify(&bao, Some(&kube), &["-o", "json"]).status(0).check();
+    let out = verify(&bao, Some(&kube), &["-o", "json"]).output();
     let doc = out.json();
     assert_eq!(doc["ok"], true);
     // 4 generated, and ask-db's 3 provided database passwords.
@@ -170,9 +169,9 @@ fn the_whole_chain_is_done() {
     // Human output says so too.
     verify(&bao, Some(&kube), &[])
         .stdout_has("verify auh1-dev: done")
-        .check();
+        .output();
     // --strict makes the pending placeholders a failure.
-    verify(&bao, Some(&kube), &["--strict"]).status(1).check();
+    verify(&bao, Some(&kube), &["--strict"]).status(1).output();
 }
 
 #[test]
@@ -184,10 +183,10 @@ fn runbook_policy_without_the_metadata_rule_is_a_gap_with_the_rule_to_add() {
         .status(1)
         .stdout_has(format!("policy `eso-ask-push` does not grant `read`, `list` on 6 paths under `secret/metadata/{FOLDER}/`"))
         .stdout_has(r#"add: path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }"#)
-        .check();
+        .output();
     // With the runbook's grant it passes.
     bao.put_policy("eso-ask-push", RUNBOOK_POLICY);
-    verify(&bao, None, &["--only", "policy"]).status(0).check();
+    verify(&bao, None, &["--only", "policy"]).output();
 }
 
 /// Fifteen gaps closed by three rules are three errors, each with its rule and the number of
@@ -208,7 +207,7 @@ fn gaps_are_grouped_by_the_rule_that_closes_them() {
         .stdout_lacks("ZITADEL_MASTERKEY")
         // The whole grant once more, ready to paste.
         .stdout_has("help: add to `eso-ask-push`:")
-        .check();
+        .output();
     let stdout = out.stdout_text();
     assert_eq!(stdout.matches("error:").count(), 5, "{stdout}");
     assert_eq!(stdout.matches("  add: ").count(), 5, "{stdout}");
@@ -220,7 +219,7 @@ fn gaps_are_grouped_by_the_rule_that_closes_them() {
     ]
     .iter()
     .fold(
-        verify(&bao, None, &["--only", "policy", "-v"]),
+        verify(&bao, None, &["--only", "policy", "-v"]).status(1),
         |run, name| {
             run.stdout_has(format!(
                 "`secret/data/{FOLDER}/{name}`: lacks `create`, `update`, `read`"
@@ -230,10 +229,12 @@ fn gaps_are_grouped_by_the_rule_that_closes_them() {
             ))
         },
     );
-    let stdout = listed.check().stdout_text();
+    let stdout = listed.output().stdout_text();
     assert_eq!(stdout.matches("error:").count(), 5, "{stdout}");
 
-    let doc = verify(&bao, None, &["--only", "policy", "-o", "json"]).json();
+    let doc = verify(&bao, None, &["--only", "policy", "-o", "json"])
+        .status(1)
+        .json();
     let paths = doc["policy"]["report"]["paths"].as_array().unwrap();
     assert_eq!(paths.len(), 15);
     for p in paths {
@@ -255,14 +256,13 @@ fn gaps_are_grouped_by_the_rule_that_closes_them() {
 #[test]
 fn vault_seed_policy_output_makes_the_check_pass() {
     let bao = vault_with("path \"nothing/*\" { capabilities = [\"read\"] }");
-    verify(&bao, None, &["--only", "policy"]).status(1).check();
+    verify(&bao, None, &["--only", "policy"]).status(1).output();
     let out = Run::new(&bao)
         .real_specs()
         .args(["policy", "auh1-dev"])
-        .status(0)
-        .check();
+        .output();
     bao.put_policy("eso-ask-push", &out.stdout_text());
-    verify(&bao, None, &["--only", "policy"]).status(0).check();
+    verify(&bao, None, &["--only", "policy"]).output();
 }
 
 #[test]
@@ -287,10 +287,9 @@ fn policies_unreadable_falls_back_to_asking_the_server() {
             "--eso-token-file",
         ])
         .arg(&file)
-        .status(0)
         // ESO's token.
         .never_shows(&eso)
-        .check();
+        .output();
     let doc = out.json();
     assert_eq!(doc["policy"]["method"], "server-eso-token");
     assert!(
@@ -310,7 +309,7 @@ path "secret/data/ask/postgresql/*" { capabilities = ["read"] }"#,
         .real_specs()
         .args(["verify", "auh1-dev", "--only", "policy", "-o", "json"])
         .status(1)
-        .check()
+        .output()
         .json();
     assert_eq!(doc["policy"]["method"], "server-self");
     assert_eq!(
@@ -336,7 +335,9 @@ fn a_sync_error_is_explained_by_the_policy_gap_and_the_event() {
         "UpdateFailed",
         "error retrieving secret at .data[0], key: ask/core-service/auh1-dev/ZITADEL_MASTERKEY, err: cannot read secret data from Vault: Error making API request. Code: 403. Errors: * 1 error occurred: * permission denied",
     ));
-    let out = verify(&bao, Some(&kube), &["-o", "json"]).status(1).check();
+    let out = verify(&bao, Some(&kube), &["-o", "json"])
+        .status(1)
+        .output();
     let doc = out.json();
     let z = es(&doc, "zitadel-secret");
     assert_eq!(z["ok"], false);
@@ -359,8 +360,9 @@ fn a_sync_error_is_explained_by_the_policy_gap_and_the_event() {
         "{why}"
     );
     verify(&bao, Some(&kube), &[])
+        .status(1)
         .stdout_has("why: ESO's policy does not grant `read`")
-        .check();
+        .output();
 }
 
 #[test]
@@ -387,7 +389,9 @@ fn stale_ready_missing_key_and_unknown_remote_ref_are_reported() {
     kube.put(
         fake_kube::external_secret("ask", "core-service-secret", &refs).ready_synced(&later()),
     );
-    let out = verify(&bao, Some(&kube), &["-o", "json"]).status(1).check();
+    let out = verify(&bao, Some(&kube), &["-o", "json"])
+        .status(1)
+        .output();
     let doc = out.json();
     let z = es(&doc, "zitadel-secret");
     assert!(
@@ -418,9 +422,7 @@ fn only_v1beta1_served_and_force_sync() {
     let bao = vault_with(RUNBOOK_POLICY);
     let kube = healthy_cluster(&bao);
     kube.serve_versions(&["v1beta1"]);
-    let out = verify(&bao, Some(&kube), &["-o", "json", "--force-sync"])
-        .status(0)
-        .check();
+    let out = verify(&bao, Some(&kube), &["-o", "json", "--force-sync"]).output();
     let doc = out.json();
     assert_eq!(
         es(&doc, "core-service-secret")["api_version"],
@@ -470,15 +472,14 @@ fn wait_sees_an_external_secret_become_ready() {
             });
         });
         verify(&bao, Some(&kube), &["--wait", "30s"])
-            .status(0)
             .stderr_has("waiting: 1/2 ExternalSecret(s) done")
-            .check();
+            .output();
     });
     // Without --wait the same failure is reported at once.
     kube.put(
         fake_kube::external_secret("ask", "zitadel-secret", ZITADEL_KEYS).sync_error(&later()),
     );
-    verify(&bao, Some(&kube), &[]).status(1).check();
+    verify(&bao, Some(&kube), &[]).status(1).output();
 }
 
 #[test]
@@ -496,8 +497,8 @@ fn unreachable_cluster_and_skip_kube() {
         .status(1)
         .stdout_has("FAIL kube:")
         .stdout_has("--skip-kube")
-        .check();
-    verify(&bao, None, &["--skip-kube"]).status(0).check();
+        .output();
+    verify(&bao, None, &["--skip-kube"]).output();
 }
 
 #[test]
@@ -515,19 +516,15 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
     };
     // Run, check that logging was on (and what else is expected of it), and keep its output.
     let mut seen = |run: Run| {
-        let out = run.stderr_has(" INFO vault_seed").check();
+        let out = run.stderr_has(" INFO vault_seed").output();
         all.push_str(&out.all_text());
         out
     };
     // Everything exists already (vault_with applied the spec): nothing to write.
-    seen(run(&["apply", "auh1-dev"]).status(0));
-    let out = seen(run(&["apply", "auh1-dev", "-o", "json"]).status(0));
+    seen(run(&["apply", "auh1-dev"]));
+    let out = seen(run(&["apply", "auh1-dev", "-o", "json"]));
     assert_eq!(out.json()["summary"]["exists"], 4, "{}", out.stdout_text());
-    seen(
-        run(&["set", "auh1-dev", "IAM_SERVICE__PAT"])
-            .stdin("pat-from-stdin-5e1f\n")
-            .status(0),
-    );
+    seen(run(&["set", "auh1-dev", "IAM_SERVICE__PAT"]).stdin("pat-from-stdin-5e1f\n"));
     let (pat, version) = bao
         .kv_get("secret", &format!("{FOLDER}/IAM_SERVICE__PAT"))
         .unwrap();
@@ -535,15 +532,12 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
         (pat["value"].as_str(), version),
         (Some("pat-from-stdin-5e1f"), 2)
     );
-    seen(
-        run(&[
-            "rotate",
-            "auh1-dev",
-            "APP__CORE_SERVICES_MACHINE_TOKEN",
-            "--yes",
-        ])
-        .status(0),
-    );
+    seen(run(&[
+        "rotate",
+        "auh1-dev",
+        "APP__CORE_SERVICES_MACHINE_TOKEN",
+        "--yes",
+    ]));
     assert_eq!(
         bao.kv_version(
             "secret",
@@ -556,8 +550,7 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
     let doc = seen(
         run(&["verify", "auh1-dev", "-o", "json"])
             .arg("--kubeconfig")
-            .arg(kube.kubeconfig())
-            .status(0),
+            .arg(kube.kubeconfig()),
     )
     .json();
     assert_eq!(doc["ok"], true, "{doc}");
@@ -566,14 +559,9 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
         Some(2),
         "the cluster was read: {doc}"
     );
-    seen(
-        run(&["plan", "auh1-dev"])
-            .status(0)
-            .stdout_has("nothing was written (plan)"),
-    );
+    seen(run(&["plan", "auh1-dev"]).stdout_has("nothing was written (plan)"));
     seen(
         run(&["policy", "auh1-dev", "--merge", "eso-ask-push"])
-            .status(0)
             .stdout_has("path \"secret/data/ask/core-service/*\""),
     );
     let mut secrets = vec![
@@ -628,9 +616,7 @@ fn no_secret_appears_in_a_full_session_at_trace_level() {
 fn a_policy_in_hcl1_one_line_form_is_evaluated_here() {
     let hcl1 = r#"path "secret/data/ask/core-service/*" { capabilities = ["create", "update", "read"], } path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"], } path "secret/data/ask/postgresql/*" { capabilities = ["read",] }"#;
     let bao = vault_with(hcl1);
-    let out = verify(&bao, None, &["--only", "policy", "-o", "json"])
-        .status(0)
-        .check();
+    let out = verify(&bao, None, &["--only", "policy", "-o", "json"]).output();
     let doc = out.json();
     assert_eq!(doc["policy"]["method"], "policies");
     assert_eq!(doc["policy"]["notes"], json!([]));
@@ -663,8 +649,10 @@ fn a_deny_everything_policy_is_denied_even_when_run_as_root() {
         .stdout_has("verify auh1-dev: NOT done")
         .stdout_has("granted: nothing; denied by the `deny` on `secret/*` in `eso-ask-push`")
         .stdout_lacks("ok   policy")
-        .check();
-    let doc = verify(&bao, None, &["--only", "policy", "-o", "json"]).json();
+        .output();
+    let doc = verify(&bao, None, &["--only", "policy", "-o", "json"])
+        .status(1)
+        .json();
     assert_eq!(doc["ok"], false);
     assert_eq!(doc["policy"]["method"], "policies");
     for p in doc["policy"]["report"]["paths"].as_array().unwrap() {
@@ -694,7 +682,7 @@ fn a_constraint_that_refuses_esos_requests_is_a_gap() {
         .status(1)
         .stdout_has(format!("on `secret/data/{FOLDER}/ZITADEL_MASTERKEY` (ExternalSecret read, PushSecret; granted: read; OpenBao refuses ESO's `read` request: `required_parameters` asks for `version`, which ESO's read does not send"))
         .stdout_has("help: the rule `secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY` in `eso-ask-push` refuses it")
-        .check();
+        .output();
 }
 
 /// `verify --only policy` run with `token`.
@@ -749,7 +737,7 @@ path "sys/capabilities" { capabilities = ["update"] }
     // Nothing that looks like a token in the output (below), even at trace level; never the
     // caller's token.
     let run = |args: &[&str]| verify_policy_as(&bao, &caller, args).never_shows(&caller);
-    let out = run(&["-o", "json"]).status(1).check();
+    let out = run(&["-o", "json"]).status(1).output();
     let doc = out.json();
     assert_eq!(doc["policy"]["method"], "server-probe-token", "{doc}");
     assert_eq!(
@@ -764,17 +752,19 @@ path "sys/capabilities" { capabilities = ["update"] }
     );
     assert_eq!(live_probe_tokens(&bao), 0, "the probe token was revoked");
     let human = run(&[])
+        .status(1)
         .stdout_has("asked Vault (`sys/capabilities`) for a short-lived token with exactly ESO's policies, revoked at once")
-        .check();
+        .output();
     let traced = Run::new(&bao)
         .token(&caller)
         .env("RUST_LOG", "trace")
         .real_specs()
         .args(["verify", "auh1-dev", "--only", "policy", "-vvv"])
+        .status(1)
         // Trace logs were on.
         .stderr_has("vault_seed")
         .never_shows(&caller)
-        .check();
+        .output();
     for out in [&out, &human, &traced] {
         let all = format!("{}{}", out.stdout_text(), out.stderr_text());
         assert!(
@@ -785,7 +775,7 @@ path "sys/capabilities" { capabilities = ["update"] }
     }
     // With the runbook's grant the same check passes.
     bao.put_policy("eso-ask-push", RUNBOOK_POLICY);
-    run(&[]).status(0).check();
+    run(&[]).output();
     assert_eq!(live_probe_tokens(&bao), 0);
 }
 
@@ -808,8 +798,8 @@ fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
         .stdout_has("help: run verify with a token that may read `sys/policies/acl/<name>`")
         .stdout_has("note: this token carries `default`, `reader`, not ESO's policies")
         .stdout_has("verify auh1-dev: NOT done")
-        .check();
-    let doc = run(&caller, &["-o", "json"]).json();
+        .output();
+    let doc = run(&caller, &["-o", "json"]).status(1).json();
     assert_eq!(doc["policy"]["method"], "unknown");
     assert_eq!(doc["policy"]["ok"], false);
     assert!(doc["policy"]["help"]
@@ -826,7 +816,7 @@ fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
         .status(1)
         .stdout_has("has the templated rule `secret/data/ask/{{identity.entity.name}}/*`")
         .stdout_has("help: pass --eso-token-file with ESO's own token")
-        .check();
+        .output();
     // ESO's own token decides it.
     let eso = bao.token_with_policies(&["eso-ask-push"]);
     let file = bao.home.path().join("eso-token");
@@ -835,8 +825,7 @@ fn an_undecidable_policy_part_is_not_ok_and_says_how_to_decide() {
         &bao.token,
         &["--eso-token-file", file.to_str().unwrap(), "-o", "json"],
     )
-    .status(0)
-    .check();
+    .output();
     assert_eq!(out.json()["policy"]["method"], "server-eso-token");
 }
 
@@ -897,11 +886,13 @@ fn hostile_cluster_text_is_clean_and_bounded() {
         .stdout_has("more characters)")
         // Line breaks became spaces.
         .stdout_has("not Ready: SecretSyncedError: could not get secret data  ok   kube: fake")
-        .check();
+        .output();
     clean(&out.stdout, "stdout");
     clean(&out.stderr, "stderr");
 
-    let out = verify(&bao, Some(&kube), &["-o", "json"]).status(1).check();
+    let out = verify(&bao, Some(&kube), &["-o", "json"])
+        .status(1)
+        .output();
     clean(&out.stdout, "JSON stdout");
     let doc = out.json();
     let z = es_of(&doc, "zitadel-secret");
@@ -976,7 +967,7 @@ fn vault_tokens_quoted_by_the_cluster_are_redacted() {
         .fold(verify(&bao, Some(&kube), &[]).status(1), |run, s| {
             run.never_shows(*s)
         })
-        .check();
+        .output();
     let text = out.all_text();
     has(&text, "token=hvs.[redacted]: permission denied");
     let prefix = &legacy[..legacy.find('.').unwrap() + 1];
@@ -984,10 +975,11 @@ fn vault_tokens_quoted_by_the_cluster_are_redacted() {
     // Nor the JSON.
     let out = secrets
         .iter()
-        .fold(verify(&bao, Some(&kube), &["-o", "json"]), |run, s| {
-            run.never_shows(*s)
-        })
-        .check();
+        .fold(
+            verify(&bao, Some(&kube), &["-o", "json"]).status(1),
+            |run, s| run.never_shows(*s),
+        )
+        .output();
     let json = out.all_text();
     let z = es_of(&out.json(), "zitadel-secret").clone();
     assert_eq!(
@@ -1018,9 +1010,8 @@ fn verify_sends_the_mount_detection_and_opens_its_connections_with_the_token_che
         .real_specs()
         .addr(&proxy.addr)
         .args(["verify", "auh1-dev", "--skip-kube"])
-        .status(0)
         .stdout_has("verify auh1-dev: done")
-        .check();
+        .output();
     let log = events.log();
     let token_sent = first(&log, "sent GET /v1/auth/token/lookup-self").unwrap();
     let token_answered = first(&log, "answered GET /v1/auth/token/lookup-self").unwrap();
@@ -1060,8 +1051,7 @@ fn verify_reads_the_policies_while_it_reads_the_values() {
         .real_specs()
         .addr(&proxy.addr)
         .args(["verify", "auh1-dev", "--skip-kube", "-o", "json"])
-        .status(0)
-        .check();
+        .output();
     let doc = out.json();
     assert_eq!(doc["vault"]["ok"], true, "{doc}");
     assert_eq!(doc["policy"]["ok"], true, "{doc}");
@@ -1095,8 +1085,7 @@ fn verify_lists_each_folder_once_and_reads_only_the_paths_its_listing_names() {
     Run::new(&bao)
         .specs(specs.path())
         .args(["apply", "auh1-dev"])
-        .status(0)
-        .check();
+        .output();
     let gone = "ask/core-service-1/auh1-dev/APP__CORE_SERVICES_MACHINE_TOKEN";
     let (status, _) = bao.api("DELETE", &format!("secret/metadata/{gone}"), None);
     assert_eq!(status, 204);
@@ -1110,7 +1099,7 @@ fn verify_lists_each_folder_once_and_reads_only_the_paths_its_listing_names() {
             "missing  secret/{gone}  password  run: vault-seed apply auh1-dev"
         ))
         .stdout_has("FAIL vault: 12 field(s): 1 missing, 4 pending, 7 valid")
-        .check();
+        .output();
     let log = events.log();
     let sent = |prefix: &str| log.iter().filter(|e| e.starts_with(prefix)).count();
     assert_eq!(
@@ -1173,7 +1162,7 @@ fn an_auth_role_many_specs_name_is_judged_once_so_its_problem_is_said_once() {
         .specs(specs.path())
         .args(["-o", "json", "verify", "auh1-dev", "--only", "policy"])
         .status(1)
-        .check();
+        .output();
     let doc = out.json();
     let errors: Vec<&str> = doc["policy"]["errors"]
         .as_array()
@@ -1208,8 +1197,7 @@ fn verify_reads_a_policy_and_an_auth_role_many_specs_name_once_with_one_connecti
     Run::new(&bao)
         .specs(specs.path())
         .args(["apply", "auh1-dev"])
-        .status(0)
-        .check();
+        .output();
     bao.eso_role(
         r#"
 path "secret/data/ask/*"     { capabilities = ["create", "update", "read"] }
@@ -1223,11 +1211,10 @@ path "secret/metadata/ask/*" { capabilities = ["read", "list"] }
         .specs(specs.path())
         .addr(&proxy.addr)
         .args(["verify", "auh1-dev", "--skip-kube"])
-        .status(0)
         .stdout_has("verify auh1-dev: done")
         .stdout_has("ok   policy: `eso-ask-push`")
         .stdout_has("ok   vault: 18 field(s): 6 pending, 12 valid")
-        .check();
+        .output();
     let log = events.log();
     let token_sent = first(&log, "sent GET /v1/auth/token/lookup-self").unwrap();
     let ahead = log[..token_sent]
@@ -1282,7 +1269,7 @@ fn the_verdict_names_the_parts_it_did_not_check_and_why() {
         ),
     ];
     for (args, verdict) in cases {
-        let out = verify(&bao, Some(&kube), args).status(0).check();
+        let out = verify(&bao, Some(&kube), args).output();
         let stdout = out.stdout_text();
         let line = stdout
             .lines()
@@ -1296,8 +1283,7 @@ fn the_verdict_names_the_parts_it_did_not_check_and_why() {
         .specs(without.path())
         .args(["verify", "auh1-dev", "--kubeconfig"])
         .arg(kube.kubeconfig())
-        .status(0)
-        .check();
+        .output();
     has(
         &out.stdout_text(),
         "verify auh1-dev: done (vault, policy, kube, consumers checked; not checked: argocd (no \
@@ -1315,7 +1301,7 @@ fn the_verdict_names_the_parts_it_did_not_check_and_why() {
         .arg("--kubeconfig")
         .arg(&nowhere)
         .status(1)
-        .check();
+        .output();
     let stdout = out.stdout_text();
     assert!(
         stdout.lines().any(|l| l
@@ -1324,8 +1310,7 @@ fn the_verdict_names_the_parts_it_did_not_check_and_why() {
         "{stdout}"
     );
     let doc = verify(&bao, Some(&kube), &["--skip-kube", "-o", "json"])
-        .status(0)
-        .check()
+        .output()
         .json();
     assert_eq!(doc["checked"], json!(["vault", "policy"]));
     assert_eq!(

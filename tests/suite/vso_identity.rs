@@ -9,7 +9,7 @@
 use crate::common;
 
 use common::fake_kube::{self, vso_fixture, FakeKube};
-use common::{spec_dir, OpenBao, Out, Run};
+use common::{spec_dir, OpenBao, Run};
 use serde_json::{json, Value};
 
 /// The fixtures' VaultConnection address (`vaultconnection.yaml`).
@@ -51,8 +51,7 @@ fn world(spec: &str) -> World {
     Run::new(&bao)
         .specs(specs.path())
         .args(["apply", "auh1-dev"])
-        .output()
-        .expect_code(0);
+        .output();
     bao.vso_role(
         "ask-core-service",
         r#"path "secret/data/ask/core-service/*" { capabilities = ["read"] }"#,
@@ -86,19 +85,18 @@ fn synced_now() -> Value {
 }
 
 impl World {
-    fn verify(&self, args: &[&str]) -> Out {
+    fn verify(&self, args: &[&str]) -> Run {
         Run::new(&self.bao)
             .specs(self.specs.path())
             .args(["verify", "auh1-dev", "--kubeconfig"])
             .arg(self.kube.kubeconfig())
             .args(args)
-            .output()
     }
 
     /// `verify` fails (exit 1) with `wanted` among the VaultStaticSecret's problems, in JSON and
     /// in text; the other parts stay ok (the rule is the part `kube`'s).
     fn fails_with(&self, wanted: &str) {
-        let doc = self.verify(&["-o", "json"]).expect_code(1).json();
+        let doc = self.verify(&["-o", "json"]).status(1).output().json();
         assert_eq!(doc["vault"]["ok"], true, "{doc:#}");
         assert_eq!(doc["kube"]["ok"], false);
         let v = &doc["kube"]["vault_static_secrets"][0];
@@ -113,18 +111,18 @@ impl World {
             problems.iter().any(|p| p.contains(wanted)),
             "missing {wanted:?} in {problems:#?}"
         );
-        let text = self.verify(&[]).expect_code(1).stdout_text();
+        let text = self.verify(&[]).status(1).output().stdout_text();
         assert!(text.contains(wanted), "missing {wanted:?} in:\n{text}");
         assert!(text.contains("verify auh1-dev: NOT done"), "{text}");
         // `--only` keeps its meaning: without `kube`, nothing of this is judged.
-        self.verify(&["--only", "vault,policy"]).expect_code(0);
+        self.verify(&["--only", "vault,policy"]).output();
     }
 }
 
 #[test]
 fn the_vault_role_and_namespace_vault_seed_judged_is_done() {
     let w = world(SPEC);
-    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let doc = w.verify(&["-o", "json"]).output().json();
     let v = &doc["kube"]["vault_static_secrets"][0];
     assert_eq!(
         (v["ok"].as_bool(), v["problems"].clone()),
@@ -142,7 +140,7 @@ fn the_vault_role_and_namespace_vault_seed_judged_is_done() {
     w.kube.update("VaultConnection", Some("ask"), "vault", |c| {
         c["spec"]["address"] = json!(addr);
     });
-    w.verify(&[]).expect_code(0);
+    w.verify(&[]).output();
 }
 
 #[test]
@@ -259,7 +257,7 @@ fn two_default_vault_auths() {
     w.fails_with(
         "not checked: which Vault and role VSO uses, since its VaultAuth `default` (VSO's default) is not known: several are named `default`",
     );
-    let doc = w.verify(&["-o", "json"]).expect_code(1).json();
+    let doc = w.verify(&["-o", "json"]).status(1).output().json();
     let auth = &doc["kube"]["objects"][0];
     assert_eq!(
         (auth["kind"].as_str(), auth["ok"].as_bool()),
@@ -279,7 +277,12 @@ fn two_default_vault_auths() {
                  "template": {"metadata": {"labels": {"control-plane": "controller-manager"}},
                               "spec": {"containers": [{"name": "manager", "image": "hashicorp/vault-secrets-operator:1.4.1"}]}}},
     }));
-    let doc = w.verify(&["-o", "json"]).json();
+    // Not done all the same: the VaultConnection it then reads is not in that namespace.
+    let doc = w
+        .verify(&["-o", "json"])
+        .status(1)
+        .stdout_has("VaultConnection `vault-secrets-operator-system/vault` does not exist")
+        .json();
     let auth = &doc["kube"]["objects"][0];
     assert_eq!(
         auth["namespace"], "vault-secrets-operator-system",
@@ -319,7 +322,7 @@ fn several_default_vault_connections_vso_uses_its_own_namespaces() {
 
     w.kube
         .put(fake_kube::vso_controller_deployment(OPERATOR_NS));
-    let doc = w.verify(&["-o", "json"]).expect_code(0).json();
+    let doc = w.verify(&["-o", "json"]).output().json();
     let conn = doc["kube"]["objects"]
         .as_array()
         .unwrap()

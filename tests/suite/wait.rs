@@ -15,13 +15,12 @@ fn later() -> String {
         .unwrap()
 }
 
-fn verify(bao: &OpenBao, kube: &FakeKube, args: &[&str]) -> common::Out {
+fn verify(bao: &OpenBao, kube: &FakeKube, args: &[&str]) -> common::Run {
     Run::new(bao)
         .real_specs()
         .args(["verify", "auh1-dev", "--kubeconfig"])
         .arg(kube.kubeconfig())
         .args(args)
-        .output()
 }
 
 fn count(kube: &FakeKube, path: &str) -> usize {
@@ -68,7 +67,7 @@ fn a_poll_reads_again_only_what_is_not_done_and_names_it() {
             }
             false
         });
-        let out = verify(&bao, &kube, &["--wait", "1m"]).expect_code(0);
+        let out = verify(&bao, &kube, &["--wait", "1m"]).output();
         let stderr = out.stderr_text();
         assert!(
             stderr.contains("waiting: 1/2 ExternalSecret(s) done; waiting for ExternalSecret ask/zitadel-secret (not Ready: SecretSyncedError"),
@@ -94,8 +93,7 @@ fn vault_without_pushes() -> OpenBao {
     Run::new(&bao)
         .real_specs()
         .args(["apply", "auh1-dev"])
-        .status(0)
-        .check();
+        .output();
     bao.eso_role(crate::verify::RUNBOOK_POLICY);
     bao
 }
@@ -105,7 +103,8 @@ fn vault_without_pushes() -> OpenBao {
 fn stops_early(bao: &OpenBao, kube: &FakeKube, cause: &str) {
     let start = Instant::now();
     let doc = verify(bao, kube, &["--wait", "1m", "-o", "json"])
-        .expect_code(1)
+        .status(1)
+        .output()
         .json();
     assert!(
         start.elapsed() < Duration::from_secs(30),
@@ -228,7 +227,7 @@ fn a_path_written_during_the_wait_is_judged_again() {
             }
         });
         verify(&bao, &kube, &["--wait", "1m", "-o", "json"])
-            .expect_code(0)
+            .output()
             .json()
     });
     let provided = doc["kube"]["provided"].as_array().unwrap();

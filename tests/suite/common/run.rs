@@ -4,7 +4,11 @@
 //! ```ignore
 //! let doc = Run::new(&bao).specs(dir.path()).args(["apply", "dev", "-o", "json"]).json();
 //! let out = Run::offline().args(["gen", "hex32"]).output();
+//! let out = Run::offline().args(["lint", "nowhere"]).status(2).output();
 //! ```
+//!
+//! A run is expected to exit 0 unless the test says otherwise (casey/just's `Test`): a test
+//! that forgot to expect a failure fails instead of passing on a command that failed.
 
 use std::ffi::OsStr;
 use std::io::Write;
@@ -21,8 +25,8 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_vault-seed"))
 }
 
-/// One run of `vault-seed`, built up and then run with [`Run::output`], [`Run::json`] or
-/// [`Run::spawn`].
+/// One run of `vault-seed`, built up and then run with [`Run::output`] or [`Run::json`], which
+/// check every expectation first, or started with [`Run::spawn`].
 pub struct Run {
     cmd: Command,
     stdin: Option<Vec<u8>>,
@@ -30,21 +34,87 @@ pub struct Run {
     stdout: Option<Stdio>,
     /// The scratch HOME of a run that has no server's, removed after the run.
     _home: Option<tempfile::TempDir>,
-    /// What [`Run::check`] asserts of the run, in one place.
+    /// What [`Run::output`] asserts of the run, in one place.
     expect: Expect,
 }
 
-/// What a run is expected to do (as casey/just's `Test`): its exit code and what its streams
-/// hold or must not hold. Checked together by [`Run::check`], which shows both streams when
-/// any of them fails.
-#[derive(Default)]
+/// What a run is expected to do (as casey/just's `Test`): its exit code (0 unless told) and what
+/// its streams hold or must not hold. Checked together by [`Run::output`], which shows both
+/// streams when any of them fails.
 struct Expect {
+    /// `None` only through [`Run::any_status`].
     status: Option<i32>,
     stdout_has: Vec<String>,
     stderr_has: Vec<String>,
     stdout_lacks: Vec<String>,
     stderr_lacks: Vec<String>,
     never: Vec<String>,
+}
+
+impl Default for Expect {
+    fn default() -> Expect {
+        Expect {
+            status: Some(0),
+            stdout_has: Vec::new(),
+            stderr_has: Vec::new(),
+            stdout_lacks: Vec::new(),
+            stderr_lacks: Vec::new(),
+            never: Vec::new(),
+        }
+    }
+}
+
+impl Expect {
+    /// Assert every expectation of `out` at once: see [`Run::output`].
+    #[track_caller]
+    fn check(&self, out: &Out) {
+        let (stdout, stderr) = (out.stdout_text(), out.stderr_text());
+        let mut unmet = Vec::new();
+        if let Some(code) = self.status.filter(|&c| c != out.code()) {
+            unmet.push(format!("exit code {}, expected {code}", out.code()));
+        }
+        for t in self
+            .stdout_has
+            .iter()
+            .filter(|t| !stdout.contains(t.as_str()))
+        {
+            unmet.push(format!("stdout lacks {t:?}"));
+        }
+        for t in self
+            .stderr_has
+            .iter()
+            .filter(|t| !stderr.contains(t.as_str()))
+        {
+            unmet.push(format!("stderr lacks {t:?}"));
+        }
+        for t in self
+            .stdout_lacks
+            .iter()
+            .filter(|t| stdout.contains(t.as_str()))
+        {
+            unmet.push(format!("stdout holds {t:?}"));
+        }
+        for t in self
+            .stderr_lacks
+            .iter()
+            .filter(|t| stderr.contains(t.as_str()))
+        {
+            unmet.push(format!("stderr holds {t:?}"));
+        }
+        for t in &self.never {
+            if stdout.contains(t.as_str()) || stderr.contains(t.as_str()) {
+                unmet.push(format!(
+                    "a text of {} bytes that must never show is shown",
+                    t.len()
+                ));
+            }
+        }
+        assert!(
+            unmet.is_empty(),
+            "{}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            unmet.join("\n")
+        );
+    }
 }
 
 impl Run {
@@ -163,100 +233,62 @@ impl Run {
         self
     }
 
-    /// Expect the run to exit with `code` ([`Run::check`]).
+    /// Expect the run to exit with `code` instead of 0.
     pub fn status(mut self, code: i32) -> Run {
         self.expect.status = Some(code);
         self
     }
 
-    /// Expect stdout to hold `text` ([`Run::check`]).
+    /// Accept any exit code: for a test that asserts the code itself from what it computed (a
+    /// model, a table of cases), never to get a failing run past.
+    pub fn any_status(mut self) -> Run {
+        self.expect.status = None;
+        self
+    }
+
+    /// Expect stdout to hold `text` ([`Run::output`]).
     pub fn stdout_has(mut self, text: impl Into<String>) -> Run {
         self.expect.stdout_has.push(text.into());
         self
     }
 
-    /// Expect stderr to hold `text` ([`Run::check`]).
+    /// Expect stderr to hold `text` ([`Run::output`]).
     pub fn stderr_has(mut self, text: impl Into<String>) -> Run {
         self.expect.stderr_has.push(text.into());
         self
     }
 
-    /// Expect stdout not to hold `text` ([`Run::check`]).
+    /// Expect stdout not to hold `text` ([`Run::output`]).
     pub fn stdout_lacks(mut self, text: impl Into<String>) -> Run {
         self.expect.stdout_lacks.push(text.into());
         self
     }
 
-    /// Expect stderr not to hold `text` ([`Run::check`]).
+    /// Expect stderr not to hold `text` ([`Run::output`]).
     pub fn stderr_lacks(mut self, text: impl Into<String>) -> Run {
         self.expect.stderr_lacks.push(text.into());
         self
     }
 
-    /// Expect `text` (a secret, a token) nowhere in the run's output ([`Run::check`]).
+    /// Expect `text` (a secret, a token) nowhere in the run's output ([`Run::output`]).
     pub fn never_shows(mut self, text: impl Into<String>) -> Run {
         self.expect.never.push(text.into());
         self
     }
 
-    /// Run to the end and assert every expectation at once; then the run. A failure names each
+    /// Run to the end and assert every expectation at once (exit 0 unless told); then what it
+    /// printed (stdout empty when sent elsewhere) and its exit status. A failure names each
     /// unmet expectation and shows both streams (a text that must never show is named by its
     /// length only).
     #[track_caller]
-    pub fn check(mut self) -> Out {
+    pub fn output(mut self) -> Out {
         let expect = std::mem::take(&mut self.expect);
-        let out = self.output();
-        let (stdout, stderr) = (out.stdout_text(), out.stderr_text());
-        let mut unmet = Vec::new();
-        if let Some(code) = expect.status.filter(|&c| c != out.code()) {
-            unmet.push(format!("exit code {}, expected {code}", out.code()));
-        }
-        for t in expect
-            .stdout_has
-            .iter()
-            .filter(|t| !stdout.contains(t.as_str()))
-        {
-            unmet.push(format!("stdout lacks {t:?}"));
-        }
-        for t in expect
-            .stderr_has
-            .iter()
-            .filter(|t| !stderr.contains(t.as_str()))
-        {
-            unmet.push(format!("stderr lacks {t:?}"));
-        }
-        for t in expect
-            .stdout_lacks
-            .iter()
-            .filter(|t| stdout.contains(t.as_str()))
-        {
-            unmet.push(format!("stdout holds {t:?}"));
-        }
-        for t in expect
-            .stderr_lacks
-            .iter()
-            .filter(|t| stderr.contains(t.as_str()))
-        {
-            unmet.push(format!("stderr holds {t:?}"));
-        }
-        for t in &expect.never {
-            if stdout.contains(t.as_str()) || stderr.contains(t.as_str()) {
-                unmet.push(format!(
-                    "a text of {} bytes that must never show is shown",
-                    t.len()
-                ));
-            }
-        }
-        assert!(
-            unmet.is_empty(),
-            "{}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-            unmet.join("\n")
-        );
+        let out = self.run_to_end();
+        expect.check(&out);
         out
     }
 
-    /// Run to the end; what it printed (stdout empty when sent elsewhere) and its exit status.
-    pub fn output(mut self) -> Out {
+    fn run_to_end(mut self) -> Out {
         let stdin = self.stdin.take();
         let stdout = self.stdout.take().unwrap_or_else(Stdio::piped);
         let mut child = self
@@ -284,18 +316,18 @@ impl Run {
         Out(output)
     }
 
-    /// Run to the end and parse stdout as one JSON document (else fail showing both streams).
+    /// [`Run::output`], then stdout as one JSON document (else fail showing both streams).
+    #[track_caller]
     pub fn json(self) -> Value {
         self.output().json()
     }
 
-    /// Start the run and return at once, stdin, stdout and stderr piped: to run several at
-    /// once, to talk to it while it runs, or to signal it.
-    /// Runs to the end under a small Python parent that waits for vault-seed with `os.wait4`:
+    /// [`Run::output`] under a small Python parent that waits for vault-seed with `os.wait4`:
     /// what it printed, and its peak resident memory in kB as the kernel counted it (nothing
     /// sampled, so no peak is missed). Not a child of this test process: Linux's `ru_maxrss`
     /// keeps the larger of a process's own peak and the memory of the process it was started
     /// from (up to its `exec`), and this test process holds hundreds of MiB.
+    #[track_caller]
     pub fn output_with_peak_rss(self) -> (Out, u64) {
         const WAIT4: &str = r#"
 import os, subprocess, sys
@@ -329,9 +361,12 @@ sys.exit(code if code >= 0 else 128 - code)
             .ok()
             .and_then(|t| t.trim().parse().ok())
             .unwrap_or_else(|| panic!("no ru_maxrss reported: {}", out.stderr_text()));
+        self.expect.check(&out);
         (out, kb)
     }
 
+    /// Start the run and return at once, stdin, stdout and stderr piped: to run several at
+    /// once, to talk to it while it runs, or to signal it. Nothing is checked: the test waits.
     pub fn spawn(mut self) -> Child {
         self.cmd
             .stdin(Stdio::piped())
@@ -389,7 +424,8 @@ impl Out {
         })
     }
 
-    /// Fail, showing both streams, unless the run exited with `code`; then the run.
+    /// Fail, showing both streams, unless the run exited with `code`; then the run. For what a
+    /// [`Run::spawn`]ed child or another program printed: [`Run::output`] checks its own.
     #[track_caller]
     pub fn expect_code(self, code: i32) -> Out {
         assert_eq!(
