@@ -8,7 +8,7 @@ use crate::verify::{argocd_layout, healthy_cluster, vault_with, RUNBOOK_POLICY};
 use std::time::Duration;
 
 use common::fake_kube::{self, FakeKube};
-use common::{OpenBao, Out, Run};
+use common::{has, OpenBao, Out, Run};
 use serde_json::{json, Value};
 
 const ARGOCD: &str = "
@@ -56,11 +56,6 @@ fn messages(v: &Value) -> String {
         .iter()
         .map(|p| format!("{} / help: {}\n", p["message"], p["help"]))
         .collect()
-}
-
-#[track_caller]
-fn has(out: &str, wanted: &str) {
-    assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
 }
 
 #[track_caller]

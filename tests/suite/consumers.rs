@@ -8,7 +8,7 @@ use common::fake_kube::{
     deployment_unready_status, external_secret, namespace, pod_of, reloader_deployment, secret,
     vso_controller_deployment, with_data_manager, workload, FakeKube,
 };
-use common::{spec_dir, OpenBao, Run};
+use common::{has, spec_dir, OpenBao, Run};
 use serde_json::{json, Value};
 use time::format_description::well_known::Rfc3339;
 use time::{Duration, OffsetDateTime};
@@ -131,11 +131,6 @@ fn reads(how: &str) -> Value {
         "containers": [container],
         "volumes": [{"name": "creds", "secret": {"secretName": "db"}}],
     })
-}
-
-fn has(out: &str, wanted: impl AsRef<str>) {
-    let wanted = wanted.as_ref();
-    assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
 }
 
 fn only_workload(doc: &Value) -> &Value {

@@ -8,7 +8,7 @@ use crate::common;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::fake_kube::{self, vso_fixture, FakeKube};
-use common::{spec_dir, OpenBao, Run};
+use common::{has, spec_dir, OpenBao, Run};
 use serde_json::{json, Value};
 
 const PATH: &str = "ask/core-service/auh1-dev/ZITADEL_MASTERKEY";
@@ -155,11 +155,6 @@ fn object<'a>(doc: &'a Value, kind: &str) -> &'a Value {
         .iter()
         .find(|o| o["kind"] == kind)
         .unwrap_or_else(|| panic!("no {kind} in {doc:#}"))
-}
-
-fn has(out: &str, wanted: impl AsRef<str>) {
-    let wanted = wanted.as_ref();
-    assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
 }
 
 fn strings(v: &Value) -> String {

@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::fake_kube::{self, FakeKube};
-use common::{OpenBao, Out, Run, ASK_DB_PASSWORDS};
+use common::{has, OpenBao, Out, Run, ASK_DB_PASSWORDS};
 use serde_json::{json, Value};
 
 const ENV: &str = "auh1-dev";
@@ -19,13 +19,6 @@ path "secret/data/ask/core-service/*"     { capabilities = ["create", "update", 
 path "secret/data/ask/postgresql/*"       { capabilities = ["read"] }
 path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }
 "#;
-
-/// `out` holds `wanted`; else fail showing all of it.
-#[track_caller]
-fn has(out: &str, wanted: impl AsRef<str>) {
-    let wanted = wanted.as_ref();
-    assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
-}
 
 fn run(bao: &OpenBao, args: &[&str]) -> Run {
     Run::new(bao).real_specs().args(args)

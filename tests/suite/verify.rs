@@ -6,7 +6,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::fake_kube::{self, FakeKube};
-use common::{OpenBao, Run};
+use common::{has, OpenBao, Run};
 use serde_json::{json, Value};
 
 /// The runbook's grant, and ESO's read of the database passwords ask-db pushes (issue 15).
@@ -16,12 +16,6 @@ path "secret/data/ask/postgresql/*"       { capabilities = ["read"] }
 path "secret/metadata/ask/core-service/*" { capabilities = ["read", "list"] }
 "#;
 const FOLDER: &str = "ask/core-service/auh1-dev";
-
-/// `out` holds `wanted`; else fail showing both.
-fn has(out: &str, wanted: impl AsRef<str>) {
-    let wanted = wanted.as_ref();
-    assert!(out.contains(wanted), "missing {wanted:?} in:\n{out}");
-}
 
 /// OpenBao with the real spec applied, ESO's role `kubernetes/eso` carrying `policy`.
 pub(crate) fn vault_with(policy: &str) -> OpenBao {
