@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::fake_kube::{external_secret, FakeKube};
-use common::{spec_dir, OpenBao, Run};
+use common::{spec_dir, OpenBao, Run, World};
 use serde_json::{json, Value};
 
 const ENV: &str = "auh1-dev";
@@ -38,24 +38,14 @@ fields.password = { generator = "password" }
 fields.username = { generator = "uuid" }
 "#;
 
-struct World {
-    bao: OpenBao,
-    specs: tempfile::TempDir,
-    kube: FakeKube,
-}
-
 /// Both environments applied; a cluster whose ExternalSecret and VaultStaticSecret read only
 /// named paths.
 fn world() -> World {
-    let bao = OpenBao::dev();
-    let specs = spec_dir(SPEC);
+    let w = World::new(SPEC);
     for env in [ENV, "auh1-prod"] {
-        Run::new(&bao)
-            .specs(specs.path())
-            .args(["apply", env])
-            .output();
+        w.apply(env);
     }
-    let kube = FakeKube::start();
+    let kube = &w.kube;
     kube.put(external_secret(
         "ask",
         "core-service-secret",
@@ -70,7 +60,7 @@ fn world() -> World {
         "secret",
         &format!("{FOLDER}/db"),
     ));
-    World { bao, specs, kube }
+    w
 }
 
 /// A VaultStaticSecret as VSO v1.4.1's CRD shapes it, reading `mount`/`path`.
@@ -89,11 +79,7 @@ fn vault_static_secret(ns: &str, name: &str, mount: &str, path: &str) -> Value {
 
 impl World {
     fn audit(&self, args: &[&str]) -> Run {
-        Run::new(&self.bao)
-            .specs(self.specs.path())
-            .args(["audit", ENV, "--kubeconfig"])
-            .arg(self.kube.kubeconfig())
-            .args(args)
+        self.run(&["audit", ENV]).args(args)
     }
 
     /// `API_KEY` written again with `extra` fields besides its own.

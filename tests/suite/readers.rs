@@ -7,9 +7,9 @@ use crate::common;
 
 use common::fake_kube::{
     external_secret, kubeconfig_yaml, reloader_deployment, secret, vso_fixture, with_data_manager,
-    workload, FakeKube,
+    workload,
 };
-use common::{has, spec_dir, OpenBao, Out, Run};
+use common::{has, Out, Run, World};
 use serde_json::{json, Value};
 
 const FERNET: &str = "ask/core-service/auh1-dev/SECURITY__MASTER_ENCRYPTION_KEY";
@@ -52,21 +52,11 @@ const ROTATE: &[&str] = &[
     "json",
 ];
 
-struct World {
-    bao: OpenBao,
-    specs: tempfile::TempDir,
-    kube: FakeKube,
-}
-
 /// OpenBao with the spec applied; a cluster holding the four readers.
 fn world() -> World {
-    let bao = OpenBao::dev();
-    let specs = spec_dir(SPEC);
-    Run::new(&bao)
-        .specs(specs.path())
-        .args(["apply", "auh1-dev"])
-        .output();
-    let kube = FakeKube::start();
+    let w = World::new(SPEC);
+    w.apply("auh1-dev");
+    let kube = &w.kube;
     kube.put(external_secret(
         "ask",
         "core-service-secret",
@@ -79,7 +69,7 @@ fn world() -> World {
     ));
     kube.put(vss("fernet-key", FERNET, None));
     kube.put(vss("salt", SALT, None));
-    World { bao, specs, kube }
+    w
 }
 
 /// A VaultStaticSecret `ask/<name>` reading `path` on `secret`, pinned to `version` if given.
@@ -95,15 +85,6 @@ fn vss(name: &str, path: &str, version: Option<u64>) -> Value {
 }
 
 impl World {
-    /// `vault-seed <args>` against this Vault and cluster.
-    fn run(&self, args: &[&str]) -> Run {
-        Run::new(&self.bao)
-            .specs(self.specs.path())
-            .args(args)
-            .arg("--kubeconfig")
-            .arg(self.kube.kubeconfig())
-    }
-
     fn version(&self, path: &str) -> u64 {
         self.bao.kv_get("secret", path).unwrap().1
     }

@@ -8,8 +8,8 @@
 
 use crate::common;
 
-use common::fake_kube::{self, vso_fixture, FakeKube};
-use common::{spec_dir, OpenBao, Run};
+use common::fake_kube::{self, vso_fixture};
+use common::{spec_dir, Run, World};
 use serde_json::{json, Value};
 
 /// The fixtures' VaultConnection address (`vaultconnection.yaml`).
@@ -37,37 +37,26 @@ fields.password = { generator = "masterkey" }
 
 const ROLE_LINES: &str = "auth_mount = \"kubernetes\"\nauth_role = \"ask-core-service\"\n";
 
-struct World {
-    bao: OpenBao,
-    specs: tempfile::TempDir,
-    kube: FakeKube,
-}
-
 /// Seeded OpenBao with VSO's role and policy; the cluster with a synced VaultStaticSecret (a
 /// reconcile after the seeding), its destination Secret, VaultAuth and VaultConnection.
 fn world(spec: &str) -> World {
-    let bao = OpenBao::dev();
-    let specs = spec_dir(spec);
-    Run::new(&bao)
-        .specs(specs.path())
-        .args(["apply", "auh1-dev"])
-        .output();
-    bao.vso_role(
+    let w = World::new(spec);
+    w.apply("auh1-dev");
+    w.bao.vso_role(
         "ask-core-service",
         r#"path "secret/data/ask/core-service/*" { capabilities = ["read"] }"#,
     );
-    let kube = FakeKube::start();
     for f in [
         "vaultauth.yaml",
         "vaultconnection.yaml",
         "destination-secret.yaml",
     ] {
         for obj in vso_fixture(f) {
-            kube.put(obj);
+            w.kube.put(obj);
         }
     }
-    kube.put(synced_now());
-    World { bao, specs, kube }
+    w.kube.put(synced_now());
+    w
 }
 
 /// The synced VaultStaticSecret, its `Ready`/`Healthy` rewritten a minute from now.
@@ -86,11 +75,7 @@ fn synced_now() -> Value {
 
 impl World {
     fn verify(&self, args: &[&str]) -> Run {
-        Run::new(&self.bao)
-            .specs(self.specs.path())
-            .args(["verify", "auh1-dev", "--kubeconfig"])
-            .arg(self.kube.kubeconfig())
-            .args(args)
+        self.run(&["verify", "auh1-dev"]).args(args)
     }
 
     /// `verify` fails (exit 1) with `wanted` among the VaultStaticSecret's problems, in JSON and

@@ -10,8 +10,10 @@ pub mod jwt;
 pub mod pod;
 pub mod proxy;
 pub mod run;
+pub mod world;
 
 pub use run::{text, Out, Run};
+pub use world::World;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
