@@ -12,6 +12,7 @@ mod environments;
 mod eso;
 mod names;
 mod secrets;
+mod syntax;
 mod vault;
 mod vso;
 
@@ -585,7 +586,7 @@ const SPEC_MAX_DEPTH: usize = 128;
 #[allow(clippy::too_many_lines)] // one spec table read key by key, each problem at its span
 fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     let text = &cx.src.text;
-    let mut root = match toml_span::parse(text) {
+    let mut root = match syntax::parse(text) {
         Ok(v) => v,
         Err(e) => {
             cx.toml_error(e, ROOT_KEYS_CTX);
