@@ -50,10 +50,13 @@ pub(super) fn fast(text: &str) -> Option<Value<'_>> {
 /// Nothing the two parsers might judge differently outside strings and keys: no control
 /// character but tab and LF (a CRLF file takes toml-span's path), no DEL, no byte-order mark.
 fn plain(text: &str) -> bool {
+    let ok = |b: u8| (b >= 0x20 && b != 0x7f) || b == b'\t' || b == b'\n';
+    // By blocks, each folded without a branch, which the compiler turns into vector code.
     !text.starts_with('\u{feff}')
         && text
-            .bytes()
-            .all(|b| (b >= 0x20 && b != 0x7f) || b == b'\t' || b == b'\n')
+            .as_bytes()
+            .chunks(64)
+            .all(|block| block.iter().fold(true, |all, &b| all & ok(b)))
 }
 
 /// Keys and containers deeper than this take toml-span's path, which enforces its own limit
@@ -208,15 +211,18 @@ impl<'a> Builder<'a> {
         self.header_line_open = true;
     }
 
-    /// `item` under the dotted key `keys` of `table`, making the dotted tables on the way, each
-    /// spanned by this first value, as toml-span's `add_dotted_key` does.
-    fn insert(&mut self, mut table: usize, mut keys: Vec<Key<'a>>, item: Item<'a>) {
+    /// `item` under the dotted key read ([`Builder::keys`], emptied) in `table`, making the
+    /// dotted tables on the way, each spanned by this first value, as toml-span's
+    /// `add_dotted_key` does.
+    fn insert(&mut self, mut table: usize, item: Item<'a>) {
+        // Taken and given back empty: one buffer serves every line.
+        let mut keys = std::mem::take(&mut self.keys);
         let Some(key) = keys.pop() else {
             self.ok = false;
             return;
         };
         let span = self.item_span(&item);
-        for part in keys {
+        for part in keys.drain(..) {
             table = match self.find(table, &part) {
                 Some(&Item::Table(j)) if self.tables[j].kind == Kind::Dotted => j,
                 Some(_) => {
@@ -231,6 +237,7 @@ impl<'a> Builder<'a> {
             };
         }
         self.tables[table].entries.push((key, item));
+        self.keys = keys;
     }
 
     fn item_span(&self, item: &Item<'_>) -> Span {
@@ -247,12 +254,10 @@ impl<'a> Builder<'a> {
             Some(Frame::Array { items, .. }) => items.push(item),
             Some(Frame::Inline { table, .. }) => {
                 let table = *table;
-                let keys = std::mem::take(&mut self.keys);
-                self.insert(table, keys, item);
+                self.insert(table, item);
             }
             None => {
-                let keys = std::mem::take(&mut self.keys);
-                self.insert(self.current, keys, item);
+                self.insert(self.current, item);
                 if let Some(s) = self.sections.last_mut().filter(|_| self.current != 0) {
                     s.end = s.end.max(end);
                 }
