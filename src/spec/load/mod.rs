@@ -128,8 +128,8 @@ pub fn load_dir(dir: &Path) -> Result<SpecSet, LoadError> {
     let mut files: Vec<PathBuf> = Vec::new();
     let mut diags = Vec::new();
     for entry in entries {
-        let path = match entry {
-            Ok(e) => e.path(),
+        let entry = match entry {
+            Ok(e) => e,
             Err(e) => {
                 diags.push(
                     Diagnostic::global(format!(
@@ -141,8 +141,19 @@ pub fn load_dir(dir: &Path) -> Result<SpecSet, LoadError> {
                 continue;
             }
         };
+        let path = entry.path();
         if path.extension().is_none_or(|x| x != "toml") {
             continue;
+        }
+        // The listing's own type where it is a file or a directory (no call to the system); a
+        // symbolic link, or a type the listing does not give, is followed and asked.
+        match entry.file_type() {
+            Ok(t) if t.is_file() => {
+                files.push(path);
+                continue;
+            }
+            Ok(t) if t.is_dir() => continue,
+            _ => {}
         }
         match std::fs::metadata(&path) {
             Ok(m) if m.is_file() => files.push(path),
@@ -421,14 +432,16 @@ impl Cx<'_> {
         }
     }
 
-    fn string(&mut self, v: &mut Value<'_>, what: &str) -> Option<String> {
+    /// A string value; `what` names it in the problem when it is not one (made only then: a
+    /// platform's specs hold tens of thousands of strings).
+    fn string(&mut self, v: &mut Value<'_>, what: impl FnOnce() -> String) -> Option<String> {
         let span = v.span;
         match v.take() {
             ValueInner::String(s) => Some(s.into_owned()),
             other => {
                 self.err(
                     span,
-                    format!("{what} must be a string, found {}", other.type_str()),
+                    format!("{} must be a string, found {}", what(), other.type_str()),
                     None,
                 );
                 None
@@ -444,7 +457,7 @@ impl Cx<'_> {
     ) -> Option<(String, Span)> {
         let (_, mut v) = th.take(key)?;
         let span = v.span;
-        self.string(&mut v, &format!("`{key}` in {ctx}"))
+        self.string(&mut v, || format!("`{key}` in {ctx}"))
             .map(|s| (s, span))
     }
 
@@ -534,7 +547,7 @@ impl Cx<'_> {
                     .into_iter()
                     .filter_map(|mut item| {
                         let s = item.span;
-                        self.string(&mut item, &format!("an item of `{key}` in {ctx}"))
+                        self.string(&mut item, || format!("an item of `{key}` in {ctx}"))
                             .map(|v| (v, s))
                     })
                     .collect(),
