@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use toml_span::Span;
@@ -153,36 +153,57 @@ pub struct SourceFile {
     pub path: Arc<Path>,
     /// The file's contents.
     pub text: String,
-    line_starts: Vec<usize>,
-    /// (byte offset, characters before it), every [`CHAR_CHECKPOINT`] bytes or so.
-    char_checkpoints: Vec<(usize, usize)>,
+    /// Where each line starts: made when a location is first asked for.
+    line_starts: OnceLock<Vec<usize>>,
+    /// (byte offset, characters before it), every [`CHAR_CHECKPOINT`] bytes or so: made only
+    /// when a column is asked for far into a long line.
+    char_checkpoints: OnceLock<Vec<(usize, usize)>>,
 }
 
 impl SourceFile {
-    /// Index a file's text by line (and by character count, for columns on long lines).
+    /// A file's text, to be indexed by line (and by character count, for columns on long
+    /// lines) when a location first needs it.
     pub fn new(path: &Path, text: String) -> Self {
-        let mut line_starts = vec![0];
-        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        let mut char_checkpoints = vec![(0, 0)];
-        let mut next = CHAR_CHECKPOINT;
-        for (chars, (i, _)) in text.char_indices().enumerate() {
-            if i >= next {
-                char_checkpoints.push((i, chars));
-                next = i + CHAR_CHECKPOINT;
-            }
-        }
         SourceFile {
             path: path.into(),
             text,
-            line_starts,
-            char_checkpoints,
+            line_starts: OnceLock::new(),
+            char_checkpoints: OnceLock::new(),
         }
+    }
+
+    fn line_starts(&self) -> &[usize] {
+        self.line_starts.get_or_init(|| {
+            let mut starts = vec![0];
+            starts.extend(self.text.match_indices('\n').map(|(i, _)| i + 1));
+            starts
+        })
+    }
+
+    /// The number of characters between two character boundaries `from` <= `to`: counted
+    /// where they are near, else from the checkpoints.
+    fn chars_between(&self, from: usize, to: usize) -> usize {
+        if to - from <= CHAR_CHECKPOINT {
+            return self.text[from..to].chars().count();
+        }
+        self.chars_before(to) - self.chars_before(from)
     }
 
     /// The number of characters before byte `offset` (a character boundary).
     fn chars_before(&self, offset: usize) -> usize {
-        let i = self.char_checkpoints.partition_point(|&(b, _)| b <= offset) - 1;
-        let (at, chars) = self.char_checkpoints[i];
+        let checkpoints = self.char_checkpoints.get_or_init(|| {
+            let mut checkpoints = vec![(0, 0)];
+            let mut next = CHAR_CHECKPOINT;
+            for (chars, (i, _)) in self.text.char_indices().enumerate() {
+                if i >= next {
+                    checkpoints.push((i, chars));
+                    next = i + CHAR_CHECKPOINT;
+                }
+            }
+            checkpoints
+        });
+        let i = checkpoints.partition_point(|&(b, _)| b <= offset) - 1;
+        let (at, chars) = checkpoints[i];
         chars + self.text[at..offset].chars().count()
     }
 
@@ -198,28 +219,26 @@ impl SourceFile {
     /// The 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = self.floor(offset);
-        let line = self.line_starts.partition_point(|&s| s <= offset) - 1;
-        let start = self.line_starts[line];
-        (
-            line + 1,
-            self.chars_before(offset) - self.chars_before(start) + 1,
-        )
+        let line_starts = self.line_starts();
+        let line = line_starts.partition_point(|&s| s <= offset) - 1;
+        let start = line_starts[line];
+        (line + 1, self.chars_between(start, offset) + 1)
     }
 
     /// A diagnostic at `span`, showing a window of its line around the span.
     pub fn diag(&self, span: Span, message: impl Into<String>) -> Diagnostic {
         let (line, col) = self.line_col(span.start);
         let start = self.floor(span.start);
-        let line_start = self.line_starts[line - 1];
-        let line_end = self
-            .line_starts
+        let line_starts = self.line_starts();
+        let line_start = line_starts[line - 1];
+        let line_end = line_starts
             .get(line)
             .map_or(self.text.len(), |&next| next - 1);
         let span_end = self.floor(span.end.clamp(start, line_end));
         let before = &self.text[line_start..start];
         let inside = &self.text[start..span_end];
         let after = self.text[span_end..line_end].trim_end_matches('\r');
-        let whole = self.chars_before(line_end) - self.chars_before(line_start) <= WINDOW;
+        let whole = self.chars_between(line_start, line_end) <= WINDOW;
         let (before_max, span_max) = match whole {
             true => (WINDOW, WINDOW),
             false => (WINDOW_BEFORE, WINDOW_SPAN),

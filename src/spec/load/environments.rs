@@ -118,7 +118,7 @@ fn take_cluster_vault_addrs(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str
             .into_iter()
             .filter_map(|mut item| {
                 let s = item.span;
-                cx.string(&mut item, &format!("an item of `{KEY}` in {ctx}"))
+                cx.string(&mut item, || format!("an item of `{KEY}` in {ctx}"))
                     .map(|v| (v, s))
             })
             .collect(),

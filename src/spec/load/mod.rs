@@ -12,6 +12,7 @@ mod environments;
 mod eso;
 mod names;
 mod secrets;
+mod syntax;
 mod vault;
 mod vso;
 
@@ -127,8 +128,8 @@ pub fn load_dir(dir: &Path) -> Result<SpecSet, LoadError> {
     let mut files: Vec<PathBuf> = Vec::new();
     let mut diags = Vec::new();
     for entry in entries {
-        let path = match entry {
-            Ok(e) => e.path(),
+        let entry = match entry {
+            Ok(e) => e,
             Err(e) => {
                 diags.push(
                     Diagnostic::global(format!(
@@ -140,8 +141,19 @@ pub fn load_dir(dir: &Path) -> Result<SpecSet, LoadError> {
                 continue;
             }
         };
+        let path = entry.path();
         if path.extension().is_none_or(|x| x != "toml") {
             continue;
+        }
+        // The listing's own type where it is a file or a directory (no call to the system); a
+        // symbolic link, or a type the listing does not give, is followed and asked.
+        match entry.file_type() {
+            Ok(t) if t.is_file() => {
+                files.push(path);
+                continue;
+            }
+            Ok(t) if t.is_dir() => continue,
+            _ => {}
         }
         match std::fs::metadata(&path) {
             Ok(m) if m.is_file() => files.push(path),
@@ -184,20 +196,70 @@ pub fn load_files(files: &[PathBuf]) -> Result<SpecSet, LoadError> {
     read_and_load(files, Vec::new())
 }
 
-/// Read each file (a file that cannot be read is a problem) and load them, after `diags`: one
-/// file at a time, so that only one file's text is held at once (a platform's whole set of
-/// specs can be tens of megabytes).
-fn read_and_load(files: &[PathBuf], mut diags: Vec<Diagnostic>) -> Result<SpecSet, LoadError> {
+/// Files each thread must have before loading is shared between threads: for fewer, starting a
+/// thread costs more than it saves.
+const FILES_PER_THREAD: usize = 64;
+
+/// Read each file (a file that cannot be read is a problem) and load them, after `diags`, in
+/// file order. On several cores, each thread takes a run of consecutive files, and the runs'
+/// specs and problems are joined in file order: the same set and the same problems, first to
+/// last, as one thread finds them (only what specs share, [`Shared`], is held once per thread).
+fn read_and_load(files: &[PathBuf], diags: Vec<Diagnostic>) -> Result<SpecSet, LoadError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(files.len() / FILES_PER_THREAD)
+        .max(1);
+    read_in_runs(files, diags, threads)
+}
+
+/// [`read_and_load`] on `threads` threads.
+fn read_in_runs(
+    files: &[PathBuf],
+    mut diags: Vec<Diagnostic>,
+    threads: usize,
+) -> Result<SpecSet, LoadError> {
     // One spec a file: sized once, where doubling could leave half of it unused.
     let mut specs = Vec::with_capacity(files.len());
+    if threads == 1 {
+        load_run(files, &mut specs, &mut diags);
+        return finish(specs, diags);
+    }
+    let runs: Vec<(Vec<Spec>, Vec<Diagnostic>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .chunks(files.len().div_ceil(threads))
+            .map(|run| {
+                s.spawn(move || {
+                    let (mut specs, mut diags) = (Vec::with_capacity(run.len()), Vec::new());
+                    load_run(run, &mut specs, &mut diags);
+                    (specs, diags)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    for (run_specs, run_diags) in runs {
+        specs.extend(run_specs);
+        diags.extend(run_diags);
+    }
+    finish(specs, diags)
+}
+
+/// Read and load `files` one at a time, so that only one file's text is held at once (a
+/// platform's whole set of specs can be tens of megabytes).
+fn load_run(files: &[PathBuf], specs: &mut Vec<Spec>, diags: &mut Vec<Diagnostic>) {
     let mut shared = Shared::default();
     for path in files {
         match std::fs::read(path) {
-            Ok(bytes) => load_one(path, bytes, &mut specs, &mut diags, &mut shared),
+            Ok(bytes) => load_one(path, bytes, specs, diags, &mut shared),
             Err(e) => diags.push(unreadable(path, &e)),
         }
     }
-    finish(specs, diags)
 }
 
 /// Load and validate spec files given as (path, bytes): the in-memory entry point, used by
@@ -420,14 +482,16 @@ impl Cx<'_> {
         }
     }
 
-    fn string(&mut self, v: &mut Value<'_>, what: &str) -> Option<String> {
+    /// A string value; `what` names it in the problem when it is not one (made only then: a
+    /// platform's specs hold tens of thousands of strings).
+    fn string(&mut self, v: &mut Value<'_>, what: impl FnOnce() -> String) -> Option<String> {
         let span = v.span;
         match v.take() {
             ValueInner::String(s) => Some(s.into_owned()),
             other => {
                 self.err(
                     span,
-                    format!("{what} must be a string, found {}", other.type_str()),
+                    format!("{} must be a string, found {}", what(), other.type_str()),
                     None,
                 );
                 None
@@ -443,7 +507,7 @@ impl Cx<'_> {
     ) -> Option<(String, Span)> {
         let (_, mut v) = th.take(key)?;
         let span = v.span;
-        self.string(&mut v, &format!("`{key}` in {ctx}"))
+        self.string(&mut v, || format!("`{key}` in {ctx}"))
             .map(|s| (s, span))
     }
 
@@ -533,7 +597,7 @@ impl Cx<'_> {
                     .into_iter()
                     .filter_map(|mut item| {
                         let s = item.span;
-                        self.string(&mut item, &format!("an item of `{key}` in {ctx}"))
+                        self.string(&mut item, || format!("an item of `{key}` in {ctx}"))
                             .map(|v| (v, s))
                     })
                     .collect(),
@@ -585,7 +649,7 @@ const SPEC_MAX_DEPTH: usize = 128;
 #[allow(clippy::too_many_lines)] // one spec table read key by key, each problem at its span
 fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     let text = &cx.src.text;
-    let mut root = match toml_span::parse(text) {
+    let mut root = match syntax::parse(text) {
         Ok(v) => v,
         Err(e) => {
             cx.toml_error(e, ROOT_KEYS_CTX);
@@ -848,6 +912,60 @@ mod depth_tests {
         }
         for text in [arrays(SPEC_MAX_DEPTH), dotted(SPEC_MAX_DEPTH + 1)] {
             assert_eq!(problem(text).0, "the spec nests deeper than 128 levels");
+        }
+    }
+}
+
+#[cfg(test)]
+mod run_tests {
+    use super::*;
+
+    /// `n` spec files in a new directory; those at `bad` indices each with a problem.
+    fn specs(n: usize, bad: &[usize]) -> (tempfile::TempDir, Vec<PathBuf>) {
+        let dir = tempfile::tempdir().unwrap();
+        let files = (0..n)
+            .map(|i| {
+                let path = dir.path().join(format!("app-{i:04}.toml"));
+                let description = match bad.contains(&i) {
+                    true => "description = 7",
+                    false => "description = \"d\"",
+                };
+                let text = format!(
+                    "[vault]\nmount = \"secret\"\npath = \"app-{i}/{{env}}\"\n[environments.dev]\n\
+                     [secrets.ONE]\n{description}\nfields.password = {{ generator = \"hex32\" }}\n"
+                );
+                std::fs::write(&path, text).unwrap();
+                path
+            })
+            .collect();
+        (dir, files)
+    }
+
+    fn outcome(result: Result<SpecSet, LoadError>) -> Result<Vec<String>, Vec<String>> {
+        match result {
+            Ok(set) => Ok(set.specs.iter().map(|s| s.name.to_string()).collect()),
+            Err(LoadError::Invalid(d)) => Err(d.iter().map(ToString::to_string).collect()),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Split between threads, the specs come in file order, and the problems too (the first
+    /// problem is the first file's), exactly as one thread finds them.
+    #[test]
+    fn specs_loaded_by_several_threads_come_as_one_thread_loads_them() {
+        let (_dir, files) = specs(10, &[]);
+        let one = outcome(read_in_runs(&files, Vec::new(), 1));
+        assert_eq!(one.as_ref().unwrap().len(), 10);
+        assert_eq!(outcome(read_in_runs(&files, Vec::new(), 3)), one);
+        let (_dir, files) = specs(10, &[1, 5, 9]);
+        let one = outcome(read_in_runs(&files, Vec::new(), 1));
+        let problems = one.clone().unwrap_err();
+        // Two a file: the value's type, and so no `description`.
+        assert_eq!(problems.len(), 6, "{problems:?}");
+        assert!(problems[0].contains("app-0001.toml:6:15"), "{problems:?}");
+        assert!(problems[5].contains("app-0009.toml:5:10"), "{problems:?}");
+        for threads in [2, 3, 4] {
+            assert_eq!(outcome(read_in_runs(&files, Vec::new(), threads)), one);
         }
     }
 }
