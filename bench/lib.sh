@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Sourced by bench/run, bench/memory, bench/raft and bench/latency: the tools, the servers, the
-# spec and the measured runs they share. See bench/README.md for the method.
+# Sourced by bench/run, bench/memory, bench/raft, bench/latency, bench/verify-scale and
+# bench/spec-load: the tools, the servers, the specs and the measured runs they share. See
+# bench/README.md for the method.
 
 . scripts/lib/bao.sh
 . scripts/lib/cargo.sh
@@ -420,4 +421,30 @@ ceiling_run() {
   local req=${line#requests=}
   req=${req%% *}
   echo "$(echo "$t1 - $t0" | bc -l) - $req $(awk '{print $1 + $2}' "$bench_work/ctime.txt") $(sched_delta "$s0" "$s1") $(cat "$bench_work/sched")" >>"$out"
+}
+
+# scale_specs DIR N: issue 46's platform, for bench/verify-scale and bench/spec-load: N copies
+# of the real spec (without the paths another application provides and without `[argocd]`),
+# application `app-NNNNN` at `ask/app-NNNNN/{env}`, environment
+# `bench`, in namespace `apps-NNNN` (ten a namespace), one ExternalSecret `app-NNNNN-secret`.
+scale_specs() {
+  rm -rf "$1"
+  mkdir -p "$1"
+  python3 - "$1" "$2" <<'EOF'
+import re, sys
+d, n = sys.argv[1], int(sys.argv[2])
+src = open("secret-specs/core-service.toml").read()
+src = "".join(t for t in re.split(r"(?m)^(?=\[)", src)
+              if "provided_by = " not in t and not t.startswith("[argocd"))
+src = src.replace("[environments.auh1-dev]", "[environments.bench]")
+src = re.sub(r'(?m)^vault_addr = .*\n', "", src)
+src = re.sub(r'(?m)^external_secrets = .*$', 'external_secrets = ["APP-secret"]', src)
+for i in range(1, n + 1):
+    app, ns = f"app-{i:05}", f"apps-{(i - 1) // 10:04}"
+    text = src.replace('name = "core-service"', f'name = "{app}"')
+    text = text.replace('path = "ask/core-service/{env}"', f'path = "ask/{app}/{{env}}"')
+    text = re.sub(r'(?m)^(kube_namespace|namespace) = "ask"$', rf'\1 = "{ns}"', text)
+    text = text.replace("APP-secret", f"{app}-secret")
+    open(f"{d}/{app}.toml", "w").write(text)
+EOF
 }
