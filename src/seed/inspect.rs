@@ -314,6 +314,10 @@ fn index(i: usize) -> u32 {
     u32::try_from(i).expect("fewer than 2^32 paths and fields")
 }
 
+/// Told what each target's read found (its index in the targets, and what is there), before it
+/// is judged: `verify` compares the cluster's copies with these reads.
+pub type Seen<'a> = dyn Fn(usize, &Existing) + Sync + 'a;
+
 /// Read every target and judge what is there; write nothing. Targets on a mount `mounts` cannot
 /// use are reported as errors, with why. Each result is kept ([`Found`]) as it comes in.
 pub async fn inspect(
@@ -321,6 +325,7 @@ pub async fn inspect(
     mounts: &Mounts,
     targets: &[Target],
     concurrency: usize,
+    seen: Option<&Seen<'_>>,
 ) -> Inspection {
     let usable = |t: &Target| mounts.mounts.contains_key(t.mount());
     let mut notes = Vec::new();
@@ -346,7 +351,9 @@ pub async fn inspect(
                         Some("not attempted: Vault stopped answering".into()),
                     )
                 } else {
-                    let r = read_one(vault, mounts, t, known_absent, looks).await;
+                    let seen = seen.map(|f| move |e: &Existing| f(i, e));
+                    let seen = seen.as_ref().map(|f| f as &(dyn Fn(&Existing) + Sync));
+                    let r = read_one(vault, mounts, t, known_absent, looks, seen).await;
                     if r.vault_unavailable {
                         vault_down.store(true, Ordering::SeqCst);
                     }
@@ -402,7 +409,10 @@ pub async fn reinspect(
     let found: Vec<(usize, PathResult)> = stream::iter(again)
         .map(|i| {
             let looks = &looks;
-            async move { (i, read_one(vault, mounts, &targets[i], false, looks).await) }
+            async move {
+                let r = read_one(vault, mounts, &targets[i], false, looks, None).await;
+                (i, r)
+            }
         })
         .buffer_unordered(concurrency.max(1))
         .collect()
@@ -421,6 +431,7 @@ async fn read_one(
     t: &Target,
     known_absent: bool,
     looks: &crate::layout::Looks,
+    seen: Option<&(dyn Fn(&Existing) + Sync)>,
 ) -> PathResult {
     let Some(mount) = mounts.mounts.get(t.mount()) else {
         return PathResult::all(
@@ -436,7 +447,15 @@ async fn read_one(
         Err(why) => Err(why),
     };
     let mut r = match outside {
-        Ok(outside) => read_known(vault, mount, t, known_absent, &outside).await,
+        Ok(outside) => match read_existing(vault, mount, t, known_absent).await {
+            Ok(e) => {
+                if let Some(seen) = seen {
+                    seen(&e);
+                }
+                judged(t, e, &outside)
+            }
+            Err(r) => r,
+        },
         Err(why) => return PathResult::all(t, Outcome::Error, None, Some(why)),
     };
     let absent = r.fields.iter().all(|f| f.outcome == Outcome::Missing) && r.version.is_none();
@@ -465,13 +484,27 @@ pub(super) async fn read_known(
     known_absent: bool,
     outside: &super::derive::Outside,
 ) -> PathResult {
-    if known_absent {
-        return judged(t, Existing::Absent, outside);
-    }
-    match vault.kv_read(mount, &t.path).await {
+    match read_existing(vault, mount, t, known_absent).await {
         Ok(e) => judged(t, e, outside),
-        Err(e) => PathResult::from_error(t, &e, false),
+        Err(r) => r,
     }
+}
+
+/// What is at `t`'s path (absent without a request when `known_absent`), or the result that
+/// says the read failed.
+async fn read_existing(
+    vault: &Vault,
+    mount: &KvMount,
+    t: &Target,
+    known_absent: bool,
+) -> Result<Existing, PathResult> {
+    if known_absent {
+        return Ok(Existing::Absent);
+    }
+    vault
+        .kv_read(mount, &t.path)
+        .await
+        .map_err(|e| PathResult::from_error(t, &e, false))
 }
 
 /// What is at `t`'s path, judged.
