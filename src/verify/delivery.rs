@@ -89,7 +89,7 @@ enum VersionRead {
     Fields {
         version: Option<u64>,
         created: Option<OffsetDateTime>,
-        fields: HashMap<String, FieldDigests>,
+        fields: Fields,
     },
     /// Never written, trimmed, or its metadata deleted.
     Absent,
@@ -97,6 +97,17 @@ enum VersionRead {
     Deleted,
     /// The read failed: why (never a value).
     Failed(String),
+}
+
+/// A version's text fields, each digested: a path has a few, and a run holds one version of
+/// every path, so a slice rather than a map.
+#[derive(Debug)]
+struct Fields(Box<[(Box<str>, FieldDigests)]>);
+
+impl Fields {
+    fn get(&self, name: &str) -> Option<FieldDigests> {
+        self.0.iter().find(|(n, _)| &**n == name).map(|(_, d)| *d)
+    }
 }
 
 /// One field's value digested as each decoding delivers it (`None`: that decoding fails).
@@ -259,7 +270,7 @@ impl<'a> Compare<'a> {
                 version,
                 created,
                 fields,
-            } => (*version, *created, fields.get(&source.field).copied()),
+            } => (*version, *created, fields.get(&source.field)),
             VersionRead::Absent => {
                 return Held::NotCompared("the version it selects is not in Vault".into())
             }
@@ -390,16 +401,18 @@ impl VersionRead {
                 created: p.created_time.as_deref().and_then(|c| {
                     OffsetDateTime::parse(c, &time::format_description::well_known::Rfc3339).ok()
                 }),
-                fields: p
-                    .fields
-                    .iter()
-                    .filter_map(|(k, v)| match v {
-                        FieldValue::Text(s) => {
-                            Some((k.clone(), FieldDigests::of(digester, s.expose_secret())))
-                        }
-                        FieldValue::NotText(_) => None,
-                    })
-                    .collect(),
+                fields: Fields(
+                    p.fields
+                        .iter()
+                        .filter_map(|(k, v)| match v {
+                            FieldValue::Text(s) => Some((
+                                k.as_str().into(),
+                                FieldDigests::of(digester, s.expose_secret()),
+                            )),
+                            FieldValue::NotText(_) => None,
+                        })
+                        .collect(),
+                ),
             },
             Existing::Absent => VersionRead::Absent,
             Existing::Deleted { .. } => VersionRead::Deleted,
