@@ -46,6 +46,8 @@ pub enum ReadKind {
     ReplicaSets,
     /// Pods.
     Pods,
+    /// Argo CD's Applications.
+    Applications,
 }
 
 impl ReadKind {
@@ -56,6 +58,7 @@ impl ReadKind {
             ReadKind::Secrets | ReadKind::SecretMetadata | ReadKind::Pods => "",
             ReadKind::Workloads(k) => k.group(),
             ReadKind::ReplicaSets => "apps",
+            ReadKind::Applications => super::argocd::ARGOCD_GROUP,
         }
     }
 
@@ -64,6 +67,7 @@ impl ReadKind {
             ReadKind::ExternalSecrets => &EXTERNAL_SECRET_VERSIONS,
             ReadKind::VaultStaticSecrets => &[VSO_VERSION],
             ReadKind::Workloads(WorkloadKind::Rollout) => &["v1alpha1"],
+            ReadKind::Applications => &[super::argocd::APPLICATION_VERSION],
             _ => &["v1"],
         }
     }
@@ -76,6 +80,7 @@ impl ReadKind {
             ReadKind::Workloads(k) => k.plural(),
             ReadKind::ReplicaSets => "replicasets",
             ReadKind::Pods => "pods",
+            ReadKind::Applications => "applications",
         }
     }
 
@@ -491,6 +496,12 @@ impl Cluster {
                     info: workloads::pod_info(o),
                 };
                 self.list_json(kind, ns, parse)
+                    .await
+                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+            }
+            ReadKind::Applications => {
+                let at = self.list_at(kind, kind.versions()[0], ns);
+                self.list_pages(&at, super::argocd::application_page)
                     .await
                     .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
             }
