@@ -254,7 +254,14 @@ impl Inspection {
     /// The result `r` for the target at `target` in place of the one added before (its fields'
     /// counts moved; the note about unnamed fields stays the first read's).
     pub fn replace(&mut self, target: usize, r: PathResult) {
-        let Some(at) = self.paths.iter().position(|p| p.target() == target) else {
+        // The paths are in target order but for those on a mount that cannot be used, put
+        // after them: a search, else a scan.
+        let key = index(target);
+        let found = match self.paths.binary_search_by_key(&key, |p| p.target) {
+            Ok(at) => Some(at),
+            Err(_) => self.paths.iter().position(|p| p.target == key),
+        };
+        let Some(at) = found else {
             return;
         };
         let (start, count) = (
@@ -562,6 +569,37 @@ mod tests {
             assert_eq!(p.version(), Some(1));
         }
         assert_eq!(inspection.count(Status::Valid), 1000);
+    }
+
+    /// A path read again takes its own place, whether among those in target order or among
+    /// those put after them (on a mount that cannot be used), and the counts follow.
+    #[test]
+    fn a_path_read_again_replaces_its_own() {
+        let t = crate::replace::tests::target("app", "A", &["x"]);
+        let mut inspection = Inspection::new(5, 5);
+        for i in [0, 1, 2, 7, 5] {
+            inspection.add(i, PathResult::all(&t, Outcome::Pending, Some(1), None));
+        }
+        inspection.replace(1, PathResult::all(&t, Outcome::Exists, Some(2), None));
+        inspection.replace(5, PathResult::all(&t, Outcome::Exists, Some(2), None));
+        inspection.replace(4, PathResult::all(&t, Outcome::Exists, Some(2), None));
+        let got: Vec<(usize, Status)> = inspection
+            .paths
+            .iter()
+            .map(|p| (p.target(), inspection.fields(p)[0].status))
+            .collect();
+        use Status::{Pending, Valid};
+        assert_eq!(
+            got,
+            [
+                (0, Pending),
+                (1, Valid),
+                (2, Pending),
+                (7, Pending),
+                (5, Valid)
+            ]
+        );
+        assert_eq!((inspection.count(Valid), inspection.count(Pending)), (2, 3));
     }
 
     /// A `created_time` is the server's text byte for byte, whatever it is (an offset, a longer
