@@ -115,6 +115,8 @@ struct Meta {
     #[serde(default)]
     name: String,
     #[serde(default)]
+    namespace: String,
+    #[serde(default)]
     annotations: BTreeMap<String, String>,
     #[serde(default)]
     labels: BTreeMap<String, String>,
@@ -221,6 +223,10 @@ impl ApplicationInfo {
     /// Read an Application's JSON (`origin` names where it came from in reports).
     pub fn parse(text: &str, origin: Origin) -> Result<ApplicationInfo, serde_json::Error> {
         let obj: AppObject = serde_json::from_str(text)?;
+        Ok(ApplicationInfo::of(obj, origin))
+    }
+
+    fn of(obj: AppObject, origin: Origin) -> ApplicationInfo {
         let source = |s: SourceObj| Source {
             repo_url: s.repo_url,
             path: non_empty(s.path),
@@ -241,7 +247,7 @@ impl ApplicationInfo {
             origin,
         };
         let status = obj.status;
-        Ok(ApplicationInfo {
+        ApplicationInfo {
             resource_health_source: non_empty(status.resource_health_source).map(capped),
             app,
             parent,
@@ -275,8 +281,45 @@ impl ApplicationInfo {
                     hook: r.hook,
                 })
                 .collect(),
-        })
+        }
     }
+}
+
+/// A page of a LIST of Applications, each read into the fields [`ApplicationInfo`] keeps while
+/// parsing (never held as JSON: a spec may hold Helm values), with the page's `continue` token.
+pub(super) type ApplicationPage = (Vec<(String, String, ApplicationInfo)>, Option<String>);
+
+/// Read a page of Applications ([`ApplicationPage`]).
+pub(super) fn application_page(text: &str) -> Result<ApplicationPage, String> {
+    #[derive(Deserialize)]
+    struct AppList {
+        #[serde(default)]
+        metadata: super::pager::ListMeta,
+        #[serde(default)]
+        items: Option<Vec<AppObject>>,
+    }
+    let list: AppList = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "not a list of Applications ({:?} error at line {} column {})",
+            e.classify(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    let items = list
+        .items
+        .unwrap_or_default()
+        .into_iter()
+        .map(|o| {
+            let (ns, name) = (o.metadata.namespace.clone(), o.metadata.name.clone());
+            let origin = Origin {
+                file: format!("Application {ns}/{name}"),
+                line: 0,
+            };
+            (ns, name, ApplicationInfo::of(o, origin))
+        })
+        .collect();
+    Ok((items, list.metadata.continue_token))
 }
 
 /// A ConfigMap's `data`, keeping only the keys of Argo CD's resource customizations: the others
@@ -329,8 +372,16 @@ pub fn argocd_cm_from_json(
 }
 
 impl Cluster {
-    /// The Application `ns/name`.
+    /// The Application `ns/name`: as listed ([`super::ReadKind::Applications`]), else by GET.
     pub async fn application(&self, ns: &str, name: &str) -> Result<AppLookup, KubeError> {
+        let listed = self.listed::<ApplicationInfo>(super::ReadKind::Applications, ns, name);
+        if let Some(listed) = listed {
+            // Listed: the kind is served, so one not in the list does not exist.
+            return Ok(match listed {
+                Some(a) => AppLookup::Found(Box::new(a)),
+                None => AppLookup::Missing,
+            });
+        }
         let op = Op {
             verb: "get",
             resource: format!("applications.{ARGOCD_GROUP}"),
@@ -534,6 +585,7 @@ mod tests {
     fn parent_from_tracking_id_else_label() {
         let meta = |ann: &[(&str, &str)], labels: &[(&str, &str)]| Meta {
             name: "x".into(),
+            namespace: "argocd".into(),
             annotations: ann
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))

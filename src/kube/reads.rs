@@ -46,6 +46,8 @@ pub enum ReadKind {
     ReplicaSets,
     /// Pods.
     Pods,
+    /// Argo CD's Applications.
+    Applications,
 }
 
 impl ReadKind {
@@ -56,6 +58,7 @@ impl ReadKind {
             ReadKind::Secrets | ReadKind::SecretMetadata | ReadKind::Pods => "",
             ReadKind::Workloads(k) => k.group(),
             ReadKind::ReplicaSets => "apps",
+            ReadKind::Applications => super::argocd::ARGOCD_GROUP,
         }
     }
 
@@ -64,6 +67,7 @@ impl ReadKind {
             ReadKind::ExternalSecrets => &EXTERNAL_SECRET_VERSIONS,
             ReadKind::VaultStaticSecrets => &[VSO_VERSION],
             ReadKind::Workloads(WorkloadKind::Rollout) => &["v1alpha1"],
+            ReadKind::Applications => &[super::argocd::APPLICATION_VERSION],
             _ => &["v1"],
         }
     }
@@ -76,6 +80,7 @@ impl ReadKind {
             ReadKind::Workloads(k) => k.plural(),
             ReadKind::ReplicaSets => "replicasets",
             ReadKind::Pods => "pods",
+            ReadKind::Applications => "applications",
         }
     }
 
@@ -162,8 +167,52 @@ pub(super) struct ListedPod {
 
 /// The objects of one kind in one namespace, by name, and the pages its LIST took.
 struct Listing<T> {
-    items: HashMap<String, T>,
+    items: Named<T>,
     pages: usize,
+}
+
+/// Objects sorted by name, each name once: held at their number (a map's spare room, for every
+/// namespace of a platform, is most of what a listing of ten objects takes).
+struct Named<T>(Vec<(String, T)>);
+
+impl<T> Named<T> {
+    /// `items` in list order; of two with one name, the later is kept (as a map would).
+    fn new(mut items: Vec<(String, T)>) -> Named<T> {
+        // Stable: equal names stay in list order, so the last of each run is the later.
+        items.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out: Vec<(String, T)> = Vec::with_capacity(items.len());
+        for (name, item) in items {
+            if out.last().is_some_and(|(n, _)| *n == name) {
+                out.pop();
+            }
+            out.push((name, item));
+        }
+        Named(out)
+    }
+
+    fn at(&self, name: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(n, _)| n.as_str().cmp(name))
+    }
+
+    fn get(&self, name: &str) -> Option<&T> {
+        self.at(name).ok().map(|i| &self.0[i].1)
+    }
+
+    /// Put `item` under `name`, or take the name out (`None`).
+    fn set(&mut self, name: &str, item: Option<T>) {
+        match (self.at(name), item) {
+            (Ok(i), Some(item)) => self.0[i].1 = item,
+            (Ok(i), None) => {
+                self.0.remove(i);
+            }
+            (Err(i), Some(item)) => self.0.insert(i, (name.to_string(), item)),
+            (Err(_), None) => {}
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
 }
 
 /// What the client keeps of its LISTs.
@@ -367,14 +416,7 @@ impl Cluster {
             .listed
             .get(&(kind, ns.to_string()))?
             .downcast_ref::<Listing<T>>()?;
-        let mut names: Vec<&String> = listing.items.keys().collect();
-        names.sort();
-        Some(
-            names
-                .into_iter()
-                .map(|n| listing.items[n].clone())
-                .collect(),
-        )
+        Some(listing.items.0.iter().map(|(_, t)| t.clone()).collect())
     }
 
     /// An object of a kind read with its shape checked (ExternalSecrets, VaultStaticSecrets)
@@ -454,6 +496,12 @@ impl Cluster {
                     info: workloads::pod_info(o),
                 };
                 self.list_json(kind, ns, parse)
+                    .await
+                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+            }
+            ReadKind::Applications => {
+                let at = self.list_at(kind, kind.versions()[0], ns);
+                self.list_pages(&at, super::argocd::application_page)
                     .await
                     .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
             }
@@ -564,31 +612,34 @@ impl Cluster {
         namespaces: &BTreeSet<String>,
         paged: Paged<(String, String, T)>,
     ) {
-        let listing = |pages| Listing {
-            items: HashMap::new(),
-            pages,
-        };
-        let mut by_ns: BTreeMap<String, Listing<T>> = match ns {
-            Some(ns) => BTreeMap::from([(ns.to_string(), listing(paged.pages))]),
+        type Gathered<T> = BTreeMap<String, (Vec<(String, T)>, usize)>;
+        let mut by_ns: Gathered<T> = match ns {
+            Some(ns) => BTreeMap::from([(ns.to_string(), (Vec::new(), paged.pages))]),
             None => namespaces
                 .iter()
-                .map(|ns| (ns.clone(), listing(0)))
+                .map(|ns| (ns.clone(), (Vec::new(), 0)))
                 .collect(),
         };
         let empty = paged.items.is_empty();
         for (item_ns, name, item) in paged.items {
-            if let Some(l) = by_ns.get_mut(&item_ns) {
-                l.items.insert(name, item);
+            if let Some((items, _)) = by_ns.get_mut(&item_ns) {
+                items.push((name, item));
             }
         }
         let mut lists = self.lists();
-        for (ns, mut listing) in by_ns {
-            if listing.pages == 0 {
-                // Of a LIST across namespaces: the pages this namespace's own LIST would take.
-                let page = super::pager::PAGE_SIZE as usize;
-                listing.pages = listing.items.len().div_ceil(page).max(1);
-            }
-            lists.listed.insert((kind, ns), Box::new(listing));
+        for (ns, (items, pages)) in by_ns {
+            let items = Named::new(items);
+            // Of a LIST across namespaces: the pages this namespace's own LIST would take.
+            let pages = match pages {
+                0 => items
+                    .len()
+                    .div_ceil(super::pager::PAGE_SIZE as usize)
+                    .max(1),
+                n => n,
+            };
+            lists
+                .listed
+                .insert((kind, ns), Box::new(Listing { items, pages }));
         }
         if empty && ns.is_none() && kind.kept_when_empty() {
             lists.settled.insert(kind);
@@ -665,10 +716,7 @@ impl Cluster {
         else {
             return;
         };
-        match got {
-            Some(item) => listing.items.insert(name.to_string(), item),
-            None => listing.items.remove(name),
-        };
+        listing.items.set(name, got);
     }
 }
 
@@ -769,5 +817,30 @@ impl<'de> Visitor<'de> for SecretItem<'_> {
             change: workloads::data_change(meta),
         };
         Ok((ns, name, read))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Named;
+
+    /// Found by name in name order; of two items with one name the later is kept, as a map
+    /// filled in list order keeps it; a GET's answer replaces, adds or takes out one.
+    #[test]
+    fn a_listing_answers_by_name_and_keeps_the_later_of_two() {
+        let list = |items: &[(&str, u32)]| {
+            Named::new(items.iter().map(|(n, v)| (n.to_string(), *v)).collect())
+        };
+        let mut named = list(&[("b", 1), ("a", 2), ("c", 3), ("a", 4)]);
+        assert_eq!(named.len(), 3);
+        assert_eq!(named.get("a"), Some(&4));
+        assert_eq!(named.get("b"), Some(&1));
+        assert_eq!(named.get("d"), None);
+        named.set("b", Some(5));
+        named.set("aa", Some(6));
+        named.set("c", None);
+        named.set("zz", None);
+        let all: Vec<(&str, u32)> = named.0.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+        assert_eq!(all, [("a", 4), ("aa", 6), ("b", 5)]);
     }
 }

@@ -254,7 +254,14 @@ impl Inspection {
     /// The result `r` for the target at `target` in place of the one added before (its fields'
     /// counts moved; the note about unnamed fields stays the first read's).
     pub fn replace(&mut self, target: usize, r: PathResult) {
-        let Some(at) = self.paths.iter().position(|p| p.target() == target) else {
+        // The paths are in target order but for those on a mount that cannot be used, put
+        // after them: a search, else a scan.
+        let key = index(target);
+        let found = match self.paths.binary_search_by_key(&key, |p| p.target) {
+            Ok(at) => Some(at),
+            Err(_) => self.paths.iter().position(|p| p.target == key),
+        };
+        let Some(at) = found else {
             return;
         };
         let (start, count) = (
@@ -314,6 +321,10 @@ fn index(i: usize) -> u32 {
     u32::try_from(i).expect("fewer than 2^32 paths and fields")
 }
 
+/// Told what each target's read found (its index in the targets, and what is there), before it
+/// is judged: `verify` compares the cluster's copies with these reads.
+pub type Seen<'a> = dyn Fn(usize, &Existing) + Sync + 'a;
+
 /// Read every target and judge what is there; write nothing. Targets on a mount `mounts` cannot
 /// use are reported as errors, with why. Each result is kept ([`Found`]) as it comes in.
 pub async fn inspect(
@@ -321,6 +332,7 @@ pub async fn inspect(
     mounts: &Mounts,
     targets: &[Target],
     concurrency: usize,
+    seen: Option<&Seen<'_>>,
 ) -> Inspection {
     let usable = |t: &Target| mounts.mounts.contains_key(t.mount());
     let mut notes = Vec::new();
@@ -346,7 +358,9 @@ pub async fn inspect(
                         Some("not attempted: Vault stopped answering".into()),
                     )
                 } else {
-                    let r = read_one(vault, mounts, t, known_absent, looks).await;
+                    let seen = seen.map(|f| move |e: &Existing| f(i, e));
+                    let seen = seen.as_ref().map(|f| f as &(dyn Fn(&Existing) + Sync));
+                    let r = read_one(vault, mounts, t, known_absent, looks, seen).await;
                     if r.vault_unavailable {
                         vault_down.store(true, Ordering::SeqCst);
                     }
@@ -402,7 +416,10 @@ pub async fn reinspect(
     let found: Vec<(usize, PathResult)> = stream::iter(again)
         .map(|i| {
             let looks = &looks;
-            async move { (i, read_one(vault, mounts, &targets[i], false, looks).await) }
+            async move {
+                let r = read_one(vault, mounts, &targets[i], false, looks, None).await;
+                (i, r)
+            }
         })
         .buffer_unordered(concurrency.max(1))
         .collect()
@@ -421,6 +438,7 @@ async fn read_one(
     t: &Target,
     known_absent: bool,
     looks: &crate::seed::layout::Looks,
+    seen: Option<&(dyn Fn(&Existing) + Sync)>,
 ) -> PathResult {
     let Some(mount) = mounts.mounts.get(t.mount()) else {
         return PathResult::all(
@@ -436,7 +454,15 @@ async fn read_one(
         Err(why) => Err(why),
     };
     let mut r = match outside {
-        Ok(outside) => read_known(vault, mount, t, known_absent, &outside).await,
+        Ok(outside) => match read_existing(vault, mount, t, known_absent).await {
+            Ok(e) => {
+                if let Some(seen) = seen {
+                    seen(&e);
+                }
+                judged(t, e, &outside)
+            }
+            Err(r) => r,
+        },
         Err(why) => return PathResult::all(t, Outcome::Error, None, Some(why)),
     };
     let absent = r.fields.iter().all(|f| f.outcome == Outcome::Missing) && r.version.is_none();
@@ -465,13 +491,27 @@ pub(super) async fn read_known(
     known_absent: bool,
     outside: &super::derive::Outside,
 ) -> PathResult {
-    if known_absent {
-        return judged(t, Existing::Absent, outside);
-    }
-    match vault.kv_read(mount, &t.path).await {
+    match read_existing(vault, mount, t, known_absent).await {
         Ok(e) => judged(t, e, outside),
-        Err(e) => PathResult::from_error(t, &e, false),
+        Err(r) => r,
     }
+}
+
+/// What is at `t`'s path (absent without a request when `known_absent`), or the result that
+/// says the read failed.
+async fn read_existing(
+    vault: &Vault,
+    mount: &KvMount,
+    t: &Target,
+    known_absent: bool,
+) -> Result<Existing, PathResult> {
+    if known_absent {
+        return Ok(Existing::Absent);
+    }
+    vault
+        .kv_read(mount, &t.path)
+        .await
+        .map_err(|e| PathResult::from_error(t, &e, false))
 }
 
 /// What is at `t`'s path, judged.
@@ -529,6 +569,37 @@ mod tests {
             assert_eq!(p.version(), Some(1));
         }
         assert_eq!(inspection.count(Status::Valid), 1000);
+    }
+
+    /// A path read again takes its own place, whether among those in target order or among
+    /// those put after them (on a mount that cannot be used), and the counts follow.
+    #[test]
+    fn a_path_read_again_replaces_its_own() {
+        let t = crate::write::replace::tests::target("app", "A", &["x"]);
+        let mut inspection = Inspection::new(5, 5);
+        for i in [0, 1, 2, 7, 5] {
+            inspection.add(i, PathResult::all(&t, Outcome::Pending, Some(1), None));
+        }
+        inspection.replace(1, PathResult::all(&t, Outcome::Exists, Some(2), None));
+        inspection.replace(5, PathResult::all(&t, Outcome::Exists, Some(2), None));
+        inspection.replace(4, PathResult::all(&t, Outcome::Exists, Some(2), None));
+        let got: Vec<(usize, Status)> = inspection
+            .paths
+            .iter()
+            .map(|p| (p.target(), inspection.fields(p)[0].status))
+            .collect();
+        use Status::{Pending, Valid};
+        assert_eq!(
+            got,
+            [
+                (0, Pending),
+                (1, Valid),
+                (2, Pending),
+                (7, Pending),
+                (5, Valid)
+            ]
+        );
+        assert_eq!((inspection.count(Valid), inspection.count(Pending)), (2, 3));
     }
 
     /// A `created_time` is the server's text byte for byte, whatever it is (an offset, a longer

@@ -271,6 +271,8 @@ impl Looks {
     /// For the run's `targets`.
     pub fn new(targets: &[Target], concurrency: usize) -> Looks {
         let mut wanted: HashMap<String, Wanted> = HashMap::new();
+        // Each mount's roots as a set too: a platform has one per application.
+        let mut roots: HashMap<String, HashSet<String>> = HashMap::new();
         for t in targets {
             let w = wanted.entry(t.mount().to_string()).or_default();
             w.named.insert(t.path.to_string());
@@ -278,7 +280,11 @@ impl Looks {
                 let folder = t.path.rsplit_once('/').map_or("", |(f, _)| f);
                 let root: Vec<&str> = folder.split('/').take_while(|s| *s != t.env()).collect();
                 let root = root.join("/");
-                if !w.roots.contains(&root) {
+                if roots
+                    .entry(t.mount().to_string())
+                    .or_default()
+                    .insert(root.clone())
+                {
                     w.roots.push(root);
                 }
                 w.secrets
@@ -288,12 +294,15 @@ impl Looks {
             }
         }
         wanted.retain(|_, w| !w.secrets.is_empty());
-        for w in wanted.values_mut() {
-            // A root under another is walked with it.
-            let all = w.roots.clone();
+        for (mount, w) in wanted.iter_mut() {
+            // A root under another (a folder above it, or the mount's top) is walked with it.
+            let Some(all) = roots.get(mount) else {
+                continue;
+            };
             w.roots.retain(|r| {
-                !all.iter()
-                    .any(|o| o != r && (o.is_empty() || r.starts_with(&format!("{o}/"))))
+                let top = !r.is_empty() && all.contains("");
+                let above = r.match_indices('/').any(|(i, _)| all.contains(&r[..i]));
+                !top && !above
             });
         }
         let done = wanted
@@ -343,5 +352,25 @@ mod tests {
             .insert("zk".into(), vec![("app/dev2".into(), "dev2".into())]);
         assert!(!w.may_be("app/dev/zk"), "another environment's path");
         assert!(w.may_be("app/zk"));
+    }
+
+    /// Each root once, and a root under another walked with it, not on its own.
+    #[test]
+    fn a_root_is_walked_once_and_one_under_another_with_it() {
+        let fixed = |folder: &str, name: &str| {
+            let mut t = crate::write::replace::tests::target(folder, name, &["password"]);
+            t.fixed = true;
+            t
+        };
+        let targets = [
+            fixed("app", "a"),
+            fixed("app", "b"),
+            fixed("app/dev/inner", "c"),
+            fixed("other", "d"),
+            fixed("application", "e"),
+        ];
+        let looks = Looks::new(&targets, 1);
+        let roots = &looks.wanted["secret"].roots;
+        assert_eq!(roots, &["app/dev", "other/dev", "application/dev"]);
     }
 }

@@ -33,7 +33,7 @@ use crate::vault::{Existing, FieldValue, Vault, VaultError};
 use derive::follower_index;
 pub use derive::{follow, read_sources, source_mounts, Outside};
 pub use inspect::{
-    inspect, reinspect, Detail, FieldFound, FieldState, Found, Inspection, PathState, Status,
+    inspect, reinspect, Detail, FieldFound, FieldState, Found, Inspection, PathState, Seen, Status,
 };
 pub use outcome::{FieldResult, Outcome, PathResult, Summary, Unnamed};
 

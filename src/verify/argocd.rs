@@ -13,14 +13,16 @@
 //! problems are ones that time can fix (the secrets app Progressing, OutOfSync, Degraded while
 //! ESO retries, not created yet), not for a wrong wave or a missing health check.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use serde::Serialize;
 
 use super::findings::{Code, Finding, Severity, Shape, Verdict};
 use super::{Checked, Part, Progress, Request};
-use crate::kube::{AppLookup, AppResource, ApplicationInfo, Cluster, KubeError, OperationInfo};
+use crate::kube::{
+    AppLookup, AppResource, ApplicationInfo, Cluster, KubeError, OperationInfo, ReadKind,
+};
 use crate::spec::EnvPlan;
 
 /// At most this many resources that are not Healthy are listed per app.
@@ -234,10 +236,29 @@ pub async fn check(
         Err((error, help)) => return Checked::failed(error.clone(), Some(help.clone())),
     };
     let layouts = layouts(plan);
+    let namespaces: BTreeSet<String> = layouts.iter().map(|l| l.namespace.clone()).collect();
+    let (layouts, namespaces) = (&layouts, &namespaces);
+    let apps = [ReadKind::Applications];
     let (result, ran_out) = super::cluster::poll(
         deadline,
         progress,
-        |_| check_once(cluster, &layouts),
+        |before: Option<ArgocdPart>| async move {
+            // One LIST of Applications per namespace, not a GET per Application; each later
+            // poll lists them again.
+            match before {
+                None => {
+                    cluster
+                        .read_by_list(&apps, namespaces, None, req.concurrency)
+                        .await
+                }
+                Some(_) => {
+                    cluster
+                        .relist(&apps, namespaces, None, req.concurrency)
+                        .await
+                }
+            }
+            check_once(cluster, layouts).await
+        },
         ArgocdPart::worth_waiting,
         ArgocdPart::progress,
     )
@@ -270,6 +291,8 @@ async fn check_once(cluster: &Cluster, layouts: &[Layout]) -> Result<ArgocdPart,
     for l in layouts {
         apps.push(secrets_app(l, lookup(&l.namespace, &l.secrets_app)));
     }
+    // Each consumer's check by (namespace, name), once however many layouts name it.
+    let mut consumers: BTreeMap<(String, String), usize> = BTreeMap::new();
     for l in layouts {
         let secrets = match lookup(&l.namespace, &l.secrets_app) {
             AppLookup::Found(a) => Some(&**a),
@@ -277,16 +300,15 @@ async fn check_once(cluster: &Cluster, layouts: &[Layout]) -> Result<ArgocdPart,
         };
         for c in &l.consumers {
             let after = l.secrets_app.clone();
-            if let Some(existing) = apps
-                .iter_mut()
-                .find(|a| a.role == "consumer" && a.namespace == l.namespace && &a.name == c)
-            {
+            let key = (l.namespace.clone(), c.clone());
+            if let Some(existing) = consumers.get(&key).and_then(|&i| apps.get_mut(i)) {
                 existing.after.push(after);
                 consumer_order(existing, lookup(&l.namespace, c), secrets, &l.secrets_app);
                 continue;
             }
             let mut check = consumer(l, c, lookup(&l.namespace, c));
             consumer_order(&mut check, lookup(&l.namespace, c), secrets, &l.secrets_app);
+            consumers.insert(key, apps.len());
             apps.push(check);
         }
     }

@@ -63,7 +63,7 @@ pub fn wanted(plan: &EnvPlan<'_>, default_namespace: &str) -> Wanted {
         static_secrets: Vec::new(),
         skip_target_secrets: false,
     };
-    let mut seen = HashSet::new();
+    let (mut seen, mut seen_static) = (HashSet::new(), HashSet::new());
     for (spec, env) in &plan.specs {
         let ns = store::eso_namespace(spec, env, default_namespace);
         for name in &spec.eso.external_secrets {
@@ -77,7 +77,7 @@ pub fn wanted(plan: &EnvPlan<'_>, default_namespace: &str) -> Wanted {
         if let Some(v) = &spec.vso {
             let ns = vso_namespace(v, env, default_namespace);
             for name in &v.static_secrets {
-                if !wanted.static_secrets.contains(&(ns.clone(), name.clone())) {
+                if seen_static.insert((ns.clone(), name.clone())) {
                     wanted.static_secrets.push((ns.clone(), name.clone()));
                 }
             }
@@ -184,14 +184,14 @@ pub async fn check(
                 Some(before) => {
                     reread(cluster, before, wanted, digester, req.concurrency).await;
                     judged.reinspect(vault, plan, req.concurrency).await;
+                    // Each poll compares with Vault as it is then.
+                    if let Some(c) = compare {
+                        c.forget();
+                    }
                     before.done()
                 }
                 None => eso::Done::new(),
             };
-            // Each poll compares with Vault as it is then.
-            if let Some(c) = compare {
-                c.forget();
-            }
             let inspection = judged.inspection.read().await;
             let facts = Facts::gather(&inspection, judged.index, judged.policy, judged.detected);
             check_once(

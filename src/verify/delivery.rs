@@ -89,7 +89,7 @@ enum VersionRead {
     Fields {
         version: Option<u64>,
         created: Option<OffsetDateTime>,
-        fields: HashMap<String, FieldDigests>,
+        fields: Fields,
     },
     /// Never written, trimmed, or its metadata deleted.
     Absent,
@@ -97,6 +97,17 @@ enum VersionRead {
     Deleted,
     /// The read failed: why (never a value).
     Failed(String),
+}
+
+/// A version's text fields, each digested: a path has a few, and a run holds one version of
+/// every path, so a slice rather than a map.
+#[derive(Debug)]
+struct Fields(Box<[(Box<str>, FieldDigests)]>);
+
+impl Fields {
+    fn get(&self, name: &str) -> Option<FieldDigests> {
+        self.0.iter().find(|(n, _)| &**n == name).map(|(_, d)| *d)
+    }
 }
 
 /// One field's value digested as each decoding delivers it (`None`: that decoding fails).
@@ -134,6 +145,32 @@ impl FieldDigests {
     }
 }
 
+/// The current versions the part `vault` read ([`crate::seed::inspect`]), digested as they
+/// came, for the [`Compare`] made from it: each path is read from Vault once per run, not once
+/// to judge its value and again to compare it.
+pub struct Early {
+    digester: Digester,
+    reads: Mutex<HashMap<usize, Arc<VersionRead>>>,
+}
+
+impl Early {
+    /// Nothing read yet; `None` when the OS gives no randomness for the digest key.
+    pub fn new() -> Option<Early> {
+        Some(Early {
+            digester: Digester::new()?,
+            reads: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// What target `i`'s current version holds, as read.
+    pub fn seen(&self, i: usize, existing: &Existing) {
+        let read = Arc::new(VersionRead::of(&self.digester, existing));
+        if let Ok(mut reads) = self.reads.lock() {
+            reads.insert(i, read);
+        }
+    }
+}
+
 /// Compares target Secrets' keys with Vault for one run: its own digest key, and each version
 /// read once.
 pub struct Compare<'a> {
@@ -142,21 +179,30 @@ pub struct Compare<'a> {
     index: &'a TargetIndex<'a>,
     digester: Digester,
     read: Mutex<Versions>,
+    /// Current versions read before the cluster was ([`Early`]): a key that does not hold one
+    /// is compared again with Vault as it is then.
+    early: Mutex<HashMap<usize, Arc<VersionRead>>>,
 }
 
 /// The versions read, by (target index, version asked for).
 type Versions = HashMap<(usize, Option<u64>), Arc<VersionRead>>;
 
 impl<'a> Compare<'a> {
-    /// A comparer over `targets`; `None` when the OS gives no randomness for its key.
-    pub fn new(vault: &'a Vault, mounts: &'a Mounts, index: &'a TargetIndex<'a>) -> Option<Self> {
-        Some(Compare {
+    /// A comparer over `targets` with what `early` read of them.
+    pub fn new(
+        vault: &'a Vault,
+        mounts: &'a Mounts,
+        index: &'a TargetIndex<'a>,
+        early: Early,
+    ) -> Self {
+        Compare {
             vault,
             mounts,
             index,
-            digester: Digester::new()?,
+            digester: early.digester,
             read: Mutex::new(HashMap::new()),
-        })
+            early: Mutex::new(early.reads.into_inner().unwrap_or_default()),
+        }
     }
 
     /// The digester the Secrets' values must be digested with.
@@ -179,6 +225,9 @@ impl<'a> Compare<'a> {
         if let Ok(mut read) = self.read.lock() {
             read.clear();
         }
+        if let Ok(mut early) = self.early.lock() {
+            early.clear();
+        }
     }
 
     /// What the Secret's key, digested as `secret`, holds of `mapping`.
@@ -190,13 +239,38 @@ impl<'a> Compare<'a> {
         let Some(digest) = secret.digest else {
             return Held::NotCompared("the Secret's value is not base64".into());
         };
+        let early = match source.version {
+            None => self
+                .early
+                .lock()
+                .ok()
+                .and_then(|mut e| e.remove(&source.target)),
+            Some(_) => None,
+        };
+        if let Some(early) = early {
+            let held = self.held_in(source, digest, early.clone()).await;
+            if matches!(held, Held::Selected { .. }) {
+                // Kept for the keys and parts after this one that read the same path.
+                if let Ok(mut m) = self.read.lock() {
+                    m.entry((source.target, None)).or_insert(early);
+                }
+                return held;
+            }
+            // Read before the Secret was: Vault may have moved on since, so not holding it
+            // proves nothing yet; the path is compared as it is now.
+        }
         let selected = self.version(source.target, source.version).await;
+        self.held_in(source, digest, selected).await
+    }
+
+    /// What a key digested as `digest` holds of `source`, whose selected version is `selected`.
+    async fn held_in(&self, source: &Source, digest: Digest, selected: Arc<VersionRead>) -> Held {
         let (version, created, found) = match &*selected {
             VersionRead::Fields {
                 version,
                 created,
                 fields,
-            } => (*version, *created, fields.get(&source.field).copied()),
+            } => (*version, *created, fields.get(&source.field)),
             VersionRead::Absent => {
                 return Held::NotCompared("the version it selects is not in Vault".into())
             }
@@ -312,26 +386,36 @@ impl<'a> Compare<'a> {
             return VersionRead::Failed(format!("mount `{}` cannot be read", t.mount()));
         };
         match self.vault.kv_read_at(mount, &t.path, n).await {
-            Ok(Existing::Present(p)) => VersionRead::Fields {
+            Ok(e) => VersionRead::of(&self.digester, &e),
+            Err(e) => VersionRead::Failed(format!("`{}` cannot be read: {e}", t.full_path())),
+        }
+    }
+}
+
+impl VersionRead {
+    /// What a read found, each text field digested with `digester`.
+    fn of(digester: &Digester, existing: &Existing) -> VersionRead {
+        match existing {
+            Existing::Present(p) => VersionRead::Fields {
                 version: (p.version > 0).then_some(p.version),
                 created: p.created_time.as_deref().and_then(|c| {
                     OffsetDateTime::parse(c, &time::format_description::well_known::Rfc3339).ok()
                 }),
-                fields: p
-                    .fields
-                    .iter()
-                    .filter_map(|(k, v)| match v {
-                        FieldValue::Text(s) => Some((
-                            k.clone(),
-                            FieldDigests::of(&self.digester, s.expose_secret()),
-                        )),
-                        FieldValue::NotText(_) => None,
-                    })
-                    .collect(),
+                fields: Fields(
+                    p.fields
+                        .iter()
+                        .filter_map(|(k, v)| match v {
+                            FieldValue::Text(s) => Some((
+                                k.as_str().into(),
+                                FieldDigests::of(digester, s.expose_secret()),
+                            )),
+                            FieldValue::NotText(_) => None,
+                        })
+                        .collect(),
+                ),
             },
-            Ok(Existing::Absent) => VersionRead::Absent,
-            Ok(Existing::Deleted { .. }) => VersionRead::Deleted,
-            Err(e) => VersionRead::Failed(format!("`{}` cannot be read: {e}", t.full_path())),
+            Existing::Absent => VersionRead::Absent,
+            Existing::Deleted { .. } => VersionRead::Deleted,
         }
     }
 }

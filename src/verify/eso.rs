@@ -3,7 +3,7 @@
 //! Ready, say why from what vault-seed sees itself and from its Warning events, since ESO's
 //! condition message is generic ("could not get secret data from provider").
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -874,14 +874,15 @@ pub async fn check(
         });
     }
     let mut objects = push_secret_checks(cluster, wanted).await?;
+    let mut at: HashMap<(&str, &str), usize> = HashMap::new();
+    for (i, (ns, name)) in wanted.external_secrets.iter().enumerate() {
+        at.entry((ns, name)).or_insert(i);
+    }
     for ((ns, kind, name), users) in stores {
         let check = store_check(cluster, inputs, facts, (ns, kind, name), &users).await?;
         if let Some(stuck) = &check.stuck {
             for u in &users {
-                let at = wanted
-                    .external_secrets
-                    .iter()
-                    .position(|(n, m)| *n == u.namespace && *m == u.name);
+                let at = at.get(&(u.namespace.as_str(), u.name.as_str())).copied();
                 if let Some(es) = at.and_then(|i| external_secrets.get_mut(i)) {
                     if !es.ok && !es.stuck.contains(stuck) {
                         es.stuck.push(stuck.clone());

@@ -372,6 +372,18 @@ pub async fn run(
     progress: &dyn Fn(Progress<'_>),
 ) -> Verification {
     let detected = |mount: &str| mounts.version(mount);
+    // The target Secrets' values are compared with Vault's unless they are not to be read; the
+    // comparer takes over the values' reads, digested, when a part that compares runs.
+    let early = (!req.skip_target_secrets)
+        .then(delivery::Early::new)
+        .flatten();
+    let compares = req.wants(PartName::Kube) || req.wants(PartName::Consumers);
+    let seen = |i: usize, e: &crate::vault::Existing| {
+        if let Some(early) = &early {
+            early.seen(i, e);
+        }
+    };
+    let seen: Option<&crate::seed::Seen<'_>> = (compares && early.is_some()).then_some(&seen);
     let (inspection, policy) = {
         let plan: &EnvPlan<'_> = plan;
         // The values and the policy part at once: neither needs the other's answers (over a
@@ -389,7 +401,7 @@ pub async fn run(
             }
         };
         futures::join!(
-            crate::seed::inspect(vault, mounts, &plan.targets, req.concurrency),
+            crate::seed::inspect(vault, mounts, &plan.targets, req.concurrency, seen),
             policy
         )
     };
@@ -409,7 +421,7 @@ pub async fn run(
         plan,
         mounts,
         req,
-        (&inspection, policy.as_ref()),
+        (&inspection, policy.as_ref(), early),
         (deadline, progress, &mut notes),
     )
     .await;
@@ -445,6 +457,7 @@ pub async fn run(
 type Gathered<'a> = (
     &'a tokio::sync::RwLock<crate::seed::Inspection>,
     Option<&'a Checked<grants::PolicyPart>>,
+    Option<delivery::Early>,
 );
 
 /// How the cluster's parts report as they go.
@@ -471,16 +484,13 @@ async fn in_cluster(
     plan: &EnvPlan<'_>,
     mounts: &Mounts,
     req: &Request,
-    (inspection, policy): Gathered<'_>,
+    (inspection, policy, early): Gathered<'_>,
     (deadline, progress, notes): Going<'_>,
 ) -> InCluster {
     let detected = |mount: &str| mounts.version(mount);
-    // The target Secrets' values are compared with Vault's unless they are not to be read.
     // The targets by the names the cluster's objects give them, for every part.
     let index = crate::spec::TargetIndex::new(&plan.targets);
-    let compare = (!req.skip_target_secrets)
-        .then(|| delivery::Compare::new(vault, mounts, &index))
-        .flatten();
+    let compare = early.map(|e| delivery::Compare::new(vault, mounts, &index, e));
     let has_imports = crate::write::import::any(&plan.targets);
     let wants_argocd = req.wants(PartName::Argocd) && argocd::configured(plan);
     let wants_imports = req.wants(PartName::Imports) && has_imports;

@@ -7,7 +7,7 @@
 //! when the spec names none, carry exactly the policies the part `policy` judged. Nothing here
 //! writes anything; what cannot be told is said "not checked", never taken as matching.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use super::facts::Facts;
 use super::findings::{joined, shown_namespace, Finding, Severity};
@@ -174,15 +174,20 @@ pub fn eso_namespace(spec: &Spec, env: &Environment, default_namespace: &str) ->
 
 /// The specs (with their environments) naming any of `users`.
 fn specs_of<'a>(inputs: &Inputs<'a>, users: &[StoreUser]) -> Vec<(&'a Spec, &'a Environment)> {
+    let users: HashSet<(&str, &str)> = users
+        .iter()
+        .map(|u| (u.namespace.as_str(), u.name.as_str()))
+        .collect();
     inputs
         .plan
         .specs
         .iter()
         .filter(|(spec, env)| {
             let ns = eso_namespace(spec, env, inputs.default_namespace);
-            users
+            spec.eso
+                .external_secrets
                 .iter()
-                .any(|u| u.namespace == ns && spec.eso.external_secrets.contains(&u.name))
+                .any(|name| users.contains(&(ns.as_str(), name.as_str())))
         })
         .copied()
         .collect()

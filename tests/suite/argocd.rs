@@ -82,6 +82,24 @@ fn fixed() -> (OpenBao, FakeKube) {
     (bao(), kube)
 }
 
+/// The Applications are read by one LIST of Argo CD's namespace, not a GET each.
+#[test]
+fn the_applications_are_read_by_one_list() {
+    let (bao, kube) = fixed();
+    let specs = specs_with(ARGOCD);
+    verify(&bao, &specs, &kube, &["--only", "argocd"]).expect_code(0);
+    let paths: Vec<String> = kube.requests().into_iter().map(|r| r.path).collect();
+    let lists = paths
+        .iter()
+        .filter(|p| p.ends_with("/namespaces/argocd/applications"))
+        .count();
+    let gets = paths
+        .iter()
+        .filter(|p| p.contains("/applications/"))
+        .count();
+    assert_eq!((lists, gets), (1, 0), "{paths:?}");
+}
+
 #[test]
 fn the_fixed_layout_passes_with_every_part() {
     let bao = vault_with(RUNBOOK_POLICY);
@@ -395,7 +413,7 @@ fn a_missing_application_is_named() {
             ": 1 of 2 Application(s) ok, 1 argocd-cm ok",
         ],
     );
-    // Only GETs of the named objects, in Argo CD's namespace.
+    // Only reads (a LIST of the Applications, argocd-cm's GET), in Argo CD's namespace.
     for r in kube.requests() {
         assert_eq!(r.method, "GET", "{r:?}");
     }
@@ -419,10 +437,14 @@ fn wait_sees_the_secrets_app_become_healthy_and_does_not_wait_for_a_wrong_wave()
         progressing,
     );
     let specs = specs_with(ARGOCD);
+    // Reads of the secrets app: the LIST of Argo CD's namespace's Applications (or its GET).
     let gets = |kube: &FakeKube| {
         kube.requests()
             .iter()
-            .filter(|r| r.path.ends_with("/applications/core-service-secrets"))
+            .filter(|r| {
+                r.path.ends_with("/applications/core-service-secrets")
+                    || r.path.ends_with("/namespaces/argocd/applications")
+            })
             .count()
     };
     std::thread::scope(|s| {

@@ -499,3 +499,30 @@ fn created_once_gets_no_force_sync_hint() {
     let patched = kube.get("ExternalSecret", Some(NS), CORE).unwrap();
     assert!(patched["metadata"]["annotations"]["force-sync"].is_null());
 }
+
+/// Each path is read from Vault once a pass: comparing the target Secrets with Vault uses the
+/// reads that judged the values, and reads a path again only for a key that does not hold what
+/// was read (then Vault as it is after the Secret was read decides, as the delivery test above
+/// shows).
+#[test]
+fn each_path_is_read_from_vault_once_a_pass() {
+    let bao = vault_with(RUNBOOK_POLICY);
+    let (proxy, events) = common::proxy::recording(&bao.addr, |_, _| {});
+    let kube = healthy_cluster(&bao);
+    // The store names the Vault verify talks to: the recording proxy.
+    kube.put(common::fake_kube::real_spec_store(&proxy.addr));
+    verify(&bao, &kube, &[])
+        .addr(&proxy.addr)
+        .status(0)
+        .stdout_has("verify auh1-dev: done")
+        .check();
+    let mut reads: std::collections::BTreeMap<String, usize> = Default::default();
+    for e in events.log() {
+        if let Some(path) = e.strip_prefix("sent GET /v1/secret/data/") {
+            *reads.entry(path.to_string()).or_default() += 1;
+        }
+    }
+    assert!(reads.contains_key(SALT), "{reads:?}");
+    let twice: Vec<_> = reads.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "read more than once: {twice:?}");
+}
