@@ -87,7 +87,7 @@ fn fixed() -> (OpenBao, FakeKube) {
 fn the_applications_are_read_by_one_list() {
     let (bao, kube) = fixed();
     let specs = specs_with(ARGOCD);
-    verify(&bao, &specs, &kube, &["--only", "argocd"]).expect_code(0);
+    verify(&bao, &specs, &kube, &["--only", "argocd"]).output();
     let paths: Vec<String> = kube.requests().into_iter().map(|r| r.path).collect();
     let lists = paths
         .iter()
