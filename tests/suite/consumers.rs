@@ -6,9 +6,9 @@ use crate::common;
 
 use common::fake_kube::{
     deployment_unready_status, external_secret, namespace, pod_of, reloader_deployment, secret,
-    vso_controller_deployment, with_data_manager, workload, FakeKube,
+    vso_controller_deployment, with_data_manager, workload,
 };
-use common::{has, spec_dir, OpenBao, Run};
+use common::{has, spec_dir, Run, World};
 use serde_json::{json, Value};
 use time::format_description::well_known::Rfc3339;
 use time::{Duration, OffsetDateTime};
@@ -32,10 +32,8 @@ fields.password = { generator = "password" }
 /// The Secret's value, which must never show.
 const VALUE: &str = "s3cr3t-consumer-value";
 
-struct World {
-    bao: OpenBao,
-    specs: tempfile::TempDir,
-    kube: FakeKube,
+/// When the Secret's data changed, and instants around it, for the pods a test starts.
+struct Times {
     /// When ESO wrote the Secret's data: two seconds after Vault's version was created.
     changed: String,
     /// A day before Vault had the value.
@@ -52,20 +50,18 @@ fn rfc3339(t: OffsetDateTime) -> String {
 
 /// Vault holding `VALUE` at `core-service/auh1-dev/db`; the ExternalSecret `apps/db` and its
 /// Secret `db` holding the same value, whose data ESO wrote two seconds later (whole seconds,
-/// as the API server stamps `managedFields`).
-fn world() -> World {
-    let bao = OpenBao::dev();
-    bao.kv_put(
+/// as the API server stamps `managedFields`). No run shows the value.
+fn world() -> (World, Times) {
+    let w = World::new(SPEC).never_shows([VALUE]);
+    w.bao.kv_put(
         "secret",
         "core-service/auh1-dev/db",
         json!({ "password": VALUE }),
     );
-    let created = bao.kv_created("secret", "core-service/auh1-dev/db");
+    let created = w.bao.kv_created("secret", "core-service/auh1-dev/db");
     let second = created.replace_nanosecond(0).unwrap();
     let changed = rfc3339(second + Duration::seconds(2));
-    let specs = spec_dir(SPEC);
-    let kube = FakeKube::start();
-    kube.put(
+    w.kube.put(
         external_secret(
             NS,
             "db",
@@ -73,42 +69,34 @@ fn world() -> World {
         )
         .ready_synced(&changed),
     );
-    kube.put(with_data_manager(
+    w.kube.put(with_data_manager(
         secret(NS, "db", &[("password", VALUE)]),
         "externalsecrets.external-secrets.io/db",
         &changed,
     ));
-    World {
-        bao,
-        specs,
-        kube,
+    let t = Times {
         changed,
         before: rfc3339(second - Duration::days(1)),
         after: rfc3339(second + Duration::seconds(62)),
         second,
-    }
+    };
+    (w, t)
 }
 
 impl World {
-    /// A running pod `pod` of the workload `app` (already put), started at `started`.
-    fn pod(&self, app: &str, pod: &str, started: &str) {
+    /// A running pod `pod` of the workload `app` (already put in `NS`), started at `started`.
+    fn start_pod(&self, app: &str, pod: &str, started: &str) {
         let w = ["Deployment", "StatefulSet", "DaemonSet", "Rollout"]
             .iter()
             .find_map(|k| self.kube.get(k, Some(NS), app))
             .expect("the workload is put first");
         self.kube.run(&w, pod, started);
     }
-}
 
-impl World {
-    fn verify(&self, args: &[&str]) -> Run {
-        Run::new(&self.bao)
-            .specs(self.specs.path())
-            .args(["verify", "auh1-dev", "--only", "consumers", "--kubeconfig"])
-            .arg(self.kube.kubeconfig())
+    /// `verify auh1-dev --only consumers ARGS`.
+    fn verify_consumers(&self, args: &[&str]) -> Run {
+        self.run(&["verify", "auh1-dev", "--only", "consumers"])
             .args(args)
-            .env("NO_COLOR", "1")
-            .never_shows(VALUE)
     }
 }
 
@@ -141,26 +129,30 @@ fn only_workload(doc: &Value) -> &Value {
 
 #[test]
 fn an_env_reader_with_pods_older_than_the_data_is_not_done_and_names_the_restart() {
-    let w = world();
+    let (w, t) = world();
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
-    w.pod("web", "web-1", &w.before);
-    w.pod("web", "web-2", &w.after);
+    w.start_pod("web", "web-1", &t.before);
+    w.start_pod("web", "web-2", &t.after);
     // Another app's pod, not selected by `app=web`, never counts.
-    w.kube.put(pod_of(NS, "other", "other-1", &w.before));
-    let out = w.verify(&[]).status(1).output();
+    w.kube.put(pod_of(NS, "other", "other-1", &t.before));
+    let out = w.verify_consumers(&[]).status(1).output();
     let text = out.stdout_text();
     has(&text, "FAIL Deployment apps/web");
-    has(&text, format!("reads `db` through env, but 1 pod(s) started before its data changed at {} by `externalsecrets.external-secrets.io/db` (`web-1`)", w.changed));
+    has(&text, format!("reads `db` through env, but 1 pod(s) started before its data changed at {} by `externalsecrets.external-secrets.io/db` (`web-1`)", t.changed));
     has(&text, "fix: kubectl -n apps rollout restart deployment/web");
     has(&text, "verify auh1-dev: NOT done");
     assert!(w.kube.patches().is_empty(), "verify wrote to the cluster");
 
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w
+        .verify_consumers(&["-o", "json"])
+        .status(1)
+        .output()
+        .json();
     let c = only_workload(&doc);
     assert_eq!(c["ok"], false);
     assert_eq!(c["how"], json!(["env"]));
     assert_eq!(c["fix"], "kubectl -n apps rollout restart deployment/web");
-    assert_eq!(doc["consumers"]["secrets"][0]["changed_at"], w.changed);
+    assert_eq!(doc["consumers"]["secrets"][0]["changed_at"], t.changed);
     assert_eq!(
         doc["consumers"]["secrets"][0]["changed_by"],
         "externalsecrets.external-secrets.io/db"
@@ -181,15 +173,15 @@ fn an_env_reader_with_pods_older_than_the_data_is_not_done_and_names_the_restart
 
 #[test]
 fn readers_whose_pods_started_after_the_change_and_volume_readers_pass() {
-    let w = world();
+    let (w, t) = world();
     w.kube
         .put(workload("StatefulSet", NS, "db-client", reads("envFrom")));
-    w.pod("db-client", "db-client-0", &w.after);
+    w.start_pod("db-client", "db-client-0", &t.after);
     w.kube
         .put(workload("DaemonSet", NS, "agent", reads("volume")));
-    w.pod("agent", "agent-x", &w.before);
+    w.start_pod("agent", "agent-x", &t.before);
     w.kube.put(workload("CronJob", NS, "report", reads("env")));
-    let out = w.verify(&["--all"]).output();
+    let out = w.verify_consumers(&["--all"]).output();
     let text = out.stdout_text();
     has(&text, "ok   StatefulSet apps/db-client");
     has(&text, "its 1 pod(s) started after the data last changed");
@@ -202,7 +194,7 @@ fn readers_whose_pods_started_after_the_change_and_volume_readers_pass() {
     has(&text, "a CronJob's next run reads it as it is then");
     has(&text, "verify auh1-dev: done");
     // Without `--all`, the part's line counts them and lists none: nothing fails or warns.
-    let summary = w.verify(&[]).output().stdout_text();
+    let summary = w.verify_consumers(&[]).output().stdout_text();
     has(&summary, "ok   consumers: ");
     has(
         &summary,
@@ -213,11 +205,11 @@ fn readers_whose_pods_started_after_the_change_and_volume_readers_pass() {
 
 #[test]
 fn a_subpath_volume_is_read_once_like_env() {
-    let w = world();
+    let (w, t) = world();
     w.kube
         .put(workload("Deployment", NS, "web", reads("subPath")));
-    w.pod("web", "web-1", &w.before);
-    let out = w.verify(&[]).status(1).output();
+    w.start_pod("web", "web-1", &t.before);
+    let out = w.verify_consumers(&[]).status(1).output();
     has(
         &out.stdout_text(),
         "reads `db` through a subPath volume, but 1 pod(s)",
@@ -226,23 +218,23 @@ fn a_subpath_volume_is_read_once_like_env() {
 
 #[test]
 fn reloader_and_vso_restart_targets_pass_with_a_note() {
-    let w = world();
+    let (w, t) = world();
     // Reloader as its chart installs it by default: watching every namespace.
     w.kube.put(reloader_deployment("reloader", &[], true));
     let mut auto = workload("Deployment", NS, "auto", reads("env"));
     auto["metadata"]["annotations"]["reloader.stakater.com/auto"] = json!("true");
     w.kube.put(auto);
-    w.pod("auto", "auto-1", &w.before);
+    w.start_pod("auto", "auto-1", &t.before);
     let mut named = workload("Deployment", NS, "named", reads("env"));
     named["metadata"]["annotations"]["secret.reloader.stakater.com/reload"] = json!("other, db");
     w.kube.put(named);
-    w.pod("named", "named-1", &w.before);
+    w.start_pod("named", "named-1", &t.before);
     // `search` counts only with the Secret's `match`.
     let mut search = workload("Deployment", NS, "search", reads("env"));
     search["metadata"]["annotations"]["reloader.stakater.com/search"] = json!("true");
     w.kube.put(search);
-    w.pod("search", "search-1", &w.before);
-    let out = w.verify(&["--all"]).status(1).output();
+    w.start_pod("search", "search-1", &t.before);
+    let out = w.verify_consumers(&["--all"]).status(1).output();
     let text = out.stdout_text();
     has(&text, "ok   Deployment apps/auto");
     has(
@@ -259,7 +251,7 @@ fn reloader_and_vso_restart_targets_pass_with_a_note() {
     w.kube.update("Secret", Some(NS), "db", |s| {
         s["metadata"]["annotations"] = json!({"reloader.stakater.com/match": "true"});
     });
-    let out = w.verify(&["--all"]).output();
+    let out = w.verify_consumers(&["--all"]).output();
     has(&out.stdout_text(), "ok   Deployment apps/search");
     has(&out.stdout_text(), "reloader.stakater.com/search");
 
@@ -267,14 +259,14 @@ fn reloader_and_vso_restart_targets_pass_with_a_note() {
     w.kube.update("Secret", Some(NS), "db", |s| {
         s["metadata"]["annotations"] = json!({"reloader.stakater.com/ignore": "true"});
     });
-    let out = w.verify(&[]).status(1).output();
+    let out = w.verify_consumers(&[]).status(1).output();
     has(&out.stdout_text(), "FAIL Deployment apps/auto");
 }
 
 /// The world with the specs naming a VaultStaticSecret `db` instead, whose
 /// `rolloutRestartTargets` name `kind`/`name` (VSO v1.4.1 `api/v1beta1/vaultstaticsecret_types.go`).
-fn vso_world(kind: &str, name: &str) -> World {
-    let mut w = world();
+fn vso_world(kind: &str, name: &str) -> (World, Times) {
+    let (mut w, t) = world();
     w.specs = spec_dir(&SPEC.replace("[eso]\nexternal_secrets", "[vso]\nstatic_secrets"));
     w.kube.put(json!({
         "apiVersion": "secrets.hashicorp.com/v1beta1", "kind": "VaultStaticSecret",
@@ -283,19 +275,19 @@ fn vso_world(kind: &str, name: &str) -> World {
                  "destination": {"name": "db", "create": true},
                  "rolloutRestartTargets": [{"kind": kind, "name": name}]},
     }));
-    w
+    (w, t)
 }
 
 #[test]
 fn a_vso_rollout_restart_target_passes_with_a_note() {
-    let w = vso_world("argo.Rollout", "web");
+    let (w, t) = vso_world("argo.Rollout", "web");
     w.kube.put(workload("Rollout", NS, "web", reads("env")));
-    w.pod("web", "web-1", &w.before);
+    w.start_pod("web", "web-1", &t.before);
     w.kube.put(workload("Deployment", NS, "api", reads("env")));
-    w.pod("api", "api-1", &w.before);
+    w.start_pod("api", "api-1", &t.before);
     w.kube
         .put(vso_controller_deployment("vault-secrets-operator-system"));
-    let out = w.verify(&["--all"]).status(1).output();
+    let out = w.verify_consumers(&["--all"]).status(1).output();
     let text = out.stdout_text();
     has(&text, "ok   Rollout apps/web");
     has(
@@ -320,13 +312,13 @@ fn block_of(text: &str, name: &str) -> String {
 /// (`watchGlobally: false`), one that ignores the namespace: not done, with the restart.
 #[test]
 fn a_reloader_annotation_without_a_reloader_watching_is_not_done() {
-    let w = world();
+    let (w, t) = world();
     let mut web = workload("Deployment", NS, "web", reads("env"));
     web["metadata"]["annotations"]["reloader.stakater.com/auto"] = json!("true");
     w.kube.put(web);
-    w.pod("web", "web-1", &w.before);
+    w.start_pod("web", "web-1", &t.before);
     let not_done = |reason: &str| {
-        let out = w.verify(&["--all"]).status(1).output();
+        let out = w.verify_consumers(&["--all"]).status(1).output();
         let text = out.stdout_text();
         let block = block_of(&text, "web");
         has(&block, "FAIL Deployment apps/web");
@@ -344,7 +336,11 @@ fn a_reloader_annotation_without_a_reloader_watching_is_not_done() {
             "fix: kubectl -n apps rollout restart deployment/web",
         );
         has(&text, "verify auh1-dev: NOT done");
-        let doc = w.verify(&["-o", "json"]).status(1).output().json();
+        let doc = w
+            .verify_consumers(&["-o", "json"])
+            .status(1)
+            .output()
+            .json();
         let c = only_workload(&doc);
         assert_eq!(c["ok"], false);
         assert_eq!(c["restarted_by"], Value::Null);
@@ -375,7 +371,7 @@ fn a_reloader_annotation_without_a_reloader_watching_is_not_done() {
         &["--namespaces=apps,reloader"],
         false,
     ));
-    let out = w.verify(&["--all"]).output();
+    let out = w.verify_consumers(&["--all"]).output();
     has(&out.stdout_text(), "ok   Deployment apps/web");
 }
 
@@ -384,11 +380,11 @@ fn a_reloader_annotation_without_a_reloader_watching_is_not_done() {
 /// Deployments across namespaces cannot tell either, and is told which permission is missing.
 #[test]
 fn whether_reloader_watches_that_cannot_be_read_is_cannot_tell() {
-    let w = world();
+    let (w, t) = world();
     let mut web = workload("Deployment", NS, "web", reads("env"));
     web["metadata"]["annotations"]["secret.reloader.stakater.com/reload"] = json!("db");
     w.kube.put(web);
-    w.pod("web", "web-1", &w.before);
+    w.start_pod("web", "web-1", &t.before);
     // As the chart renders `reloader.namespaceSelector: "reloader=enabled"`.
     w.kube.put(reloader_deployment(
         "reloader",
@@ -396,18 +392,18 @@ fn whether_reloader_watches_that_cannot_be_read_is_cannot_tell() {
         true,
     ));
     w.kube.put(namespace(NS, json!({"reloader": "enabled"})));
-    let out = w.verify(&["--all"]).output();
+    let out = w.verify_consumers(&["--all"]).output();
     has(&out.stdout_text(), "ok   Deployment apps/web");
 
     w.kube.put(namespace(NS, json!({"team": "ask"})));
-    let out = w.verify(&["--all"]).status(1).output();
+    let out = w.verify_consumers(&["--all"]).status(1).output();
     has(
         &out.stdout_text(),
         "does not watch namespace `apps`: its labels do not match `--namespace-selector` `reloader=enabled`",
     );
 
     let cannot_tell = |reason: &str| {
-        let out = w.verify(&["--all"]).output();
+        let out = w.verify_consumers(&["--all"]).output();
         let text = out.stdout_text();
         let block = block_of(&text, "web");
         has(&block, "---- Deployment apps/web");
@@ -421,7 +417,7 @@ fn whether_reloader_watches_that_cannot_be_read_is_cannot_tell() {
             &text,
             "verify auh1-dev: done; cannot tell for 1 workload(s)",
         );
-        let doc = w.verify(&["-o", "json"]).output().json();
+        let doc = w.verify_consumers(&["-o", "json"]).output().json();
         assert_eq!(only_workload(&doc)["cannot_tell"], true);
     };
     w.kube.deny("namespaces");
@@ -434,10 +430,10 @@ fn whether_reloader_watches_that_cannot_be_read_is_cannot_tell() {
 /// or with it not Ready, the target is not done.
 #[test]
 fn a_vso_rollout_restart_target_without_vso_running_is_not_done() {
-    let w = vso_world("Deployment", "web");
+    let (w, t) = vso_world("Deployment", "web");
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
-    w.pod("web", "web-1", &w.before);
-    let out = w.verify(&["--all"]).status(1).output();
+    w.start_pod("web", "web-1", &t.before);
+    let out = w.verify_consumers(&["--all"]).status(1).output();
     let block = block_of(&out.stdout_text(), "web");
     has(&block, "FAIL Deployment apps/web");
     has(&block, "VSO (`rolloutRestartTargets` of apps/db) restarts nothing: VSO's controller does not run: no Deployment in any namespace is labelled `app.kubernetes.io/name=vault-secrets-operator`");
@@ -449,7 +445,7 @@ fn a_vso_rollout_restart_target_without_vso_running_is_not_done() {
     let mut vso = vso_controller_deployment("vault-secrets-operator-system");
     vso["status"] = deployment_unready_status();
     w.kube.put(vso);
-    let out = w.verify(&["--all"]).status(1).output();
+    let out = w.verify_consumers(&["--all"]).status(1).output();
     has(
         &out.stdout_text(),
         "VSO's Deployment `vault-secrets-operator-system/vault-secrets-operator-controller-manager` is not Ready",
@@ -461,7 +457,7 @@ fn a_vso_rollout_restart_target_without_vso_running_is_not_done() {
     w.kube.update("VaultStaticSecret", Some(NS), "db", |v| {
         v["spec"]["hmacSecretData"] = json!(false);
     });
-    let out = w.verify(&[]).status(1).output();
+    let out = w.verify_consumers(&[]).status(1).output();
     has(
         &out.stdout_text(),
         "restarts nothing: VSO ignores `rolloutRestartTargets` while `hmacSecretData` is false",
@@ -470,15 +466,15 @@ fn a_vso_rollout_restart_target_without_vso_running_is_not_done() {
 
 #[test]
 fn restart_sends_exactly_the_rollout_patch_and_waits_for_new_pods() {
-    let w = world();
+    let (w, t) = world();
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
-    w.pod("web", "web-1", &w.before);
+    w.start_pod("web", "web-1", &t.before);
     w.kube
         .put(workload("Rollout", NS, "canary", reads("envFrom")));
-    w.pod("canary", "canary-1", &w.before);
+    w.start_pod("canary", "canary-1", &t.before);
     w.kube
         .put(workload("Deployment", NS, "fresh", reads("env")));
-    w.pod("fresh", "fresh-1", &w.after);
+    w.start_pod("fresh", "fresh-1", &t.after);
     let kube = &w.kube;
     // The controllers replace the pods once the restart arrives: no timing involved.
     let replaced = std::thread::scope(|s| {
@@ -486,15 +482,15 @@ fn restart_sends_exactly_the_rollout_patch_and_waits_for_new_pods() {
             let start = std::time::Instant::now();
             while start.elapsed() < std::time::Duration::from_secs(120) {
                 if kube.patches().len() == 2 {
-                    w.pod("web", "web-1", &w.after);
-                    w.pod("canary", "canary-1", &w.after);
+                    w.start_pod("web", "web-1", &t.after);
+                    w.start_pod("canary", "canary-1", &t.after);
                     return true;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
             false
         });
-        let out = w.verify(&["--restart", "--wait", "2m"]).output();
+        let out = w.verify_consumers(&["--restart", "--wait", "2m"]).output();
         has(&out.stderr_text(), "restarted Deployment apps/web at ");
         // Said once, as it is done: not again among the notes after the report.
         assert_eq!(
@@ -549,10 +545,10 @@ fn restart_sends_exactly_the_rollout_patch_and_waits_for_new_pods() {
 
 #[test]
 fn restart_without_wait_is_still_not_done_until_new_pods_run() {
-    let w = world();
+    let (w, t) = world();
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
-    w.pod("web", "web-1", &w.before);
-    let out = w.verify(&["--restart"]).status(1).output();
+    w.start_pod("web", "web-1", &t.before);
+    let out = w.verify_consumers(&["--restart"]).status(1).output();
     has(&out.stdout_text(), "restarted at ");
     has(&out.stdout_text(), "FAIL Deployment apps/web");
     assert_eq!(w.kube.patches().len(), 1);
@@ -560,10 +556,10 @@ fn restart_without_wait_is_still_not_done_until_new_pods_run() {
 
 #[test]
 fn without_reading_the_secret_an_env_reader_is_not_checked_never_ok() {
-    let w = world();
+    let (w, t) = world();
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
-    w.pod("web", "web-1", &w.before);
-    let out = w.verify(&["--skip-target-secrets"]).output();
+    w.start_pod("web", "web-1", &t.before);
+    let out = w.verify_consumers(&["--skip-target-secrets"]).output();
     let text = out.stdout_text();
     has(&text, "---- consumers: ");
     has(
@@ -584,7 +580,9 @@ fn without_reading_the_secret_an_env_reader_is_not_checked_never_ok() {
             .all(|r| !r.path.contains("/secrets")),
         "a Secret was read"
     );
-    let doc = w.verify(&["--skip-target-secrets", "-o", "json"]).json();
+    let doc = w
+        .verify_consumers(&["--skip-target-secrets", "-o", "json"])
+        .json();
     assert_eq!(doc["consumers"]["not_checked"], 1);
     assert_eq!(only_workload(&doc)["checked"], false);
     assert!(
@@ -598,7 +596,7 @@ fn without_reading_the_secret_an_env_reader_is_not_checked_never_ok() {
 
 #[test]
 fn odd_shapes_are_named_and_not_taken_as_fine_and_cluster_text_is_cleaned() {
-    let w = world();
+    let (w, _) = world();
     let mut odd = workload("Deployment", NS, "odd", reads("env"));
     odd["spec"]["template"]["spec"]["containers"] = json!("not a list");
     w.kube.put(odd);
@@ -609,7 +607,7 @@ fn odd_shapes_are_named_and_not_taken_as_fine_and_cluster_text_is_cleaned() {
     let mut no_selector = workload("Deployment", NS, "no-selector", reads("env"));
     no_selector["spec"]["selector"] = json!({});
     w.kube.put(no_selector);
-    let out = w.verify(&[]).status(1).output();
+    let out = w.verify_consumers(&[]).status(1).output();
     let text = out.stdout_text();
     assert!(!text.contains('\u{1b}'), "{text}");
     has(&text, "not checked: `spec.template.spec.containers` is not a list of objects; skipped, not taken as fine");
@@ -624,11 +622,11 @@ fn odd_shapes_are_named_and_not_taken_as_fine_and_cluster_text_is_cleaned() {
 /// escaped, is not done, and gets no fix line and no restart.
 #[test]
 fn a_workload_name_that_is_not_a_kubernetes_name_is_shown_escaped_and_never_restarted() {
-    let w = world();
+    let (w, t) = world();
     let name = "evil\u{1b}]8;;\u{7}-web";
     w.kube.put(workload("Deployment", NS, name, reads("env")));
-    w.pod(name, "evil-1", &w.before);
-    let out = w.verify(&["--restart"]).status(1).output();
+    w.start_pod(name, "evil-1", &t.before);
+    let out = w.verify_consumers(&["--restart"]).status(1).output();
     let text = out.stdout_text();
     assert!(!text.contains('\u{1b}'), "{text}");
     has(&text, "FAIL Deployment apps/evil\\u{1b}]8;;\\u{7}-web");
@@ -643,10 +641,8 @@ fn a_workload_name_that_is_not_a_kubernetes_name_is_shown_escaped_and_never_rest
 
 #[test]
 fn restart_needs_the_consumers_part() {
-    let w = world();
-    Run::new(&w.bao)
-        .specs(w.specs.path())
-        .args(["verify", "auh1-dev", "--skip-kube", "--restart"])
+    let (w, _) = world();
+    w.run(&["verify", "auh1-dev", "--skip-kube", "--restart"])
         .stderr_has("--restart needs the consumers part")
         .status(2)
         .output();
@@ -662,16 +658,16 @@ fn restart_needs_the_consumers_part() {
 /// data: they cannot be told from stale ones, and the verdict says so without failing.
 #[test]
 fn a_secret_restamped_by_an_annotation_after_the_pods_started_is_cannot_tell_not_stale() {
-    let w = world();
-    let restamped = rfc3339(w.second + Duration::minutes(5));
+    let (w, t) = world();
+    let restamped = rfc3339(t.second + Duration::minutes(5));
     w.kube.put(with_data_manager(
         secret(NS, "db", &[("password", VALUE)]),
         "externalsecrets.external-secrets.io/db",
         &restamped,
     ));
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
-    w.pod("web", "web-1", &w.after);
-    let out = w.verify(&[]).output();
+    w.start_pod("web", "web-1", &t.after);
+    let out = w.verify_consumers(&[]).output();
     let text = out.stdout_text();
     has(&text, "---- Deployment apps/web");
     has(
@@ -686,7 +682,7 @@ fn a_secret_restamped_by_an_annotation_after_the_pods_started_is_cannot_tell_not
         &text,
         "verify auh1-dev: done; cannot tell for 1 workload(s) (consumers checked;",
     );
-    let doc = w.verify(&["-o", "json"]).output().json();
+    let doc = w.verify_consumers(&["-o", "json"]).output().json();
     assert_eq!(doc["ok"], true);
     assert_eq!(
         doc["cannot_tell"],
@@ -698,8 +694,8 @@ fn a_secret_restamped_by_an_annotation_after_the_pods_started_is_cannot_tell_not
         (json!(true), json!(true))
     );
     // The pods that did start before Vault had the data are still not done.
-    w.pod("web", "web-2", &w.before);
-    let out = w.verify(&[]).status(1).output();
+    w.start_pod("web", "web-2", &t.before);
+    let out = w.verify_consumers(&[]).status(1).output();
     has(&out.stdout_text(), "FAIL Deployment apps/web");
 }
 
@@ -709,19 +705,19 @@ fn a_secret_restamped_by_an_annotation_after_the_pods_started_is_cannot_tell_not
 /// `makeEnvironmentVariables`, at `StartContainer`). The container's `startedAt` counts.
 #[test]
 fn a_container_that_started_after_the_change_is_fresh_whatever_the_pods_start_time() {
-    let w = world();
+    let (w, t) = world();
     let web = workload("Deployment", NS, "web", reads("env"));
     w.kube.put(web.clone());
-    w.kube.run_accepted(&web, "web-1", &w.before, &w.after);
-    let out = w.verify(&["--all"]).output();
+    w.kube.run_accepted(&web, "web-1", &t.before, &t.after);
+    let out = w.verify_consumers(&["--all"]).output();
     has(&out.stdout_text(), "ok   Deployment apps/web");
     has(
         &out.stdout_text(),
         "its 1 pod(s) started after the data last changed",
     );
     // Its twin: the container itself started before Vault had the data.
-    w.kube.run_accepted(&web, "web-1", &w.before, &w.before);
-    w.verify(&[]).status(1).output();
+    w.kube.run_accepted(&web, "web-1", &t.before, &t.before);
+    w.verify_consumers(&[]).status(1).output();
 }
 
 /// Only the workload's current pods count: Running and not being deleted (finished and evicted
@@ -730,12 +726,12 @@ fn a_container_that_started_after_the_change_is_fresh_whatever_the_pods_start_ti
 /// not pods of another owner that share its labels.
 #[test]
 fn finished_evicted_old_and_foreign_pods_do_not_count() {
-    let w = world();
+    let (w, t) = world();
     let web = workload("Deployment", NS, "web", reads("env"));
     w.kube.put(web.clone());
-    w.kube.run(&web, "web-now", &w.after);
+    w.kube.run(&web, "web-now", &t.after);
     let old = |name: &str, f: &dyn Fn(&mut Value)| {
-        let mut p = common::fake_kube::running_pod(&web, name, &w.before, &w.before);
+        let mut p = common::fake_kube::running_pod(&web, name, &t.before, &t.before);
         f(&mut p);
         w.kube.put(p);
     };
@@ -746,7 +742,7 @@ fn finished_evicted_old_and_foreign_pods_do_not_count() {
         p["status"]["reason"] = json!("Evicted");
     });
     old("web-going", &|p| {
-        p["metadata"]["deletionTimestamp"] = json!(w.after)
+        p["metadata"]["deletionTimestamp"] = json!(t.after)
     });
     // A pod of the previous ReplicaSet, and one of another owner with the same labels.
     let mut previous = common::fake_kube::current_replica_set(&web).unwrap();
@@ -758,8 +754,8 @@ fn finished_evicted_old_and_foreign_pods_do_not_count() {
         p["metadata"]["ownerReferences"][0]["name"] = previous["metadata"]["name"].clone();
         p["metadata"]["ownerReferences"][0]["uid"] = previous["metadata"]["uid"].clone();
     });
-    w.kube.put(pod_of(NS, "web", "stray", &w.before));
-    let out = w.verify(&["--all"]).output();
+    w.kube.put(pod_of(NS, "web", "stray", &t.before));
+    let out = w.verify_consumers(&["--all"]).output();
     has(&out.stdout_text(), "ok   Deployment apps/web");
     has(
         &out.stdout_text(),
@@ -768,7 +764,7 @@ fn finished_evicted_old_and_foreign_pods_do_not_count() {
     // Its twin: a current pod from before Vault had the data.
     old("web-stale", &|_| {});
     has(
-        &w.verify(&[]).status(1).output().stdout_text(),
+        &w.verify_consumers(&[]).status(1).output().stdout_text(),
         "1 pod(s) started before its data changed",
     );
 }
@@ -777,7 +773,7 @@ fn finished_evicted_old_and_foreign_pods_do_not_count() {
 /// between the two versions may hold it, so it is not proven stale.
 #[test]
 fn a_value_written_again_counts_from_its_first_version() {
-    let w = world();
+    let (w, t) = world();
     std::thread::sleep(std::time::Duration::from_millis(2100));
     w.bao.kv_put(
         "secret",
@@ -789,7 +785,7 @@ fn a_value_written_again_counts_from_its_first_version() {
         .kv_created("secret", "core-service/auh1-dev/db")
         .replace_nanosecond(0)
         .unwrap();
-    assert!(second >= w.second + Duration::seconds(2));
+    assert!(second >= t.second + Duration::seconds(2));
     w.kube.put(with_data_manager(
         secret(NS, "db", &[("password", VALUE)]),
         "externalsecrets.external-secrets.io/db",
@@ -797,8 +793,8 @@ fn a_value_written_again_counts_from_its_first_version() {
     ));
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
     // After version 1 was created, before version 2.
-    w.pod("web", "web-1", &rfc3339(w.second + Duration::seconds(1)));
-    let out = w.verify(&[]).output();
+    w.start_pod("web", "web-1", &rfc3339(t.second + Duration::seconds(1)));
+    let out = w.verify_consumers(&[]).output();
     has(&out.stdout_text(), "cannot tell: reads `db` through env");
 }
 
@@ -815,8 +811,8 @@ fn a_value_written_again_counts_from_its_first_version() {
 /// started between the two writes holds the data before ESO's: the latest entry counts.
 #[test]
 fn a_secret_whose_data_two_managers_changed_counts_from_the_latest_change() {
-    let w = world();
-    let created = rfc3339(w.second - Duration::days(2));
+    let (w, t) = world();
+    let created = rfc3339(t.second - Duration::days(2));
     let mut merged = secret(NS, "db", &[("username", "app"), ("password", VALUE)]);
     merged["metadata"]["labels"] = json!({"reconcile.external-secrets.io/managed": "true"});
     merged["metadata"]["annotations"] =
@@ -826,7 +822,7 @@ fn a_secret_whose_data_two_managers_changed_counts_from_the_latest_change() {
          "fieldsType": "FieldsV1",
          "fieldsV1": {"f:data": {".": {}, "f:username": {}}, "f:type": {}}},
         {"manager": "externalsecrets.external-secrets.io/db", "operation": "Update",
-         "apiVersion": "v1", "time": w.changed, "fieldsType": "FieldsV1",
+         "apiVersion": "v1", "time": t.changed, "fieldsType": "FieldsV1",
          "fieldsV1": {"f:data": {"f:password": {}},
                       "f:metadata": {"f:annotations": {".": {}, "f:reconcile.external-secrets.io/data-hash": {}},
                                      "f:labels": {".": {}, "f:reconcile.external-secrets.io/managed": {}}}}},
@@ -837,17 +833,21 @@ fn a_secret_whose_data_two_managers_changed_counts_from_the_latest_change() {
     });
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
     // After `kubectl create`, before ESO's write (and before Vault had the value).
-    w.pod("web", "web-1", &w.before);
-    let out = w.verify(&["--all"]).status(1).output();
+    w.start_pod("web", "web-1", &t.before);
+    let out = w.verify_consumers(&["--all"]).status(1).output();
     let text = out.stdout_text();
     has(&text, "FAIL Deployment apps/web");
-    has(&text, format!("1 pod(s) started before its data changed at {} by `externalsecrets.external-secrets.io/db` (`web-1`)", w.changed));
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
-    assert_eq!(doc["consumers"]["secrets"][0]["changed_at"], w.changed);
+    has(&text, format!("1 pod(s) started before its data changed at {} by `externalsecrets.external-secrets.io/db` (`web-1`)", t.changed));
+    let doc = w
+        .verify_consumers(&["-o", "json"])
+        .status(1)
+        .output()
+        .json();
+    assert_eq!(doc["consumers"]["secrets"][0]["changed_at"], t.changed);
     // Its twin: a pod started after ESO's write is fresh.
-    w.pod("web", "web-1", &w.after);
+    w.start_pod("web", "web-1", &t.after);
     has(
-        &w.verify(&["--all"]).output().stdout_text(),
+        &w.verify_consumers(&["--all"]).output().stdout_text(),
         "ok   Deployment apps/web",
     );
 }
@@ -855,10 +855,10 @@ fn a_secret_whose_data_two_managers_changed_counts_from_the_latest_change() {
 /// The part alone (`--only consumers`) reads the ExternalSecrets by LIST too, never one by one.
 #[test]
 fn the_part_alone_lists_the_external_secrets() {
-    let w = world();
+    let (w, t) = world();
     w.kube.put(workload("Deployment", NS, "web", reads("env")));
-    w.pod("web", "web-1", &w.after);
-    w.verify(&["--only", "consumers"]).output();
+    w.start_pod("web", "web-1", &t.after);
+    w.verify_consumers(&["--only", "consumers"]).output();
     let paths: Vec<String> = w.kube.requests().iter().map(|r| r.path.clone()).collect();
     let listed = "/apis/external-secrets.io/v1/namespaces/apps/externalsecrets";
     assert_eq!(

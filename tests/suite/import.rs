@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::fake_kube::{secret, FakeKube};
-use common::{has, spec_dir, OpenBao, Run};
+use common::{has, spec_dir, Run, World};
 use serde_json::{json, Value};
 
 const SPEC: &str = r#"
@@ -32,62 +32,36 @@ const DB: &str = "ask/zitadel/dev/DB";
 const PAT: &str = "zitadel-pat-Tq8vLw3nXe5RkZ1m";
 const DB_PASSWORD: &str = "cnpg-superuser-Hb7s2KdQ9pW4";
 
-struct World {
-    bao: OpenBao,
-    specs: tempfile::TempDir,
-    kube: FakeKube,
-}
-
 /// OpenBao with nothing applied; a cluster holding both components' Secrets.
 fn world() -> World {
     world_of(SPEC)
 }
 
-/// [`world`] with another spec.
+/// [`world`] with another spec. No run shows the Secrets' values.
 fn world_of(spec: &str) -> World {
-    let kube = FakeKube::start();
-    kube.put(secret(
+    let w = World::new(spec).never_shows([PAT, DB_PASSWORD]);
+    w.kube.put(secret(
         "ask",
         "zitadel-admin-pat",
         &[("pat", PAT), ("other", "not-wanted")],
     ));
-    kube.put(secret(
+    w.kube.put(secret(
         "ask",
         "zitadel-psql-superuser",
         &[("username", "postgres"), ("password", DB_PASSWORD)],
     ));
-    World {
-        bao: OpenBao::dev(),
-        specs: spec_dir(spec),
-        kube,
-    }
+    w
 }
 
 impl World {
-    /// `vault-seed <args>` against this Vault and cluster.
-    fn run(&self, args: &[&str]) -> Run {
-        Run::new(&self.bao)
-            .specs(self.specs.path())
-            .args(args)
-            .arg("--kubeconfig")
-            .arg(self.kube.kubeconfig())
-            .never_shows(PAT)
-            .never_shows(DB_PASSWORD)
-    }
-
-    fn apply(&self) {
-        Run::new(&self.bao)
-            .specs(self.specs.path())
-            .args(["apply", "dev"])
-            .output();
-    }
-
+    /// `field` of the KV path `path` on `secret`, if it holds text.
     fn field(&self, path: &str, field: &str) -> Option<String> {
         let (data, _) = self.bao.kv_get("secret", path)?;
         data.get(field)?.as_str().map(str::to_string)
     }
 
-    fn version(&self, path: &str) -> Option<u64> {
+    /// The current version of the KV path `path` on `secret` (from its metadata), or None.
+    fn current_version(&self, path: &str) -> Option<u64> {
         self.bao.kv_version("secret", path)
     }
 }
@@ -134,7 +108,7 @@ fn an_absent_field_is_imported_and_apply_adds_the_others_later() {
     assert_eq!(w.field(DB, "password").as_deref(), Some(DB_PASSWORD));
     assert_eq!(w.field(ADMIN, "pat").as_deref(), Some(PAT));
     assert_eq!(w.field(ADMIN, "client"), None, "only the imported field");
-    w.apply();
+    w.apply("dev");
     assert_eq!(w.field(ADMIN, "pat").as_deref(), Some(PAT), "apply kept it");
     assert!(w.field(ADMIN, "client").is_some(), "apply added the other");
 }
@@ -144,10 +118,7 @@ fn an_absent_field_is_imported_and_apply_adds_the_others_later() {
 #[test]
 fn the_marker_apply_wrote_is_replaced_and_verify_pointed_to_import() {
     let w = world();
-    let out = Run::new(&w.bao)
-        .specs(w.specs.path())
-        .args(["apply", "dev"])
-        .output();
+    let out = w.apply("dev");
     has(&out.stdout_text(), "after deploy: vault-seed import dev");
     assert_eq!(
         w.field(DB, "password").as_deref(),
@@ -169,7 +140,7 @@ fn the_marker_apply_wrote_is_replaced_and_verify_pointed_to_import() {
         "{}",
         out.stdout_text()
     );
-    assert_eq!(w.version(DB), Some(1), "a dry run writes nothing");
+    assert_eq!(w.current_version(DB), Some(1), "a dry run writes nothing");
     let out = w.run(&["import", "dev"]).output();
     let text = out.stdout_text();
     has(&text, "replaced");
@@ -177,7 +148,7 @@ fn the_marker_apply_wrote_is_replaced_and_verify_pointed_to_import() {
     has(&text, "v1 -> v2");
     has(&text, "import dev: done (2 field(s): 2 replaced)");
     assert_eq!(w.field(DB, "password").as_deref(), Some(DB_PASSWORD));
-    assert_eq!(w.version(DB), Some(2));
+    assert_eq!(w.current_version(DB), Some(2));
     assert!(w.field(ADMIN, "client").is_some(), "the other field kept");
 }
 
@@ -185,13 +156,13 @@ fn the_marker_apply_wrote_is_replaced_and_verify_pointed_to_import() {
 #[test]
 fn the_same_value_again_is_exists_and_nothing_is_written() {
     let w = world();
-    w.apply();
+    w.apply("dev");
     w.run(&["import", "dev"]).output();
-    let before = (w.version(ADMIN), w.version(DB));
+    let before = (w.current_version(ADMIN), w.current_version(DB));
     let doc = w.run(&["import", "dev", "-o", "json"]).output().json();
     assert_eq!(doc["counts"], json!({"exists": 2}), "{doc:#}");
     assert_eq!(row(&doc, ADMIN, "pat")["new_version"], Value::Null);
-    assert_eq!((w.version(ADMIN), w.version(DB)), before);
+    assert_eq!((w.current_version(ADMIN), w.current_version(DB)), before);
 }
 
 /// A value a person put there that differs from the Secret's: refused by the write gate (exit 2,
@@ -200,7 +171,7 @@ fn the_same_value_again_is_exists_and_nothing_is_written() {
 #[test]
 fn another_value_is_refused_without_force_and_replaced_with_it() {
     let w = world();
-    w.apply();
+    w.apply("dev");
     w.bao
         .kv_put("secret", DB, json!({"password": "set-by-hand-0123456789"}));
     let out = w
@@ -211,7 +182,7 @@ fn another_value_is_refused_without_force_and_replaced_with_it() {
         .stderr_has("`vault-seed import dev --force` replaces it")
         .output();
     has(&out.stdout_text(), "import dev: NOT done");
-    assert_eq!(w.version(DB), Some(2));
+    assert_eq!(w.current_version(DB), Some(2));
     assert_eq!(
         w.field(DB, "password").as_deref(),
         Some("set-by-hand-0123456789"),
@@ -240,7 +211,7 @@ fn fields_made_from_an_imported_one_follow_it_in_the_same_write() {
         "fields.client = { generator = \"uuid\" }\nfields.header = { template = \"Bearer {pat}\" }",
     );
     let w = world_of(&spec);
-    w.apply();
+    w.apply("dev");
     assert_eq!(
         w.field(ADMIN, "header").as_deref(),
         Some("Bearer import-from-cluster"),
@@ -270,7 +241,7 @@ fn fields_made_from_an_imported_one_follow_it_in_the_same_write() {
     let w = world_of(&spec);
     w.run(&["import", "dev", "--only", "ADMIN"]).output();
     assert_eq!(w.field(ADMIN, "header"), None);
-    w.apply();
+    w.apply("dev");
     assert_eq!(w.field(ADMIN, "header"), Some(format!("Bearer {PAT}")));
     assert_eq!(w.field(ADMIN, "pat").as_deref(), Some(PAT));
 }
@@ -279,7 +250,7 @@ fn fields_made_from_an_imported_one_follow_it_in_the_same_write() {
 #[test]
 fn a_secret_or_key_not_there_yet_is_not_done_and_nothing_is_written() {
     let w = world();
-    w.apply();
+    w.apply("dev");
     // Another cluster: the database's Secret without its key, Zitadel's not there at all.
     let w2 = World {
         kube: FakeKube::start(),
@@ -298,7 +269,10 @@ fn a_secret_or_key_not_there_yet_is_not_done_and_nothing_is_written() {
         .stderr_has("run `vault-seed import dev` again once the components have written their Secrets")
         .output();
     has(&out.stdout_text(), "not-done");
-    assert_eq!((w2.version(ADMIN), w2.version(DB)), (Some(1), Some(1)));
+    assert_eq!(
+        (w2.current_version(ADMIN), w2.current_version(DB)),
+        (Some(1), Some(1))
+    );
     let doc = w2
         .run(&["import", "dev", "-o", "json"])
         .status(1)
@@ -312,7 +286,7 @@ fn a_secret_or_key_not_there_yet_is_not_done_and_nothing_is_written() {
 #[test]
 fn a_forbidden_secret_is_not_checked() {
     let w = world();
-    w.apply();
+    w.apply("dev");
     w.kube.deny("secrets");
     let doc = w
         .run(&["import", "dev", "-o", "json"])
@@ -326,7 +300,10 @@ fn a_forbidden_secret_is_not_checked() {
         detail.contains("forbidden to get `secrets` `ask/zitadel-psql-superuser` (403)"),
         "{detail}"
     );
-    assert_eq!((w.version(ADMIN), w.version(DB)), (Some(1), Some(1)));
+    assert_eq!(
+        (w.current_version(ADMIN), w.current_version(DB)),
+        (Some(1), Some(1))
+    );
 }
 
 /// `verify`'s part `imports`: Vault and the Secret agree → ok; differ → FAIL saying to run
@@ -335,7 +312,7 @@ fn a_forbidden_secret_is_not_checked() {
 #[test]
 fn verify_compares_vault_with_the_secret() {
     let w = world();
-    w.apply();
+    w.apply("dev");
     w.run(&["import", "dev"]).output();
     let verify = |extra: &[&str]| {
         let mut args = vec!["verify", "dev", "--only", "vault,imports"];
@@ -423,7 +400,7 @@ fn verify_compares_vault_with_the_secret() {
 #[test]
 fn the_values_never_show_even_at_trace_level() {
     let w = world();
-    w.apply();
+    w.apply("dev");
     for args in [
         &["import", "dev", "-vvv"][..],
         &["import", "dev", "-o", "json", "-vvv"],
@@ -457,7 +434,7 @@ fn the_values_never_show_even_at_trace_level() {
 #[test]
 fn verify_is_not_done_while_vault_and_the_secret_disagree() {
     let w = world();
-    w.apply();
+    w.apply("dev");
     let policy = Run::offline()
         .specs(w.specs.path())
         .args(["policy", "dev"])
@@ -524,28 +501,27 @@ fn failures_are_one_document_and_nothing_is_written() {
             .contains("cannot reach the Kubernetes API"),
         "{doc:#}"
     );
-    assert_eq!((w.version(ADMIN), w.version(DB)), (None, None));
+    assert_eq!(
+        (w.current_version(ADMIN), w.current_version(DB)),
+        (None, None)
+    );
     // Without a `from_secret` field there is nothing to import, and `--only imports` is a usage
     // error, as `--only argocd` without `[argocd]`.
-    let plain = spec_dir(
-        &SPEC
-            .replace(
-                r#"{ from_secret = "ask/zitadel-admin-pat:pat" }"#,
-                r#"{ generator = "placeholder" }"#,
-            )
-            .replace(
-                r#"{ from_secret = "ask/zitadel-psql-superuser:password" }"#,
-                r#"{ generator = "placeholder" }"#,
-            ),
-    );
-    let run = |args: &[&str]| {
-        Run::new(&w.bao)
-            .specs(plain.path())
-            .args(args)
-            .arg("--kubeconfig")
-            .arg(w.kube.kubeconfig())
+    let w = World {
+        specs: spec_dir(
+            &SPEC
+                .replace(
+                    r#"{ from_secret = "ask/zitadel-admin-pat:pat" }"#,
+                    r#"{ generator = "placeholder" }"#,
+                )
+                .replace(
+                    r#"{ from_secret = "ask/zitadel-psql-superuser:password" }"#,
+                    r#"{ generator = "placeholder" }"#,
+                ),
+        ),
+        ..w
     };
-    let doc = run(&["import", "dev", "-o", "json"]).output().json();
+    let doc = w.run(&["import", "dev", "-o", "json"]).output().json();
     assert_eq!(doc["results"], json!([]));
     assert!(
         doc["notes"][0]
@@ -554,11 +530,12 @@ fn failures_are_one_document_and_nothing_is_written() {
             .contains("nothing to import"),
         "{doc:#}"
     );
-    run(&["verify", "dev", "--only", "imports"])
+    w.run(&["verify", "dev", "--only", "imports"])
         .status(2)
         .stderr_has("no field of environment `dev` has `from_secret`")
         .output();
-    let doc = run(&["verify", "dev", "--only", "vault", "-o", "json"])
+    let doc = w
+        .run(&["verify", "dev", "--only", "vault", "-o", "json"])
         .status(1) // nothing applied: missing
         .output()
         .json();
@@ -580,13 +557,12 @@ fn nothing_is_written_outside_a_kv_mount() {
         Some(&json!({"type": "transit"})),
     );
     assert!(status < 300, "{status} {body}");
-    let specs = spec_dir(&SPEC.replace(r#"mount = "secret""#, r#"mount = "notkv""#));
-    let doc = Run::new(&w.bao)
-        .specs(specs.path())
-        .args(["import", "dev", "-o", "json", "--kubeconfig"])
-        .arg(w.kube.kubeconfig())
-        .never_shows(PAT)
-        .never_shows(DB_PASSWORD)
+    let w = World {
+        specs: spec_dir(&SPEC.replace(r#"mount = "secret""#, r#"mount = "notkv""#)),
+        ..w
+    };
+    let doc = w
+        .run(&["import", "dev", "-o", "json"])
         .status(1)
         .output()
         .json();

@@ -8,7 +8,7 @@ use crate::common;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::fake_kube::{self, vso_fixture, FakeKube};
-use common::{has, spec_dir, OpenBao, Run};
+use common::{has, spec_dir, OpenBao, Run, World};
 use serde_json::{json, Value};
 
 const PATH: &str = "ask/core-service/auh1-dev/ZITADEL_MASTERKEY";
@@ -60,31 +60,19 @@ const FIXTURE_VALUES: &[&str] = &[
     "236a23e238e3b1c77fc4c011f1bd38f1",
 ];
 
-struct World {
-    bao: OpenBao,
-    specs: tempfile::TempDir,
-    kube: FakeKube,
-}
-
 /// OpenBao with the spec applied (unless `seed` is false), VSO's role `kubernetes/ask-core-service`
 /// carrying policy `vso-ask` with `policy`; a fake cluster with the VaultAuth and VaultConnection.
+/// No run shows the fixtures' Secret values.
 fn world(seed: bool, policy: &str) -> World {
-    let bao = OpenBao::dev();
-    let specs = spec_dir(SPEC);
+    let w = World::new(SPEC).never_shows(FIXTURE_VALUES.iter().copied());
     if seed {
-        Run::new(&bao)
-            .specs(specs.path())
-            .args(["apply", "auh1-dev"])
-            .output();
+        w.apply("auh1-dev");
     }
-    bao.vso_role("ask-core-service", policy);
-    let kube = FakeKube::start();
+    w.bao.vso_role("ask-core-service", policy);
     for f in ["vaultauth.yaml", "vaultconnection.yaml"] {
-        for obj in vso_fixture(f) {
-            kube.put(obj);
-        }
+        put_fixture(&w.kube, f);
     }
-    World { bao, specs, kube }
+    w
 }
 
 fn put_fixture(kube: &FakeKube, file: &str) {
@@ -112,27 +100,16 @@ fn later() -> String {
 }
 
 impl World {
-    fn verify(&self, args: &[&str]) -> Run {
-        self.hiding_values(
-            Run::new(&self.bao)
-                .specs(self.specs.path())
-                .args(["verify", "auh1-dev", "--kubeconfig"])
-                .arg(self.kube.kubeconfig())
-                .args(args),
-        )
-    }
-
-    /// `run`, expected to show neither Vault's values (as they are before it: verify writes
-    /// nothing) nor the fixtures' Secret values.
-    fn hiding_values(&self, mut run: Run) -> Run {
-        let mut values: Vec<String> = FIXTURE_VALUES.iter().map(|v| v.to_string()).collect();
+    /// `verify auh1-dev ARGS`, expected to show none of Vault's values either (as they are
+    /// before it: verify writes nothing).
+    fn verify_hiding(&self, args: &[&str]) -> Run {
+        let mut run = self.run(&["verify", "auh1-dev"]).args(args);
         for path in [PATH, MULTI] {
             if let Some((data, _)) = self.bao.kv_get("secret", path) {
-                values.extend(data.values().filter_map(|v| v.as_str()).map(str::to_string));
+                for v in data.values().filter_map(|v| v.as_str()) {
+                    run = run.never_shows(v);
+                }
             }
-        }
-        for v in values {
-            run = run.never_shows(v);
         }
         run
     }
@@ -173,7 +150,7 @@ fn synced() {
         .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
     put_fixture(&w.kube, "destination-secret.yaml");
     put_fixture(&w.kube, "events-synced.yaml");
-    let out = w.verify(&["-o", "json"]).output();
+    let out = w.verify_hiding(&["-o", "json"]).output();
     let doc = out.json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(v["ok"], true, "{v:#}");
@@ -203,12 +180,12 @@ fn synced() {
     assert_eq!(doc["policy"]["vso"]["report"]["ok"], true);
     assert_eq!(doc["kube"]["external_secrets"], json!([]));
 
-    let summary = w.verify(&[]).output().stdout_text();
+    let summary = w.verify_hiding(&[]).output().stdout_text();
     has(
         &summary,
         ": 1 VaultStaticSecret(s) synced and fresh, 1 VaultAuth(s) ok, 1 VaultConnection(s) ok",
     );
-    let human = w.verify(&["--all"]).output();
+    let human = w.verify_hiding(&["--all"]).output();
     let text = human.stdout_text();
     has(
         &text,
@@ -234,7 +211,7 @@ fn a_stale_secret_synced_condition_after_a_recovery_is_synced() {
         &later(),
     ));
     put_fixture(&w.kube, "destination-secret.yaml");
-    let doc = w.verify(&["-o", "json"]).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(
         (v["ok"].as_bool(), v["secret_synced"].as_bool()),
@@ -252,7 +229,7 @@ fn denied_by_policy() {
     );
     put_fixture(&w.kube, "vaultstaticsecret-denied.yaml");
     put_fixture(&w.kube, "events-denied.yaml");
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(
         (v["ok"].as_bool(), v["synced"].as_bool()),
@@ -282,7 +259,7 @@ fn denied_by_policy() {
         json!([{"path": "secret/data/ask/core-service/*", "capabilities": ["read"]}])
     );
 
-    let text = w.verify(&[]).status(1).output().stdout_text();
+    let text = w.verify_hiding(&[]).status(1).output().stdout_text();
     has(
         &text,
         "FAIL VaultStaticSecret ask/zitadel-masterkey: not synced",
@@ -301,7 +278,7 @@ fn path_missing() {
     put_fixture(&w.kube, "vaultstaticsecret-missing-path.yaml");
     put_fixture(&w.kube, "events-missing-path.yaml");
     let doc = w
-        .verify(&["-o", "json", "--only", "kube"])
+        .verify_hiding(&["-o", "json", "--only", "kube"])
         .status(1)
         .output()
         .json();
@@ -314,7 +291,7 @@ fn path_missing() {
     );
     has(&why, "event VaultClientError (reading Vault failed): Failed to read Vault secret: empty response from Vault");
     let text = w
-        .verify(&["--only", "kube"])
+        .verify_hiding(&["--only", "kube"])
         .status(1)
         .output()
         .stdout_text();
@@ -343,7 +320,7 @@ fn placeholder_still_pending() {
         "Failed to sync the secret, horizon=30s, err=Failed setting up SecretTransformationOption"
     );
     w.kube.put(failing);
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     let v = vss(&doc, "iam-service-pat");
     has(
         &strings(&v["explanations"]),
@@ -360,7 +337,7 @@ fn placeholder_still_pending() {
         &later(),
     ));
     w.kube.put(synced);
-    let out = w.verify(&["-o", "json"]).output();
+    let out = w.verify_hiding(&["-o", "json"]).output();
     let v = vss(&out.json(), "iam-service-pat").clone();
     assert_eq!(v["ok"], true);
     has(
@@ -368,7 +345,7 @@ fn placeholder_still_pending() {
         "field `value` is still a placeholder: the destination Secret holds the marker",
     );
     // With --strict the pending placeholder fails the run (the vault part's verdict).
-    w.verify(&["--strict"]).status(1).output();
+    w.verify_hiding(&["--strict"]).status(1).output();
 }
 
 /// `lastGeneration` behind `generation`: VSO has not processed the current spec.
@@ -378,7 +355,7 @@ fn stale() {
     w.kube
         .put(reconciled_at("vaultstaticsecret-stale.yaml", &later()));
     put_fixture(&w.kube, "destination-secret.yaml");
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(
         (v["synced"].as_bool(), v["ready"].as_bool()),
@@ -388,7 +365,7 @@ fn stale() {
         &strings(&v["problems"]),
         "not reconciled: generation 3 but VSO last processed generation 2",
     );
-    let text = w.verify(&[]).status(1).output().stdout_text();
+    let text = w.verify_hiding(&[]).status(1).output().stdout_text();
     has(
         &text,
         "FAIL VaultStaticSecret ask/zitadel-masterkey: not reconciled",
@@ -401,7 +378,7 @@ fn synced_before_the_value_was_written_is_not_fresh() {
     let w = world(true, VSO_POLICY);
     put_fixture(&w.kube, "vaultstaticsecret-synced.yaml"); // Ready at 2026-08-20, before seeding
     put_fixture(&w.kube, "destination-secret.yaml");
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(v["synced"], true);
     has(
@@ -426,7 +403,7 @@ fn destination_secret_missing_a_key() {
     let mut secret = vso_fixture("destination-secret-multifield.yaml").remove(0);
     secret["data"].as_object_mut().unwrap().remove("masterkey");
     w.kube.put(secret);
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     let v = vss(&doc, "zitadel-secret-kv");
     assert_eq!(v["synced"], true);
     assert_eq!(
@@ -435,7 +412,7 @@ fn destination_secret_missing_a_key() {
     );
     // With every key (and `_raw`) it is done.
     put_fixture(&w.kube, "destination-secret-multifield.yaml");
-    w.verify(&[]).output();
+    w.verify_hiding(&[]).output();
 }
 
 #[test]
@@ -455,7 +432,7 @@ fn vault_auth_invalid() {
         &later(),
         12,
     ));
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     let auth = object(&doc, "VaultAuth");
     assert_eq!(auth["ok"], false);
     has(
@@ -465,7 +442,7 @@ fn vault_auth_invalid() {
     let why = strings(&vss(&doc, "zitadel-masterkey")["explanations"]);
     has(&why, "event VaultClientConfigError (login to Vault failed");
     has(&why, "its VaultAuth `ask/vault-auth` is not valid");
-    let text = w.verify(&[]).status(1).output().stdout_text();
+    let text = w.verify_hiding(&[]).status(1).output().stdout_text();
     has(&text, "FAIL VaultAuth ask/vault-auth: invalid");
 }
 
@@ -478,7 +455,7 @@ fn the_default_vault_auth_is_found_by_name() {
     obj["spec"].as_object_mut().unwrap().remove("vaultAuthRef");
     w.kube.put(obj);
     put_fixture(&w.kube, "destination-secret.yaml");
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     has(
         &serde_json::to_string(&doc["kube"]["objects"]).unwrap(),
         "no VaultAuth named `default` exists",
@@ -490,7 +467,7 @@ fn the_default_vault_auth_is_found_by_name() {
     let mut conn = vso_fixture("vaultconnection.yaml").remove(0);
     conn["metadata"]["namespace"] = json!("vault-secrets-operator-system");
     w.kube.put(conn);
-    let doc = w.verify(&["-o", "json"]).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).output().json();
     assert_eq!(
         vss(&doc, "zitadel-masterkey")["vault_auth"],
         "vault-secrets-operator-system/default"
@@ -520,7 +497,7 @@ fn the_default_vault_auth_is_found_by_name() {
 #[test]
 fn spec_names_a_vault_static_secret_that_does_not_exist() {
     let w = world(true, VSO_POLICY);
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(
         v["problems"],
@@ -528,7 +505,7 @@ fn spec_names_a_vault_static_secret_that_does_not_exist() {
             "VaultStaticSecret `ask/zitadel-masterkey` does not exist (is the secrets app synced?)"
         ])
     );
-    let text = w.verify(&[]).status(1).output().stdout_text();
+    let text = w.verify_hiding(&[]).status(1).output().stdout_text();
     has(
         &text,
         "FAIL VaultStaticSecret ask/zitadel-masterkey: no status",
@@ -542,7 +519,7 @@ fn a_vault_static_secret_reading_a_path_the_spec_does_not_know() {
     obj["spec"]["path"] = json!("ask/core-service/auh1-dev/ZITADEL_MASTER_KEY");
     w.kube.put(obj);
     put_fixture(&w.kube, "destination-secret.yaml");
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     has(
         &strings(&vss(&doc, "zitadel-masterkey")["problems"]),
         "it reads `secret/ask/core-service/auh1-dev/ZITADEL_MASTER_KEY` (mount `secret`, path `ask/core-service/auh1-dev/ZITADEL_MASTER_KEY`), which is not a path of the spec",
@@ -551,7 +528,7 @@ fn a_vault_static_secret_reading_a_path_the_spec_does_not_know() {
     let mut obj = reconciled_at("vaultstaticsecret-synced.yaml", &later());
     obj["spec"]["type"] = json!("kv-v1");
     w.kube.put(obj);
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     has(
         &strings(&vss(&doc, "zitadel-masterkey")["problems"]),
         "its `type` is `kv-v1` but mount `secret` is KV v2",
@@ -592,7 +569,7 @@ fn wait_waits_for_the_vault_static_secret() {
             kube.put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
         });
         let _over = Over(&over);
-        let out = w.verify(&["--wait", "2m", "-o", "json"]).output();
+        let out = w.verify_hiding(&["--wait", "2m", "-o", "json"]).output();
         assert_eq!(vss(&out.json(), "zitadel-masterkey")["ok"], true);
     });
     assert!(looked() >= 2);
@@ -605,7 +582,7 @@ fn force_sync_annotates_the_vault_static_secret() {
     w.kube
         .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
     put_fixture(&w.kube, "destination-secret.yaml");
-    let out = w.verify(&["--force-sync", "-o", "json"]).output();
+    let out = w.verify_hiding(&["--force-sync", "-o", "json"]).output();
     let patches = w.kube.patches();
     assert_eq!(patches.len(), 1, "{patches:?}");
     assert_eq!(
@@ -712,11 +689,11 @@ fn hostile_vso_objects_are_clean_and_bounded() {
         }
         assert!(bytes.len() < 64 * 1024, "{what} is {} bytes", bytes.len());
     };
-    let out = w.verify(&[]).status(1).output();
+    let out = w.verify_hiding(&[]).status(1).output();
     clean(&out.stdout, "stdout");
     clean(&out.stderr, "stderr");
     has(&out.stdout_text(), "more characters)");
-    let out = w.verify(&["-o", "json"]).status(1).output();
+    let out = w.verify_hiding(&["-o", "json"]).status(1).output();
     assert!(
         out.stdout.len() < 64 * 1024,
         "JSON is {} bytes",
@@ -733,15 +710,7 @@ fn no_value_at_trace_level() {
     w.kube
         .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
     put_fixture(&w.kube, "destination-secret.yaml");
-    let out = w
-        .hiding_values(
-            Run::new(&w.bao)
-                .specs(w.specs.path())
-                .args(["verify", "auh1-dev", "--kubeconfig"])
-                .arg(w.kube.kubeconfig())
-                .env("RUST_LOG", "trace"),
-        )
-        .output();
+    let out = w.verify_hiding(&[]).env("RUST_LOG", "trace").output();
     // The run did read the VaultStaticSecret and its Secret, and logged at trace level.
     has(&out.stderr_text(), "vault_seed::kube");
     let asked: Vec<String> = w.kube.requests().iter().map(|r| r.path.clone()).collect();
@@ -770,7 +739,7 @@ fn both_operators_are_reported_separately() {
         r#"path "secret/data/ask/core-service/auh1-dev/ZITADEL_MASTERKEY" { capabilities = ["read"] }"#,
     );
     let out = w
-        .verify(&["--only", "policy", "-o", "json"])
+        .verify_hiding(&["--only", "policy", "-o", "json"])
         .status(1)
         .output();
     let doc = out.json();
@@ -786,7 +755,7 @@ fn both_operators_are_reported_separately() {
         (Some(true), json!(["vso-ask"]))
     );
     let text = w
-        .verify(&["--only", "policy"])
+        .verify_hiding(&["--only", "policy"])
         .status(1)
         .output()
         .stdout_text();
@@ -837,14 +806,10 @@ path "sys/capabilities" { capabilities = ["update"] }
     let caller = w.bao.token_with_policies(&["prober"]);
     // Neither a value nor the caller's token shows.
     let run = |args: &[&str]| {
-        w.hiding_values(
-            Run::new(&w.bao)
-                .token(&caller)
-                .specs(w.specs.path())
-                .args(["verify", "auh1-dev", "--only", "policy"])
-                .args(args),
-        )
-        .never_shows(caller.as_str())
+        w.verify_hiding(&["--only", "policy"])
+            .token(&caller)
+            .args(args)
+            .never_shows(caller.as_str())
     };
     let doc = run(&["-o", "json"]).status(1).output().json();
     let vso = &doc["policy"]["vso"];
@@ -878,7 +843,7 @@ fn a_pinned_version_older_than_vaults_is_not_fresh() {
     obj["spec"]["version"] = json!(1);
     w.kube.put(obj.clone());
     put_fixture(&w.kube, "destination-secret.yaml");
-    w.verify(&[]).output();
+    w.verify_hiding(&[]).output();
     // A person writes version 2 (a valid 32-byte masterkey).
     w.bao.kv_put(
         "secret",
@@ -889,7 +854,7 @@ fn a_pinned_version_older_than_vaults_is_not_fresh() {
         c["lastTransitionTime"] = json!(later());
     }
     w.kube.put(obj);
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     has(
         &strings(&vss(&doc, "zitadel-masterkey")["problems"]),
         "it reads version 1 (`spec.version`), but the secret's current version in Vault is 2",
@@ -915,7 +880,7 @@ fn a_secret_of_another_type_than_the_specs_is_not_done() {
     w.kube.put(obj.clone());
     // The fixture's destination Secret is `Opaque`, as VSO writes it without a type.
     put_fixture(&w.kube, "destination-secret.yaml");
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     let problems = strings(&vss(&doc, "zitadel-masterkey")["problems"]);
     has(
         &problems,
@@ -930,7 +895,7 @@ fn a_secret_of_another_type_than_the_specs_is_not_done() {
     let mut secret = vso_fixture("destination-secret.yaml").remove(0);
     secret["type"] = json!("kubernetes.io/dockerconfigjson");
     w.kube.put(secret);
-    w.verify(&[]).output();
+    w.verify_hiding(&[]).output();
 }
 
 /// A cluster without VSO's CRDs: the kube part cannot be checked and says to install VSO.
@@ -938,7 +903,7 @@ fn a_secret_of_another_type_than_the_specs_is_not_done() {
 fn a_cluster_without_vso_says_so() {
     let w = world(true, VSO_POLICY);
     w.kube.without_vso();
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     assert_eq!(doc["kube"]["ok"], false);
     has(doc["kube"]["error"].as_str().unwrap(), "VaultStaticSecret");
     has(
@@ -959,7 +924,7 @@ fn skip_target_secrets_leaves_the_destination_unread() {
         .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
     w.kube.deny("secrets");
     let doc = w
-        .verify(&["--skip-target-secrets", "-o", "json"])
+        .verify_hiding(&["--skip-target-secrets", "-o", "json"])
         .output()
         .json();
     assert_eq!(vss(&doc, "zitadel-masterkey")["ok"], true);
@@ -983,12 +948,12 @@ fn a_forbidden_cluster_wide_vault_auth_list_is_not_done() {
     put_fixture(&w.kube, "destination-secret.yaml");
     w.kube
         .put(reconciled_at("vaultstaticsecret-synced.yaml", &later()));
-    w.verify(&[]).output();
+    w.verify_hiding(&[]).output();
 
     let mut obj = reconciled_at("vaultstaticsecret-synced.yaml", &later());
     obj["spec"].as_object_mut().unwrap().remove("vaultAuthRef");
     w.kube.put(obj);
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     assert_eq!(
         (&doc["ok"], &doc["kube"]["ok"]),
         (&json!(false), &json!(false))
@@ -1000,7 +965,7 @@ fn a_forbidden_cluster_wide_vault_auth_list_is_not_done() {
         json!(["VSO's default VaultAuth (`default` in the operator's namespace) cannot be looked for: forbidden to list `vaultauths.secrets.hashicorp.com` `metadata.name=default` (403): vaultauths.secrets.hashicorp.com is forbidden: User \"system:serviceaccount:ci:verifier\" cannot list resource \"vaultauths\" in API group \"secrets.hashicorp.com\" at the cluster scope"])
     );
     has(
-        &w.verify(&[]).status(1).output().stdout_text(),
+        &w.verify_hiding(&[]).status(1).output().stdout_text(),
         "verify auh1-dev: NOT done",
     );
 }
@@ -1031,7 +996,7 @@ fn a_reconcile_in_the_second_of_the_write_is_not_before_it() {
         "vaultstaticsecret-synced.yaml",
         &write_second(&w.bao, 0),
     ));
-    let doc = w.verify(&["-o", "json"]).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(
         (v["ok"].as_bool(), v["problems"].clone()),
@@ -1049,7 +1014,7 @@ fn a_reconcile_in_the_second_of_the_write_is_not_before_it() {
         "vaultstaticsecret-synced.yaml",
         &write_second(&w.bao, -1),
     ));
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     has(
         &strings(&vss(&doc, "zitadel-masterkey")["problems"]),
         format!(
@@ -1074,7 +1039,7 @@ fn a_failed_status_write_after_the_write_cannot_tell() {
         |at: &str| fake_kube::vso_event(&obj, "Warning", "StatusUpdateError", conflict, at, 1);
     w.kube.add_event(failed(&write_second(&w.bao, -30)));
     w.kube.put(obj.clone());
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     has(
         &strings(&v["problems"]),
@@ -1095,7 +1060,7 @@ fn a_failed_status_write_after_the_write_cannot_tell() {
         1,
     ));
     w.kube.add_event(failed(&after));
-    let doc = w.verify(&["-o", "json"]).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(
         (v["ok"].as_bool(), v["problems"].clone()),
@@ -1136,7 +1101,7 @@ fn a_transformation_that_renames_keys() {
     let obj = transformed(rename.clone());
     w.kube.put(obj.clone());
     put_fixture(&w.kube, "destination-secret.yaml");
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     assert_eq!(
         vss(&doc, "zitadel-masterkey")["problems"],
         json!(["destination Secret `ask/zitadel-masterkey` lacks key(s) `masterkey`"])
@@ -1149,7 +1114,7 @@ fn a_transformation_that_renames_keys() {
         &[("masterkey", &value)],
         &later(),
     ));
-    let doc = w.verify(&["-o", "json"]).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).output().json();
     let v = vss(&doc, "zitadel-masterkey");
     assert_eq!(
         (v["ok"].as_bool(), v["problems"].clone(), v["notes"].clone()),
@@ -1161,7 +1126,7 @@ fn a_transformation_that_renames_keys() {
     let mut raw = rename.clone();
     raw["excludeRaw"] = json!(false);
     w.kube.put(transformed(raw));
-    let doc = w.verify(&["-o", "json"]).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).output().json();
     has(
         &strings(&vss(&doc, "zitadel-masterkey")["notes"]),
         "destination Secret `ask/zitadel-masterkey` has no `_raw`: VSO writes it unless `excludeRaw` or the operator runs with `--global-transformation-options=exclude-raw`",
@@ -1170,7 +1135,7 @@ fn a_transformation_that_renames_keys() {
     let mut shared = rename;
     shared["transformationRefs"] = json!([{"name": "zitadel", "namespace": "platform"}]);
     w.kube.put(transformed(shared));
-    let doc = w.verify(&["-o", "json"]).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).output().json();
     has(
         &strings(&vss(&doc, "zitadel-masterkey")["notes"]),
         "which keys its transformation writes is only partly known (it takes templates and filters from SecretTransformation `platform/zitadel`, which vault-seed does not read)",
@@ -1199,7 +1164,7 @@ fn includes_drop_a_field_and_the_secret_must_hold_the_rest() {
         &[("ADMIN_PASSWORD", &admin), ("_raw", "{}")],
         &later(),
     ));
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).status(1).output().json();
     assert_eq!(
         vss(&doc, "zitadel-secret-kv")["problems"],
         json!(["destination Secret `ask/zitadel-secret-kv` lacks key(s) `DATABASE__PASSWORD`"])
@@ -1213,7 +1178,7 @@ fn includes_drop_a_field_and_the_secret_must_hold_the_rest() {
         ],
         &later(),
     ));
-    let doc = w.verify(&["-o", "json"]).output().json();
+    let doc = w.verify_hiding(&["-o", "json"]).output().json();
     has(
         &strings(&vss(&doc, "zitadel-secret-kv")["notes"]),
         "its transformation drops field(s) `masterkey` and no template names them",
