@@ -67,7 +67,7 @@ pub use vso::{
 pub use vso_transformation::{plain_field, DestinationKeys, KeySource, Transformation};
 
 pub use workloads::{
-    controller_of, restart_patch, DataChange, Owner, PodInfo, ReplicaSetInfo, WorkloadKind,
+    controller_of, restart_patch, DataChange, Kept, Owner, PodInfo, ReplicaSetInfo, WorkloadKind,
 };
 
 use status::object_name;

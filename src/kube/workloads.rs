@@ -229,14 +229,11 @@ pub struct DataChange {
 }
 
 impl Cluster {
-    /// The objects of `kind` in `ns`, as JSON (shared with what was listed, not copied). A kind the cluster does not serve (Argo Rollouts
-    /// not installed: the list answers 404) has none.
-    pub async fn workloads(
-        &self,
-        kind: WorkloadKind,
-        ns: &str,
-    ) -> Result<Vec<Arc<Value>>, KubeError> {
-        if let Some(listed) = self.listed_all::<Arc<Value>>(ReadKind::Workloads(kind), ns) {
+    /// The objects of `kind` in `ns`, each kept as its JSON text ([`Kept`]: shared with what
+    /// was listed, not copied). A kind the cluster does not serve (Argo Rollouts not installed:
+    /// the list answers 404) has none.
+    pub async fn workloads(&self, kind: WorkloadKind, ns: &str) -> Result<Vec<Kept>, KubeError> {
+        if let Some(listed) = self.listed_all::<Kept>(ReadKind::Workloads(kind), ns) {
             return Ok(listed);
         }
         if kind == WorkloadKind::Rollout && self.known_unserved(kind.plural(), kind.version()) {
@@ -263,7 +260,7 @@ impl Cluster {
             .iter()
             .map(|o| {
                 serde_json::to_value(o)
-                    .map(Arc::new)
+                    .map(|o| slim(&o))
                     .map_err(|e| self.decode_error(&op(), e.to_string()))
             })
             .collect()
@@ -474,14 +471,34 @@ pub(super) fn labels_of(o: &Value) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-/// A workload as kept from a LIST: without `metadata.managedFields`, which no check reads and
-/// which is most of a real object.
-pub(super) fn slim(o: &Value) -> Arc<Value> {
+/// A workload as kept from a LIST: its JSON text, without `metadata.managedFields` (which no
+/// check reads and which is most of a real object). Text, parsed again by the check that reads
+/// it ([`Kept::object`]) and dropped after: parsed, an object takes several times the room of
+/// its text (a map node per object however few its keys), and every workload of a platform is
+/// kept while `verify` runs.
+#[derive(Clone)]
+pub struct Kept(Arc<str>);
+
+impl Kept {
+    /// The workload as JSON.
+    pub fn object(&self) -> Value {
+        // The text is serde_json's own writing of a value: it reads back.
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+}
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Kept({} bytes)", self.0.len())
+    }
+}
+
+pub(super) fn slim(o: &Value) -> Kept {
     let mut o = o.clone();
     if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
     }
-    Arc::new(o)
+    Kept(o.to_string().into())
 }
 
 /// The body of the restart patch of a `kind`, stamped `at` (RFC 3339).

@@ -960,7 +960,8 @@ pub async fn restarts(
             .into_iter()
             .filter(|k| *k != WorkloadKind::CronJob)
         {
-            for obj in cluster.workloads(kind, ns).await? {
+            for kept in cluster.workloads(kind, ns).await? {
+                let obj = kept.object();
                 let on = Workload {
                     kind,
                     ns,
@@ -1159,7 +1160,8 @@ async fn read_secrets(
 }
 
 /// Every check of the part, once: each workload's reads judged, then the pods of those whose
-/// reads need them (listed together, per namespace that has one).
+/// reads need them (listed together, per namespace that has one). A workload is parsed where it
+/// is judged and again where its pods are, never held parsed: a platform's are many.
 async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersPart, KubeError> {
     let cluster = pass.cluster;
     let (secrets, changes) = read_secrets(cluster, pass.targets, pass.read, pass.compare).await?;
@@ -1167,9 +1169,9 @@ async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersP
     let mut judged = Vec::new();
     for (&ns, in_ns) in &by_ns {
         for kind in WorkloadKind::ALL {
-            for obj in cluster.workloads(kind, ns).await? {
-                if let Some(w) = judge_workload(kind, ns, &obj, in_ns, &changes) {
-                    judged.push((kind, ns, obj, w));
+            for kept in cluster.workloads(kind, ns).await? {
+                if let Some(w) = judge_workload(kind, ns, &kept.object(), in_ns, &changes) {
+                    judged.push((kind, ns, kept, w));
                 }
             }
         }
@@ -1178,8 +1180,9 @@ async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersP
     let running = Running::new(cluster);
     let mut workloads = Vec::new();
     let mut replica_sets: BTreeMap<&str, Option<Vec<ReplicaSetInfo>>> = BTreeMap::new();
-    for (kind, ns, obj, mut w) in judged {
+    for (kind, ns, kept, mut w) in judged {
         if w.findings.iter().any(needs_pods) {
+            let obj = kept.object();
             let on = Workload {
                 kind,
                 ns,
@@ -1211,7 +1214,7 @@ async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersP
 /// judged workload's reads need its pods.
 async fn list_pods(
     pass: &Pass<'_>,
-    judged: &[(WorkloadKind, &str, std::sync::Arc<Value>, WorkloadCheck)],
+    judged: &[(WorkloadKind, &str, crate::kube::Kept, WorkloadCheck)],
 ) {
     let needing = judged
         .iter()
