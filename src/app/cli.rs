@@ -428,8 +428,8 @@ pub struct VerifyArgs {
     /// Placeholders still unreplaced are failures, not warnings.
     #[arg(long)]
     pub strict: bool,
-    /// List every object each part checked, not only what fails or warns and a line of counts
-    /// (`-o json` always lists every object).
+    /// List every object each part checked, not only what fails or warns and a line of counts,
+    /// and every pending field, not only the first ten (`-o json` always lists everything).
     #[arg(long)]
     pub all: bool,
     /// Poll until every ExternalSecret is Ready, every VaultStaticSecret synced and the secrets

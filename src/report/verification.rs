@@ -77,7 +77,7 @@ fn text(
     (verbose, all): (bool, bool),
 ) -> io::Result<()> {
     match &v.vault {
-        Some(Checked::Done(p)) => values(out, style, &v.env, p, provided_in_kube(v))?,
+        Some(Checked::Done(p)) => values(out, style, &v.env, p, (provided_in_kube(v), all))?,
         Some(Checked::Failed(f)) => {
             let mut s = String::new();
             failed(&mut s, style, "vault", f);
@@ -210,12 +210,16 @@ fn provided_in_kube(v: &Verification) -> BTreeSet<&str> {
     }
 }
 
+/// Pending fields listed by default before the rest are counted: a platform right after its
+/// first `apply` has thousands, each the same advice.
+const PENDING_SHOWN: usize = 10;
+
 fn values(
     out: &mut dyn io::Write,
     style: &Style,
     env: &str,
     v: &ValuesPart,
-    in_kube: BTreeSet<&str>,
+    (in_kube, all): (BTreeSet<&str>, bool),
 ) -> io::Result<()> {
     let counts: Vec<String> = v.counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
     writeln!(
@@ -225,7 +229,16 @@ fn values(
         v.fields(),
         counts.join(", ")
     )?;
+    let mut pending = 0;
     for row in v.rows().filter(|x| x.status != Status::Valid) {
+        // Only a placeholder of this spec's is left out: anything failing, or provided by
+        // another application, is always listed.
+        if row.status == Status::Pending && row.provided_by.is_none() {
+            pending += 1;
+            if pending > PENDING_SHOWN && !all {
+                continue;
+            }
+        }
         let hint = match (row.status, row.provided_by) {
             (_, Some(_)) if in_kube.contains(row.path.as_str()) => {
                 "provided by another application: vault-seed never writes it (see `provided` under kube)".to_string()
@@ -261,6 +274,13 @@ fn values(
             row.status.as_str(),
             row.path,
             row.field
+        )?;
+    }
+    if pending > PENDING_SHOWN && !all {
+        writeln!(
+            out,
+            "       ... {} more pending (--all lists them; -o json lists every field)",
+            thousands(pending - PENDING_SHOWN)
         )?;
     }
     for n in &v.notes {
@@ -884,6 +904,54 @@ mod tests {
         (targets, results)
     }
 
+    /// Past the first ten, pending placeholders are counted, not listed (unless `--all`); a
+    /// failing field is listed wherever it falls.
+    #[test]
+    fn pending_placeholders_past_ten_are_counted_and_failures_always_listed() {
+        let target =
+            |app: &str, fields: &[&str]| crate::write::replace::tests::target(app, "A", fields);
+        let mut targets: Vec<Target> = (0..12)
+            .map(|i| target(&format!("p{i:02}"), &["value"]))
+            .collect();
+        targets.push(target("zabsent", &["password"]));
+        let mut inspection = Inspection::new(targets.len(), targets.len());
+        for (i, t) in targets.iter().enumerate() {
+            let r = if i < 12 {
+                let mut r = PathResult::all(t, Outcome::Exists, Some(1), None);
+                r.fields[0].outcome = Outcome::Pending;
+                r
+            } else {
+                PathResult::all(t, Outcome::Missing, None, None)
+            };
+            inspection.add(i, r);
+        }
+        let part = values::judge(inspection, targets, false, BTreeSet::new());
+        let shown = |all: bool| {
+            let mut out = Vec::new();
+            let style = Style::for_stream(ColorChoice::Never, false);
+            values(&mut out, &style, "dev", &part, (BTreeSet::new(), all)).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let short = shown(false);
+        let lines: Vec<&str> = short.lines().collect();
+        assert_eq!(lines.len(), 1 + 10 + 1 + 1, "{short}");
+        assert!(lines[10].contains("secret/p09/dev/A"), "{short}");
+        assert!(
+            short.contains("missing  secret/zabsent/dev/A  password  run: vault-seed apply dev"),
+            "{short}"
+        );
+        assert_eq!(
+            lines.last(),
+            Some(&"       ... 2 more pending (--all lists them; -o json lists every field)")
+        );
+        let every = shown(true);
+        assert_eq!(every.lines().count(), 1 + 12 + 1, "{every}");
+        assert!(
+            every.contains("secret/p11/dev/A") && !every.contains("more pending"),
+            "{every}"
+        );
+    }
+
     /// The rows as the part made them when it held each path's whole result: every field with
     /// its path's version and time, and its own detail, else its path's (not on a provided path).
     fn rows_from_whole_results(
@@ -924,7 +992,7 @@ mod tests {
     fn text(part: &ValuesPart) -> String {
         let mut out = Vec::new();
         let style = Style::for_stream(ColorChoice::Never, false);
-        values(&mut out, &style, "dev", part, BTreeSet::new()).unwrap();
+        values(&mut out, &style, "dev", part, (BTreeSet::new(), false)).unwrap();
         String::from_utf8(out).unwrap()
     }
 
