@@ -1166,21 +1166,24 @@ async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersP
     let cluster = pass.cluster;
     let (secrets, changes) = read_secrets(cluster, pass.targets, pass.read, pass.compare).await?;
     let by_ns = by_namespace(pass.targets);
-    let mut judged = Vec::new();
+    // Each workload's check, and beside it where it was found: one list of checks, each
+    // finished in place (a platform's checks are many to hold twice).
+    let mut workloads = Vec::new();
+    let mut found = Vec::new();
     for (&ns, in_ns) in &by_ns {
         for kind in WorkloadKind::ALL {
             for kept in cluster.workloads(kind, ns).await? {
                 if let Some(w) = judge_workload(kind, ns, &kept.object(), in_ns, &changes) {
-                    judged.push((kind, ns, kept, w));
+                    found.push((kind, ns, kept));
+                    workloads.push(w);
                 }
             }
         }
     }
-    list_pods(pass, &judged).await;
+    list_pods(pass, &found, &workloads).await;
     let running = Running::new(cluster);
-    let mut workloads = Vec::new();
     let mut replica_sets: BTreeMap<&str, Option<Vec<ReplicaSetInfo>>> = BTreeMap::new();
-    for (kind, ns, kept, mut w) in judged {
+    for ((kind, ns, kept), w) in found.into_iter().zip(workloads.iter_mut()) {
         if w.findings.iter().any(needs_pods) {
             let obj = kept.object();
             let on = Workload {
@@ -1196,7 +1199,7 @@ async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersP
                 running: &running,
             };
             let rs = replica_sets.entry(ns).or_default();
-            pods_findings(&ctx, &on, rs, &mut w).await?;
+            pods_findings(&ctx, &on, rs, w).await?;
         }
         if let Some(r) = restarted.get(&(kind, ns.to_string(), w.name.clone())) {
             w.findings.push(match r {
@@ -1204,8 +1207,7 @@ async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersP
                 Err(e) => ConsumerFinding::RestartFailed { error: e.clone() },
             });
         }
-        finish(&mut w);
-        workloads.push(w);
+        finish(w);
     }
     Ok(part(pass, secrets, workloads))
 }
@@ -1214,11 +1216,14 @@ async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersP
 /// judged workload's reads need its pods.
 async fn list_pods(
     pass: &Pass<'_>,
-    judged: &[(WorkloadKind, &str, crate::kube::Kept, WorkloadCheck)],
+    found: &[(WorkloadKind, &str, crate::kube::Kept)],
+    checks: &[WorkloadCheck],
 ) {
-    let needing = judged
+    let needing = found
         .iter()
-        .filter(|(.., w)| w.findings.iter().any(needs_pods));
+        .zip(checks)
+        .filter(|(_, w)| w.findings.iter().any(needs_pods))
+        .map(|(f, _)| f);
     let pods: BTreeSet<String> = needing.clone().map(|(_, ns, ..)| ns.to_string()).collect();
     let rs: BTreeSet<String> = needing
         .filter(|(k, ..)| matches!(k, WorkloadKind::Deployment | WorkloadKind::Rollout))
