@@ -87,3 +87,18 @@ fn plan_and_apply_rows_carry_the_outcomes_code() {
         assert_eq!(row["code"], "created", "{command}");
     }
 }
+
+/// `order`'s findings carry their rule's code beside the `rule` it was named by.
+#[test]
+fn order_findings_carry_their_rules_code() {
+    let (status, doc) = crate::order::order_json(&crate::order::broken());
+    assert_eq!(status, 1, "{doc}");
+    let all = doc["findings"].as_array().unwrap();
+    for f in all {
+        assert_eq!(f["code"], f["rule"], "{f}");
+    }
+    let found = codes(&doc["findings"]);
+    for code in ["no-producer", "phase-order", "app-waves-not-waited"] {
+        assert!(found.contains(&code), "{code} not in {found:?}");
+    }
+}
