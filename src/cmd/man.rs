@@ -100,6 +100,7 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
             "readers_note",
             "restarts",
             "restarts_note",
+            "findings",
             "followed",
         ],
         "outcome: set, replaced-placeholder, added, unchanged, rotated, would-rotate. readers: \
@@ -109,7 +110,8 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          (env, sub-path; null when the workload could not be read), restarted_by, \
          restarter_problem (only when what it relies on restarts nothing), command (the \
          workloads that keep the old value until restarted); restarts_note: why they were not \
-         looked for. followed: path, fields, old_version, new_version, error (the secrets whose \
+         looked for. findings: code, message, severity (warning, note): each sentence said on \
+         stderr about the readers, the workloads and the next step. followed: path, fields, old_version, new_version, error (the secrets whose \
          copies and templates of the changed fields were made again after it; error when one \
          could not be written, and the exit code is 1).",
     ),

@@ -6,6 +6,7 @@ use crate::common;
 
 use common::fake_kube;
 use common::{OpenBao, Run};
+use serde_json::json;
 use serde_json::Value;
 
 /// The codes of `findings`.
@@ -101,4 +102,54 @@ fn order_findings_carry_their_rules_code() {
     for code in ["no-producer", "phase-order", "app-waves-not-waited"] {
         assert!(found.contains(&code), "{code} not in {found:?}");
     }
+}
+
+/// `rotate` says who reads the value and which workload keeps the old one; `-o json` carries
+/// each sentence in `findings` with its code and the severity stderr gave it.
+#[test]
+fn rotate_names_its_readers_and_restarts_by_code() {
+    let w = crate::readers::world();
+    let env_from = json!({"containers": [{"name": "app", "envFrom": [{"secretRef": {"name": "core-service-secret"}}]}]});
+    w.kube
+        .put(fake_kube::workload("Deployment", "ask", "api", env_from));
+    let out = w.run(crate::readers::ROTATE).output();
+    let doc = out.json();
+    assert_eq!(
+        codes(&doc["findings"]),
+        [
+            "read-by",
+            "read-by",
+            "refresh-at-next-sync",
+            "restart-needed"
+        ],
+        "{doc:#}"
+    );
+    let restart = &doc["findings"][3];
+    assert_eq!(restart["severity"], "warning");
+    let said = restart["message"].as_str().unwrap();
+    assert!(
+        out.stderr_text().contains(&format!("warning: {said}")),
+        "{said}"
+    );
+    assert_eq!(doc["findings"][0]["severity"], "note");
+}
+
+/// A cluster that cannot answer: the readers are `readers-not-checked`, and a placeholder
+/// filled in says `placeholder-delivery-not-checked` (the next step as a maybe).
+#[test]
+fn readers_not_checked_and_the_next_step_by_code() {
+    let w = crate::readers::world();
+    w.kube.deny("externalsecrets");
+    let doc = w.run(crate::readers::ROTATE).output().json();
+    assert_eq!(codes(&doc["findings"]), ["readers-not-checked"], "{doc:#}");
+    let doc = w
+        .run(&["set", "auh1-dev", "IAM_SERVICE__PAT", "-o", "json"])
+        .stdin("a-pat-made-by-a-person")
+        .output()
+        .json();
+    assert_eq!(
+        codes(&doc["findings"]),
+        ["placeholder-delivery-not-checked"],
+        "{doc:#}"
+    );
 }
