@@ -153,3 +153,44 @@ fn readers_not_checked_and_the_next_step_by_code() {
         "{doc:#}"
     );
 }
+
+/// The run's own notes and its `not_checked` rows carry codes: `--force-sync` annotating, the
+/// target Secrets left unread, the parts `--only` left out.
+#[test]
+fn verify_names_the_runs_notes_and_what_it_left_out_by_code() {
+    let bao = crate::verify::vault_with(crate::verify::RUNBOOK_POLICY);
+    let kube = crate::verify::healthy_cluster(&bao);
+    let doc = Run::new(&bao)
+        .real_specs()
+        .args(["verify", "auh1-dev", "--only", "kube", "-o", "json"])
+        .args(["--force-sync", "--skip-target-secrets", "--kubeconfig"])
+        .arg(kube.kubeconfig())
+        .output()
+        .json();
+    let run = codes(&doc["findings"]);
+    assert!(run.contains(&"force-synced"), "{doc:#}");
+    assert!(run.contains(&"target-secrets-not-read"), "{run:?}");
+    assert_eq!(
+        doc["findings"].as_array().unwrap().len(),
+        doc["notes"].as_array().unwrap().len()
+    );
+    for (f, n) in doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(doc["notes"].as_array().unwrap())
+    {
+        assert_eq!(&f["message"], n);
+    }
+    let left: Vec<(&str, &str)> = doc["not_checked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["part"].as_str().unwrap(), r["code"].as_str().unwrap()))
+        .collect();
+    assert!(left.contains(&("vault", "left-out")), "{left:?}");
+    assert!(
+        left.contains(&("target Secrets", "target-secrets-skipped")),
+        "{left:?}"
+    );
+}
