@@ -41,13 +41,15 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
         "verify",
         &[
             "command", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "consumers",
-            "notes", "checked", "not_checked", "cannot_tell",
+            "notes", "findings", "checked", "not_checked", "cannot_tell",
         ],
         "A part not asked for is null; a part that could not be checked is {ok: false, error, \
-         help}. checked: the parts checked (ok is about these only); not_checked: {part, why} \
+         help}. notes: about the run, not one part; findings: the same with code, message, \
+         severity. checked: the parts checked (ok is about these only); not_checked: {part, why, \
+         code} \
          for each part left out (why: --only, --skip-kube, no [argocd] section, could not be \
          checked) and for target Secrets under --skip-target-secrets. cannot_tell: {part, \
-         count, what} for what was checked but the facts could not decide (never a failure). imports (only when a field has \
+         count, what, code} for what was checked but the facts could not decide (never a failure). imports (only when a field has \
          from_secret, absent otherwise): ok, server, context, results (path, field, secret, key, \
          status: agrees, pending, differs, not-checked; ok, message). vault.results: path, field, generator, status (valid, pending, missing, deleted, \
          invalid, denied, error, skipped), version, created_time, detail, provided_by. \
@@ -100,6 +102,7 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
             "readers_note",
             "restarts",
             "restarts_note",
+            "findings",
             "followed",
         ],
         "outcome: set, replaced-placeholder, added, unchanged, rotated, would-rotate. readers: \
@@ -109,7 +112,8 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          (env, sub-path; null when the workload could not be read), restarted_by, \
          restarter_problem (only when what it relies on restarts nothing), command (the \
          workloads that keep the old value until restarted); restarts_note: why they were not \
-         looked for. followed: path, fields, old_version, new_version, error (the secrets whose \
+         looked for. findings: code, message, severity (warning, note): each sentence said on \
+         stderr about the readers, the workloads and the next step. followed: path, fields, old_version, new_version, error (the secrets whose \
          copies and templates of the changed fields were made again after it; error when one \
          could not be written, and the exit code is 1).",
     ),

@@ -10,6 +10,7 @@ use crate::kube::Cluster;
 use crate::order::findings::Severity;
 use crate::report::{self, Style};
 use crate::spec::Target;
+use crate::verify::findings::Coded;
 use crate::verify::readers::{self, Readers};
 use crate::verify::{cluster, consumers};
 
@@ -22,7 +23,7 @@ pub(super) async fn before_replace(
     t: &Target,
     fields: &[String],
 ) -> Readers {
-    let found = if args.skip_kube {
+    let mut found = if args.skip_kube {
         Readers::not_checked("--skip-kube: the cluster was not asked".into())
     } else {
         look(g, args, env, t, fields, false)
@@ -30,13 +31,12 @@ pub(super) async fn before_replace(
             .unwrap_or_else(|e| Readers::not_checked(e.to_string()))
     };
     let path = t.full_path();
-    say(
-        g,
-        found
-            .findings(&path, env)
-            .iter()
-            .map(|f| (f.severity(), f.message())),
-    );
+    let said: Vec<Coded> = found
+        .findings(&path, env)
+        .iter()
+        .map(|f| f.coded())
+        .collect();
+    say(g, &mut found, said);
     found
 }
 
@@ -79,14 +79,9 @@ pub(super) async fn for_placeholder(
 }
 
 /// After `set` filled in a placeholder: the next step ([`Readers::next_step`]) on stderr.
-pub(super) fn next_step(g: &GlobalArgs, env: &str, found: &Readers) {
-    say(
-        g,
-        found
-            .next_step(env)
-            .iter()
-            .map(|f| (f.severity(), f.message())),
-    );
+pub(super) fn next_step(g: &GlobalArgs, env: &str, found: &mut Readers) {
+    let said: Vec<Coded> = found.next_step(env).iter().map(|f| f.coded()).collect();
+    say(g, found, said);
 }
 
 /// Why the cluster was not asked, or could not answer.
@@ -175,27 +170,24 @@ async fn look(
 
 /// After the write (or, with `dry_run`, instead of it): the workloads that will need a
 /// restart once ESO or VSO refreshes the Secret they read.
-pub(super) fn after_write(g: &GlobalArgs, found: &Readers) {
-    say(
-        g,
-        found
-            .after_write()
-            .iter()
-            .map(|f| (f.severity(), f.message())),
-    );
+pub(super) fn after_write(g: &GlobalArgs, found: &mut Readers) {
+    let said: Vec<Coded> = found.after_write().iter().map(|f| f.coded()).collect();
+    say(g, found, said);
 }
 
-/// Each line on stderr: a note, or a warning.
-fn say(g: &GlobalArgs, lines: impl Iterator<Item = (Severity, String)>) {
+/// Each line on stderr, a note or a warning; kept with its code for the JSON `findings`.
+fn say(g: &GlobalArgs, found: &mut Readers, lines: Vec<Coded>) {
     let style = Style::stderr(g.color);
-    for (severity, message) in lines {
-        match severity {
-            Severity::Note => report::say(&format!(
+    for line in &lines {
+        if line.severity == Severity::Note.name() {
+            report::say(&format!(
                 "{}: {}",
                 style.help("note"),
-                for_terminal(&message)
-            )),
-            _ => report::warn(&style, &for_terminal(&message)),
+                for_terminal(&line.message)
+            ));
+        } else {
+            report::warn(&style, &for_terminal(&line.message));
         }
     }
+    found.findings.extend(lines);
 }

@@ -54,8 +54,8 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
                     "field `{name}`: the rotation would drop {n} old key(s) from the keyring"
                 ));
             }
-            let readers = readers().await;
-            super::readers::after_write(g, &readers);
+            let mut readers = readers().await;
+            super::readers::after_write(g, &mut readers);
             return Ok(ChangeReport {
                 readers,
                 followed: super::follow::others(&session, &t, &names, true, assumed).await,
@@ -70,7 +70,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
         let changed: Vec<String> = values.iter().map(|(n, _)| n.clone()).collect();
         let approved = gate::check(&t, &current, Intent::Rotate, values)
             .map_err(|r| super::refused(&env, &r))?;
-        let readers = readers().await;
+        let mut readers = readers().await;
         match replace::write(&session.vault, &mount, &t, &current, &approved, "rotate").await {
             Ok(v) => {
                 for k in &kept {
@@ -80,7 +80,7 @@ pub(super) fn run(g: &GlobalArgs, args: &RotateArgs) -> Result<ChangeReport, Fai
                     "version {} is kept in KV v2 history",
                     current.version
                 ));
-                super::readers::after_write(g, &readers);
+                super::readers::after_write(g, &mut readers);
                 Ok(ChangeReport {
                     readers,
                     fields: changed.clone(),

@@ -60,7 +60,7 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
         // What reads the value, said before a real one is replaced; for a placeholder, whether
         // it reached the cluster, said after the write with the next step.
         let fields = [field.name.clone()];
-        let (readers, next_step) = match (replacing, outcome) {
+        let (mut readers, next_step) = match (replacing, outcome) {
             (true, _) => (before_replace(g, args, &env, &t, &fields).await, false),
             (false, "replaced-placeholder") => {
                 super::readers::for_placeholder(g, &args.readers, &env, &t, &fields).await
@@ -77,9 +77,9 @@ pub(super) fn run(g: &GlobalArgs, args: &SetArgs) -> Result<ChangeReport, Failur
             gate::check(&t, &held, intent, values).map_err(|r| super::refused(&env, &r))?;
         let written = replace::write(&session.vault, &mount, &t, &held, &approved, "set").await;
         if written.is_ok() && replacing {
-            super::readers::after_write(g, &readers);
+            super::readers::after_write(g, &mut readers);
         } else if written.is_ok() && next_step {
-            super::readers::next_step(g, &env, &readers);
+            super::readers::next_step(g, &env, &mut readers);
         }
         match written {
             Ok(v) => Ok(ChangeReport {

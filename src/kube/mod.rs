@@ -24,7 +24,7 @@ mod list;
 pub mod names;
 mod pager;
 mod reads;
-mod selector;
+pub mod selector;
 mod status;
 mod store;
 mod value;

@@ -271,10 +271,11 @@ impl Cluster {
         if let Some(listed) = self.listed_all::<ListedPod>(ReadKind::Pods, ns) {
             let matched: Option<Vec<PodInfo>> = listed
                 .into_iter()
+                // A selector not read here is the server's to answer (or refuse).
                 .filter_map(|p| match selector::matches(selector, &p.labels) {
-                    Some(true) => Some(Some(p.info)),
-                    Some(false) => None,
-                    None => Some(None),
+                    Ok(true) => Some(Some(p.info)),
+                    Ok(false) => None,
+                    Err(_) => Some(None),
                 })
                 .collect();
             if let Some(pods) = matched {

@@ -82,6 +82,40 @@ pub enum Rule {
     WorkloadRefUnknown,
 }
 
+crate::base::codes::codes!(
+    Rule,
+    Rule {
+        NoProducer => "no-producer",
+        PhaseOrder => "phase-order",
+        WaveOrder => "wave-order",
+        SameWave => "same-wave",
+        NotWaited => "not-waited",
+        AppWaveOrder => "app-wave-order",
+        AppWavesNotWaited => "app-waves-not-waited",
+        AppHealthUnknown => "app-health-unknown",
+        ArgocdCmUnreadable => "argocd-cm-unreadable",
+        HookDeleted => "hook-deleted",
+        HookRecreated => "hook-recreated",
+        SyncFailConsumer => "sync-fail-consumer",
+        MissingKey => "missing-key",
+        KeysUnknown => "keys-unknown",
+        EmptySource => "empty-source",
+        AppUnknown => "app-unknown",
+        PodTemplateUnknown => "pod-template-unknown",
+        WorkloadRefUnknown => "workload-ref-unknown",
+    }
+);
+
+/// `"rule": ..., "code": ...` of a finding: the code is the rule's kebab-case name.
+fn rule_and_code<S: serde::Serializer>(rule: &Rule, s: S) -> Result<S::Ok, S::Error> {
+    use crate::base::codes::Code;
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(2))?;
+    m.serialize_entry("rule", rule)?;
+    m.serialize_entry("code", rule.code())?;
+    m.end()
+}
+
 impl Rule {
     /// Whether the finding says that something was not checked (rather than found wrong): such
     /// an error fails the run all the same, as a false "the order holds" is the worst outcome.
@@ -142,7 +176,9 @@ pub struct Bootstrap {
 pub struct Finding {
     /// error, warning or note.
     pub severity: Severity,
-    /// The rule.
+    /// The rule, and beside it in the JSON its `code` (the same word, as every command's
+    /// findings carry one: `docs/errors.md`).
+    #[serde(flatten, serialize_with = "rule_and_code")]
     pub rule: Rule,
     /// The app it is about (null: all apps, Argo CD's configuration).
     pub app: Option<String>,
@@ -360,6 +396,23 @@ mod tests {
         assert!(Severity::Error < Severity::Warning && Severity::Warning < Severity::Note);
         assert_eq!(Severity::Error.milder(), Severity::Warning);
         assert_eq!(Severity::Warning.milder(), Severity::Note);
+    }
+
+    /// Each rule's code is its JSON name (`rule`), listed in `docs/errors.md`.
+    #[test]
+    fn every_rule_has_its_names_code_listed() {
+        use crate::base::codes::Code;
+        let own = Rule::codes();
+        crate::base::codes::assert_documented("order", &own, &Rule::all_codes());
+        let f = Finding::new(Severity::Note, Rule::KeysUnknown, None, "m".into());
+        let v = serde_json::to_value(&f).unwrap();
+        assert_eq!(v["rule"], "keys-unknown");
+        assert_eq!(v["code"], Rule::KeysUnknown.code());
+        let text = serde_json::to_string(&f).unwrap();
+        assert!(
+            text.starts_with(r#"{"severity":"note","rule":"keys-unknown","code":"keys-unknown","#),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `set`'s and `rotate`'s report: one line (outcome, path, fields, versions), or the JSON
 //! document `{"command", "env", "path", "fields", "outcome", "old_version", "new_version", "ok",
-//! "readers", "readers_checked", "readers_note"}`.
+//! "readers", "readers_checked", "readers_note", "restarts", "restarts_note", "findings",
+//! "followed"}` (`docs/set-and-rotate.md`).
 
 use serde::Serialize;
 
@@ -26,7 +27,8 @@ pub struct ChangeReport {
     pub new_version: Option<u64>,
     /// Always true: a change that failed is a failure, not a report.
     pub ok: bool,
-    /// What reads the value replaced (`readers`, `readers_checked`, `readers_note`).
+    /// What reads the value replaced (`readers`, `readers_checked`, `readers_note`,
+    /// `restarts`, `restarts_note`, and `findings`: what was said of them, with codes).
     #[serde(flatten)]
     pub readers: Readers,
     /// Fields of other secrets made from the changed ones, written after it (`followed`).

@@ -1,6 +1,7 @@
 //! `verify`'s report: each part's verdict and what to do, or the JSON document
-//! `{"command": "verify", "env", "ok", "strict", "vault", "policy", "kube", "argocd", "notes",
-//! "checked", "not_checked"}`.
+//! `{"command": "verify", "env", "ok", "strict", "vault", "policy", "kube", "argocd",
+//! "consumers", "imports", "notes", "findings", "checked", "not_checked", "cannot_tell"}`
+//! (`docs/verify.md`).
 
 use std::collections::BTreeSet;
 use std::fmt::Write;

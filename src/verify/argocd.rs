@@ -229,7 +229,7 @@ pub async fn check(
     req: &Request,
     deadline: Option<Instant>,
     progress: &dyn Fn(Progress<'_>),
-    notes: &mut Vec<String>,
+    notes: &mut Vec<super::notes::RunNote>,
 ) -> Checked<ArgocdPart> {
     let cluster = match connected {
         Ok(c) => c,
@@ -264,10 +264,10 @@ pub async fn check(
     )
     .await;
     if let (Some(wait), true) = (req.wait, ran_out) {
-        notes.push(format!(
-            "waited {} and the secrets app was not Synced and Healthy",
-            humantime::format_duration(wait)
-        ));
+        notes.push(super::notes::RunNote::WaitRanOut {
+            wait,
+            what: "the secrets app was not Synced and Healthy",
+        });
     }
     match result {
         Ok(p) => Checked::Done(p),

@@ -11,7 +11,9 @@ use serde::Serialize;
 use super::delivery::Compare;
 use super::eso::{self, EsoReport, Wanted};
 use super::facts::Facts;
+use super::findings::Finding;
 use super::grants::PolicyPart;
+use super::notes::RunNote;
 use super::store;
 use super::stuck::Stuck;
 use super::vso::{self, vso_namespace, VssCheck};
@@ -143,7 +145,7 @@ pub async fn check(
     compare: Option<&Compare<'_>>,
     req: &Request,
     progress: &dyn Fn(Progress<'_>),
-    notes: &mut Vec<String>,
+    notes: &mut Vec<RunNote>,
 ) -> Checked<ClusterPart> {
     let cluster = match connected {
         Ok(c) => c,
@@ -170,9 +172,9 @@ pub async fn check(
     if req.force_sync {
         let mut lines = eso::force_sync(cluster, &wanted).await;
         lines.extend(vso::force_sync(cluster, &wanted.static_secrets).await);
-        for line in lines {
-            progress(Progress::Did(&line));
-            notes.push(line);
+        for note in lines {
+            progress(Progress::Did(&note.message()));
+            notes.push(note);
         }
     }
     let (wanted, inputs, expected) = (&wanted, &inputs, &expected);
@@ -216,23 +218,18 @@ fn wait_notes(
     wait: Option<Duration>,
     ran_out: bool,
     result: &Result<ClusterPart, KubeError>,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<RunNote>,
 ) {
     let Some(wait) = wait else { return };
     if ran_out {
-        notes.push(format!(
-            "waited {} and not everything was Ready",
-            humantime::format_duration(wait)
-        ));
+        notes.push(RunNote::WaitRanOut {
+            wait,
+            what: "not everything was Ready",
+        });
     } else if let Some(stuck) = result.as_ref().ok().and_then(ClusterPart::stuck) {
-        notes.push(format!(
-            "stopped waiting: waiting cannot make it done: {}",
-            stuck
-                .iter()
-                .map(Stuck::message)
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
+        notes.push(RunNote::StoppedWaiting {
+            causes: stuck.iter().map(Stuck::message).collect(),
+        });
     }
 }
 
@@ -242,15 +239,12 @@ fn wanted_for(
     plan: &EnvPlan<'_>,
     cluster: &Cluster,
     req: &Request,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<RunNote>,
 ) -> Wanted {
     let mut wanted = wanted(plan, cluster.default_namespace());
     if req.skip_target_secrets {
         wanted.skip_target_secrets = true;
-        notes.push(
-            "target Secrets were not read (--skip-target-secrets): their keys were not checked"
-                .into(),
-        );
+        notes.push(RunNote::TargetSecretsNotRead);
     }
     wanted
 }

@@ -32,6 +32,7 @@ use super::delivery::{self, Compare, Held, Mapping};
 use super::findings::{
     any_problem, before_in_whole_seconds, rfc3339, Finding, Severity, Shape, Verdict,
 };
+use super::notes::RunNote;
 use super::restarters::{Running, Watch};
 use super::{Checked, Part, Progress, Request};
 use crate::kube::names::is_dns1123_subdomain;
@@ -726,7 +727,7 @@ pub async fn check(
     req: &Request,
     deadline: Option<Instant>,
     progress: &dyn Fn(Progress<'_>),
-    notes: &mut Vec<String>,
+    notes: &mut Vec<RunNote>,
 ) -> Checked<ConsumersPart> {
     let cluster = match connected {
         Ok(c) => c,
@@ -774,10 +775,10 @@ pub async fn check(
     )
     .await;
     if let (Some(wait), true) = (req.wait, ran_out) {
-        notes.push(format!(
-            "waited {} and not every workload ran with the current data",
-            humantime::format_duration(wait)
-        ));
+        notes.push(RunNote::WaitRanOut {
+            wait,
+            what: "not every workload ran with the current data",
+        });
     }
     match result {
         Ok(p) => Checked::Done(p),
@@ -790,7 +791,7 @@ async fn restart(
     pass: &Pass<'_>,
     restarted: &mut Restarted,
     progress: &dyn Fn(Progress<'_>),
-    notes: &mut Vec<String>,
+    notes: &mut Vec<RunNote>,
 ) -> Result<(), KubeError> {
     let first = check_once(pass, restarted).await?;
     let mut touched = BTreeSet::new();
@@ -810,7 +811,7 @@ async fn restart(
                 rfc3339(*at)
             );
             progress(Progress::Did(&line));
-            notes.push(line);
+            notes.push(RunNote::Restarted { line });
             touched.insert(w.namespace.clone());
         }
         restarted.insert((kind, w.namespace.clone(), w.name.clone()), result);

@@ -13,6 +13,7 @@ use super::facts::{Facts, PathFacts};
 use super::findings::{
     any_problem, before_in_whole_seconds, colon, joined, rfc3339, Finding, Severity, Shape, Verdict,
 };
+use super::notes::RunNote;
 use super::store::{self, StoreFinding, StoreUser};
 use super::stuck::Stuck;
 use crate::generate::Generator;
@@ -182,34 +183,38 @@ fn created_once(es: &ExternalSecretInfo) -> bool {
 
 /// Annotate each wanted ExternalSecret with `force-sync=<unix time>`; returns what was done.
 /// One that ESO syncs only once is left alone and said so.
-pub async fn force_sync(cluster: &Cluster, wanted: &Wanted) -> Vec<String> {
+pub async fn force_sync(cluster: &Cluster, wanted: &Wanted) -> Vec<RunNote> {
     let mut done = Vec::new();
     for (ns, name) in &wanted.external_secrets {
+        let object = format!("{ns}/{name}");
+        let failed = |unread, e: KubeError| RunNote::ForceSyncFailed {
+            kind: "ExternalSecret",
+            object: object.clone(),
+            unread,
+            why: e.to_string(),
+        };
         let version = match cluster.external_secret(ns, name).await {
             Ok(Some(es)) if created_once(&es) => {
-                done.push(format!(
-                    "did not annotate ExternalSecret `{ns}/{name}`: its `refreshPolicy: CreatedOnce` makes ESO ignore force-sync (deleting its target Secret makes it sync again)"
-                ));
+                done.push(RunNote::ForceSyncIgnored {
+                    object: object.clone(),
+                });
                 continue;
             }
             Ok(Some(es)) => es.api_version,
             // Its check says it does not exist.
             Ok(None) => continue,
             Err(e) => {
-                done.push(format!(
-                    "could not annotate ExternalSecret `{ns}/{name}`: it cannot be read: {e}"
-                ));
+                done.push(failed(true, e));
                 continue;
             }
         };
-        match cluster.force_sync(ns, name, &version).await {
-            Ok(_) => done.push(format!(
-                "annotated ExternalSecret `{ns}/{name}` with force-sync"
-            )),
-            Err(e) => done.push(format!(
-                "could not annotate ExternalSecret `{ns}/{name}`: {e}"
-            )),
-        }
+        done.push(match cluster.force_sync(ns, name, &version).await {
+            Ok(_) => RunNote::ForceSynced {
+                kind: "ExternalSecret",
+                object: object.clone(),
+            },
+            Err(e) => failed(false, e),
+        });
     }
     done
 }

@@ -39,6 +39,7 @@ pub mod facts;
 pub mod findings;
 pub mod grants;
 pub mod imports;
+pub mod notes;
 pub mod readers;
 pub mod restarters;
 pub(crate) mod secret_type;
@@ -53,9 +54,11 @@ use std::time::Duration;
 use secrecy::SecretString;
 use serde::Serialize;
 
+use crate::base::codes::Code;
 use crate::spec::mounts::Mounts;
 use crate::spec::EnvPlan;
 use crate::vault::Vault;
+use notes::Unchecked;
 
 /// The parts `--only` can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,6 +249,8 @@ pub struct Verification {
     pub imports: Option<Checked<imports::ImportsPart>>,
     /// What is not about one part (waiting ran out, ExternalSecrets annotated).
     pub notes: Vec<String>,
+    /// The same sentences with their codes ([`notes::RunNote`]).
+    pub findings: Vec<findings::Coded>,
     /// The parts checked, in report order.
     pub checked: Vec<&'static str>,
     /// What was not checked, and why: a verdict of "done" is about the parts checked only.
@@ -264,6 +269,8 @@ pub struct CannotTell {
     pub count: usize,
     /// Of what (`workload(s)`).
     pub what: &'static str,
+    /// Its code ([`notes::Undecided`]).
+    pub code: &'static str,
 }
 
 /// Something a verification did not check, and why.
@@ -273,6 +280,8 @@ pub struct NotChecked {
     pub part: &'static str,
     /// The option that left it out (`--skip-kube`), or another reason.
     pub why: &'static str,
+    /// The reason's code ([`notes::Unchecked`]).
+    pub code: &'static str,
 }
 
 impl Verification {
@@ -295,7 +304,7 @@ impl Verification {
         }
     }
 
-    /// Fills `checked` and `not_checked`: each part is checked unless an option left it out,
+    /// Fills `checked` and `not_checked`, each row with its code: each part is checked unless an option left it out,
     /// it does not apply to the specs, or it could not be checked.
     fn name_what_was_checked(&mut self, req: &Request, argocd_configured: bool, imports: bool) {
         for part in PartName::ALL {
@@ -304,19 +313,21 @@ impl Verification {
             }
             let why = req
                 .left_out(part)
+                .map(|o| (Unchecked::LeftOut, o))
                 .or_else(|| {
                     (part == PartName::Argocd && !argocd_configured)
-                        .then_some("no spec has an `[argocd]` section")
+                        .then_some((Unchecked::NoArgocd, "no spec has an `[argocd]` section"))
                 })
                 .or_else(|| {
                     self.could_not_check(part)
-                        .then_some("it could not be checked")
+                        .then_some((Unchecked::Failed, "it could not be checked"))
                 });
             match why {
                 None => self.checked.push(part.as_str()),
-                Some(why) => self.not_checked.push(NotChecked {
+                Some((code, why)) => self.not_checked.push(NotChecked {
                     part: part.as_str(),
                     why,
+                    code: code.code(),
                 }),
             }
         }
@@ -324,6 +335,7 @@ impl Verification {
             self.not_checked.push(NotChecked {
                 part: "target Secrets",
                 why: "--skip-target-secrets",
+                code: Unchecked::TargetSecrets.code(),
             });
         }
         if let Some(Checked::Done(c)) = &self.consumers {
@@ -332,12 +344,14 @@ impl Verification {
                     part: PartName::Consumers.as_str(),
                     count: c.cannot_tell,
                     what: "workload(s)",
+                    code: notes::Undecided::Workloads.code(),
                 });
             }
             if c.not_checked > 0 {
                 self.not_checked.push(NotChecked {
                     part: "consumers' readers through env or subPath",
                     why: "--skip-target-secrets",
+                    code: Unchecked::ConsumerReaders.code(),
                 });
             }
         }
@@ -407,7 +421,7 @@ pub async fn run(
     };
     // The part `kube` reads again, while it waits, the paths not yet valid.
     let inspection = tokio::sync::RwLock::new(inspection);
-    let mut notes = Vec::new();
+    let mut notes: Vec<notes::RunNote> = Vec::new();
     // One `--wait` for the cluster's parts together, counted from here.
     let deadline = req.wait.map(|w| std::time::Instant::now() + w);
     let InCluster {
@@ -433,6 +447,7 @@ pub async fn run(
             std::mem::take(&mut plan.shared_names),
         ))
     });
+    let (said, coded) = notes::said(&notes);
     let mut v = Verification {
         env: plan.env.clone(),
         ok: false,
@@ -443,7 +458,8 @@ pub async fn run(
         argocd,
         consumers,
         imports,
-        notes,
+        notes: said,
+        findings: coded,
         checked: Vec::new(),
         not_checked: Vec::new(),
         cannot_tell: Vec::new(),
@@ -464,7 +480,7 @@ type Gathered<'a> = (
 type Going<'a> = (
     Option<std::time::Instant>,
     &'a dyn Fn(Progress<'_>),
-    &'a mut Vec<String>,
+    &'a mut Vec<notes::RunNote>,
 );
 
 /// The parts read in the cluster, and the imports.

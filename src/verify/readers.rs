@@ -9,7 +9,9 @@
 
 use serde::Serialize;
 
+use super::findings::Coded;
 use super::vso;
+use crate::base::codes::Code;
 use crate::base::text;
 use crate::kube::{Cluster, DataFrom, ExternalSecretInfo, VaultStaticSecretInfo};
 use crate::order::findings::Severity;
@@ -54,6 +56,9 @@ pub struct Readers {
     pub restarts: Vec<super::consumers::Restart>,
     /// Why those workloads were not looked for, when readers were found but they were not.
     pub restarts_note: Option<String>,
+    /// Every sentence said on stderr about the readers, their workloads and the next step, in
+    /// the order said, each with its code (`docs/errors.md`, "set and rotate").
+    pub findings: Vec<Coded>,
     /// How many ExternalSecrets and VaultStaticSecrets the specs list.
     #[serde(skip)]
     listed: (usize, usize),
@@ -80,6 +85,7 @@ impl Readers {
             readers_note: Some(reason),
             restarts: Vec::new(),
             restarts_note: None,
+            findings: Vec::new(),
             listed: (0, 0),
             delivered: Vec::new(),
         }
@@ -234,7 +240,33 @@ pub enum ReaderFinding<'a> {
     },
 }
 
+crate::base::codes::codes!(
+    ReaderFinding<'_>,
+    ReaderFinding {
+        Reads => "read-by",
+        MayRead => "may-read",
+        Pinned => "pinned-reader",
+        Refresh => "refresh-at-next-sync",
+        NoReader => "no-reader",
+        NotChecked => "readers-not-checked",
+    }
+);
+
+/// A sentence of `set` or `rotate` as `-o json`'s `findings[]` shows it.
+fn coded(code: &'static str, severity: Severity, message: String) -> Coded {
+    Coded {
+        code,
+        message,
+        severity: severity.name(),
+    }
+}
+
 impl ReaderFinding<'_> {
+    /// With its code, for the JSON.
+    pub fn coded(&self) -> Coded {
+        coded(self.code(), self.severity(), self.message())
+    }
+
     /// How it counts: a warning when the new value may not reach a reader, or nobody knows.
     pub fn severity(&self) -> Severity {
         match self {
@@ -315,6 +347,7 @@ pub async fn find(
         readers_note: None,
         restarts: Vec::new(),
         restarts_note: None,
+        findings: Vec::new(),
         listed: (external_secrets.len(), static_secrets.len()),
         delivered: Vec::new(),
     };
@@ -442,6 +475,7 @@ mod tests {
             readers_note: None,
             restarts: Vec::new(),
             restarts_note: None,
+            findings: Vec::new(),
             listed: (1, 0),
             delivered: Vec::new(),
         };
@@ -502,6 +536,7 @@ mod tests {
             readers_note: None,
             restarts: Vec::new(),
             restarts_note: None,
+            findings: Vec::new(),
             listed: (1, 0),
             delivered: Vec::new(),
         };
@@ -516,6 +551,17 @@ mod tests {
         let said = unknown.next_step("dev");
         assert_eq!(said.len(), 1);
         assert!(said[0].message().contains("(no kubeconfig); if it did, `vault-seed verify dev --only kube,consumers --force-sync --restart --wait 5m`"));
+    }
+
+    /// Every sentence `set` and `rotate` say has a code, listed in `docs/errors.md`; the three
+    /// enums share one JSON list, so their codes must not collide.
+    #[test]
+    fn every_sentence_has_a_listed_code() {
+        let mut all = ReaderFinding::codes();
+        all.extend(RestartFinding::codes());
+        all.extend(NextStep::codes());
+        let own = all.clone();
+        crate::base::codes::assert_documented("set and rotate", &own, &all);
     }
 
     #[test]
@@ -552,7 +598,22 @@ pub enum RestartFinding<'a> {
     NotChecked(&'a str),
 }
 
+crate::base::codes::codes!(
+    RestartFinding<'_>,
+    RestartFinding {
+        Needs => "restart-needed",
+        RestartedBy => "restarted-by-controller",
+        Unreadable => "workload-unreadable",
+        NotChecked => "restarts-not-checked",
+    }
+);
+
 impl RestartFinding<'_> {
+    /// With its code, for the JSON.
+    pub fn coded(&self) -> Coded {
+        coded(self.code(), self.severity(), self.message())
+    }
+
     /// A warning when a workload will keep the old value until someone restarts it, or when
     /// that is not known; else a note.
     pub fn severity(&self) -> Severity {
@@ -621,16 +682,20 @@ pub enum NextStep<'a> {
     },
 }
 
+crate::base::codes::codes!(
+    NextStep<'_>,
+    NextStep {
+        Reached => "placeholder-reached-cluster",
+        Command => "next-step",
+        NotChecked => "placeholder-delivery-not-checked",
+    }
+    nested { Restart => RestartFinding<'_> }
+);
+
 impl NextStep<'_> {
-    /// Its stable kebab-case code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            NextStep::Reached(_) => "placeholder-reached-cluster",
-            NextStep::Restart(RestartFinding::RestartedBy(..)) => "restarted-by-controller",
-            NextStep::Restart(_) => "restart-needed",
-            NextStep::Command { .. } => "next-step",
-            NextStep::NotChecked { .. } => "placeholder-delivery-not-checked",
-        }
+    /// With its code, for the JSON.
+    pub fn coded(&self) -> Coded {
+        coded(self.code(), self.severity(), self.message())
     }
 
     /// A warning while the placeholder runs in the cluster; else a note.

@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 
 use tokio::sync::{Mutex, OnceCell};
 
-use crate::kube::{Cluster, DeploymentInfo, EnvSource, KubeError, WorkloadKind};
+use crate::kube::{selector, Cluster, DeploymentInfo, EnvSource, KubeError, WorkloadKind};
 
 /// Labels of an object.
 pub type Labels = BTreeMap<String, String>;
@@ -349,7 +349,7 @@ impl Reloader {
                     ))
                 }
             };
-            match selector_matches(sel, labels) {
+            match selector::matches(sel, labels) {
                 Ok(true) => {}
                 Ok(false) => {
                     return no(format!(
@@ -360,7 +360,7 @@ impl Reloader {
             }
         }
         if let Some(sel) = &s.resource_selector {
-            match selector_matches(sel, secret_labels) {
+            match selector::matches(sel, secret_labels) {
                 Ok(true) => {}
                 Ok(false) => {
                     return no(format!(
@@ -493,78 +493,6 @@ fn label_selector_of(items: Vec<String>) -> String {
         })
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// Whether `labels` match a label selector (apimachinery's `labels.Parse` forms: `k`, `!k`,
-/// `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k>1`, `k<1`); what cannot be read is
-/// an error, never a match.
-pub fn selector_matches(selector: &str, labels: &Labels) -> Result<bool, String> {
-    let mut terms = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in selector.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                terms.push(&selector[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    terms.push(&selector[start..]);
-    for term in terms.iter().map(|t| t.trim()).filter(|t| !t.is_empty()) {
-        if !term_matches(term, labels)? {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-fn term_matches(term: &str, labels: &Labels) -> Result<bool, String> {
-    let bad = || format!("`{term}` is not a selector term");
-    let get = |k: &str| labels.get(k.trim()).map(String::as_str);
-    if let Some((left, rest)) = term.split_once('(') {
-        let values: Vec<&str> = rest
-            .strip_suffix(')')
-            .ok_or_else(bad)?
-            .split(',')
-            .map(str::trim)
-            .collect();
-        let (key, op) = left
-            .trim()
-            .rsplit_once(char::is_whitespace)
-            .ok_or_else(bad)?;
-        let found = get(key).is_some_and(|v| values.contains(&v));
-        return match op {
-            "in" => Ok(found),
-            "notin" => Ok(!found),
-            _ => Err(bad()),
-        };
-    }
-    if let Some(key) = term.strip_prefix('!') {
-        return Ok(get(key).is_none());
-    }
-    for (op, f) in [
-        (
-            "!=",
-            (|l, v| l != Some(v)) as fn(Option<&str>, &str) -> bool,
-        ),
-        ("==", |l, v| l == Some(v)),
-        ("=", |l, v| l == Some(v)),
-    ] {
-        if let Some((k, v)) = term.split_once(op) {
-            return Ok(f(get(k), v.trim()));
-        }
-    }
-    for (op, greater) in [(">", true), ("<", false)] {
-        if let Some((k, v)) = term.split_once(op) {
-            let limit: i64 = v.trim().parse().map_err(|_| bad())?;
-            let n = get(k).and_then(|l| l.parse::<i64>().ok());
-            return Ok(n.is_some_and(|n| if greater { n > limit } else { n < limit }));
-        }
-    }
-    Ok(get(term).is_some())
 }
 
 #[cfg(test)]
@@ -713,27 +641,16 @@ mod tests {
         );
     }
 
+    /// Reloader's lists become one selector string (read by [`selector::matches`]).
     #[test]
     fn label_selectors() {
-        let l = labels(&[("env", "prod"), ("tier", "web"), ("n", "5")]);
-        for (sel, want) in [
-            ("", true),
-            ("env=prod", true),
-            ("env==prod,tier", true),
-            ("env!=prod", false),
-            ("env in (dev, prod)", true),
-            ("env notin (prod)", false),
-            ("!missing,tier in (web)", true),
-            ("missing", false),
-            ("n>4,n<6", true),
-        ] {
-            assert_eq!(selector_matches(sel, &l), Ok(want), "{sel}");
-        }
-        assert!(selector_matches("env in (a", &l).is_err());
+        let l = labels(&[("env", "prod"), ("n", "5")]);
         assert_eq!(
             label_selector_of(vec!["a:b".into(), "c:*".into(), "d=*".into()]),
             "a=b,c,d"
         );
+        let sel = label_selector_of(vec!["env:prod".into(), "n>4".into()]);
+        assert_eq!(selector::matches(&sel, &l), Ok(true));
         assert_eq!(csv_fields("\"a=b,c=d\",e"), ["a=b,c=d", "e"]);
     }
 }

@@ -17,6 +17,7 @@ use super::findings::{
     any_problem, before_in_whole_seconds, joined, rfc3339, shown_namespace, Finding, Severity,
     Verdict,
 };
+use super::notes::RunNote;
 use super::secret_type;
 use super::vault_namespace;
 use crate::base::kv::KvVersion;
@@ -147,28 +148,32 @@ impl Expected {
 
 /// Annotate each VaultStaticSecret with `vault-seed/force-sync=<unix time>` so VSO reconciles it
 /// now; returns what was done.
-pub async fn force_sync(cluster: &Cluster, wanted: &[(String, String)]) -> Vec<String> {
+pub async fn force_sync(cluster: &Cluster, wanted: &[(String, String)]) -> Vec<RunNote> {
     let mut done = Vec::new();
     for (ns, name) in wanted {
+        let object = format!("{ns}/{name}");
+        let failed = |unread, e: KubeError| RunNote::ForceSyncFailed {
+            kind: "VaultStaticSecret",
+            object: object.clone(),
+            unread,
+            why: e.to_string(),
+        };
         match cluster.vault_static_secret(ns, name).await {
             Ok(Some(_)) => {}
             // Its check says it does not exist.
             Ok(None) => continue,
             Err(e) => {
-                done.push(format!(
-                    "could not annotate VaultStaticSecret `{ns}/{name}`: it cannot be read: {e}"
-                ));
+                done.push(failed(true, e));
                 continue;
             }
         }
-        match cluster.force_sync_vso(ns, name).await {
-            Ok(_) => done.push(format!(
-                "annotated VaultStaticSecret `{ns}/{name}` with vault-seed/force-sync (VSO reconciles it now)"
-            )),
-            Err(e) => done.push(format!(
-                "could not annotate VaultStaticSecret `{ns}/{name}`: {e}"
-            )),
-        }
+        done.push(match cluster.force_sync_vso(ns, name).await {
+            Ok(_) => RunNote::ForceSynced {
+                kind: "VaultStaticSecret",
+                object: object.clone(),
+            },
+            Err(e) => failed(false, e),
+        });
     }
     done
 }

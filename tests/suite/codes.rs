@@ -6,6 +6,7 @@ use crate::common;
 
 use common::fake_kube;
 use common::{OpenBao, Run};
+use serde_json::json;
 use serde_json::Value;
 
 /// The codes of `findings`.
@@ -86,4 +87,110 @@ fn plan_and_apply_rows_carry_the_outcomes_code() {
             .unwrap_or_else(|| panic!("no `{outcome}` row: {doc}"));
         assert_eq!(row["code"], "created", "{command}");
     }
+}
+
+/// `order`'s findings carry their rule's code beside the `rule` it was named by.
+#[test]
+fn order_findings_carry_their_rules_code() {
+    let (status, doc) = crate::order::order_json(&crate::order::broken());
+    assert_eq!(status, 1, "{doc}");
+    let all = doc["findings"].as_array().unwrap();
+    for f in all {
+        assert_eq!(f["code"], f["rule"], "{f}");
+    }
+    let found = codes(&doc["findings"]);
+    for code in ["no-producer", "phase-order", "app-waves-not-waited"] {
+        assert!(found.contains(&code), "{code} not in {found:?}");
+    }
+}
+
+/// `rotate` says who reads the value and which workload keeps the old one; `-o json` carries
+/// each sentence in `findings` with its code and the severity stderr gave it.
+#[test]
+fn rotate_names_its_readers_and_restarts_by_code() {
+    let w = crate::readers::world();
+    let env_from = json!({"containers": [{"name": "app", "envFrom": [{"secretRef": {"name": "core-service-secret"}}]}]});
+    w.kube
+        .put(fake_kube::workload("Deployment", "ask", "api", env_from));
+    let out = w.run(crate::readers::ROTATE).output();
+    let doc = out.json();
+    assert_eq!(
+        codes(&doc["findings"]),
+        [
+            "read-by",
+            "read-by",
+            "refresh-at-next-sync",
+            "restart-needed"
+        ],
+        "{doc:#}"
+    );
+    let restart = &doc["findings"][3];
+    assert_eq!(restart["severity"], "warning");
+    let said = restart["message"].as_str().unwrap();
+    assert!(
+        out.stderr_text().contains(&format!("warning: {said}")),
+        "{said}"
+    );
+    assert_eq!(doc["findings"][0]["severity"], "note");
+}
+
+/// A cluster that cannot answer: the readers are `readers-not-checked`, and a placeholder
+/// filled in says `placeholder-delivery-not-checked` (the next step as a maybe).
+#[test]
+fn readers_not_checked_and_the_next_step_by_code() {
+    let w = crate::readers::world();
+    w.kube.deny("externalsecrets");
+    let doc = w.run(crate::readers::ROTATE).output().json();
+    assert_eq!(codes(&doc["findings"]), ["readers-not-checked"], "{doc:#}");
+    let doc = w
+        .run(&["set", "auh1-dev", "IAM_SERVICE__PAT", "-o", "json"])
+        .stdin("a-pat-made-by-a-person")
+        .output()
+        .json();
+    assert_eq!(
+        codes(&doc["findings"]),
+        ["placeholder-delivery-not-checked"],
+        "{doc:#}"
+    );
+}
+
+/// The run's own notes and its `not_checked` rows carry codes: `--force-sync` annotating, the
+/// target Secrets left unread, the parts `--only` left out.
+#[test]
+fn verify_names_the_runs_notes_and_what_it_left_out_by_code() {
+    let bao = crate::verify::vault_with(crate::verify::RUNBOOK_POLICY);
+    let kube = crate::verify::healthy_cluster(&bao);
+    let doc = Run::new(&bao)
+        .real_specs()
+        .args(["verify", "auh1-dev", "--only", "kube", "-o", "json"])
+        .args(["--force-sync", "--skip-target-secrets", "--kubeconfig"])
+        .arg(kube.kubeconfig())
+        .output()
+        .json();
+    let run = codes(&doc["findings"]);
+    assert!(run.contains(&"force-synced"), "{doc:#}");
+    assert!(run.contains(&"target-secrets-not-read"), "{run:?}");
+    assert_eq!(
+        doc["findings"].as_array().unwrap().len(),
+        doc["notes"].as_array().unwrap().len()
+    );
+    for (f, n) in doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(doc["notes"].as_array().unwrap())
+    {
+        assert_eq!(&f["message"], n);
+    }
+    let left: Vec<(&str, &str)> = doc["not_checked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["part"].as_str().unwrap(), r["code"].as_str().unwrap()))
+        .collect();
+    assert!(left.contains(&("vault", "left-out")), "{left:?}");
+    assert!(
+        left.contains(&("target Secrets", "target-secrets-skipped")),
+        "{left:?}"
+    );
 }

@@ -589,7 +589,7 @@ fn without_reading_the_secret_an_env_reader_is_not_checked_never_ok() {
         doc["not_checked"]
             .as_array()
             .unwrap()
-            .contains(&json!({"part": "consumers' readers through env or subPath", "why": "--skip-target-secrets"})),
+            .contains(&json!({"part": "consumers' readers through env or subPath", "why": "--skip-target-secrets", "code": "consumer-readers-skipped"})),
         "{doc:#}"
     );
 }
@@ -686,7 +686,7 @@ fn a_secret_restamped_by_an_annotation_after_the_pods_started_is_cannot_tell_not
     assert_eq!(doc["ok"], true);
     assert_eq!(
         doc["cannot_tell"],
-        json!([{"part": "consumers", "count": 1, "what": "workload(s)"}])
+        json!([{"part": "consumers", "count": 1, "what": "workload(s)", "code": "workloads-cannot-tell"}])
     );
     let c = only_workload(&doc);
     assert_eq!(

@@ -366,10 +366,9 @@ fn verify_compares_vault_with_the_secret() {
         "{db:#}"
     );
     assert!(
-        doc["not_checked"]
-            .as_array()
-            .unwrap()
-            .contains(&json!({"part": "imports", "why": "it could not be checked"})),
+        doc["not_checked"].as_array().unwrap().contains(
+            &json!({"part": "imports", "why": "it could not be checked", "code": "could-not-check"})
+        ),
         "{doc:#}"
     );
     let out = verify(&[]).status(1).output();
@@ -388,7 +387,7 @@ fn verify_compares_vault_with_the_secret() {
             doc["not_checked"]
                 .as_array()
                 .unwrap()
-                .contains(&json!({"part": "imports", "why": why})),
+                .contains(&json!({"part": "imports", "why": why, "code": "left-out"})),
             "{flag}: {doc:#}"
         );
         assert_eq!(doc["imports"], Value::Null, "{flag}");

@@ -44,7 +44,7 @@ fn order(args: &[String]) -> (i32, String, String) {
 }
 
 /// Run with `-o json`; (exit code, document).
-fn order_json(args: &[String]) -> (i32, Value) {
+pub(crate) fn order_json(args: &[String]) -> (i32, Value) {
     let mut args = args.to_vec();
     args.extend(["-o".to_string(), "json".to_string()]);
     let (code, stdout, stderr) = order(&args);
@@ -57,7 +57,8 @@ fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
 
-fn broken() -> Vec<String> {
+/// The runbook's broken layout: several rules fire.
+pub(crate) fn broken() -> Vec<String> {
     vec![
         "--app".into(),
         app("core-service", &runbook("broken/core-service.yaml")),
@@ -729,6 +730,7 @@ fn json_document_has_the_documented_schema() {
         [
             "app",
             "bootstrap",
+            "code",
             "consumer",
             "details",
             "help",

@@ -43,7 +43,7 @@ fields.value = { generator = "placeholder" }
 "#;
 
 /// Rotate the Fernet key, JSON on stdout.
-const ROTATE: &[&str] = &[
+pub(crate) const ROTATE: &[&str] = &[
     "rotate",
     "auh1-dev",
     "SECURITY__MASTER_ENCRYPTION_KEY",
@@ -53,7 +53,7 @@ const ROTATE: &[&str] = &[
 ];
 
 /// OpenBao with the spec applied; a cluster holding the four readers.
-fn world() -> World {
+pub(crate) fn world() -> World {
     let w = World::new(SPEC);
     w.apply("auh1-dev");
     let kube = &w.kube;

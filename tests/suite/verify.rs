@@ -1310,9 +1310,9 @@ fn the_verdict_names_the_parts_it_did_not_check_and_why() {
     assert_eq!(
         doc["not_checked"],
         json!([
-            {"part": "kube", "why": "--skip-kube"},
-            {"part": "argocd", "why": "--skip-kube"},
-            {"part": "consumers", "why": "--skip-kube"}
+            {"part": "kube", "why": "--skip-kube", "code": "left-out"},
+            {"part": "argocd", "why": "--skip-kube", "code": "left-out"},
+            {"part": "consumers", "why": "--skip-kube", "code": "left-out"}
         ])
     );
 }
