@@ -161,7 +161,7 @@ pub(super) struct SecretRead {
 /// A pod as listed: its labels (for the selectors matched here) and what the checks read.
 #[derive(Debug, Clone)]
 pub(super) struct ListedPod {
-    pub labels: BTreeMap<String, String>,
+    pub labels: super::selector::LabelSet,
     pub info: PodInfo,
 }
 

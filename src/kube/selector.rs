@@ -13,11 +13,54 @@
 //! integer, and a label that is not one never matches.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Whether `labels` match `selector` (the empty selector matches everything); an error says
 /// why `labels.Parse` would refuse the selector (never taken for a match, nor for none).
-pub fn matches(selector: &str, labels: &BTreeMap<String, String>) -> Result<bool, String> {
-    Ok(parse(selector)?.iter().all(|r| r.matches(labels)))
+pub fn matches(selector: &str, labels: &impl Labels) -> Result<bool, String> {
+    Ok(selects(&parse(selector)?, labels))
+}
+
+/// Whether `labels` meet every requirement of a parsed selector.
+pub fn selects(requirements: &[Requirement], labels: &impl Labels) -> bool {
+    requirements.iter().all(|r| r.matches(labels))
+}
+
+/// An object's labels, as a selector reads them.
+pub trait Labels {
+    /// The value of label `key`, if it has one.
+    fn label(&self, key: &str) -> Option<&str>;
+}
+
+impl Labels for BTreeMap<String, String> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+}
+
+/// Labels as kept for many objects (a platform's pods): sorted pairs, shared when copied. A
+/// map takes a node of room for eleven labels however few an object has.
+#[derive(Debug, Clone, Default)]
+pub struct LabelSet(Arc<[(Box<str>, Box<str>)]>);
+
+impl LabelSet {
+    /// The pairs, each key once (the later of two).
+    pub fn new(pairs: impl IntoIterator<Item = (String, String)>) -> LabelSet {
+        let sorted: BTreeMap<String, String> = pairs.into_iter().collect();
+        LabelSet(
+            sorted
+                .into_iter()
+                .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
+                .collect(),
+        )
+    }
+}
+
+impl Labels for LabelSet {
+    fn label(&self, key: &str) -> Option<&str> {
+        let i = self.0.binary_search_by(|(k, _)| (**k).cmp(key)).ok()?;
+        Some(&self.0[i].1)
+    }
 }
 
 /// A selector's requirements, each term as `labels.Parse` reads it.
@@ -61,9 +104,9 @@ enum Op {
 
 impl Requirement {
     /// `Requirement.Matches`: `!=` and `notin` also match an object without the label.
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
-        let listed = || value.is_some_and(|v| self.values.contains(v));
+    fn matches(&self, labels: &impl Labels) -> bool {
+        let value = labels.label(&self.key);
+        let listed = || value.is_some_and(|v| self.values.iter().any(|w| w == v));
         match self.op {
             Op::In => listed(),
             Op::NotIn => !listed(),
@@ -371,6 +414,9 @@ mod tests {
             ("in=x", false),
         ] {
             assert_eq!(matches(sel, &l), Ok(want), "{sel}");
+            // The pods' compact labels answer as the map does.
+            let set = LabelSet::new(l.clone());
+            assert_eq!(matches(sel, &set), Ok(want), "{sel} (LabelSet)");
         }
         for bad in [
             "env in (a",
@@ -389,5 +435,17 @@ mod tests {
         ] {
             assert!(matches(bad, &l).is_err(), "{bad}");
         }
+    }
+
+    /// Pairs kept sorted, the later of two with one key, found by key.
+    #[test]
+    fn a_label_set_keeps_the_later_of_two_and_finds_each_key() {
+        let pairs = [("b", "1"), ("a", "2"), ("c", "3"), ("a", "4")];
+        let set = LabelSet::new(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        assert_eq!(set.label("a"), Some("4"));
+        assert_eq!(set.label("b"), Some("1"));
+        assert_eq!(set.label("c"), Some("3"));
+        assert_eq!(set.label("d"), None);
+        assert_eq!(LabelSet::default().label("a"), None);
     }
 }

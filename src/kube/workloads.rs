@@ -14,7 +14,6 @@ use k8s_openapi::api::core::v1::{Pod, Secret};
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -269,17 +268,13 @@ impl Cluster {
     /// The pods of `ns` that the label selector `selector` (`a=b,c in (d)`) matches.
     pub async fn pods(&self, ns: &str, selector: &str) -> Result<Vec<PodInfo>, KubeError> {
         if let Some(listed) = self.listed_all::<ListedPod>(ReadKind::Pods, ns) {
-            let matched: Option<Vec<PodInfo>> = listed
-                .into_iter()
-                // A selector not read here is the server's to answer (or refuse).
-                .filter_map(|p| match selector::matches(selector, &p.labels) {
-                    Ok(true) => Some(Some(p.info)),
-                    Ok(false) => None,
-                    Err(_) => Some(None),
-                })
-                .collect();
-            if let Some(pods) = matched {
-                return Ok(pods);
+            // A selector not read here is the server's to answer (or refuse).
+            if let Ok(requirements) = selector::parse(selector) {
+                return Ok(listed
+                    .into_iter()
+                    .filter(|p| selector::selects(&requirements, &p.labels))
+                    .map(|p| p.info)
+                    .collect());
             }
         }
         let ar = ApiResource::erase::<Pod>(&());
@@ -461,15 +456,13 @@ pub(super) fn replica_set_info(r: &Value) -> ReplicaSetInfo {
 }
 
 /// An object's labels (those that are strings).
-pub(super) fn labels_of(o: &Value) -> BTreeMap<String, String> {
-    o.pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
+pub(super) fn labels_of(o: &Value) -> selector::LabelSet {
+    let m = o.pointer("/metadata/labels").and_then(Value::as_object);
+    selector::LabelSet::new(
+        m.into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))),
+    )
 }
 
 /// A workload as kept from a LIST: its JSON text, without `metadata.managedFields` (which no
