@@ -1145,7 +1145,6 @@ async fn write_metadata(
 mod tests {
     use super::*;
     use crate::spec::{Field, Origin, Provided};
-    use crate::verify::findings::Finding;
 
     fn target(mount: &str, path: &str, provided: bool) -> Target {
         let origin = Origin::new(

@@ -2,10 +2,11 @@
 //! the closing notes of `apply` and `plan` and the notes of `verify`'s part `vault` (a mount
 //! used on the operator's word, LISTs refused, fields no spec names, Vault gone part way, how
 //! writes went). The JSON keeps the sentences (`notes`) and adds the codes beside them
-//! (`findings`), as `verify`'s run notes do ([`crate::verify::notes`]).
+//! (`findings`), as `verify`'s run notes do. All are notes (the verdict is the paths'): the
+//! severity is given where `verify`'s `Finding` is ([`crate::verify::values`]), since the seeding
+//! engine is below `verify` and does not import it.
 
 use crate::spec::mounts::AssumedMount;
-use crate::verify::findings::{Finding, Severity};
 
 /// A note about a seeding run or a reading of Vault.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,13 +60,9 @@ crate::base::codes::codes!(
     }
 );
 
-impl Finding for SeedNote {
-    /// All are notes: the verdict is the paths'.
-    fn severity(&self) -> Severity {
-        Severity::Note
-    }
-
-    fn message(&self) -> String {
+impl SeedNote {
+    /// The sentence, in text and JSON alike.
+    pub fn message(&self) -> String {
         match self {
             SeedNote::MountAssumed(m) => m.to_string(),
             SeedNote::ListDenied { shown, more } => format!(
@@ -99,7 +96,6 @@ impl Finding for SeedNote {
 mod tests {
     use super::*;
     use crate::base::kv::KvVersion;
-    use crate::verify::findings::said;
 
     #[test]
     fn every_code_of_the_seeding_notes_is_listed() {
@@ -112,7 +108,7 @@ mod tests {
 
     #[test]
     fn the_sentences_are_those_said_before() {
-        let (notes, coded) = said(&[
+        let notes: Vec<String> = [
             SeedNote::MountAssumed(AssumedMount {
                 mount: "kv".into(),
                 version: KvVersion::V2,
@@ -122,7 +118,10 @@ mod tests {
                 shown: vec!["`secret/a` (`old`)".into()],
                 more: 3,
             },
-        ]);
+        ]
+        .iter()
+        .map(SeedNote::message)
+        .collect();
         assert_eq!(
             notes,
             [
@@ -131,8 +130,9 @@ mod tests {
                 "fields no spec names: `secret/a` (`old`) and 3 more secret(s); a renamed field? vault-seed leaves them as they are (rename the field in the spec, or remove the old one by hand)".into(),
             ]
         );
-        assert_eq!(coded[1].code, "kv-v1-contested");
-        assert_eq!(coded[1].severity, "note");
-        assert_eq!(coded[0].message, notes[0]);
+        assert_eq!(
+            crate::base::codes::Code::code(&SeedNote::KvV1Contested { count: 2 }),
+            "kv-v1-contested"
+        );
     }
 }

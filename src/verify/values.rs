@@ -11,8 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
-use super::findings::Coded;
+use super::findings::{Coded, Finding, Severity};
 use super::Part;
+use crate::seed::notes::SeedNote;
 use crate::seed::{Inspection, Status};
 use crate::spec::Target;
 use crate::write::replace::selector;
@@ -136,6 +137,17 @@ impl ValuesPart {
     }
 }
 
+/// The seeding engine's notes, as this part's `findings`: all notes, the verdict is the paths'.
+impl Finding for SeedNote {
+    fn severity(&self) -> Severity {
+        Severity::Note
+    }
+
+    fn message(&self) -> String {
+        SeedNote::message(self)
+    }
+}
+
 /// The JSON object `{"ok", "counts", "results", "notes", "findings"}`, its rows serialised one at a time.
 impl Serialize for ValuesPart {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -188,9 +200,7 @@ pub fn judge(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::seed::notes::SeedNote;
     use crate::seed::{Outcome, PathResult};
-    use crate::verify::findings::Finding;
 
     fn target(app: &str, fields: &[&str]) -> Target {
         crate::write::replace::tests::target(app, "A", fields)
