@@ -67,7 +67,7 @@ pub(super) fn run(g: &GlobalArgs, args: &ImportArgs) -> Result<ImportReport, Fai
             a.env.clone(),
             args.dry_run,
             rows,
-            detected.notes,
+            detected.notes.iter().map(ToString::to_string).collect(),
         ))
     })
 }

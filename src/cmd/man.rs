@@ -27,6 +27,7 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
             "interrupted",
             "ok",
             "notes",
+            "findings",
             "summary",
         ],
         "results: one object per path and field, in spec order: path, mount, spec, field, \
@@ -34,7 +35,8 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          error, skipped; with dry_run: create, recreate, extend; on a path another application \
          provides: provided-present, provided-absent), version (the KV v2 version after the \
          run, or null), written, detail (a reason, never a value), provided_by (the provider, or \
-         null). summary counts the outcomes. Written while the run goes: each row when it is \
+         null). notes: about the run, not one path; findings: the same with code, message, \
+         severity. summary counts the outcomes. Written while the run goes: each row when it is \
          known, the keys after results at the end.",
     ),
     (
@@ -52,7 +54,7 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
          count, what, code} for what was checked but the facts could not decide (never a failure). imports (only when a field has \
          from_secret, absent otherwise): ok, server, context, results (path, field, secret, key, \
          status: agrees, pending, differs, not-checked; ok, message). vault.results: path, field, generator, status (valid, pending, missing, deleted, \
-         invalid, denied, error, skipped), version, created_time, detail, provided_by. \
+         invalid, denied, error, skipped), version, created_time, detail, provided_by; vault.notes, and vault.findings: the same with code, message, severity. \
          kube.provided: the paths other applications provide (path, provided_by, ok, state: \
          absent, invalid, unreadable; push_secret, ready, reason, message, event, explanations). argocd (specs with \
          [argocd]): apps (namespace, name, role, after, ok, exists, app_wave, parent, sync, \

@@ -1,6 +1,6 @@
 //! `plan`'s and `apply`'s report: a table of every path and field with its outcome and a
 //! summary, or the JSON document `{"command", "env", "vault_addr", "dry_run", "results",
-//! "interrupted", "ok", "notes", "summary"}`, written while the run goes.
+//! "interrupted", "ok", "notes", "findings", "summary"}`, written while the run goes.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -12,6 +12,7 @@ use super::{error_text, Ending, Format, JsonObject, Style, View};
 use crate::base::codes::Code;
 use crate::seed::{FieldResult, Outcome, PathResult, Run, Sink, Summary};
 use crate::spec::Target;
+use crate::verify::findings::said;
 use crate::write::replace::selector;
 
 /// The report of a `plan` or `apply` run, written while the run goes: the command hands each
@@ -224,8 +225,8 @@ impl<'o> Rows<'_, 'o> {
         }
         let err = self.view.err;
         Ending {
-            notes: run
-                .notes
+            notes: said(&run.notes)
+                .0
                 .iter()
                 .map(|n| format!("{}: {n}\n", err.help("note")))
                 .collect(),
@@ -249,7 +250,9 @@ impl<'o> Rows<'_, 'o> {
                 doc.end_list()?;
                 doc.member("interrupted", &run.interrupted)?;
                 doc.member("ok", &ok)?;
-                doc.member("notes", &run.notes)?;
+                let (notes, findings) = said(&run.notes);
+                doc.member("notes", &notes)?;
+                doc.member("findings", &findings)?;
                 doc.member("summary", &self.summary)?;
                 doc.end()
             }

@@ -13,6 +13,7 @@ use futures::stream::{self, StreamExt};
 use indexmap::IndexSet;
 use serde::Serialize;
 
+use super::notes::SeedNote;
 use super::{discover, judge, Outcome, PathResult, Unnamed};
 use crate::base::kv::KvMount;
 use crate::spec::mounts::Mounts;
@@ -200,7 +201,7 @@ pub struct Inspection {
     /// the others.
     pub paths: Vec<Found>,
     /// Things that are not about one path (a `list` fallback, Vault gone part way).
-    pub notes: Vec<String>,
+    pub notes: Vec<SeedNote>,
     /// Every path's fields, each path's together ([`Found::fields`]).
     fields: Vec<FieldFound>,
     /// The details, each text once ([`Detail`] is an index here): 100,000 paths "present, not
@@ -377,7 +378,9 @@ pub async fn inspect(
         .await;
     inspection.paths.sort_unstable_by_key(|p| p.target);
     if vault_down.load(Ordering::SeqCst) {
-        inspection.notes.push("Vault stopped answering part way: the paths not read are marked `skipped`; run the same command again when it is back".into());
+        inspection
+            .notes
+            .push(SeedNote::VaultStopped { reading: true });
     }
     for (i, t) in targets.iter().enumerate().filter(|(_, t)| !usable(t)) {
         let why = mounts.errors.get(t.mount()).cloned().unwrap_or_default();

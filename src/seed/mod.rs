@@ -9,6 +9,7 @@
 mod derive;
 mod inspect;
 pub mod layout;
+pub mod notes;
 mod outcome;
 mod provided;
 
@@ -35,6 +36,7 @@ pub use derive::{follow, read_sources, source_mounts, Outside};
 pub use inspect::{
     inspect, reinspect, Detail, FieldFound, FieldState, Found, Inspection, PathState, Seen, Status,
 };
+use notes::SeedNote;
 pub use outcome::{FieldResult, Outcome, PathResult, Summary, Unnamed};
 
 /// How to run.
@@ -52,7 +54,7 @@ pub struct Options {
 #[derive(Debug)]
 pub struct Run {
     /// Things the user should know that are not about one path.
-    pub notes: Vec<String>,
+    pub notes: Vec<SeedNote>,
     /// Whether Ctrl-C stopped the run early.
     pub interrupted: bool,
 }
@@ -410,18 +412,29 @@ struct EndState<'a> {
 }
 
 /// The notes under a run's report: mounts, LISTs refused, unnamed paths, and how writes went.
-fn closing_notes(s: EndState<'_>, denied: Denied, unnamed: Unnamed, opts: &Options) -> Vec<String> {
-    let mut notes = s.detected.notes.clone();
+fn closing_notes(
+    s: EndState<'_>,
+    denied: Denied,
+    unnamed: Unnamed,
+    opts: &Options,
+) -> Vec<SeedNote> {
+    let mut notes: Vec<SeedNote> = s
+        .detected
+        .notes
+        .iter()
+        .cloned()
+        .map(SeedNote::MountAssumed)
+        .collect();
     notes.extend(list_denied_note(denied));
     notes.extend(unnamed.note());
     if !opts.metadata && !opts.dry_run && s.written {
-        notes.push("--no-metadata: the paths written carry no custom_metadata marking them as vault-seed's".into());
+        notes.push(SeedNote::NoMetadata);
     }
     if s.vault_down {
-        notes.push("Vault stopped answering part way: the paths not attempted are marked `skipped`; run the same command again when it is back (nothing is written twice)".into());
+        notes.push(SeedNote::VaultStopped { reading: false });
     }
     if s.meta_warned {
-        notes.push("the token may not write metadata: secrets were written without vault-seed's custom_metadata (grant `update` on `<mount>/metadata/...`)".into());
+        notes.push(SeedNote::MetadataDenied);
     }
     if s.detected
         .mounts
@@ -429,11 +442,10 @@ fn closing_notes(s: EndState<'_>, denied: Denied, unnamed: Unnamed, opts: &Optio
         .any(|m| m.version == KvVersion::V1)
         && !opts.dry_run
     {
-        notes.push("KV v1 has no check-and-set: paths on KV v1 mounts were written read-then-write, which is not race-free; each is reported created only when it read back as written".into());
+        notes.push(SeedNote::KvV1NoCas);
     }
-    let contested = s.contested;
-    if contested > 0 {
-        notes.push(format!("KV v1: {contested} path(s) were contested (another writer wrote them at the same time as this run); they are judged as they stand, not claimed"));
+    if s.contested > 0 {
+        notes.push(SeedNote::KvV1Contested { count: s.contested });
     }
     notes
 }
@@ -576,21 +588,13 @@ impl Denied {
 }
 
 /// The note for the folders whose LIST was denied, if any: eight by name, then how many more.
-fn list_denied_note(denied: Denied) -> Option<String> {
+fn list_denied_note(denied: Denied) -> Option<SeedNote> {
     if denied.count == 0 {
         return None;
     }
     let shown: Vec<String> = denied.first.into_iter().collect();
     let more = denied.count - shown.len();
-    Some(format!(
-        "the token may not `list` {}{}: each path was read instead (slower on many paths)",
-        crate::base::backticks::backticked(&shown),
-        if more > 0 {
-            format!(" and {more} more folder(s)")
-        } else {
-            String::new()
-        }
-    ))
+    Some(SeedNote::ListDenied { shown, more })
 }
 
 /// What a folder's LIST says: its names, or (denied, noted in `denied`; or failed) that each
@@ -620,7 +624,7 @@ async fn discover(
     mounts: &HashMap<String, KvMount>,
     targets: &[Target],
     concurrency: usize,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<SeedNote>,
 ) -> Vec<bool> {
     let folder = |i: u32| {
         let t = &targets[i as usize];
@@ -1173,7 +1177,7 @@ mod tests {
             denied.push(format!("secret/metadata/f{i:02}"));
         }
         assert_eq!(denied.first.len(), Denied::SHOWN);
-        let note = list_denied_note(denied).unwrap();
+        let note = list_denied_note(denied).unwrap().message();
         assert!(
             note.starts_with(
                 "the token may not `list` `secret/metadata/f00`, `secret/metadata/f01`,"
@@ -1190,7 +1194,7 @@ mod tests {
         let mut one = Denied::default();
         one.push("secret/metadata/a".into());
         assert_eq!(
-            list_denied_note(one).unwrap(),
+            list_denied_note(one).unwrap().message(),
             "the token may not `list` `secret/metadata/a`: each path was read instead (slower on many paths)"
         );
         assert!(list_denied_note(Denied::default()).is_none());

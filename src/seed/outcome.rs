@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::seed::notes::SeedNote;
 use crate::spec::Target;
 use crate::vault::VaultError;
 
@@ -170,18 +171,14 @@ impl Unnamed {
     }
 
     /// The note, when some secret holds such fields.
-    pub fn note(&self) -> Option<String> {
+    pub fn note(&self) -> Option<SeedNote> {
         if self.count == 0 {
             return None;
         }
-        let more = match self.count - self.shown.len() {
-            0 => String::new(),
-            n => format!(" and {n} more secret(s)"),
-        };
-        Some(format!(
-            "fields no spec names: {}{more}; a renamed field? vault-seed leaves them as they are (rename the field in the spec, or remove the old one by hand)",
-            self.shown.join(", ")
-        ))
+        Some(SeedNote::UnnamedFields {
+            shown: self.shown.clone(),
+            more: self.count - self.shown.len(),
+        })
     }
 }
 

@@ -77,7 +77,10 @@ pub async fn detect(vault: &Vault, targets: &[Target], trust: MountTrust<'_>) ->
                     (Some(v), true) => {
                         tracing::info!(%mount, "cannot read the mount's configuration; trusting the spec's kv_version");
                         if matches!(trust, MountTrust::Write { .. }) {
-                            out.notes.push(format!("mount `{mount}`: its type could not be read (`sys/internal/ui/mounts/{mount}` was denied); treated as {v} on the operator's word (`--assume-kv-mount {mount}`)"));
+                            out.notes.push(AssumedMount {
+                                mount: mount.clone(),
+                                version: v,
+                            });
                         }
                         out.mounts.insert(mount.clone(), KvMount::new(&mount, v));
                     }
@@ -105,7 +108,24 @@ pub struct Mounts {
     /// Why each other mount cannot be used.
     pub errors: HashMap<String, String>,
     /// Mounts used on the operator's word.
-    pub notes: Vec<String>,
+    pub notes: Vec<AssumedMount>,
+}
+
+/// A mount whose type could not be read, used on the operator's word (`--assume-kv-mount`);
+/// shown as its note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssumedMount {
+    /// The mount's path.
+    pub mount: String,
+    /// The spec's `kv_version`, which it is taken at.
+    pub version: KvVersion,
+}
+
+impl std::fmt::Display for AssumedMount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let AssumedMount { mount, version } = self;
+        write!(f, "mount `{mount}`: its type could not be read (`sys/internal/ui/mounts/{mount}` was denied); treated as {version} on the operator's word (`--assume-kv-mount {mount}`)")
+    }
 }
 
 impl Mounts {

@@ -65,6 +65,20 @@ pub struct Coded {
     pub severity: &'static str,
 }
 
+/// Notes about a whole run (not one object): the sentences (`notes`) and the same with their
+/// codes (`findings`).
+pub fn said<F: Finding>(notes: &[F]) -> (Vec<String>, Vec<Coded>) {
+    let coded = notes
+        .iter()
+        .map(|n| Coded {
+            code: n.code(),
+            message: n.message(),
+            severity: n.severity().name(),
+        })
+        .collect::<Vec<_>>();
+    (coded.iter().map(|c| c.message.clone()).collect(), coded)
+}
+
 /// Which sentence lists an object's JSON carries (each kind of object has had its own set:
 /// a store has no `explanations`, a provided path only those); `findings` is always there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

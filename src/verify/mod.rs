@@ -447,7 +447,7 @@ pub async fn run(
             std::mem::take(&mut plan.shared_names),
         ))
     });
-    let (said, coded) = notes::said(&notes);
+    let (said, coded) = findings::said(&notes);
     let mut v = Verification {
         env: plan.env.clone(),
         ok: false,

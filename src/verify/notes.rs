@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::findings::{Coded, Finding, Severity};
+use super::findings::{Finding, Severity};
 
 /// A note about the run (the top-level `notes`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,19 +110,6 @@ impl Finding for RunNote {
     }
 }
 
-/// The run's notes: the sentences (`notes`) and the same with their codes (`findings`).
-pub fn said(notes: &[RunNote]) -> (Vec<String>, Vec<Coded>) {
-    let coded = notes
-        .iter()
-        .map(|n| Coded {
-            code: crate::base::codes::Code::code(n),
-            message: n.message(),
-            severity: n.severity().name(),
-        })
-        .collect::<Vec<_>>();
-    (coded.iter().map(|c| c.message.clone()).collect(), coded)
-}
-
 /// Why a part, or something of one, was not checked (a `not_checked` row's `code`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unchecked {
@@ -161,6 +148,7 @@ crate::base::codes::codes!(Undecided, Undecided { Workloads => "workloads-cannot
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verify::findings::said;
 
     /// The codes of the run's notes, of `not_checked` and of `cannot_tell`: listed, unique
     /// among the three (a script reads them side by side).

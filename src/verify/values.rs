@@ -11,7 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
+use super::findings::{Coded, Finding, Severity};
 use super::Part;
+use crate::seed::notes::SeedNote;
 use crate::seed::{Inspection, Status};
 use crate::spec::Target;
 use crate::write::replace::selector;
@@ -84,6 +86,8 @@ pub struct ValuesPart {
     pub counts: BTreeMap<&'static str, usize>,
     /// What is not about one path (a `list` fallback).
     pub notes: Vec<String>,
+    /// The same sentences with their codes ([`crate::seed::notes::SeedNote`]).
+    pub findings: Vec<Coded>,
     /// The targets the states point into.
     targets: Vec<Target>,
     /// The states kept, in the order of the rows (its notes are moved to `notes`).
@@ -133,7 +137,18 @@ impl ValuesPart {
     }
 }
 
-/// The JSON object `{"ok", "counts", "results", "notes"}`, its rows serialised one at a time.
+/// The seeding engine's notes, as this part's `findings`: all notes, the verdict is the paths'.
+impl Finding for SeedNote {
+    fn severity(&self) -> Severity {
+        Severity::Note
+    }
+
+    fn message(&self) -> String {
+        SeedNote::message(self)
+    }
+}
+
+/// The JSON object `{"ok", "counts", "results", "notes", "findings"}`, its rows serialised one at a time.
 impl Serialize for ValuesPart {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         struct Rows<'a>(&'a ValuesPart);
@@ -146,11 +161,12 @@ impl Serialize for ValuesPart {
                 seq.end()
             }
         }
-        let mut o = s.serialize_struct("ValuesPart", 4)?;
+        let mut o = s.serialize_struct("ValuesPart", 5)?;
         o.serialize_field("ok", &self.ok)?;
         o.serialize_field("counts", &self.counts)?;
         o.serialize_field("results", &Rows(self))?;
         o.serialize_field("notes", &self.notes)?;
+        o.serialize_field("findings", &self.findings)?;
         o.end()
     }
 }
@@ -169,10 +185,12 @@ pub fn judge(
         .map(|(s, n)| (s.as_str(), n))
         .collect();
     let ok = counted().all(|(s, n)| n == 0 || s.is_done(strict));
+    let (notes, findings) = super::findings::said(&std::mem::take(&mut inspection.notes));
     ValuesPart {
         ok,
         counts,
-        notes: std::mem::take(&mut inspection.notes),
+        notes,
+        findings,
         targets,
         found: inspection,
         shared_names,
@@ -274,7 +292,7 @@ pub(crate) mod tests {
     fn the_json_of_the_part_is_the_documented_object_with_its_rows_in_order() {
         let t = target("a", &["value"]);
         let mut inspection = inspected(vec![result(&t, &[Outcome::Pending])]);
-        inspection.notes.push("a note".into());
+        inspection.notes.push(SeedNote::NoMetadata);
         let part = judge(inspection, vec![t], true, BTreeSet::new());
         let json = String::from_utf8(crate::report::json(&part)).unwrap();
         let keys: Vec<&str> = json
@@ -297,7 +315,11 @@ pub(crate) mod tests {
                 "created_time",
                 "detail",
                 "provided_by",
-                "notes"
+                "notes",
+                "findings",
+                "code",
+                "message",
+                "severity"
             ],
             "{json}"
         );
@@ -317,7 +339,12 @@ pub(crate) mod tests {
                     "detail": "present, not marked (no vault-seed custom_metadata)",
                     "provided_by": null
                 }],
-                "notes": ["a note"]
+                "notes": [SeedNote::NoMetadata.message()],
+                "findings": [{
+                    "code": "no-metadata",
+                    "message": SeedNote::NoMetadata.message(),
+                    "severity": "note"
+                }]
             })
         );
     }
