@@ -40,7 +40,7 @@ impl Labels for BTreeMap<String, String> {
 
 /// Labels as kept for many objects (a platform's pods): sorted pairs, shared when copied. A
 /// map takes a node of room for eleven labels however few an object has.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LabelSet(Arc<[(Box<str>, Box<str>)]>);
 
 impl LabelSet {

@@ -224,7 +224,7 @@ pub struct DataChange {
     /// The Secret's `reloader.stakater.com/ignore` is `"true"`: Reloader skips it.
     pub reloader_ignore: bool,
     /// The Secret's labels (Reloader's `--resource-label-selector` matches them).
-    pub labels: std::collections::BTreeMap<String, String>,
+    pub labels: selector::LabelSet,
 }
 
 impl Cluster {
@@ -415,7 +415,7 @@ pub(super) fn data_change(meta: ObjectMeta) -> DataChange {
     };
     let reloader_match = annotation("reloader.stakater.com/match");
     let reloader_ignore = annotation("reloader.stakater.com/ignore");
-    let labels = meta.labels.clone().unwrap_or_default();
+    let labels = selector::LabelSet::new(meta.labels.unwrap_or_default());
     let entries = meta.managed_fields.unwrap_or_default();
     let latest = entries
         .iter()

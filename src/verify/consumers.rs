@@ -118,7 +118,7 @@ impl Restarter {
         running: &Running<'_>,
         ns: &str,
         kind: WorkloadKind,
-        secret_labels: &BTreeMap<String, String>,
+        secret_labels: &crate::kube::selector::LabelSet,
     ) -> Watch {
         match self {
             Restarter::Reloader(_) => running.reloader(ns, kind, secret_labels).await,
@@ -953,7 +953,7 @@ pub async fn restarts(
                     manager: None,
                     reloader_match: false,
                     reloader_ignore: false,
-                    labels: BTreeMap::new(),
+                    labels: crate::kube::selector::LabelSet::default(),
                 });
             changes.insert(t.secret.clone(), change);
         }
@@ -2180,7 +2180,7 @@ mod table {
             manager: Some("external-secrets".into()),
             reloader_match: false,
             reloader_ignore: false,
-            labels: BTreeMap::new(),
+            labels: crate::kube::selector::LabelSet::default(),
         }
     }
 

@@ -74,7 +74,12 @@ impl<'a> Running<'a> {
 
     /// Whether a running Reloader restarts a `kind` of namespace `ns` when a Secret labelled
     /// `secret_labels` changes (its annotations already name that Secret).
-    pub async fn reloader(&self, ns: &str, kind: WorkloadKind, secret_labels: &Labels) -> Watch {
+    pub async fn reloader(
+        &self,
+        ns: &str,
+        kind: WorkloadKind,
+        secret_labels: &impl selector::Labels,
+    ) -> Watch {
         let found = self
             .reloaders
             .get_or_init(|| async {
@@ -301,7 +306,7 @@ impl Reloader {
         ns: &str,
         kind: WorkloadKind,
         ns_labels: Option<&Result<Option<Labels>, String>>,
-        secret_labels: &Labels,
+        secret_labels: &impl selector::Labels,
     ) -> Watch {
         let d = &self.deployment;
         let at = format!("Reloader's Deployment `{}/{}`", d.namespace, d.name);
