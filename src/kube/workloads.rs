@@ -488,11 +488,47 @@ impl std::fmt::Debug for Kept {
 }
 
 pub(super) fn slim(o: &Value) -> Kept {
-    let mut o = o.clone();
-    if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("managedFields");
+    Kept(
+        serde_json::to_string(&WithoutManagedFields(o))
+            .unwrap_or_default()
+            .into(),
+    )
+}
+
+/// A workload written as JSON without `metadata.managedFields`, without copying the rest.
+struct WithoutManagedFields<'a>(&'a Value);
+
+impl serde::Serialize for WithoutManagedFields<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(top) = self.0 else {
+            return self.0.serialize(s);
+        };
+        let mut map = s.serialize_map(Some(top.len()))?;
+        for (k, v) in top {
+            match v {
+                Value::Object(meta) if k == "metadata" => {
+                    map.serialize_entry(k, &Skipping(meta, "managedFields"))?;
+                }
+                _ => map.serialize_entry(k, v)?,
+            }
+        }
+        map.end()
     }
-    Kept(o.to_string().into())
+}
+
+/// An object written without one of its keys.
+struct Skipping<'a>(&'a serde_json::Map<String, Value>, &'static str);
+
+impl serde::Serialize for Skipping<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in self.0.iter().filter(|(k, _)| *k != self.1) {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
 }
 
 /// The body of the restart patch of a `kind`, stamped `at` (RFC 3339).
@@ -516,6 +552,28 @@ fn parse_time(s: &str) -> Option<OffsetDateTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A workload is kept whole but for `metadata.managedFields`, and reads back as it was.
+    #[test]
+    fn a_kept_workload_is_the_object_without_its_managed_fields() {
+        let o = serde_json::json!({
+            "metadata": {"name": "web", "managedFields": [{"manager": "kubectl"}],
+                "annotations": {"a": "1"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "env": []}]}},
+                "metadata": {"managedFields": "kept: not the object's"}},
+            "status": {"replicas": 2}
+        });
+        let mut want = o.clone();
+        want["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        assert_eq!(slim(&o).object(), want);
+        assert_eq!(
+            slim(&serde_json::json!([1])).object(),
+            serde_json::json!([1])
+        );
+    }
 
     #[test]
     fn the_restart_patch_is_kubectls() {
