@@ -225,10 +225,10 @@ impl<'o> Rows<'_, 'o> {
         }
         let err = self.view.err;
         Ending {
-            notes: said(&run.notes)
-                .0
+            notes: run
+                .notes
                 .iter()
-                .map(|n| format!("{}: {n}\n", err.help("note")))
+                .map(|n| format!("{}: {}\n", err.help("note"), n.message()))
                 .collect(),
             after: if run.interrupted {
                 error_text(
