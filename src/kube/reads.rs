@@ -411,12 +411,31 @@ impl Cluster {
         kind: ReadKind,
         ns: &str,
     ) -> Option<Vec<T>> {
+        self.listed_where(kind, ns, |_| true)
+    }
+
+    /// The objects of `kind` listed in `ns` that `keep` keeps, copied out of the listing (only
+    /// those); `None` when that namespace was not listed.
+    pub(super) fn listed_where<T: Clone + 'static>(
+        &self,
+        kind: ReadKind,
+        ns: &str,
+        keep: impl Fn(&T) -> bool,
+    ) -> Option<Vec<T>> {
         let lists = self.lists();
         let listing = lists
             .listed
             .get(&(kind, ns.to_string()))?
             .downcast_ref::<Listing<T>>()?;
-        Some(listing.items.0.iter().map(|(_, t)| t.clone()).collect())
+        Some(
+            listing
+                .items
+                .0
+                .iter()
+                .filter(|(_, t)| keep(t))
+                .map(|(_, t)| t.clone())
+                .collect(),
+        )
     }
 
     /// An object of a kind read with its shape checked (ExternalSecrets, VaultStaticSecrets)

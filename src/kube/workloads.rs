@@ -267,14 +267,11 @@ impl Cluster {
 
     /// The pods of `ns` that the label selector `selector` (`a=b,c in (d)`) matches.
     pub async fn pods(&self, ns: &str, selector: &str) -> Result<Vec<PodInfo>, KubeError> {
-        if let Some(listed) = self.listed_all::<ListedPod>(ReadKind::Pods, ns) {
-            // A selector not read here is the server's to answer (or refuse).
-            if let Ok(requirements) = selector::parse(selector) {
-                return Ok(listed
-                    .into_iter()
-                    .filter(|p| selector::selects(&requirements, &p.labels))
-                    .map(|p| p.info)
-                    .collect());
+        // A selector not read here is the server's to answer (or refuse).
+        if let Ok(requirements) = selector::parse(selector) {
+            let keep = |p: &ListedPod| selector::selects(&requirements, &p.labels);
+            if let Some(listed) = self.listed_where(ReadKind::Pods, ns, keep) {
+                return Ok(listed.into_iter().map(|p| p.info).collect());
             }
         }
         let ar = ApiResource::erase::<Pod>(&());
