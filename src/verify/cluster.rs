@@ -260,6 +260,16 @@ pub(super) async fn list_objects(cluster: &Cluster, plan: &EnvPlan<'_>, concurre
         .await;
 }
 
+/// Forget the ExternalSecrets and VaultStaticSecrets `plan` names, once no part is left to read
+/// them: a platform's are many to hold to the end of the run.
+pub(super) fn forget_objects(cluster: &Cluster, plan: &EnvPlan<'_>) {
+    let wanted = wanted(plan, cluster.default_namespace());
+    cluster.forget(
+        &[ReadKind::ExternalSecrets, ReadKind::VaultStaticSecrets],
+        &namespaces(&wanted),
+    );
+}
+
 /// The kinds the checks of `wanted` read.
 fn list_kinds(wanted: &Wanted) -> Vec<ReadKind> {
     let mut kinds = Vec::new();

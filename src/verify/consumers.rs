@@ -739,6 +739,8 @@ pub async fn check(
         Ok(t) => t,
         Err(e) => return Checked::failed(e.to_string(), e.help()),
     };
+    // This part is the last to read them (the part `kube` and Argo CD's ran before it).
+    super::cluster::forget_objects(cluster, plan);
     let pass = Pass {
         cluster,
         targets: &targets,
@@ -1040,31 +1042,31 @@ async fn restarts_of(
 
 /// What the Secret tells: when its data changed, Reloader's annotations, and which of Vault's
 /// versions its keys hold.
-struct Change {
+struct Change<'t> {
     data: Option<DataChange>,
     read: bool,
-    held: Holding,
+    held: Holding<'t>,
 }
 
 /// What Vault says of the data a Secret holds.
 #[derive(Debug, Clone)]
-enum Holding {
+enum Holding<'t> {
     /// Keys holding the Vault version their mapping selects, compared by digest.
-    Known(Vec<KeyHeld>),
+    Known(Box<[KeyHeld<'t>]>),
     /// No key could be matched with a version: why.
     Unknown(String),
 }
 
 /// One key of a Secret holding a known version of Vault's data.
 #[derive(Debug, Clone)]
-struct KeyHeld {
-    mapping: Mapping,
+struct KeyHeld<'t> {
+    mapping: &'t Mapping,
     digest: KeyDigest,
     version: Option<u64>,
     created: OffsetDateTime,
 }
 
-impl Holding {
+impl Holding<'_> {
     /// When the newest version the Secret holds was created in Vault.
     fn newest(&self) -> Option<OffsetDateTime> {
         match self {
@@ -1075,11 +1077,11 @@ impl Holding {
 }
 
 /// Which versions of Vault's data the Secret `t` (read as `digests`) holds.
-async fn holding(
+async fn holding<'t>(
     compare: &Compare<'_>,
-    t: &Target,
+    t: &'t Target,
     digests: &BTreeMap<String, KeyDigest>,
-) -> Holding {
+) -> Holding<'t> {
     let mut known = Vec::new();
     let mut why = Vec::new();
     for (key, mapping) in &t.mappings {
@@ -1089,7 +1091,7 @@ async fn holding(
                 version,
                 created: Some(created),
             } => known.push(KeyHeld {
-                mapping: mapping.clone(),
+                mapping,
                 digest: *d,
                 version,
                 created,
@@ -1110,19 +1112,19 @@ async fn holding(
             why.join("; ")
         })
     } else {
-        Holding::Known(known)
+        Holding::Known(known.into_boxed_slice())
     }
 }
 
 /// Each target Secret once: when its data changed, and which of Vault's versions it holds.
-async fn read_secrets(
+async fn read_secrets<'t>(
     cluster: &Cluster,
-    targets: &[Target],
+    targets: &'t [Target],
     read: bool,
     compare: Option<&Compare<'_>>,
-) -> Result<(Vec<SecretCheck>, BTreeMap<(String, String), Change>), KubeError> {
+) -> Result<(Vec<SecretCheck>, BTreeMap<(String, String), Change<'t>>), KubeError> {
     let mut secrets = Vec::new();
-    let mut changes: BTreeMap<(String, String), Change> = BTreeMap::new();
+    let mut changes: BTreeMap<(String, String), Change<'t>> = BTreeMap::new();
     for t in targets {
         let key = (t.namespace.clone(), t.secret.clone());
         if changes.contains_key(&key) {
@@ -1271,6 +1273,7 @@ fn needs_pods(f: &ConsumerFinding) -> bool {
 }
 
 fn finish(w: &mut WorkloadCheck) {
+    w.findings.shrink_to_fit();
     w.ok = !any_problem(&w.findings);
     w.checked = !w
         .findings
@@ -1312,7 +1315,7 @@ fn judge_workload(
     ns: &str,
     obj: &Value,
     targets: &[&Target],
-    changes: &BTreeMap<(String, String), Change>,
+    changes: &BTreeMap<(String, String), Change<'_>>,
 ) -> Option<WorkloadCheck> {
     let name = obj
         .pointer("/metadata/name")
@@ -1368,6 +1371,8 @@ fn judge_workload(
         w.secrets.push(secret.clone());
         w.findings.push(reader_finding(kind, how, secret, change));
     }
+    // Held for every workload of a platform while their pods are listed.
+    w.findings.shrink_to_fit();
     Some(w)
 }
 
@@ -1407,7 +1412,7 @@ fn reader_finding(
     kind: WorkloadKind,
     how: How,
     secret: String,
-    change: Option<&Change>,
+    change: Option<&Change<'_>>,
 ) -> ConsumerFinding {
     match (kind, how, change) {
         (WorkloadKind::CronJob, _, _) => ConsumerFinding::CronJob { secret },
@@ -1455,7 +1460,7 @@ struct PodsCtx<'a> {
     cluster: &'a Cluster,
     compare: Option<&'a Compare<'a>>,
     targets: &'a [&'a Target],
-    changes: &'a BTreeMap<(String, String), Change>,
+    changes: &'a BTreeMap<(String, String), Change<'a>>,
     running: &'a Running<'a>,
 }
 
@@ -1567,7 +1572,7 @@ struct Seen {
 fn reader_verdict(
     secret: String,
     how: How,
-    (at, change, data): (OffsetDateTime, &Change, &DataChange),
+    (at, change, data): (OffsetDateTime, &Change<'_>, &DataChange),
     by: Option<(Restarter, Watch)>,
     seen: Seen,
 ) -> ConsumerFinding {
@@ -1625,7 +1630,7 @@ fn reader_verdict(
 /// it (`containers`; `None`: all) does. Containers not running read it when they start.
 async fn pod_vs(
     ctx: &PodsCtx<'_>,
-    change: &Change,
+    change: &Change<'_>,
     p: &PodInfo,
     containers: Option<&BTreeSet<String>>,
     changed: OffsetDateTime,
@@ -1651,7 +1656,7 @@ async fn pod_vs(
 /// asked, since when Vault has had the values the Secret holds.
 async fn started_vs(
     ctx: &PodsCtx<'_>,
-    change: &Change,
+    change: &Change<'_>,
     started: OffsetDateTime,
     changed: OffsetDateTime,
     first: &mut Option<Option<OffsetDateTime>>,
@@ -1673,7 +1678,7 @@ async fn started_vs(
                 let mut since = None;
                 for k in keys {
                     let f = c
-                        .first_held(&k.mapping, &k.digest, k.version, Some(k.created))
+                        .first_held(k.mapping, &k.digest, k.version, Some(k.created))
                         .await;
                     match f {
                         Some(f) => since = Some(since.map_or(f, |s: OffsetDateTime| s.max(f))),
@@ -2184,7 +2189,7 @@ mod table {
         }
     }
 
-    fn change(data: Option<DataChange>, read: bool) -> Change {
+    fn change(data: Option<DataChange>, read: bool) -> Change<'static> {
         Change {
             data,
             read,
@@ -2222,7 +2227,7 @@ mod table {
         &'static str,
         WorkloadKind,
         Value,
-        Option<Change>,
+        Option<Change<'static>>,
         &'static [&'static str],
     );
 
