@@ -150,15 +150,17 @@ impl FieldDigests {
 /// to judge its value and again to compare it.
 pub struct Early {
     digester: Digester,
-    reads: Mutex<HashMap<usize, Arc<VersionRead>>>,
+    /// By target index: a run reads nearly every target, so a slot each.
+    reads: Mutex<Vec<Option<Arc<VersionRead>>>>,
 }
 
 impl Early {
-    /// Nothing read yet; `None` when the OS gives no randomness for the digest key.
-    pub fn new() -> Option<Early> {
+    /// Nothing read yet of `targets` targets; `None` when the OS gives no randomness for the
+    /// digest key.
+    pub fn new(targets: usize) -> Option<Early> {
         Some(Early {
             digester: Digester::new()?,
-            reads: Mutex::new(HashMap::new()),
+            reads: Mutex::new(vec![None; targets]),
         })
     }
 
@@ -166,7 +168,9 @@ impl Early {
     pub fn seen(&self, i: usize, existing: &Existing) {
         let read = Arc::new(VersionRead::of(&self.digester, existing));
         if let Ok(mut reads) = self.reads.lock() {
-            reads.insert(i, read);
+            if let Some(slot) = reads.get_mut(i) {
+                *slot = Some(read);
+            }
         }
     }
 }
@@ -181,7 +185,7 @@ pub struct Compare<'a> {
     read: Mutex<Versions>,
     /// Current versions read before the cluster was ([`Early`]): a key that does not hold one
     /// is compared again with Vault as it is then.
-    early: Mutex<HashMap<usize, Arc<VersionRead>>>,
+    early: Mutex<Vec<Option<Arc<VersionRead>>>>,
 }
 
 /// The versions read, by (target index, version asked for).
@@ -244,7 +248,7 @@ impl<'a> Compare<'a> {
                 .early
                 .lock()
                 .ok()
-                .and_then(|mut e| e.remove(&source.target)),
+                .and_then(|mut e| e.get_mut(source.target).and_then(Option::take)),
             Some(_) => None,
         };
         if let Some(early) = early {
@@ -472,7 +476,10 @@ pub fn eso_mappings(
         };
         put(r.secret_key.clone(), m);
     }
-    templated(es, out)
+    let mut out = templated(es, out);
+    // Held for every target of a platform until its last part.
+    out.shrink_to_fit();
+    out
 }
 
 /// The keys after ESO's template (`ApplyTemplate`) over the fetched ones `out`.

@@ -389,7 +389,7 @@ pub async fn run(
     // The target Secrets' values are compared with Vault's unless they are not to be read; the
     // comparer takes over the values' reads, digested, when a part that compares runs.
     let early = (!req.skip_target_secrets)
-        .then(delivery::Early::new)
+        .then(|| delivery::Early::new(plan.targets.len()))
         .flatten();
     let compares = req.wants(PartName::Kube) || req.wants(PartName::Consumers);
     let seen = |i: usize, e: &crate::vault::Existing| {
