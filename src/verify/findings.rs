@@ -186,6 +186,10 @@ impl<P> Verdict<P> {
         v.notes = notes.iter().map(|c| c.message.clone()).collect();
         v.findings.extend(causes);
         v.findings.extend(notes);
+        // A platform holds a verdict per object, most with a sentence or two: not the room
+        // pushing leaves.
+        v.problems.shrink_to_fit();
+        v.findings.shrink_to_fit();
         v
     }
 
