@@ -340,7 +340,7 @@ impl Cluster {
             if let Some(s) = listed.as_ref().map(|s| s.keys.as_ref()) {
                 if let Some(keys) = s {
                     return Ok(Some(
-                        keys.iter().map(|(k, d)| (k.clone(), d.empty)).collect(),
+                        keys.iter().map(|(k, d)| (k.to_string(), d.empty)).collect(),
                     ));
                 }
             } else {
@@ -377,7 +377,7 @@ impl Cluster {
                 keys: Some(keys),
                 digested: true,
                 ..
-            })) => return Ok(Some(keys)),
+            })) => return Ok(Some(keys.to_map())),
             _ => {}
         }
         let Some(text) = self.secret_text(ns, name).await? else {

@@ -151,11 +151,32 @@ impl Shape {
 #[derive(Debug, Clone)]
 pub(super) struct SecretRead {
     /// Each key of `data`; `None` for metadata alone.
-    pub keys: Option<BTreeMap<String, KeyDigest>>,
+    pub keys: Option<KeyList>,
     /// Whether the keys carry digests.
     pub digested: bool,
     /// When its data changed, and Reloader's annotations.
     pub change: DataChange,
+}
+
+/// A Secret's keys with their digests, in key order: a platform's Secrets are many, each with
+/// a few keys, held as a slice rather than a map.
+#[derive(Debug, Clone)]
+pub(super) struct KeyList(Box<[(Box<str>, KeyDigest)]>);
+
+impl KeyList {
+    fn new(keys: BTreeMap<String, KeyDigest>) -> KeyList {
+        KeyList(keys.into_iter().map(|(k, d)| (k.into(), d)).collect())
+    }
+
+    /// Each key with its digest, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &KeyDigest)> {
+        self.0.iter().map(|(k, d)| (&**k, d))
+    }
+
+    /// As a map, for the callers.
+    pub fn to_map(&self) -> BTreeMap<String, KeyDigest> {
+        self.iter().map(|(k, d)| (k.to_string(), *d)).collect()
+    }
 }
 
 /// A pod as listed: its labels (for the selectors matched here) and what the checks read.
@@ -178,16 +199,18 @@ struct Named<T>(Vec<(String, T)>);
 impl<T> Named<T> {
     /// `items` in list order; of two with one name, the later is kept (as a map would).
     fn new(mut items: Vec<(String, T)>) -> Named<T> {
-        // Stable: equal names stay in list order, so the last of each run is the later.
+        // Stable: equal names stay in list order, so the last of each run is the later; it
+        // takes the place of the one kept. In place: a platform's listings are large.
         items.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut out: Vec<(String, T)> = Vec::with_capacity(items.len());
-        for (name, item) in items {
-            if out.last().is_some_and(|(n, _)| *n == name) {
-                out.pop();
+        items.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                std::mem::swap(later, kept);
             }
-            out.push((name, item));
-        }
-        Named(out)
+            same
+        });
+        items.shrink_to_fit();
+        Named(items)
     }
 
     fn at(&self, name: &str) -> Result<usize, usize> {
@@ -828,7 +851,7 @@ impl<'de> Visitor<'de> for SecretItem<'_> {
         // A Secret without `data` has no keys; metadata alone says nothing of them.
         let read = SecretRead {
             keys: if self.1 {
-                Some(keys.unwrap_or_default())
+                Some(KeyList::new(keys.unwrap_or_default()))
             } else {
                 None
             },
@@ -861,5 +884,7 @@ mod tests {
         named.set("zz", None);
         let all: Vec<(&str, u32)> = named.0.iter().map(|(n, v)| (n.as_str(), *v)).collect();
         assert_eq!(all, [("a", 4), ("aa", 6), ("b", 5)]);
+        let thrice = list(&[("a", 1), ("b", 2), ("a", 3), ("a", 7)]);
+        assert_eq!((thrice.len(), thrice.get("a")), (2, Some(&7)));
     }
 }
