@@ -250,6 +250,28 @@ pub(super) struct Lists {
     settled: HashSet<ReadKind>,
 }
 
+/// Hands each namespace's items of `items` (`(namespace, name, item)`) to `put`, in list order
+/// within it. A LIST across namespaces comes in namespace order (the API server's storage
+/// order): each namespace's run is split off the end and the room it took given back, so a
+/// platform's listing is held about once, not twice, while it is put away.
+fn per_namespace<T>(mut items: Items<T>, mut put: impl FnMut(String, Vec<(String, T)>)) {
+    if !items.is_sorted_by(|a, b| a.0 <= b.0) {
+        items.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    while let Some((last, _, _)) = items.last() {
+        let last = last.clone();
+        let start = items.partition_point(|(n, _, _)| *n < last);
+        let run = items.split_off(start);
+        items.shrink_to_fit();
+        put(
+            last,
+            run.into_iter()
+                .map(|(_, name, item)| (name, item))
+                .collect(),
+        );
+    }
+}
+
 /// One namespace's items of a kind, `(namespace, name, item)`.
 type Items<T> = Vec<(String, String, T)>;
 
@@ -663,11 +685,11 @@ impl Cluster {
                 .collect(),
         };
         let empty = paged.items.is_empty();
-        for (item_ns, name, item) in paged.items {
-            if let Some((items, _)) = by_ns.get_mut(&item_ns) {
-                items.push((name, item));
+        per_namespace(paged.items, |ns, items| {
+            if let Some((kept, _)) = by_ns.get_mut(&ns) {
+                *kept = items;
             }
-        }
+        });
         let mut lists = self.lists();
         for (ns, (items, pages)) in by_ns {
             let items = Named::new(items);
@@ -864,7 +886,7 @@ impl<'de> Visitor<'de> for SecretItem<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::Named;
+    use super::{per_namespace, Named};
 
     /// Found by name in name order; of two items with one name the later is kept, as a map
     /// filled in list order keeps it; a GET's answer replaces, adds or takes out one.
@@ -886,5 +908,27 @@ mod tests {
         assert_eq!(all, [("a", 4), ("aa", 6), ("b", 5)]);
         let thrice = list(&[("a", 1), ("b", 2), ("a", 3), ("a", 7)]);
         assert_eq!((thrice.len(), thrice.get("a")), (2, Some(&7)));
+    }
+
+    /// Each namespace's items in list order, whether the LIST came in namespace order or not.
+    #[test]
+    fn a_listing_is_put_away_per_namespace_in_list_order() {
+        let item = |ns: &str, name: &str, v: u32| (ns.to_string(), name.to_string(), v);
+        for items in [
+            vec![item("a", "y", 2), item("b", "x", 1), item("b", "a", 3)],
+            vec![item("b", "x", 1), item("a", "y", 2), item("b", "a", 3)],
+        ] {
+            let mut got = Vec::new();
+            per_namespace(items, |ns, run| got.push((ns, run)));
+            got.sort();
+            let want = vec![
+                ("a".to_string(), vec![("y".to_string(), 2)]),
+                (
+                    "b".to_string(),
+                    vec![("x".to_string(), 1), ("a".to_string(), 3)],
+                ),
+            ];
+            assert_eq!(got, want);
+        }
     }
 }
