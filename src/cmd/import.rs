@@ -3,7 +3,8 @@
 
 use crate::app::cli::{GlobalArgs, ImportArgs};
 use crate::kube::Cluster;
-use crate::report::imports::ImportReport;
+use crate::report::imports::{ImportNote, ImportReport};
+use crate::seed::notes::SeedNote;
 use crate::spec::mounts::{self, MountTrust};
 use crate::spec::Target;
 use crate::verify::cluster::context_of;
@@ -28,10 +29,7 @@ pub(super) fn run(g: &GlobalArgs, args: &ImportArgs) -> Result<ImportReport, Fai
             a.env.clone(),
             args.dry_run,
             Vec::new(),
-            vec![format!(
-                "no field of environment `{}` has `from_secret`: nothing to import",
-                a.env
-            )],
+            &[ImportNote::NothingToImport { env: a.env.clone() }],
         ));
     }
     let context = context_of(&plan, args.cluster.context.as_deref());
@@ -67,7 +65,11 @@ pub(super) fn run(g: &GlobalArgs, args: &ImportArgs) -> Result<ImportReport, Fai
             a.env.clone(),
             args.dry_run,
             rows,
-            detected.notes.iter().map(ToString::to_string).collect(),
+            &detected
+                .notes
+                .iter()
+                .map(|m| ImportNote::Seeding(SeedNote::MountAssumed(m.clone())))
+                .collect::<Vec<_>>(),
         ))
     })
 }

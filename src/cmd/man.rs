@@ -122,12 +122,14 @@ pub const JSON_DOCUMENTS: &[(&str, &[&str], &str)] = &[
     (
         "import",
         &[
-            "command", "env", "dry_run", "ok", "counts", "results", "notes",
+            "command", "env", "dry_run", "ok", "counts", "results", "notes", "findings",
         ],
         "results: one object per from_secret field, in spec order: path, field, secret \
          (namespace/name), key, outcome (imported, replaced, exists, refused, not-done, \
          not-checked; with dry_run: would-import, would-replace), old_version, new_version \
-         (KV v2, or null), detail (a reason, never a value). counts: fields per outcome.",
+         (KV v2, or null), detail (a reason, never a value). counts: fields per outcome. \
+         notes: about the run, not one field; findings: the same with code, message, \
+         severity.",
     ),
     (
         "move",

@@ -31,10 +31,10 @@ pub(super) async fn before_replace(
             .unwrap_or_else(|e| Readers::not_checked(e.to_string()))
     };
     let path = t.full_path();
-    let said: Vec<Coded> = found
+    let said: Vec<_> = found
         .findings(&path, env)
         .iter()
-        .map(|f| f.coded())
+        .map(|f| (f.severity(), f.coded()))
         .collect();
     say(g, &mut found, said);
     found
@@ -80,7 +80,11 @@ pub(super) async fn for_placeholder(
 
 /// After `set` filled in a placeholder: the next step ([`Readers::next_step`]) on stderr.
 pub(super) fn next_step(g: &GlobalArgs, env: &str, found: &mut Readers) {
-    let said: Vec<Coded> = found.next_step(env).iter().map(|f| f.coded()).collect();
+    let said: Vec<_> = found
+        .next_step(env)
+        .iter()
+        .map(|f| (f.severity(), f.coded()))
+        .collect();
     say(g, found, said);
 }
 
@@ -171,23 +175,26 @@ async fn look(
 /// After the write (or, with `dry_run`, instead of it): the workloads that will need a
 /// restart once ESO or VSO refreshes the Secret they read.
 pub(super) fn after_write(g: &GlobalArgs, found: &mut Readers) {
-    let said: Vec<Coded> = found.after_write().iter().map(|f| f.coded()).collect();
+    let said: Vec<_> = found
+        .after_write()
+        .iter()
+        .map(|f| (f.severity(), f.coded()))
+        .collect();
     say(g, found, said);
 }
 
-/// Each line on stderr, a note or a warning; kept with its code for the JSON `findings`.
-fn say(g: &GlobalArgs, found: &mut Readers, lines: Vec<Coded>) {
+/// Each line on stderr, a note or a warning as its severity says; kept with its code for the
+/// JSON `findings`.
+fn say(g: &GlobalArgs, found: &mut Readers, lines: Vec<(Severity, Coded)>) {
     let style = Style::stderr(g.color);
-    for line in &lines {
-        if line.severity == Severity::Note.name() {
-            report::say(&format!(
-                "{}: {}",
-                style.help("note"),
-                for_terminal(&line.message)
-            ));
-        } else {
-            report::warn(&style, &for_terminal(&line.message));
+    for (severity, line) in &lines {
+        let message = for_terminal(&line.message);
+        match severity {
+            Severity::Note => report::say(&format!("{}: {message}", style.help("note"))),
+            Severity::Warning | Severity::Error => report::warn(&style, &message),
         }
     }
-    found.findings.extend(lines);
+    found
+        .findings
+        .extend(lines.into_iter().map(|(_, line)| line));
 }

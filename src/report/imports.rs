@@ -1,6 +1,6 @@
 //! `import`'s report: a row per `from_secret` field (outcome, path, field, versions, the Secret
 //! read, why) and a summary, or the JSON document `{"command": "import", "env", "dry_run",
-//! "ok", "counts", "results", "notes"}`. Never holds a value.
+//! "ok", "counts", "results", "notes", "findings"}`. Never holds a value.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -9,7 +9,48 @@ use serde::Serialize;
 
 use super::{Format, Rendered, Report, View};
 use crate::base::text::for_terminal as t;
+use crate::seed::notes::SeedNote;
+use crate::verify::findings::{said, Coded, Finding, Severity};
 use crate::write::import::{Outcome, Row};
+
+/// What `import` says about its run rather than one field, with codes as `apply`'s notes have
+/// them: the seeding engine's (a mount used on the operator's word) and its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImportNote {
+    /// A note of the seeding engine, with its code (`mount-assumed`).
+    Seeding(SeedNote),
+    /// No field of the environment has `from_secret`.
+    NothingToImport {
+        /// The environment.
+        env: String,
+    },
+}
+
+crate::base::codes::codes!(
+    ImportNote,
+    ImportNote {
+        NothingToImport => "nothing-to-import",
+    }
+    nested {
+        Seeding => SeedNote,
+    }
+);
+
+/// All notes: the verdict is the fields'.
+impl Finding for ImportNote {
+    fn severity(&self) -> Severity {
+        Severity::Note
+    }
+
+    fn message(&self) -> String {
+        match self {
+            ImportNote::Seeding(n) => n.message(),
+            ImportNote::NothingToImport { env } => {
+                format!("no field of environment `{env}` has `from_secret`: nothing to import")
+            }
+        }
+    }
+}
 
 /// The result of an `import`.
 #[derive(Serialize)]
@@ -28,11 +69,14 @@ pub struct ImportReport {
     pub results: Vec<Row>,
     /// What is not about one field (mounts written on the operator's word, nothing to do).
     pub notes: Vec<String>,
+    /// The same sentences with their codes.
+    pub findings: Vec<Coded>,
 }
 
 impl ImportReport {
     /// The report of `results`.
-    pub fn new(env: String, dry_run: bool, results: Vec<Row>, notes: Vec<String>) -> Self {
+    pub fn new(env: String, dry_run: bool, results: Vec<Row>, notes: &[ImportNote]) -> Self {
+        let (notes, findings) = said(notes);
         let mut counts = BTreeMap::new();
         for r in &results {
             *counts.entry(r.outcome.as_str()).or_insert(0) += 1;
@@ -45,6 +89,7 @@ impl ImportReport {
             counts,
             results,
             notes,
+            findings,
         }
     }
 
@@ -134,5 +179,19 @@ impl Report for ImportReport {
             .refused(self.has(Outcome::Refused))
             .with_before(notes)
             .with_after(after)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_of_imports_notes_is_listed() {
+        crate::base::codes::assert_documented(
+            "import: notes",
+            &ImportNote::codes(),
+            &ImportNote::all_codes(),
+        );
     }
 }

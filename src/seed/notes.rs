@@ -1,10 +1,10 @@
 //! What the seeding engine says about a run rather than one path, as typed notes with codes:
-//! the closing notes of `apply` and `plan` and the notes of `verify`'s part `vault` (a mount
-//! used on the operator's word, LISTs refused, fields no spec names, Vault gone part way, how
-//! writes went). The JSON keeps the sentences (`notes`) and adds the codes beside them
-//! (`findings`), as `verify`'s run notes do. All are notes (the verdict is the paths'): the
-//! severity is given where `verify`'s `Finding` is ([`crate::verify::values`]), since the seeding
-//! engine is below `verify` and does not import it.
+//! the closing notes of `apply` and `plan`, the notes of `verify`'s part `vault` and `import`'s
+//! mount note (a mount used on the operator's word, LISTs refused, fields no spec names, Vault
+//! gone part way, how writes went). The JSON keeps the sentences (`notes`) and adds the codes
+//! beside them (`findings`), as `verify`'s run notes do. All are notes (the verdict is the
+//! paths'): the severity is given where `verify`'s `Finding` is ([`crate::verify::values`]),
+//! since the seeding engine is below `verify` and does not import it.
 
 use crate::spec::mounts::AssumedMount;
 

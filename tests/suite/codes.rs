@@ -233,6 +233,32 @@ fn seeding_notes_carry_their_codes() {
     assert_same_sentences(vault);
 }
 
+/// `import`'s notes carry codes as `apply`'s do: a mount used on the operator's word says
+/// `mount-assumed`, the sentence of its `notes`.
+#[test]
+fn import_notes_carry_their_codes() {
+    let spec = crate::import::SPEC.replace(
+        "mount = \"secret\"\n",
+        "mount = \"secret\"\nkv_version = 2\n",
+    );
+    let w = crate::import::world_of(&spec);
+    // A token with nothing on `secret`: OpenBao denies it the mount's type, so the operator
+    // names the mount; the reads are then denied too, which fails the fields, not the notes.
+    w.bao.put_policy(
+        "elsewhere",
+        "path \"other/data/x\" { capabilities = [\"read\"] }\n",
+    );
+    let token = w.bao.token_with_policies(&["elsewhere"]);
+    let doc = w
+        .run(&["import", "dev", "-o", "json", "--assume-kv-mount", "secret"])
+        .token(&token)
+        .status(1)
+        .output()
+        .json();
+    assert_eq!(codes(&doc["findings"]), ["mount-assumed"], "{doc:#}");
+    assert_same_sentences(&doc);
+}
+
 /// `findings` holds `notes`' sentences, each a note.
 fn assert_same_sentences(doc: &Value) {
     let notes = doc["notes"].as_array().unwrap();

@@ -9,7 +9,7 @@ use common::fake_kube::{secret, FakeKube};
 use common::{has, spec_dir, Run, World};
 use serde_json::{json, Value};
 
-const SPEC: &str = r#"
+pub(crate) const SPEC: &str = r#"
 name = "zitadel"
 [vault]
 mount = "secret"
@@ -38,7 +38,7 @@ fn world() -> World {
 }
 
 /// [`world`] with another spec. No run shows the Secrets' values.
-fn world_of(spec: &str) -> World {
+pub(crate) fn world_of(spec: &str) -> World {
     let w = World::new(spec).never_shows([PAT, DB_PASSWORD]);
     w.kube.put(secret(
         "ask",
@@ -529,6 +529,8 @@ fn failures_are_one_document_and_nothing_is_written() {
             .contains("nothing to import"),
         "{doc:#}"
     );
+    assert_eq!(doc["findings"][0]["code"], "nothing-to-import", "{doc:#}");
+    assert_eq!(doc["findings"][0]["message"], doc["notes"][0]);
     w.run(&["verify", "dev", "--only", "imports"])
         .status(2)
         .stderr_has("no field of environment `dev` has `from_secret`")

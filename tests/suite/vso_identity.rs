@@ -74,14 +74,20 @@ fn synced_now() -> Value {
 }
 
 impl World {
-    fn verify(&self, args: &[&str]) -> Run {
+    /// `vault-seed verify auh1-dev ARGS` against this world (its own name: a plain `verify`
+    /// would be a method of every module's `World`).
+    fn verify_auh1_dev(&self, args: &[&str]) -> Run {
         self.run(&["verify", "auh1-dev"]).args(args)
     }
 
     /// `verify` fails (exit 1) with `wanted` among the VaultStaticSecret's problems, in JSON and
     /// in text; the other parts stay ok (the rule is the part `kube`'s).
     fn fails_with(&self, wanted: &str) {
-        let doc = self.verify(&["-o", "json"]).status(1).output().json();
+        let doc = self
+            .verify_auh1_dev(&["-o", "json"])
+            .status(1)
+            .output()
+            .json();
         assert_eq!(doc["vault"]["ok"], true, "{doc:#}");
         assert_eq!(doc["kube"]["ok"], false);
         let v = &doc["kube"]["vault_static_secrets"][0];
@@ -96,18 +102,18 @@ impl World {
             problems.iter().any(|p| p.contains(wanted)),
             "missing {wanted:?} in {problems:#?}"
         );
-        let text = self.verify(&[]).status(1).output().stdout_text();
+        let text = self.verify_auh1_dev(&[]).status(1).output().stdout_text();
         assert!(text.contains(wanted), "missing {wanted:?} in:\n{text}");
         assert!(text.contains("verify auh1-dev: NOT done"), "{text}");
         // `--only` keeps its meaning: without `kube`, nothing of this is judged.
-        self.verify(&["--only", "vault,policy"]).output();
+        self.verify_auh1_dev(&["--only", "vault,policy"]).output();
     }
 }
 
 #[test]
 fn the_vault_role_and_namespace_vault_seed_judged_is_done() {
     let w = world(SPEC);
-    let doc = w.verify(&["-o", "json"]).output().json();
+    let doc = w.verify_auh1_dev(&["-o", "json"]).output().json();
     let v = &doc["kube"]["vault_static_secrets"][0];
     assert_eq!(
         (v["ok"].as_bool(), v["problems"].clone()),
@@ -125,7 +131,7 @@ fn the_vault_role_and_namespace_vault_seed_judged_is_done() {
     w.kube.update("VaultConnection", Some("ask"), "vault", |c| {
         c["spec"]["address"] = json!(addr);
     });
-    w.verify(&[]).output();
+    w.verify_auh1_dev(&[]).output();
 }
 
 #[test]
@@ -242,7 +248,7 @@ fn two_default_vault_auths() {
     w.fails_with(
         "not checked: which Vault and role VSO uses, since its VaultAuth `default` (VSO's default) is not known: several are named `default`",
     );
-    let doc = w.verify(&["-o", "json"]).status(1).output().json();
+    let doc = w.verify_auh1_dev(&["-o", "json"]).status(1).output().json();
     let auth = &doc["kube"]["objects"][0];
     assert_eq!(
         (auth["kind"].as_str(), auth["ok"].as_bool()),
@@ -264,7 +270,7 @@ fn two_default_vault_auths() {
     }));
     // Not done all the same: the VaultConnection it then reads is not in that namespace.
     let doc = w
-        .verify(&["-o", "json"])
+        .verify_auh1_dev(&["-o", "json"])
         .status(1)
         .stdout_has("VaultConnection `vault-secrets-operator-system/vault` does not exist")
         .json();
@@ -307,7 +313,7 @@ fn several_default_vault_connections_vso_uses_its_own_namespaces() {
 
     w.kube
         .put(fake_kube::vso_controller_deployment(OPERATOR_NS));
-    let doc = w.verify(&["-o", "json"]).output().json();
+    let doc = w.verify_auh1_dev(&["-o", "json"]).output().json();
     let conn = doc["kube"]["objects"]
         .as_array()
         .unwrap()
