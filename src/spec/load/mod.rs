@@ -19,6 +19,7 @@ mod vso;
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::Hash;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -252,11 +253,17 @@ fn read_in_runs(
 
 /// Read and load `files` one at a time, so that only one file's text is held at once (a
 /// platform's whole set of specs can be tens of megabytes).
+///
+/// Each file is read into the buffer the one before it was read into: a new one a file (as
+/// `std::fs::read` makes) is a block large enough that the allocator sorts its free lists
+/// before handing it out.
 fn load_run(files: &[PathBuf], specs: &mut Vec<Spec>, diags: &mut Vec<Diagnostic>) {
     let mut shared = Shared::default();
+    let mut buf = Vec::new();
     for path in files {
-        match std::fs::read(path) {
-            Ok(bytes) => load_one(path, bytes, specs, diags, &mut shared),
+        buf.clear();
+        match std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut buf)) {
+            Ok(_) => buf = load_one(path, buf, specs, diags, &mut shared),
             Err(e) => diags.push(unreadable(path, &e)),
         }
     }
@@ -276,14 +283,15 @@ pub fn load_sources(
     finish(specs, diags)
 }
 
-/// Parse and validate one file: its spec joins `specs`, its problems `diags`.
+/// Parse and validate one file: its spec joins `specs`, its problems `diags`; its bytes are
+/// given back, for the next file's.
 fn load_one(
     path: &Path,
     bytes: Vec<u8>,
     specs: &mut Vec<Spec>,
     diags: &mut Vec<Diagnostic>,
     shared: &mut Shared,
-) {
+) -> Vec<u8> {
     match String::from_utf8(bytes) {
         Ok(text) => {
             let src = SourceFile::new(path, text);
@@ -295,8 +303,12 @@ fn load_one(
             if let Some(spec) = parse_spec(&mut cx) {
                 specs.push(spec);
             }
+            src.text.into_bytes()
         }
-        Err(e) => diags.push(not_utf8(path, e)),
+        Err(e) => {
+            diags.push(not_utf8(path, &e));
+            e.into_bytes()
+        }
     }
 }
 
@@ -313,7 +325,7 @@ fn finish(mut specs: Vec<Spec>, mut diags: Vec<Diagnostic>) -> Result<SpecSet, L
 
 /// A spec that is not UTF-8, located at its first invalid byte: the text before that byte is
 /// valid, so its lines and characters can be counted.
-fn not_utf8(path: &Path, e: std::string::FromUtf8Error) -> Diagnostic {
+fn not_utf8(path: &Path, e: &std::string::FromUtf8Error) -> Diagnostic {
     let at = e.utf8_error().valid_up_to();
     let bytes = e.as_bytes();
     let byte = bytes[at];
@@ -354,6 +366,8 @@ struct Shared {
     names: HashSet<Arc<str>>,
     eso: HashSet<Arc<Eso>>,
     environments: HashSet<Environments>,
+    /// The lexer's tokens of the file being read: one buffer for the run ([`syntax::parse`]).
+    tokens: Vec<syntax::Token>,
 }
 
 /// The value in `set` equal to `key` (what an earlier spec loaded), else `make(key)`'s, added.
@@ -649,7 +663,7 @@ const SPEC_MAX_DEPTH: usize = 128;
 #[allow(clippy::too_many_lines)] // one spec table read key by key, each problem at its span
 fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     let text = &cx.src.text;
-    let mut root = match syntax::parse(text) {
+    let mut root = match syntax::parse(text, &mut cx.shared.tokens) {
         Ok(v) => v,
         Err(e) => {
             cx.toml_error(e, ROOT_KEYS_CTX);
