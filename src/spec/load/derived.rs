@@ -404,6 +404,10 @@ pub(super) fn check_inputs(
     declared: &[String],
     secret_ctx: &str,
 ) {
+    // Only a derived field names others: most secrets have none, and nothing to check.
+    if fields.iter().all(|f| f.generator.derived().is_none()) {
+        return;
+    }
     let by_name = by_name(fields);
     let names = declared;
     let mut edges: Vec<Vec<usize>> = vec![Vec::new(); fields.len()];
@@ -585,6 +589,9 @@ pub(super) fn check_overrides(
     secrets: &[Secret],
     environments: &BTreeMap<String, EnvEntry>,
 ) {
+    if !any_override(environments) {
+        return;
+    }
     let by_name: HashMap<&str, &Secret> = secrets.iter().map(|s| (&*s.name, s)).collect();
     // A secret's own problems, once per overridden secret (not per environment).
     let mut own: HashMap<&str, Vec<(usize, usize, bool)>> = HashMap::new();

@@ -49,6 +49,9 @@ use vso::*;
 /// An environment's override may change a keyring field's generator only to one whose values
 /// can still form a keyring: the keys already stored are a list, and `rotate` keeps them.
 fn keyrings_kept(cx: &mut Cx<'_>, secrets: &[Secret], environments: &BTreeMap<String, EnvEntry>) {
+    if !any_override(environments) {
+        return;
+    }
     let by_name: HashMap<&str, &Secret> = secrets.iter().map(|s| (&*s.name, s)).collect();
     for (env, overrides) in environments.values() {
         for (secret, Written { span, ov, .. }) in overrides {
@@ -75,6 +78,14 @@ fn keyrings_kept(cx: &mut Cx<'_>, secrets: &[Secret], environments: &BTreeMap<St
             }
         }
     }
+}
+
+/// Whether an environment overrides a secret: most specs have none, and then no check of
+/// overrides needs the secrets by name.
+fn any_override(environments: &BTreeMap<String, EnvEntry>) -> bool {
+    environments
+        .values()
+        .any(|(_, overrides)| !overrides.is_empty())
 }
 
 /// Why the specs could not be loaded.
@@ -384,15 +395,30 @@ where
     made
 }
 
+/// [`interned`] of a value owned: a new one is moved in, not copied.
+fn interned_owned<K, K2, T>(set: &mut HashSet<T>, key: K, make: impl FnOnce(K) -> T) -> T
+where
+    K: Borrow<K2>,
+    K2: ?Sized + Hash + Eq,
+    T: Borrow<K2> + Hash + Eq + Clone,
+{
+    if let Some(same) = set.get(key.borrow()) {
+        return same.clone();
+    }
+    let made = make(key);
+    set.insert(made.clone());
+    made
+}
+
 impl Cx<'_> {
     /// `fields` as a shared list: the one already loaded when an earlier secret has the same.
     fn shared(&mut self, fields: Vec<Field>) -> Arc<[Field]> {
-        interned(&mut self.shared.fields, &fields[..], |f| Arc::from(f))
+        interned_owned::<_, [Field], _>(&mut self.shared.fields, fields, Arc::from)
     }
 
     /// `[eso]` as a shared value: the one already loaded when an earlier spec has the same.
     fn shared_eso(&mut self, eso: Eso) -> Arc<Eso> {
-        interned(&mut self.shared.eso, &eso, |e| Arc::new(e.clone()))
+        interned_owned::<_, Eso, _>(&mut self.shared.eso, eso, Arc::new)
     }
 
     /// A spec's environments, shared with the earlier specs that have the same.
@@ -771,7 +797,10 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     check_kv_endpoint_folder(cx, &vault.0.path, vault.1, environments.keys());
     // Overrides must name secrets and fields that exist. By a set of names, not a search per
     // override; and "did you mean" (an edit distance to every name) only for the first few.
-    let known: HashSet<&str> = secrets.iter().map(|s| &*s.name).collect();
+    let known: HashSet<&str> = match any_override(&environments) {
+        true => secrets.iter().map(|s| &*s.name).collect(),
+        false => HashSet::new(),
+    };
     let mut suggestions_left = SHOWN_MAX;
     let mut names: Option<Vec<String>> = None;
     for env in environments.values() {
