@@ -16,8 +16,9 @@ mod syntax;
 mod vault;
 mod vso;
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fmt::{self, Display};
 use std::hash::Hash;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -360,6 +361,35 @@ fn not_utf8(path: &Path, e: &std::string::FromUtf8Error) -> Diagnostic {
     .with_help("save the spec as UTF-8")
 }
 
+/// `[secrets.NAME]`, as a message names a secret's table. Written out only when a message is:
+/// a context is passed to every key read, and a platform's specs have tens of thousands of keys.
+pub(super) struct SecretTable<'a>(pub(super) &'a str);
+
+impl Display for SecretTable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`[secrets.{}]`", shown(self.0))
+    }
+}
+
+/// ``field `NAME` of CONTEXT``, as a message names a field (of a secret, or of an override).
+pub(super) struct FieldOf<'a>(pub(super) &'a str, pub(super) &'a dyn Display);
+
+impl Display for FieldOf<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "field `{}` of {}", self.0, self.1)
+    }
+}
+
+/// Words, then a context (``"`fields` of " `[secrets.A]` ``), written out when shown.
+pub(super) struct Then<'a>(pub(super) &'static str, pub(super) &'a dyn Display);
+
+impl Display for Then<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)?;
+        self.1.fmt(f)
+    }
+}
+
 struct Cx<'a> {
     src: &'a SourceFile,
     diags: &'a mut Vec<Diagnostic>,
@@ -440,7 +470,7 @@ impl Cx<'_> {
     }
 
     /// Convert toml-span's errors (syntax, duplicate keys, unknown keys) into diagnostics.
-    fn toml_error(&mut self, e: toml_span::Error, context: &str) {
+    fn toml_error(&mut self, e: toml_span::Error, context: &dyn Display) {
         match e.kind {
             ErrorKind::UnexpectedKeys { keys, expected } => {
                 for (key, span) in keys {
@@ -494,7 +524,11 @@ impl Cx<'_> {
         }
     }
 
-    fn table<'de>(&mut self, v: &mut Value<'de>, context: &str) -> Option<TableHelper<'de>> {
+    fn table<'de>(
+        &mut self,
+        v: &mut Value<'de>,
+        context: &dyn Display,
+    ) -> Option<TableHelper<'de>> {
         match TableHelper::new(v) {
             Ok(th) => Some(th),
             Err(errs) => {
@@ -514,7 +548,7 @@ impl Cx<'_> {
         }
     }
 
-    fn finish(&mut self, th: TableHelper<'_>, context: &str) {
+    fn finish(&mut self, th: TableHelper<'_>, context: &dyn Display) {
         if let Err(errs) = th.finalize(None) {
             for e in errs.errors {
                 self.toml_error(e, context);
@@ -523,11 +557,16 @@ impl Cx<'_> {
     }
 
     /// A string value; `what` names it in the problem when it is not one (made only then: a
-    /// platform's specs hold tens of thousands of strings).
-    fn string(&mut self, v: &mut Value<'_>, what: impl FnOnce() -> String) -> Option<String> {
+    /// platform's specs hold tens of thousands of strings). Borrowed from the file's text where
+    /// it has no escape: most values are only checked, and a copy is made where one is kept.
+    fn string<'de>(
+        &mut self,
+        v: &mut Value<'de>,
+        what: impl FnOnce() -> String,
+    ) -> Option<Cow<'de, str>> {
         let span = v.span;
         match v.take() {
-            ValueInner::String(s) => Some(s.into_owned()),
+            ValueInner::String(s) => Some(s),
             other => {
                 self.err(
                     span,
@@ -543,8 +582,19 @@ impl Cx<'_> {
         &mut self,
         th: &mut TableHelper<'_>,
         key: &'static str,
-        ctx: &str,
+        ctx: &dyn Display,
     ) -> Option<(String, Span)> {
+        self.take_str(th, key, ctx)
+            .map(|(s, span)| (s.into_owned(), span))
+    }
+
+    /// [`Cx::take_string`] for a value only checked, or kept other than as a `String`.
+    fn take_str<'de>(
+        &mut self,
+        th: &mut TableHelper<'de>,
+        key: &'static str,
+        ctx: &dyn Display,
+    ) -> Option<(Cow<'de, str>, Span)> {
         let (_, mut v) = th.take(key)?;
         let span = v.span;
         self.string(&mut v, || format!("`{key}` in {ctx}"))
@@ -557,13 +607,13 @@ impl Cx<'_> {
         &mut self,
         th: &mut TableHelper<'_>,
         key: &'static str,
-        ctx: &str,
+        ctx: &dyn Display,
         check: impl Fn(&str) -> Result<(), String>,
         help: &str,
     ) -> Option<String> {
-        let (v, span) = self.take_string(th, key, ctx)?;
+        let (v, span) = self.take_str(th, key, ctx)?;
         match check(&v) {
-            Ok(()) => Some(v),
+            Ok(()) => Some(v.into_owned()),
             Err(why) => {
                 let what = match v.is_empty() {
                     true => format!("`{key}`"),
@@ -579,7 +629,7 @@ impl Cx<'_> {
         &mut self,
         th: &mut TableHelper<'_>,
         key: &'static str,
-        ctx: &str,
+        ctx: &dyn Display,
     ) -> Option<(i64, Span)> {
         let (_, mut v) = th.take(key)?;
         let span = v.span;
@@ -603,7 +653,7 @@ impl Cx<'_> {
         &mut self,
         th: &mut TableHelper<'_>,
         key: &'static str,
-        ctx: &str,
+        ctx: &dyn Display,
     ) -> Option<bool> {
         let (_, mut v) = th.take(key)?;
         let span = v.span;
@@ -627,7 +677,7 @@ impl Cx<'_> {
         &mut self,
         th: &mut TableHelper<'_>,
         key: &'static str,
-        ctx: &str,
+        ctx: &dyn Display,
     ) -> Option<Vec<(String, Span)>> {
         let (_, mut v) = th.take(key)?;
         let span = v.span;
@@ -638,7 +688,7 @@ impl Cx<'_> {
                     .filter_map(|mut item| {
                         let s = item.span;
                         self.string(&mut item, || format!("an item of `{key}` in {ctx}"))
-                            .map(|v| (v, s))
+                            .map(|v| (v.into_owned(), s))
                     })
                     .collect(),
             ),
@@ -657,7 +707,11 @@ impl Cx<'_> {
     }
 
     /// The entries of a sub-table in file order (toml-span keeps them sorted by name).
-    fn entries<'de>(&mut self, mut v: Value<'de>, ctx: &str) -> Vec<(Key<'de>, Value<'de>)> {
+    fn entries<'de>(
+        &mut self,
+        mut v: Value<'de>,
+        ctx: &dyn Display,
+    ) -> Vec<(Key<'de>, Value<'de>)> {
         let span = v.span;
         match v.take() {
             ValueInner::Table(t) => {
@@ -692,19 +746,19 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     let mut root = match syntax::parse(text, &mut cx.shared.tokens) {
         Ok(v) => v,
         Err(e) => {
-            cx.toml_error(e, ROOT_KEYS_CTX);
+            cx.toml_error(e, &ROOT_KEYS_CTX);
             return None;
         }
     };
     let errors_before = cx.diags.len();
-    let mut th = cx.table(&mut root, ROOT_KEYS_CTX)?;
+    let mut th = cx.table(&mut root, &ROOT_KEYS_CTX)?;
     let stem = cx
         .src
         .path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let name = match cx.take_string(&mut th, "name", ROOT_KEYS_CTX) {
+    let name = match cx.take_string(&mut th, "name", &ROOT_KEYS_CTX) {
         Some((n, span)) => {
             if let Err(why) = check_segment(&n) {
                 cx.err(
@@ -718,7 +772,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
         None => stem,
     };
     // Checked (a string), not kept: see [`Spec`].
-    let _description = cx.take_string(&mut th, "description", ROOT_KEYS_CTX);
+    let _description = cx.take_str(&mut th, "description", &ROOT_KEYS_CTX);
     let root_span = Span::new(0, 0);
     let vault = match th.take("vault") {
         Some((_, v)) => parse_vault(cx, v),
@@ -778,7 +832,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
             Vec::new()
         }
     };
-    cx.finish(th, ROOT_KEYS_CTX);
+    cx.finish(th, &ROOT_KEYS_CTX);
 
     let vault = vault?;
     // `{env}`-less template used by several environments: they would all write one path.
