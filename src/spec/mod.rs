@@ -600,9 +600,15 @@ impl Target {
             .filter(|_| self.mount() == &*self.origin.mount)
     }
 
-    /// `mount/path`, as people write it (`secret/ask/core-service/auh1-dev/X`).
+    /// `mount/path`, as people write it (`secret/ask/core-service/auh1-dev/X`). Made at its
+    /// length (`format!` guesses, and grows): asked for every path, by every check.
     pub fn full_path(&self) -> String {
-        format!("{}/{}", self.mount(), self.path)
+        let mount = self.mount();
+        let mut full = String::with_capacity(mount.len() + 1 + self.path.len());
+        full.push_str(mount);
+        full.push('/');
+        full.push_str(&self.path);
+        full
     }
 
     /// Its mount as a KV engine, at the version [`KvVersion::resolve`] gives from the spec's

@@ -12,9 +12,9 @@ pub(super) fn parse_argocd(
 ) -> Option<Argocd> {
     const CTX: &str = "`[argocd]`";
     let table_span = v.span;
-    let mut th = cx.table(&mut v, CTX)?;
+    let mut th = cx.table(&mut v, &CTX)?;
     let before = cx.diags.len();
-    let namespace = take_k8s_namespace(cx, &mut th, CTX);
+    let namespace = take_k8s_namespace(cx, &mut th, &CTX);
     let app_name = |cx: &mut Cx<'_>, name: &str, span: Span, what: &str| {
         if environments.is_empty() || !name.contains(ENV_PLACEHOLDER) {
             return check_k8s_name(cx, name, span, what);
@@ -28,7 +28,7 @@ pub(super) fn parse_argocd(
             )
         })
     };
-    let secrets_app = match cx.take_string(&mut th, "secrets_app", CTX) {
+    let secrets_app = match cx.take_string(&mut th, "secrets_app", &CTX) {
         Some((name, span)) => app_name(cx, &name, span, "`secrets_app`").then_some(name),
         None => {
             if !th.contains("secrets_app") {
@@ -43,7 +43,7 @@ pub(super) fn parse_argocd(
     };
     let mut consumers = Vec::new();
     for (name, span) in cx
-        .take_strings(&mut th, "consumers", CTX)
+        .take_strings(&mut th, "consumers", &CTX)
         .unwrap_or_default()
     {
         if !app_name(cx, &name, span, "an item of `consumers`") {
@@ -65,7 +65,7 @@ pub(super) fn parse_argocd(
             consumers.push(name);
         }
     }
-    cx.finish(th, CTX);
+    cx.finish(th, &CTX);
     if cx.diags.len() > before {
         return None;
     }

@@ -73,6 +73,18 @@ pub(super) fn check_environments(specs: &[Spec], diags: &mut Vec<Diagnostic>) {
         // claimed twice is the duplicate above. Each name's first claim: (target, field).
         let field_name = |(t, f): (usize, Option<usize>)| f.map(|i| &*targets[t].1.fields[i].name);
         drop(paths);
+        // Two claims can be alike only through a dot in a path or a field name. Without one,
+        // a claim is a path (no dot) or a path, a dot and a field (one dot, read one way only):
+        // claims alike are then one path and one field, the duplicate above. The common case, so
+        // no name (a string per field) is made for it.
+        let dotted = |t: &Target| {
+            t.mount().contains('.')
+                || t.path.contains('.')
+                || t.fields.iter().any(|f| f.name.contains('.'))
+        };
+        if !targets.iter().any(|(_, t)| dotted(t)) {
+            continue;
+        }
         let n_names = targets.iter().map(|(_, t)| 1 + t.fields.len()).sum();
         let mut names: HashMap<String, (usize, Option<usize>)> = HashMap::with_capacity(n_names);
         for (ti, (_, t)) in targets.iter().enumerate() {

@@ -35,7 +35,7 @@ pub(super) struct SourceKeys<'de> {
 }
 
 impl<'de> SourceKeys<'de> {
-    pub(super) fn take(cx: &mut Cx<'_>, th: &mut TableHelper<'de>, ctx: &str) -> Self {
+    pub(super) fn take(cx: &mut Cx<'_>, th: &mut TableHelper<'de>, ctx: &dyn Display) -> Self {
         SourceKeys {
             derive: th.take("derive"),
             template: cx.take_string(th, "template", ctx),
@@ -75,7 +75,7 @@ impl<'de> SourceKeys<'de> {
     pub(super) fn build(
         self,
         cx: &mut Cx<'_>,
-        ctx: &str,
+        ctx: &dyn Display,
         span: Span,
         gen: Option<&(String, Span)>,
         place: Place,
@@ -91,7 +91,7 @@ impl<'de> SourceKeys<'de> {
     fn build_inner(
         self,
         cx: &mut Cx<'_>,
-        ctx: &str,
+        ctx: &dyn Display,
         span: Span,
         gen: Option<&(String, Span)>,
         place: Place,
@@ -207,7 +207,7 @@ impl<'de> SourceKeys<'de> {
         Ok(Some(Generator::Derived(derived)))
     }
 
-    fn x509(self, cx: &mut Cx<'_>, ctx: &str, span: Span) -> Option<Generator> {
+    fn x509(self, cx: &mut Cx<'_>, ctx: &dyn Display, span: Span) -> Option<Generator> {
         let help = "e.g. `{ generator = \"x509-self-signed\", key = \"key\", cn = \"core.local\", sans = [\"core.local\"], days = 30 }`";
         let mut ok = true;
         let key = self.key.map(|k| k.0);
@@ -294,7 +294,7 @@ fn inner_span(value: Span, text: &str, at: usize) -> Span {
     Span::new(first + at, first + at + len)
 }
 
-fn derive_table(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &str) -> Option<Derived> {
+fn derive_table(cx: &mut Cx<'_>, mut v: Value<'_>, ctx: &dyn Display) -> Option<Derived> {
     let dctx = format!("`derive` of {ctx}");
     let span = v.span;
     let mut th = cx.table(&mut v, &dctx)?;
@@ -401,11 +401,16 @@ pub(super) fn check_inputs(
     cx: &mut Cx<'_>,
     fields: &[Field],
     spans: &[Span],
-    declared: &[String],
-    secret_ctx: &str,
+    declared: &[Cow<'_, str>],
+    secret_ctx: &dyn Display,
 ) {
+    // Only a derived field names others: most secrets have none, and nothing to check.
+    if fields.iter().all(|f| f.generator.derived().is_none()) {
+        return;
+    }
     let by_name = by_name(fields);
-    let names = declared;
+    let names: Vec<String> = declared.iter().map(|d| d.to_string()).collect();
+    let names = &names[..];
     let mut edges: Vec<Vec<usize>> = vec![Vec::new(); fields.len()];
     for (i, f) in fields.iter().enumerate() {
         let Some(d) = f.generator.derived() else {
@@ -413,7 +418,7 @@ pub(super) fn check_inputs(
         };
         for r in d.inputs().iter().filter(|r| r.secret.is_none()) {
             let Some(&j) = by_name.get(r.field.as_str()) else {
-                if declared.contains(&r.field) {
+                if names.contains(&r.field) {
                     // Its own problem was reported.
                     continue;
                 }
@@ -488,7 +493,7 @@ pub(super) enum Why {
 
 impl InputProblem {
     /// What is wrong, `ctx` naming the derived field.
-    pub(super) fn message(&self, fields: &[Field], ctx: &str) -> String {
+    pub(super) fn message(&self, fields: &[Field], ctx: &dyn Display) -> String {
         let (f, input) = (&fields[self.field], &fields[self.input]);
         let d = f.generator.derived().unwrap_or_else(|| unreachable!());
         match self.why {
@@ -585,6 +590,9 @@ pub(super) fn check_overrides(
     secrets: &[Secret],
     environments: &BTreeMap<String, EnvEntry>,
 ) {
+    if !any_override(environments) {
+        return;
+    }
     let by_name: HashMap<&str, &Secret> = secrets.iter().map(|s| (&*s.name, s)).collect();
     // A secret's own problems, once per overridden secret (not per environment).
     let mut own: HashMap<&str, Vec<(usize, usize, bool)>> = HashMap::new();

@@ -19,7 +19,7 @@ pub(super) fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<Stri
     let span = v.span;
     let before = cx.diags.len();
     let mut out = BTreeMap::new();
-    for (key, mut val) in cx.entries(v, "`[environments]`") {
+    for (key, mut val) in cx.entries(v, &"`[environments]`") {
         let name = key.name.to_string();
         let ctx = format!("`[environments.{name}]`");
         if let Err(why) = check_segment(&name) {
@@ -105,7 +105,11 @@ pub(super) fn parse_environments(cx: &mut Cx<'_>, v: Value<'_>) -> BTreeMap<Stri
 
 /// `cluster_vault_addr`: one address or a list, each a Vault address as the cluster's operators
 /// use it. Plain `http://` is fine here: the address is only compared, never connected to.
-fn take_cluster_vault_addrs(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> Vec<String> {
+fn take_cluster_vault_addrs(
+    cx: &mut Cx<'_>,
+    th: &mut TableHelper<'_>,
+    ctx: &dyn Display,
+) -> Vec<String> {
     const KEY: &str = "cluster_vault_addr";
     const HELP: &str = "the address ESO and VSO use inside the cluster, e.g. `cluster_vault_addr = \"http://vault.vault.svc:8200\"` (or a list of them)";
     let Some((_, mut v)) = th.take(KEY) else {
@@ -119,7 +123,7 @@ fn take_cluster_vault_addrs(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str
             .filter_map(|mut item| {
                 let s = item.span;
                 cx.string(&mut item, || format!("an item of `{KEY}` in {ctx}"))
-                    .map(|v| (v, s))
+                    .map(|v| (v.into_owned(), s))
             })
             .collect(),
         other => {

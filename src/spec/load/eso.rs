@@ -4,12 +4,12 @@ use super::*;
 
 pub(super) fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
     const CTX: &str = "`[eso]`";
-    let mut th = cx.table(&mut v, CTX)?;
-    let namespace = take_k8s_namespace(cx, &mut th, CTX);
-    let external_secrets = take_k8s_names(cx, &mut th, "external_secrets", CTX);
-    let push_secrets = take_k8s_names(cx, &mut th, "push_secrets", CTX);
+    let mut th = cx.table(&mut v, &CTX)?;
+    let namespace = take_k8s_namespace(cx, &mut th, &CTX);
+    let external_secrets = take_k8s_names(cx, &mut th, "external_secrets", &CTX);
+    let push_secrets = take_k8s_names(cx, &mut th, "push_secrets", &CTX);
     let (policies, auth_role) = take_policies_and_role(cx, &mut th, CTX, "ESO", "eso");
-    let access = match cx.take_strings(&mut th, "access", CTX) {
+    let access = match cx.take_strings(&mut th, "access", &CTX) {
         Some(items) => {
             let mut a = EsoAccess {
                 read: false,
@@ -28,7 +28,7 @@ pub(super) fn parse_eso(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<Eso> {
         }
         None => EsoAccess::default(),
     };
-    cx.finish(th, CTX);
+    cx.finish(th, &CTX);
     Some(Eso {
         namespace,
         external_secrets,
@@ -64,7 +64,7 @@ pub(super) fn take_policies_and_role(
     // Policy and role names go into request paths (`sys/policies/acl/<name>`,
     // `auth/<mount>/role/<name>`): one plain segment each, as vault-seed's own names.
     let policies: Vec<String> = cx
-        .take_strings(th, "policies", ctx)
+        .take_strings(th, "policies", &ctx)
         .unwrap_or_default()
         .into_iter()
         .filter_map(|(p, span)| match check_segment(&p) {
@@ -83,7 +83,7 @@ pub(super) fn take_policies_and_role(
     let auth_mount = cx.take_checked(
         th,
         "auth_mount",
-        ctx,
+        &ctx,
         check_path,
         &format!("the path of {who}'s auth method under `auth/`, e.g. `kubernetes`"),
     );
@@ -91,7 +91,7 @@ pub(super) fn take_policies_and_role(
         .take_checked(
             th,
             "auth_role",
-            ctx,
+            &ctx,
             check_segment,
             &format!("the name of {who}'s role in that auth method, e.g. `{role_example}`"),
         )

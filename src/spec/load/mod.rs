@@ -16,9 +16,11 @@ mod syntax;
 mod vault;
 mod vso;
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fmt::{self, Display};
 use std::hash::Hash;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -48,6 +50,9 @@ use vso::*;
 /// An environment's override may change a keyring field's generator only to one whose values
 /// can still form a keyring: the keys already stored are a list, and `rotate` keeps them.
 fn keyrings_kept(cx: &mut Cx<'_>, secrets: &[Secret], environments: &BTreeMap<String, EnvEntry>) {
+    if !any_override(environments) {
+        return;
+    }
     let by_name: HashMap<&str, &Secret> = secrets.iter().map(|s| (&*s.name, s)).collect();
     for (env, overrides) in environments.values() {
         for (secret, Written { span, ov, .. }) in overrides {
@@ -74,6 +79,14 @@ fn keyrings_kept(cx: &mut Cx<'_>, secrets: &[Secret], environments: &BTreeMap<St
             }
         }
     }
+}
+
+/// Whether an environment overrides a secret: most specs have none, and then no check of
+/// overrides needs the secrets by name.
+fn any_override(environments: &BTreeMap<String, EnvEntry>) -> bool {
+    environments
+        .values()
+        .any(|(_, overrides)| !overrides.is_empty())
 }
 
 /// Why the specs could not be loaded.
@@ -252,11 +265,17 @@ fn read_in_runs(
 
 /// Read and load `files` one at a time, so that only one file's text is held at once (a
 /// platform's whole set of specs can be tens of megabytes).
+///
+/// Each file is read into the buffer the one before it was read into: a new one a file (as
+/// `std::fs::read` makes) is a block large enough that the allocator sorts its free lists
+/// before handing it out.
 fn load_run(files: &[PathBuf], specs: &mut Vec<Spec>, diags: &mut Vec<Diagnostic>) {
     let mut shared = Shared::default();
+    let mut buf = Vec::new();
     for path in files {
-        match std::fs::read(path) {
-            Ok(bytes) => load_one(path, bytes, specs, diags, &mut shared),
+        buf.clear();
+        match std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut buf)) {
+            Ok(_) => buf = load_one(path, buf, specs, diags, &mut shared),
             Err(e) => diags.push(unreadable(path, &e)),
         }
     }
@@ -276,14 +295,15 @@ pub fn load_sources(
     finish(specs, diags)
 }
 
-/// Parse and validate one file: its spec joins `specs`, its problems `diags`.
+/// Parse and validate one file: its spec joins `specs`, its problems `diags`; its bytes are
+/// given back, for the next file's.
 fn load_one(
     path: &Path,
     bytes: Vec<u8>,
     specs: &mut Vec<Spec>,
     diags: &mut Vec<Diagnostic>,
     shared: &mut Shared,
-) {
+) -> Vec<u8> {
     match String::from_utf8(bytes) {
         Ok(text) => {
             let src = SourceFile::new(path, text);
@@ -295,8 +315,12 @@ fn load_one(
             if let Some(spec) = parse_spec(&mut cx) {
                 specs.push(spec);
             }
+            src.text.into_bytes()
         }
-        Err(e) => diags.push(not_utf8(path, e)),
+        Err(e) => {
+            diags.push(not_utf8(path, &e));
+            e.into_bytes()
+        }
     }
 }
 
@@ -313,7 +337,7 @@ fn finish(mut specs: Vec<Spec>, mut diags: Vec<Diagnostic>) -> Result<SpecSet, L
 
 /// A spec that is not UTF-8, located at its first invalid byte: the text before that byte is
 /// valid, so its lines and characters can be counted.
-fn not_utf8(path: &Path, e: std::string::FromUtf8Error) -> Diagnostic {
+fn not_utf8(path: &Path, e: &std::string::FromUtf8Error) -> Diagnostic {
     let at = e.utf8_error().valid_up_to();
     let bytes = e.as_bytes();
     let byte = bytes[at];
@@ -337,6 +361,35 @@ fn not_utf8(path: &Path, e: std::string::FromUtf8Error) -> Diagnostic {
     .with_help("save the spec as UTF-8")
 }
 
+/// `[secrets.NAME]`, as a message names a secret's table. Written out only when a message is:
+/// a context is passed to every key read, and a platform's specs have tens of thousands of keys.
+pub(super) struct SecretTable<'a>(pub(super) &'a str);
+
+impl Display for SecretTable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`[secrets.{}]`", shown(self.0))
+    }
+}
+
+/// ``field `NAME` of CONTEXT``, as a message names a field (of a secret, or of an override).
+pub(super) struct FieldOf<'a>(pub(super) &'a str, pub(super) &'a dyn Display);
+
+impl Display for FieldOf<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "field `{}` of {}", self.0, self.1)
+    }
+}
+
+/// Words, then a context (``"`fields` of " `[secrets.A]` ``), written out when shown.
+pub(super) struct Then<'a>(pub(super) &'static str, pub(super) &'a dyn Display);
+
+impl Display for Then<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)?;
+        self.1.fmt(f)
+    }
+}
+
 struct Cx<'a> {
     src: &'a SourceFile,
     diags: &'a mut Vec<Diagnostic>,
@@ -354,6 +407,8 @@ struct Shared {
     names: HashSet<Arc<str>>,
     eso: HashSet<Arc<Eso>>,
     environments: HashSet<Environments>,
+    /// The lexer's tokens of the file being read: one buffer for the run ([`syntax::parse`]).
+    tokens: Vec<syntax::Token>,
 }
 
 /// The value in `set` equal to `key` (what an earlier spec loaded), else `make(key)`'s, added.
@@ -370,15 +425,30 @@ where
     made
 }
 
+/// [`interned`] of a value owned: a new one is moved in, not copied.
+fn interned_owned<K, K2, T>(set: &mut HashSet<T>, key: K, make: impl FnOnce(K) -> T) -> T
+where
+    K: Borrow<K2>,
+    K2: ?Sized + Hash + Eq,
+    T: Borrow<K2> + Hash + Eq + Clone,
+{
+    if let Some(same) = set.get(key.borrow()) {
+        return same.clone();
+    }
+    let made = make(key);
+    set.insert(made.clone());
+    made
+}
+
 impl Cx<'_> {
     /// `fields` as a shared list: the one already loaded when an earlier secret has the same.
     fn shared(&mut self, fields: Vec<Field>) -> Arc<[Field]> {
-        interned(&mut self.shared.fields, &fields[..], |f| Arc::from(f))
+        interned_owned::<_, [Field], _>(&mut self.shared.fields, fields, Arc::from)
     }
 
     /// `[eso]` as a shared value: the one already loaded when an earlier spec has the same.
     fn shared_eso(&mut self, eso: Eso) -> Arc<Eso> {
-        interned(&mut self.shared.eso, &eso, |e| Arc::new(e.clone()))
+        interned_owned::<_, Eso, _>(&mut self.shared.eso, eso, Arc::new)
     }
 
     /// A spec's environments, shared with the earlier specs that have the same.
@@ -400,7 +470,7 @@ impl Cx<'_> {
     }
 
     /// Convert toml-span's errors (syntax, duplicate keys, unknown keys) into diagnostics.
-    fn toml_error(&mut self, e: toml_span::Error, context: &str) {
+    fn toml_error(&mut self, e: toml_span::Error, context: &dyn Display) {
         match e.kind {
             ErrorKind::UnexpectedKeys { keys, expected } => {
                 for (key, span) in keys {
@@ -454,7 +524,11 @@ impl Cx<'_> {
         }
     }
 
-    fn table<'de>(&mut self, v: &mut Value<'de>, context: &str) -> Option<TableHelper<'de>> {
+    fn table<'de>(
+        &mut self,
+        v: &mut Value<'de>,
+        context: &dyn Display,
+    ) -> Option<TableHelper<'de>> {
         match TableHelper::new(v) {
             Ok(th) => Some(th),
             Err(errs) => {
@@ -474,7 +548,7 @@ impl Cx<'_> {
         }
     }
 
-    fn finish(&mut self, th: TableHelper<'_>, context: &str) {
+    fn finish(&mut self, th: TableHelper<'_>, context: &dyn Display) {
         if let Err(errs) = th.finalize(None) {
             for e in errs.errors {
                 self.toml_error(e, context);
@@ -483,11 +557,16 @@ impl Cx<'_> {
     }
 
     /// A string value; `what` names it in the problem when it is not one (made only then: a
-    /// platform's specs hold tens of thousands of strings).
-    fn string(&mut self, v: &mut Value<'_>, what: impl FnOnce() -> String) -> Option<String> {
+    /// platform's specs hold tens of thousands of strings). Borrowed from the file's text where
+    /// it has no escape: most values are only checked, and a copy is made where one is kept.
+    fn string<'de>(
+        &mut self,
+        v: &mut Value<'de>,
+        what: impl FnOnce() -> String,
+    ) -> Option<Cow<'de, str>> {
         let span = v.span;
         match v.take() {
-            ValueInner::String(s) => Some(s.into_owned()),
+            ValueInner::String(s) => Some(s),
             other => {
                 self.err(
                     span,
@@ -503,8 +582,19 @@ impl Cx<'_> {
         &mut self,
         th: &mut TableHelper<'_>,
         key: &'static str,
-        ctx: &str,
+        ctx: &dyn Display,
     ) -> Option<(String, Span)> {
+        self.take_str(th, key, ctx)
+            .map(|(s, span)| (s.into_owned(), span))
+    }
+
+    /// [`Cx::take_string`] for a value only checked, or kept other than as a `String`.
+    fn take_str<'de>(
+        &mut self,
+        th: &mut TableHelper<'de>,
+        key: &'static str,
+        ctx: &dyn Display,
+    ) -> Option<(Cow<'de, str>, Span)> {
         let (_, mut v) = th.take(key)?;
         let span = v.span;
         self.string(&mut v, || format!("`{key}` in {ctx}"))
@@ -517,13 +607,13 @@ impl Cx<'_> {
         &mut self,
         th: &mut TableHelper<'_>,
         key: &'static str,
-        ctx: &str,
+        ctx: &dyn Display,
         check: impl Fn(&str) -> Result<(), String>,
         help: &str,
     ) -> Option<String> {
-        let (v, span) = self.take_string(th, key, ctx)?;
+        let (v, span) = self.take_str(th, key, ctx)?;
         match check(&v) {
-            Ok(()) => Some(v),
+            Ok(()) => Some(v.into_owned()),
             Err(why) => {
                 let what = match v.is_empty() {
                     true => format!("`{key}`"),
@@ -539,7 +629,7 @@ impl Cx<'_> {
         &mut self,
         th: &mut TableHelper<'_>,
         key: &'static str,
-        ctx: &str,
+        ctx: &dyn Display,
     ) -> Option<(i64, Span)> {
         let (_, mut v) = th.take(key)?;
         let span = v.span;
@@ -563,7 +653,7 @@ impl Cx<'_> {
         &mut self,
         th: &mut TableHelper<'_>,
         key: &'static str,
-        ctx: &str,
+        ctx: &dyn Display,
     ) -> Option<bool> {
         let (_, mut v) = th.take(key)?;
         let span = v.span;
@@ -587,7 +677,7 @@ impl Cx<'_> {
         &mut self,
         th: &mut TableHelper<'_>,
         key: &'static str,
-        ctx: &str,
+        ctx: &dyn Display,
     ) -> Option<Vec<(String, Span)>> {
         let (_, mut v) = th.take(key)?;
         let span = v.span;
@@ -598,7 +688,7 @@ impl Cx<'_> {
                     .filter_map(|mut item| {
                         let s = item.span;
                         self.string(&mut item, || format!("an item of `{key}` in {ctx}"))
-                            .map(|v| (v, s))
+                            .map(|v| (v.into_owned(), s))
                     })
                     .collect(),
             ),
@@ -617,7 +707,11 @@ impl Cx<'_> {
     }
 
     /// The entries of a sub-table in file order (toml-span keeps them sorted by name).
-    fn entries<'de>(&mut self, mut v: Value<'de>, ctx: &str) -> Vec<(Key<'de>, Value<'de>)> {
+    fn entries<'de>(
+        &mut self,
+        mut v: Value<'de>,
+        ctx: &dyn Display,
+    ) -> Vec<(Key<'de>, Value<'de>)> {
         let span = v.span;
         match v.take() {
             ValueInner::Table(t) => {
@@ -649,22 +743,22 @@ const SPEC_MAX_DEPTH: usize = 128;
 #[allow(clippy::too_many_lines)] // one spec table read key by key, each problem at its span
 fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     let text = &cx.src.text;
-    let mut root = match syntax::parse(text) {
+    let mut root = match syntax::parse(text, &mut cx.shared.tokens) {
         Ok(v) => v,
         Err(e) => {
-            cx.toml_error(e, ROOT_KEYS_CTX);
+            cx.toml_error(e, &ROOT_KEYS_CTX);
             return None;
         }
     };
     let errors_before = cx.diags.len();
-    let mut th = cx.table(&mut root, ROOT_KEYS_CTX)?;
+    let mut th = cx.table(&mut root, &ROOT_KEYS_CTX)?;
     let stem = cx
         .src
         .path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let name = match cx.take_string(&mut th, "name", ROOT_KEYS_CTX) {
+    let name = match cx.take_string(&mut th, "name", &ROOT_KEYS_CTX) {
         Some((n, span)) => {
             if let Err(why) = check_segment(&n) {
                 cx.err(
@@ -678,7 +772,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
         None => stem,
     };
     // Checked (a string), not kept: see [`Spec`].
-    let _description = cx.take_string(&mut th, "description", ROOT_KEYS_CTX);
+    let _description = cx.take_str(&mut th, "description", &ROOT_KEYS_CTX);
     let root_span = Span::new(0, 0);
     let vault = match th.take("vault") {
         Some((_, v)) => parse_vault(cx, v),
@@ -738,7 +832,7 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
             Vec::new()
         }
     };
-    cx.finish(th, ROOT_KEYS_CTX);
+    cx.finish(th, &ROOT_KEYS_CTX);
 
     let vault = vault?;
     // `{env}`-less template used by several environments: they would all write one path.
@@ -757,7 +851,10 @@ fn parse_spec(cx: &mut Cx<'_>) -> Option<Spec> {
     check_kv_endpoint_folder(cx, &vault.0.path, vault.1, environments.keys());
     // Overrides must name secrets and fields that exist. By a set of names, not a search per
     // override; and "did you mean" (an edit distance to every name) only for the first few.
-    let known: HashSet<&str> = secrets.iter().map(|s| &*s.name).collect();
+    let known: HashSet<&str> = match any_override(&environments) {
+        true => secrets.iter().map(|s| &*s.name).collect(),
+        false => HashSet::new(),
+    };
     let mut suggestions_left = SHOWN_MAX;
     let mut names: Option<Vec<String>> = None;
     for env in environments.values() {

@@ -8,7 +8,7 @@ pub(super) fn take_k8s_names(
     cx: &mut Cx<'_>,
     th: &mut TableHelper<'_>,
     key: &'static str,
-    ctx: &str,
+    ctx: &dyn Display,
 ) -> Vec<String> {
     cx.take_strings(th, key, ctx)
         .unwrap_or_default()
@@ -82,7 +82,7 @@ pub(super) fn check_k8s_namespace(n: &str) -> Result<(), String> {
 pub(super) fn take_k8s_namespace(
     cx: &mut Cx<'_>,
     th: &mut TableHelper<'_>,
-    ctx: &str,
+    ctx: &dyn Display,
 ) -> Option<String> {
     cx.take_checked(
         th,

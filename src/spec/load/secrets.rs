@@ -10,7 +10,7 @@ pub(super) fn parse_secrets(
     key_span: Span,
     envs: &[String],
 ) -> Vec<Secret> {
-    let entries = cx.entries(v, "`[secrets]`");
+    let entries = cx.entries(v, &"`[secrets]`");
     // Sized once: a spec's secrets are held for the whole run.
     let mut out = Vec::with_capacity(entries.len());
     if entries.is_empty() {
@@ -22,7 +22,7 @@ pub(super) fn parse_secrets(
     }
     for (key, mut val) in entries {
         let name = key.name.to_string();
-        let ctx = format!("`[secrets.{}]`", shown(&name));
+        let ctx = SecretTable(&name);
         if let Err(why) = check_path(&name) {
             cx.err(
                 key.span,
@@ -33,7 +33,7 @@ pub(super) fn parse_secrets(
         let Some(mut th) = cx.table(&mut val, &ctx) else {
             continue;
         };
-        let description = cx.take_string(&mut th, "description", &ctx);
+        let description = cx.take_str(&mut th, "description", &ctx);
         if description.is_none() && !th.contains("description") {
             cx.err(key.span, format!("secret `{}` has no `description`", shown(&name)), Some("people read specs: say what the secret is for, e.g. `description = \"Fernet key encrypting stored credentials\"`".into()));
         }
@@ -118,7 +118,7 @@ pub(super) fn parse_secrets(
 pub(super) fn parse_fields(
     cx: &mut Cx<'_>,
     v: Value<'_>,
-    secret_ctx: &str,
+    secret_ctx: &dyn Display,
 ) -> (Vec<Field>, Vec<Span>) {
     parse_fields_of(cx, v, secret_ctx, Place::Override)
 }
@@ -139,14 +139,14 @@ pub(super) enum Place {
 pub(super) fn parse_fields_of(
     cx: &mut Cx<'_>,
     v: Value<'_>,
-    secret_ctx: &str,
+    secret_ctx: &dyn Display,
     place: Place,
 ) -> (Vec<Field>, Vec<Span>) {
     let provided = matches!(place, Place::Provided);
     let mut out = Vec::new();
     let mut spans = Vec::new();
     let mut declared = Vec::new();
-    for (key, val) in cx.entries(v, &format!("`fields` of {secret_ctx}")) {
+    for (key, val) in cx.entries(v, &Then("`fields` of ", secret_ctx)) {
         let name = key.name.to_string();
         if let Err(why) = check_segment(&name) {
             cx.err(
@@ -156,9 +156,9 @@ pub(super) fn parse_fields_of(
             );
             continue;
         }
-        let ctx = format!("field `{name}` of {secret_ctx}");
+        let ctx = FieldOf(&name, secret_ctx);
         let span = val.span;
-        declared.push(name.clone());
+        declared.push(key.name.clone());
         let parsed = if provided && val.as_table().is_some_and(|t| t.is_empty()) {
             Some((
                 crate::generate::Generator::Any,
@@ -195,7 +195,11 @@ pub(super) fn parse_fields_of(
 
 /// `fixed` of a secret or a field, with the span of its key; a value of the wrong type is a
 /// problem and counts as `false`.
-fn take_fixed(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> Option<(bool, Span)> {
+fn take_fixed(
+    cx: &mut Cx<'_>,
+    th: &mut TableHelper<'_>,
+    ctx: &dyn Display,
+) -> Option<(bool, Span)> {
     th.take("fixed").map(|(k, mut v)| {
         let b = match v.take() {
             ValueInner::Boolean(b) => b,
@@ -224,7 +228,7 @@ struct RotationKeys {
 }
 
 impl RotationKeys {
-    fn take(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> RotationKeys {
+    fn take(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &dyn Display) -> RotationKeys {
         RotationKeys {
             fixed: take_fixed(cx, th, ctx),
             rotation: cx.take_string(th, "rotation", ctx),
@@ -247,7 +251,13 @@ impl RotationKeys {
     }
 
     /// The field's rotation, or problems at the keys at fault.
-    fn judge(self, cx: &mut Cx<'_>, ctx: &str, place: Place, generator: &Generator) -> Rotation {
+    fn judge(
+        self,
+        cx: &mut Cx<'_>,
+        ctx: &dyn Display,
+        place: Place,
+        generator: &Generator,
+    ) -> Rotation {
         let secret_fixed = match place {
             Place::Secret { fixed } => fixed,
             Place::Provided | Place::Override => {
@@ -345,7 +355,7 @@ struct ExtraKeys {
 }
 
 impl ExtraKeys {
-    fn take(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> ExtraKeys {
+    fn take(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &dyn Display) -> ExtraKeys {
         ExtraKeys {
             reason: take_reason(cx, th, ctx),
             needed: cx.take_string(th, "needed", ctx),
@@ -354,7 +364,13 @@ impl ExtraKeys {
 
     /// The keys, or problems where they are written: an override changes the generator only,
     /// and only a placeholder (a value a person gives) can be needed before the sync.
-    fn judge(self, cx: &mut Cx<'_>, ctx: &str, place: Place, generator: &Generator) -> Extras {
+    fn judge(
+        self,
+        cx: &mut Cx<'_>,
+        ctx: &dyn Display,
+        place: Place,
+        generator: &Generator,
+    ) -> Extras {
         if matches!(place, Place::Override | Place::Provided) {
             for (key, span) in [
                 ("reason", self.reason.as_ref().map(|r| r.1)),
@@ -407,10 +423,14 @@ impl ExtraKeys {
 }
 
 /// `reason` of a secret or a field, with its span: words for people, not empty.
-fn take_reason(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> Option<(Arc<str>, Span)> {
-    let (v, span) = cx.take_string(th, "reason", ctx)?;
+fn take_reason(
+    cx: &mut Cx<'_>,
+    th: &mut TableHelper<'_>,
+    ctx: &dyn Display,
+) -> Option<(Arc<str>, Span)> {
+    let (v, span) = cx.take_str(th, "reason", ctx)?;
     match check_words(&v) {
-        Ok(()) => Some((Arc::from(v), span)),
+        Ok(()) => Some((Arc::from(&*v), span)),
         Err(why) => {
             cx.err(
                 span,
@@ -429,7 +449,7 @@ fn take_reason(cx: &mut Cx<'_>, th: &mut TableHelper<'_>, ctx: &str) -> Option<(
 pub(super) fn parse_provided(
     cx: &mut Cx<'_>,
     th: &mut TableHelper<'_>,
-    ctx: &str,
+    ctx: &dyn Display,
     envs: &[String],
 ) -> Option<Provided> {
     // Present but invalid still makes the secret provided: its other keys are not misreported.
@@ -566,7 +586,7 @@ pub(super) fn check_push_secret(s: &str) -> Result<(), String> {
 pub(super) fn parse_generator(
     cx: &mut Cx<'_>,
     mut v: Value<'_>,
-    ctx: &str,
+    ctx: &dyn Display,
     place: Place,
 ) -> Option<(Generator, Rotation, Extras)> {
     let span = v.span;

@@ -19,28 +19,42 @@ use std::borrow::Cow;
 use std::collections::btree_map::Entry;
 
 use toml_parser::decoder::Encoding;
+pub(super) use toml_parser::lexer::Token;
 use toml_parser::parser::EventReceiver;
 use toml_parser::{ErrorSink, ParseError, Source};
 use toml_span::value::{Key, Table, ValueInner};
 use toml_span::{Span, Value};
 
-/// The values of `text`, as `toml_span::parse` gives them.
-pub(super) fn parse(text: &str) -> Result<Value<'_>, toml_span::Error> {
-    match fast(text) {
+/// The values of `text`, as `toml_span::parse` gives them. `tokens` is a buffer the lexer's
+/// tokens go in, kept from one file to the next (see [`fast_in`]).
+pub(super) fn parse<'a>(
+    text: &'a str,
+    tokens: &mut Vec<Token>,
+) -> Result<Value<'a>, toml_span::Error> {
+    match fast_in(text, tokens) {
         Some(v) => Ok(v),
         None => toml_span::parse(text),
     }
 }
 
 /// The values of `text` when the fast path can build them; `None` sends it to toml-span.
+#[cfg(test)]
 pub(super) fn fast(text: &str) -> Option<Value<'_>> {
+    fast_in(text, &mut Vec::new())
+}
+
+/// [`fast`], lexing into `tokens` (emptied first). One buffer for every file of a run: the
+/// lexer's own vector, sized from each text's length and grown by doubling, was made and freed
+/// again for each file, and a block that large makes the allocator sort its free lists.
+fn fast_in<'a>(text: &'a str, tokens: &mut Vec<Token>) -> Option<Value<'a>> {
     if !plain(text) {
         return None;
     }
-    let tokens = Source::new(text).lex().into_vec();
+    tokens.clear();
+    tokens.extend(Source::new(text).lex());
     let mut b = Builder::new(text);
     let mut error: Option<ParseError> = None;
-    toml_parser::parser::parse_document(&tokens, &mut b, &mut error);
+    toml_parser::parser::parse_document(tokens, &mut b, &mut error);
     if error.is_some() {
         return None;
     }

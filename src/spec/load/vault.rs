@@ -5,10 +5,10 @@ use super::*;
 
 pub(super) fn parse_vault(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<(VaultTarget, Span)> {
     const CTX: &str = "`[vault]`";
-    let mut th = cx.table(&mut v, CTX)?;
-    let mount = cx.take_string(&mut th, "mount", CTX);
-    let path = cx.take_string(&mut th, "path", CTX);
-    let kv = cx.take_int(&mut th, "kv_version", CTX);
+    let mut th = cx.table(&mut v, &CTX)?;
+    let mount = cx.take_string(&mut th, "mount", &CTX);
+    let path = cx.take_string(&mut th, "path", &CTX);
+    let kv = cx.take_int(&mut th, "kv_version", &CTX);
     let table_span = v.span;
     if mount.is_none() && !th.contains("mount") {
         cx.err(
@@ -24,7 +24,7 @@ pub(super) fn parse_vault(cx: &mut Cx<'_>, mut v: Value<'_>) -> Option<(VaultTar
             Some("the folder under the mount, e.g. `path = \"ask/core-service/{env}\"`".into()),
         );
     }
-    cx.finish(th, CTX);
+    cx.finish(th, &CTX);
     let kv_version = match kv {
         Some((n, span)) => KvVersion::from_number(n).or_else(|| {
             cx.err(

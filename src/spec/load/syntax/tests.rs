@@ -74,7 +74,7 @@ fn read_alike(text: &str) {
 #[track_caller]
 fn left_to_toml_span(text: &str) {
     assert!(fast(text).is_none(), "{text:?}");
-    let ours = parse(text)
+    let ours = parse(text, &mut Vec::new())
         .map(|v| dump(&v))
         .map_err(|e| format!("{:?} at {:?}", e.kind, e.span));
     assert_eq!(ours, reference(text), "{text:?}");
@@ -111,6 +111,23 @@ fn every_spec_of_the_repository_reads_alike_on_the_fast_path() {
         } else if let Some(v) = fast(&text) {
             assert_eq!(Ok(dump(&v)), reference(&text), "{path}");
         }
+    }
+}
+
+/// One buffer of tokens for a run of files, longer and shorter ones in turn (as a platform's
+/// specs come), reads each as a buffer of its own does: nothing of one file is left for the next.
+#[test]
+fn files_read_with_one_token_buffer_read_as_each_alone() {
+    let texts: Vec<String> = repository_toml()
+        .into_iter()
+        .map(|(_, text)| text)
+        .chain(["a = 1\n".to_string(), "[t]\nb = \"x\"\n".to_string()])
+        .collect();
+    let mut tokens = Vec::new();
+    for text in texts.iter().chain(texts.iter().rev()) {
+        let shared = parse(text, &mut tokens).map(|v| dump(&v));
+        let alone = parse(text, &mut Vec::new()).map(|v| dump(&v));
+        assert_eq!(shared.ok(), alone.ok(), "{text:?}");
     }
 }
 
