@@ -336,16 +336,15 @@ impl Cluster {
             #[serde(default)]
             data: Option<BTreeMap<String, Option<ValueLen>>>,
         }
-        if let Some(listed) = self.listed_secret(ns, name, false) {
-            if let Some(s) = listed.as_ref().map(|s| s.keys.as_ref()) {
-                if let Some(keys) = s {
-                    return Ok(Some(
-                        keys.iter().map(|(k, d)| (k.to_string(), d.empty)).collect(),
-                    ));
-                }
-            } else {
-                return Ok(None);
-            }
+        let entries = |s: &reads::SecretRead| {
+            s.keys
+                .as_ref()
+                .map(|keys| keys.iter().map(|(k, d)| (k.to_string(), d.empty)).collect())
+        };
+        match self.listed_secret(ns, name, false, entries) {
+            Some(None) => return Ok(None),
+            Some(Some(Some(entries))) => return Ok(Some(entries)),
+            _ => {}
         }
         let Some(text) = self.secret_text(ns, name).await? else {
             return Ok(None);
@@ -371,13 +370,17 @@ impl Cluster {
         digester: &crate::base::digest::Digester,
     ) -> Result<Option<BTreeMap<String, KeyDigest>>, KubeError> {
         // Listed Secrets were digested with the run's one digester (`verify` gives the same).
-        match self.listed_secret(ns, name, false) {
-            Some(None) => return Ok(None),
-            Some(Some(reads::SecretRead {
+        let digests = |s: &reads::SecretRead| match s {
+            reads::SecretRead {
                 keys: Some(keys),
                 digested: true,
                 ..
-            })) => return Ok(Some(keys.to_map())),
+            } => Some(keys.to_map()),
+            _ => None,
+        };
+        match self.listed_secret(ns, name, false, digests) {
+            Some(None) => return Ok(None),
+            Some(Some(Some(keys))) => return Ok(Some(keys)),
             _ => {}
         }
         let Some(text) = self.secret_text(ns, name).await? else {

@@ -442,12 +442,23 @@ impl Cluster {
         ns: &str,
         name: &str,
     ) -> Option<Option<T>> {
+        self.listed_with(kind, ns, name, T::clone)
+    }
+
+    /// [`Cluster::listed`], taking only what `f` reads of the object (not a copy of it all).
+    fn listed_with<T: 'static, U>(
+        &self,
+        kind: ReadKind,
+        ns: &str,
+        name: &str,
+        f: impl FnOnce(&T) -> U,
+    ) -> Option<Option<U>> {
         let lists = self.lists();
         let listing = lists
             .listed
             .get(&(kind, ns.to_string()))?
             .downcast_ref::<Listing<T>>()?;
-        Some(listing.items.get(name).cloned())
+        Some(listing.items.get(name).map(f))
     }
 
     /// Every object listed of `kind` in `ns`, in name order; `None` when not listed.
@@ -495,17 +506,19 @@ impl Cluster {
         Some(hit.transpose().map_err(|shape| shape.error(kind)))
     }
 
-    /// A Secret as listed: in full first, else its metadata (when `metadata` will do).
-    pub(super) fn listed_secret(
+    /// What `f` reads of a Secret as listed: in full first, else its metadata (when `metadata`
+    /// will do).
+    pub(super) fn listed_secret<U>(
         &self,
         ns: &str,
         name: &str,
         metadata: bool,
-    ) -> Option<Option<SecretRead>> {
-        self.listed::<SecretRead>(ReadKind::Secrets, ns, name)
+        f: impl Fn(&SecretRead) -> U,
+    ) -> Option<Option<U>> {
+        self.listed_with(ReadKind::Secrets, ns, name, &f)
             .or_else(|| {
                 metadata
-                    .then(|| self.listed::<SecretRead>(ReadKind::SecretMetadata, ns, name))
+                    .then(|| self.listed_with(ReadKind::SecretMetadata, ns, name, &f))
                     .flatten()
             })
     }

@@ -334,8 +334,8 @@ impl Cluster {
         ns: &str,
         name: &str,
     ) -> Result<Option<DataChange>, KubeError> {
-        if let Some(listed) = self.listed_secret(ns, name, true) {
-            return Ok(listed.map(|s| s.change));
+        if let Some(listed) = self.listed_secret(ns, name, true, |s| s.change.clone()) {
+            return Ok(listed);
         }
         self.secret_data_change_get(ns, name).await
     }
