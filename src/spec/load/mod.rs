@@ -411,22 +411,9 @@ struct Shared {
     tokens: Vec<syntax::Token>,
 }
 
-/// The value in `set` equal to `key` (what an earlier spec loaded), else `make(key)`'s, added.
-fn interned<K, T>(set: &mut HashSet<T>, key: &K, make: impl FnOnce(&K) -> T) -> T
-where
-    K: ?Sized + Hash + Eq,
-    T: Borrow<K> + Hash + Eq + Clone,
-{
-    if let Some(same) = set.get(key) {
-        return same.clone();
-    }
-    let made = make(key);
-    set.insert(made.clone());
-    made
-}
-
-/// [`interned`] of a value owned: a new one is moved in, not copied.
-fn interned_owned<K, K2, T>(set: &mut HashSet<T>, key: K, make: impl FnOnce(K) -> T) -> T
+/// The value in `set` equal to `key` (what an earlier spec loaded), else `make(key)`'s, added:
+/// a key owned is moved in, not copied.
+fn interned<K, K2, T>(set: &mut HashSet<T>, key: K, make: impl FnOnce(K) -> T) -> T
 where
     K: Borrow<K2>,
     K2: ?Sized + Hash + Eq,
@@ -443,22 +430,22 @@ where
 impl Cx<'_> {
     /// `fields` as a shared list: the one already loaded when an earlier secret has the same.
     fn shared(&mut self, fields: Vec<Field>) -> Arc<[Field]> {
-        interned_owned::<_, [Field], _>(&mut self.shared.fields, fields, Arc::from)
+        interned::<_, [Field], _>(&mut self.shared.fields, fields, Arc::from)
     }
 
     /// `[eso]` as a shared value: the one already loaded when an earlier spec has the same.
     fn shared_eso(&mut self, eso: Eso) -> Arc<Eso> {
-        interned_owned::<_, Eso, _>(&mut self.shared.eso, eso, Arc::new)
+        interned::<_, Eso, _>(&mut self.shared.eso, eso, Arc::new)
     }
 
     /// A spec's environments, shared with the earlier specs that have the same.
     fn shared_environments(&mut self, environments: Environments) -> Environments {
-        interned(&mut self.shared.environments, &environments, Clone::clone)
+        interned::<_, Environments, _>(&mut self.shared.environments, environments, |e| e)
     }
 
     /// A secret's name, shared with the earlier secrets of that name.
     fn name(&mut self, name: &str) -> Arc<str> {
-        interned(&mut self.shared.names, name, |n| Arc::from(n))
+        interned::<_, str, _>(&mut self.shared.names, name, Arc::from)
     }
 
     fn err(&mut self, span: Span, msg: impl Into<String>, help: Option<String>) {
