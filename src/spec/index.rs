@@ -2,36 +2,58 @@
 //! a scan of every target per key is quadratic at platform scale (thousands of applications,
 //! six keys each).
 
-use std::collections::HashMap;
+use std::cmp::Ordering;
 
 use super::Target;
 
 /// The targets of an environment, by path and by mount and path. Borrows the targets: it
-/// allocates only its two maps, whose keys are the targets' own strings.
+/// holds two sorted lists of their indexes (a platform has tens of thousands of targets, and
+/// a hash map of their strings would cost several times the targets' own size).
 #[derive(Debug, Default)]
 pub struct TargetIndex<'t> {
     targets: &'t [Target],
-    /// Each path under its mount to the first target with it.
-    by_path: HashMap<&'t str, usize>,
-    /// Each (mount, path) to the first target with them.
-    by_mount_path: HashMap<(&'t str, &'t str), usize>,
+    /// The targets' indexes by path under their mount, then index: the first of a path's run
+    /// is the first target with it.
+    by_path: Box<[u32]>,
+    /// The targets' indexes by (mount, path), then index.
+    by_mount_path: Box<[u32]>,
 }
 
 impl<'t> TargetIndex<'t> {
-    /// The maps of `targets`; where two targets share a name, the first in order wins, as a
+    /// The lists of `targets`; where two targets share a name, the first in order wins, as a
     /// scan in order finds it.
     pub fn new(targets: &'t [Target]) -> TargetIndex<'t> {
-        let mut by_path = HashMap::with_capacity(targets.len());
-        let mut by_mount_path = HashMap::with_capacity(targets.len());
-        for (i, t) in targets.iter().enumerate() {
-            by_path.entry(&*t.path).or_insert(i);
-            by_mount_path.entry((t.mount(), &*t.path)).or_insert(i);
-        }
+        let all = || (0..targets.len()).map(|i| u32::try_from(i).expect("fewer than 2^32 targets"));
+        let at = |i: u32| &targets[i as usize];
+        let mut by_path: Vec<u32> = all().collect();
+        by_path.sort_unstable_by(|&a, &b| at(a).path.cmp(&at(b).path).then(a.cmp(&b)));
+        let mut by_mount_path: Vec<u32> = all().collect();
+        by_mount_path.sort_unstable_by(|&a, &b| {
+            (at(a).mount(), &at(a).path)
+                .cmp(&(at(b).mount(), &at(b).path))
+                .then(a.cmp(&b))
+        });
         TargetIndex {
             targets,
-            by_path,
-            by_mount_path,
+            by_path: by_path.into(),
+            by_mount_path: by_mount_path.into(),
         }
+    }
+
+    /// The first index in `sorted` (ordered by `cmp`, then index) that `cmp` finds equal.
+    fn first(sorted: &[u32], cmp: impl Fn(u32) -> Ordering) -> Option<usize> {
+        let at = sorted.partition_point(|&i| cmp(i) == Ordering::Less);
+        sorted
+            .get(at)
+            .filter(|&&i| cmp(i) == Ordering::Equal)
+            .map(|&i| i as usize)
+    }
+
+    /// The index of the first target whose path under its mount is `path`.
+    fn position_of_path(&self, path: &str) -> Option<usize> {
+        Self::first(&self.by_path, |i| {
+            (*self.targets[i as usize].path).cmp(path)
+        })
     }
 
     /// The targets it indexes.
@@ -44,11 +66,11 @@ impl<'t> TargetIndex<'t> {
     /// `verify`, `audit` and `readers` match ExternalSecret keys by.
     pub fn position_of_key(&self, key: &str) -> Option<usize> {
         let key = key.trim_start_matches('/');
-        let as_path = self.by_path.get(key).copied();
+        let as_path = self.position_of_path(key);
         // `mount/path` with a mount that may itself hold slashes: every split is a candidate.
         let as_full = key
             .match_indices('/')
-            .filter_map(|(i, _)| self.by_mount_path.get(&(&key[..i], &key[i + 1..])).copied())
+            .filter_map(|(i, _)| self.position_of(&key[..i], &key[i + 1..]))
             .min();
         match (as_path, as_full) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -64,7 +86,10 @@ impl<'t> TargetIndex<'t> {
     /// The index of the first target at `mount` and `path` (both without slashes at either
     /// end).
     pub fn position_of(&self, mount: &str, path: &str) -> Option<usize> {
-        self.by_mount_path.get(&(mount, path)).copied()
+        Self::first(&self.by_mount_path, |i| {
+            let t = &self.targets[i as usize];
+            (t.mount(), &*t.path).cmp(&(mount, path))
+        })
     }
 
     /// The first target at `mount` and `path` ([`TargetIndex::position_of`]).
@@ -157,6 +182,35 @@ mod tests {
             let want = scan(&targets, key).map(|t| t as *const Target);
             let got = index.of_key(key).map(|t| t as *const Target);
             assert_eq!(got, want, "key {key:?}");
+        }
+    }
+
+    /// Many targets, names repeated across mounts and within one, in an order that is not
+    /// sorted: every name a target has finds what the scan finds.
+    #[test]
+    fn the_index_finds_what_the_scan_found_among_many() {
+        let mounts = ["secret", "kv", "team/kv", "secret/app"];
+        let targets: Vec<Target> = (0..200)
+            .map(|i| {
+                let m = mounts[(i * 7) % mounts.len()];
+                target(m, &format!("app/{}/{}", (i * 13) % 17, (i * 5) % 3))
+            })
+            .collect();
+        let index = TargetIndex::new(&targets);
+        for t in &targets {
+            for key in [
+                t.path.to_string(),
+                t.full_path(),
+                format!("/{}", t.full_path()),
+            ] {
+                let want = scan(&targets, &key).map(|t| t as *const Target);
+                let got = index.of_key(&key).map(|t| t as *const Target);
+                assert_eq!(got, want, "key {key:?}");
+            }
+            let first = targets
+                .iter()
+                .position(|u| u.mount() == t.mount() && u.path == t.path);
+            assert_eq!(index.position_of(t.mount(), &t.path), first);
         }
     }
 
