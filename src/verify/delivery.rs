@@ -183,13 +183,16 @@ pub struct Compare<'a> {
     index: &'a TargetIndex<'a>,
     digester: Digester,
     read: Mutex<Versions>,
+    /// By target index, its current version as read for comparing (or as read early and held
+    /// by a key): nearly every path has one, so a slot each rather than a map entry.
+    current: Mutex<Vec<Option<Arc<VersionRead>>>>,
     /// Current versions read before the cluster was ([`Early`]): a key that does not hold one
     /// is compared again with Vault as it is then.
     early: Mutex<Vec<Option<Arc<VersionRead>>>>,
 }
 
-/// The versions read, by (target index, version asked for).
-type Versions = HashMap<(usize, Option<u64>), Arc<VersionRead>>;
+/// The older versions read, by (target index, version).
+type Versions = HashMap<(usize, u64), Arc<VersionRead>>;
 
 impl<'a> Compare<'a> {
     /// A comparer over `targets` with what `early` read of them.
@@ -205,6 +208,7 @@ impl<'a> Compare<'a> {
             index,
             digester: early.digester,
             read: Mutex::new(HashMap::new()),
+            current: Mutex::new(vec![None; index.targets().len()]),
             early: Mutex::new(early.reads.into_inner().unwrap_or_default()),
         }
     }
@@ -228,6 +232,9 @@ impl<'a> Compare<'a> {
     pub fn forget(&self) {
         if let Ok(mut read) = self.read.lock() {
             read.clear();
+        }
+        if let Ok(mut current) = self.current.lock() {
+            current.fill(None);
         }
         if let Ok(mut early) = self.early.lock() {
             early.clear();
@@ -255,8 +262,10 @@ impl<'a> Compare<'a> {
             let held = self.held_in(source, digest, early.clone()).await;
             if matches!(held, Held::Selected { .. }) {
                 // Kept for the keys and parts after this one that read the same path.
-                if let Ok(mut m) = self.read.lock() {
-                    m.entry((source.target, None)).or_insert(early);
+                if let Ok(mut c) = self.current.lock() {
+                    if let Some(slot) = c.get_mut(source.target) {
+                        slot.get_or_insert(early);
+                    }
                 }
                 return held;
             }
@@ -372,12 +381,31 @@ impl<'a> Compare<'a> {
 
     /// Version `n` (`None`: the current one) of target `i`, read once per run.
     async fn version(&self, i: usize, n: Option<u64>) -> Arc<VersionRead> {
-        if let Some(hit) = self.read.lock().ok().and_then(|m| m.get(&(i, n)).cloned()) {
+        let hit = match n {
+            None => self
+                .current
+                .lock()
+                .ok()
+                .and_then(|c| c.get(i).cloned().flatten()),
+            Some(n) => self.read.lock().ok().and_then(|m| m.get(&(i, n)).cloned()),
+        };
+        if let Some(hit) = hit {
             return hit;
         }
         let read = Arc::new(self.read_version(i, n).await);
-        if let Ok(mut m) = self.read.lock() {
-            m.insert((i, n), read.clone());
+        match n {
+            None => {
+                if let Ok(mut c) = self.current.lock() {
+                    if let Some(slot) = c.get_mut(i) {
+                        *slot = Some(read.clone());
+                    }
+                }
+            }
+            Some(n) => {
+                if let Ok(mut m) = self.read.lock() {
+                    m.insert((i, n), read.clone());
+                }
+            }
         }
         read
     }
