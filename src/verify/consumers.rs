@@ -832,7 +832,9 @@ async fn targets(
 ) -> Result<(Vec<Target>, Vec<TargetFinding>), KubeError> {
     let wanted = super::cluster::wanted(plan, cluster.default_namespace());
     let index = crate::spec::TargetIndex::new(&plan.targets);
-    let mut out: Vec<Target> = Vec::new();
+    // Sized once: a platform's targets are many, and a doubled list is held to the end.
+    let mut out: Vec<Target> =
+        Vec::with_capacity(wanted.external_secrets.len() + wanted.static_secrets.len());
     let mut problems = Vec::new();
     for (ns, name) in &wanted.external_secrets {
         match cluster.external_secret(ns, name).await? {
@@ -1123,7 +1125,8 @@ async fn read_secrets<'t>(
     read: bool,
     compare: Option<&Compare<'_>>,
 ) -> Result<(Vec<SecretCheck>, BTreeMap<(String, String), Change<'t>>), KubeError> {
-    let mut secrets = Vec::new();
+    // At most one a target, held to the end.
+    let mut secrets = Vec::with_capacity(targets.len());
     let mut changes: BTreeMap<(String, String), Change<'t>> = BTreeMap::new();
     for t in targets {
         let key = (t.namespace.clone(), t.secret.clone());
@@ -1159,6 +1162,7 @@ async fn read_secrets<'t>(
         });
         changes.insert(key, Change { data, read, held });
     }
+    secrets.shrink_to_fit();
     Ok((secrets, changes))
 }
 
@@ -1183,6 +1187,9 @@ async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersP
             }
         }
     }
+    // Held while the pods are listed and judged: at their length, not at the last doubling.
+    workloads.shrink_to_fit();
+    found.shrink_to_fit();
     list_pods(pass, &found, &workloads).await;
     let running = Running::new(cluster);
     let mut replica_sets: BTreeMap<&str, Option<Vec<ReplicaSetInfo>>> = BTreeMap::new();

@@ -844,7 +844,8 @@ pub async fn check(
         skip_target_secrets: wanted.skip_target_secrets,
         compare,
     };
-    let mut external_secrets = Vec::new();
+    // Held to the end of the run: sized once, not at the last doubling.
+    let mut external_secrets = Vec::with_capacity(wanted.external_secrets.len());
     let mut stores: BTreeMap<(Option<String>, StoreKind, String), Vec<StoreUser>> = BTreeMap::new();
     for (ns, name) in &wanted.external_secrets {
         let kept = done.get(&(ns.clone(), name.clone())).filter(|c| c.ok);
