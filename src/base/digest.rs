@@ -3,7 +3,9 @@
 //!
 //! Each run draws its own HMAC-SHA256 key from the OS CSPRNG, so a digest means nothing outside
 //! the run that made it (a leaked one cannot be tested against guesses), and two digests are
-//! compared in constant time.
+//! compared in constant time. A digest is the tag's first 128 bits, as a truncated HMAC is
+//! (RFC 2104 section 5): far beyond any chance of two values meeting, at half the room (a
+//! platform's run holds a digest per field, per decoding, per Secret key).
 
 use ring::hmac;
 use subtle::ConstantTimeEq;
@@ -31,15 +33,18 @@ impl Digester {
     /// The digest of `value`'s bytes.
     pub fn of(&self, value: &[u8]) -> Digest {
         let tag = hmac::sign(&self.key, value);
-        let mut out = [0u8; 32];
-        out.copy_from_slice(tag.as_ref());
+        let mut out = [0u8; DIGEST_LEN];
+        out.copy_from_slice(&tag.as_ref()[..DIGEST_LEN]);
         Digest(out)
     }
 }
 
+/// The bytes of a digest: the leading half of an HMAC-SHA256 tag.
+const DIGEST_LEN: usize = 16;
+
 /// A value's keyed digest. Equal digests (compared in constant time) mean equal values.
 #[derive(Clone, Copy)]
-pub struct Digest([u8; 32]);
+pub struct Digest([u8; DIGEST_LEN]);
 
 impl PartialEq for Digest {
     fn eq(&self, other: &Digest) -> bool {
