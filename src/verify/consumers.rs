@@ -547,8 +547,13 @@ pub struct WorkloadCheck {
     /// What is wrong, and what is worth knowing; `findings` with their codes.
     #[serde(flatten)]
     pub verdict: Verdict,
+    /// Its findings while it is judged; let go once its last [`finish`] made them `verdict` (a
+    /// platform has a check per workload, held to the end of the run).
     #[serde(skip)]
     findings: Vec<ConsumerFinding>,
+    /// Whether time may help it: its pods older than a change, or being restarted.
+    #[serde(skip)]
+    waits: bool,
     #[serde(skip)]
     kind_of: Option<WorkloadKind>,
 }
@@ -609,17 +614,7 @@ impl Part for ConsumersPart {
 impl ConsumersPart {
     /// Whether time may help: pods older than a change, being restarted.
     fn worth_waiting(&self) -> bool {
-        self.workloads.iter().any(|w| {
-            w.findings.iter().any(|f| {
-                matches!(
-                    f,
-                    ConsumerFinding::Stale { .. }
-                        | ConsumerFinding::WillRestart { .. }
-                        | ConsumerFinding::RestarterNotRunning { .. }
-                        | ConsumerFinding::RestarterCannotTell { .. }
-                )
-            })
-        })
+        self.workloads.iter().any(|w| w.waits)
     }
 
     fn progress(&self) -> String {
@@ -1218,6 +1213,8 @@ async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersP
             });
         }
         finish(w);
+        // Said in its verdict now, and judged for the last time.
+        w.findings = Vec::new();
     }
     Ok(part(pass, secrets, workloads))
 }
@@ -1280,7 +1277,6 @@ fn needs_pods(f: &ConsumerFinding) -> bool {
 }
 
 fn finish(w: &mut WorkloadCheck) {
-    w.findings.shrink_to_fit();
     w.ok = !any_problem(&w.findings);
     w.checked = !w
         .findings
@@ -1310,6 +1306,15 @@ fn finish(w: &mut WorkloadCheck) {
     w.restarted_by = w.findings.iter().find_map(|f| match f {
         ConsumerFinding::WillRestart { by, .. } => Some(by.to_string()),
         _ => None,
+    });
+    w.waits = w.findings.iter().any(|f| {
+        matches!(
+            f,
+            ConsumerFinding::Stale { .. }
+                | ConsumerFinding::WillRestart { .. }
+                | ConsumerFinding::RestarterNotRunning { .. }
+                | ConsumerFinding::RestarterCannotTell { .. }
+        )
     });
     w.verdict = Verdict::of(&w.findings)
         .explanations_as_notes()
@@ -1341,6 +1346,7 @@ fn judge_workload(
         fix: None,
         verdict: Verdict::default(),
         findings: Vec::new(),
+        waits: false,
         kind_of: Some(kind),
     };
     if !is_dns1123_subdomain(name) {
