@@ -1187,7 +1187,9 @@ async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersP
     found.shrink_to_fit();
     list_pods(pass, &found, &workloads).await;
     let running = Running::new(cluster);
-    let mut replica_sets: BTreeMap<&str, Option<Vec<ReplicaSetInfo>>> = BTreeMap::new();
+    // The ReplicaSets of the namespace being judged, read when a workload there first needs
+    // them: `found` is in namespace order, so one namespace's are held at a time.
+    let mut replica_sets: (Option<&str>, Option<Vec<ReplicaSetInfo>>) = (None, None);
     for ((kind, ns, kept), w) in found.into_iter().zip(workloads.iter_mut()) {
         if w.findings.iter().any(needs_pods) {
             let obj = kept.object();
@@ -1203,8 +1205,10 @@ async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersP
                 changes: &changes,
                 running: &running,
             };
-            let rs = replica_sets.entry(ns).or_default();
-            pods_findings(&ctx, &on, rs, w).await?;
+            if replica_sets.0 != Some(ns) {
+                replica_sets = (Some(ns), None);
+            }
+            pods_findings(&ctx, &on, &mut replica_sets.1, w).await?;
         }
         if let Some(r) = restarted.get(&(kind, ns.to_string(), w.name.clone())) {
             w.findings.push(match r {
