@@ -452,7 +452,12 @@ fn consumers(out: &mut String, style: &Style, c: &ConsumersPart, all: bool) {
     let mut hidden = 0;
     for w in &c.workloads {
         let warn = w.ok && (!w.checked || w.cannot_tell);
-        if !listed(all, !w.ok || warn, !w.verdict.notes.is_empty(), &mut hidden) {
+        if !listed(
+            all,
+            !w.ok || warn,
+            !w.verdict.notes().is_empty(),
+            &mut hidden,
+        ) {
             continue;
         }
         let m = mark_or_warn(style, w.ok, warn);
@@ -463,7 +468,13 @@ fn consumers(out: &mut String, style: &Style, c: &ConsumersPart, all: bool) {
             t(&w.namespace),
             t(&w.name)
         );
-        details(&mut body, w.ok, &w.verdict.problems, &[], &w.verdict.notes);
+        details(
+            &mut body,
+            w.ok,
+            w.verdict.problems(),
+            &[],
+            w.verdict.notes(),
+        );
         if let Some(fix) = &w.fix {
             let label = if w.cannot_tell { "to be sure" } else { "fix" };
             let _ = writeln!(body, "            {}: {}", style.help(label), t(fix));
@@ -496,10 +507,10 @@ fn consumers(out: &mut String, style: &Style, c: &ConsumersPart, all: bool) {
             String::new()
         }
     );
-    for p in &c.verdict.problems {
+    for p in c.verdict.problems() {
         let _ = writeln!(out, "       {}: {}", style.error("error"), t(p));
     }
-    for n in &c.verdict.notes {
+    for n in c.verdict.notes() {
         let _ = writeln!(out, "       note: {}", t(n));
     }
     out.push_str(&body);
@@ -566,7 +577,7 @@ fn cluster(out: &mut String, style: &Style, k: &ClusterPart, all: bool) {
             p.state_words().unwrap_or("not right"),
             t(&p.provided_by)
         );
-        for x in &p.verdict.explanations {
+        for x in p.verdict.explanations() {
             let _ = writeln!(body, "            why: {}", t(x));
         }
     }
@@ -602,7 +613,7 @@ fn external_secrets(
         if !listed(
             all,
             !es.ok || es.warned,
-            !es.verdict.notes.is_empty(),
+            !es.verdict.notes().is_empty(),
             hidden,
         ) {
             continue;
@@ -629,9 +640,9 @@ fn external_secrets(
         details(
             out,
             es.ok,
-            &es.verdict.problems,
-            &es.verdict.explanations,
-            &es.verdict.notes,
+            es.verdict.problems(),
+            es.verdict.explanations(),
+            es.verdict.notes(),
         );
     }
     tally
@@ -647,7 +658,7 @@ fn static_secrets(
     let mut tally = Tally::new("VaultStaticSecret(s)", "synced and fresh");
     for v in &k.vault_static_secrets {
         tally.add(v.ok);
-        if !listed(all, !v.ok, !v.verdict.notes.is_empty(), hidden) {
+        if !listed(all, !v.ok, !v.verdict.notes().is_empty(), hidden) {
             continue;
         }
         let state = match (v.synced, v.ready.or(v.healthy)) {
@@ -667,9 +678,9 @@ fn static_secrets(
         details(
             out,
             v.ok,
-            &v.verdict.problems,
-            &v.verdict.explanations,
-            &v.verdict.notes,
+            v.verdict.problems(),
+            v.verdict.explanations(),
+            v.verdict.notes(),
         );
     }
     tally
@@ -689,7 +700,7 @@ fn objects(out: &mut String, style: &Style, k: &ClusterPart, all: bool) -> Vec<T
             }
         }
         // Few, and a note there says how it was judged: listed with it.
-        if !(all || !o.ok || !o.verdict.notes.is_empty()) {
+        if !(all || !o.ok || !o.verdict.notes().is_empty()) {
             continue;
         }
         let reason = t(o.reason.as_deref().unwrap_or_default());
@@ -713,7 +724,7 @@ fn objects(out: &mut String, style: &Style, k: &ClusterPart, all: bool) -> Vec<T
                 .unwrap_or_default()),
             t(&o.name),
         );
-        details(out, o.ok, &o.verdict.problems, &[], &o.verdict.notes);
+        details(out, o.ok, o.verdict.problems(), &[], o.verdict.notes());
     }
     tallies
 }
@@ -724,7 +735,7 @@ fn argocd(out: &mut String, style: &Style, a: &ArgocdPart, all: bool) {
     for app in &a.apps {
         apps.add(app.ok);
         // Few, and a note there says what Argo CD is doing: listed with it.
-        if !(all || !app.ok || !app.verdict.notes.is_empty()) {
+        if !(all || !app.ok || !app.verdict.notes().is_empty()) {
             continue;
         }
         application(&mut body, style, app);
@@ -746,7 +757,7 @@ fn argocd(out: &mut String, style: &Style, a: &ArgocdPart, all: bool) {
             t(&cm.namespace),
             cm.name
         );
-        argocd_problems(&mut body, style, &cm.verdict.problems);
+        argocd_problems(&mut body, style, cm.verdict.problems());
     }
     let _ = writeln!(
         out,
@@ -810,10 +821,10 @@ fn application(out: &mut String, style: &Style, app: &crate::verify::argocd::App
                 .unwrap_or_default()
         );
     }
-    for n in &app.verdict.notes {
+    for n in app.verdict.notes() {
         let _ = writeln!(out, "            note: {}", t(n));
     }
-    argocd_problems(out, style, &app.verdict.problems);
+    argocd_problems(out, style, app.verdict.problems());
 }
 
 #[cfg(test)]
@@ -1049,16 +1060,17 @@ mod tests {
             target_secret: Some(format!("app{i}")),
             target_checked: true,
             values_match: Some(ok),
-            verdict: {
-                let mut v = crate::verify::findings::Verdict::default();
-                if !ok {
-                    v.problems = vec!["not Ready: SecretSyncedError".into()];
-                }
-                v.explanations = vec![format!(
+            verdict: crate::verify::findings::Verdict::of_sentences(
+                if ok {
+                    Vec::new()
+                } else {
+                    vec!["not Ready: SecretSyncedError".into()]
+                },
+                vec![format!(
                     "`secret/app{i}/dev/A` field `value` is still a placeholder"
-                )];
-                v
-            },
+                )],
+                Vec::new(),
+            ),
             warned: false,
             stuck: Vec::new(),
         }
@@ -1155,7 +1167,12 @@ mod tests {
         let mut ready_but = platform(1, &[]);
         let es = &mut ready_but.eso.external_secrets[0];
         es.ok = false;
-        es.verdict.problems = vec!["target Secret `ask/app0` lacks key(s) `A`".into()];
+        // The same sentences but its problem.
+        es.verdict = crate::verify::findings::Verdict::of_sentences(
+            vec!["target Secret `ask/app0` lacks key(s) `A`".into()],
+            es.verdict.explanations().to_vec(),
+            es.verdict.notes().to_vec(),
+        );
         assert!(kube_text(&ready_but, false)
             .contains("FAIL ExternalSecret ask/app0: ESO says Ready (SecretSynced), but:\n"),);
     }

@@ -44,6 +44,12 @@ pub struct Problem {
     pub waitable: bool,
 }
 
+impl crate::verify::findings::Said for Problem {
+    fn said(&self) -> &str {
+        &self.message
+    }
+}
+
 impl Problem {
     fn new(message: String, help: String) -> Problem {
         Problem {
@@ -134,8 +140,8 @@ impl ArgocdPart {
     fn problems(&self) -> impl Iterator<Item = &Problem> {
         self.apps
             .iter()
-            .flat_map(|a| &a.verdict.problems)
-            .chain(self.argocd_cm.iter().flat_map(|c| &c.verdict.problems))
+            .flat_map(|a| a.verdict.problems())
+            .chain(self.argocd_cm.iter().flat_map(|c| c.verdict.problems()))
     }
 
     /// Whether waiting can help: something is wrong, and only things that time may fix.
@@ -967,8 +973,8 @@ fn cm_check(
     check.ok = finding.is_none();
     if let Some(f) = finding {
         let (message, help) = (f.message(ns), f.help(ns));
-        let problem = Problem::new(message.clone(), help);
-        check.verdict = std::mem::take(&mut check.verdict).with_problem(f.code(), message, problem);
+        let problem = Problem::new(message, help);
+        check.verdict = std::mem::take(&mut check.verdict).with_problem(f.code(), problem);
     }
     check
 }
@@ -1019,11 +1025,11 @@ mod tests {
             },
         ];
         let v = verdict(&found);
-        let p = &v.problems;
+        let p = v.problems();
         assert_eq!(p.len(), 1);
         assert!(!p[0].waitable);
         assert!(p[0].help.contains("sync-wave: \"1\"` (any wave above 0)"));
-        assert_eq!(v.notes, ["SyncError: boom"]);
+        assert_eq!(v.notes(), ["SyncError: boom"]);
 
         let cm = CmFinding::Missing {
             consequence: ": later".into(),
@@ -1271,7 +1277,7 @@ mod table {
         ];
         for (case, cm, want) in cases {
             let check = cm_check("argocd", cm, &[]);
-            let codes: Vec<&str> = check.verdict.findings.iter().map(|f| f.code).collect();
+            let codes: Vec<&str> = check.verdict.findings().map(|f| f.code).collect();
             assert_eq!(codes, want, "{case}");
             assert_eq!(check.ok, want.is_empty(), "{case}");
         }

@@ -453,7 +453,7 @@ impl ClusterPart {
         let es = self.eso.external_secrets.iter().filter(|e| !e.ok).map(|e| {
             let why = e
                 .verdict
-                .problems
+                .problems()
                 .first()
                 .map(String::as_str)
                 .unwrap_or("not done");
@@ -462,7 +462,7 @@ impl ClusterPart {
         let vss = self.vault_static_secrets.iter().filter(|v| !v.ok).map(|v| {
             let why = v
                 .verdict
-                .problems
+                .problems()
                 .first()
                 .map(String::as_str)
                 .unwrap_or("not done");
@@ -471,7 +471,7 @@ impl ClusterPart {
         let objects = self.eso.objects.iter().filter(|o| !o.ok).map(|o| {
             let why = o
                 .verdict
-                .problems
+                .problems()
                 .first()
                 .map(String::as_str)
                 .unwrap_or("not Ready");

@@ -626,7 +626,7 @@ impl ConsumersPart {
         let named = super::cluster::named(waiting.iter().map(|w| {
             let why = w
                 .verdict
-                .problems
+                .problems()
                 .first()
                 .map(String::as_str)
                 .or(w
@@ -2438,9 +2438,12 @@ mod table {
             ]
         );
         // A workload's JSON has no `explanations`: they are its notes.
-        assert_eq!(w.verdict.findings[0].code, "not-checked");
-        assert_eq!(w.verdict.findings[0].severity, "note");
-        assert_eq!(w.verdict.notes.len(), 1);
+        assert_eq!(
+            w.verdict.findings().collect::<Vec<_>>()[0].code,
+            "not-checked"
+        );
+        assert_eq!(w.verdict.findings().collect::<Vec<_>>()[0].severity, "note");
+        assert_eq!(w.verdict.notes().len(), 1);
     }
 }
 

@@ -1795,12 +1795,11 @@ pub(crate) mod tests {
         ];
         let check = EsCheck::new("ns", "app", Some(stale), findings);
         assert!(!check.ok);
-        assert_eq!(check.verdict.problems.len(), 2);
-        assert!(
-            check.verdict.problems[0].starts_with("Ready, but last synced at 1970-01-01T00:16:40Z")
-        );
+        assert_eq!(check.verdict.problems().len(), 2);
+        assert!(check.verdict.problems()[0]
+            .starts_with("Ready, but last synced at 1970-01-01T00:16:40Z"));
         assert_eq!(
-            check.verdict.problems[1],
+            check.verdict.problems()[1],
             "target Secret `ns/app-secret` does not exist"
         );
         // Synced after seeding: nothing to say; never synced, or not Ready: said.
@@ -1857,10 +1856,10 @@ pub(crate) mod tests {
             },
         ];
         let check = EsCheck::new("ns", "app", Some(e), findings);
-        assert!(check.ok && check.verdict.problems.is_empty());
-        assert_eq!(check.verdict.explanations.len(), 1);
+        assert!(check.ok && check.verdict.problems().is_empty());
+        assert_eq!(check.verdict.explanations().len(), 1);
         assert!(!check.target_checked);
-        assert!(check.verdict.notes[0].contains("not checked (--skip-target-secrets)"));
+        assert!(check.verdict.notes()[0].contains("not checked (--skip-target-secrets)"));
     }
 
     #[test]

@@ -54,13 +54,14 @@ impl Severity {
     }
 }
 
-/// A finding as the JSON `findings[]` shows it: its code beside its sentence.
+/// A finding as the JSON `findings[]` shows it: its code beside its sentence (owned, or
+/// borrowed from the list it is in: [`Verdict::findings`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Coded {
+pub struct Coded<M = String> {
     /// The stable code (`docs/errors.md`).
     pub code: &'static str,
     /// The sentence, as in the list it is in.
-    pub message: String,
+    pub message: M,
     /// `problem`, `explanation` or `note`: the list it is in.
     pub severity: &'static str,
 }
@@ -116,19 +117,33 @@ impl Shape {
 /// An object's verdict in words, shared by every object `verify` checks and flattened into its
 /// JSON: the sentence lists (leading problems first, then the others in the order found;
 /// problems and causes capped, since they quote the cluster) and `findings`, each sentence with
-/// its code. `P` is how a problem is shown (Argo CD's carry their help).
+/// its code. `P` is how a problem is shown (Argo CD's carry their help). Each sentence is held
+/// once: `findings` is written from the lists and the codes beside them (a platform holds a
+/// verdict per object).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict<P = String> {
     /// What is wrong, most important first.
-    pub problems: Vec<P>,
+    problems: Vec<P>,
     /// Why.
-    pub explanations: Vec<String>,
+    explanations: Vec<String>,
     /// Worth knowing.
-    pub notes: Vec<String>,
-    /// Every sentence above with its code.
-    pub findings: Vec<Coded>,
+    notes: Vec<String>,
+    /// Each sentence's code, in the order of the lists: problems, explanations, notes.
+    codes: Vec<&'static str>,
     /// Which lists the JSON carries.
     shape: Shape,
+}
+
+/// A problem as shown, and the sentence it says ([`Verdict`]'s `P`).
+pub trait Said {
+    /// Its sentence, as `findings` shows it.
+    fn said(&self) -> &str;
+}
+
+impl Said for String {
+    fn said(&self) -> &str {
+        self
+    }
 }
 
 impl<P> Default for Verdict<P> {
@@ -137,7 +152,7 @@ impl<P> Default for Verdict<P> {
             problems: Vec::new(),
             explanations: Vec::new(),
             notes: Vec::new(),
-            findings: Vec::new(),
+            codes: Vec::new(),
             shape: Shape::ALL,
         }
     }
@@ -166,30 +181,30 @@ impl<P> Verdict<P> {
         let (mut leading, mut rest) = (Vec::new(), Vec::new());
         let (mut causes, mut notes) = (Vec::new(), Vec::new());
         for f in findings {
-            let coded = |message: String| Coded {
-                code: f.code(),
-                severity: f.severity().name(),
-                message,
-            };
             match f.severity() {
-                Severity::Leading => leading.push((coded(capped(f.message())), f)),
-                Severity::Problem => rest.push((coded(capped(f.message())), f)),
-                Severity::Cause => causes.push(coded(capped(f.message()))),
-                Severity::Note => notes.push(coded(f.message())),
+                Severity::Leading => leading.push(f),
+                Severity::Problem => rest.push(f),
+                Severity::Cause => causes.push(f),
+                Severity::Note => notes.push(f),
             }
         }
-        for (c, f) in leading.into_iter().chain(rest) {
-            v.problems.push(problem(f, c.message.clone()));
-            v.findings.push(c);
+        // Sized once: a platform holds a verdict per object, most with a sentence or two.
+        v.problems.reserve_exact(leading.len() + rest.len());
+        v.explanations.reserve_exact(causes.len());
+        v.notes.reserve_exact(notes.len());
+        v.codes.reserve_exact(findings.len());
+        for f in leading.into_iter().chain(rest) {
+            v.problems.push(problem(f, capped(f.message())));
+            v.codes.push(f.code());
         }
-        v.explanations = causes.iter().map(|c| c.message.clone()).collect();
-        v.notes = notes.iter().map(|c| c.message.clone()).collect();
-        v.findings.extend(causes);
-        v.findings.extend(notes);
-        // A platform holds a verdict per object, most with a sentence or two: not the room
-        // pushing leaves.
-        v.problems.shrink_to_fit();
-        v.findings.shrink_to_fit();
+        for f in causes {
+            v.explanations.push(capped(f.message()));
+            v.codes.push(f.code());
+        }
+        for f in notes {
+            v.notes.push(f.message());
+            v.codes.push(f.code());
+        }
         v
     }
 
@@ -198,25 +213,16 @@ impl<P> Verdict<P> {
     pub fn explanations_as_notes(mut self) -> Self {
         let mut notes = std::mem::take(&mut self.explanations);
         notes.append(&mut self.notes);
+        notes.shrink_to_fit();
         self.notes = notes;
-        for c in &mut self.findings {
-            if c.severity == Severity::Cause.name() {
-                c.severity = Severity::Note.name();
-            }
-        }
         self
     }
 
-    /// With `shown`, a problem of its own (a finding that is no [`Finding`]).
-    pub fn with_problem(mut self, code: &'static str, message: String, shown: P) -> Self {
+    /// With `shown`, a problem of its own (a finding that is no [`Finding`]), said by
+    /// `shown`'s sentence.
+    pub fn with_problem(mut self, code: &'static str, shown: P) -> Self {
+        self.codes.insert(self.problems.len(), code);
         self.problems.push(shown);
-        let at = self.findings.len() - self.explanations.len() - self.notes.len();
-        let c = Coded {
-            code,
-            message,
-            severity: Severity::Problem.name(),
-        };
-        self.findings.insert(at, c);
         self
     }
 
@@ -230,11 +236,70 @@ impl<P> Verdict<P> {
     pub fn is_clean(&self) -> bool {
         self.problems.is_empty()
     }
+
+    /// What is wrong, most important first.
+    pub fn problems(&self) -> &[P] {
+        &self.problems
+    }
+
+    /// Why.
+    pub fn explanations(&self) -> &[String] {
+        &self.explanations
+    }
+
+    /// Worth knowing.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
 }
 
-impl<P: Serialize> Serialize for Verdict<P> {
+#[cfg(test)]
+impl Verdict {
+    /// A verdict of these sentences, each coded `test` (an object of a report's test).
+    pub(crate) fn of_sentences(
+        problems: Vec<String>,
+        explanations: Vec<String>,
+        notes: Vec<String>,
+    ) -> Verdict {
+        let codes = vec!["test"; problems.len() + explanations.len() + notes.len()];
+        Verdict {
+            problems,
+            explanations,
+            notes,
+            codes,
+            shape: Shape::ALL,
+        }
+    }
+}
+
+impl<P: Said> Verdict<P> {
+    /// Every sentence with its code and list, as the JSON's `findings` shows them.
+    pub fn findings(&self) -> impl Iterator<Item = Coded<&str>> {
+        let problems = self.problems.iter().map(|p| (p.said(), Severity::Problem));
+        let explanations = self.explanations.iter().map(|m| (&**m, Severity::Cause));
+        let notes = self.notes.iter().map(|m| (&**m, Severity::Note));
+        problems
+            .chain(explanations)
+            .chain(notes)
+            .zip(&self.codes)
+            .map(|((message, severity), code)| Coded {
+                code,
+                message,
+                severity: severity.name(),
+            })
+    }
+}
+
+impl<P: Serialize + Said> Serialize for Verdict<P> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
+        /// The findings, written as they are made from the lists.
+        struct Findings<'v, P>(&'v Verdict<P>);
+        impl<P: Said> Serialize for Findings<'_, P> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.findings())
+            }
+        }
         let Shape {
             problems,
             explanations,
@@ -254,7 +319,7 @@ impl<P: Serialize> Serialize for Verdict<P> {
         if notes {
             st.serialize_field("notes", &self.notes)?;
         }
-        st.serialize_field("findings", &self.findings)?;
+        st.serialize_field("findings", &Findings(self))?;
         st.end()
     }
 }
@@ -372,16 +437,19 @@ mod tests {
             Test::Wrong("b"),
         ];
         let lines = Verdict::of(&found);
-        assert_eq!(lines.problems, ["first", "a", "b"]);
-        let codes: Vec<_> = lines.findings.iter().map(|c| c.code).collect();
+        assert_eq!(lines.problems(), ["first", "a", "b"]);
+        let codes: Vec<_> = lines.findings().map(|c| c.code).collect();
         assert_eq!(codes, ["lead", "wrong", "wrong", "why", "note"]);
-        assert_eq!(lines.findings[1].message, "a");
-        assert_eq!(lines.findings[3].message, lines.explanations[0]);
-        assert_eq!(lines.findings[3].severity, "explanation");
-        assert_eq!(lines.explanations.len(), 1);
-        assert!(lines.explanations[0].len() < long.len());
-        assert!(lines.explanations[0].ends_with("more characters)"));
-        assert_eq!(lines.notes, [long]);
+        assert_eq!(lines.findings().nth(1).unwrap().message, "a");
+        assert_eq!(
+            lines.findings().nth(3).unwrap().message,
+            lines.explanations()[0]
+        );
+        assert_eq!(lines.findings().nth(3).unwrap().severity, "explanation");
+        assert_eq!(lines.explanations().len(), 1);
+        assert!(lines.explanations()[0].len() < long.len());
+        assert!(lines.explanations()[0].ends_with("more characters)"));
+        assert_eq!(lines.notes(), [long]);
         assert!(any_problem(&found));
         assert!(!any_problem(&[
             Test::Why("w".into()),

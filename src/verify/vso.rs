@@ -1220,7 +1220,7 @@ async fn check_auths(
 /// from its check.
 fn unresolved(object: String, check: &ObjectCheck) -> Identity {
     let why = first_problem(check)
-        .or_else(|| check.verdict.problems.first().cloned())
+        .or_else(|| check.verdict.problems().first().cloned())
         .or_else(|| check.reason.clone())
         .unwrap_or_else(|| "not found".into());
     Identity::Unresolved { object, why }
@@ -1625,7 +1625,7 @@ mod tests {
         let check = ObjectCheck::new("VaultAuth", None, "auth".into(), None, vec![finding]);
         assert!(!check.ok);
         // The object's own line is capped; the sentence its users get is capped once, whole.
-        assert!(check.verdict.problems[0].ends_with("more characters)"));
+        assert!(check.verdict.problems()[0].ends_with("more characters)"));
         let problem = first_problem(&check).unwrap();
         assert!(problem.ends_with(&long));
         assert!(ObjRef::Default < ObjRef::Named(String::new(), String::new()));
@@ -1893,7 +1893,10 @@ mod table {
                 "findings",
             ]
         );
-        assert_eq!(check.verdict.findings[0].code, "missing");
+        assert_eq!(
+            check.verdict.findings().collect::<Vec<_>>()[0].code,
+            "missing"
+        );
     }
 }
 
