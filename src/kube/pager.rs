@@ -31,9 +31,11 @@ pub(super) struct ListAt {
     pub namespace: Option<String>,
 }
 
-/// A whole list: every item and how many requests it took.
+/// A whole list: each page's items in order, and how many requests it took. Kept as its
+/// pages: one vector grown to a platform's listing would be held at up to twice its length,
+/// and copied at each doubling.
 pub(super) struct Paged<T> {
-    pub items: Vec<T>,
+    pub items: Vec<Vec<T>>,
     pub pages: usize,
 }
 
@@ -94,7 +96,7 @@ impl Cluster {
                 Err(e) => return Err(self.error(e, op())),
             };
             let (items, next) = page(&text).map_err(|detail| self.decode_error(&op(), detail))?;
-            out.items.extend(items);
+            out.items.push(items);
             match next.filter(|t| !t.is_empty()) {
                 Some(next) if limit.is_some() => token = Some(next),
                 _ => return Ok(Some(out)),

@@ -250,25 +250,34 @@ pub(super) struct Lists {
     settled: HashSet<ReadKind>,
 }
 
-/// Hands each namespace's items of `items` (`(namespace, name, item)`) to `put`, in list order
-/// within it. A LIST across namespaces comes in namespace order (the API server's storage
-/// order): each namespace's run is split off the end and the room it took given back, so a
-/// platform's listing is held about once, not twice, while it is put away.
-fn per_namespace<T>(mut items: Items<T>, mut put: impl FnMut(String, Vec<(String, T)>)) {
-    if !items.is_sorted_by(|a, b| a.0 <= b.0) {
+/// Hands each namespace's items of `pages` (a LIST's pages of `(namespace, name, item)`) to
+/// `put`, in list order within it. A LIST across namespaces comes in namespace order (the API
+/// server's storage order): each page is put away and its room given back as it is read, so a
+/// platform's listing is held about once, not twice. A list in another order is gathered and
+/// sorted first.
+fn per_namespace<T>(pages: Vec<Items<T>>, mut put: impl FnMut(String, Vec<(String, T)>)) {
+    if !pages.iter().flatten().is_sorted_by(|a, b| a.0 <= b.0) {
+        let mut items: Items<T> = pages.into_iter().flatten().collect();
+        // Stable: each namespace's items stay in list order.
         items.sort_by(|a, b| a.0.cmp(&b.0));
+        return per_namespace(vec![items], put);
     }
-    while let Some((last, _, _)) = items.last() {
-        let last = last.clone();
-        let start = items.partition_point(|(n, _, _)| *n < last);
-        let run = items.split_off(start);
-        items.shrink_to_fit();
-        put(
-            last,
-            run.into_iter()
-                .map(|(_, name, item)| (name, item))
-                .collect(),
-        );
+    let mut run: Option<(String, Vec<(String, T)>)> = None;
+    for page in pages {
+        for (ns, name, item) in page {
+            match &mut run {
+                Some((at, items)) if *at == ns => items.push((name, item)),
+                _ => {
+                    if let Some((at, items)) = run.take() {
+                        put(at, items);
+                    }
+                    run = Some((ns, vec![(name, item)]));
+                }
+            }
+        }
+    }
+    if let Some((at, items)) = run {
+        put(at, items);
     }
 }
 
@@ -697,7 +706,7 @@ impl Cluster {
                 .map(|ns| (ns.clone(), (Vec::new(), 0)))
                 .collect(),
         };
-        let empty = paged.items.is_empty();
+        let empty = paged.items.iter().all(Vec::is_empty);
         per_namespace(paged.items, |ns, items| {
             if let Some((kept, _)) = by_ns.get_mut(&ns) {
                 *kept = items;
@@ -923,25 +932,44 @@ mod tests {
         assert_eq!((thrice.len(), thrice.get("a")), (2, Some(&7)));
     }
 
-    /// Each namespace's items in list order, whether the LIST came in namespace order or not.
+    /// Each namespace's items in list order, whether the LIST came in namespace order or not,
+    /// and wherever its pages end (a namespace's run across pages, an empty page).
     #[test]
     fn a_listing_is_put_away_per_namespace_in_list_order() {
         let item = |ns: &str, name: &str, v: u32| (ns.to_string(), name.to_string(), v);
-        for items in [
-            vec![item("a", "y", 2), item("b", "x", 1), item("b", "a", 3)],
-            vec![item("b", "x", 1), item("a", "y", 2), item("b", "a", 3)],
-        ] {
-            let mut got = Vec::new();
-            per_namespace(items, |ns, run| got.push((ns, run)));
-            got.sort();
-            let want = vec![
-                ("a".to_string(), vec![("y".to_string(), 2)]),
-                (
-                    "b".to_string(),
-                    vec![("x".to_string(), 1), ("a".to_string(), 3)],
-                ),
-            ];
-            assert_eq!(got, want);
+        let sorted = vec![
+            item("a", "y", 2),
+            item("b", "x", 1),
+            item("b", "a", 3),
+            item("c", "z", 4),
+        ];
+        let unsorted = vec![
+            item("b", "x", 1),
+            item("c", "z", 4),
+            item("a", "y", 2),
+            item("b", "a", 3),
+        ];
+        for items in [sorted, unsorted] {
+            for cut in [vec![], vec![1], vec![2], vec![2, 2], vec![1, 3], vec![4]] {
+                let mut pages = Vec::new();
+                let mut rest = items.clone();
+                for &at in cut.iter().rev() {
+                    pages.insert(0, rest.split_off(at.min(rest.len())));
+                }
+                pages.insert(0, rest);
+                let mut got = Vec::new();
+                per_namespace(pages, |ns, run| got.push((ns, run)));
+                got.sort();
+                let want = vec![
+                    ("a".to_string(), vec![("y".to_string(), 2)]),
+                    (
+                        "b".to_string(),
+                        vec![("x".to_string(), 1), ("a".to_string(), 3)],
+                    ),
+                    ("c".to_string(), vec![("z".to_string(), 4)]),
+                ];
+                assert_eq!(got, want, "pages cut at {cut:?}");
+            }
         }
     }
 }
