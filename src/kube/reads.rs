@@ -262,6 +262,11 @@ fn per_namespace<T>(pages: Vec<Items<T>>, mut put: impl FnMut(String, Vec<(Strin
         items.sort_by(|a, b| a.0.cmp(&b.0));
         return per_namespace(vec![items], put);
     }
+    // Each run at its length when put away: every namespace's is held until the list is.
+    let mut put = |ns: String, mut items: Vec<(String, T)>| {
+        items.shrink_to_fit();
+        put(ns, items);
+    };
     let mut run: Option<(String, Vec<(String, T)>)> = None;
     for page in pages {
         for (ns, name, item) in page {
