@@ -462,8 +462,10 @@ pub(super) fn labels_of(o: &Value) -> selector::LabelSet {
     )
 }
 
-/// A workload as kept from a LIST: its JSON text, without `metadata.managedFields` (which no
-/// check reads and which is most of a real object). Text, parsed again by the check that reads
+/// A workload as kept from a LIST: its JSON text, without `metadata.managedFields` and the
+/// annotation `kubectl.kubernetes.io/last-applied-configuration` (which no check reads: the
+/// first is most of a real object, the second a copy of its manifest that client-side apply,
+/// Argo CD's default, writes on every object). Text, parsed again by the check that reads
 /// it ([`Kept::object`]) and dropped after: parsed, an object takes several times the room of
 /// its text (a map node per object however few its keys), and every workload of a platform is
 /// kept while `verify` runs.
@@ -492,7 +494,12 @@ pub(super) fn slim(o: &Value) -> Kept {
     )
 }
 
-/// A workload written as JSON without `metadata.managedFields`, without copying the rest.
+/// The annotation client-side apply keeps the applied manifest in (k8s.io/api `core/v1`
+/// `annotation_key_constants.go`, `LastAppliedConfigAnnotation`).
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// A workload written as JSON without `metadata.managedFields` and its last applied
+/// configuration ([`Kept`]), without copying the rest.
 struct WithoutManagedFields<'a>(&'a Value);
 
 impl serde::Serialize for WithoutManagedFields<'_> {
@@ -505,7 +512,27 @@ impl serde::Serialize for WithoutManagedFields<'_> {
         for (k, v) in top {
             match v {
                 Value::Object(meta) if k == "metadata" => {
-                    map.serialize_entry(k, &Skipping(meta, "managedFields"))?;
+                    map.serialize_entry(k, &Metadata(meta))?;
+                }
+                _ => map.serialize_entry(k, v)?,
+            }
+        }
+        map.end()
+    }
+}
+
+/// A workload's metadata without `managedFields`, its annotations without the last applied
+/// configuration.
+struct Metadata<'a>(&'a serde_json::Map<String, Value>);
+
+impl serde::Serialize for Metadata<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in self.0.iter().filter(|(k, _)| *k != "managedFields") {
+            match v {
+                Value::Object(a) if k == "annotations" => {
+                    map.serialize_entry(k, &Skipping(a, LAST_APPLIED))?
                 }
                 _ => map.serialize_entry(k, v)?,
             }
@@ -550,22 +577,33 @@ fn parse_time(s: &str) -> Option<OffsetDateTime> {
 mod tests {
     use super::*;
 
-    /// A workload is kept whole but for `metadata.managedFields`, and reads back as it was.
+    /// A workload is kept whole but for `metadata.managedFields` and its last applied
+    /// configuration, and reads back as it was; the same names elsewhere are kept.
     #[test]
     fn a_kept_workload_is_the_object_without_its_managed_fields() {
         let o = serde_json::json!({
             "metadata": {"name": "web", "managedFields": [{"manager": "kubectl"}],
-                "annotations": {"a": "1"}},
-            "spec": {"template": {"spec": {"containers": [{"name": "c", "env": []}]}},
+                "annotations": {"a": "1", LAST_APPLIED: "{\"kind\":\"Deployment\"}",
+                    "reloader.stakater.com/auto": "true"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "env": []}]},
+                "metadata": {"annotations": {LAST_APPLIED: "kept: the pods'"}}},
                 "metadata": {"managedFields": "kept: not the object's"}},
             "status": {"replicas": 2}
         });
         let mut want = o.clone();
-        want["metadata"]
+        let meta = want["metadata"].as_object_mut().unwrap();
+        meta.remove("managedFields");
+        meta["annotations"]
             .as_object_mut()
             .unwrap()
-            .remove("managedFields");
+            .remove(LAST_APPLIED);
         assert_eq!(slim(&o).object(), want);
+        // Annotations that are not an object are the server's to answer for: kept as sent.
+        let odd = serde_json::json!({"metadata": {"annotations": "x", "managedFields": []}});
+        assert_eq!(
+            slim(&odd).object(),
+            serde_json::json!({"metadata": {"annotations": "x"}})
+        );
         assert_eq!(
             slim(&serde_json::json!([1])).object(),
             serde_json::json!([1])
