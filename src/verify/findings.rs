@@ -468,4 +468,32 @@ mod tests {
         let v = v.shaped(Shape::EXPLANATIONS);
         assert!(json(&v).starts_with(r#"{"explanations":[],"findings":["#));
     }
+
+    /// The findings follow the lists as they are changed: explanations said as notes are
+    /// notes, before the others; a problem added is a problem, after the others.
+    #[test]
+    fn the_findings_follow_the_lists_when_they_change() {
+        let v = Verdict::of(&[
+            Test::Note("n".into()),
+            Test::Why("w".into()),
+            Test::Wrong("a"),
+        ])
+        .explanations_as_notes()
+        .with_problem("added", "b".to_string())
+        .shaped(Shape::PROBLEMS_NOTES);
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"{"problems":["a","b"],"notes":["w","n"],"findings":[{"code":"wrong","message":"a","severity":"problem"},{"code":"added","message":"b","severity":"problem"},{"code":"why","message":"w","severity":"note"},{"code":"note","message":"n","severity":"note"}]}"#
+        );
+        let owned: Vec<Coded> = v
+            .findings()
+            .map(|c| Coded {
+                code: c.code,
+                message: c.message.to_string(),
+                severity: c.severity,
+            })
+            .collect();
+        assert_eq!(owned.len(), 4);
+        assert_eq!(owned[2].message, v.notes()[0]);
+    }
 }
