@@ -2438,11 +2438,9 @@ mod table {
             ]
         );
         // A workload's JSON has no `explanations`: they are its notes.
-        assert_eq!(
-            w.verdict.findings().collect::<Vec<_>>()[0].code,
-            "not-checked"
-        );
-        assert_eq!(w.verdict.findings().collect::<Vec<_>>()[0].severity, "note");
+        let first = w.verdict.findings().next().unwrap();
+        assert_eq!(first.code, "not-checked");
+        assert_eq!(first.severity, "note");
         assert_eq!(w.verdict.notes().len(), 1);
     }
 }

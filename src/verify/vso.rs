@@ -1893,10 +1893,7 @@ mod table {
                 "findings",
             ]
         );
-        assert_eq!(
-            check.verdict.findings().collect::<Vec<_>>()[0].code,
-            "missing"
-        );
+        assert_eq!(check.verdict.findings().next().unwrap().code, "missing");
     }
 }
 
