@@ -31,12 +31,13 @@ pub(super) struct ListAt {
     pub namespace: Option<String>,
 }
 
-/// A whole list: each page's items in order, and how many requests it took. Kept as its
-/// pages: one vector grown to a platform's listing would be held at up to twice its length,
-/// and copied at each doubling.
-pub(super) struct Paged<T> {
-    pub items: Vec<Vec<T>>,
-    pub pages: usize,
+/// Where a LIST's pages go: each page is handed over as soon as it is read, so a platform's
+/// listing is never gathered whole before it is put away.
+pub(super) trait Pages<T> {
+    /// One page's items, in list order.
+    fn page(&mut self, items: Vec<T>);
+    /// Drop every item handed over so far: the list starts again.
+    fn restart(&mut self);
 }
 
 /// The list metadata of a page: only the token matters here.
@@ -48,17 +49,16 @@ pub(super) struct ListMeta {
 
 impl Cluster {
     /// Every object of the LIST `at`, each page's text read by `page` into its items and its
-    /// `continue` token (the text is zeroized after: a page of Secrets holds values). `None` when
-    /// the server does not serve the path (404).
+    /// `continue` token (the text is zeroized after: a page of Secrets holds values), handed to
+    /// `into` page by page. The requests it took; `None` when the server does not serve the path
+    /// (404).
     pub(super) async fn list_pages<T>(
         &self,
         at: &ListAt,
         page: impl Fn(&str) -> Result<(Vec<T>, Option<String>), String>,
-    ) -> Result<Option<Paged<T>>, KubeError> {
-        let mut out = Paged {
-            items: Vec::new(),
-            pages: 0,
-        };
+        into: &mut dyn Pages<T>,
+    ) -> Result<Option<usize>, KubeError> {
+        let mut pages = 0;
         let mut token: Option<String> = None;
         let mut limit = Some(PAGE_SIZE);
         loop {
@@ -80,15 +80,18 @@ impl Cluster {
                 Request::new(&at.path).list(&lp)
             };
             let request = built.map_err(|e| self.decode_error(&op(), e.to_string()))?;
-            out.pages += 1;
+            pages += 1;
             let text = match self.client.request_text(request).await {
                 Ok(text) => Zeroizing::new(text),
-                Err(::kube::Error::Api(ErrorResponse { code: 404, .. })) => return Ok(None),
+                Err(::kube::Error::Api(ErrorResponse { code: 404, .. })) => {
+                    into.restart();
+                    return Ok(None);
+                }
                 Err(::kube::Error::Api(ErrorResponse {
                     code: 410, reason, ..
                 })) if reason == "Expired" && token.is_some() => {
                     tracing::debug!(path = %at.path, "continue token expired: listing again in one request");
-                    out.items.clear();
+                    into.restart();
                     token = None;
                     limit = None;
                     continue;
@@ -96,10 +99,10 @@ impl Cluster {
                 Err(e) => return Err(self.error(e, op())),
             };
             let (items, next) = page(&text).map_err(|detail| self.decode_error(&op(), detail))?;
-            out.items.push(items);
+            into.page(items);
             match next.filter(|t| !t.is_empty()) {
                 Some(next) if limit.is_some() => token = Some(next),
-                _ => return Ok(Some(out)),
+                _ => return Ok(Some(pages)),
             }
         }
     }

@@ -21,7 +21,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-use super::pager::{json_page, Each, ListAt, ListMeta, Paged};
+use super::pager::{json_page, Each, ListAt, ListMeta, Pages};
 use super::status::{self, ExternalSecretInfo};
 use super::value::{DataDigests, KeyDigest};
 use super::vso::{self, VaultStaticSecretInfo, VAULT_STATIC_SECRET, VSO_GROUP, VSO_VERSION};
@@ -250,39 +250,74 @@ pub(super) struct Lists {
     settled: HashSet<ReadKind>,
 }
 
-/// Hands each namespace's items of `pages` (a LIST's pages of `(namespace, name, item)`) to
-/// `put`, in list order within it. A LIST across namespaces comes in namespace order (the API
-/// server's storage order): each page is put away and its room given back as it is read, so a
-/// platform's listing is held about once, not twice. A list in another order is gathered and
-/// sorted first.
-fn per_namespace<T>(pages: Vec<Items<T>>, mut put: impl FnMut(String, Vec<(String, T)>)) {
-    if !pages.iter().flatten().is_sorted_by(|a, b| a.0 <= b.0) {
-        let mut items: Items<T> = pages.into_iter().flatten().collect();
-        // Stable: each namespace's items stay in list order.
-        items.sort_by(|a, b| a.0.cmp(&b.0));
-        return per_namespace(vec![items], put);
-    }
-    // Each run at its length when put away: every namespace's is held until the list is.
-    let mut put = |ns: String, mut items: Vec<(String, T)>| {
-        items.shrink_to_fit();
-        put(ns, items);
-    };
-    let mut run: Option<(String, Vec<(String, T)>)> = None;
-    for page in pages {
-        for (ns, name, item) in page {
-            match &mut run {
-                Some((at, items)) if *at == ns => items.push((name, item)),
-                _ => {
-                    if let Some((at, items)) = run.take() {
-                        put(at, items);
-                    }
-                    run = Some((ns, vec![(name, item)]));
-                }
-            }
+/// A LIST's items put away by namespace as its pages arrive, in list order within each. Items
+/// of a namespace not asked about are dropped as they come: a cluster's pods are mostly
+/// elsewhere.
+struct ByNamespace<'n, T> {
+    /// The one namespace listed, or `None` across the namespaces of `wanted`.
+    one: Option<&'n str>,
+    wanted: &'n BTreeSet<String>,
+    runs: BTreeMap<String, Vec<(String, T)>>,
+    /// The namespace of the last item: a LIST across namespaces comes in namespace order (the
+    /// API server's storage order), so a namespace's run is complete, and shrunk to its length,
+    /// when the next begins. Another order only costs a run growing again.
+    last: Option<String>,
+    /// The list held no item at all, of any namespace.
+    empty: bool,
+}
+
+impl<'n, T> ByNamespace<'n, T> {
+    fn new(one: Option<&'n str>, wanted: &'n BTreeSet<String>) -> Self {
+        ByNamespace {
+            one,
+            wanted,
+            runs: BTreeMap::new(),
+            last: None,
+            empty: true,
         }
     }
-    if let Some((at, items)) = run {
-        put(at, items);
+
+    fn wants(&self, ns: &str) -> bool {
+        match self.one {
+            Some(one) => one == ns,
+            None => self.wanted.contains(ns),
+        }
+    }
+
+    /// Each namespace's items (every namespace asked about, an empty run where none came).
+    fn runs(mut self) -> Vec<(String, Vec<(String, T)>)> {
+        let names: Vec<&str> = match self.one {
+            Some(one) => vec![one],
+            None => self.wanted.iter().map(String::as_str).collect(),
+        };
+        names
+            .into_iter()
+            .map(|ns| (ns.to_string(), self.runs.remove(ns).unwrap_or_default()))
+            .collect()
+    }
+}
+
+impl<T> Pages<(String, String, T)> for ByNamespace<'_, T> {
+    fn page(&mut self, items: Vec<(String, String, T)>) {
+        for (ns, name, item) in items {
+            self.empty = false;
+            if !self.wants(&ns) {
+                continue;
+            }
+            if self.last.as_ref() != Some(&ns) {
+                if let Some(run) = self.last.take().and_then(|at| self.runs.get_mut(&at)) {
+                    run.shrink_to_fit();
+                }
+                self.last = Some(ns.clone());
+            }
+            self.runs.entry(ns).or_default().push((name, item));
+        }
+    }
+
+    fn restart(&mut self) {
+        self.runs.clear();
+        self.last = None;
+        self.empty = true;
     }
 }
 
@@ -551,50 +586,42 @@ impl Cluster {
                 let parse = |o: &Value, v: &str| {
                     status::external_secret_info(o, v).map_err(|e| Shape::of(&e))
                 };
-                self.list_json(kind, ns, parse)
-                    .await
-                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+                self.list_json_kept(kind, ns, namespaces, parse).await
             }
             ReadKind::VaultStaticSecrets => {
                 let parse = |o: &Value, _: &str| {
                     vso::vault_static_secret_info(o).map_err(|e| Shape::of(&e))
                 };
-                self.list_json(kind, ns, parse)
-                    .await
-                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+                self.list_json_kept(kind, ns, namespaces, parse).await
             }
             ReadKind::Secrets | ReadKind::SecretMetadata => {
                 let digester = digester.filter(|_| kind == ReadKind::Secrets);
-                self.list_secrets(kind, ns, digester)
+                let mut into = ByNamespace::new(ns, namespaces);
+                self.list_secrets(kind, ns, digester, &mut into)
                     .await
-                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+                    .map(|r| r.map(|pages| self.keep(kind, into, pages)))
             }
             ReadKind::Workloads(_) => {
                 let parse = |o: &Value, _: &str| workloads::slim(o);
-                self.list_json(kind, ns, parse)
-                    .await
-                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+                self.list_json_kept(kind, ns, namespaces, parse).await
             }
             ReadKind::ReplicaSets => {
                 let parse = |o: &Value, _: &str| workloads::replica_set_info(o);
-                self.list_json(kind, ns, parse)
-                    .await
-                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+                self.list_json_kept(kind, ns, namespaces, parse).await
             }
             ReadKind::Pods => {
                 let parse = |o: &Value, _: &str| ListedPod {
                     labels: workloads::labels_of(o),
                     info: workloads::pod_info(o),
                 };
-                self.list_json(kind, ns, parse)
-                    .await
-                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+                self.list_json_kept(kind, ns, namespaces, parse).await
             }
             ReadKind::Applications => {
                 let at = self.list_at(kind, kind.versions()[0], ns);
-                self.list_pages(&at, super::argocd::application_page)
+                let mut into = ByNamespace::new(ns, namespaces);
+                self.list_pages(&at, super::argocd::application_page, &mut into)
                     .await
-                    .map(|r| r.map(|p| self.keep(kind, ns, namespaces, p)))
+                    .map(|r| r.map(|pages| self.keep(kind, into, pages)))
             }
         };
         match result {
@@ -618,14 +645,29 @@ impl Cluster {
         }
     }
 
+    /// [`Cluster::list_json`], kept ([`Cluster::keep`]).
+    async fn list_json_kept<T: Send + Sync + 'static>(
+        &self,
+        kind: ReadKind,
+        ns: Option<&str>,
+        namespaces: &BTreeSet<String>,
+        parse: impl Fn(&Value, &str) -> T,
+    ) -> Result<Option<()>, KubeError> {
+        let mut into = ByNamespace::new(ns, namespaces);
+        let pages = self.list_json(kind, ns, parse, &mut into).await?;
+        Ok(pages.map(|pages| self.keep(kind, into, pages)))
+    }
+
     /// The objects of a JSON kind, each read by `parse` (with the API version that answered),
-    /// trying the kind's versions in order; `None` when none is served.
+    /// trying the kind's versions in order, into `into`; the requests it took, `None` when no
+    /// version is served.
     async fn list_json<T>(
         &self,
         kind: ReadKind,
         ns: Option<&str>,
         parse: impl Fn(&Value, &str) -> T,
-    ) -> Result<Option<Paged<(String, String, T)>>, KubeError> {
+        into: &mut dyn Pages<(String, String, T)>,
+    ) -> Result<Option<usize>, KubeError> {
         for version in kind.versions() {
             if self.known_unserved(kind.plural(), version) {
                 continue;
@@ -640,7 +682,7 @@ impl Cluster {
                 (ns, name, parse(&o, &api_version))
             };
             let page = |text: &str| json_page(text, &item);
-            match self.list_pages(&at, page).await? {
+            match self.list_pages(&at, page, into).await? {
                 Some(p) => {
                     self.remember(kind.plural(), version, true);
                     return Ok(Some(p));
@@ -658,7 +700,8 @@ impl Cluster {
         kind: ReadKind,
         ns: Option<&str>,
         digester: Option<&Digester>,
-    ) -> Result<Option<Paged<(String, String, SecretRead)>>, KubeError> {
+        into: &mut dyn Pages<(String, String, SecretRead)>,
+    ) -> Result<Option<usize>, KubeError> {
         let at = self.list_at(kind, "v1", ns);
         let page = |text: &str| {
             let mut de = serde_json::Deserializer::from_str(text);
@@ -673,7 +716,7 @@ impl Cluster {
                     )
                 })
         };
-        self.list_pages(&at, page).await
+        self.list_pages(&at, page, into).await
     }
 
     fn list_at(&self, kind: ReadKind, version: &str, ns: Option<&str>) -> ListAt {
@@ -694,45 +737,32 @@ impl Cluster {
             == Some(false)
     }
 
-    /// Keep a LIST's items: of `ns`, or of each of `namespaces` for a LIST across them (a
-    /// namespace without any gets an empty listing, so its objects are known absent).
+    /// Keep a LIST's items, each namespace asked about its own listing (a namespace without any
+    /// gets an empty one, so its objects are known absent); `pages`, the requests it took.
     fn keep<T: Send + Sync + 'static>(
         &self,
         kind: ReadKind,
-        ns: Option<&str>,
-        namespaces: &BTreeSet<String>,
-        paged: Paged<(String, String, T)>,
+        listed: ByNamespace<'_, T>,
+        pages: usize,
     ) {
-        type Gathered<T> = BTreeMap<String, (Vec<(String, T)>, usize)>;
-        let mut by_ns: Gathered<T> = match ns {
-            Some(ns) => BTreeMap::from([(ns.to_string(), (Vec::new(), paged.pages))]),
-            None => namespaces
-                .iter()
-                .map(|ns| (ns.clone(), (Vec::new(), 0)))
-                .collect(),
-        };
-        let empty = paged.items.iter().all(Vec::is_empty);
-        per_namespace(paged.items, |ns, items| {
-            if let Some((kept, _)) = by_ns.get_mut(&ns) {
-                *kept = items;
-            }
-        });
+        let (across, empty) = (listed.one.is_none(), listed.empty);
+        let runs = listed.runs();
         let mut lists = self.lists();
-        for (ns, (items, pages)) in by_ns {
+        for (ns, items) in runs {
             let items = Named::new(items);
             // Of a LIST across namespaces: the pages this namespace's own LIST would take.
-            let pages = match pages {
-                0 => items
+            let pages = match across {
+                true => items
                     .len()
                     .div_ceil(super::pager::PAGE_SIZE as usize)
                     .max(1),
-                n => n,
+                false => pages,
             };
             lists
                 .listed
                 .insert((kind, ns), Box::new(Listing { items, pages }));
         }
-        if empty && ns.is_none() && kind.kept_when_empty() {
+        if empty && across && kind.kept_when_empty() {
             lists.settled.insert(kind);
         }
     }
@@ -913,7 +943,8 @@ impl<'de> Visitor<'de> for SecretItem<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{per_namespace, Named};
+    use super::{ByNamespace, Named, Pages};
+    use std::collections::BTreeSet;
 
     /// Found by name in name order; of two items with one name the later is kept, as a map
     /// filled in list order keeps it; a GET's answer replaces, adds or takes out one.
@@ -937,8 +968,9 @@ mod tests {
         assert_eq!((thrice.len(), thrice.get("a")), (2, Some(&7)));
     }
 
-    /// Each namespace's items in list order, whether the LIST came in namespace order or not,
-    /// and wherever its pages end (a namespace's run across pages, an empty page).
+    /// Each namespace asked about gets its items in list order, whether the LIST came in
+    /// namespace order or not, wherever its pages end (a namespace's run across pages, an empty
+    /// page) and after a restart; other namespaces' items are dropped.
     #[test]
     fn a_listing_is_put_away_per_namespace_in_list_order() {
         let item = |ns: &str, name: &str, v: u32| (ns.to_string(), name.to_string(), v);
@@ -962,19 +994,36 @@ mod tests {
                     pages.insert(0, rest.split_off(at.min(rest.len())));
                 }
                 pages.insert(0, rest);
-                let mut got = Vec::new();
-                per_namespace(pages, |ns, run| got.push((ns, run)));
-                got.sort();
+                let wanted: BTreeSet<String> = ["a", "b", "d"].map(String::from).into();
+                let mut into = ByNamespace::new(None, &wanted);
+                // A first try that ran into an expired token: dropped, never kept twice.
+                into.page(items[..2].to_vec());
+                into.restart();
+                for page in pages {
+                    into.page(page);
+                }
+                assert!(!into.empty);
                 let want = vec![
                     ("a".to_string(), vec![("y".to_string(), 2)]),
                     (
                         "b".to_string(),
                         vec![("x".to_string(), 1), ("a".to_string(), 3)],
                     ),
-                    ("c".to_string(), vec![("z".to_string(), 4)]),
+                    ("d".to_string(), vec![]),
                 ];
-                assert_eq!(got, want, "pages cut at {cut:?}");
+                assert_eq!(into.runs(), want, "pages cut at {cut:?}");
+                let mut one = ByNamespace::new(Some("b"), &wanted);
+                one.page(items.clone());
+                let want = vec![(
+                    "b".to_string(),
+                    vec![("x".to_string(), 1), ("a".to_string(), 3)],
+                )];
+                assert_eq!(one.runs(), want);
             }
         }
+        let nothing = BTreeSet::new();
+        let mut none = ByNamespace::<u32>::new(None, &nothing);
+        none.page(Vec::new());
+        assert!(none.empty);
     }
 }
