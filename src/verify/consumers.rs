@@ -21,7 +21,7 @@
 //! manager's write changes the object, so the time is at or after the change (a write of the
 //! same manager that changes only labels moves it later, which can only make pods look older).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -1037,6 +1037,28 @@ async fn restarts_of(
     out
 }
 
+/// Each target Secret's [`Change`], sorted by namespace and name (borrowed from the targets: a
+/// platform's are many to copy).
+struct Changes<'t>(Vec<((&'t str, &'t str), Change<'t>)>);
+
+impl<'t> Changes<'t> {
+    /// In any order, each Secret once.
+    fn new(mut changes: Vec<((&'t str, &'t str), Change<'t>)>) -> Self {
+        changes.sort_by(|a, b| a.0.cmp(&b.0));
+        changes.shrink_to_fit();
+        Changes(changes)
+    }
+
+    /// The change of Secret `ns/name`, if it is a target.
+    fn get(&self, ns: &str, name: &str) -> Option<&Change<'t>> {
+        let at = self
+            .0
+            .binary_search_by(|((n, s), _)| (*n, *s).cmp(&(ns, name)))
+            .ok()?;
+        Some(&self.0[at].1)
+    }
+}
+
 /// What the Secret tells: when its data changed, Reloader's annotations, and which of Vault's
 /// versions its keys hold.
 struct Change<'t> {
@@ -1119,13 +1141,14 @@ async fn read_secrets<'t>(
     targets: &'t [Target],
     read: bool,
     compare: Option<&Compare<'_>>,
-) -> Result<(Vec<SecretCheck>, BTreeMap<(String, String), Change<'t>>), KubeError> {
+) -> Result<(Vec<SecretCheck>, Changes<'t>), KubeError> {
     // At most one a target, held to the end.
     let mut secrets = Vec::with_capacity(targets.len());
-    let mut changes: BTreeMap<(String, String), Change<'t>> = BTreeMap::new();
+    let mut changes = Vec::with_capacity(targets.len());
+    let mut seen = HashSet::new();
     for t in targets {
-        let key = (t.namespace.clone(), t.secret.clone());
-        if changes.contains_key(&key) {
+        let key = (t.namespace.as_str(), t.secret.as_str());
+        if !seen.insert(key) {
             continue;
         }
         let data = if read {
@@ -1155,10 +1178,10 @@ async fn read_secrets<'t>(
             changed_by: data.as_ref().and_then(|d| d.manager.clone()),
             vault_version_created: held.newest().map(rfc3339),
         });
-        changes.insert(key, Change { data, read, held });
+        changes.push((key, Change { data, read, held }));
     }
     secrets.shrink_to_fit();
-    Ok((secrets, changes))
+    Ok((secrets, Changes::new(changes)))
 }
 
 /// Every check of the part, once: each workload's reads judged, then the pods of those whose
@@ -1331,7 +1354,7 @@ fn judge_workload(
     ns: &str,
     obj: &Value,
     targets: &[&Target],
-    changes: &BTreeMap<(String, String), Change<'_>>,
+    changes: &Changes<'_>,
 ) -> Option<WorkloadCheck> {
     let name = obj
         .pointer("/metadata/name")
@@ -1384,7 +1407,7 @@ fn judge_workload(
         if !w.how.contains(&how) {
             w.how.push(how);
         }
-        let change = changes.get(&(ns.to_string(), secret.clone()));
+        let change = changes.get(ns, &secret);
         w.secrets.push(secret.clone());
         w.findings.push(reader_finding(kind, how, secret, change));
     }
@@ -1477,7 +1500,7 @@ struct PodsCtx<'a> {
     cluster: &'a Cluster,
     compare: Option<&'a Compare<'a>>,
     targets: &'a [&'a Target],
-    changes: &'a BTreeMap<(String, String), Change<'a>>,
+    changes: &'a Changes<'a>,
     running: &'a Running<'a>,
 }
 
@@ -1538,7 +1561,7 @@ async fn pods_findings(
                 data: Some(data @ DataChange { at: Some(at), .. }),
                 ..
             },
-        ) = ctx.changes.get(&(on.ns.to_string(), secret.clone()))
+        ) = ctx.changes.get(on.ns, &secret)
         else {
             continue;
         };
@@ -2342,10 +2365,7 @@ mod table {
         let cases = reading_cases().into_iter().chain(odd_cases());
         let t = target();
         for (case, kind, obj, c, want) in cases {
-            let mut changes = BTreeMap::new();
-            if let Some(c) = c {
-                changes.insert(("ns".to_string(), "db".to_string()), c);
-            }
+            let changes = Changes::new(c.map(|c| (("ns", "db"), c)).into_iter().collect());
             let codes: Vec<&str> = judge_workload(kind, "ns", &obj, &[&t], &changes)
                 .map(|w| w.findings.iter().map(Code::code).collect())
                 .unwrap_or_default();
@@ -2414,8 +2434,7 @@ mod table {
     #[test]
     fn the_json_keeps_its_keys() {
         let obj = deployment("app", env(), json!([]));
-        let mut changes = BTreeMap::new();
-        changes.insert(("ns".to_string(), "db".to_string()), change(None, false));
+        let changes = Changes::new(vec![(("ns", "db"), change(None, false))]);
         let mut w =
             judge_workload(WorkloadKind::Deployment, "ns", &obj, &[&target()], &changes).unwrap();
         finish(&mut w);
