@@ -59,8 +59,14 @@ pub struct Facts<'a> {
     /// The policies the part `policy` judged ESO's token by, `default` included when it
     /// counts; `None` when that part could not judge them.
     eso_policies: Option<BTreeSet<String>>,
-    /// Each full path's state, an index in `inspection` (of a path listed twice, the last).
-    by_path: HashMap<String, usize>,
+    /// The indexes of `inspection`'s states, sorted by their full paths (of a path listed
+    /// twice, in list order): a platform's full paths are many to hold as strings.
+    by_path: Box<[u32]>,
+}
+
+/// The full path of target `t` (`mount/path`), byte by byte, as [`Target::full_path`] writes it.
+fn full_path_bytes(t: &Target) -> impl Iterator<Item = u8> + '_ {
+    t.mount().bytes().chain(*b"/").chain(t.path.bytes())
 }
 
 impl<'a> Facts<'a> {
@@ -89,13 +95,11 @@ impl<'a> Facts<'a> {
             _ => None,
         };
         let targets = index.targets();
-        // In target order: a later state of one path replaces an earlier one.
-        let by_path = inspection
-            .paths
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (targets[p.target()].full_path(), i))
-            .collect();
+        let path_of = |i: &u32| full_path_bytes(&targets[inspection.paths[*i as usize].target()]);
+        let states = u32::try_from(inspection.paths.len()).expect("fewer than 2^32 paths");
+        let mut by_path: Box<[u32]> = (0..states).collect();
+        // Stable: the states of one path stay in list order, the last of them last.
+        by_path.sort_by(|a, b| path_of(a).cmp(path_of(b)));
         Facts {
             inspection,
             targets,
@@ -132,8 +136,16 @@ impl<'a> Facts<'a> {
 
     /// The facts of a path, by its full path (of a path listed twice, the last).
     pub fn get(&self, full_path: &str) -> Option<PathFacts> {
-        let found = &self.inspection.paths[*self.by_path.get(full_path)?];
-        Some(self.facts_of(found))
+        let path_of =
+            |i: u32| full_path_bytes(&self.targets[self.inspection.paths[i as usize].target()]);
+        // Past every state of `full_path`: the one before, if it is of that path, is the last.
+        let past = self
+            .by_path
+            .partition_point(|&i| path_of(i).cmp(full_path.bytes()).is_le());
+        let last = *self.by_path[..past].last()?;
+        path_of(last)
+            .eq(full_path.bytes())
+            .then(|| self.facts_of(&self.inspection.paths[last as usize]))
     }
 
     fn facts_of(&self, p: &Found) -> PathFacts {
@@ -277,5 +289,49 @@ mod tests {
         assert!(facts.get("secret/app50/dev/A").is_none());
         assert!(facts.get("secret/app1/dev").is_none());
         assert!(facts.get("secret").is_none());
+    }
+
+    /// A path listed more than once (by two specs, or as two mounts and paths that write the
+    /// same full path) has the facts of its last state, wherever the others are.
+    #[test]
+    fn a_path_listed_twice_has_its_last_states_facts() {
+        let at = |mount: &str, path: &str| {
+            let mut t = target(mount);
+            t.path = path.into();
+            t
+        };
+        let targets = vec![
+            at("secret", "b/c"),
+            at("secret", "a"),
+            at("secret/b", "c"),
+            at("kv", "z"),
+            at("secret", "b/c"),
+            at("secret", "b/c/d"),
+            at("secret", "a"),
+        ];
+        let inspection = inspected(
+            (0..targets.len())
+                .map(|i| state(&targets[i], Some(i as u64 + 1)))
+                .collect(),
+        );
+        let detected = |_: &str| Some(KvVersion::V2);
+        let index = TargetIndex::new(&targets);
+        let facts = Facts::gather(&inspection, &index, None, &detected);
+        let version = |p: &str| facts.get(p).map(|f| f.version);
+        assert_eq!(version("secret/b/c"), Some(Some(5)));
+        assert_eq!(version("secret/a"), Some(Some(7)));
+        assert_eq!(version("kv/z"), Some(Some(4)));
+        assert_eq!(version("secret/b/c/d"), Some(Some(6)));
+        for none in [
+            "secret/b",
+            "secret/b/",
+            "secret/b/c/",
+            "kv",
+            "secret/",
+            "",
+            "z",
+        ] {
+            assert_eq!(version(none), None, "{none}");
+        }
     }
 }
