@@ -64,8 +64,14 @@ pub struct Facts<'a> {
     by_path: Box<[u32]>,
 }
 
-/// The full path of target `t` (`mount/path`), byte by byte, as [`Target::full_path`] writes it.
-fn full_path_bytes(t: &Target) -> impl Iterator<Item = u8> + '_ {
+/// The full path (`mount/path`) of state `i` of `inspection`, byte by byte, as
+/// [`Target::full_path`] writes it.
+fn state_path<'t>(
+    targets: &'t [Target],
+    inspection: &Inspection,
+    i: u32,
+) -> impl Iterator<Item = u8> + 't {
+    let t = &targets[inspection.paths[i as usize].target()];
     t.mount().bytes().chain(*b"/").chain(t.path.bytes())
 }
 
@@ -95,11 +101,12 @@ impl<'a> Facts<'a> {
             _ => None,
         };
         let targets = index.targets();
-        let path_of = |i: &u32| full_path_bytes(&targets[inspection.paths[*i as usize].target()]);
         let states = u32::try_from(inspection.paths.len()).expect("fewer than 2^32 paths");
         let mut by_path: Box<[u32]> = (0..states).collect();
         // Stable: the states of one path stay in list order, the last of them last.
-        by_path.sort_by(|a, b| path_of(a).cmp(path_of(b)));
+        by_path.sort_by(|&a, &b| {
+            state_path(targets, inspection, a).cmp(state_path(targets, inspection, b))
+        });
         Facts {
             inspection,
             targets,
@@ -136,8 +143,7 @@ impl<'a> Facts<'a> {
 
     /// The facts of a path, by its full path (of a path listed twice, the last).
     pub fn get(&self, full_path: &str) -> Option<PathFacts> {
-        let path_of =
-            |i: u32| full_path_bytes(&self.targets[self.inspection.paths[i as usize].target()]);
+        let path_of = |i: u32| state_path(self.targets, self.inspection, i);
         // Past every state of `full_path`: the one before, if it is of that path, is the last.
         let past = self
             .by_path
