@@ -321,6 +321,114 @@ impl<T> Pages<(String, String, T)> for ByNamespace<'_, T> {
     }
 }
 
+/// A pod as listed ([`ReadKind::Pods`]), with its namespace and name.
+fn pod_item(o: &Value, _: &str) -> ListedPod {
+    ListedPod {
+        labels: workloads::labels_of(o),
+        info: workloads::pod_info(o),
+    }
+}
+
+/// A LIST across namespaces whose namespaces are each kept, and named to `ready`, as soon as
+/// their run is complete. The API server lists in storage-key order
+/// (`/registry/<resource>/<namespace>/<name>`: apiserver `pkg/storage/etcd3/store.go`
+/// `GetList` reads a key range, and the watch cache serves it sorted by key), so one
+/// namespace's objects come together and its run is complete when another's begins.
+///
+/// A namespace that comes again after its run was kept (a server listing in another order) was
+/// kept from part of its objects: it is forgotten, its later objects are dropped, and
+/// [`Streamed::finish`] returns it to be listed alone. After the list starts over (an expired
+/// `continue` token), the runs kept before stand: each was whole in the listing it came from.
+struct Streamed<'n, T> {
+    wanted: &'n BTreeSet<String>,
+    /// Keeps a namespace's run; forgets what was kept of a namespace.
+    keep: KeepRun<'n, T>,
+    forget: &'n (dyn Fn(&str) + Sync),
+    ready: &'n (dyn Fn(&str) + Sync),
+    run: Option<(String, Vec<(String, T)>)>,
+    kept: BTreeSet<String>,
+    again: BTreeSet<String>,
+    started_over: bool,
+}
+
+/// Keeps one namespace's run of a [`Streamed`] list.
+type KeepRun<'n, T> = &'n (dyn Fn(&str, Vec<(String, T)>) + Sync);
+
+impl<'n, T: Send + Sync + 'static> Streamed<'n, T> {
+    fn new(
+        wanted: &'n BTreeSet<String>,
+        keep: KeepRun<'n, T>,
+        forget: &'n (dyn Fn(&str) + Sync),
+        ready: &'n (dyn Fn(&str) + Sync),
+    ) -> Self {
+        Streamed {
+            wanted,
+            keep,
+            forget,
+            ready,
+            run: None,
+            kept: BTreeSet::new(),
+            again: BTreeSet::new(),
+            started_over: false,
+        }
+    }
+
+    /// Keep the run being read, and name its namespace.
+    fn close(&mut self) {
+        if let Some((ns, items)) = self.run.take() {
+            (self.keep)(&ns, items);
+            (self.ready)(&ns);
+            self.kept.insert(ns);
+        }
+    }
+
+    /// The list ended (`listed`: read to its end, else it failed or is not served): keep the
+    /// last run and, when it was read to its end, an empty listing for each namespace wanted that
+    /// had no object. The namespaces to list again alone.
+    fn finish(mut self, listed: bool) -> BTreeSet<String> {
+        if !listed {
+            return BTreeSet::new();
+        }
+        self.close();
+        for ns in self.wanted {
+            if !self.kept.contains(ns) && !self.again.contains(ns) {
+                self.run = Some((ns.clone(), Vec::new()));
+                self.close();
+            }
+        }
+        self.again
+    }
+}
+
+impl<T: Send + Sync + 'static> Pages<(String, String, T)> for Streamed<'_, T> {
+    fn page(&mut self, items: Vec<(String, String, T)>) {
+        for (ns, name, item) in items {
+            if !self.wanted.contains(&ns) || self.again.contains(&ns) {
+                continue;
+            }
+            if self.run.as_ref().map(|(at, _)| at) != Some(&ns) {
+                self.close();
+                if self.kept.contains(&ns) {
+                    if !self.started_over {
+                        (self.forget)(&ns);
+                        self.again.insert(ns);
+                    }
+                    continue;
+                }
+                self.run = Some((ns, Vec::new()));
+            }
+            if let Some((_, run)) = &mut self.run {
+                run.push((name, item));
+            }
+        }
+    }
+
+    fn restart(&mut self) {
+        self.run = None;
+        self.started_over = true;
+    }
+}
+
 /// One namespace's items of a kind, `(namespace, name, item)`.
 type Items<T> = Vec<(String, String, T)>;
 
@@ -609,13 +717,7 @@ impl Cluster {
                 let parse = |o: &Value, _: &str| workloads::replica_set_info(o);
                 self.list_json_kept(kind, ns, namespaces, parse).await
             }
-            ReadKind::Pods => {
-                let parse = |o: &Value, _: &str| ListedPod {
-                    labels: workloads::labels_of(o),
-                    info: workloads::pod_info(o),
-                };
-                self.list_json_kept(kind, ns, namespaces, parse).await
-            }
+            ReadKind::Pods => self.list_json_kept(kind, ns, namespaces, pod_item).await,
             ReadKind::Applications => {
                 let at = self.list_at(kind, kind.versions()[0], ns);
                 let mut into = ByNamespace::new(ns, namespaces);
@@ -624,6 +726,17 @@ impl Cluster {
                     .map(|r| r.map(|pages| self.keep(kind, into, pages)))
             }
         };
+        self.listed_as(kind, ns, result)
+    }
+
+    /// What a LIST of `kind` in `ns` (across namespaces: `None`) ended in, remembered: `false`
+    /// when RBAC refused it across namespaces (the caller lists per namespace).
+    fn listed_as(
+        &self,
+        kind: ReadKind,
+        ns: Option<&str>,
+        result: Result<Option<()>, KubeError>,
+    ) -> bool {
         match result {
             Ok(Some(())) => true,
             Ok(None) => {
@@ -643,6 +756,64 @@ impl Cluster {
                 true
             }
         }
+    }
+
+    /// List the pods of `namespaces` as [`Cluster::read_by_list`] does, naming each namespace to
+    /// `ready` once its pods are kept (at once when they were kept before; a namespace whose
+    /// LIST failed is named too, its reads then ask the server). Across namespaces a namespace is
+    /// kept as soon as its run is complete ([`Streamed`]), so that the caller can judge it, and
+    /// forget it, while the rest is listed: a platform's pods are many to hold at once.
+    pub async fn list_pods_each(
+        &self,
+        namespaces: &BTreeSet<String>,
+        concurrency: usize,
+        ready: &(dyn Fn(&str) + Sync),
+    ) {
+        let kind = ReadKind::Pods;
+        let mut todo = BTreeSet::new();
+        for ns in namespaces {
+            if self.has_listing(kind, ns) || self.settled(kind) {
+                ready(ns);
+            } else {
+                todo.insert(ns.clone());
+            }
+        }
+        if todo.len() > 1 && !self.lists().per_namespace.contains(&kind) {
+            let keep = |ns: &str, items| self.keep_run(kind, ns.to_string(), items, None);
+            let forget = |ns: &str| self.forget(&[kind], &BTreeSet::from([ns.to_string()]));
+            let mut into = Streamed::new(&todo, &keep, &forget, ready);
+            let result = self.list_json(kind, None, pod_item, &mut into).await;
+            let done = result.as_ref().is_ok_and(Option::is_some);
+            let again = into.finish(done);
+            let listed = self.listed_as(kind, None, result.map(|r| r.map(|_| ())));
+            todo = match (listed, done) {
+                // Refused across namespaces: each not kept is listed alone.
+                (false, _) => todo
+                    .into_iter()
+                    .filter(|ns| !self.has_listing(kind, ns))
+                    .collect(),
+                // Listed: what came out of order is listed again alone.
+                (true, true) => again,
+                // Not served, or failed: their reads ask the server.
+                (true, false) => {
+                    for ns in todo.iter().filter(|ns| !self.has_listing(kind, ns)) {
+                        ready(ns);
+                    }
+                    BTreeSet::new()
+                }
+            };
+        }
+        let todo = &todo;
+        stream::iter(todo)
+            .map(|ns| async move {
+                if !self.settled(kind) {
+                    self.list_into(kind, Some(ns), todo, None).await;
+                }
+                ready(ns);
+            })
+            .buffer_unordered(concurrency.max(1))
+            .collect::<Vec<()>>()
+            .await;
     }
 
     /// [`Cluster::list_json`], kept ([`Cluster::keep`]).
@@ -746,25 +917,33 @@ impl Cluster {
         pages: usize,
     ) {
         let (across, empty) = (listed.one.is_none(), listed.empty);
-        let runs = listed.runs();
-        let mut lists = self.lists();
-        for (ns, items) in runs {
-            let items = Named::new(items);
-            // Of a LIST across namespaces: the pages this namespace's own LIST would take.
-            let pages = match across {
-                true => items
-                    .len()
-                    .div_ceil(super::pager::PAGE_SIZE as usize)
-                    .max(1),
-                false => pages,
-            };
-            lists
-                .listed
-                .insert((kind, ns), Box::new(Listing { items, pages }));
+        for (ns, items) in listed.runs() {
+            self.keep_run(kind, ns, items, (!across).then_some(pages));
         }
         if empty && across && kind.kept_when_empty() {
-            lists.settled.insert(kind);
+            self.lists().settled.insert(kind);
         }
+    }
+
+    /// Keep one namespace's items of `kind`; `pages`, the requests its own LIST took (`None`:
+    /// listed across namespaces, so the pages its own LIST would take).
+    fn keep_run<T: Send + Sync + 'static>(
+        &self,
+        kind: ReadKind,
+        ns: String,
+        items: Vec<(String, T)>,
+        pages: Option<usize>,
+    ) {
+        let items = Named::new(items);
+        let pages = pages.unwrap_or_else(|| {
+            items
+                .len()
+                .div_ceil(super::pager::PAGE_SIZE as usize)
+                .max(1)
+        });
+        self.lists()
+            .listed
+            .insert((kind, ns), Box::new(Listing { items, pages }));
     }
 
     /// GET one object of `kind` and put what it says in place of what was listed.
@@ -943,8 +1122,9 @@ impl<'de> Visitor<'de> for SecretItem<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{ByNamespace, Named, Pages};
+    use super::{ByNamespace, Named, Pages, Streamed};
     use std::collections::BTreeSet;
+    use std::sync::Mutex;
 
     /// Found by name in name order; of two items with one name the later is kept, as a map
     /// filled in list order keeps it; a GET's answer replaces, adds or takes out one.
@@ -966,6 +1146,107 @@ mod tests {
         assert_eq!(all, [("a", 4), ("aa", 6), ("b", 5)]);
         let thrice = list(&[("a", 1), ("b", 2), ("a", 3), ("a", 7)]);
         assert_eq!((thrice.len(), thrice.get("a")), (2, Some(&7)));
+    }
+
+    /// What a [`Streamed`] list did, in order: `keep ns [names]`, `ready ns`, `forget ns`.
+    fn streamed(
+        pages: &[&[(&str, &str)]],
+        restart_after: Option<usize>,
+    ) -> (Vec<String>, Vec<String>) {
+        let wanted: BTreeSet<String> = ["a", "a-b", "b", "d"].map(String::from).into();
+        let log = Mutex::new(Vec::new());
+        let say = |line: String| log.lock().unwrap().push(line);
+        let keep = |ns: &str, items: Vec<(String, u32)>| {
+            let names: Vec<String> = items.into_iter().map(|(n, _)| n).collect();
+            say(format!("keep {ns} {names:?}"));
+        };
+        let forget = |ns: &str| say(format!("forget {ns}"));
+        let ready = |ns: &str| say(format!("ready {ns}"));
+        let mut into = Streamed::new(&wanted, &keep, &forget, &ready);
+        for (i, page) in pages.iter().enumerate() {
+            let items = page
+                .iter()
+                .map(|(ns, n)| (ns.to_string(), n.to_string(), 0))
+                .collect();
+            into.page(items);
+            if restart_after == Some(i) {
+                into.restart();
+            }
+        }
+        let again: Vec<String> = into.finish(true).into_iter().collect();
+        let log = log.into_inner().unwrap();
+        (log, again)
+    }
+
+    /// In storage-key order (`a-b` before `a`: `-` sorts before `/`) each namespace is kept and
+    /// named when the next begins, whatever the pages; a wanted namespace with no object gets an
+    /// empty listing; others are dropped.
+    #[test]
+    fn a_namespace_is_kept_and_named_once_its_run_is_complete() {
+        let pages: &[&[(&str, &str)]] = &[
+            &[("a-b", "p1"), ("a-b", "p2"), ("a", "p3")],
+            &[("a", "p4"), ("c", "x"), ("b", "p5")],
+        ];
+        let (log, again) = streamed(pages, None);
+        assert_eq!(
+            log,
+            [
+                r#"keep a-b ["p1", "p2"]"#,
+                "ready a-b",
+                r#"keep a ["p3", "p4"]"#,
+                "ready a",
+                r#"keep b ["p5"]"#,
+                "ready b",
+                "keep d []",
+                "ready d",
+            ]
+        );
+        assert!(again.is_empty());
+    }
+
+    /// A namespace that comes again after it was kept was kept from part of its objects: it is
+    /// forgotten and returned to be listed alone, its later objects dropped. After the list
+    /// starts over, what was kept before stands and is not kept twice.
+    #[test]
+    fn a_namespace_seen_again_is_listed_again_unless_the_list_started_over() {
+        let pages: &[&[(&str, &str)]] = &[&[("a", "p1"), ("b", "p2")], &[("a", "p3"), ("d", "p4")]];
+        let (log, again) = streamed(pages, None);
+        assert_eq!(
+            log,
+            [
+                r#"keep a ["p1"]"#,
+                "ready a",
+                r#"keep b ["p2"]"#,
+                "ready b",
+                "forget a",
+                r#"keep d ["p4"]"#,
+                "ready d",
+                "keep a-b []",
+                "ready a-b",
+            ]
+        );
+        assert_eq!(again, ["a"]);
+        // An expired token after the first page: `b`'s run was not complete and is dropped;
+        // `a`, complete, stands; the full list that follows keeps `b` whole.
+        let pages: &[&[(&str, &str)]] = &[
+            &[("a", "p1"), ("b", "p2")],
+            &[("a", "p1"), ("b", "p2"), ("b", "p3")],
+        ];
+        let (log, again) = streamed(pages, Some(0));
+        assert_eq!(
+            log,
+            [
+                r#"keep a ["p1"]"#,
+                "ready a",
+                r#"keep b ["p2", "p3"]"#,
+                "ready b",
+                "keep a-b []",
+                "ready a-b",
+                "keep d []",
+                "ready d",
+            ]
+        );
+        assert!(again.is_empty());
     }
 
     /// Each namespace asked about gets its items in list order, whether the LIST came in
