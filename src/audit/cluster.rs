@@ -163,7 +163,7 @@ impl Judge<'_> {
                 why: format!("field `{}` {}", cap(&b.field), b.problem),
             });
         }
-        let mut keys: Vec<&str> = es.data.iter().map(|r| r.key.as_str()).collect();
+        let mut keys: Vec<&str> = es.data.iter().map(|r| &*r.key).collect();
         for d in &es.data_from {
             match d {
                 DataFrom::Extract { reference, .. } => keys.push(&reference.key),

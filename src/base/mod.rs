@@ -11,6 +11,7 @@ pub mod duration;
 pub mod exit;
 pub mod failure;
 pub mod files;
+pub mod interned;
 pub mod kv;
 pub mod logging;
 pub mod redact;

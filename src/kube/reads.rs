@@ -15,6 +15,7 @@
 
 use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Mutex;
 
 use futures::{stream, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -28,6 +29,7 @@ use super::vso::{self, VaultStaticSecretInfo, VAULT_STATIC_SECRET, VSO_GROUP, VS
 use super::workloads::{self, DataChange, PodInfo, WorkloadKind};
 use super::{Cluster, KubeError, ESO_GROUP, EXTERNAL_SECRET, EXTERNAL_SECRET_VERSIONS};
 use crate::base::digest::Digester;
+use crate::base::interned::Interner;
 
 /// A kind read by LIST.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -691,8 +693,10 @@ impl Cluster {
     ) -> bool {
         let result = match kind {
             ReadKind::ExternalSecrets => {
+                let names = Mutex::new(Interner::default());
                 let parse = |o: &Value, v: &str| {
-                    status::external_secret_info(o, v).map_err(|e| Shape::of(&e))
+                    let mut names = names.lock().unwrap_or_else(|p| p.into_inner());
+                    status::external_secret_info_in(o, v, &mut names).map_err(|e| Shape::of(&e))
                 };
                 self.list_json_kept(kind, ns, namespaces, parse).await
             }

@@ -6,6 +6,10 @@
 //! a successful sync; the target Secret is `spec.target.name`, else the ExternalSecret's own name
 //! (`status.binding.name` is the one it last wrote).
 
+use std::sync::Arc;
+
+use crate::base::interned::Interner;
+
 use serde::Serialize;
 use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
@@ -75,17 +79,19 @@ pub struct StoreRef {
 /// One `spec.data[]` entry of an ExternalSecret: which Vault path and field feed which key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RemoteRef {
-    /// The key in the target Secret (`secretKey`).
-    pub secret_key: String,
+    /// The key in the target Secret (`secretKey`); shared, as a platform's ExternalSecrets
+    /// name a few keys many times.
+    pub secret_key: Arc<str>,
     /// `remoteRef.key`: the path below the store's mount.
-    pub key: String,
+    pub key: Box<str>,
     /// `remoteRef.property`: the field of the KV secret; `None` takes the whole secret.
-    pub property: Option<String>,
+    /// Shared, as `secret_key`.
+    pub property: Option<Arc<str>>,
     /// `remoteRef.version`: a pinned KV v2 version; `None` reads the current one.
-    pub version: Option<String>,
+    pub version: Option<Box<str>>,
     /// `remoteRef.decodingStrategy` as written (`None`, `Base64`, `Base64URL`, `Auto`); `None`
     /// when left out (ESO's default: no decoding).
-    pub decoding: Option<String>,
+    pub decoding: Option<Box<str>>,
     /// `metadataPolicy` and `conversionStrategy` are ESO's defaults (`None`, `Default`): ESO
     /// delivers the field's value itself, not its metadata nor a conversion of it.
     pub as_is: bool,
@@ -161,8 +167,9 @@ pub struct ExternalSecretInfo {
     pub synced_generation: Option<i64>,
     /// `metadata.deletionTimestamp`, as written: the object is being deleted.
     pub deletion_timestamp: Option<String>,
-    /// Every `Ready` condition (ESO keeps one; more than one is not its doing).
-    pub ready_conditions: Vec<ReadyCondition>,
+    /// The `Ready` conditions after the first, which is `condition` (ESO keeps one; more than
+    /// one is not its doing).
+    pub other_ready_conditions: Vec<ReadyCondition>,
     /// `spec.dataFrom[]`.
     pub data_from: Vec<DataFrom>,
     /// `spec.target.template.data`, by key; empty without a template.
@@ -182,8 +189,8 @@ pub struct ExternalSecretInfo {
     pub target_secret: String,
     /// `spec.secretStoreRef`, when set.
     pub store_ref: Option<StoreRef>,
-    /// `spec.data[]`.
-    pub data: Vec<RemoteRef>,
+    /// `spec.data[]`: shared, as every part that reads an ExternalSecret takes a copy of it.
+    pub data: Arc<[RemoteRef]>,
     /// Whether `spec.dataFrom` has entries (their keys are only known to ESO).
     pub has_data_from: bool,
 }
@@ -378,13 +385,25 @@ impl FieldReader {
     }
 
     /// A `remoteRef` (or `dataFrom[].extract`) at `base`, for the Secret key `secret_key`.
-    fn remote_ref(&mut self, r: &Value, base: &str, secret_key: String) -> RemoteRef {
+    fn remote_ref(
+        &mut self,
+        r: &Value,
+        base: &str,
+        secret_key: Arc<str>,
+        names: &mut Interner,
+    ) -> RemoteRef {
+        let text = |s: Option<String>| s.map(String::into_boxed_str);
         RemoteRef {
             secret_key,
-            key: self.string(r, base, "/key", true).unwrap_or_default(),
-            property: self.string(r, base, "/property", false),
-            version: self.string(r, base, "/version", false),
-            decoding: self.string(r, base, "/decodingStrategy", false),
+            key: self
+                .string(r, base, "/key", true)
+                .unwrap_or_default()
+                .into(),
+            property: self
+                .string(r, base, "/property", false)
+                .map(|p| names.get(&p)),
+            version: text(self.string(r, base, "/version", false)),
+            decoding: text(self.string(r, base, "/decodingStrategy", false)),
             as_is: matches!(
                 self.string(r, base, "/metadataPolicy", false).as_deref(),
                 None | Some("None")
@@ -397,17 +416,20 @@ impl FieldReader {
     }
 
     /// `spec.data[]`.
-    fn data(&mut self, obj: &Value) -> Vec<RemoteRef> {
+    fn data(&mut self, obj: &Value, names: &mut Interner) -> Vec<RemoteRef> {
         let entries = self.array(obj, "/spec/data");
         let mut out = Vec::with_capacity(entries.len());
         for (i, d) in entries.iter().enumerate() {
             let base = format!("/spec/data/{i}");
-            let secret_key = self
-                .string(d, &base, "/secretKey", true)
-                .unwrap_or_default();
+            let secret_key = names.get(
+                &self
+                    .string(d, &base, "/secretKey", true)
+                    .unwrap_or_default(),
+            );
             match d.get("remoteRef") {
                 Some(r @ Value::Object(_)) => {
-                    let reference = self.remote_ref(r, &format!("{base}/remoteRef"), secret_key);
+                    let at = format!("{base}/remoteRef");
+                    let reference = self.remote_ref(r, &at, secret_key, names);
                     out.push(reference);
                 }
                 // A generator's or another store's value (`sourceRef`): not a path of the spec.
@@ -422,7 +444,7 @@ impl FieldReader {
     }
 
     /// `spec.dataFrom[]`.
-    fn data_from(&mut self, obj: &Value) -> Vec<DataFrom> {
+    fn data_from(&mut self, obj: &Value, names: &mut Interner) -> Vec<DataFrom> {
         let entries = self.array(obj, "/spec/dataFrom");
         let mut out = Vec::with_capacity(entries.len());
         for (i, d) in entries.iter().enumerate() {
@@ -430,7 +452,8 @@ impl FieldReader {
             out.push(if d.get("sourceRef").is_some_and(|v| !v.is_null()) {
                 DataFrom::SourceRef
             } else if let Some(e) = d.get("extract").filter(|v| !v.is_null()) {
-                let reference = self.remote_ref(e, &format!("{base}/extract"), String::new());
+                let at = format!("{base}/extract");
+                let reference = self.remote_ref(e, &at, names.get(""), names);
                 let rewritten = d
                     .get("rewrite")
                     .and_then(Value::as_array)
@@ -567,13 +590,23 @@ pub fn external_secret_info(
     obj: &Value,
     api_version: &str,
 ) -> Result<ExternalSecretInfo, KubeError> {
+    external_secret_info_in(obj, api_version, &mut Interner::default())
+}
+
+/// [`external_secret_info`], its Secret keys and fields named from `names` (one copy of each
+/// for a whole listing).
+pub fn external_secret_info_in(
+    obj: &Value,
+    api_version: &str,
+    names: &mut Interner,
+) -> Result<ExternalSecretInfo, KubeError> {
     const KIND: &str = "ExternalSecret";
     let (name, namespace) = name_and_namespace(obj);
     let object = object_name(Some(&namespace), &name);
-    let ready_conditions = conditions_of(obj, "Ready")
-        .map(|c| read_condition(c, KIND, &object))
-        .collect::<Result<Vec<_>, _>>()?;
-    let cond = ready_conditions.first().cloned().unwrap_or_default();
+    let mut ready_conditions =
+        conditions_of(obj, "Ready").map(|c| read_condition(c, KIND, &object));
+    let cond = ready_conditions.next().transpose()?.unwrap_or_default();
+    let other_ready_conditions = ready_conditions.collect::<Result<Vec<_>, _>>()?;
     // The Secret ESO writes now: `spec.target.name`, else its own name (external-secrets
     // `externalsecret_controller.go`, `Reconcile`: "the target secret name defaults to the
     // ExternalSecret name"). `status.binding` names the one it last wrote, which lags a rename.
@@ -597,8 +630,8 @@ pub fn external_secret_info(
     let deletion_timestamp = fields
         .string(obj, "", "/metadata/deletionTimestamp", false)
         .map(|t| crate::base::text::cap(&t).into_owned());
-    let data = fields.data(obj);
-    let data_from = fields.data_from(obj);
+    let data = fields.data(obj, names).into();
+    let data_from = fields.data_from(obj, names);
     let template = fields.template(obj);
     let template_obj = obj.pointer("/spec/target/template");
     let keeps_fetched = crate::model::producers::keeps_fetched_keys(template_obj);
@@ -622,7 +655,7 @@ pub fn external_secret_info(
         generation,
         synced_generation,
         deletion_timestamp,
-        ready_conditions,
+        other_ready_conditions,
         has_data_from: !data_from.is_empty(),
         data_from,
         template,
@@ -726,7 +759,7 @@ mod tests {
             })
         );
         assert_eq!(
-            info.data,
+            info.data.to_vec(),
             vec![RemoteRef {
                 secret_key: "secret_key".into(),
                 key: "example-secret".into(),
@@ -863,7 +896,7 @@ mod tests {
             info.deletion_timestamp.as_deref(),
             Some("2026-09-04T00:00:00Z")
         );
-        assert_eq!(info.ready_conditions.len(), 1);
+        assert!(info.other_ready_conditions.is_empty());
         assert_eq!(info.data[0].version.as_deref(), Some("3"));
         assert!(matches!(
             &info.data_from[..],

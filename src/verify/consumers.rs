@@ -21,7 +21,8 @@
 //! manager's write changes the object, so the time is at or after the change (a write of the
 //! same manager that changes only labels moves it later, which can only make pods look older).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -59,7 +60,7 @@ pub struct Target {
     /// ignores `rolloutRestartTargets`.
     pub vso_hmac: bool,
     /// What feeds each of its keys from Vault, to tell which version of the data it holds.
-    pub mappings: Vec<(String, Mapping)>,
+    pub mappings: Vec<(Arc<str>, Mapping)>,
 }
 
 /// How a workload reads a Secret.
@@ -681,6 +682,9 @@ struct Pass<'a> {
     read: bool,
     compare: Option<&'a Compare<'a>>,
     concurrency: usize,
+    /// No pass follows this one (no `--wait`, no `--restart`): what it has read is forgotten
+    /// once it is judged.
+    last: bool,
 }
 
 impl Pass<'_> {
@@ -730,7 +734,7 @@ pub async fn check(
     };
     // Listed already when the part `kube` ran; else listed here, not read one by one.
     super::cluster::list_objects(cluster, plan, req.concurrency).await;
-    let (targets, problems) = match targets(cluster, plan).await {
+    let (targets, problems) = match targets(cluster, plan, true).await {
         Ok(t) => t,
         Err(e) => return Checked::failed(e.to_string(), e.help()),
     };
@@ -743,6 +747,7 @@ pub async fn check(
         read: !req.skip_target_secrets,
         compare,
         concurrency: req.concurrency,
+        last: req.wait.is_none() && !req.restart,
     };
     pass.list(
         &targets.iter().map(|t| t.namespace.clone()).collect(),
@@ -821,16 +826,21 @@ async fn restart(
 
 /// The target Secrets of the specs' ExternalSecrets and VaultStaticSecrets, read from the
 /// cluster (`spec.target.name`, `spec.destination.name`); what cannot be found is a problem.
+/// With `forget`, each namespace's objects are forgotten once its last is read: no part reads
+/// them after this one, and a platform's are many to hold while its targets are made.
 async fn targets(
     cluster: &Cluster,
     plan: &EnvPlan<'_>,
+    forget: bool,
 ) -> Result<(Vec<Target>, Vec<TargetFinding>), KubeError> {
     let wanted = super::cluster::wanted(plan, cluster.default_namespace());
+    let mut last = LastRead::new(cluster, forget, &wanted);
     let index = crate::spec::TargetIndex::new(&plan.targets);
     // Sized once: a platform's targets are many, and a doubled list is held to the end.
     let mut out: Vec<Target> =
         Vec::with_capacity(wanted.external_secrets.len() + wanted.static_secrets.len());
     let mut problems = Vec::new();
+    let mut names = crate::base::interned::Interner::default();
     for (ns, name) in &wanted.external_secrets {
         match cluster.external_secret(ns, name).await? {
             Some(es) => out.push(Target {
@@ -839,15 +849,18 @@ async fn targets(
                 source: format!("ExternalSecret {ns}/{name}"),
                 restarted_by_vso: Vec::new(),
                 vso_hmac: true,
-                mappings: delivery::eso_mappings(&es, &index),
+                mappings: delivery::eso_mappings(&es, &index, &mut names),
             }),
             None => problems.push(TargetFinding::EsMissing {
                 object: format!("{ns}/{name}"),
             }),
         }
+        last.read(ReadKind::ExternalSecrets, ns);
     }
     for (ns, name) in &wanted.static_secrets {
-        match cluster.vault_static_secret(ns, name).await? {
+        let found = cluster.vault_static_secret(ns, name).await?;
+        last.read(ReadKind::VaultStaticSecrets, ns);
+        match found {
             Some(v) => {
                 let mut restarted_by_vso = Vec::new();
                 for (kind, target) in &v.rollout_restart_targets {
@@ -877,7 +890,7 @@ async fn targets(
                     source: format!("VaultStaticSecret {ns}/{name}"),
                     restarted_by_vso,
                     vso_hmac: v.hmac,
-                    mappings: delivery::vso_mappings(&v, &index),
+                    mappings: delivery::vso_mappings(&v, &index, &mut names),
                 });
             }
             None => problems.push(TargetFinding::VssMissing {
@@ -921,6 +934,41 @@ pub struct Restart {
     pub command: String,
 }
 
+/// Forgets a namespace's objects of a kind once the last of them is read.
+struct LastRead<'c> {
+    cluster: &'c Cluster,
+    /// By kind and namespace, the objects not read yet (none to count without forgetting).
+    left: HashMap<(ReadKind, String), usize>,
+}
+
+impl<'c> LastRead<'c> {
+    /// The ExternalSecrets and VaultStaticSecrets of `wanted` to read.
+    fn new(cluster: &'c Cluster, forget: bool, wanted: &super::eso::Wanted) -> Self {
+        let mut left = HashMap::new();
+        let all = [
+            (ReadKind::ExternalSecrets, &wanted.external_secrets),
+            (ReadKind::VaultStaticSecrets, &wanted.static_secrets),
+        ];
+        for (kind, objects) in all.into_iter().filter(|_| forget) {
+            for (ns, _) in objects {
+                *left.entry((kind, ns.clone())).or_default() += 1;
+            }
+        }
+        LastRead { cluster, left }
+    }
+
+    /// One object of `kind` in `ns` was read.
+    fn read(&mut self, kind: ReadKind, ns: &str) {
+        if let Some(left) = self.left.get_mut(&(kind, ns.to_string())) {
+            *left -= 1;
+            if *left == 0 {
+                self.cluster
+                    .forget(&[kind], &BTreeSet::from([ns.to_string()]));
+            }
+        }
+    }
+}
+
 /// The workloads that will need a restart once the Secrets `secrets` (namespace, name) change:
 /// those reading one through env or a `subPath`, each with what restarts it, if anything.
 /// CronJobs (their next run reads the Secret) and plain volumes (the kubelet refreshes them)
@@ -931,7 +979,7 @@ pub async fn restarts(
     plan: &EnvPlan<'_>,
     secrets: &BTreeSet<(String, String)>,
 ) -> Result<Vec<Restart>, KubeError> {
-    let (all, _) = targets(cluster, plan).await?;
+    let (all, _) = targets(cluster, plan, false).await?;
     let targets: Vec<Target> = all
         .into_iter()
         .filter(|t| secrets.contains(&(t.namespace.clone(), t.secret.clone())))
@@ -1104,7 +1152,9 @@ async fn holding<'t>(
     let mut known = Vec::new();
     let mut why = Vec::new();
     for (key, mapping) in &t.mappings {
-        let Some(d) = digests.get(key) else { continue };
+        let Some(d) = digests.get(&**key) else {
+            continue;
+        };
         match compare.held(mapping, d).await {
             Held::Selected {
                 version,
@@ -1185,11 +1235,18 @@ async fn read_secrets<'t>(
 }
 
 /// Every check of the part, once: each workload's reads judged, then the pods of those whose
-/// reads need them (listed together, per namespace that has one). A workload is parsed where it
-/// is judged and again where its pods are, never held parsed: a platform's are many.
+/// reads need them (listed together, each namespace judged as its pods come in). A workload is
+/// parsed where it is judged and again where its pods are, never held parsed: a platform's are
+/// many.
 async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersPart, KubeError> {
     let cluster = pass.cluster;
     let (secrets, changes) = read_secrets(cluster, pass.targets, pass.read, pass.compare).await?;
+    if pass.last {
+        // Said in `changes`: a platform's Secrets, their keys digested, are many to hold while
+        // the pods are listed.
+        let namespaces = pass.targets.iter().map(|t| t.namespace.clone()).collect();
+        cluster.forget(&[ReadKind::Secrets, ReadKind::SecretMetadata], &namespaces);
+    }
     let by_ns = by_namespace(pass.targets);
     // Each workload's check, and beside it where it was found: one list of checks, each
     // finished in place (a platform's checks are many to hold twice).
@@ -1208,51 +1265,149 @@ async fn check_once(pass: &Pass<'_>, restarted: &Restarted) -> Result<ConsumersP
     // Held while the pods are listed and judged: at their length, not at the last doubling.
     workloads.shrink_to_fit();
     found.shrink_to_fit();
-    list_pods(pass, &found, &workloads).await;
-    let running = Running::new(cluster);
-    // The ReplicaSets of the namespace being judged, read when a workload there first needs
-    // them: `found` is in namespace order, so one namespace's are held at a time.
-    let mut replica_sets: (Option<&str>, Option<Vec<ReplicaSetInfo>>) = (None, None);
-    for ((kind, ns, kept), w) in found.into_iter().zip(workloads.iter_mut()) {
-        if w.findings.iter().any(needs_pods) {
-            let obj = kept.object();
-            let on = Workload {
-                kind,
-                ns,
-                obj: &obj,
-            };
-            let ctx = PodsCtx {
-                cluster,
-                compare: pass.compare,
-                targets: &by_ns[ns],
-                changes: &changes,
-                running: &running,
-            };
-            if replica_sets.0 != Some(ns) {
-                replica_sets = (Some(ns), None);
-            }
-            pods_findings(&ctx, &on, &mut replica_sets.1, w).await?;
-        }
-        if let Some(r) = restarted.get(&(kind, ns.to_string(), w.name.clone())) {
-            w.findings.push(match r {
-                Ok(at) => ConsumerFinding::Restarted { at: *at },
-                Err(e) => ConsumerFinding::RestartFailed { error: e.clone() },
-            });
-        }
-        finish(w);
-        // Said in its verdict now, and judged for the last time.
-        w.findings = Vec::new();
-    }
+    let judge = Judge {
+        pass,
+        restarted,
+        running: &Running::new(cluster),
+        changes: &changes,
+        by_ns: &by_ns,
+    };
+    judge.all(&found, &mut workloads).await?;
     Ok(part(pass, secrets, workloads))
 }
 
-/// List the pods (and, for Deployments and Rollouts, the ReplicaSets) of the namespaces where a
-/// judged workload's reads need its pods.
-async fn list_pods(
-    pass: &Pass<'_>,
+/// What judging a namespace's workloads with their pods reads.
+struct Judge<'a> {
+    pass: &'a Pass<'a>,
+    restarted: &'a Restarted,
+    running: &'a Running<'a>,
+    changes: &'a Changes<'a>,
+    by_ns: &'a BTreeMap<&'a str, Vec<&'a Target>>,
+}
+
+impl Judge<'_> {
+    /// Finish the checks `workloads` of the workloads `found` (in namespace order): those whose
+    /// reads need no pod first; then the ReplicaSets (a Deployment's current pods are found
+    /// through them) and the pods, each namespace judged, and forgotten, as soon as its pods
+    /// are in: a platform's pods are many to hold at once.
+    async fn all(
+        &self,
+        found: &[(WorkloadKind, &str, crate::kube::Kept)],
+        workloads: &mut [WorkloadCheck],
+    ) -> Result<(), KubeError> {
+        // One namespace's workloads after another, each span in namespace order.
+        let mut spans: BTreeMap<&str, std::ops::Range<usize>> = BTreeMap::new();
+        for (i, (_, ns, _)) in found.iter().enumerate() {
+            spans.entry(ns).or_insert(i..i).end = i + 1;
+        }
+        let (pods, replica_sets) = needing_pods(found, workloads);
+        for (ns, span) in &spans {
+            if !pods.contains(*ns) {
+                self.span(&found[span.clone()], &mut workloads[span.clone()], false)
+                    .await?;
+            }
+        }
+        let (cluster, concurrency) = (self.pass.cluster, self.pass.concurrency);
+        cluster
+            .read_by_list(&[ReadKind::ReplicaSets], &replica_sets, None, concurrency)
+            .await;
+        let (tx, mut rx) = futures::channel::mpsc::unbounded::<String>();
+        let pods_listed = &pods;
+        let list = async move {
+            let ready = move |ns: &str| {
+                // The receiver is gone only when judging failed: the error is what is reported.
+                let _ = tx.unbounded_send(ns.to_string());
+            };
+            cluster
+                .list_pods_each(pods_listed, concurrency, &ready)
+                .await;
+        };
+        let judged = async {
+            let mut judged = BTreeSet::new();
+            while let Some(ns) = futures::StreamExt::next(&mut rx).await {
+                let Some(span) = spans.get(ns.as_str()) else {
+                    continue;
+                };
+                // Named again: its pods were listed again alone, so it is judged again from the
+                // start.
+                let again = !judged.insert(ns.clone());
+                self.span(&found[span.clone()], &mut workloads[span.clone()], again)
+                    .await?;
+                if self.pass.last {
+                    let one = BTreeSet::from([ns]);
+                    cluster.forget(&[ReadKind::Pods, ReadKind::ReplicaSets], &one);
+                }
+            }
+            Ok::<_, KubeError>(judged)
+        };
+        let ((), judged) = futures::join!(list, judged);
+        let judged = judged?;
+        // Every namespace is named; were one not, its pods are read from the server here.
+        for (ns, span) in spans.iter().filter(|(ns, _)| pods.contains(**ns)) {
+            if !judged.contains(*ns) {
+                self.span(&found[span.clone()], &mut workloads[span.clone()], false)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Finish the checks `workloads` of the workloads `found` (one namespace's): their pods
+    /// judged where their reads need them, and what `--restart` did. `again`: they were
+    /// finished before from part of their pods, so they are judged again from the start.
+    async fn span(
+        &self,
+        found: &[(WorkloadKind, &str, crate::kube::Kept)],
+        workloads: &mut [WorkloadCheck],
+        again: bool,
+    ) -> Result<(), KubeError> {
+        // The ReplicaSets of the namespace, read when a workload there first needs them.
+        let mut replica_sets: Option<Vec<ReplicaSetInfo>> = None;
+        for ((kind, ns, kept), w) in found.iter().zip(workloads.iter_mut()) {
+            let (kind, ns) = (*kind, *ns);
+            let obj = kept.object();
+            let in_ns = &self.by_ns[ns];
+            if again {
+                match judge_workload(kind, ns, &obj, in_ns, self.changes) {
+                    Some(fresh) => *w = fresh,
+                    None => continue,
+                }
+            }
+            if w.findings.iter().any(needs_pods) {
+                let on = Workload {
+                    kind,
+                    ns,
+                    obj: &obj,
+                };
+                let ctx = PodsCtx {
+                    cluster: self.pass.cluster,
+                    compare: self.pass.compare,
+                    targets: in_ns,
+                    changes: self.changes,
+                    running: self.running,
+                };
+                pods_findings(&ctx, &on, &mut replica_sets, w).await?;
+            }
+            if let Some(r) = self.restarted.get(&(kind, ns.to_string(), w.name.clone())) {
+                w.findings.push(match r {
+                    Ok(at) => ConsumerFinding::Restarted { at: *at },
+                    Err(e) => ConsumerFinding::RestartFailed { error: e.clone() },
+                });
+            }
+            finish(w);
+            // Said in its verdict now, and judged for the last time.
+            w.findings = Vec::new();
+        }
+        Ok(())
+    }
+}
+
+/// The namespaces where a judged workload's reads need its pods, and of those, the ones where
+/// it is a Deployment or a Rollout (whose ReplicaSets are read too).
+fn needing_pods(
     found: &[(WorkloadKind, &str, crate::kube::Kept)],
     checks: &[WorkloadCheck],
-) {
+) -> (BTreeSet<String>, BTreeSet<String>) {
     let needing = found
         .iter()
         .zip(checks)
@@ -1263,11 +1418,7 @@ async fn list_pods(
         .filter(|(k, ..)| matches!(k, WorkloadKind::Deployment | WorkloadKind::Rollout))
         .map(|(_, ns, ..)| ns.to_string())
         .collect();
-    let (c, n) = (pass.cluster, pass.concurrency);
-    futures::join!(
-        c.read_by_list(&[ReadKind::Pods], &pods, None, n),
-        c.read_by_list(&[ReadKind::ReplicaSets], &rs, None, n)
-    );
+    (pods, rs)
 }
 
 /// The part's report from its Secrets and workloads.

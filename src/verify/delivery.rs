@@ -16,6 +16,7 @@ use secrecy::ExposeSecret;
 use time::OffsetDateTime;
 
 use crate::base::digest::{Digest, Digester};
+use crate::base::interned::Interner;
 use crate::kube::KeyDigest;
 use crate::spec::mounts::Mounts;
 use crate::spec::{Target, TargetIndex};
@@ -44,8 +45,8 @@ pub enum Decoding {
 pub struct Source {
     /// The spec's target: an index into the targets the [`Compare`] was made with.
     pub target: usize,
-    /// The KV field.
-    pub field: String,
+    /// The KV field (shared: a platform's keys name a few fields many times).
+    pub field: Arc<str>,
     /// A pinned KV v2 version; `None` reads the current one.
     pub version: Option<u64>,
     /// How the value is decoded on the way.
@@ -84,7 +85,7 @@ pub enum Held {
 }
 
 /// One version of a path as read for comparing: each text field's digests.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum VersionRead {
     Fields {
         version: Option<u64>,
@@ -99,15 +100,44 @@ enum VersionRead {
     Failed(String),
 }
 
-/// A version's text fields, each digested: a path has a few, and a run holds one version of
-/// every path, so a slice rather than a map.
-#[derive(Debug)]
-struct Fields(Box<[(Box<str>, FieldDigests)]>);
+/// A version's text fields, each digested, by their shared names: a run holds one version of
+/// every path, and most paths hold one field, so one is held in place rather than in a slice.
+#[derive(Debug, Clone)]
+enum Fields {
+    One(Arc<str>, FieldDigests),
+    Many(Box<[(Arc<str>, FieldDigests)]>),
+}
 
 impl Fields {
-    fn get(&self, name: &str) -> Option<FieldDigests> {
-        self.0.iter().find(|(n, _)| &**n == name).map(|(_, d)| *d)
+    fn new(mut fields: Vec<(Arc<str>, FieldDigests)>) -> Fields {
+        match fields.pop() {
+            Some((name, d)) if fields.is_empty() => Fields::One(name, d),
+            Some(last) => {
+                fields.push(last);
+                Fields::Many(fields.into_boxed_slice())
+            }
+            None => Fields::Many(Box::default()),
+        }
     }
+
+    fn get(&self, name: &str) -> Option<FieldDigests> {
+        match self {
+            Fields::One(n, d) => (**n == *name).then_some(*d),
+            Fields::Many(all) => all.iter().find(|(n, _)| **n == *name).map(|(_, d)| *d),
+        }
+    }
+}
+
+/// What is known of a target's current version.
+#[derive(Debug, Clone)]
+enum Current {
+    /// Nothing: it is read when a key is compared with it.
+    Unread,
+    /// As the part `vault` read it, before the cluster was ([`Early`]): a key that does not hold
+    /// it is compared again with Vault as it is then.
+    Early(VersionRead),
+    /// As read for comparing, or read early and held by a key.
+    Read(VersionRead),
 }
 
 /// One field's value digested as each decoding delivers it (`None`: that decoding fails).
@@ -150,8 +180,10 @@ impl FieldDigests {
 /// to judge its value and again to compare it.
 pub struct Early {
     digester: Digester,
-    /// By target index: a run reads nearly every target, so a slot each.
-    reads: Mutex<Vec<Option<Arc<VersionRead>>>>,
+    /// The field names, one copy each.
+    names: Mutex<Interner>,
+    /// By target index: a run reads nearly every target, so a slot each, in place.
+    reads: Mutex<Vec<Current>>,
 }
 
 impl Early {
@@ -160,16 +192,17 @@ impl Early {
     pub fn new(targets: usize) -> Option<Early> {
         Some(Early {
             digester: Digester::new()?,
-            reads: Mutex::new(vec![None; targets]),
+            names: Mutex::default(),
+            reads: Mutex::new(vec![Current::Unread; targets]),
         })
     }
 
     /// What target `i`'s current version holds, as read.
     pub fn seen(&self, i: usize, existing: &Existing) {
-        let read = Arc::new(VersionRead::of(&self.digester, existing));
+        let read = VersionRead::of(&self.digester, &self.names, existing);
         if let Ok(mut reads) = self.reads.lock() {
             if let Some(slot) = reads.get_mut(i) {
-                *slot = Some(read);
+                *slot = Current::Early(read);
             }
         }
     }
@@ -182,17 +215,15 @@ pub struct Compare<'a> {
     mounts: &'a Mounts,
     index: &'a TargetIndex<'a>,
     digester: Digester,
+    names: Mutex<Interner>,
     read: Mutex<Versions>,
-    /// By target index, its current version as read for comparing (or as read early and held
-    /// by a key): nearly every path has one, so a slot each rather than a map entry.
-    current: Mutex<Vec<Option<Arc<VersionRead>>>>,
-    /// Current versions read before the cluster was ([`Early`]): a key that does not hold one
-    /// is compared again with Vault as it is then.
-    early: Mutex<Vec<Option<Arc<VersionRead>>>>,
+    /// By target index, what is known of its current version: nearly every path has one, so a
+    /// slot each rather than a map entry.
+    current: Mutex<Vec<Current>>,
 }
 
 /// The older versions read, by (target index, version).
-type Versions = HashMap<(usize, u64), Arc<VersionRead>>;
+type Versions = HashMap<(usize, u64), VersionRead>;
 
 impl<'a> Compare<'a> {
     /// A comparer over `targets` with what `early` read of them.
@@ -207,9 +238,9 @@ impl<'a> Compare<'a> {
             mounts,
             index,
             digester: early.digester,
+            names: early.names,
             read: Mutex::new(HashMap::new()),
-            current: Mutex::new(vec![None; index.targets().len()]),
-            early: Mutex::new(early.reads.into_inner().unwrap_or_default()),
+            current: early.reads,
         }
     }
 
@@ -234,10 +265,7 @@ impl<'a> Compare<'a> {
             read.clear();
         }
         if let Ok(mut current) = self.current.lock() {
-            current.fill(None);
-        }
-        if let Ok(mut early) = self.early.lock() {
-            early.clear();
+            current.fill(Current::Unread);
         }
     }
 
@@ -250,21 +278,27 @@ impl<'a> Compare<'a> {
         let Some(digest) = secret.digest else {
             return Held::NotCompared("the Secret's value is not base64".into());
         };
+        // Taken: whatever it proves, the next key compares with the current version.
         let early = match source.version {
-            None => self
-                .early
-                .lock()
-                .ok()
-                .and_then(|mut e| e.get_mut(source.target).and_then(Option::take)),
+            None => self.current.lock().ok().and_then(|mut c| {
+                let slot = c.get_mut(source.target)?;
+                match std::mem::replace(slot, Current::Unread) {
+                    Current::Early(read) => Some(read),
+                    other => {
+                        *slot = other;
+                        None
+                    }
+                }
+            }),
             Some(_) => None,
         };
         if let Some(early) = early {
-            let held = self.held_in(source, digest, early.clone()).await;
+            let held = self.held_in(source, digest, &early).await;
             if matches!(held, Held::Selected { .. }) {
                 // Kept for the keys and parts after this one that read the same path.
                 if let Ok(mut c) = self.current.lock() {
-                    if let Some(slot) = c.get_mut(source.target) {
-                        slot.get_or_insert(early);
+                    if let Some(slot @ Current::Unread) = c.get_mut(source.target) {
+                        *slot = Current::Read(early);
                     }
                 }
                 return held;
@@ -273,12 +307,12 @@ impl<'a> Compare<'a> {
             // proves nothing yet; the path is compared as it is now.
         }
         let selected = self.version(source.target, source.version).await;
-        self.held_in(source, digest, selected).await
+        self.held_in(source, digest, &selected).await
     }
 
     /// What a key digested as `digest` holds of `source`, whose selected version is `selected`.
-    async fn held_in(&self, source: &Source, digest: Digest, selected: Arc<VersionRead>) -> Held {
-        let (version, created, found) = match &*selected {
+    async fn held_in(&self, source: &Source, digest: Digest, selected: &VersionRead) -> Held {
+        let (version, created, found) = match selected {
             VersionRead::Fields {
                 version,
                 created,
@@ -325,7 +359,7 @@ impl<'a> Compare<'a> {
 
     /// Whether version `n` holds the value digested as `digest`; `None` when not known.
     async fn matches(&self, source: &Source, n: u64, digest: Digest) -> Option<bool> {
-        match &*self.version(source.target, Some(n)).await {
+        match &self.version(source.target, Some(n)).await {
             VersionRead::Fields { fields, .. } => Some(
                 fields
                     .get(&source.field)
@@ -360,7 +394,7 @@ impl<'a> Compare<'a> {
             return None;
         }
         for n in (1..v).rev() {
-            match &*self.version(source.target, Some(n)).await {
+            match &self.version(source.target, Some(n)).await {
                 VersionRead::Fields {
                     fields, created, ..
                 } => {
@@ -380,24 +414,23 @@ impl<'a> Compare<'a> {
     }
 
     /// Version `n` (`None`: the current one) of target `i`, read once per run.
-    async fn version(&self, i: usize, n: Option<u64>) -> Arc<VersionRead> {
+    async fn version(&self, i: usize, n: Option<u64>) -> VersionRead {
         let hit = match n {
-            None => self
-                .current
-                .lock()
-                .ok()
-                .and_then(|c| c.get(i).cloned().flatten()),
+            None => self.current.lock().ok().and_then(|c| match c.get(i) {
+                Some(Current::Read(read)) => Some(read.clone()),
+                _ => None,
+            }),
             Some(n) => self.read.lock().ok().and_then(|m| m.get(&(i, n)).cloned()),
         };
         if let Some(hit) = hit {
             return hit;
         }
-        let read = Arc::new(self.read_version(i, n).await);
+        let read = self.read_version(i, n).await;
         match n {
             None => {
                 if let Ok(mut c) = self.current.lock() {
                     if let Some(slot) = c.get_mut(i) {
-                        *slot = Some(read.clone());
+                        *slot = Current::Read(read.clone());
                     }
                 }
             }
@@ -418,29 +451,29 @@ impl<'a> Compare<'a> {
             return VersionRead::Failed(format!("mount `{}` cannot be read", t.mount()));
         };
         match self.vault.kv_read_at(mount, &t.path, n).await {
-            Ok(e) => VersionRead::of(&self.digester, &e),
+            Ok(e) => VersionRead::of(&self.digester, &self.names, &e),
             Err(e) => VersionRead::Failed(format!("`{}` cannot be read: {e}", t.full_path())),
         }
     }
 }
 
 impl VersionRead {
-    /// What a read found, each text field digested with `digester`.
-    fn of(digester: &Digester, existing: &Existing) -> VersionRead {
+    /// What a read found, each text field digested with `digester`, named from `names`.
+    fn of(digester: &Digester, names: &Mutex<Interner>, existing: &Existing) -> VersionRead {
+        let name = |k: &str| names.lock().unwrap_or_else(|p| p.into_inner()).get(k);
         match existing {
             Existing::Present(p) => VersionRead::Fields {
                 version: (p.version > 0).then_some(p.version),
                 created: p.created_time.as_deref().and_then(|c| {
                     OffsetDateTime::parse(c, &time::format_description::well_known::Rfc3339).ok()
                 }),
-                fields: Fields(
+                fields: Fields::new(
                     p.fields
                         .iter()
                         .filter_map(|(k, v)| match v {
-                            FieldValue::Text(s) => Some((
-                                k.as_str().into(),
-                                FieldDigests::of(digester, s.expose_secret()),
-                            )),
+                            FieldValue::Text(s) => {
+                                Some((name(k), FieldDigests::of(digester, s.expose_secret())))
+                            }
                             FieldValue::NotText(_) => None,
                         })
                         .collect(),
@@ -471,11 +504,12 @@ pub fn eso_decoding(strategy: Option<&str>) -> Option<Decoding> {
 pub fn eso_mappings(
     es: &crate::kube::ExternalSecretInfo,
     index: &TargetIndex<'_>,
-) -> Vec<(String, Mapping)> {
+    names: &mut Interner,
+) -> Vec<(Arc<str>, Mapping)> {
     use crate::kube::DataFrom;
     let targets = index.targets();
-    let mut out: Vec<(String, Mapping)> = Vec::new();
-    let mut put = |key: String, m: Mapping| match out.iter_mut().find(|(k, _)| *k == key) {
+    let mut out: Vec<(Arc<str>, Mapping)> = Vec::new();
+    let mut put = |key: Arc<str>, m: Mapping| match out.iter_mut().find(|(k, _)| *k == key) {
         Some(e) => e.1 = m,
         None => out.push((key, m)),
     };
@@ -492,19 +526,20 @@ pub fn eso_mappings(
                 continue;
             };
             for f in targets[i].fields.iter() {
-                put(f.name.clone(), eso_mapping(reference, i, &f.name));
+                let name = names.get(&f.name);
+                put(name.clone(), eso_mapping(reference, i, name));
             }
         }
     }
-    for r in &es.data {
+    for r in es.data.iter() {
         let m = match (index.position_of_key(&r.key), &r.property) {
-            (Some(i), Some(p)) => eso_mapping(r, i, p),
+            (Some(i), Some(p)) => eso_mapping(r, i, names.get(p)),
             (None, _) => Mapping::Opaque("not a path of the spec".into()),
             (_, None) => Mapping::Opaque("the whole secret, as JSON".into()),
         };
-        put(r.secret_key.clone(), m);
+        put(names.get(&r.secret_key), m);
     }
-    let mut out = templated(es, out);
+    let mut out = templated(es, out, names);
     // Held for every target of a platform until its last part.
     out.shrink_to_fit();
     out
@@ -513,22 +548,23 @@ pub fn eso_mappings(
 /// The keys after ESO's template (`ApplyTemplate`) over the fetched ones `out`.
 fn templated(
     es: &crate::kube::ExternalSecretInfo,
-    out: Vec<(String, Mapping)>,
-) -> Vec<(String, Mapping)> {
+    out: Vec<(Arc<str>, Mapping)>,
+    names: &mut Interner,
+) -> Vec<(Arc<str>, Mapping)> {
     if es.template.is_empty() && !es.template_from {
         return out;
     }
     // A template entry that is one plain reference to a fetched key writes that key's value
     // unchanged; any other text is rendered. The fetched keys stay only when ESO keeps them.
-    let mut templated: Vec<(String, Mapping)> = Vec::new();
+    let mut templated: Vec<(Arc<str>, Mapping)> = Vec::new();
     for t in &es.template {
         let m = t
             .plain
             .as_ref()
-            .and_then(|p| out.iter().find(|(k, _)| k == p))
+            .and_then(|p| out.iter().find(|(k, _)| **k == **p))
             .map(|(_, m)| m.clone())
             .unwrap_or_else(|| Mapping::Opaque("rendered by the target's template".into()));
-        templated.push((t.key.clone(), m));
+        templated.push((names.get(&t.key), m));
     }
     let mut kept = if es.keeps_fetched { out } else { Vec::new() };
     if es.template_from {
@@ -546,7 +582,7 @@ fn templated(
 }
 
 /// One remoteRef's field, as ESO delivers it.
-fn eso_mapping(r: &crate::kube::RemoteRef, target: usize, field: &str) -> Mapping {
+fn eso_mapping(r: &crate::kube::RemoteRef, target: usize, field: Arc<str>) -> Mapping {
     if !r.as_is {
         return Mapping::Opaque("`metadataPolicy` or `conversionStrategy` changes it".into());
     }
@@ -563,7 +599,7 @@ fn eso_mapping(r: &crate::kube::RemoteRef, target: usize, field: &str) -> Mappin
     };
     Mapping::Value(Source {
         target,
-        field: field.to_string(),
+        field,
         version,
         decoding,
     })
@@ -576,7 +612,8 @@ fn eso_mapping(r: &crate::kube::RemoteRef, target: usize, field: &str) -> Mappin
 pub fn vso_mappings(
     v: &crate::kube::VaultStaticSecretInfo,
     index: &TargetIndex<'_>,
-) -> Vec<(String, Mapping)> {
+    names: &mut Interner,
+) -> Vec<(Arc<str>, Mapping)> {
     let Some(i) = super::vso::position_of_vss(index, v) else {
         return Vec::new();
     };
@@ -588,7 +625,7 @@ pub fn vso_mappings(
             let m = match source {
                 crate::kube::KeySource::Field(field) => Mapping::Value(Source {
                     target: i,
-                    field,
+                    field: names.get(&field),
                     version: v.pinned_version,
                     decoding: Decoding::None,
                 }),
@@ -596,7 +633,7 @@ pub fn vso_mappings(
                     Mapping::Opaque("rendered by the destination's transformation".into())
                 }
             };
-            (key, m)
+            (names.get(&key), m)
         })
         .collect()
 }
@@ -638,14 +675,19 @@ mod tests {
             remote("PASSWORD", "app/dev/db", Some("password")),
             remote("WHOLE", "secret/app/dev/api", None),
             remote("ELSEWHERE", "other/dev/x", Some("value")),
-        ];
+        ]
+        .into();
         es.data_from = vec![DataFrom::Extract {
             reference: remote("", "app/dev/db", None),
             rewritten: false,
         }];
         // `spec.data` over `dataFrom`: `user` from the extract, `password` too (no clash).
-        let m = eso_mappings(&es, &TargetIndex::new(&targets));
-        let get = |k: &str| m.iter().find(|(key, _)| key == k).map(|(_, m)| m.clone());
+        let m = eso_mappings(&es, &TargetIndex::new(&targets), &mut Interner::default());
+        let get = |k: &str| {
+            m.iter()
+                .find(|(key, _)| **key == *k)
+                .map(|(_, m)| m.clone())
+        };
         assert_eq!(get("password"), Some(source(0, "password")));
         assert_eq!(get("user"), Some(source(0, "user")));
         assert_eq!(get("PASSWORD"), Some(source(0, "password")));
@@ -656,10 +698,11 @@ mod tests {
             version: Some("3".into()),
             decoding: Some("Base64URL".into()),
             ..remote("K", "app/dev/api", Some("value"))
-        }];
+        }]
+        .into();
         es.data_from.clear();
         assert_eq!(
-            eso_mappings(&es, &TargetIndex::new(&targets))[0].1,
+            eso_mappings(&es, &TargetIndex::new(&targets), &mut Interner::default())[0].1,
             Mapping::Value(Source {
                 target: 1,
                 field: "value".into(),
@@ -683,9 +726,9 @@ mod tests {
                 "metadataPolicy",
             ),
         ] {
-            es.data = vec![r];
+            es.data = vec![r].into();
             assert!(
-                matches!(&eso_mappings(&es, &TargetIndex::new(&targets))[0].1, Mapping::Opaque(w) if w.contains(why))
+                matches!(&eso_mappings(&es, &TargetIndex::new(&targets), &mut Interner::default())[0].1, Mapping::Opaque(w) if w.contains(why))
             );
         }
     }
@@ -694,7 +737,7 @@ mod tests {
     fn a_template_writes_its_keys_and_keeps_the_fetched_ones_only_under_merge() {
         let targets = [target("app", "db", &["password", "user"])];
         let mut es = super::super::eso::tests::es(Some(true), Some(1));
-        es.data = vec![remote("password", "app/dev/db", Some("password"))];
+        es.data = vec![remote("password", "app/dev/db", Some("password"))].into();
         es.template = vec![
             TemplateEntry {
                 key: "DSN".into(),
@@ -709,15 +752,29 @@ mod tests {
         ];
         // `mergePolicy: Replace` (the default): only the template's keys.
         es.keeps_fetched = false;
-        let m = eso_mappings(&es, &TargetIndex::new(&targets));
+        let m = eso_mappings(&es, &TargetIndex::new(&targets), &mut Interner::default());
         assert_eq!(m.len(), 2);
-        assert!(matches!(&m[0], (k, Mapping::Opaque(_)) if k == "DSN"));
+        assert!(matches!(&m[0], (k, Mapping::Opaque(_)) if &**k == "DSN"));
         assert_eq!(m[1], ("DB_PASSWORD".into(), source(0, "password")));
         // `Merge`: the fetched keys too.
         es.keeps_fetched = true;
-        let m = eso_mappings(&es, &TargetIndex::new(&targets));
+        let m = eso_mappings(&es, &TargetIndex::new(&targets), &mut Interner::default());
         assert_eq!(m.len(), 3);
         assert_eq!(m[0], ("password".into(), source(0, "password")));
+    }
+
+    #[test]
+    fn a_version_finds_each_field_by_name_however_many_it_has() {
+        let digester = Digester::new().expect("randomness");
+        let d = |v: &str| FieldDigests::of(&digester, v);
+        let one = Fields::new(vec![("password".into(), d("a"))]);
+        assert!(matches!(one, Fields::One(..)));
+        assert_eq!(one.get("password").map(|f| f.raw), Some(d("a").raw));
+        assert!(one.get("user").is_none());
+        let two = Fields::new(vec![("password".into(), d("a")), ("user".into(), d("b"))]);
+        assert_eq!(two.get("user").map(|f| f.raw), Some(d("b").raw));
+        assert_eq!(two.get("password").map(|f| f.raw), Some(d("a").raw));
+        assert!(Fields::new(Vec::new()).get("password").is_none());
     }
 
     #[test]

@@ -846,15 +846,16 @@ pub async fn check(
     };
     // Held to the end of the run: sized once, not at the last doubling.
     let mut external_secrets = Vec::with_capacity(wanted.external_secrets.len());
-    let mut stores: BTreeMap<(Option<String>, StoreKind, String), Vec<StoreUser>> = BTreeMap::new();
+    let mut stores: BTreeMap<(Option<String>, StoreKind, String), Vec<StoreUser<'_>>> =
+        BTreeMap::new();
     for (ns, name) in &wanted.external_secrets {
         let kept = done.get(&(ns.clone(), name.clone())).filter(|c| c.ok);
         let found = cluster.external_secret(ns, name).await?;
         if let Some(es) = &found {
             if let Some(key) = store_of(es, ns) {
                 stores.entry(key).or_default().push(StoreUser {
-                    namespace: ns.clone(),
-                    name: name.clone(),
+                    namespace: ns,
+                    name,
                     refs: es.data.clone(),
                 });
             }
@@ -888,7 +889,7 @@ pub async fn check(
         let check = store_check(cluster, inputs, facts, (ns, kind, name), &users).await?;
         if let Some(stuck) = &check.stuck {
             for u in &users {
-                let at = at.get(&(u.namespace.as_str(), u.name.as_str())).copied();
+                let at = at.get(&(u.namespace, u.name)).copied();
                 if let Some(es) = at.and_then(|i| external_secrets.get_mut(i)) {
                     if !es.ok && !es.stuck.contains(stuck) {
                         es.stuck.push(stuck.clone());
@@ -972,7 +973,7 @@ async fn store_check(
     inputs: &store::Inputs<'_>,
     facts: &Facts<'_>,
     (ns, kind, name): (Option<String>, StoreKind, String),
-    users: &[StoreUser],
+    users: &[StoreUser<'_>],
 ) -> Result<ObjectCheck, KubeError> {
     let found = cluster
         .secret_store(ns.as_deref().unwrap_or(""), kind, &name)
@@ -1091,7 +1092,7 @@ async fn check_external_secret(
 ) -> Result<Vec<EsFinding>, KubeError> {
     let mut found = bad_fields(es);
     let mut newest_created: Option<OffsetDateTime> = None;
-    for r in &es.data {
+    for r in es.data.iter() {
         newest_created = newest_created.max(remote_ref(ctx, r, &mut found));
     }
     newest_created = newest_created.max(data_from(ctx, es, &mut found));
@@ -1151,9 +1152,9 @@ async fn target_type(
     let keys = es
         .data
         .iter()
-        .map(|r| r.key.as_str())
+        .map(|r| &*r.key)
         .chain(es.data_from.iter().filter_map(|d| match d {
-            DataFrom::Extract { reference, .. } => Some(reference.key.as_str()),
+            DataFrom::Extract { reference, .. } => Some(&*reference.key),
             _ => None,
         }));
     let Some(want) = keys
@@ -1190,11 +1191,12 @@ async fn delivered(
     let mut found = Vec::new();
     let mut not_compared: Vec<(String, String)> = Vec::new();
     let mut all = !wanted.is_empty();
-    for (key, mapping) in delivery::eso_mappings(es, compare.index()) {
-        if !wanted.contains(&key) {
+    let mut names = crate::base::interned::Interner::default();
+    for (key, mapping) in delivery::eso_mappings(es, compare.index(), &mut names) {
+        if !wanted.iter().any(|w| **w == *key) {
             continue;
         }
-        let Some(d) = digests.get(&key) else {
+        let Some(d) = digests.get(&*key) else {
             all = false;
             continue;
         };
@@ -1205,14 +1207,14 @@ async fn delivered(
                 found.push(EsFinding::HoldsOther {
                     namespace: ns.to_string(),
                     secret: es.target_secret.clone(),
-                    key,
+                    key: key.to_string(),
                     selected,
                     older,
                 });
             }
             Held::NotCompared(why) => {
                 all = false;
-                not_compared.push((key, why));
+                not_compared.push((key.to_string(), why));
             }
         }
     }
@@ -1261,18 +1263,18 @@ fn spec_target<'t>(ctx: &Ctx<'t>, key: &str) -> Option<&'t Target> {
 fn remote_ref(ctx: &Ctx<'_>, r: &RemoteRef, found: &mut Vec<EsFinding>) -> Option<OffsetDateTime> {
     let Some(t) = spec_target(ctx, &r.key) else {
         found.push(EsFinding::NotSpecPath {
-            key: r.key.clone(),
-            secret_key: r.secret_key.clone(),
+            key: r.key.to_string(),
+            secret_key: r.secret_key.to_string(),
         });
         return None;
     };
     let fields: Vec<&Field> = match &r.property {
-        Some(p) => match t.fields.iter().find(|f| &f.name == p) {
+        Some(p) => match t.fields.iter().find(|f| *f.name == **p) {
             Some(f) => vec![f],
             None => {
                 found.push(EsFinding::NotSpecField {
-                    key: r.key.clone(),
-                    property: p.clone(),
+                    key: r.key.to_string(),
+                    property: p.to_string(),
                 });
                 return None;
             }
@@ -1324,8 +1326,8 @@ fn path_findings(
 /// json if no property is defined"; no special case for one field or for `value`).
 fn whole_secret(r: &RemoteRef, t: &Target) -> EsFinding {
     EsFinding::WholeSecret {
-        key: r.key.clone(),
-        secret_key: r.secret_key.clone(),
+        key: r.key.to_string(),
+        secret_key: r.secret_key.to_string(),
         fields: t.fields.iter().map(|f| f.name.clone()).collect(),
     }
 }
@@ -1339,8 +1341,8 @@ fn pinned(r: &RemoteRef, f: &PathFacts) -> Option<EsFinding> {
         return None;
     }
     Some(EsFinding::Pinned {
-        key: r.key.clone(),
-        pin: pin.clone(),
+        key: r.key.to_string(),
+        pin: pin.to_string(),
         current,
     })
 }
@@ -1395,13 +1397,13 @@ fn decoding_finding(r: &RemoteRef, field: &Field) -> Option<EsFinding> {
         "Auto" => decodes_as.is_some() || never_base64(&field.generator),
         _ => {
             return Some(EsFinding::DecodingUnknown {
-                key: r.key.clone(),
+                key: r.key.to_string(),
                 strategy: strategy.to_string(),
             })
         }
     };
     (!fine).then(|| EsFinding::Decoding {
-        key: r.key.clone(),
+        key: r.key.to_string(),
         field: field.name.clone(),
         strategy: strategy.to_string(),
         generator: field.generator.name(),
@@ -1424,13 +1426,15 @@ fn data_from(
         match d {
             DataFrom::Extract { reference: r, .. } => {
                 let Some(t) = spec_target(ctx, &r.key) else {
-                    found.push(EsFinding::ExtractNotSpecPath { key: r.key.clone() });
+                    found.push(EsFinding::ExtractNotSpecPath {
+                        key: r.key.to_string(),
+                    });
                     continue;
                 };
                 if let Some(p) = &r.property {
                     found.push(EsFinding::ExtractProperty {
-                        key: r.key.clone(),
-                        property: p.clone(),
+                        key: r.key.to_string(),
+                        property: p.to_string(),
                     });
                 }
                 let fields: Vec<&Field> = t.fields.iter().collect();
@@ -1451,7 +1455,7 @@ fn data_from(
 fn mapped_keys(ctx: &Ctx<'_>, es: &ExternalSecretInfo) -> Vec<String> {
     let mut keys: Vec<String> = Vec::new();
     if es.keeps_fetched {
-        keys.extend(es.data.iter().map(|r| r.secret_key.clone()));
+        keys.extend(es.data.iter().map(|r| r.secret_key.to_string()));
         for d in &es.data_from {
             if let DataFrom::Extract {
                 reference,
@@ -1489,12 +1493,11 @@ fn currency(es: &ExternalSecretInfo, now: OffsetDateTime) -> Vec<EsFinding> {
             since: since.clone(),
         });
     }
-    let states: BTreeSet<Option<bool>> = es.ready_conditions.iter().map(|c| c.ready).collect();
+    let all = || std::iter::once(&es.condition).chain(&es.other_ready_conditions);
+    let states: BTreeSet<Option<bool>> = all().map(|c| c.ready).collect();
     if states.len() > 1 {
         found.push(EsFinding::ReadyConflict {
-            states: es
-                .ready_conditions
-                .iter()
+            states: all()
                 .map(|c| match c.ready {
                     Some(true) => "True".to_string(),
                     Some(false) => "False".to_string(),
@@ -1538,7 +1541,7 @@ fn generation_finding(es: &ExternalSecretInfo) -> Option<EsFinding> {
 fn template_findings(es: &ExternalSecretInfo) -> Vec<EsFinding> {
     es.template
         .iter()
-        .filter(|e| es.data.iter().any(|r| r.secret_key == e.key))
+        .filter(|e| es.data.iter().any(|r| *r.secret_key == *e.key))
         .filter(|e| !e.reads.contains(&e.key))
         .map(|e| EsFinding::TemplateStatic { key: e.key.clone() })
         .collect()
@@ -1752,7 +1755,7 @@ pub(crate) mod tests {
             namespace: "ns".into(),
             name: "app".into(),
             api_version: "external-secrets.io/v1".into(),
-            ready_conditions: vec![condition.clone()],
+            other_ready_conditions: Vec::new(),
             condition,
             refresh_time: refresh.map(|s| OffsetDateTime::from_unix_timestamp(s).unwrap()),
             synced_resource_version: Some("1-abc".into()),
@@ -1770,7 +1773,8 @@ pub(crate) mod tests {
                     decoding: None,
                     as_is: true,
                 })
-                .to_vec(),
+                .to_vec()
+                .into(),
             has_data_from: false,
             data_from: Vec::new(),
             template: Vec::new(),
@@ -1822,7 +1826,7 @@ pub(crate) mod tests {
     #[test]
     fn a_target_secret_lacking_keys_names_each_missing_key_in_order() {
         let e = es(Some(true), Some(1));
-        let wanted: Vec<String> = e.data.iter().map(|r| r.secret_key.clone()).collect();
+        let wanted: Vec<String> = e.data.iter().map(|r| r.secret_key.to_string()).collect();
         let f = target_keys("ns", &e, &wanted, entries(&[("b", false), ("A", false)]));
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity(), Severity::Problem);
@@ -1888,11 +1892,11 @@ pub(crate) mod tests {
         e.refresh_time = Some(now);
         let mut other = e.condition.clone();
         other.ready = Some(false);
-        e.ready_conditions.push(other);
+        e.other_ready_conditions.push(other);
         assert!(currency(&e, now)[0]
             .message()
             .contains("2 `Ready` conditions that disagree (True, False)"));
-        e.ready_conditions.pop();
+        e.other_ready_conditions.pop();
         e.deletion_timestamp = Some("2026-01-01T00:00:00Z".into());
         assert!(matches!(
             currency(&e, now)[..],
@@ -2088,7 +2092,7 @@ mod table {
                 with(|e| {
                     let mut other = e.condition.clone();
                     other.ready = Some(false);
-                    e.ready_conditions.push(other);
+                    e.other_ready_conditions.push(other);
                 }),
                 &["ready-conflict"],
             ),

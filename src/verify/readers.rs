@@ -7,6 +7,8 @@
 //! missing), the readers are "not checked" and the write still goes ahead. Wording and
 //! severity live in [`ReaderFinding`].
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use super::findings::Coded;
@@ -379,28 +381,31 @@ pub async fn find(
 /// path (a property among `fields`, or the whole secret), each `dataFrom.extract` of the path,
 /// and each `dataFrom.find`, which may.
 fn eso_readers(es: &ExternalSecretInfo, only: &TargetIndex<'_>, fields: &[String]) -> Vec<Reader> {
-    let reads = |property: &Option<String>| property.as_ref().is_none_or(|p| fields.contains(p));
-    let reader =
-        |field: Option<&String>, secret_key, via, version: Option<&String>, certain| Reader {
-            kind: ES,
-            namespace: es.namespace.clone(),
-            name: es.name.clone(),
-            field: field.map(|f| text::cap(f).into_owned()),
-            secret_key,
-            secret: Some(text::cap(&es.target_secret).into_owned()),
-            via,
-            pinned_version: version.map(|v| text::cap(v).into_owned()),
-            certain,
-        };
+    let reads = |property: &Option<Arc<str>>| {
+        property
+            .as_deref()
+            .is_none_or(|p| fields.iter().any(|f| f == p))
+    };
+    let reader = |field: Option<&str>, secret_key, via, version: Option<&str>, certain| Reader {
+        kind: ES,
+        namespace: es.namespace.clone(),
+        name: es.name.clone(),
+        field: field.map(|f| text::cap(f).into_owned()),
+        secret_key,
+        secret: Some(text::cap(&es.target_secret).into_owned()),
+        via,
+        pinned_version: version.map(|v| text::cap(v).into_owned()),
+        certain,
+    };
     let mut found = Vec::new();
-    for r in &es.data {
+    for r in es.data.iter() {
         if only.of_key(&r.key).is_some() && reads(&r.property) {
             let key = Some(text::cap(&r.secret_key).into_owned());
             found.push(reader(
-                r.property.as_ref(),
+                r.property.as_deref(),
                 key,
                 "remoteRef",
-                r.version.as_ref(),
+                r.version.as_deref(),
                 true,
             ));
         }
@@ -411,10 +416,10 @@ fn eso_readers(es: &ExternalSecretInfo, only: &TargetIndex<'_>, fields: &[String
                 if only.of_key(&r.key).is_some() && reads(&r.property) =>
             {
                 found.push(reader(
-                    r.property.as_ref(),
+                    r.property.as_deref(),
                     None,
                     "dataFrom.extract",
-                    r.version.as_ref(),
+                    r.version.as_deref(),
                     true,
                 ));
             }
@@ -450,8 +455,8 @@ mod tests {
         RemoteRef {
             secret_key: "KEY".into(),
             key: key.into(),
-            property: property.map(str::to_string),
-            version: version.map(str::to_string),
+            property: property.map(Arc::from),
+            version: version.map(Box::from),
             decoding: None,
             as_is: true,
         }
@@ -463,7 +468,7 @@ mod tests {
     fn what_is_said_before_the_write() {
         let t = crate::write::replace::tests::target("app", "SALT", &["password"]);
         let mut es = crate::verify::eso::tests::es(Some(true), None);
-        es.data = vec![remote("app/dev/SALT", Some("password"), Some("2"))];
+        es.data = vec![remote("app/dev/SALT", Some("password"), Some("2"))].into();
         es.data_from = vec![DataFrom::Find];
         let readers = Readers {
             readers: eso_readers(
@@ -527,7 +532,7 @@ mod tests {
     fn the_next_step_after_a_placeholder() {
         let t = crate::write::replace::tests::target("app", "PAT", &["value"]);
         let mut es = crate::verify::eso::tests::es(Some(true), None);
-        es.data = vec![remote("app/dev/PAT", Some("value"), None)];
+        es.data = vec![remote("app/dev/PAT", Some("value"), None)].into();
         let only = [t];
         let index = TargetIndex::new(&only);
         let mut found = Readers {
@@ -573,7 +578,8 @@ mod tests {
             remote("secret/app/dev/SALT", Some("note"), Some("3")),
             remote("app/dev/OTHER", Some("password"), None),
             remote("app/dev/SALT", None, None),
-        ];
+        ]
+        .into();
         let fields = ["password".to_string()];
         let found = eso_readers(&es, &TargetIndex::new(std::slice::from_ref(&t)), &fields);
         let shown: Vec<_> = found

@@ -8,6 +8,7 @@
 //! writes anything; what cannot be told is said "not checked", never taken as matching.
 
 use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 
 use super::facts::Facts;
 use super::findings::{joined, shown_namespace, Finding, Severity};
@@ -31,13 +32,13 @@ pub struct Inputs<'a> {
 
 /// One ExternalSecret reading through a store: its namespace, name and remoteRefs.
 #[derive(Debug, Clone)]
-pub struct StoreUser {
+pub struct StoreUser<'w> {
     /// Its namespace.
-    pub namespace: String,
+    pub namespace: &'w str,
     /// Its name.
-    pub name: String,
+    pub name: &'w str,
     /// Its `spec.data[]` remoteRefs.
-    pub refs: Vec<RemoteRef>,
+    pub refs: Arc<[RemoteRef]>,
 }
 
 /// What the check of a store's Vault provider finds.
@@ -173,11 +174,8 @@ pub fn eso_namespace(spec: &Spec, env: &Environment, default_namespace: &str) ->
 }
 
 /// The specs (with their environments) naming any of `users`.
-fn specs_of<'a>(inputs: &Inputs<'a>, users: &[StoreUser]) -> Vec<(&'a Spec, &'a Environment)> {
-    let users: HashSet<(&str, &str)> = users
-        .iter()
-        .map(|u| (u.namespace.as_str(), u.name.as_str()))
-        .collect();
+fn specs_of<'a>(inputs: &Inputs<'a>, users: &[StoreUser<'_>]) -> Vec<(&'a Spec, &'a Environment)> {
+    let users: HashSet<(&str, &str)> = users.iter().map(|u| (u.namespace, u.name)).collect();
     inputs
         .plan
         .specs
@@ -198,7 +196,7 @@ pub(crate) async fn check(
     inputs: &Inputs<'_>,
     facts: &Facts<'_>,
     vault: &Result<VaultStore, StoreProblem>,
-    users: &[StoreUser],
+    users: &[StoreUser<'_>],
 ) -> Vec<StoreFinding> {
     let store = match vault {
         Ok(s) => s,
@@ -245,10 +243,10 @@ fn server(
 /// `providers/v1/vault/client_get.go`): with `path`, the store's mount, a leading `<path>/`
 /// of the key cut; without, the key's first segment is the mount (on v2, `data` goes after it),
 /// so the key must be the full path on a one-segment mount. Each mismatch is said once.
-fn mounts(facts: &Facts<'_>, store: &VaultStore, users: &[StoreUser]) -> Vec<StoreFinding> {
+fn mounts(facts: &Facts<'_>, store: &VaultStore, users: &[StoreUser<'_>]) -> Vec<StoreFinding> {
     let mut found = Vec::new();
     let mut said = BTreeSet::new();
-    for r in users.iter().flat_map(|u| &u.refs) {
+    for r in users.iter().flat_map(|u| u.refs.iter()) {
         let Some(t) = facts.index().of_key(&r.key) else {
             continue; // the ExternalSecret's check says it is not a path of the spec
         };
@@ -257,7 +255,7 @@ fn mounts(facts: &Facts<'_>, store: &VaultStore, users: &[StoreUser]) -> Vec<Sto
         let wrong = match &store.path {
             Some(p) if p.trim_end_matches('/') != mount => Some(StoreFinding::OtherMount {
                 store: p.clone(),
-                key: r.key.clone(),
+                key: r.key.to_string(),
                 spec: mount.to_string(),
             }),
             Some(_) => None,
@@ -269,7 +267,7 @@ fn mounts(facts: &Facts<'_>, store: &VaultStore, users: &[StoreUser]) -> Vec<Sto
                     StoreKv::V1 => key.split('/').next().unwrap_or_default(),
                 };
                 (read != mount || key != t.full_path()).then(|| StoreFinding::KeyMount {
-                    key: r.key.clone(),
+                    key: r.key.to_string(),
                     read: read.to_string(),
                     spec: mount.to_string(),
                 })

@@ -73,7 +73,7 @@ async fn all_ready() {
     let refs: Vec<_> = db
         .data
         .iter()
-        .map(|r| (r.secret_key.as_str(), r.key.as_str(), r.property.as_deref()))
+        .map(|r| (&*r.secret_key, &*r.key, r.property.as_deref()))
         .collect();
     assert_eq!(
         refs,
@@ -328,8 +328,8 @@ async fn only_v1beta1_served_falls_back_and_says_so() {
         es.refresh_time.map(|t| t.unix_timestamp()),
         Some(1_788_443_625)
     );
-    assert_eq!(es.data[0].key, "example-secret");
-    assert_eq!(es.data[0].secret_key, "secret_key");
+    assert_eq!(&*es.data[0].key, "example-secret");
+    assert_eq!(&*es.data[0].secret_key, "secret_key");
     let store = es.store_ref.unwrap();
     let store = cluster
         .secret_store("demo", store.kind.unwrap(), &store.name)
