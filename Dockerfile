@@ -18,6 +18,8 @@ ARG RUST_VERSION=1.89
 FROM docker.io/library/rust:${RUST_VERSION}-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
+# jemalloc's options (src/main.rs), read when it is built.
+COPY .cargo ./.cargo
 COPY src ./src
 RUN cargo build --locked --release --bin vault-seed
 
