@@ -5,7 +5,7 @@ use crate::common;
 
 use std::collections::BTreeSet;
 
-use common::fake_kube::{external_secret, secret, FakeKube, SeenRequest};
+use common::fake_kube::{external_secret, pod_of, secret, FakeKube, SeenRequest};
 use vault_seed::kube::{KubeError, ReadKind};
 
 /// ExternalSecrets `es-0`..`es-4` in `apps` and `es-0`..`es-2` in `web`, synced (the shape of
@@ -194,4 +194,113 @@ async fn secrets_are_listed_as_metadata_or_as_digests_never_kept_as_values() {
     );
     assert_eq!(cluster.secret_keys("web", "nope").await.unwrap(), None);
     assert_eq!(kube.requests().len(), before);
+}
+
+/// Pods `p-0`.. in `apps` (3), `apps-b` (2) and `web` (4), and one in `other`, not asked about.
+fn put_pods(kube: &FakeKube) {
+    for (ns, n) in [("apps", 3), ("apps-b", 2), ("web", 4), ("other", 1)] {
+        for i in 0..n {
+            kube.put(pod_of(ns, "app", &format!("p-{i}"), "2026-03-01T10:00:00Z"));
+        }
+    }
+}
+
+/// `list_pods_each` over `apps`, `apps-b`, `web` and `empty`, each namespace's pods read (as
+/// `verify`'s part `consumers` reads them, while the list goes on) as soon as it is named: the
+/// namespaces in the order named, with the pods found then.
+async fn pods_as_named(kube: &FakeKube) -> Vec<(String, usize)> {
+    let cluster = kube.connect().await;
+    let wanted = namespaces(&["apps", "apps-b", "web", "empty"]);
+    let (tx, mut rx) = futures::channel::mpsc::unbounded::<String>();
+    let (c, wanted) = (&cluster, &wanted);
+    let list = async move {
+        let ready = move |ns: &str| tx.unbounded_send(ns.to_string()).unwrap();
+        c.list_pods_each(wanted, 2, &ready).await;
+    };
+    let read = async {
+        let mut seen = Vec::new();
+        while let Some(ns) = futures::StreamExt::next(&mut rx).await {
+            let pods = c.pods(&ns, "app=app").await.unwrap();
+            seen.push((ns, pods.len()));
+        }
+        seen
+    };
+    futures::join!(list, read).1
+}
+
+fn named(all: &[(&str, usize)]) -> Vec<(String, usize)> {
+    all.iter().map(|(ns, n)| (ns.to_string(), *n)).collect()
+}
+
+/// Only the LISTs: no read of a named namespace asked the server (its pods were all kept).
+fn only_lists(kube: &FakeKube) -> Vec<String> {
+    let pods: Vec<SeenRequest> = lists_of(kube, "pods");
+    assert!(
+        pods.iter().all(|r| !r.query.contains("labelSelector")),
+        "{pods:?}"
+    );
+    pods.into_iter().map(|r| r.path).collect()
+}
+
+#[tokio::test]
+async fn pods_listed_across_namespaces_are_handed_over_a_namespace_at_a_time_whole() {
+    let kube = FakeKube::start();
+    put_pods(&kube);
+    kube.cap_pages(2);
+    // Each namespace once, as soon as the next began (`other`, not asked about, is passed
+    // over), with every pod it has; one with none, at the end.
+    let seen = pods_as_named(&kube).await;
+    assert_eq!(
+        seen,
+        named(&[("apps", 3), ("apps-b", 2), ("web", 4), ("empty", 0)])
+    );
+    // Ten pods of four namespaces at two a page: five pages of one LIST.
+    let lists = only_lists(&kube);
+    assert_eq!(lists.len(), 5, "{lists:?}");
+    assert!(lists.iter().all(|p| p == "/api/v1/pods"), "{lists:?}");
+}
+
+#[tokio::test]
+async fn after_an_expired_token_a_namespace_handed_over_stands_and_the_rest_come_whole() {
+    let kube = FakeKube::start();
+    put_pods(&kube);
+    kube.cap_pages(2);
+    // Page two ends `apps` (handed over) and begins `apps-b`; the token it gives is expired
+    // when page three is asked for, and one unpaged LIST follows.
+    kube.expire_continue_after(1);
+    let seen = pods_as_named(&kube).await;
+    assert_eq!(
+        seen,
+        named(&[("apps", 3), ("apps-b", 2), ("web", 4), ("empty", 0)])
+    );
+    let lists = lists_of(&kube, "pods");
+    assert_eq!(lists.len(), 4, "{lists:?}");
+    assert!(lists[2].query.contains("continue="));
+    assert!(!lists[3].query.contains("limit="), "{:?}", lists[3]);
+    only_lists(&kube);
+}
+
+#[tokio::test]
+async fn pods_that_rbac_refuses_across_namespaces_are_handed_over_as_each_is_listed() {
+    let kube = FakeKube::start();
+    put_pods(&kube);
+    kube.deny_cluster_wide("pods");
+    let mut seen = pods_as_named(&kube).await;
+    seen.sort();
+    assert_eq!(
+        seen,
+        named(&[("apps", 3), ("apps-b", 2), ("empty", 0), ("web", 4)])
+    );
+    let mut lists = only_lists(&kube);
+    lists.sort();
+    assert_eq!(
+        lists,
+        [
+            "/api/v1/namespaces/apps-b/pods",
+            "/api/v1/namespaces/apps/pods",
+            "/api/v1/namespaces/empty/pods",
+            "/api/v1/namespaces/web/pods",
+            "/api/v1/pods",
+        ]
+    );
 }
