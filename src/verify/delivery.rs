@@ -533,11 +533,12 @@ pub fn eso_mappings(
     }
     for r in es.data.iter() {
         let m = match (index.position_of_key(&r.key), &r.property) {
-            (Some(i), Some(p)) => eso_mapping(r, i, names.get(p)),
+            // Shared by the listing already.
+            (Some(i), Some(p)) => eso_mapping(r, i, p.clone()),
             (None, _) => Mapping::Opaque("not a path of the spec".into()),
             (_, None) => Mapping::Opaque("the whole secret, as JSON".into()),
         };
-        put(names.get(&r.secret_key), m);
+        put(r.secret_key.clone(), m);
     }
     let mut out = templated(es, out, names);
     // Held for every target of a platform until its last part.
